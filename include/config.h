@@ -1,0 +1,121 @@
+/*
+ * config.h — the blueprint of a decoder-only transformer (GPT-2 and Llama
+ * families) and its parameter tensor table.
+ *
+ * Dimension legend used in every shape comment of the engine:
+ *   V  vocab_size       C  d_model          L  n_layer
+ *   H  n_head (query)   K  n_kv_head        D  d_head = C / H
+ *   F  d_ff             S  context (maximum sequence length)
+ *   B  batch            T  sequence length of one run (T <= S)
+ *   QKV = (H + 2K) * D  rows of the fused query/key/value projection
+ *   FF  = F (GELU) or 2F (SwiGLU: gate rows first, then up rows)
+ */
+#ifndef ATTNSCOPE_CONFIG_H
+#define ATTNSCOPE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+enum norm_type { NORM_LAYER, NORM_RMS };
+enum norm_place { PLACE_PRE, PLACE_POST };
+enum pos_type { POS_LEARNED, POS_ROPE };
+enum mlp_type { MLP_GELU, MLP_SWIGLU };
+
+struct model_config {
+	int vocab_size;       /* V */
+	int d_model;          /* C */
+	int n_layer;          /* L */
+	int n_head;           /* H */
+	int n_kv_head;        /* K, native; divides H */
+	int d_ff;             /* F */
+	int context;          /* S */
+	enum norm_type norm;
+	float norm_eps;
+	enum norm_place placement; /* native placement */
+	enum pos_type pos;
+	float rope_theta;
+	enum mlp_type mlp;
+	bool bias;            /* biases on every linear layer and LayerNorm shifts */
+	bool tied;            /* output projection is wte^T */
+};
+
+/* Limits that keep every size computation far from overflow. */
+#define CFG_MAX_VOCAB   (1 << 20)
+#define CFG_MAX_DMODEL  (1 << 15)
+#define CFG_MAX_LAYERS  256
+#define CFG_MAX_HEADS   256
+#define CFG_MAX_DFF     (1 << 17)
+#define CFG_MAX_CONTEXT (1 << 16)
+
+/* Parameter tensors, in the order they are laid out in one allocation.
+ * Shapes (a tensor absent from a config has size 0):
+ *   WTE      (V, C)        token embedding
+ *   WPE      (S, C)        learned positions only
+ *   LN1W     (L, C)        norm before (pre) / after (post) attention
+ *   LN1B     (L, C)        LayerNorm with bias only
+ *   QKVW     (L, QKV, C)   rows: H query heads, K key heads, V value heads
+ *   QKVB     (L, QKV)      bias only
+ *   ATTPROJW (L, C, C)     output projection, input index = h*D + d
+ *   ATTPROJB (L, C)
+ *   LN2W     (L, C)        norm around the MLP
+ *   LN2B     (L, C)
+ *   FCW      (L, FF, C)
+ *   FCB      (L, FF)
+ *   FCPROJW  (L, C, F)
+ *   FCPROJB  (L, C)
+ *   LNFW     (C)           final norm
+ *   LNFB     (C)
+ *   LMHEAD   (V, C)        untied output only
+ */
+enum param_id {
+	P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
+	P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB,
+	P_LMHEAD, N_PARAMS
+};
+
+/* Name of tensor i in checkpoints ("wte", "qkvw", ...). */
+const char *param_name(enum param_id i);
+
+/* Whether tensor i is per-layer (its first dimension is L). */
+bool param_per_layer(enum param_id i);
+
+/* Fills shape[0..*ndim) for tensor i; *ndim is 0 for an absent tensor.
+ * Returns the element count (0 when absent). */
+size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3], int *ndim);
+
+/* Total number of parameters. */
+size_t config_param_count(const struct model_config *c);
+
+static inline int cfg_d_head(const struct model_config *c) { return c->d_model / c->n_head; }
+static inline int cfg_qkv_rows(const struct model_config *c, int kv_heads)
+{
+	return (c->n_head + 2 * kv_heads) * cfg_d_head(c);
+}
+static inline int cfg_ff_rows(const struct model_config *c)
+{
+	return c->mlp == MLP_SWIGLU ? 2 * c->d_ff : c->d_ff;
+}
+
+/* Checks every field and their relations (d_model divisible by n_head, an
+ * even d_head for RoPE, sizes within the limits above, ...).
+ * Returns 0, or -1 with a message naming the first bad field. */
+int config_validate(const struct model_config *c, struct err *e);
+
+/* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
+ * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE). */
+void config_default(struct model_config *c);
+
+/* Short names used in metadata, flags and README ("layernorm", "pre", ...);
+ * the parsers return -1 for an unknown name. */
+const char *norm_type_name(enum norm_type t);
+const char *norm_place_name(enum norm_place p);
+const char *pos_type_name(enum pos_type p);
+const char *mlp_type_name(enum mlp_type m);
+int norm_type_parse(const char *s, enum norm_type *out);
+int norm_place_parse(const char *s, enum norm_place *out);
+int pos_type_parse(const char *s, enum pos_type *out);
+int mlp_type_parse(const char *s, enum mlp_type *out);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * model.h — weights, run options and the forward pass with attention capture.
+ *
+ * Lifetimes (after llama2.c): the config is the blueprint; a `struct model`
+ * owns its weights (one allocation plus a pointer table), its tokenizer and a
+ * cache of converted K/V weights; a `struct run` owns the activations of one
+ * forward pass of a given size and is reused across passes.
+ *
+ * Shapes use the legend in config.h.
+ */
+#ifndef ATTNSCOPE_MODEL_H
+#define ATTNSCOPE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "util.h"
+
+struct tokenizer;
+
+/* ------------------------------------------------------------ run options */
+
+enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW };
+
+#define ABLATE_WORDS 64 /* 4096 (layer, head) pairs */
+
+/* How one forward pass is computed.  Plain data: copy it freely. */
+struct run_options {
+	int kv_heads;               /* G key/value heads; G divides H */
+	enum norm_place placement;  /* where the norms sit */
+	enum mask_kind mask;
+	int window;                 /* MASK_WINDOW: keys i-window..i are visible */
+	bool scale;                 /* multiply scores by 1/sqrt(D) */
+	uint64_t ablated[ABLATE_WORDS]; /* bit l*H + h: head output zeroed */
+};
+
+/* ------------------------------------------------------------------ model */
+
+#define KV_CACHE_SLOTS 8
+
+/* K/V weights converted to G heads, built on first use (see model_forward). */
+struct kv_conversion {
+	int kv_heads;   /* G; 0 marks an empty slot */
+	float *qkvw;    /* (L, (H + 2G) * D, C), Q rows copied from the native */
+	float *qkvb;    /* (L, (H + 2G) * D) or NULL without biases */
+};
+
+struct model {
+	struct model_config cfg;
+	float *params;            /* one block of n_params floats, owned */
+	size_t n_params;
+	float *p[N_PARAMS];       /* tensor i starts at p[i] (NULL when absent) */
+	size_t psize[N_PARAMS];   /* element count of tensor i */
+	struct tokenizer *tok;    /* owned; NULL until a tokenizer is attached */
+	char *name;               /* short name, e.g. "shakespeare"; owned */
+	char *path;               /* file it was loaded from, or NULL; owned */
+	char *train_meta;         /* JSON text of the training record, or NULL; owned */
+	struct kv_conversion kv_cache[KV_CACHE_SLOTS];
+};
+
+/* Allocates a model for a valid config with zeroed weights (norm scales set
+ * to 1).  Returns NULL and sets e when the config is invalid. */
+struct model *model_new(const struct model_config *c, struct err *e);
+
+/* GPT-2-style initialisation: N(0, 0.02) for matrices and embeddings, output
+ * projections (ATTPROJW, FCPROJW) scaled by 1/sqrt(2L), zero biases, unit
+ * norm scales.  Deterministic for a given seed. */
+void model_init_random(struct model *m, uint64_t seed);
+
+/* Frees everything the model owns; NULL is a no-op.  Accepts half-built
+ * models (any pointer may be NULL). */
+void model_free(struct model *m);
+
+/* Drops cached K/V conversions (call after changing the weights). */
+void model_clear_cache(struct model *m);
+
+/* The options that reproduce the model as trained: native K, native
+ * placement, causal mask, scaling on, nothing ablated. */
+void run_options_native(const struct model *m, struct run_options *o);
+
+/* Checks options against a model: G divides H, window >= 0, ablated bits
+ * inside L*H.  0 or -1 with a message. */
+int run_options_validate(const struct model *m, const struct run_options *o, struct err *e);
+
+bool run_options_equal(const struct run_options *a, const struct run_options *b);
+
+static inline bool opt_is_ablated(const struct run_options *o, int bit)
+{
+	return (o->ablated[bit / 64] >> (bit % 64)) & 1u;
+}
+static inline void opt_set_ablated(struct run_options *o, int bit, bool on)
+{
+	if (on)
+		o->ablated[bit / 64] |= (uint64_t)1 << (bit % 64);
+	else
+		o->ablated[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+}
+int opt_ablated_count(const struct run_options *o);
+
+/* KV-cache bytes for G heads: 2 * n_layer * G * T * d_head * bytes_per_elem. */
+double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int bytes_per_elem);
+
+/* -------------------------------------------------------------------- run */
+
+/* What a run keeps.  Logits and NLL are always computed when RUN_LOGITS is
+ * set; RUN_ATTN keeps every layer's attention; RUN_TRAIN keeps every
+ * activation the backward pass needs (and implies both). */
+enum {
+	RUN_LOGITS = 1u << 0,
+	RUN_ATTN   = 1u << 1,
+	RUN_TRAIN  = 1u << 2,
+};
+
+/* Activations of one forward pass over B sequences of T tokens.
+ * Per-layer buffers hold L layers with RUN_TRAIN and one reused layer
+ * otherwise (`lstride` is their per-layer step in floats: 0 when reused).
+ * QKV below is sized for the largest sharing, 3C.  `bt` = B * T. */
+struct run {
+	int B, T;           /* sizes this run was allocated for (max) */
+	int b, t;           /* sizes of the last forward pass */
+	unsigned flags;
+	int V, C, L, H, F, FF, QKVmax;
+
+	/* outputs */
+	float *logits;      /* (B, T, V)  RUN_LOGITS */
+	float *nll;         /* (B, T)     -log p(target); NAN where no target */
+	float *att;         /* (L, B, H, T, T) with RUN_ATTN, else (B, H, T, T) */
+	float *head_norm;   /* (L, B, H, T) L2 norm of each head's output (pre-projection) */
+	float *resid_norm;  /* (L, B, T)   L2 norm of the residual stream after each block */
+	double loss;        /* mean NLL over positions with a target */
+	int n_targets;
+	double forward_ms;
+	struct run_options opt; /* options of the last pass */
+
+	/* saved activations (per layer: lstride apart) */
+	size_t lstride_c, lstride_qkv, lstride_ff, lstride_f, lstride_bt;
+	float *resid;       /* (L+1, b, t, C) block inputs, then the final block output;
+			       packed by the last pass's b * t (not lstride) */
+	float *ln1;         /* (L, B, T, C) norm1 output */
+	float *ln1_mean;    /* (L, B, T)  (LayerNorm only) */
+	float *ln1_rstd;    /* (L, B, T) */
+	float *qkv;         /* (L, B, T, QKVmax) q and k after RoPE; row stride = (H+2G)*D */
+	float *atty;        /* (L, B, T, C)  heads' outputs, concatenated, before projection */
+	float *att_res;     /* (L, B, T, C)  input + attention projection */
+	float *ln2;         /* (L, B, T, C) */
+	float *ln2_mean;    /* (L, B, T) */
+	float *ln2_rstd;    /* (L, B, T) */
+	float *fch;         /* (L, B, T, FF) MLP pre-activation (gate | up for SwiGLU) */
+	float *fch_act;     /* (L, B, T, F)  MLP activation */
+	float *mlp_res;     /* (L, B, T, C)  (pre: att_res + mlp; post: ln1 + mlp) */
+	float *lnf;         /* (B, T, C) final norm output */
+	float *lnf_mean;    /* (B, T) */
+	float *lnf_rstd;    /* (B, T) */
+	float *scratch;     /* (B, T, C) */
+};
+
+/* Allocates activations for up to B x T tokens of model config c.
+ * Never returns NULL (out of memory is fatal). */
+struct run *run_new(const struct model_config *c, int B, int T, unsigned flags);
+void run_free(struct run *r);
+
+/* Bytes held by a run (for benchmarks and the memory budget). */
+size_t run_bytes(const struct run *r);
+
+/* Pointer to the (T, T) attention of layer l, batch b, head h of the last
+ * pass (RUN_ATTN), row i = query i, column j = key j. */
+float *run_att(const struct run *r, int l, int b, int h);
+
+/*
+ * Runs the model on tokens (B, T) and fills r.
+ *   targets: (B, T) next-token ids for the NLL, -1 to skip a position; NULL
+ *            means tokens shifted left by one (the last position has none).
+ * Option semantics (README "Variants"):
+ *   - kv_heads G != K: K/V projection weights are converted once and cached:
+ *     each query head's native K/V head is mean-pooled over the H/G query
+ *     heads of its new group.  Going down this is the mean of the native
+ *     heads in the group; going up it replicates, which is exact.
+ *     Query head h reads K/V head h / (H / G).
+ *   - placement: pre  x <- x + attn(norm1(x)); x <- x + mlp(norm2(x))
+ *                post x <- norm1(x + attn(x)); x <- norm2(x + mlp(x))
+ *     the final norm is applied before the output projection in both.
+ *   - mask: causal (j <= i), none, window (i - window <= j <= i).
+ *   - scale: scores multiplied by 1/sqrt(D) when on, by 1 when off.
+ *   - ablated heads: their output rows are zeroed before the output projection.
+ * Returns 0, or -1 with a message for bad tokens, T above the context or the
+ * run's size, or invalid options.
+ */
+int model_forward(struct model *m, const struct run_options *o, const int *tokens,
+		  const int *targets, int B, int T, struct run *r, struct err *e);
+
+/* The fused QKV weights/biases a pass with G K/V heads uses: the native ones
+ * when G == K, else the cached conversion (built here on first use). */
+void model_qkv_for(struct model *m, int kv_heads, const float **w, const float **b);
+
+/* Sets BLAS and OpenMP threads (0 = the number of cores present). */
+void engine_set_threads(int n);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * ops.h — the forward kernels of the engine.
+ *
+ * Each kernel writes its outputs first and takes its dimensions last
+ * (llm.c's convention).  Matrices are row-major; a weight w of shape
+ * (OC, IC) maps a row x of IC inputs to x w^T.  Every matrix product goes
+ * through cblas_sgemm.  Outputs never alias inputs unless a kernel says so.
+ */
+#ifndef ATTNSCOPE_OPS_H
+#define ATTNSCOPE_OPS_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "model.h"
+
+/* out (N, OC) = inp (N, IC) w^T + bias; bias (OC) may be NULL. */
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+		    int N, int IC, int OC);
+
+/* LayerNorm over rows of C: out = (x - mean) * rstd * w + b (b may be NULL).
+ * mean and rstd (N) are saved for the backward pass; either may be NULL. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+		       const float *w, const float *b, int N, int C, float eps);
+
+/* RMSNorm over rows of C: out = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps). */
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+		     int N, int C, float eps);
+
+/* Dispatches on the norm type (mean is unused for RMSNorm). */
+void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
+		  const float *inp, const float *w, const float *b, int N, int C, float eps);
+
+/* GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))). */
+void gelu_forward(float *out, const float *inp, long n);
+
+/* SwiGLU: out (N, F) = silu(inp[:, :F]) * inp[:, F:], inp (N, 2F). */
+void swiglu_forward(float *out, const float *inp, int N, int F);
+
+/* Rotates, in place, the first n_rot heads (D wide) of each row of x
+ * (B*T rows, row stride ld) by RoPE at position t = row % T: dimension pairs
+ * (2i, 2i+1) turn by t * theta^(-2i/D). */
+void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta);
+
+/* Visible keys [*lo, *hi] of query i under a mask (see model.h). */
+static inline void mask_range(enum mask_kind mask, int window, int i, int T, int *lo, int *hi)
+{
+	switch (mask) {
+	case MASK_NONE: *lo = 0; *hi = T - 1; break;
+	case MASK_WINDOW: *lo = i - window > 0 ? i - window : 0; *hi = i; break;
+	default: *lo = 0; *hi = i; break;
+	}
+}
+
+/*
+ * Multi-head attention for B sequences of T tokens.
+ *   out (B, T, H*D)   heads' outputs, concatenated
+ *   att (B, H, T, T)  post-softmax weights (masked entries exactly 0)
+ *   qkv (B, T, ld)    per row: H query heads, then G key heads, then G value heads
+ * Query head h reads key/value head h / (H / G).  scale multiplies the scores.
+ */
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
+		       int D, enum mask_kind mask, int window, float scale);
+
+/* out[i] = a[i] + b[i]; out may alias a or b. */
+void residual_forward(float *out, const float *a, const float *b, long n);
+
+/* nll[i] = logsumexp(logits[i]) - logits[i][targets[i]], NAN where
+ * targets[i] < 0.  Returns the sum over positions with a target and stores
+ * their count in *count. */
+double crossentropy_forward(float *nll, const float *logits, const int *targets,
+			    int N, int V, int *count);
+
+/* L2 norm of each of N rows of n values with stride ld. */
+void row_norms(float *out, const float *x, int N, int n, int ld);
+
+#endif

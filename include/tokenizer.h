@@ -1,0 +1,95 @@
+/*
+ * tokenizer.h — text <-> token ids, behind one interface so that character,
+ * byte-level BPE and sentencepiece-style vocabularies plug in alike.
+ *
+ * Text is UTF-8.  Invalid UTF-8 is never fatal: each bad byte decodes as
+ * U+FFFD and the encoder reports how many it replaced.
+ */
+#ifndef ATTNSCOPE_TOKENIZER_H
+#define ATTNSCOPE_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct tokenizer;
+
+struct tokenizer_ops {
+	const char *kind; /* "char", "gpt2-bpe", ... */
+	/* Appends ids for text[0..len) to *ids (growing it, *cap its capacity).
+	 * Returns the number of invalid UTF-8 bytes replaced, or -1 with e set. */
+	int (*encode)(const struct tokenizer *t, const char *text, size_t len,
+		      int **ids, int *n, int *cap, struct err *e);
+	/* Exact bytes of one token, written to buf (NUL-terminated, truncated to
+	 * size).  Returns the byte length, which may exceed size-1. */
+	int (*piece)(const struct tokenizer *t, int id, char *buf, size_t size);
+	/* JSON text describing the vocabulary for checkpoint metadata; malloc'd. */
+	char *(*to_json)(const struct tokenizer *t);
+	void (*free)(struct tokenizer *t);
+};
+
+/* Ownership: ops->free releases impl; tok_free() then frees the struct.
+ * Ids outside the vocabulary have an empty piece and the label "<bad id N>". */
+struct tokenizer {
+	const struct tokenizer_ops *ops;
+	int vocab_size;
+	int bos_id;  /* -1 when the vocabulary has none */
+	int unk_id;  /* -1 when the vocabulary has none */
+	void *impl;  /* owned by the implementation */
+};
+
+/*
+ * Encodes text into a malloc'd id array (*ids, *n; caller frees *ids).
+ * With add_bos and a BOS token in the vocabulary, it comes first.
+ * Returns the number of invalid UTF-8 bytes replaced by U+FFFD (>= 0),
+ * or -1 with e set.
+ */
+int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_bos,
+	       int **ids, int *n, struct err *e);
+
+/* Exact bytes of token id into buf; see tokenizer_ops.piece. */
+int tok_piece(const struct tokenizer *t, int id, char *buf, size_t size);
+
+/* Decodes ids to a malloc'd UTF-8 string (exact bytes of the pieces). */
+char *tok_decode(const struct tokenizer *t, const int *ids, int n);
+
+/* A printable label for views: control characters escaped, space shown as
+ * '␣', newline as '⏎', tab as '⇥', bytes that are not valid UTF-8 as
+ * <e5 ba>.  Always NUL-terminated in buf. */
+void tok_label(const struct tokenizer *t, int id, char *buf, size_t size);
+
+/* Builds a tokenizer from the JSON written by to_json.  NULL + e on error. */
+struct tokenizer *tok_from_json(const char *json, struct err *e);
+
+void tok_free(struct tokenizer *t);
+
+/* ---------------------------------------------------- character tokenizer */
+
+/*
+ * A character-level vocabulary over Unicode code points.
+ * Ids: 0 = "<unk>", then 1 = "<bos>" when with_bos, then one id per code
+ * point in the order given.  cps need not be sorted; duplicates are an error.
+ */
+struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct err *e);
+
+/* A character vocabulary from a text: every code point occurring at least
+ * min_count times (invalid UTF-8 counts as U+FFFD), in code point order;
+ * rarer ones will encode as <unk>.  NULL + e when the text is empty. */
+struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count,
+				     int with_bos, struct err *e);
+
+/* Code point of a character token, or -1 for special tokens. */
+int32_t tok_char_codepoint(const struct tokenizer *t, int id);
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* Decodes one code point at s[0..len).  Stores the code point (U+FFFD for
+ * an invalid sequence, which then consumes one byte) and returns the bytes
+ * consumed (>= 1 when len >= 1).  *bad is set when the sequence was invalid. */
+int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp, int *bad);
+
+/* Encodes cp into out (at least 4 bytes); returns the length. */
+int utf8_encode(uint32_t cp, char *out);
+
+#endif

@@ -1,0 +1,552 @@
+/*
+ * backward.c — gradients of the mean next-token loss for the model as
+ * configured (native K/V heads, native placement, causal mask, 1/sqrt(D)
+ * scale, nothing ablated), from the activations a RUN_TRAIN forward saved.
+ *
+ * Each layer has a kernel X_backward(dinp, dweight, dbias, dout, saved...,
+ * dims) after llm.c's train_gpt2.c: outputs first, dimensions last, every
+ * gradient ADDED (+=) into its destination.  Matrix products go through
+ * cblas_sgemm; row and column loops are threaded with OpenMP so that no two
+ * threads write the same element.
+ */
+#include "backward.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+struct backward_state {
+	int B, T;          /* capacity: up to B x T tokens */
+	int C, V, QKV, F, FF;
+	float *dlogits;    /* (B, T, V) */
+	float *dresidual;  /* (B, T, C) gradient of the residual stream */
+	float *dbuf1;      /* (B, T, C) gradient of a norm's output or input */
+	float *dbuf2;      /* (B, T, C) */
+	float *datty;      /* (B, T, C) gradient of the heads' concatenated outputs */
+	float *dqkv;       /* (B, T, QKV) native QKV rows */
+	float *datt;       /* (T, T) gradient of one head's weights, then scores */
+	float *dfch;       /* (B, T, FF) */
+	float *dfch_act;   /* (B, T, F) */
+};
+
+struct backward_state *backward_new(const struct model_config *c, int B, int T)
+{
+	struct backward_state *s = xcalloc(1, sizeof *s);
+	size_t bt = (size_t)B * T;
+	s->B = B;
+	s->T = T;
+	s->C = c->d_model;
+	s->V = c->vocab_size;
+	s->QKV = cfg_qkv_rows(c, c->n_kv_head);
+	s->F = c->d_ff;
+	s->FF = cfg_ff_rows(c);
+	s->dlogits = xmalloc_aligned(bt * s->V * sizeof(float));
+	s->dresidual = xmalloc_aligned(bt * s->C * sizeof(float));
+	s->dbuf1 = xmalloc_aligned(bt * s->C * sizeof(float));
+	s->dbuf2 = xmalloc_aligned(bt * s->C * sizeof(float));
+	s->datty = xmalloc_aligned(bt * s->C * sizeof(float));
+	s->dqkv = xmalloc_aligned(bt * s->QKV * sizeof(float));
+	s->datt = xmalloc_aligned((size_t)T * T * sizeof(float));
+	s->dfch = xmalloc_aligned(bt * s->FF * sizeof(float));
+	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
+	return s;
+}
+
+void backward_free(struct backward_state *s)
+{
+	if (!s)
+		return;
+	free(s->dlogits);
+	free(s->dresidual);
+	free(s->dbuf1);
+	free(s->dbuf2);
+	free(s->datty);
+	free(s->dqkv);
+	free(s->datt);
+	free(s->dfch);
+	free(s->dfch_act);
+	free(s);
+}
+
+/* ----------------------------------------------------------------- kernels */
+
+/* Column sums of dout (N, OC) added into dbias (OC); one thread per column
+ * range, so the sums need no reduction. */
+static void colsum_backward(float *dbias, const float *dout, int N, int OC)
+{
+#pragma omp parallel for schedule(static)
+	for (int j = 0; j < OC; j++) {
+		float s = 0.0f;
+		for (int i = 0; i < N; i++)
+			s += dout[(size_t)i * OC + j];
+		dbias[j] += s;
+	}
+}
+
+/* For out (N, OC) = inp (N, IC) w^T + bias, with w (OC, IC):
+ *   dinp (N, IC)  += dout w        (skipped when dinp is NULL)
+ *   dw   (OC, IC) += dout^T inp
+ *   dbias (OC)    += column sums of dout (skipped when dbias is NULL) */
+static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+			    const float *inp, const float *weight, int N, int IC, int OC)
+{
+	if (dinp)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC,
+			    1.0f, dout, OC, weight, IC, 1.0f, dinp, IC);
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N,
+		    1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+	if (dbias)
+		colsum_backward(dbias, dout, N, OC);
+}
+
+/* LayerNorm out = (x - mean) * rstd * w + b over rows of C, with the mean
+ * and rstd the forward saved.  With n = (x - mean) * rstd and g = dout * w:
+ *   dx += rstd * (g - mean(g) - n * mean(g * n)),  dw += dout * n,  db += dout.
+ * dbias may be NULL (no shift). */
+static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+			       const float *inp, const float *weight, const float *mean,
+			       const float *rstd, int N, int C)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+		float *dx = dinp + (size_t)i * C;
+		float m = mean[i], s = rstd[i];
+		float gmean = 0.0f, gnmean = 0.0f;
+		for (int j = 0; j < C; j++) {
+			float n = (x[j] - m) * s, g = dy[j] * weight[j];
+			gmean += g;
+			gnmean += g * n;
+		}
+		gmean /= (float)C;
+		gnmean /= (float)C;
+		for (int j = 0; j < C; j++) {
+			float n = (x[j] - m) * s, g = dy[j] * weight[j];
+			dx[j] += s * (g - gmean - n * gnmean);
+		}
+	}
+#pragma omp parallel for schedule(static)
+	for (int j = 0; j < C; j++) {
+		float dw = 0.0f, db = 0.0f;
+		for (int i = 0; i < N; i++) {
+			float dy = dout[(size_t)i * C + j];
+			dw += dy * (inp[(size_t)i * C + j] - mean[i]) * rstd[i];
+			db += dy;
+		}
+		dweight[j] += dw;
+		if (dbias)
+			dbias[j] += db;
+	}
+}
+
+/* RMSNorm out = x * rstd * w over rows of C.  With n = x * rstd and
+ * g = dout * w:  dx += rstd * (g - n * mean(g * n)),  dw += dout * n. */
+static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+			     const float *weight, const float *rstd, int N, int C)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+		float *dx = dinp + (size_t)i * C;
+		float s = rstd[i], gnmean = 0.0f;
+		for (int j = 0; j < C; j++)
+			gnmean += dy[j] * weight[j] * x[j] * s;
+		gnmean /= (float)C;
+		for (int j = 0; j < C; j++)
+			dx[j] += s * (dy[j] * weight[j] - x[j] * s * gnmean);
+	}
+#pragma omp parallel for schedule(static)
+	for (int j = 0; j < C; j++) {
+		float dw = 0.0f;
+		for (int i = 0; i < N; i++)
+			dw += dout[(size_t)i * C + j] * inp[(size_t)i * C + j] * rstd[i];
+		dweight[j] += dw;
+	}
+}
+
+/* Dispatches on the norm type (mean and dbias are unused for RMSNorm). */
+static void norm_backward(enum norm_type type, float *dinp, float *dweight, float *dbias,
+			  const float *dout, const float *inp, const float *weight,
+			  const float *mean, const float *rstd, int N, int C)
+{
+	if (type == NORM_RMS)
+		rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+	else
+		layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+/* GELU (tanh approximation): dinp += dout * gelu'(inp). */
+static void gelu_backward(float *dinp, const float *dout, const float *inp, long n)
+{
+#pragma omp parallel for schedule(static)
+	for (long i = 0; i < n; i++) {
+		float x = inp[i];
+		float u = GELU_K * (x + 0.044715f * x * x * x);
+		float th = tanhf(u), sech2 = 1.0f - th * th;
+		float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+		dinp[i] += dout[i] * (0.5f * (1.0f + th) + 0.5f * x * sech2 * du);
+	}
+}
+
+/* SwiGLU out = silu(g) * u with g = inp[:, :F], u = inp[:, F:]:
+ *   dg += dout * u * sigma(g) * (1 + g * (1 - sigma(g))),  du += dout * silu(g). */
+static void swiglu_backward(float *dinp, const float *dout, const float *inp, int N, int F)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
+		float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
+		for (int j = 0; j < F; j++) {
+			float sig = 1.0f / (1.0f + expf(-g[j]));
+			dg[j] += dy[j] * u[j] * sig * (1.0f + g[j] * (1.0f - sig));
+			du[j] += dy[j] * g[j] * sig;
+		}
+	}
+}
+
+/* Inverse of rope_forward on a gradient, in place: the forward turns each
+ * pair by +angle, so the gradient of the pre-rotation pair is the gradient
+ * of the rotated pair turned by -angle.  Same rows, heads and angles as the
+ * forward (n_rot heads of D from the start of each row of stride ld). */
+static void rope_backward(float *dx, int B, int T, int n_rot, int D, int ld, float theta)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < B * T; r++) {
+		int t = r % T;
+		float *row = dx + (size_t)r * ld;
+		for (int i = 0; i < D / 2; i++) {
+			float freq = powf(theta, -2.0f * (float)i / (float)D);
+			float c = cosf((float)t * freq), s = sinf((float)t * freq);
+			for (int h = 0; h < n_rot; h++) {
+				float *p = row + (size_t)h * D + 2 * i;
+				float ga = p[0], gb = p[1];
+				p[0] = ga * c + gb * s;
+				p[1] = -ga * s + gb * c;
+			}
+		}
+	}
+}
+
+/*
+ * Causal multi-head attention, the inverse of attention_forward with the
+ * causal mask: dqkv (B, T, ld) += the gradients of the (post-RoPE) query,
+ * key and value rows, from dout (B, T, H*D), the saved qkv and the saved
+ * post-softmax weights att (B, H, T, T).  Query heads that share K/V head
+ * h / (H / G) add their key and value gradients into it.  datt is (T, T)
+ * scratch.  For one head, with A the weights, O = A V and S the scores:
+ *   dA = dO V^T,  dV += A^T dO,  dS = A * (dA - rowsum(dA * A)),
+ *   dQ += scale dS K,  dK += scale dS^T Q.
+ * Masked weights are exactly 0, so their dS is 0 too.
+ */
+static void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
+			       const float *att, int B, int T, int H, int G, int D, float scale)
+{
+	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
+	for (int b = 0; b < B; b++) {
+		const float *base = qkv + (size_t)b * T * ld;
+		float *dbase = dqkv + (size_t)b * T * ld;
+		for (int h = 0; h < H; h++) {
+			int g = h / group;
+			const float *q = base + (size_t)h * D;
+			const float *k = base + (size_t)(H + g) * D;
+			const float *v = base + (size_t)(H + G + g) * D;
+			float *dq = dbase + (size_t)h * D;
+			float *dk = dbase + (size_t)(H + g) * D;
+			float *dv = dbase + (size_t)(H + G + g) * D;
+			const float *a = att + ((size_t)b * H + h) * T * T;
+			const float *dy = dout + (size_t)b * T * C + (size_t)h * D;
+
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
+				    1.0f, dy, C, v, ld, 0.0f, datt, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T,
+				    1.0f, a, T, dy, C, 1.0f, dv, ld);
+#pragma omp parallel for schedule(static)
+			for (int i = 0; i < T; i++) {
+				const float *ai = a + (size_t)i * T;
+				float *di = datt + (size_t)i * T;
+				float dot = 0.0f;
+				for (int j = 0; j <= i; j++)
+					dot += ai[j] * di[j];
+				for (int j = 0; j <= i; j++)
+					di[j] = ai[j] * (di[j] - dot);
+				for (int j = i + 1; j < T; j++)
+					di[j] = 0.0f;
+			}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
+				    scale, datt, T, k, ld, 1.0f, dq, ld);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T,
+				    scale, datt, T, q, ld, 1.0f, dk, ld);
+		}
+	}
+}
+
+/* Mean cross-entropy over the positions with a target: dlogits (N, V) +=
+ * (softmax(logits) - onehot(target)) * inv_count where targets[i] >= 0. */
+static void crossentropy_backward(float *dlogits, const float *logits, const int *targets,
+				  int N, int V, float inv_count)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		if (targets[i] < 0)
+			continue;
+		const float *z = logits + (size_t)i * V;
+		float *dz = dlogits + (size_t)i * V;
+		float mx = -INFINITY;
+		for (int j = 0; j < V; j++)
+			mx = z[j] > mx ? z[j] : mx;
+		double sum = 0.0;
+		for (int j = 0; j < V; j++)
+			sum += expf(z[j] - mx);
+		float inv = (float)(1.0 / sum);
+		for (int j = 0; j < V; j++)
+			dz[j] += expf(z[j] - mx) * inv * inv_count;
+		dz[targets[i]] -= inv_count;
+	}
+}
+
+/* Token (and learned position) embedding: dwte[tokens[i]] += dout[i] and,
+ * when dwpe is not NULL, dwpe[i % T] += dout[i].  Serial, since tokens and
+ * positions repeat across rows. */
+static void embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
+			       int N, int T, int C)
+{
+	for (int i = 0; i < N; i++) {
+		const float *dy = dout + (size_t)i * C;
+		float *dt = dwte + (size_t)tokens[i] * C;
+		for (int j = 0; j < C; j++)
+			dt[j] += dy[j];
+		if (dwpe) {
+			float *dp = dwpe + (size_t)(i % T) * C;
+			for (int j = 0; j < C; j++)
+				dp[j] += dy[j];
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+/* Pointers to one layer's weights, gradients and saved activations. */
+struct layer_ctx {
+	const float *ln1w, *ln2w, *qkvw, *projw, *fcw, *fpw;
+	float *dln1w, *dln1b, *dln2w, *dln2b, *dqkvw, *dqkvb, *dprojw, *dprojb;
+	float *dfcw, *dfcb, *dfpw, *dfpb;
+	const float *in, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_res;
+	const float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *mlp_res, *att;
+};
+
+/* Gradient pointer for a parameter slice, NULL when the tensor is absent. */
+static float *grad_at(const struct model *m, float *grads, enum param_id id, size_t off)
+{
+	return m->p[id] ? grads + (m->p[id] - m->params) + off : NULL;
+}
+
+static void layer_setup(struct layer_ctx *x, const struct model *m, const struct run *r,
+			float *grads, int l)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, QKV = (size_t)cfg_qkv_rows(c, c->n_kv_head);
+	size_t FF = (size_t)cfg_ff_rows(c), F = (size_t)c->d_ff, N = (size_t)r->b * r->t;
+	size_t H = (size_t)c->n_head, T = (size_t)r->t;
+
+	x->ln1w = m->p[P_LN1W] + l * C;
+	x->ln2w = m->p[P_LN2W] + l * C;
+	x->qkvw = m->p[P_QKVW] + l * QKV * C;
+	x->projw = m->p[P_ATTPROJW] + l * C * C;
+	x->fcw = m->p[P_FCW] + l * FF * C;
+	x->fpw = m->p[P_FCPROJW] + l * C * F;
+	x->dln1w = grad_at(m, grads, P_LN1W, l * C);
+	x->dln1b = grad_at(m, grads, P_LN1B, l * C);
+	x->dln2w = grad_at(m, grads, P_LN2W, l * C);
+	x->dln2b = grad_at(m, grads, P_LN2B, l * C);
+	x->dqkvw = grad_at(m, grads, P_QKVW, l * QKV * C);
+	x->dqkvb = grad_at(m, grads, P_QKVB, l * QKV);
+	x->dprojw = grad_at(m, grads, P_ATTPROJW, l * C * C);
+	x->dprojb = grad_at(m, grads, P_ATTPROJB, l * C);
+	x->dfcw = grad_at(m, grads, P_FCW, l * FF * C);
+	x->dfcb = grad_at(m, grads, P_FCB, l * FF);
+	x->dfpw = grad_at(m, grads, P_FCPROJW, l * C * F);
+	x->dfpb = grad_at(m, grads, P_FCPROJB, l * C);
+
+	x->in = r->resid + l * N * C;
+	x->ln1 = r->ln1 + l * r->lstride_c;
+	x->ln1_mean = r->ln1_mean + l * r->lstride_bt;
+	x->ln1_rstd = r->ln1_rstd + l * r->lstride_bt;
+	x->qkv = r->qkv + l * r->lstride_qkv;
+	x->atty = r->atty + l * r->lstride_c;
+	x->att_res = r->att_res + l * r->lstride_c;
+	x->ln2 = r->ln2 + l * r->lstride_c;
+	x->ln2_mean = r->ln2_mean + l * r->lstride_bt;
+	x->ln2_rstd = r->ln2_rstd + l * r->lstride_bt;
+	x->fch = r->fch + l * r->lstride_ff;
+	x->fch_act = r->fch_act + l * r->lstride_f;
+	x->mlp_res = r->mlp_res + l * r->lstride_c;
+	x->att = r->att + l * N * H * T;
+}
+
+/* Attention sub-block: for y = proj(attention(rope(inp qkvw^T + qkvb))),
+ * dinp += the gradient of inp (N, C) from dout (N, C), and the block's
+ * weight gradients. */
+static void attn_block_backward(float *dinp, const float *dout, const float *inp,
+				const struct layer_ctx *x, const struct model_config *c,
+				struct backward_state *s, int B, int T)
+{
+	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
+	int QKV = cfg_qkv_rows(c, G), N = B * T;
+	float scale = 1.0f / sqrtf((float)D);
+
+	memset(s->datty, 0, (size_t)N * C * sizeof(float));
+	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, C, C);
+	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
+	attention_backward(s->dqkv, s->datt, s->datty, x->qkv, x->att, B, T, H, G, D, scale);
+	if (c->pos == POS_ROPE)
+		rope_backward(s->dqkv, B, T, H + G, D, QKV, c->rope_theta);
+	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
+}
+
+/* MLP sub-block: for y = fcproj(act(inp fcw^T + fcb)), dinp += the gradient
+ * of inp (N, C) from dout (N, C), and the block's weight gradients. */
+static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
+			       const struct layer_ctx *x, const struct model_config *c,
+			       struct backward_state *s, int N)
+{
+	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
+
+	memset(s->dfch_act, 0, (size_t)N * F * sizeof(float));
+	matmul_backward(s->dfch_act, x->dfpw, x->dfpb, dout, x->fch_act, x->fpw, N, F, C);
+	memset(s->dfch, 0, (size_t)N * FF * sizeof(float));
+	if (c->mlp == MLP_SWIGLU)
+		swiglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
+	else
+		gelu_backward(s->dfch, s->dfch_act, x->fch, (long)N * F);
+	matmul_backward(dinp, x->dfcw, x->dfcb, s->dfch, inp, x->fcw, N, C, FF);
+}
+
+/* One block, mirroring model_forward.  On entry s->dresidual holds the
+ * gradient of the block's output; on return, of its input.
+ *   pre:  att_res = in + attn(norm1(in));  out = att_res + mlp(norm2(att_res))
+ *   post: att_res = in + attn(in);  ln1 = norm1(att_res);
+ *         mlp_res = ln1 + mlp(ln1);  out = norm2(mlp_res) */
+static void block_backward(const struct layer_ctx *x, const struct model_config *c,
+			   struct backward_state *s, int B, int T)
+{
+	int C = c->d_model, N = B * T;
+	size_t bytes = (size_t)N * C * sizeof(float);
+	enum norm_type nt = c->norm;
+
+	if (c->placement == PLACE_PRE) {
+		/* dresidual is d(out) and, through the skip, part of d(att_res) */
+		memset(s->dbuf1, 0, bytes);
+		mlp_block_backward(s->dbuf1, s->dresidual, x->ln2, x, c, s, N);
+		norm_backward(nt, s->dresidual, x->dln2w, x->dln2b, s->dbuf1, x->att_res,
+			      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
+		/* dresidual is now d(att_res), and through the skip part of d(in) */
+		memset(s->dbuf1, 0, bytes);
+		attn_block_backward(s->dbuf1, s->dresidual, x->ln1, x, c, s, B, T);
+		norm_backward(nt, s->dresidual, x->dln1w, x->dln1b, s->dbuf1, x->in,
+			      x->ln1w, x->ln1_mean, x->ln1_rstd, N, C);
+	} else {
+		/* dbuf1 = d(mlp_res) */
+		memset(s->dbuf1, 0, bytes);
+		norm_backward(nt, s->dbuf1, x->dln2w, x->dln2b, s->dresidual, x->mlp_res,
+			      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
+		/* dbuf2 = d(ln1): the skip plus the MLP's input gradient */
+		memcpy(s->dbuf2, s->dbuf1, bytes);
+		mlp_block_backward(s->dbuf2, s->dbuf1, x->ln1, x, c, s, N);
+		/* dbuf1 = d(att_res) */
+		memset(s->dbuf1, 0, bytes);
+		norm_backward(nt, s->dbuf1, x->dln1w, x->dln1b, s->dbuf2, x->att_res,
+			      x->ln1w, x->ln1_mean, x->ln1_rstd, N, C);
+		/* dresidual = d(in): the skip plus the attention's input gradient */
+		memcpy(s->dresidual, s->dbuf1, bytes);
+		attn_block_backward(s->dresidual, s->dbuf1, x->in, x, c, s, B, T);
+	}
+}
+
+/* ------------------------------------------------------------------- model */
+
+int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
+		   const int *targets, const struct run *r, float *grads,
+		   struct backward_state *s, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	struct run_options native;
+	run_options_native(m, &native);
+	if (!(r->flags & RUN_TRAIN))
+		return err_set(e, "backward: the run was not made for training (RUN_TRAIN)");
+	if (!run_options_equal(o, &native) || !run_options_equal(&r->opt, &native))
+		return err_set(e, "backward: only the model's native options are supported "
+			       "(native K/V heads and placement, causal mask, scaling, no ablation)");
+	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
+	    r->H != c->n_head || r->F != c->d_ff || r->FF != cfg_ff_rows(c))
+		return err_set(e, "backward: the run was made for another model shape");
+	if (s->C != c->d_model || s->V != c->vocab_size || s->F != c->d_ff || s->FF != cfg_ff_rows(c) ||
+	    s->QKV != cfg_qkv_rows(c, c->n_kv_head))
+		return err_set(e, "backward: the state was made for another model shape");
+	int B = r->b, T = r->t, N = B * T;
+	if (B < 1 || T < 1)
+		return err_set(e, "backward: the run holds no forward pass");
+	if (B > s->B || T > s->T || (size_t)N > (size_t)s->B * s->T)
+		return err_set(e, "backward: state holds %dx%d tokens, the run has %dx%d",
+			       s->B, s->T, B, T);
+
+	int C = c->d_model, V = c->vocab_size, L = c->n_layer;
+	for (int i = 0; i < N; i++)
+		if (tokens[i] < 0 || tokens[i] >= V)
+			return err_set(e, "backward: token %d at position %d is outside the vocabulary",
+				       tokens[i], i);
+	int *tg = NULL;
+	if (!targets) {
+		tg = xmalloc((size_t)N * sizeof(int));
+		for (int i = 0; i < N; i++)
+			tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+		targets = tg;
+	}
+	int count = 0;
+	for (int i = 0; i < N; i++) {
+		if (targets[i] >= V) {
+			free(tg);
+			return err_set(e, "backward: target %d at position %d is outside the vocabulary",
+				       targets[i], i);
+		}
+		count += targets[i] >= 0;
+	}
+	if (count != r->n_targets) {
+		free(tg);
+		return err_set(e, "backward: %d targets, but the forward pass counted %d",
+			       count, r->n_targets);
+	}
+	if (count == 0) { /* no loss: every gradient is zero */
+		free(tg);
+		return 0;
+	}
+
+	/* loss -> logits -> final norm */
+	memset(s->dlogits, 0, (size_t)N * V * sizeof(float));
+	crossentropy_backward(s->dlogits, r->logits, targets, N, V, 1.0f / (float)count);
+	free(tg);
+	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	float *dwout = grad_at(m, grads, c->tied ? P_WTE : P_LMHEAD, 0);
+	memset(s->dbuf1, 0, (size_t)N * C * sizeof(float));
+	matmul_backward(s->dbuf1, dwout, NULL, s->dlogits, r->lnf, wout, N, C, V);
+	memset(s->dresidual, 0, (size_t)N * C * sizeof(float));
+	norm_backward(c->norm, s->dresidual, grad_at(m, grads, P_LNFW, 0),
+		      grad_at(m, grads, P_LNFB, 0), s->dbuf1, r->resid + (size_t)L * N * C,
+		      m->p[P_LNFW], r->lnf_mean, r->lnf_rstd, N, C);
+
+	/* blocks, last to first */
+	for (int l = L - 1; l >= 0; l--) {
+		struct layer_ctx x;
+		layer_setup(&x, m, r, grads, l);
+		block_backward(&x, c, s, B, T);
+	}
+
+	/* embeddings */
+	embedding_backward(grad_at(m, grads, P_WTE, 0), grad_at(m, grads, P_WPE, 0),
+			   s->dresidual, tokens, N, T, C);
+	return 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * config.c — model configuration: validation, names, and the parameter
+ * tensor table (names and shapes) shared by the engine, the trainer and the
+ * checkpoint code.
+ */
+#include "config.h"
+
+#include <string.h>
+
+static const char *const param_names[N_PARAMS] = {
+	[P_WTE] = "wte",           [P_WPE] = "wpe",
+	[P_LN1W] = "ln1w",         [P_LN1B] = "ln1b",
+	[P_QKVW] = "qkvw",         [P_QKVB] = "qkvb",
+	[P_ATTPROJW] = "attprojw", [P_ATTPROJB] = "attprojb",
+	[P_LN2W] = "ln2w",         [P_LN2B] = "ln2b",
+	[P_FCW] = "fcw",           [P_FCB] = "fcb",
+	[P_FCPROJW] = "fcprojw",   [P_FCPROJB] = "fcprojb",
+	[P_LNFW] = "lnfw",         [P_LNFB] = "lnfb",
+	[P_LMHEAD] = "lmhead",
+};
+
+const char *param_name(enum param_id i)
+{
+	return (unsigned)i < N_PARAMS ? param_names[i] : "?";
+}
+
+bool param_per_layer(enum param_id i)
+{
+	return i >= P_LN1W && i <= P_FCPROJB;
+}
+
+size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3], int *ndim)
+{
+	size_t V = (size_t)c->vocab_size, C = (size_t)c->d_model, L = (size_t)c->n_layer;
+	size_t S = (size_t)c->context, F = (size_t)c->d_ff;
+	size_t QKV = (size_t)cfg_qkv_rows(c, c->n_kv_head), FF = (size_t)cfg_ff_rows(c);
+	bool ln_bias = c->norm == NORM_LAYER && c->bias;
+	size_t d0 = 0, d1 = 0;
+	int n = 0;
+
+	switch (i) {
+	case P_WTE: d0 = V; d1 = C; n = 2; break;
+	case P_WPE: if (c->pos == POS_LEARNED) { d0 = S; d1 = C; n = 2; } break;
+	case P_LN1W: case P_LN2W: d0 = C; n = 1; break;
+	case P_LN1B: case P_LN2B: if (ln_bias) { d0 = C; n = 1; } break;
+	case P_QKVW: d0 = QKV; d1 = C; n = 2; break;
+	case P_QKVB: if (c->bias) { d0 = QKV; n = 1; } break;
+	case P_ATTPROJW: d0 = C; d1 = C; n = 2; break;
+	case P_ATTPROJB: case P_FCPROJB: if (c->bias) { d0 = C; n = 1; } break;
+	case P_FCW: d0 = FF; d1 = C; n = 2; break;
+	case P_FCB: if (c->bias) { d0 = FF; n = 1; } break;
+	case P_FCPROJW: d0 = C; d1 = F; n = 2; break;
+	case P_LNFW: d0 = C; n = 1; break;
+	case P_LNFB: if (ln_bias) { d0 = C; n = 1; } break;
+	case P_LMHEAD: if (!c->tied) { d0 = V; d1 = C; n = 2; } break;
+	default: break;
+	}
+	if (n == 0) {
+		*ndim = 0;
+		return 0;
+	}
+	size_t count;
+	if (param_per_layer(i)) {
+		shape[0] = L;
+		shape[1] = d0;
+		if (n == 2)
+			shape[2] = d1;
+		*ndim = n + 1;
+		count = L * d0 * (n == 2 ? d1 : 1);
+	} else {
+		shape[0] = d0;
+		if (n == 2)
+			shape[1] = d1;
+		*ndim = n;
+		count = d0 * (n == 2 ? d1 : 1);
+	}
+	return count;
+}
+
+size_t config_param_count(const struct model_config *c)
+{
+	size_t total = 0, shape[3];
+	int nd;
+	for (int i = 0; i < N_PARAMS; i++)
+		total += param_shape(c, (enum param_id)i, shape, &nd);
+	return total;
+}
+
+int config_validate(const struct model_config *c, struct err *e)
+{
+#define RANGE(field, lo, hi) \
+	if (c->field < (lo) || c->field > (hi)) \
+		return err_set(e, "config: " #field " = %d is outside %d..%d", c->field, (int)(lo), (int)(hi))
+	RANGE(vocab_size, 1, CFG_MAX_VOCAB);
+	RANGE(d_model, 1, CFG_MAX_DMODEL);
+	RANGE(n_layer, 1, CFG_MAX_LAYERS);
+	RANGE(n_head, 1, CFG_MAX_HEADS);
+	RANGE(n_kv_head, 1, CFG_MAX_HEADS);
+	RANGE(d_ff, 1, CFG_MAX_DFF);
+	RANGE(context, 1, CFG_MAX_CONTEXT);
+#undef RANGE
+	if (c->d_model % c->n_head != 0)
+		return err_set(e, "config: d_model %d is not divisible by n_head %d", c->d_model, c->n_head);
+	if (c->n_kv_head > c->n_head || c->n_head % c->n_kv_head != 0)
+		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);
+	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
+	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_SWIGLU)
+		return err_set(e, "config: unknown norm, placement, positions or MLP kind");
+	if (c->pos == POS_ROPE && cfg_d_head(c) % 2 != 0)
+		return err_set(e, "config: RoPE needs an even d_head, got %d", cfg_d_head(c));
+	if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f))
+		return err_set(e, "config: norm_eps %g must be in (0, 1)", (double)c->norm_eps);
+	if (c->pos == POS_ROPE && !(c->rope_theta > 1.0f && c->rope_theta < 1e9f))
+		return err_set(e, "config: rope_theta %g must be in (1, 1e9)", (double)c->rope_theta);
+	/* keep the whole parameter block addressable with 32-bit-safe margins */
+	double total = 0;
+	size_t shape[3];
+	int nd;
+	for (int i = 0; i < N_PARAMS; i++)
+		total += (double)param_shape(c, (enum param_id)i, shape, &nd);
+	if (total > 4e9)
+		return err_set(e, "config: %.0f parameters is more than this build handles (4e9)", total);
+	return 0;
+}
+
+void config_default(struct model_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->vocab_size = 256;
+	c->d_model = 128;
+	c->n_layer = 4;
+	c->n_head = 4;
+	c->n_kv_head = 4;
+	c->d_ff = 512;
+	c->context = 256;
+	c->norm = NORM_LAYER;
+	c->norm_eps = 1e-5f;
+	c->placement = PLACE_PRE;
+	c->pos = POS_LEARNED;
+	c->rope_theta = 10000.0f;
+	c->mlp = MLP_GELU;
+	c->bias = true;
+	c->tied = true;
+}
+
+/* ------------------------------------------------------------------- names */
+
+static const char *const norm_names[] = { "layernorm", "rmsnorm" };
+static const char *const place_names[] = { "pre", "post" };
+static const char *const pos_names[] = { "learned", "rope" };
+static const char *const mlp_names[] = { "gelu", "swiglu" };
+
+static int lookup(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+const char *norm_type_name(enum norm_type t) { return (unsigned)t <= NORM_RMS ? norm_names[t] : "?"; }
+const char *norm_place_name(enum norm_place p) { return (unsigned)p <= PLACE_POST ? place_names[p] : "?"; }
+const char *pos_type_name(enum pos_type p) { return (unsigned)p <= POS_ROPE ? pos_names[p] : "?"; }
+const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_SWIGLU ? mlp_names[m] : "?"; }
+
+#define PARSER(fn, type, names) \
+	int fn(const char *s, type *out) \
+	{ \
+		int i = lookup(names, 2, s); \
+		if (i < 0) \
+			return -1; \
+		*out = (type)i; \
+		return 0; \
+	}
+PARSER(norm_type_parse, enum norm_type, norm_names)
+PARSER(norm_place_parse, enum norm_place, place_names)
+PARSER(pos_type_parse, enum pos_type, pos_names)
+PARSER(mlp_type_parse, enum mlp_type, mlp_names)
+#undef PARSER

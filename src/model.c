@@ -1,0 +1,477 @@
+/*
+ * model.c — weights (one block + pointer table), run options, the cache of
+ * converted K/V weights, run buffers and the forward pass.
+ */
+#include "model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "tokenizer.h"
+
+/* ------------------------------------------------------------------ model */
+
+struct model *model_new(const struct model_config *c, struct err *e)
+{
+	if (config_validate(c, e) != 0)
+		return NULL;
+	struct model *m = xcalloc(1, sizeof *m);
+	m->cfg = *c;
+	size_t shape[3], total = 0;
+	int nd;
+	for (int i = 0; i < N_PARAMS; i++) {
+		m->psize[i] = param_shape(c, (enum param_id)i, shape, &nd);
+		total += m->psize[i];
+	}
+	m->n_params = total;
+	m->params = xmalloc_aligned(total * sizeof(float));
+	memset(m->params, 0, total * sizeof(float));
+	float *p = m->params;
+	for (int i = 0; i < N_PARAMS; i++) {
+		m->p[i] = m->psize[i] ? p : NULL;
+		p += m->psize[i];
+	}
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW };
+	for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+		for (size_t j = 0; j < m->psize[scales[i]]; j++)
+			m->p[scales[i]][j] = 1.0f;
+	return m;
+}
+
+void model_init_random(struct model *m, uint64_t seed)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	float proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layer);
+	for (int i = 0; i < N_PARAMS; i++) {
+		float *p = m->p[i];
+		size_t n = m->psize[i];
+		switch (i) {
+		case P_LN1W: case P_LN2W: case P_LNFW:
+			for (size_t j = 0; j < n; j++)
+				p[j] = 1.0f;
+			break;
+		case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
+		case P_ATTPROJB: case P_FCB: case P_FCPROJB:
+			if (p)
+				memset(p, 0, n * sizeof(float));
+			break;
+		case P_ATTPROJW: case P_FCPROJW:
+			for (size_t j = 0; j < n; j++)
+				p[j] = proj_std * rng_normal(&r);
+			break;
+		default:
+			for (size_t j = 0; j < n; j++)
+				p[j] = 0.02f * rng_normal(&r);
+			break;
+		}
+	}
+	model_clear_cache(m);
+}
+
+void model_clear_cache(struct model *m)
+{
+	for (int i = 0; i < KV_CACHE_SLOTS; i++) {
+		free(m->kv_cache[i].qkvw);
+		free(m->kv_cache[i].qkvb);
+		memset(&m->kv_cache[i], 0, sizeof m->kv_cache[i]);
+	}
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	model_clear_cache(m);
+	free(m->params);
+	tok_free(m->tok);
+	free(m->name);
+	free(m->path);
+	free(m->train_meta);
+	free(m);
+}
+
+/* ------------------------------------------------------ K/V conversion */
+
+/* Builds the fused QKV weights for G key/value heads: Q rows are copied;
+ * new K/V head g is the mean, over the query heads h of group g, of the
+ * native K/V head that h reads (h / (H / K)). */
+static void build_conversion(const struct model *m, int G, float *w, float *b)
+{
+	const struct model_config *c = &m->cfg;
+	int H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), C = c->d_model;
+	int nat_rows = cfg_qkv_rows(c, K), new_rows = cfg_qkv_rows(c, G);
+	int per_new = H / G, per_nat = H / K;
+	float inv = 1.0f / (float)per_new;
+
+	for (int l = 0; l < c->n_layer; l++) {
+		const float *nw = m->p[P_QKVW] + (size_t)l * nat_rows * C;
+		float *cw = w + (size_t)l * new_rows * C;
+		memcpy(cw, nw, (size_t)H * D * C * sizeof(float));
+		const float *nb = b ? m->p[P_QKVB] + (size_t)l * nat_rows : NULL;
+		float *cb = b ? b + (size_t)l * new_rows : NULL;
+		if (cb)
+			memcpy(cb, nb, (size_t)H * D * sizeof(float));
+		for (int part = 0; part < 2; part++) { /* 0 = keys, 1 = values */
+			int nat_off = H + part * K, new_off = H + part * G;
+			for (int g = 0; g < G; g++) {
+				float *dw = cw + (size_t)(new_off + g) * D * C;
+				float *db = cb ? cb + (size_t)(new_off + g) * D : NULL;
+				memset(dw, 0, (size_t)D * C * sizeof(float));
+				if (db)
+					memset(db, 0, (size_t)D * sizeof(float));
+				for (int h = g * per_new; h < (g + 1) * per_new; h++) {
+					int k = h / per_nat;
+					const float *sw = nw + (size_t)(nat_off + k) * D * C;
+					for (size_t j = 0; j < (size_t)D * C; j++)
+						dw[j] += sw[j] * inv;
+					if (db)
+						for (int j = 0; j < D; j++)
+							db[j] += nb[(size_t)(nat_off + k) * D + j] * inv;
+				}
+			}
+		}
+	}
+}
+
+void model_qkv_for(struct model *m, int G, const float **w, const float **b)
+{
+	const struct model_config *c = &m->cfg;
+	if (G == c->n_kv_head) {
+		*w = m->p[P_QKVW];
+		*b = m->p[P_QKVB];
+		return;
+	}
+	int free_slot = -1;
+	for (int i = 0; i < KV_CACHE_SLOTS; i++) {
+		if (m->kv_cache[i].kv_heads == G) {
+			*w = m->kv_cache[i].qkvw;
+			*b = m->kv_cache[i].qkvb;
+			return;
+		}
+		if (m->kv_cache[i].kv_heads == 0 && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0) { /* full: drop the oldest, shift the rest */
+		free(m->kv_cache[0].qkvw);
+		free(m->kv_cache[0].qkvb);
+		memmove(&m->kv_cache[0], &m->kv_cache[1], (KV_CACHE_SLOTS - 1) * sizeof m->kv_cache[0]);
+		free_slot = KV_CACHE_SLOTS - 1;
+	}
+	struct kv_conversion *s = &m->kv_cache[free_slot];
+	size_t rows = (size_t)c->n_layer * cfg_qkv_rows(c, G);
+	s->kv_heads = G;
+	s->qkvw = xmalloc_aligned(rows * c->d_model * sizeof(float));
+	s->qkvb = m->p[P_QKVB] ? xmalloc(rows * sizeof(float)) : NULL;
+	build_conversion(m, G, s->qkvw, s->qkvb);
+	*w = s->qkvw;
+	*b = s->qkvb;
+}
+
+/* ---------------------------------------------------------------- options */
+
+void run_options_native(const struct model *m, struct run_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->kv_heads = m->cfg.n_kv_head;
+	o->placement = m->cfg.placement;
+	o->mask = MASK_CAUSAL;
+	o->window = 0;
+	o->scale = true;
+}
+
+int run_options_validate(const struct model *m, const struct run_options *o, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (o->kv_heads < 1 || o->kv_heads > c->n_head || c->n_head % o->kv_heads != 0)
+		return err_set(e, "%d key/value heads: must divide the %d query heads", o->kv_heads, c->n_head);
+	if ((unsigned)o->placement > PLACE_POST)
+		return err_set(e, "unknown norm placement");
+	if ((unsigned)o->mask > MASK_WINDOW)
+		return err_set(e, "unknown mask");
+	if (o->mask == MASK_WINDOW && o->window < 0)
+		return err_set(e, "window %d: must be 0 or more", o->window);
+	int heads = c->n_layer * c->n_head;
+	if (heads > ABLATE_WORDS * 64 && opt_ablated_count(o) > 0)
+		return err_set(e, "ablation supports up to %d heads; this model has %d", ABLATE_WORDS * 64, heads);
+	for (int bit = heads; bit < ABLATE_WORDS * 64; bit++)
+		if (opt_is_ablated(o, bit))
+			return err_set(e, "ablated head %d.%d does not exist", bit / c->n_head, bit % c->n_head);
+	return 0;
+}
+
+bool run_options_equal(const struct run_options *a, const struct run_options *b)
+{
+	return a->kv_heads == b->kv_heads && a->placement == b->placement && a->mask == b->mask &&
+	       (a->mask != MASK_WINDOW || a->window == b->window) && a->scale == b->scale &&
+	       memcmp(a->ablated, b->ablated, sizeof a->ablated) == 0;
+}
+
+int opt_ablated_count(const struct run_options *o)
+{
+	int n = 0;
+	for (int i = 0; i < ABLATE_WORDS; i++)
+		n += __builtin_popcountll(o->ablated[i]);
+	return n;
+}
+
+double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int bytes_per_elem)
+{
+	return 2.0 * n_layer * kv_heads * (double)tokens * d_head * bytes_per_elem;
+}
+
+/* -------------------------------------------------------------------- run */
+
+struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
+{
+	if (flags & RUN_TRAIN)
+		flags |= RUN_ATTN | RUN_LOGITS;
+	struct run *r = xcalloc(1, sizeof *r);
+	r->B = B;
+	r->T = T;
+	r->flags = flags;
+	r->V = c->vocab_size;
+	r->C = c->d_model;
+	r->L = c->n_layer;
+	r->H = c->n_head;
+	r->F = c->d_ff;
+	r->FF = cfg_ff_rows(c);
+	r->QKVmax = 3 * c->d_model;
+
+	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
+	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
+	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
+	r->lstride_c = (flags & RUN_TRAIN) ? bt * C : 0;
+	r->lstride_qkv = (flags & RUN_TRAIN) ? bt * r->QKVmax : 0;
+	r->lstride_ff = (flags & RUN_TRAIN) ? bt * r->FF : 0;
+	r->lstride_f = (flags & RUN_TRAIN) ? bt * r->F : 0;
+	r->lstride_bt = (flags & RUN_TRAIN) ? bt : 0;
+
+	struct { float **p; size_t n; } bufs[] = {
+		{ &r->logits, (flags & RUN_LOGITS) ? bt * r->V : 0 },
+		{ &r->nll, bt },
+		{ &r->att, (all_att ? L : 1) * B * r->H * (size_t)T * T },
+		{ &r->head_norm, L * bt * r->H },
+		{ &r->resid_norm, L * bt },
+		{ &r->resid, (L + 1) * bt * C },
+		{ &r->ln1, per * bt * C },
+		{ &r->ln1_mean, per * bt },
+		{ &r->ln1_rstd, per * bt },
+		{ &r->qkv, per * bt * r->QKVmax },
+		{ &r->atty, per * bt * C },
+		{ &r->att_res, per * bt * C },
+		{ &r->ln2, per * bt * C },
+		{ &r->ln2_mean, per * bt },
+		{ &r->ln2_rstd, per * bt },
+		{ &r->fch, per * bt * r->FF },
+		{ &r->fch_act, per * bt * r->F },
+		{ &r->mlp_res, per * bt * C },
+		{ &r->lnf, bt * C },
+		{ &r->lnf_mean, bt },
+		{ &r->lnf_rstd, bt },
+		{ &r->scratch, bt * C },
+	};
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		*bufs[i].p = bufs[i].n ? xmalloc_aligned(bufs[i].n * sizeof(float)) : NULL;
+	return r;
+}
+
+void run_free(struct run *r)
+{
+	if (!r)
+		return;
+	float *bufs[] = { r->logits, r->nll, r->att, r->head_norm, r->resid_norm, r->resid,
+			  r->ln1, r->ln1_mean, r->ln1_rstd, r->qkv, r->atty, r->att_res,
+			  r->ln2, r->ln2_mean, r->ln2_rstd, r->fch, r->fch_act, r->mlp_res,
+			  r->lnf, r->lnf_mean, r->lnf_rstd, r->scratch };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	free(r);
+}
+
+size_t run_bytes(const struct run *r)
+{
+	size_t bt = (size_t)r->B * r->T, L = (size_t)r->L, C = (size_t)r->C;
+	size_t per = (r->flags & RUN_TRAIN) ? L : 1;
+	bool all_att = r->flags & (RUN_ATTN | RUN_TRAIN);
+	size_t n = ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
+		   (all_att ? L : 1) * r->B * r->H * (size_t)r->T * r->T +
+		   L * bt * r->H + L * bt + (L + 1) * bt * C +
+		   per * (bt * C * 5 + bt * 4 + bt * r->QKVmax + bt * r->FF + bt * r->F) +
+		   bt * C * 2 + bt * 2;
+	return n * sizeof(float) + sizeof *r;
+}
+
+float *run_att(const struct run *r, int l, int b, int h)
+{
+	size_t tt = (size_t)r->t * r->t;
+	size_t layer = (r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l : 0;
+	return r->att + ((layer * r->b + b) * r->H + h) * tt;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+void engine_set_threads(int n)
+{
+	if (n <= 0)
+		n = cpu_count();
+	openblas_set_num_threads(n);
+	omp_set_num_threads(n);
+}
+
+/* Zeroes the output columns of ablated heads of layer l. */
+static void ablate_heads(float *atty, const struct run_options *o, int l, int H, int D, int N)
+{
+	for (int h = 0; h < H; h++) {
+		if (!opt_is_ablated(o, l * H + h))
+			continue;
+		for (int i = 0; i < N; i++)
+			memset(atty + (size_t)i * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
+	}
+}
+
+static void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
+			const float *inp, const float *fcw, const float *fcb,
+			const float *projw, const float *projb, int N)
+{
+	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
+	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
+	if (c->mlp == MLP_SWIGLU)
+		swiglu_forward(fch_act, fch, N, F);
+	else
+		gelu_forward(fch_act, fch, (long)N * F);
+	matmul_forward(out, fch_act, projw, projb, N, F, C);
+}
+
+int model_forward(struct model *m, const struct run_options *o, const int *tokens,
+		  const int *targets, int B, int T, struct run *r, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (run_options_validate(m, o, e) != 0)
+		return -1;
+	if (B < 1 || T < 1)
+		return err_set(e, "nothing to run: %d sequences of %d tokens", B, T);
+	if (T > c->context)
+		return err_set(e, "%d tokens is more than the model's context of %d", T, c->context);
+	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T)
+		return err_set(e, "run buffers hold %dx%d tokens, asked for %dx%d", r->B, r->T, B, T);
+	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size || r->H != c->n_head)
+		return err_set(e, "run buffers were made for another model shape");
+	int N = B * T;
+	for (int i = 0; i < N; i++)
+		if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+			return err_set(e, "token %d at position %d is outside the vocabulary (%d)",
+				       tokens[i], i, c->vocab_size);
+
+	double t0 = now_ms();
+	int C = c->d_model, L = c->n_layer, H = c->n_head, G = o->kv_heads, D = cfg_d_head(c);
+	int QKV = cfg_qkv_rows(c, G), F = c->d_ff, FF = cfg_ff_rows(c);
+	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
+	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	const float *qkvw, *qkvb;
+	model_qkv_for(m, G, &qkvw, &qkvb);
+	r->b = B;
+	r->t = T;
+	r->opt = *o;
+
+	/* embeddings */
+	float *x = r->resid;
+	for (int i = 0; i < N; i++) {
+		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
+		float *xi = x + (size_t)i * C;
+		if (c->pos == POS_LEARNED) {
+			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
+			for (int j = 0; j < C; j++)
+				xi[j] = te[j] + pe[j];
+		} else {
+			memcpy(xi, te, (size_t)C * sizeof(float));
+		}
+	}
+
+	for (int l = 0; l < L; l++) {
+		const float *in = r->resid + (size_t)l * N * C;
+		float *out = r->resid + (size_t)(l + 1) * N * C;
+		float *ln1 = r->ln1 + l * r->lstride_c, *ln2 = r->ln2 + l * r->lstride_c;
+		float *ln1_mean = r->ln1_mean + l * r->lstride_bt, *ln1_rstd = r->ln1_rstd + l * r->lstride_bt;
+		float *ln2_mean = r->ln2_mean + l * r->lstride_bt, *ln2_rstd = r->ln2_rstd + l * r->lstride_bt;
+		float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_c;
+		float *att_res = r->att_res + l * r->lstride_c, *mlp_res = r->mlp_res + l * r->lstride_c;
+		float *fch = r->fch + l * r->lstride_ff, *fch_act = r->fch_act + l * r->lstride_f;
+		float *att = r->att + (capture_att ? (size_t)l * N * H * T : 0);
+		const float *ln1w = m->p[P_LN1W] + (size_t)l * C;
+		const float *ln1b = m->p[P_LN1B] ? m->p[P_LN1B] + (size_t)l * C : NULL;
+		const float *ln2w = m->p[P_LN2W] + (size_t)l * C;
+		const float *ln2b = m->p[P_LN2B] ? m->p[P_LN2B] + (size_t)l * C : NULL;
+		const float *wq = qkvw + (size_t)l * QKV * C, *bq = qkvb ? qkvb + (size_t)l * QKV : NULL;
+		const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
+		const float *projb = m->p[P_ATTPROJB] ? m->p[P_ATTPROJB] + (size_t)l * C : NULL;
+		const float *fcw = m->p[P_FCW] + (size_t)l * FF * C;
+		const float *fcb = m->p[P_FCB] ? m->p[P_FCB] + (size_t)l * FF : NULL;
+		const float *fpw = m->p[P_FCPROJW] + (size_t)l * C * F;
+		const float *fpb = m->p[P_FCPROJB] ? m->p[P_FCPROJB] + (size_t)l * C : NULL;
+
+		/* attention sub-block: att_res = in + attn(pre ? norm1(in) : in) */
+		const float *attn_in = in;
+		if (!post) {
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, ln1w, ln1b, N, C, c->norm_eps);
+			attn_in = ln1;
+		}
+		matmul_forward(qkv, attn_in, wq, bq, N, C, QKV);
+		if (c->pos == POS_ROPE)
+			rope_forward(qkv, B, T, H + G, D, QKV, c->rope_theta);
+		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale);
+		ablate_heads(atty, o, l, H, D, N);
+		for (int b = 0; b < B; b++)
+			for (int h = 0; h < H; h++)
+				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T,
+					  atty + (size_t)b * T * C + (size_t)h * D, T, D, C);
+		matmul_forward(r->scratch, atty, projw, projb, N, C, C);
+		residual_forward(att_res, in, r->scratch, (long)N * C);
+
+		/* MLP sub-block */
+		if (!post) {
+			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, ln2w, ln2b, N, C, c->norm_eps);
+			mlp_forward(c, fch, fch_act, r->scratch, ln2, fcw, fcb, fpw, fpb, N);
+			residual_forward(mlp_res, att_res, r->scratch, (long)N * C);
+			memcpy(out, mlp_res, (size_t)N * C * sizeof(float));
+		} else {
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, ln1w, ln1b, N, C, c->norm_eps);
+			mlp_forward(c, fch, fch_act, r->scratch, ln1, fcw, fcb, fpw, fpb, N);
+			residual_forward(mlp_res, ln1, r->scratch, (long)N * C);
+			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, ln2w, ln2b, N, C, c->norm_eps);
+			memcpy(out, ln2, (size_t)N * C * sizeof(float));
+		}
+		row_norms(r->resid_norm + (size_t)l * N, out, N, C, C);
+	}
+
+	/* final norm and output projection */
+	norm_forward(c->norm, r->lnf, r->lnf_mean, r->lnf_rstd, r->resid + (size_t)L * N * C,
+		     m->p[P_LNFW], m->p[P_LNFB], N, C, c->norm_eps);
+	r->loss = NAN;
+	r->n_targets = 0;
+	if (r->flags & RUN_LOGITS) {
+		const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+		matmul_forward(r->logits, r->lnf, wout, NULL, N, C, c->vocab_size);
+		int *tg = NULL;
+		if (!targets) {
+			tg = xmalloc((size_t)N * sizeof(int));
+			for (int i = 0; i < N; i++)
+				tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+			targets = tg;
+		}
+		for (int i = 0; i < N; i++)
+			if (targets[i] >= c->vocab_size) {
+				free(tg);
+				return err_set(e, "target %d at position %d is outside the vocabulary", targets[i], i);
+			}
+		double sum = crossentropy_forward(r->nll, r->logits, targets, N, c->vocab_size, &r->n_targets);
+		r->loss = r->n_targets ? sum / r->n_targets : NAN;
+		free(tg);
+	}
+	r->forward_ms = now_ms() - t0;
+	return 0;
+}

@@ -1,0 +1,210 @@
+/*
+ * ops.c — forward kernels: matrix products through OpenBLAS, and the
+ * element-wise and row-wise kernels around them, threaded with OpenMP.
+ */
+#include "ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+		    int N, int IC, int OC)
+{
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
+		    1.0f, inp, IC, w, IC, 0.0f, out, OC);
+	if (bias) {
+#pragma omp parallel for schedule(static)
+		for (int i = 0; i < N; i++) {
+			float *o = out + (size_t)i * OC;
+			for (int j = 0; j < OC; j++)
+				o[j] += bias[j];
+		}
+	}
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+		       const float *w, const float *b, int N, int C, float eps)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *x = inp + (size_t)i * C;
+		float *o = out + (size_t)i * C;
+		float m = 0.0f;
+		for (int j = 0; j < C; j++)
+			m += x[j];
+		m /= (float)C;
+		float v = 0.0f;
+		for (int j = 0; j < C; j++) {
+			float d = x[j] - m;
+			v += d * d;
+		}
+		v /= (float)C;
+		float s = 1.0f / sqrtf(v + eps);
+		for (int j = 0; j < C; j++)
+			o[j] = (x[j] - m) * s * w[j] + (b ? b[j] : 0.0f);
+		if (mean)
+			mean[i] = m;
+		if (rstd)
+			rstd[i] = s;
+	}
+}
+
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+		     int N, int C, float eps)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *x = inp + (size_t)i * C;
+		float *o = out + (size_t)i * C;
+		float ss = 0.0f;
+		for (int j = 0; j < C; j++)
+			ss += x[j] * x[j];
+		float s = 1.0f / sqrtf(ss / (float)C + eps);
+		for (int j = 0; j < C; j++)
+			o[j] = x[j] * s * w[j];
+		if (rstd)
+			rstd[i] = s;
+	}
+}
+
+void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
+		  const float *inp, const float *w, const float *b, int N, int C, float eps)
+{
+	if (type == NORM_RMS)
+		rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+	else
+		layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+void gelu_forward(float *out, const float *inp, long n)
+{
+#pragma omp parallel for schedule(static)
+	for (long i = 0; i < n; i++) {
+		float x = inp[i];
+		out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+	}
+}
+
+void swiglu_forward(float *out, const float *inp, int N, int F)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *g = inp + (size_t)i * 2 * F, *u = g + F;
+		float *o = out + (size_t)i * F;
+		for (int j = 0; j < F; j++)
+			o[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+	}
+}
+
+void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < B * T; r++) {
+		int t = r % T;
+		float *row = x + (size_t)r * ld;
+		for (int i = 0; i < D / 2; i++) {
+			float freq = powf(theta, -2.0f * (float)i / (float)D);
+			float c = cosf((float)t * freq), s = sinf((float)t * freq);
+			for (int h = 0; h < n_rot; h++) {
+				float *p = row + (size_t)h * D + 2 * i;
+				float a = p[0], b = p[1];
+				p[0] = a * c - b * s;
+				p[1] = a * s + b * c;
+			}
+		}
+	}
+}
+
+/* Softmax of row[lo..hi] in place; entries outside become exactly 0. */
+static void masked_softmax_row(float *row, int T, int lo, int hi)
+{
+	float mx = -INFINITY;
+	for (int j = lo; j <= hi; j++)
+		mx = row[j] > mx ? row[j] : mx;
+	float sum = 0.0f;
+	for (int j = lo; j <= hi; j++) {
+		float e = expf(row[j] - mx);
+		row[j] = e;
+		sum += e;
+	}
+	float inv = 1.0f / sum;
+	for (int j = 0; j < lo; j++)
+		row[j] = 0.0f;
+	for (int j = lo; j <= hi; j++)
+		row[j] *= inv;
+	for (int j = hi + 1; j < T; j++)
+		row[j] = 0.0f;
+}
+
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
+		       int D, enum mask_kind mask, int window, float scale)
+{
+	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
+	for (int b = 0; b < B; b++) {
+		const float *base = qkv + (size_t)b * T * ld;
+		for (int h = 0; h < H; h++) {
+			int g = h / group;
+			const float *q = base + (size_t)h * D;
+			const float *k = base + (size_t)(H + g) * D;
+			const float *v = base + (size_t)(H + G + g) * D;
+			float *a = att + ((size_t)b * H + h) * T * T;
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
+				    scale, q, ld, k, ld, 0.0f, a, T);
+#pragma omp parallel for schedule(static)
+			for (int i = 0; i < T; i++) {
+				int lo, hi;
+				mask_range(mask, window, i, T, &lo, &hi);
+				masked_softmax_row(a + (size_t)i * T, T, lo, hi);
+			}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
+				    1.0f, a, T, v, ld, 0.0f, out + (size_t)b * T * C + (size_t)h * D, C);
+		}
+	}
+}
+
+void residual_forward(float *out, const float *a, const float *b, long n)
+{
+#pragma omp parallel for schedule(static)
+	for (long i = 0; i < n; i++)
+		out[i] = a[i] + b[i];
+}
+
+double crossentropy_forward(float *nll, const float *logits, const int *targets,
+			    int N, int V, int *count)
+{
+	double total = 0.0;
+	int cnt = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total, cnt)
+	for (int i = 0; i < N; i++) {
+		if (targets[i] < 0) {
+			nll[i] = NAN;
+			continue;
+		}
+		const float *z = logits + (size_t)i * V;
+		float mx = -INFINITY;
+		for (int j = 0; j < V; j++)
+			mx = z[j] > mx ? z[j] : mx;
+		double sum = 0.0;
+		for (int j = 0; j < V; j++)
+			sum += expf(z[j] - mx);
+		nll[i] = (float)(log(sum) + mx - z[targets[i]]);
+		total += nll[i];
+		cnt++;
+	}
+	*count = cnt;
+	return total;
+}
+
+void row_norms(float *out, const float *x, int N, int n, int ld)
+{
+	for (int i = 0; i < N; i++) {
+		const float *r = x + (size_t)i * ld;
+		double s = 0.0;
+		for (int j = 0; j < n; j++)
+			s += (double)r[j] * r[j];
+		out[i] = (float)sqrt(s);
+	}
+}

@@ -1,0 +1,392 @@
+/*
+ * tokenizer.c — the kind-independent half of the tokenizer interface:
+ * encoding with an optional BOS, pieces, decoding, printable labels,
+ * building a tokenizer from its JSON description, and UTF-8 coding.
+ *
+ * Ownership: a kind's constructor allocates the struct tokenizer and its
+ * impl; ops->free releases impl (and anything it owns) and tok_free()
+ * then frees the struct itself.
+ */
+#include "tokenizer.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+/*
+ * Builders for each kind, from an already parsed JSON object.  They are
+ * defined in the kind's own file (tok-char.c, ...) and are not part of the
+ * public header, so their prototypes live here next to the table.
+ */
+struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
+
+struct tok_kind {
+	const char *type;
+	struct tokenizer *(*from_json)(const json_t *root, struct err *e);
+};
+
+static const struct tok_kind tok_kinds[] = {
+	{ "char", tok_char_from_json },
+};
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* Marks the byte at s[0] as invalid: U+FFFD, one byte consumed. */
+static int utf8_bad(uint32_t *cp, int *bad)
+{
+	*cp = 0xFFFD;
+	if (bad)
+		*bad = 1;
+	return 1;
+}
+
+int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp, int *bad)
+{
+	uint32_t c, min;
+	int need, i;
+
+	if (bad)
+		*bad = 0;
+	if (len == 0) {
+		/* Nothing to decode: no byte consumed. */
+		*cp = 0xFFFD;
+		if (bad)
+			*bad = 1;
+		return 0;
+	}
+	c = s[0];
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		need = 1;
+		min = 0x80;
+		c &= 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 2;
+		min = 0x800;
+		c &= 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 3;
+		min = 0x10000;
+		c &= 0x07;
+	} else {
+		/* Continuation byte, C0/C1 (always overlong) or F5..FF. */
+		return utf8_bad(cp, bad);
+	}
+	if (len < (size_t)need + 1)
+		return utf8_bad(cp, bad);
+	for (i = 1; i <= need; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return utf8_bad(cp, bad);
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return utf8_bad(cp, bad);
+	*cp = c;
+	return need + 1;
+}
+
+int utf8_encode(uint32_t cp, char *out)
+{
+	unsigned char *o = (unsigned char *)out;
+
+	/* Surrogates and values past U+10FFFF have no encoding. */
+	if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		cp = 0xFFFD;
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xC0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xE0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xF0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* -------------------------------------------------------------- encoding */
+
+int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_bos,
+	       int **ids, int *n, struct err *e)
+{
+	int cap = 16, ret;
+
+	*ids = NULL;
+	*n = 0;
+	if (!text && len)
+		return err_set(e, "tokenizer: no text to encode");
+	*ids = xmalloc((size_t)cap * sizeof **ids);
+	if (add_bos && t->bos_id >= 0)
+		(*ids)[(*n)++] = t->bos_id;
+	ret = t->ops->encode(t, text ? text : "", len, ids, n, &cap, e);
+	if (ret < 0) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return -1;
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------- pieces, decoding */
+
+static int tok_valid_id(const struct tokenizer *t, int id)
+{
+	return t && id >= 0 && id < t->vocab_size;
+}
+
+int tok_piece(const struct tokenizer *t, int id, char *buf, size_t size)
+{
+	if (!tok_valid_id(t, id)) {
+		/* An id outside the vocabulary has no bytes. */
+		if (size)
+			buf[0] = '\0';
+		return 0;
+	}
+	return t->ops->piece(t, id, buf, size);
+}
+
+/*
+ * Returns the exact bytes of id in a NUL-terminated buffer: small (the
+ * caller's) when the piece fits, else a malloc'd one stored in *heap.
+ */
+static const char *piece_bytes(const struct tokenizer *t, int id, char *small,
+			       size_t size, char **heap, int *len)
+{
+	int l = tok_piece(t, id, small, size);
+
+	*heap = NULL;
+	if (l < 0)
+		l = 0;
+	if ((size_t)l >= size) {
+		*heap = xmalloc((size_t)l + 1);
+		l = tok_piece(t, id, *heap, (size_t)l + 1);
+		*len = l;
+		return *heap;
+	}
+	*len = l;
+	return small;
+}
+
+char *tok_decode(const struct tokenizer *t, const int *ids, int n)
+{
+	size_t cap = 64, len = 0;
+	char *out = xmalloc(cap);
+	char small[128];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char *heap;
+		int l;
+		const char *p = piece_bytes(t, ids[i], small, sizeof small, &heap, &l);
+
+		if (len + (size_t)l + 1 > cap) {
+			while (len + (size_t)l + 1 > cap)
+				cap *= 2;
+			out = xrealloc(out, cap);
+		}
+		memcpy(out + len, p, (size_t)l);
+		len += (size_t)l;
+		free(heap);
+	}
+	out[len] = '\0';
+	return out;
+}
+
+/* ------------------------------------------------------------------ labels */
+
+/* A label under construction: never more than size-1 bytes plus a NUL. */
+struct label {
+	char *buf;
+	size_t size, len;
+	int full;
+};
+
+/* Appends one unit (a whole code point or escape) or nothing at all. */
+static void label_put(struct label *l, const char *s, size_t n)
+{
+	if (l->full)
+		return;
+	if (l->len + n + 1 > l->size) {
+		l->full = 1;
+		return;
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+	l->buf[l->len] = '\0';
+}
+
+static void label_str(struct label *l, const char *s)
+{
+	label_put(l, s, strlen(s));
+}
+
+/* Appends the printable form of one valid code point. */
+static void label_cp(struct label *l, uint32_t cp)
+{
+	char tmp[16];
+	int n;
+
+	if (cp == ' ') {
+		label_str(l, "\xe2\x90\xa3");			/* ␣ U+2423 */
+	} else if (cp == '\n') {
+		label_str(l, "\xe2\x8f\x8e");			/* ⏎ U+23CE */
+	} else if (cp == '\t') {
+		label_str(l, "\xe2\x87\xa5");			/* ⇥ U+21E5 */
+	} else if (cp < 0x20) {
+		n = utf8_encode(0x2400 + cp, tmp);		/* ␀..␟ */
+		label_put(l, tmp, (size_t)n);
+	} else if (cp == 0x7F) {
+		label_str(l, "<7f>");
+	} else if (cp >= 0x80 && cp <= 0x9F) {
+		/* C1 controls would be taken as escape sequences by terminals. */
+		snprintf(tmp, sizeof tmp, "<U+%04X>", (unsigned)cp);
+		label_str(l, tmp);
+	} else {
+		n = utf8_encode(cp, tmp);
+		label_put(l, tmp, (size_t)n);
+	}
+}
+
+/* Appends a run of invalid bytes as one "<e5 ba>" unit. */
+static void label_hex(struct label *l, const unsigned char *s, size_t n)
+{
+	char tmp[3 * 16 + 2];
+	size_t i, k = 0;
+
+	/* Long runs go out as several units so that tmp stays small. */
+	while (n > 16) {
+		label_hex(l, s, 16);
+		s += 16;
+		n -= 16;
+	}
+	tmp[k++] = '<';
+	for (i = 0; i < n; i++)
+		k += (size_t)snprintf(tmp + k, sizeof tmp - k, i ? " %02x" : "%02x", s[i]);
+	tmp[k++] = '>';
+	label_put(l, tmp, k);
+}
+
+void tok_label(const struct tokenizer *t, int id, char *buf, size_t size)
+{
+	struct label l = { buf, size, 0, 0 };
+	char small[128], tmp[32];
+	char *heap;
+	const unsigned char *p;
+	size_t i, bad_start = 0, nbad = 0;
+	int len;
+
+	if (!buf || size == 0)
+		return;
+	buf[0] = '\0';
+	if (!tok_valid_id(t, id)) {
+		snprintf(tmp, sizeof tmp, "<bad id %d>", id);
+		label_str(&l, tmp);
+		return;
+	}
+	/* Special tokens come out as their names, which print as they are. */
+	p = (const unsigned char *)piece_bytes(t, id, small, sizeof small, &heap, &len);
+	for (i = 0; i < (size_t)len && !l.full;) {
+		uint32_t cp;
+		int bad, k = utf8_decode(p + i, (size_t)len - i, &cp, &bad);
+
+		if (bad) {
+			if (!nbad)
+				bad_start = i;
+			nbad++;
+		} else {
+			if (nbad)
+				label_hex(&l, p + bad_start, nbad);
+			nbad = 0;
+			label_cp(&l, cp);
+		}
+		i += (size_t)k;
+	}
+	if (nbad)
+		label_hex(&l, p + bad_start, nbad);
+	free(heap);
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+/* Copies at most size-1 bytes of s with anything but printable ASCII
+ * replaced by '?', so that a name read from a file fits in one line. */
+static void printable(const char *s, size_t n, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < n && i + 1 < size; i++)
+		out[i] = (s[i] >= 0x20 && s[i] < 0x7F) ? s[i] : '?';
+	out[i] = '\0';
+}
+
+struct tokenizer *tok_from_json(const char *json, struct err *e)
+{
+	char tmp[48];
+	json_error_t jerr;
+	json_t *root, *type;
+	struct tokenizer *t = NULL;
+	size_t i;
+
+	if (!json) {
+		err_set(e, "tokenizer JSON: missing");
+		return NULL;
+	}
+	root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		char msg[sizeof jerr.text];
+
+		printable(jerr.text, strlen(jerr.text), msg, sizeof msg);
+		err_set(e, "tokenizer JSON: line %d column %d: %s",
+			jerr.line, jerr.column, msg);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		err_set(e, "tokenizer JSON: expected an object");
+		goto out;
+	}
+	type = json_object_get(root, "type");
+	if (!json_is_string(type)) {
+		err_set(e, "tokenizer JSON: \"type\" missing or not a string");
+		goto out;
+	}
+	for (i = 0; i < sizeof tok_kinds / sizeof tok_kinds[0]; i++) {
+		if (json_string_length(type) == strlen(tok_kinds[i].type) &&
+		    strcmp(json_string_value(type), tok_kinds[i].type) == 0) {
+			t = tok_kinds[i].from_json(root, e);
+			goto out;
+		}
+	}
+	printable(json_string_value(type), json_string_length(type), tmp, sizeof tmp);
+	err_set(e, "tokenizer JSON: unknown type \"%s\"", tmp);
+out:
+	json_decref(root);
+	return t;
+}
+
+void tok_free(struct tokenizer *t)
+{
+	if (!t)
+		return;
+	if (t->ops && t->ops->free)
+		t->ops->free(t);
+	else
+		free(t->impl);
+	free(t);
+}

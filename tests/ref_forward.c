@@ -1,0 +1,345 @@
+/*
+ * ref_forward.c — naive double-precision reference forward (see ref_forward.h).
+ *
+ * Written from include/model.h and include/config.h only.  Everything is a
+ * plain loop; nothing here is shared with src/ (no BLAS, no ops.h).
+ */
+#include "ref_forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double *dalloc(size_t n)
+{
+	double *p = calloc(n ? n : 1, sizeof *p);
+	if (!p)
+		abort();
+	return p;
+}
+
+/* Per-layer row of a per-layer tensor, or NULL when the tensor is absent. */
+static const float *layer_ptr(const struct model *m, enum param_id id, int l, size_t per_layer)
+{
+	if (!m->p[id] || m->psize[id] == 0)
+		return NULL;
+	return m->p[id] + (size_t)l * per_layer;
+}
+
+/* out[c] = norm(in)[c] for one row of C values.
+ * LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased (divide by C).
+ * RMSNorm:   x / sqrt(mean(x^2) + eps) * w  (+ b if a bias tensor exists). */
+static void ref_norm(const struct model_config *cfg, const double *in, double *out,
+		     const float *w, const float *b)
+{
+	int C = cfg->d_model;
+	double eps = (double)cfg->norm_eps;
+	if (cfg->norm == NORM_LAYER) {
+		double mean = 0.0;
+		for (int c = 0; c < C; c++)
+			mean += in[c];
+		mean /= C;
+		double var = 0.0;
+		for (int c = 0; c < C; c++)
+			var += (in[c] - mean) * (in[c] - mean);
+		var /= C;
+		double denom = sqrt(var + eps);
+		for (int c = 0; c < C; c++) {
+			double v = (in[c] - mean) / denom * (double)w[c];
+			if (b)
+				v += (double)b[c];
+			out[c] = v;
+		}
+	} else {
+		double ms = 0.0;
+		for (int c = 0; c < C; c++)
+			ms += in[c] * in[c];
+		ms /= C;
+		double denom = sqrt(ms + eps);
+		for (int c = 0; c < C; c++) {
+			double v = in[c] / denom * (double)w[c];
+			if (b)
+				v += (double)b[c];
+			out[c] = v;
+		}
+	}
+}
+
+static double gelu_tanh(double x)
+{
+	const double k = sqrt(2.0 / 3.14159265358979323846);
+	return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+static double silu(double x)
+{
+	return x / (1.0 + exp(-x));
+}
+
+/* Rotates pairs (2i, 2i+1) of one head vector v[0..D) at position t. */
+static void rope(double *v, int D, int t, double theta)
+{
+	for (int i = 0; i < D / 2; i++) {
+		double ang = (double)t * pow(theta, -2.0 * i / (double)D);
+		double cs = cos(ang), sn = sin(ang);
+		double a = v[2 * i], b = v[2 * i + 1];
+		v[2 * i] = a * cs - b * sn;
+		v[2 * i + 1] = a * sn + b * cs;
+	}
+}
+
+static bool key_visible(const struct run_options *o, int i, int j)
+{
+	switch (o->mask) {
+	case MASK_CAUSAL: return j <= i;
+	case MASK_NONE:   return true;
+	case MASK_WINDOW: return j <= i && j >= i - o->window;
+	}
+	return false;
+}
+
+int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
+		double *logits, double *att, struct ref_trace *trace)
+{
+	const struct model_config *cfg = &m->cfg;
+	const int V = cfg->vocab_size, C = cfg->d_model, L = cfg->n_layer;
+	const int H = cfg->n_head, K = cfg->n_kv_head, F = cfg->d_ff;
+	const int D = C / H;
+	const int G = o->kv_heads;
+	const int FF = cfg->mlp == MLP_SWIGLU ? 2 * F : F;
+	const int QKVN = (H + 2 * K) * D; /* native fused rows */
+
+	if (G <= 0 || H % G != 0 || T <= 0)
+		return -1;
+	if (cfg->pos == POS_LEARNED && T > cfg->context)
+		return -1;
+	for (int t = 0; t < T; t++)
+		if (tokens[t] < 0 || tokens[t] >= V)
+			return -1;
+
+	double *x = dalloc((size_t)T * C);     /* residual stream */
+	double *ain = dalloc((size_t)T * C);   /* attention input */
+	double *q = dalloc((size_t)T * H * D); /* q[t][h][d] */
+	double *k = dalloc((size_t)T * G * D); /* k[t][g][d] */
+	double *v = dalloc((size_t)T * G * D);
+	double *wk = dalloc((size_t)G * D * C); /* converted K weights [g*D+d][c] */
+	double *wv = dalloc((size_t)G * D * C);
+	double *bk = dalloc((size_t)G * D);
+	double *bv = dalloc((size_t)G * D);
+	double *y = dalloc((size_t)T * C);     /* heads' outputs, [t][h*D+d] */
+	double *ares = dalloc((size_t)T * C);
+	double *h1 = dalloc((size_t)T * C);
+	double *hid = dalloc((size_t)FF);
+	double *act = dalloc((size_t)F);
+	double *mo = dalloc((size_t)C);
+	double *tmp = dalloc((size_t)C);
+	double *p = dalloc((size_t)T);
+
+	/* embeddings */
+	for (int t = 0; t < T; t++)
+		for (int c = 0; c < C; c++) {
+			double e = (double)m->p[P_WTE][(size_t)tokens[t] * C + c];
+			if (cfg->pos == POS_LEARNED)
+				e += (double)m->p[P_WPE][(size_t)t * C + c];
+			x[(size_t)t * C + c] = e;
+		}
+
+	for (int l = 0; l < L; l++) {
+		const float *ln1w = layer_ptr(m, P_LN1W, l, C);
+		const float *ln1b = layer_ptr(m, P_LN1B, l, C);
+		const float *ln2w = layer_ptr(m, P_LN2W, l, C);
+		const float *ln2b = layer_ptr(m, P_LN2B, l, C);
+		const float *qkvw = layer_ptr(m, P_QKVW, l, (size_t)QKVN * C);
+		const float *qkvb = layer_ptr(m, P_QKVB, l, QKVN);
+		const float *pw = layer_ptr(m, P_ATTPROJW, l, (size_t)C * C);
+		const float *pb = layer_ptr(m, P_ATTPROJB, l, C);
+		const float *fcw = layer_ptr(m, P_FCW, l, (size_t)FF * C);
+		const float *fcb = layer_ptr(m, P_FCB, l, FF);
+		const float *fpw = layer_ptr(m, P_FCPROJW, l, (size_t)C * F);
+		const float *fpb = layer_ptr(m, P_FCPROJB, l, C);
+
+		if (trace && trace->resid)
+			memcpy(trace->resid + (size_t)l * T * C, x, sizeof(double) * T * C);
+
+		/* attention input */
+		for (int t = 0; t < T; t++) {
+			if (o->placement == PLACE_PRE)
+				ref_norm(cfg, x + (size_t)t * C, ain + (size_t)t * C, ln1w, ln1b);
+			else
+				memcpy(ain + (size_t)t * C, x + (size_t)t * C, sizeof(double) * C);
+		}
+
+		/* K/V weights for G heads: new head g is the mean, over the query
+		 * heads h of group g = [g*H/G, (g+1)*H/G), of native head h/(H/K). */
+		for (int g = 0; g < G; g++) {
+			int h0 = g * (H / G), h1e = (g + 1) * (H / G);
+			int n = h1e - h0;
+			for (int d = 0; d < D; d++) {
+				for (int c = 0; c < C; c++) {
+					double sk = 0.0, sv = 0.0;
+					for (int h = h0; h < h1e; h++) {
+						int nk = h / (H / K);
+						size_t rk = (size_t)(H * D + nk * D + d);
+						size_t rv = (size_t)((H + K) * D + nk * D + d);
+						sk += (double)qkvw[rk * C + c];
+						sv += (double)qkvw[rv * C + c];
+					}
+					wk[((size_t)g * D + d) * C + c] = sk / n;
+					wv[((size_t)g * D + d) * C + c] = sv / n;
+				}
+				double sbk = 0.0, sbv = 0.0;
+				if (qkvb) {
+					for (int h = h0; h < h1e; h++) {
+						int nk = h / (H / K);
+						sbk += (double)qkvb[H * D + nk * D + d];
+						sbv += (double)qkvb[(H + K) * D + nk * D + d];
+					}
+				}
+				bk[g * D + d] = sbk / n;
+				bv[g * D + d] = sbv / n;
+			}
+		}
+
+		/* projections, one head at a time, then RoPE on q and k */
+		for (int t = 0; t < T; t++) {
+			const double *a = ain + (size_t)t * C;
+			for (int h = 0; h < H; h++) {
+				double *qh = q + ((size_t)t * H + h) * D;
+				for (int d = 0; d < D; d++) {
+					size_t row = (size_t)(h * D + d);
+					double s = qkvb ? (double)qkvb[row] : 0.0;
+					for (int c = 0; c < C; c++)
+						s += (double)qkvw[row * C + c] * a[c];
+					qh[d] = s;
+				}
+				if (cfg->pos == POS_ROPE)
+					rope(qh, D, t, (double)cfg->rope_theta);
+			}
+			for (int g = 0; g < G; g++) {
+				double *kg = k + ((size_t)t * G + g) * D;
+				double *vg = v + ((size_t)t * G + g) * D;
+				for (int d = 0; d < D; d++) {
+					double sk = bk[g * D + d], sv = bv[g * D + d];
+					for (int c = 0; c < C; c++) {
+						sk += wk[((size_t)g * D + d) * C + c] * a[c];
+						sv += wv[((size_t)g * D + d) * C + c] * a[c];
+					}
+					kg[d] = sk;
+					vg[d] = sv;
+				}
+				if (cfg->pos == POS_ROPE)
+					rope(kg, D, t, (double)cfg->rope_theta);
+			}
+		}
+
+		/* attention, one head at a time */
+		double sc = o->scale ? 1.0 / sqrt((double)D) : 1.0;
+		for (int h = 0; h < H; h++) {
+			int g = h / (H / G);
+			bool ablated = opt_is_ablated(o, l * H + h);
+			for (int i = 0; i < T; i++) {
+				const double *qi = q + ((size_t)i * H + h) * D;
+				double mx = -INFINITY;
+				for (int j = 0; j < T; j++) {
+					if (!key_visible(o, i, j))
+						continue;
+					const double *kj = k + ((size_t)j * G + g) * D;
+					double s = 0.0;
+					for (int d = 0; d < D; d++)
+						s += qi[d] * kj[d];
+					s *= sc;
+					p[j] = s;
+					if (s > mx)
+						mx = s;
+				}
+				double sum = 0.0;
+				for (int j = 0; j < T; j++) {
+					if (!key_visible(o, i, j)) {
+						p[j] = 0.0;
+						continue;
+					}
+					p[j] = exp(p[j] - mx);
+					sum += p[j];
+				}
+				for (int j = 0; j < T; j++)
+					p[j] /= sum;
+				if (att)
+					for (int j = 0; j < T; j++)
+						att[(((size_t)l * H + h) * T + i) * T + j] = p[j];
+				for (int d = 0; d < D; d++) {
+					double s = 0.0;
+					for (int j = 0; j < T; j++)
+						s += p[j] * v[((size_t)j * G + g) * D + d];
+					y[(size_t)i * C + h * D + d] = ablated ? 0.0 : s;
+				}
+			}
+		}
+		if (trace && trace->atty)
+			memcpy(trace->atty + (size_t)l * T * C, y, sizeof(double) * T * C);
+
+		/* output projection + residual */
+		for (int t = 0; t < T; t++)
+			for (int c = 0; c < C; c++) {
+				double s = pb ? (double)pb[c] : 0.0;
+				for (int kk = 0; kk < C; kk++)
+					s += (double)pw[(size_t)c * C + kk] * y[(size_t)t * C + kk];
+				ares[(size_t)t * C + c] = x[(size_t)t * C + c] + s;
+			}
+		if (trace && trace->att_res)
+			memcpy(trace->att_res + (size_t)l * T * C, ares, sizeof(double) * T * C);
+
+		/* MLP */
+		for (int t = 0; t < T; t++) {
+			double *ar = ares + (size_t)t * C;
+			double *in = h1 + (size_t)t * C; /* MLP input */
+			if (o->placement == PLACE_PRE)
+				ref_norm(cfg, ar, in, ln2w, ln2b);
+			else
+				ref_norm(cfg, ar, in, ln1w, ln1b); /* h1 = norm1(x + attn(x)) */
+			for (int f = 0; f < FF; f++) {
+				double s = fcb ? (double)fcb[f] : 0.0;
+				for (int c = 0; c < C; c++)
+					s += (double)fcw[(size_t)f * C + c] * in[c];
+				hid[f] = s;
+			}
+			for (int f = 0; f < F; f++)
+				act[f] = cfg->mlp == MLP_SWIGLU ? silu(hid[f]) * hid[F + f] : gelu_tanh(hid[f]);
+			for (int c = 0; c < C; c++) {
+				double s = fpb ? (double)fpb[c] : 0.0;
+				for (int f = 0; f < F; f++)
+					s += (double)fpw[(size_t)c * F + f] * act[f];
+				mo[c] = s;
+			}
+			double *xo = x + (size_t)t * C;
+			if (o->placement == PLACE_PRE) {
+				for (int c = 0; c < C; c++)
+					xo[c] = ar[c] + mo[c];
+			} else {
+				for (int c = 0; c < C; c++)
+					tmp[c] = in[c] + mo[c];
+				ref_norm(cfg, tmp, xo, ln2w, ln2b);
+			}
+		}
+	}
+	if (trace && trace->resid)
+		memcpy(trace->resid + (size_t)L * T * C, x, sizeof(double) * T * C);
+
+	/* final norm + output projection */
+	if (logits) {
+		const float *wout = cfg->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+		const float *lnfb = m->psize[P_LNFB] ? m->p[P_LNFB] : NULL;
+		for (int t = 0; t < T; t++) {
+			ref_norm(cfg, x + (size_t)t * C, tmp, m->p[P_LNFW], lnfb);
+			for (int vv = 0; vv < V; vv++) {
+				double s = 0.0;
+				for (int c = 0; c < C; c++)
+					s += (double)wout[(size_t)vv * C + c] * tmp[c];
+				logits[(size_t)t * V + vv] = s;
+			}
+		}
+	}
+
+	free(x); free(ain); free(q); free(k); free(v); free(wk); free(wv); free(bk); free(bv);
+	free(y); free(ares); free(h1); free(hid); free(act); free(mo); free(tmp); free(p);
+	return 0;
+}

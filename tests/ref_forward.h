@@ -1,0 +1,30 @@
+/*
+ * ref_forward.h — a deliberately naive, double-precision reference of the
+ * forward pass described in include/model.h, for the tests only.
+ *
+ * It shares no math with src/: plain loops over one head at a time, textbook
+ * formulas, every intermediate in double.  It reads the model's float
+ * weights through m->p[] (layouts in include/config.h) and does the K/V head
+ * conversion itself from the rule in model.h; it never touches the model's
+ * K/V cache.
+ */
+#ifndef ATTNSCOPE_REF_FORWARD_H
+#define ATTNSCOPE_REF_FORWARD_H
+
+#include "model.h"
+
+/* Optional intermediates (any member may be NULL). */
+struct ref_trace {
+	double *resid;    /* (L+1, T, C): block inputs, then the final block output */
+	double *att_res;  /* (L, T, C):   block input + attention projection */
+	double *atty;     /* (L, T, C):   heads' outputs before projection (ablated heads zeroed) */
+};
+
+/* One sequence of T tokens.  logits (T, V) and att (L, H, T, T) are
+ * caller-allocated (either may be NULL); trace may be NULL.
+ * Returns 0, or -1 for arguments it cannot run (bad token, G not dividing H,
+ * T above the context for learned positions). */
+int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
+		double *logits, double *att, struct ref_trace *trace);
+
+#endif

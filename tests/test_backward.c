@@ -1,0 +1,492 @@
+/*
+ * test_backward.c — model_backward against finite differences of the float
+ * forward pass, for every parameter tensor of tiny models over every
+ * combination of norm x placement x positions x MLP x native K/V heads; the
+ * batch mean; accumulation; and refusal of runs it cannot differentiate.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backward.h"
+#include "model.h"
+
+/* Tiny shapes: V, C, L, H, F, context S (> T, so one WPE row gets no
+ * gradient), batch B and sequence length T. */
+enum { TV = 11, TC = 16, TL = 2, TH = 4, TF = 20, TS = 6, TB = 2, TT = 5 };
+
+/*
+ * Finite-difference method.  The loss is the engine's own float forward
+ * (r->loss: float NLLs summed in double), so each evaluation carries a
+ * rounding error of roughly 1e-7 relative to the loss (~2.4 = log V), a few
+ * 1e-7 absolute after the layers.  A central difference
+ * (L(p + eps) - L(p - eps)) / (2 eps) divides that noise by 2 eps and adds a
+ * truncation error of eps^2 / 6 * L''', which the norms and softmaxes make
+ * sizeable for the embeddings (tied ones especially).  Measured worst
+ * errors over the 48 combinations of this file: eps 1e-3 -> 3.4e-3 (noise),
+ * 3e-3 -> 8.6e-4, 5e-3 -> 6.7e-4, 1e-2 -> 2.3e-3, 2e-2 -> 9.2e-3 and
+ * 5e-2 -> 6e-2 (truncation, growing as eps^2).  eps = 5e-3 sits between the
+ * two regimes, 15x under the 1e-2 tolerance.  The step actually taken is
+ * (p + eps) - (p - eps) as rounded to float, so the quotient divides by the
+ * real step.  Weights with std 0.2 keep the gradients at 1e-2..1, far above
+ * the ~1e-5 absolute noise of the quotient.
+ *
+ * Metric, per tensor: max |analytic - numeric| / max(max |numeric|, 1e-6)
+ * over a random sample of FD_SAMPLE distinct elements (the whole tensor when
+ * it has at most FD_FULL elements).  Normalising by the tensor's largest
+ * gradient rather than element by element keeps elements whose gradient is
+ * near zero (where a difference shows only the noise floor) from failing a
+ * correct backward, while a wrong kernel (missing term, wrong sign, wrong
+ * layer or head) moves the error to order one.
+ */
+#define FD_EPS 5e-3f
+#define FD_SAMPLE 30
+#define FD_FULL 48
+#define FD_TOL 1e-2
+
+struct combo {
+	enum norm_type norm;
+	enum norm_place place;
+	enum pos_type pos;
+	enum mlp_type mlp;
+	int kv;
+	bool bias, tied, explicit_targets;
+};
+
+static void combo_name(const struct combo *k, char *buf, size_t n)
+{
+	snprintf(buf, n, "%-9s %-4s %-7s %-6s kv=%d %-6s %-6s %s", norm_type_name(k->norm),
+		 norm_place_name(k->place), pos_type_name(k->pos), mlp_type_name(k->mlp), k->kv,
+		 k->bias ? "bias" : "nobias", k->tied ? "tied" : "untied",
+		 k->explicit_targets ? "targets" : "shifted");
+}
+
+/* The combination with index idx in 0..47: norm x placement x positions x
+ * MLP x K in {H, 2, 1} (K fastest); bias, tying and explicit targets follow
+ * the low bits of idx, so every norm x placement group of 12 has all eight
+ * patterns of the three. */
+static struct combo combo_of(int idx)
+{
+	static const int kvs[3] = { TH, 2, 1 };
+	struct combo k;
+	k.kv = kvs[idx % 3];
+	k.mlp = (enum mlp_type)((idx / 3) % 2);
+	k.pos = (enum pos_type)((idx / 6) % 2);
+	k.place = (enum norm_place)((idx / 12) % 2);
+	k.norm = (enum norm_type)((idx / 24) % 2);
+	k.bias = idx & 1;
+	k.tied = (idx >> 1) & 1;
+	k.explicit_targets = (idx >> 2) & 1;
+	return k;
+}
+
+/* A tiny model of combination k with weights far from their init: matrices
+ * and embeddings N(0, 0.2^2) / N(0, 0.3^2), norm scales 1 + 0.1 N(0, 1),
+ * biases and norm shifts 0.1 N(0, 1). */
+static struct model *tiny_model(const struct combo *k, uint64_t seed)
+{
+	struct model_config c;
+	config_default(&c);
+	c.vocab_size = TV;
+	c.d_model = TC;
+	c.n_layer = TL;
+	c.n_head = TH;
+	c.n_kv_head = k->kv;
+	c.d_ff = TF;
+	c.context = TS;
+	c.norm = k->norm;
+	c.placement = k->place;
+	c.pos = k->pos;
+	c.mlp = k->mlp;
+	c.bias = k->bias;
+	c.tied = k->tied;
+	struct err e = { "" };
+	struct model *m = model_new(&c, &e);
+	if (!m)
+		fail_msg("model_new: %s", e.msg);
+	struct rng r;
+	rng_seed(&r, seed);
+	for (int i = 0; i < N_PARAMS; i++) {
+		float *p = m->p[i];
+		for (size_t j = 0; j < m->psize[i]; j++) {
+			float z = rng_normal(&r);
+			switch (i) {
+			case P_LN1W: case P_LN2W: case P_LNFW:
+				p[j] = 1.0f + 0.1f * z;
+				break;
+			case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
+			case P_ATTPROJB: case P_FCB: case P_FCPROJB:
+				p[j] = 0.1f * z;
+				break;
+			case P_WTE: case P_WPE:
+				p[j] = 0.3f * z;
+				break;
+			default:
+				p[j] = 0.2f * z;
+				break;
+			}
+		}
+	}
+	return m;
+}
+
+/* Random tokens; explicit targets are random ids with two positions
+ * skipped (-1), or NULL for the forward's shifted tokens. */
+static void make_batch(int *tokens, int *targets, bool explicit_targets, int N, uint64_t seed)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	for (int i = 0; i < N; i++)
+		tokens[i] = (int)(rng_u32(&r) % TV);
+	if (explicit_targets) {
+		for (int i = 0; i < N; i++)
+			targets[i] = (int)(rng_u32(&r) % TV);
+		targets[1] = -1;
+		targets[N - 2] = -1;
+	}
+}
+
+static double loss_of(struct model *m, const struct run_options *o, const int *tokens,
+		      const int *targets, int B, int T, struct run *r)
+{
+	struct err e = { "" };
+	if (model_forward(m, o, tokens, targets, B, T, r, &e) != 0)
+		fail_msg("model_forward: %s", e.msg);
+	return r->loss;
+}
+
+/* Forward then backward into grads (zeroed first). */
+static void gradients(struct model *m, const struct run_options *o, const int *tokens,
+		      const int *targets, int B, int T, struct run *r, struct backward_state *s,
+		      float *grads)
+{
+	struct err e = { "" };
+	memset(grads, 0, m->n_params * sizeof(float));
+	loss_of(m, o, tokens, targets, B, T, r);
+	if (model_backward(m, o, tokens, targets, r, grads, s, &e) != 0)
+		fail_msg("model_backward: %s", e.msg);
+}
+
+struct fd_result {
+	double err;      /* worst relative error over the tensors */
+	int tensor;      /* its tensor */
+	size_t elem;     /* and the element with the largest difference there */
+	float analytic, numeric;
+	double scale;    /* the max |numeric| the error was divided by */
+};
+
+/* Checks every tensor of the model of combination k; returns the worst. */
+static struct fd_result fd_check(const struct combo *k, uint64_t seed)
+{
+	struct model *m = tiny_model(k, seed);
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	struct run_options o;
+	run_options_native(m, &o);
+	int N = TB * TT, tokens[TB * TT], targets[TB * TT];
+	make_batch(tokens, targets, k->explicit_targets, N, seed + 1);
+	const int *tg = k->explicit_targets ? targets : NULL;
+
+	float *grads = malloc(m->n_params * sizeof(float));
+	gradients(m, &o, tokens, tg, TB, TT, r, s, grads);
+
+	struct fd_result worst = { .err = -1.0, .tensor = -1 };
+	struct rng rr;
+	rng_seed(&rr, seed + 2);
+	size_t *idx = NULL;
+	for (int t = 0; t < N_PARAMS; t++) {
+		size_t n = m->psize[t];
+		if (n == 0)
+			continue;
+		idx = realloc(idx, n * sizeof *idx);
+		for (size_t j = 0; j < n; j++)
+			idx[j] = j;
+		size_t count = n;
+		if (n > FD_FULL) { /* partial Fisher-Yates: FD_SAMPLE distinct elements */
+			count = FD_SAMPLE;
+			for (size_t j = 0; j < count; j++) {
+				size_t pick = j + rng_u32(&rr) % (n - j), tmp = idx[j];
+				idx[j] = idx[pick];
+				idx[pick] = tmp;
+			}
+		}
+		float *p = m->p[t], *g = grads + (p - m->params);
+		double maxdiff = 0.0, maxnum = 0.0;
+		size_t at = idx[0];
+		float at_a = 0.0f, at_n = 0.0f;
+		for (size_t j = 0; j < count; j++) {
+			size_t i = idx[j];
+			float orig = p[i], up = orig + FD_EPS, down = orig - FD_EPS;
+			p[i] = up;
+			double lp = loss_of(m, &o, tokens, tg, TB, TT, r);
+			p[i] = down;
+			double lm = loss_of(m, &o, tokens, tg, TB, TT, r);
+			p[i] = orig;
+			double num = (lp - lm) / ((double)up - (double)down);
+			double diff = fabs((double)g[i] - num);
+			if (fabs(num) > maxnum)
+				maxnum = fabs(num);
+			if (diff > maxdiff || j == 0) {
+				maxdiff = diff;
+				at = i;
+				at_a = g[i];
+				at_n = (float)num;
+			}
+		}
+		double scale = maxnum > 1e-6 ? maxnum : 1e-6;
+		double rel = maxdiff / scale;
+		if (rel > worst.err) {
+			worst = (struct fd_result){ rel, t, at, at_a, at_n, scale };
+		}
+	}
+	free(idx);
+	free(grads);
+	backward_free(s);
+	run_free(r);
+	model_free(m);
+	return worst;
+}
+
+/* Runs the 12 combinations of one norm x placement group, prints one line
+ * per combination and fails on the first group member above FD_TOL after
+ * printing them all. */
+static void fd_group(enum norm_type norm, enum norm_place place)
+{
+	double group_worst = 0.0;
+	int failures = 0;
+	char name[128];
+	for (int idx = 0; idx < 48; idx++) {
+		struct combo k = combo_of(idx);
+		if (k.norm != norm || k.place != place)
+			continue;
+		struct fd_result w = fd_check(&k, 1000 + (uint64_t)idx * 17);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e (max|num| %.2e)\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric, w.scale);
+		if (!(w.err <= group_worst)) /* NaN sticks */
+			group_worst = w.err;
+		failures += bad;
+	}
+	print_message("  group %s/%s: worst relative error %.2e\n", norm_type_name(norm),
+		      norm_place_name(place), group_worst);
+	if (failures)
+		fail_msg("%d combinations of %s/%s above the tolerance %g", failures,
+			 norm_type_name(norm), norm_place_name(place), FD_TOL);
+}
+
+/* The finite differences run tens of thousands of forward passes over 10
+ * tokens, where starting and joining threads costs more than the work: they
+ * run on one thread (the other tests use two). */
+static int one_thread(void **state)
+{
+	(void)state;
+	engine_set_threads(1);
+	return 0;
+}
+
+static int two_threads(void **state)
+{
+	(void)state;
+	engine_set_threads(2);
+	return 0;
+}
+
+static void test_fd_layernorm_pre(void **state) { (void)state; fd_group(NORM_LAYER, PLACE_PRE); }
+static void test_fd_layernorm_post(void **state) { (void)state; fd_group(NORM_LAYER, PLACE_POST); }
+static void test_fd_rmsnorm_pre(void **state) { (void)state; fd_group(NORM_RMS, PLACE_PRE); }
+static void test_fd_rmsnorm_post(void **state) { (void)state; fd_group(NORM_RMS, PLACE_POST); }
+
+/* max |a - b| / max |b| over n floats. */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double md = 0.0, mb = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		md = d > md ? d : md;
+		mb = fabs((double)b[i]) > mb ? fabs((double)b[i]) : mb;
+	}
+	return md / (mb > 1e-30 ? mb : 1e-30);
+}
+
+/* The loss is the mean over all targets of the batch, so the batch gradient
+ * is the sum of each sequence's own (mean) gradient weighted by its share
+ * n_b / n of the targets.  Also exercises a run filled at b < B. */
+static void batch_check(const struct combo *k, uint64_t seed)
+{
+	struct model *m = tiny_model(k, seed);
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	struct run_options o;
+	run_options_native(m, &o);
+	int N = TB * TT, tokens[TB * TT], targets[TB * TT];
+	make_batch(tokens, targets, true, N, seed + 1);
+	if (k->explicit_targets) { /* uneven counts: 4 and 2 targets */
+		targets[0] = -1;
+		targets[TT + 1] = targets[TT + 2] = targets[TT + 4] = -1;
+	}
+	const int *tg = k->explicit_targets ? targets : NULL;
+	size_t P = m->n_params;
+	float *g = malloc(P * sizeof(float)), *gb = malloc(P * sizeof(float));
+	float *sum = calloc(P, sizeof(float));
+
+	gradients(m, &o, tokens, tg, TB, TT, r, s, g);
+	int n = r->n_targets;
+	for (int b = 0; b < TB; b++) {
+		gradients(m, &o, tokens + b * TT, tg ? tg + b * TT : NULL, 1, TT, r, s, gb);
+		float w = (float)r->n_targets / (float)n;
+		for (size_t i = 0; i < P; i++)
+			sum[i] += w * gb[i];
+	}
+	double d = rel_diff(sum, g, P);
+	char name[128];
+	combo_name(k, name, sizeof name);
+	print_message("  batch = weighted sum of sequences, %s: rel diff %.2e\n", name, d);
+	assert_true(d < 1e-5);
+	free(g);
+	free(gb);
+	free(sum);
+	backward_free(s);
+	run_free(r);
+	model_free(m);
+}
+
+static void test_batch_mean(void **state)
+{
+	(void)state;
+	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true }, 7);
+	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true }, 8);
+	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false }, 9);
+}
+
+/* Gradients are added: two backward passes give twice one. */
+static void test_accumulates(void **state)
+{
+	(void)state;
+	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false };
+	struct model *m = tiny_model(&k, 11);
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	struct run_options o;
+	run_options_native(m, &o);
+	int tokens[TB * TT];
+	make_batch(tokens, NULL, false, TB * TT, 12);
+	size_t P = m->n_params;
+	float *g1 = malloc(P * sizeof(float)), *g2 = malloc(P * sizeof(float));
+	gradients(m, &o, tokens, NULL, TB, TT, r, s, g1);
+	struct err e = { "" };
+	memcpy(g2, g1, P * sizeof(float));
+	assert_int_equal(model_backward(m, &o, tokens, NULL, r, g2, s, &e), 0);
+	for (size_t i = 0; i < P; i++)
+		g1[i] *= 2.0f;
+	assert_true(rel_diff(g2, g1, P) < 1e-6);
+
+	/* and one thread gives what two give (no races in the row loops) */
+	engine_set_threads(1);
+	gradients(m, &o, tokens, NULL, TB, TT, r, s, g1);
+	engine_set_threads(2);
+	gradients(m, &o, tokens, NULL, TB, TT, r, s, g2);
+	double d = rel_diff(g2, g1, P);
+	print_message("  1 vs 2 threads: rel diff %.2e\n", d);
+	assert_true(d < 1e-6);
+	free(g1);
+	free(g2);
+	backward_free(s);
+	run_free(r);
+	model_free(m);
+}
+
+/* Expects model_backward to refuse (r, o) and leave grads untouched. */
+static void expect_refusal(struct model *m, const struct run_options *o, const int *tokens,
+			   struct run *r, struct backward_state *s, float *grads, const char *what)
+{
+	struct err e = { "" };
+	int rc = model_backward(m, o, tokens, NULL, r, grads, s, &e);
+	if (rc != -1)
+		fail_msg("model_backward accepted %s", what);
+	if (e.msg[0] == '\0')
+		fail_msg("model_backward refused %s without a message", what);
+	for (size_t i = 0; i < m->n_params; i++)
+		if (grads[i] != 0.0f)
+			fail_msg("model_backward refused %s but wrote gradients", what);
+	print_message("  refused %s: %s\n", what, e.msg);
+}
+
+static void test_refuses(void **state)
+{
+	(void)state;
+	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false };
+	struct model *m = tiny_model(&k, 13);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	float *grads = calloc(m->n_params, sizeof(float));
+	int tokens[TB * TT];
+	make_batch(tokens, NULL, false, TB * TT, 14);
+	struct run_options nat;
+	run_options_native(m, &nat);
+	struct err e = { "" };
+
+	/* runs without RUN_TRAIN */
+	unsigned flags[] = { RUN_LOGITS, RUN_LOGITS | RUN_ATTN };
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		struct run *r = run_new(&m->cfg, TB, TT, flags[i]);
+		assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+		expect_refusal(m, &nat, tokens, r, s, grads, "a run without RUN_TRAIN");
+		run_free(r);
+	}
+
+	/* non-native options, passed as made */
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	struct run_options o[6];
+	for (int i = 0; i < 6; i++)
+		o[i] = nat;
+	o[0].kv_heads = 2;
+	o[1].kv_heads = 1;
+	o[2].placement = PLACE_POST;
+	o[3].scale = false;
+	o[4].mask = MASK_NONE;
+	opt_set_ablated(&o[5], 1, true);
+	static const char *what[6] = { "K/V heads 2", "K/V heads 1", "post placement",
+				       "no scaling", "no mask", "an ablated head" };
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(model_forward(m, &o[i], tokens, NULL, TB, TT, r, &e), 0);
+		expect_refusal(m, &o[i], tokens, r, s, grads, what[i]);
+	}
+	/* a run made with other K/V heads, claimed to be native */
+	assert_int_equal(model_forward(m, &o[0], tokens, NULL, TB, TT, r, &e), 0);
+	expect_refusal(m, &nat, tokens, r, s, grads, "a K/V-converted run passed as native");
+	struct run_options win = nat;
+	win.mask = MASK_WINDOW;
+	win.window = 2;
+	assert_int_equal(model_forward(m, &win, tokens, NULL, TB, TT, r, &e), 0);
+	expect_refusal(m, &win, tokens, r, s, grads, "a window mask");
+
+	/* and the native run is accepted */
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+	assert_int_equal(model_backward(m, &nat, tokens, NULL, r, grads, s, &e), 0);
+	run_free(r);
+	free(grads);
+	backward_free(s);
+	model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_fd_layernorm_pre, one_thread),
+		cmocka_unit_test_setup(test_fd_layernorm_post, one_thread),
+		cmocka_unit_test_setup(test_fd_rmsnorm_pre, one_thread),
+		cmocka_unit_test_setup(test_fd_rmsnorm_post, one_thread),
+		cmocka_unit_test_setup(test_batch_mean, two_threads),
+		cmocka_unit_test_setup(test_accumulates, two_threads),
+		cmocka_unit_test_setup(test_refuses, two_threads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

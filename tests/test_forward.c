@@ -1,0 +1,961 @@
+/*
+ * test_forward.c — the forward pass against a naive double-precision
+ * reference (tests/ref_forward.c), plus invariants of every run option.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "model.h"
+#include "util.h"
+#include "ref_forward.h"
+
+/* Tiny shapes keep the whole matrix fast. */
+enum { TV = 13, TC = 16, TL = 2, TH = 4, TF = 24, TS = 8, TT = 7 };
+
+#define ABS_TOL 1e-5
+#define REL_TOL 1e-4
+
+static const int test_tokens[TT] = { 3, 11, 0, 7, 7, 12, 5 };
+
+/* Largest errors seen over the whole binary, for the summary line. */
+static double g_max_err_logits, g_max_err_att, g_max_err_resid;
+static double g_max_ratio; /* max |a-b| / tol */
+static int g_print_budget = 20; /* mismatch reports left (keeps a broken engine's log readable) */
+static long g_compared_runs;
+
+/* ----------------------------------------------------------- model setup */
+
+struct variant {
+	enum norm_type norm;
+	enum norm_place place;
+	enum pos_type pos;
+	enum mlp_type mlp;
+	int kv;
+	bool bias, tied;
+	float eps; /* 0: 1e-5 */
+};
+
+static float tiny_eps(const struct variant *v)
+{
+	return v->eps > 0.0f ? v->eps : 1e-5f;
+}
+
+static void tiny_config(struct model_config *c, const struct variant *v)
+{
+	config_default(c);
+	c->vocab_size = TV;
+	c->d_model = TC;
+	c->n_layer = TL;
+	c->n_head = TH;
+	c->n_kv_head = v->kv;
+	c->d_ff = TF;
+	c->context = TS;
+	c->norm = v->norm;
+	c->norm_eps = tiny_eps(v);
+	c->placement = v->place;
+	c->pos = v->pos;
+	c->rope_theta = 10000.0f;
+	c->mlp = v->mlp;
+	c->bias = v->bias;
+	c->tied = v->tied;
+}
+
+static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = mean + sd * rng_normal(g);
+}
+
+static void scale_tensor(struct model *m, enum param_id id, float s)
+{
+	for (size_t i = 0; i < m->psize[id]; i++)
+		m->p[id][i] *= s;
+}
+
+/* model_new + model_init_random, then everything made non-trivial: norm
+ * scales 1 + 0.1 N, biases/shifts 0.1 N, matrices scaled up so attention is
+ * peaked and the MLP non-linearities are exercised away from 0. */
+static struct model *make_model(const struct variant *v, uint64_t seed)
+{
+	struct model_config c;
+	struct err e = { { 0 } };
+	tiny_config(&c, v);
+	struct model *m = model_new(&c, &e);
+	if (!m) {
+		print_error("model_new failed: %s\n", e.msg);
+		fail();
+	}
+	model_init_random(m, seed);
+	struct rng g;
+	rng_seed(&g, seed * 7919u + 17u);
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW };
+	static const enum param_id biases[] = { P_LN1B, P_LN2B, P_LNFB, P_QKVB,
+						P_ATTPROJB, P_FCB, P_FCPROJB };
+	static const enum param_id mats[] = { P_WTE, P_WPE, P_QKVW, P_ATTPROJW,
+					      P_FCW, P_FCPROJW, P_LMHEAD };
+	for (size_t i = 0; i < sizeof scales / sizeof *scales; i++)
+		fill_normal(&g, m->p[scales[i]], m->psize[scales[i]], 1.0f, 0.1f);
+	for (size_t i = 0; i < sizeof biases / sizeof *biases; i++)
+		if (m->p[biases[i]])
+			fill_normal(&g, m->p[biases[i]], m->psize[biases[i]], 0.0f, 0.1f);
+	for (size_t i = 0; i < sizeof mats / sizeof *mats; i++)
+		if (m->p[mats[i]])
+			scale_tensor(m, mats[i], 15.0f);
+	model_clear_cache(m);
+
+	/* The tensor table must match the variant (else the reference would
+	 * silently agree with a wrong table). */
+	assert_true((m->psize[P_LN1B] > 0) == (v->bias && v->norm == NORM_LAYER));
+	assert_true((m->psize[P_QKVB] > 0) == v->bias);
+	assert_true((m->psize[P_FCB] > 0) == v->bias);
+	assert_true((m->psize[P_WPE] > 0) == (v->pos == POS_LEARNED));
+	assert_true((m->psize[P_LMHEAD] > 0) == !v->tied);
+	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (TH + 2 * v->kv) * (TC / TH) * TC);
+	assert_int_equal(m->psize[P_FCW], (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
+	return m;
+}
+
+static struct variant default_variant(void)
+{
+	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f };
+	return v;
+}
+
+/* ----------------------------------------------------------- comparison */
+
+static const char *mask_name(const struct run_options *o, char *buf, size_t n)
+{
+	switch (o->mask) {
+	case MASK_CAUSAL: return "causal";
+	case MASK_NONE: return "none";
+	case MASK_WINDOW: snprintf(buf, n, "window%d", o->window); return buf;
+	}
+	return "?";
+}
+
+static void describe(char *buf, size_t n, const struct variant *v, const struct run_options *o,
+		     unsigned flags)
+{
+	char mb[32];
+	char ab[64] = "none";
+	size_t used = 0;
+	for (int bit = 0; bit < TL * TH; bit++)
+		if (opt_is_ablated(o, bit))
+			used += snprintf(ab + used, sizeof ab - used, "%s%d.%d",
+					 used ? "," : "", bit / TH, bit % TH);
+	snprintf(buf, n,
+		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g} "
+		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
+		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
+		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v), o->kv_heads,
+		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
+		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
+}
+
+/* Compares n engine floats with reference doubles; prints the worst element
+ * on failure; shape/ndim turn the flat index into coordinates. */
+static bool compare(const char *what, const char *combo, const float *eng, const double *ref,
+		    size_t n, const int *shape, int ndim, double *max_err)
+{
+	size_t worst = 0;
+	double worst_ratio = -1.0, worst_err = 0.0;
+	bool ok = true;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)eng[i] - ref[i]);
+		double tol = ABS_TOL + REL_TOL * fabs(ref[i]);
+		double ratio = isfinite(d) ? d / tol : INFINITY; /* NaN/inf engine values are worst */
+		if (!(ratio <= 1.0))
+			ok = false;
+		if (ratio > worst_ratio) {
+			worst_ratio = ratio;
+			worst = i;
+			worst_err = d;
+		}
+		if (!(d <= *max_err))
+			*max_err = d;
+	}
+	if (worst_ratio > g_max_ratio)
+		g_max_ratio = worst_ratio;
+	if (!ok && g_print_budget > 0) {
+		if (--g_print_budget == 0)
+			print_error("(further mismatch reports suppressed)\n");
+		char idx[64];
+		size_t used = 0, rem = worst;
+		int coord[4];
+		for (int k = ndim - 1; k >= 0; k--) {
+			coord[k] = (int)(rem % (size_t)shape[k]);
+			rem /= (size_t)shape[k];
+		}
+		for (int k = 0; k < ndim; k++)
+			used += snprintf(idx + used, sizeof idx - used, "%s%d", k ? "," : "", coord[k]);
+		print_error("MISMATCH %s\n  %s worst [%s] engine=%.9g ref=%.9g |d|=%.3g tol=%.3g\n",
+			    combo, what, idx, (double)eng[worst], ref[worst], worst_err,
+			    ABS_TOL + REL_TOL * fabs(ref[worst]));
+	}
+	return ok;
+}
+
+/* One engine pass (B=1) against the reference.  Returns true on a match. */
+static bool check_against_ref(struct model *m, const struct variant *v,
+			      const struct run_options *o, unsigned flags, const int *tokens, int T)
+{
+	const int V = TV, C = TC, L = TL, H = TH;
+	char combo[512];
+	describe(combo, sizeof combo, v, o, flags);
+
+	double *rl = malloc(sizeof(double) * T * V);
+	double *ra = malloc(sizeof(double) * L * H * T * T);
+	double *rres = malloc(sizeof(double) * (L + 1) * T * C);
+	double *rares = malloc(sizeof(double) * L * T * C);
+	struct ref_trace tr = { rres, rares, NULL };
+	assert_non_null(rl);
+	assert_non_null(ra);
+	assert_non_null(rres);
+	assert_non_null(rares);
+	assert_int_equal(ref_forward(m, o, tokens, T, rl, ra, &tr), 0);
+
+	struct run *r = run_new(&m->cfg, 1, T, flags);
+	struct err e = { { 0 } };
+	int rc = model_forward(m, o, tokens, NULL, 1, T, r, &e);
+	bool ok = true;
+	if (rc != 0) {
+		print_error("model_forward failed (%s): %s\n", combo, e.msg);
+		ok = false;
+		goto out;
+	}
+	int ls[2] = { T, V };
+	ok &= compare("logits (t,v)", combo, r->logits, rl, (size_t)T * V, ls, 2, &g_max_err_logits);
+	float *ea = malloc(sizeof(float) * L * H * T * T);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++)
+			memcpy(ea + ((size_t)l * H + h) * T * T, run_att(r, l, 0, h),
+			       sizeof(float) * T * T);
+	int as[4] = { L, H, T, T };
+	ok &= compare("attention (l,h,i,j)", combo, ea, ra, (size_t)L * H * T * T, as, 4,
+		      &g_max_err_att);
+	free(ea);
+	{
+		/* resid_norm (L, B, T): L2 norm of each block's output */
+		double *rn = malloc(sizeof(double) * L * T);
+		assert_non_null(rn);
+		for (int l = 0; l < L; l++)
+			for (int t = 0; t < T; t++) {
+				double s2 = 0.0;
+				for (int c = 0; c < C; c++) {
+					double x = rres[((size_t)(l + 1) * T + t) * C + c];
+					s2 += x * x;
+				}
+				rn[l * T + t] = sqrt(s2);
+			}
+		int ns[2] = { L, T };
+		ok &= compare("resid_norm (l,t)", combo, r->resid_norm, rn, (size_t)L * T, ns, 2,
+			      &g_max_err_resid);
+		free(rn);
+	}
+	if (flags & RUN_TRAIN) {
+		/* saved activations: every block input and layer's att_res */
+		assert_true(r->lstride_c >= (size_t)T * C);
+		for (int l = 0; l <= L && ok; l++) {
+			int rs[2] = { T, C };
+			char what[64];
+			snprintf(what, sizeof what, "resid[%d] (t,c)", l);
+			/* resid is (L+1, B, T, C) packed by the pass's B*T */
+			ok &= compare(what, combo, r->resid + (size_t)l * T * C,
+				      rres + (size_t)l * T * C, (size_t)T * C, rs, 2, &g_max_err_resid);
+			if (l < L) {
+				snprintf(what, sizeof what, "att_res[%d] (t,c)", l);
+				ok &= compare(what, combo, r->att_res + (size_t)l * r->lstride_c,
+					      rares + (size_t)l * T * C, (size_t)T * C, rs, 2,
+					      &g_max_err_resid);
+			}
+		}
+	}
+	g_compared_runs++;
+out:
+	run_free(r);
+	free(rl);
+	free(ra);
+	free(rres);
+	free(rares);
+	return ok;
+}
+
+static void base_options(const struct model *m, struct run_options *o)
+{
+	memset(o, 0, sizeof *o);
+	run_options_native(m, o);
+}
+
+/* ---------------------------------------------------------- a. the matrix */
+
+/* One cmocka test per (norm, positions): loops native placement, MLP,
+ * native K in {H, H/2, 1}, G in {4, 2, 1}, run placement, mask, scale and
+ * ablation.  Bias and tying are tied to loop indices so all four pairs
+ * appear with every norm / positions / MLP / K. */
+static void run_matrix(enum norm_type norm, enum pos_type pos)
+{
+	static const int kvs[3] = { TH, TH / 2, 1 };
+	static const int gs[3] = { 4, 2, 1 };
+	int failures = 0, runs = 0;
+	/* One thread: the shapes are tiny and OpenMP/BLAS thread hand-offs cost
+	 * more than the work (10x slower on a loaded 2-core box).  The threaded
+	 * paths are covered by test_batch_and_reuse and the invariant tests. */
+	engine_set_threads(1);
+	for (int pl = 0; pl < 2; pl++)
+		for (int mi = 0; mi < 2; mi++)
+			for (int ki = 0; ki < 3; ki++) {
+				struct variant v;
+				v.norm = norm;
+				v.place = pl ? PLACE_POST : PLACE_PRE;
+				v.pos = pos;
+				v.mlp = mi ? MLP_SWIGLU : MLP_GELU;
+				v.kv = kvs[ki];
+				v.bias = ((ki + mi + (int)norm) & 1) == 0;
+				v.tied = ((ki + pl + (int)pos) & 1) == 0;
+				/* a large eps in some models so eps placement shows clearly */
+				v.eps = ((ki + mi + pl) % 3 == 1) ? 0.05f : 1e-5f;
+				uint64_t seed = 1000u + (uint64_t)norm * 100 + (uint64_t)pos * 50 +
+						(uint64_t)pl * 20 + (uint64_t)mi * 10 + (uint64_t)ki;
+				struct model *m = make_model(&v, seed);
+				for (int gi = 0; gi < 3; gi++)
+					for (int rp = 0; rp < 2; rp++)
+						for (int mk = 0; mk < 3; mk++)
+							for (int sc = 0; sc < 2; sc++)
+								for (int ab = 0; ab < 2; ab++) {
+					struct run_options o;
+					base_options(m, &o);
+					o.kv_heads = gs[gi];
+					o.placement = rp ? PLACE_POST : PLACE_PRE;
+					o.mask = mk == 0 ? MASK_CAUSAL : mk == 1 ? MASK_NONE : MASK_WINDOW;
+					o.window = 2;
+					o.scale = sc == 0;
+					if (ab)
+						opt_set_ablated(&o, 1 * TH + 2, true); /* head 1.2 */
+					unsigned flags = ((gi + mk + sc + ab) & 1)
+						? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+						: (RUN_LOGITS | RUN_ATTN);
+					runs++;
+					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+						failures++;
+				}
+				model_free(m);
+			}
+	engine_set_threads(0);
+	print_message("matrix %s/%s: %d runs, %d mismatches\n", norm_type_name(norm),
+		      pos_type_name(pos), runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+static void test_matrix_layer_learned(void **s) { (void)s; run_matrix(NORM_LAYER, POS_LEARNED); }
+static void test_matrix_layer_rope(void **s) { (void)s; run_matrix(NORM_LAYER, POS_ROPE); }
+static void test_matrix_rms_learned(void **s) { (void)s; run_matrix(NORM_RMS, POS_LEARNED); }
+static void test_matrix_rms_rope(void **s) { (void)s; run_matrix(NORM_RMS, POS_ROPE); }
+
+/* A run allocated for (B=2, T=7) reused for smaller passes, and a batch of
+ * two different sequences: every batch entry must match the reference. */
+static void test_batch_and_reuse(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.pos = POS_ROPE;
+	v.kv = 2;
+	struct model *m = make_model(&v, 77);
+	engine_set_threads(0); /* every core: the threaded kernels against the reference */
+	struct run *r = run_new(&m->cfg, 2, TT, RUN_LOGITS | RUN_ATTN);
+	static const int shapes[][2] = { { 2, 7 }, { 2, 5 }, { 1, 7 }, { 1, 3 }, { 2, 7 } };
+	int tokens[2 * TT];
+	for (int i = 0; i < 2 * TT; i++)
+		tokens[i] = (i * 5 + 3) % TV;
+	struct run_options o;
+	base_options(m, &o);
+	o.kv_heads = 1;
+	int failures = 0;
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+		int B = shapes[si][0], T = shapes[si][1];
+		int tk[2 * TT];
+		for (int b = 0; b < B; b++)
+			for (int t = 0; t < T; t++)
+				tk[b * T + t] = tokens[b * TT + t];
+		struct err e = { { 0 } };
+		assert_int_equal(model_forward(m, &o, tk, NULL, B, T, r, &e), 0);
+		assert_int_equal(r->b, B);
+		assert_int_equal(r->t, T);
+		for (int b = 0; b < B; b++) {
+			double rl[TT * TV], ra[TL * TH * TT * TT];
+			assert_int_equal(ref_forward(m, &o, tk + b * T, T, rl, ra, NULL), 0);
+			char combo[128];
+			snprintf(combo, sizeof combo, "batch/reuse pass B=%d T=%d, entry b=%d", B, T, b);
+			int ls[2] = { T, TV };
+			failures += !compare("logits (t,v)", combo, r->logits + (size_t)b * T * TV, rl,
+					     (size_t)T * TV, ls, 2, &g_max_err_logits);
+			for (int l = 0; l < TL; l++)
+				for (int h = 0; h < TH; h++) {
+					int as[2] = { T, T };
+					char what[64];
+					snprintf(what, sizeof what, "attention l=%d h=%d (i,j)", l, h);
+					failures += !compare(what, combo, run_att(r, l, b, h),
+							     ra + ((size_t)l * TH + h) * T * T,
+							     (size_t)T * T, as, 2, &g_max_err_att);
+				}
+		}
+	}
+	run_free(r);
+	model_free(m);
+	assert_int_equal(failures, 0);
+}
+
+/* ------------------------------------------------------- b. invariants */
+
+static struct run *forward_ok(struct model *m, const struct run_options *o, unsigned flags,
+			      const int *tokens, int T)
+{
+	struct run *r = run_new(&m->cfg, 1, T, flags);
+	struct err e = { { 0 } };
+	int rc = model_forward(m, o, tokens, NULL, 1, T, r, &e);
+	if (rc != 0) {
+		print_error("model_forward: %s\n", e.msg);
+		fail();
+	}
+	return r;
+}
+
+static void test_attention_rows_sum_to_one(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.kv = 2;
+	struct model *m = make_model(&v, 5);
+	double worst = 0.0;
+	for (int mk = 0; mk < 5; mk++) {
+		struct run_options o;
+		base_options(m, &o);
+		o.mask = mk == 0 ? MASK_CAUSAL : mk == 1 ? MASK_NONE : MASK_WINDOW;
+		o.window = mk == 2 ? 0 : mk == 3 ? 2 : 100;
+		struct run *r = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++) {
+				const float *a = run_att(r, l, 0, h);
+				for (int i = 0; i < TT; i++) {
+					double sum = 0.0;
+					for (int j = 0; j < TT; j++) {
+						assert_true(a[i * TT + j] >= 0.0f);
+						sum += a[i * TT + j];
+					}
+					if (fabs(sum - 1.0) > worst)
+						worst = fabs(sum - 1.0);
+					if (fabs(sum - 1.0) > 1e-5) {
+						print_error("mask %d window %d: row l=%d h=%d i=%d sums to %.9g\n",
+							    o.mask, o.window, l, h, i, sum);
+						fail();
+					}
+				}
+			}
+		run_free(r);
+	}
+	print_message("row sums: worst |sum-1| = %.3g\n", worst);
+	model_free(m);
+}
+
+static void test_causal_zero_above_diagonal(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.pos = POS_ROPE;
+	struct model *m = make_model(&v, 6);
+	for (int G = 4; G >= 1; G /= 2) {
+		struct run_options o;
+		base_options(m, &o);
+		o.kv_heads = G;
+		o.mask = MASK_CAUSAL;
+		struct run *r = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++) {
+				const float *a = run_att(r, l, 0, h);
+				for (int i = 0; i < TT; i++)
+					for (int j = i + 1; j < TT; j++)
+						if (a[i * TT + j] != 0.0f) {
+							print_error("G=%d l=%d h=%d: att[%d][%d] = %g, not 0\n",
+								    G, l, h, i, j, a[i * TT + j]);
+							fail();
+						}
+			}
+		run_free(r);
+	}
+	model_free(m);
+}
+
+static void test_window_zero_outside(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	struct model *m = make_model(&v, 8);
+	for (int N = 0; N <= TT; N++) {
+		struct run_options o;
+		base_options(m, &o);
+		o.mask = MASK_WINDOW;
+		o.window = N;
+		struct run *r = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++) {
+				const float *a = run_att(r, l, 0, h);
+				for (int i = 0; i < TT; i++)
+					for (int j = 0; j < TT; j++) {
+						bool outside = j < i - N || j > i;
+						if (outside && a[i * TT + j] != 0.0f) {
+							print_error("window %d l=%d h=%d: att[%d][%d] = %g, not 0\n",
+								    N, l, h, i, j, a[i * TT + j]);
+							fail();
+						}
+						if (!outside && !(a[i * TT + j] > 0.0f)) {
+							print_error("window %d l=%d h=%d: att[%d][%d] = %g inside the window\n",
+								    N, l, h, i, j, a[i * TT + j]);
+							fail();
+						}
+					}
+			}
+		/* window 0: each query sees only itself */
+		if (N == 0)
+			for (int i = 0; i < TT; i++)
+				assert_true(run_att(r, 0, 0, 0)[i * TT + i] == 1.0f);
+		run_free(r);
+	}
+	model_free(m);
+}
+
+static void test_gqa_full_equals_mha(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.pos = POS_ROPE;
+	v.kv = TH;
+	struct model *m = make_model(&v, 9);
+	struct run_options nat, o;
+	base_options(m, &nat);
+	o = nat;
+	o.kv_heads = TH;
+	struct run *r0 = forward_ok(m, &nat, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+	struct run *r1 = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+	/* populate the cache with another G, then G = H again */
+	o.kv_heads = 2;
+	struct run *rx = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+	run_free(rx);
+	o.kv_heads = TH;
+	struct run *r2 = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+	size_t nl = sizeof(float) * TT * TV;
+	assert_memory_equal(r0->logits, r1->logits, nl);
+	assert_memory_equal(r0->logits, r2->logits, nl);
+	for (int l = 0; l < TL; l++)
+		for (int h = 0; h < TH; h++) {
+			assert_memory_equal(run_att(r0, l, 0, h), run_att(r1, l, 0, h), sizeof(float) * TT * TT);
+			assert_memory_equal(run_att(r0, l, 0, h), run_att(r2, l, 0, h), sizeof(float) * TT * TT);
+		}
+	run_free(r0);
+	run_free(r1);
+	run_free(r2);
+	model_free(m);
+}
+
+static void test_mqa_identical_heads_equals_mha(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.kv = TH;
+	v.bias = true;
+	const int D = TC / TH, QKV = (TH + 2 * TH) * D;
+	for (int pos = 0; pos < 2; pos++) {
+		v.pos = pos ? POS_ROPE : POS_LEARNED;
+		struct model *m = make_model(&v, 10 + pos);
+		for (int l = 0; l < TL; l++) {
+			float *w = m->p[P_QKVW] + (size_t)l * QKV * TC;
+			float *b = m->p[P_QKVB] + (size_t)l * QKV;
+			for (int kh = 1; kh < TH; kh++) {
+				int k0 = TH * D, v0 = 2 * TH * D; /* K rows, V rows (K = H) */
+				memcpy(w + (size_t)(k0 + kh * D) * TC, w + (size_t)k0 * TC, sizeof(float) * D * TC);
+				memcpy(w + (size_t)(v0 + kh * D) * TC, w + (size_t)v0 * TC, sizeof(float) * D * TC);
+				memcpy(b + k0 + kh * D, b + k0, sizeof(float) * D);
+				memcpy(b + v0 + kh * D, b + v0, sizeof(float) * D);
+			}
+		}
+		model_clear_cache(m);
+		struct run_options o;
+		base_options(m, &o);
+		struct run *ra = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+		o.kv_heads = 1;
+		struct run *rb = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+		double worst_l = 0.0, worst_a = 0.0;
+		for (int i = 0; i < TT * TV; i++) {
+			double d = fabs((double)ra->logits[i] - rb->logits[i]);
+			worst_l = d > worst_l ? d : worst_l;
+		}
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++)
+				for (int i = 0; i < TT * TT; i++) {
+					double d = fabs((double)run_att(ra, l, 0, h)[i] - run_att(rb, l, 0, h)[i]);
+					worst_a = d > worst_a ? d : worst_a;
+				}
+		print_message("MQA vs MHA (identical K/V heads, %s): max |d| logits %.3g, attention %.3g\n",
+			      pos_type_name(v.pos), worst_l, worst_a);
+		assert_true(worst_l <= 1e-6);
+		assert_true(worst_a <= 1e-6);
+		run_free(ra);
+		run_free(rb);
+		model_free(m);
+	}
+}
+
+/* Ablating (l, h): blocks <= l see the same inputs, and layer l's att_res
+ * changes by exactly that head's projected output. */
+static void test_ablation_contribution(void **s)
+{
+	(void)s;
+	const int D = TC / TH;
+	const unsigned flags = RUN_LOGITS | RUN_ATTN | RUN_TRAIN;
+	double worst = 0.0;
+	for (int pl = 0; pl < 2; pl++)
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h += 3) {
+				struct variant v = default_variant();
+				v.place = pl ? PLACE_POST : PLACE_PRE;
+				v.kv = 2;
+				struct model *m = make_model(&v, 20 + pl);
+				struct run_options o;
+				base_options(m, &o);
+				struct run *rf = forward_ok(m, &o, flags, test_tokens, TT);
+				opt_set_ablated(&o, l * TH + h, true);
+				struct run *ra = forward_ok(m, &o, flags, test_tokens, TT);
+				size_t st = rf->lstride_c;
+				assert_true(st >= (size_t)TT * TC);
+				assert_int_equal(ra->lstride_c, st);
+				/* resid[0..l] (packed by the pass's B*T): bit-identical */
+				assert_memory_equal(rf->resid, ra->resid, sizeof(float) * (l + 1) * TT * TC);
+				/* ... and resid[l+1] differs: the head mattered */
+				assert_memory_not_equal(rf->resid + (size_t)(l + 1) * TT * TC,
+							ra->resid + (size_t)(l + 1) * TT * TC,
+							sizeof(float) * TT * TC);
+				/* att_res(ablated) = att_res(full) - atty_h . W_O[:, h-slice]^T */
+				const float *wo = m->p[P_ATTPROJW] + (size_t)l * TC * TC;
+				const float *yf = rf->atty + l * st;
+				for (int t = 0; t < TT; t++)
+					for (int c = 0; c < TC; c++) {
+						double contrib = 0.0;
+						for (int d = 0; d < D; d++)
+							contrib += (double)yf[t * TC + h * D + d] *
+								   (double)wo[(size_t)c * TC + h * D + d];
+						double want = (double)rf->att_res[l * st + t * TC + c] - contrib;
+						double got = ra->att_res[l * st + t * TC + c];
+						double d = fabs(got - want);
+						worst = d > worst ? d : worst;
+						if (d > 1e-5) {
+							print_error("%s ablate %d.%d: att_res[t=%d][c=%d] = %.9g, want %.9g\n",
+								    norm_place_name(v.place), l, h, t, c, got, want);
+							fail();
+						}
+					}
+				/* the ablation had an effect on the logits (sanity of the check) */
+				assert_memory_not_equal(rf->logits, ra->logits, sizeof(float) * TT * TV);
+				run_free(rf);
+				run_free(ra);
+				model_free(m);
+			}
+	print_message("ablation: max |att_res(abl) - (att_res(full) - contribution)| = %.3g\n", worst);
+}
+
+static void check_nll(const struct run *r, const int *targets, int T)
+{
+	double sum = 0.0;
+	int n = 0;
+	for (int t = 0; t < T; t++) {
+		if (targets[t] < 0) {
+			assert_true(isnan(r->nll[t]));
+			continue;
+		}
+		const float *lg = r->logits + (size_t)t * TV;
+		double mx = -INFINITY;
+		for (int k = 0; k < TV; k++)
+			mx = lg[k] > mx ? lg[k] : mx;
+		double z = 0.0;
+		for (int k = 0; k < TV; k++)
+			z += exp((double)lg[k] - mx);
+		double want = -((double)lg[targets[t]] - mx - log(z));
+		if (fabs(r->nll[t] - want) > 1e-5 + 1e-5 * fabs(want)) {
+			print_error("nll[%d] = %.9g, want %.9g\n", t, (double)r->nll[t], want);
+			fail();
+		}
+		sum += want;
+		n++;
+	}
+	assert_int_equal(r->n_targets, n);
+	double loss = sum / n;
+	if (fabs(r->loss - loss) > 1e-5 + 1e-5 * fabs(loss)) {
+		print_error("loss = %.9g, want %.9g\n", r->loss, loss);
+		fail();
+	}
+}
+
+static void test_nll_and_loss(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.tied = false;
+	struct model *m = make_model(&v, 30);
+	struct run_options o;
+	base_options(m, &o);
+	/* NULL targets: tokens shifted left, last position has none */
+	struct run *r = forward_ok(m, &o, RUN_LOGITS, test_tokens, TT);
+	int shifted[TT];
+	for (int t = 0; t < TT; t++)
+		shifted[t] = t + 1 < TT ? test_tokens[t + 1] : -1;
+	check_nll(r, shifted, TT);
+	/* explicit targets with skipped positions */
+	int targets[TT] = { 4, -1, 12, 0, -1, 9, 2 };
+	struct err e = { { 0 } };
+	assert_int_equal(model_forward(m, &o, test_tokens, targets, 1, TT, r, &e), 0);
+	check_nll(r, targets, TT);
+	run_free(r);
+	model_free(m);
+}
+
+static void expect_fail(struct model *m, const struct run_options *o, const int *tokens,
+			int B, int T, struct run *r, const char *what)
+{
+	struct err e;
+	e.msg[0] = '\0';
+	int rc = model_forward(m, o, tokens, NULL, B, T, r, &e);
+	if (rc != -1) {
+		print_error("%s: model_forward returned %d, want -1\n", what, rc);
+		fail();
+	}
+	if (e.msg[0] == '\0') {
+		print_error("%s: -1 without a message\n", what);
+		fail();
+	}
+	print_message("%s -> %s\n", what, e.msg);
+}
+
+static void test_bad_inputs(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	struct model *m = make_model(&v, 40);
+	struct run_options o;
+	base_options(m, &o);
+	const unsigned fl = RUN_LOGITS | RUN_ATTN;
+
+	/* T above the context (the run itself is big enough) */
+	int longtok[TS + 1];
+	for (int i = 0; i < TS + 1; i++)
+		longtok[i] = i % TV;
+	struct run *big = run_new(&m->cfg, 2, TS + 1, fl);
+	expect_fail(m, &o, longtok, 1, TS + 1, big, "T above context");
+
+	/* token ids out of range */
+	int bad[TT];
+	memcpy(bad, test_tokens, sizeof bad);
+	bad[3] = TV;
+	expect_fail(m, &o, bad, 1, TT, big, "token == V");
+	bad[3] = -1;
+	expect_fail(m, &o, bad, 1, TT, big, "token -1");
+
+	/* G not dividing H, and G = 0 */
+	struct run_options og = o;
+	og.kv_heads = 3;
+	expect_fail(m, &og, test_tokens, 1, TT, big, "G=3 with H=4");
+	og.kv_heads = 0;
+	expect_fail(m, &og, test_tokens, 1, TT, big, "G=0");
+	og.kv_heads = 8;
+	expect_fail(m, &og, test_tokens, 1, TT, big, "G=8 with H=4");
+
+	/* run allocated too small: T and B */
+	struct run *small = run_new(&m->cfg, 1, 4, fl);
+	expect_fail(m, &o, test_tokens, 1, TT, small, "T above the run's T");
+	int two[2 * 4] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	expect_fail(m, &o, two, 2, 4, small, "B above the run's B");
+
+	/* the engine still works afterwards */
+	struct err e = { { 0 } };
+	assert_int_equal(model_forward(m, &o, test_tokens, NULL, 1, 4, small, &e), 0);
+	assert_int_equal(model_forward(m, &o, test_tokens, NULL, 1, TT, big, &e), 0);
+	run_free(small);
+	run_free(big);
+	model_free(m);
+}
+
+static void test_kv_cache(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	v.kv = TH;
+	struct model *m = make_model(&v, 50);
+	const float *w0, *b0, *w1, *b1, *w2, *b2;
+	/* G == K: the native tensors */
+	model_qkv_for(m, TH, &w0, &b0);
+	assert_ptr_equal(w0, m->p[P_QKVW]);
+	assert_ptr_equal(b0, m->p[P_QKVB]);
+	/* G != K: built once, then the same pointers */
+	model_qkv_for(m, 2, &w1, &b1);
+	assert_ptr_not_equal(w1, m->p[P_QKVW]);
+	model_qkv_for(m, 2, &w2, &b2);
+	assert_ptr_equal(w1, w2);
+	assert_ptr_equal(b1, b2);
+	model_qkv_for(m, 1, &w2, &b2);
+	assert_ptr_not_equal(w1, w2);
+	model_qkv_for(m, 2, &w2, &b2);
+	assert_ptr_equal(w1, w2);
+	assert_ptr_equal(b1, b2);
+	/* a forward pass uses the cached slot and does not rebuild it */
+	struct run_options o;
+	base_options(m, &o);
+	o.kv_heads = 2;
+	struct run *r = forward_ok(m, &o, RUN_LOGITS, test_tokens, TT);
+	model_qkv_for(m, 2, &w2, &b2);
+	assert_ptr_equal(w1, w2);
+	/* Q rows are copied from the native */
+	const int D = TC / TH;
+	for (int l = 0; l < TL; l++)
+		assert_memory_equal(w1 + (size_t)l * (TH + 4) * D * TC,
+				    m->p[P_QKVW] + (size_t)l * 3 * TH * D * TC,
+				    sizeof(float) * TH * D * TC);
+	run_free(r);
+	model_free(m);
+}
+
+/* Going up from native K replicates, which is exact: logits and attention
+ * bit-identical to the native pass. */
+static void test_replication_exact(void **s)
+{
+	(void)s;
+	static const int cases[][2] = { { 1, 4 }, { 1, 2 }, { 2, 4 } }; /* native K, G */
+	for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+		for (int pos = 0; pos < 2; pos++) {
+			struct variant v = default_variant();
+			v.kv = cases[ci][0];
+			v.pos = pos ? POS_ROPE : POS_LEARNED;
+			v.bias = true;
+			struct model *m = make_model(&v, 60 + ci);
+			struct run_options o;
+			base_options(m, &o);
+			struct run *rn = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+			o.kv_heads = cases[ci][1];
+			struct run *ru = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
+			if (memcmp(rn->logits, ru->logits, sizeof(float) * TT * TV) != 0) {
+				double worst = 0.0;
+				for (int i = 0; i < TT * TV; i++)
+					worst = fmax(worst, fabs((double)rn->logits[i] - ru->logits[i]));
+				print_error("K=%d -> G=%d (%s): logits differ, max |d| = %.3g\n",
+					    cases[ci][0], cases[ci][1], pos_type_name(v.pos), worst);
+				fail();
+			}
+			for (int l = 0; l < TL; l++)
+				for (int h = 0; h < TH; h++)
+					assert_memory_equal(run_att(rn, l, 0, h), run_att(ru, l, 0, h),
+							    sizeof(float) * TT * TT);
+			run_free(rn);
+			run_free(ru);
+			model_free(m);
+		}
+}
+
+/* head_norm: "(L, B, H, T) L2 norm of each head's output (pre-projection)"
+ * (model.h).  Checked against the reference's head outputs, two sequences,
+ * one ablated head (its output, hence its norm, is 0). */
+static void test_head_norm(void **s)
+{
+	(void)s;
+	enum { B = 2 };
+	const int D = TC / TH;
+	struct variant v = default_variant();
+	v.kv = 2;
+	struct model *m = make_model(&v, 90);
+	struct run_options o;
+	base_options(m, &o);
+	o.kv_heads = 1;
+	opt_set_ablated(&o, 0 * TH + 1, true);
+	int tokens[B * TT];
+	for (int i = 0; i < B * TT; i++)
+		tokens[i] = (i * 7 + 2) % TV;
+	struct run *r = run_new(&m->cfg, B, TT, RUN_LOGITS | RUN_ATTN);
+	struct err e = { { 0 } };
+	assert_int_equal(model_forward(m, &o, tokens, NULL, B, TT, r, &e), 0);
+	double *want = malloc(sizeof(double) * TL * B * TH * TT); /* (L, B, H, T) */
+	double *atty = malloc(sizeof(double) * TL * TT * TC);
+	assert_non_null(want);
+	assert_non_null(atty);
+	for (int b = 0; b < B; b++) {
+		struct ref_trace tr = { NULL, NULL, atty };
+		assert_int_equal(ref_forward(m, &o, tokens + b * TT, TT, NULL, NULL, &tr), 0);
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++)
+				for (int t = 0; t < TT; t++) {
+					double s2 = 0.0;
+					for (int d = 0; d < D; d++) {
+						double y = atty[((size_t)l * TT + t) * TC + h * D + d];
+						s2 += y * y;
+					}
+					want[(((size_t)l * B + b) * TH + h) * TT + t] = sqrt(s2);
+				}
+	}
+	int shape[4] = { TL, B, TH, TT };
+	double max_err = 0.0, saved_ratio = g_max_ratio; /* kept out of the summary */
+	bool ok = compare("head_norm (l,b,h,t)", "head_norm, B=2, G=1, ablate=0.1", r->head_norm, want,
+			  (size_t)TL * B * TH * TT, shape, 4, &max_err);
+	g_max_ratio = saved_ratio;
+	print_message("head_norm: max |d| vs model.h layout (L, B, H, T) = %.3g\n", max_err);
+	if (!ok) {
+		/* say whether the engine wrote the other natural layout */
+		double worst = 0.0;
+		for (int l = 0; l < TL; l++)
+			for (int b = 0; b < B; b++)
+				for (int t = 0; t < TT; t++)
+					for (int h = 0; h < TH; h++)
+						worst = fmax(worst, fabs((double)r->head_norm[(((size_t)l * B + b) * TT + t) * TH + h] -
+									 want[(((size_t)l * B + b) * TH + h) * TT + t]));
+		print_error("head_norm read as (L, B, T, H) instead matches within %.3g: "
+			    "engine layout differs from model.h\n", worst);
+	}
+	free(want);
+	free(atty);
+	run_free(r);
+	model_free(m);
+	assert_true(ok);
+}
+
+static void test_summary(void **s)
+{
+	(void)s;
+	print_message("reference comparisons: %ld passes; max |d| logits %.3g, attention %.3g, "
+		      "resid/att_res %.3g; worst |d|/tol %.3g\n",
+		      g_compared_runs, g_max_err_logits, g_max_err_att, g_max_err_resid, g_max_ratio);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matrix_layer_learned),
+		cmocka_unit_test(test_matrix_layer_rope),
+		cmocka_unit_test(test_matrix_rms_learned),
+		cmocka_unit_test(test_matrix_rms_rope),
+		cmocka_unit_test(test_batch_and_reuse),
+		cmocka_unit_test(test_attention_rows_sum_to_one),
+		cmocka_unit_test(test_causal_zero_above_diagonal),
+		cmocka_unit_test(test_window_zero_outside),
+		cmocka_unit_test(test_gqa_full_equals_mha),
+		cmocka_unit_test(test_mqa_identical_heads_equals_mha),
+		cmocka_unit_test(test_ablation_contribution),
+		cmocka_unit_test(test_nll_and_loss),
+		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_kv_cache),
+		cmocka_unit_test(test_replication_exact),
+		cmocka_unit_test(test_head_norm),
+		cmocka_unit_test(test_summary),
+	};
+	return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
+}
