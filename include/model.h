@@ -193,7 +193,10 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
  * when G == K, else the cached conversion (built here on first use). */
 void model_qkv_for(struct model *m, int kv_heads, const float **w, const float **b);
 
-/* Sets BLAS and OpenMP threads (0 = the number of cores present). */
+/* Sets the BLAS threads (0 = the number of cores present).  Matrix products
+ * are the only threaded work: OpenBLAS's pool sleeps between calls, where a
+ * second pool (OpenMP) spinning beside it made whole passes several times
+ * slower on two cores.  The element-wise loops are vectorised instead. */
 void engine_set_threads(int n);
 
 #endif

@@ -6,16 +6,19 @@
  * Each layer has a kernel X_backward(dinp, dweight, dbias, dout, saved...,
  * dims) after llm.c's train_gpt2.c: outputs first, dimensions last, every
  * gradient ADDED (+=) into its destination.  Matrix products go through
- * cblas_sgemm; row and column loops are threaded with OpenMP so that no two
- * threads write the same element.
+ * cblas_sgemm (threaded by OpenBLAS); the element-wise loops are written
+ * to vectorise.
  */
 #include "backward.h"
+
+#include "fastmath.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fastmath.h"
 #include "ops.h"
 
 struct backward_state {
@@ -77,12 +80,12 @@ void backward_free(struct backward_state *s)
  * range, so the sums need no reduction. */
 static void colsum_backward(float *dbias, const float *dout, int N, int OC)
 {
-#pragma omp parallel for schedule(static)
-	for (int j = 0; j < OC; j++) {
-		float s = 0.0f;
-		for (int i = 0; i < N; i++)
-			s += dout[(size_t)i * OC + j];
-		dbias[j] += s;
+	/* row by row, so that memory is read in order and the adds vectorise */
+	for (int i = 0; i < N; i++) {
+		const float *row = dout + (size_t)i * OC;
+#pragma omp simd
+		for (int j = 0; j < OC; j++)
+			dbias[j] += row[j];
 	}
 }
 
@@ -110,7 +113,6 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 			       const float *inp, const float *weight, const float *mean,
 			       const float *rstd, int N, int C)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
 		float *dx = dinp + (size_t)i * C;
@@ -128,7 +130,6 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 			dx[j] += s * (g - gmean - n * gnmean);
 		}
 	}
-#pragma omp parallel for schedule(static)
 	for (int j = 0; j < C; j++) {
 		float dw = 0.0f, db = 0.0f;
 		for (int i = 0; i < N; i++) {
@@ -147,7 +148,6 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
 			     const float *weight, const float *rstd, int N, int C)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
 		float *dx = dinp + (size_t)i * C;
@@ -158,7 +158,6 @@ static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, con
 		for (int j = 0; j < C; j++)
 			dx[j] += s * (dy[j] * weight[j] - x[j] * s * gnmean);
 	}
-#pragma omp parallel for schedule(static)
 	for (int j = 0; j < C; j++) {
 		float dw = 0.0f;
 		for (int i = 0; i < N; i++)
@@ -183,11 +182,11 @@ static void norm_backward(enum norm_type type, float *dinp, float *dweight, floa
 /* GELU (tanh approximation): dinp += dout * gelu'(inp). */
 static void gelu_backward(float *dinp, const float *dout, const float *inp, long n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp simd
 	for (long i = 0; i < n; i++) {
 		float x = inp[i];
 		float u = GELU_K * (x + 0.044715f * x * x * x);
-		float th = tanhf(u), sech2 = 1.0f - th * th;
+		float th = fast_tanhf(u), sech2 = 1.0f - th * th;
 		float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
 		dinp[i] += dout[i] * (0.5f * (1.0f + th) + 0.5f * x * sech2 * du);
 	}
@@ -197,12 +196,12 @@ static void gelu_backward(float *dinp, const float *dout, const float *inp, long
  *   dg += dout * u * sigma(g) * (1 + g * (1 - sigma(g))),  du += dout * silu(g). */
 static void swiglu_backward(float *dinp, const float *dout, const float *inp, int N, int F)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
 		float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
+#pragma omp simd
 		for (int j = 0; j < F; j++) {
-			float sig = 1.0f / (1.0f + expf(-g[j]));
+			float sig = 1.0f / (1.0f + fast_expf(-g[j]));
 			dg[j] += dy[j] * u[j] * sig * (1.0f + g[j] * (1.0f - sig));
 			du[j] += dy[j] * g[j] * sig;
 		}
@@ -215,7 +214,6 @@ static void swiglu_backward(float *dinp, const float *dout, const float *inp, in
  * forward (n_rot heads of D from the start of each row of stride ld). */
 static void rope_backward(float *dx, int B, int T, int n_rot, int D, int ld, float theta)
 {
-#pragma omp parallel for schedule(static)
 	for (int r = 0; r < B * T; r++) {
 		int t = r % T;
 		float *row = dx + (size_t)r * ld;
@@ -265,7 +263,6 @@ static void attention_backward(float *dqkv, float *datt, const float *dout, cons
 				    1.0f, dy, C, v, ld, 0.0f, datt, T);
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T,
 				    1.0f, a, T, dy, C, 1.0f, dv, ld);
-#pragma omp parallel for schedule(static)
 			for (int i = 0; i < T; i++) {
 				const float *ai = a + (size_t)i * T;
 				float *di = datt + (size_t)i * T;
@@ -290,7 +287,6 @@ static void attention_backward(float *dqkv, float *datt, const float *dout, cons
 static void crossentropy_backward(float *dlogits, const float *logits, const int *targets,
 				  int N, int V, float inv_count)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		if (targets[i] < 0)
 			continue;
@@ -300,11 +296,13 @@ static void crossentropy_backward(float *dlogits, const float *logits, const int
 		for (int j = 0; j < V; j++)
 			mx = z[j] > mx ? z[j] : mx;
 		double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
 		for (int j = 0; j < V; j++)
-			sum += expf(z[j] - mx);
+			sum += fast_expf(z[j] - mx);
 		float inv = (float)(1.0 / sum);
+#pragma omp simd
 		for (int j = 0; j < V; j++)
-			dz[j] += expf(z[j] - mx) * inv * inv_count;
+			dz[j] += fast_expf(z[j] - mx) * inv * inv_count;
 		dz[targets[i]] -= inv_count;
 	}
 }

@@ -6,7 +6,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,7 +319,6 @@ void engine_set_threads(int n)
 	if (n <= 0)
 		n = cpu_count();
 	openblas_set_num_threads(n);
-	omp_set_num_threads(n);
 }
 
 /* Zeroes the output columns of ablated heads of layer l. */

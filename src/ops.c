@@ -1,8 +1,10 @@
 /*
  * ops.c — forward kernels: matrix products through OpenBLAS, and the
- * element-wise and row-wise kernels around them, threaded with OpenMP.
+ * element-wise and row-wise kernels around them, written to vectorise.
  */
 #include "ops.h"
+
+#include "fastmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -14,7 +16,6 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
 		    1.0f, inp, IC, w, IC, 0.0f, out, OC);
 	if (bias) {
-#pragma omp parallel for schedule(static)
 		for (int i = 0; i < N; i++) {
 			float *o = out + (size_t)i * OC;
 			for (int j = 0; j < OC; j++)
@@ -26,7 +27,6 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 		       const float *w, const float *b, int N, int C, float eps)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *x = inp + (size_t)i * C;
 		float *o = out + (size_t)i * C;
@@ -53,7 +53,6 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
 		     int N, int C, float eps)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *x = inp + (size_t)i * C;
 		float *o = out + (size_t)i * C;
@@ -81,27 +80,26 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 
 void gelu_forward(float *out, const float *inp, long n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp simd
 	for (long i = 0; i < n; i++) {
 		float x = inp[i];
-		out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+		out[i] = 0.5f * x * (1.0f + fast_tanhf(GELU_K * (x + 0.044715f * x * x * x)));
 	}
 }
 
 void swiglu_forward(float *out, const float *inp, int N, int F)
 {
-#pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++) {
 		const float *g = inp + (size_t)i * 2 * F, *u = g + F;
 		float *o = out + (size_t)i * F;
+#pragma omp simd
 		for (int j = 0; j < F; j++)
-			o[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+			o[j] = g[j] / (1.0f + fast_expf(-g[j])) * u[j];
 	}
 }
 
 void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta)
 {
-#pragma omp parallel for schedule(static)
 	for (int r = 0; r < B * T; r++) {
 		int t = r % T;
 		float *row = x + (size_t)r * ld;
@@ -125,8 +123,9 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 	for (int j = lo; j <= hi; j++)
 		mx = row[j] > mx ? row[j] : mx;
 	float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
 	for (int j = lo; j <= hi; j++) {
-		float e = expf(row[j] - mx);
+		float e = fast_expf(row[j] - mx);
 		row[j] = e;
 		sum += e;
 	}
@@ -153,7 +152,6 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 			float *a = att + ((size_t)b * H + h) * T * T;
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
 				    scale, q, ld, k, ld, 0.0f, a, T);
-#pragma omp parallel for schedule(static)
 			for (int i = 0; i < T; i++) {
 				int lo, hi;
 				mask_range(mask, window, i, T, &lo, &hi);
@@ -167,7 +165,6 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 
 void residual_forward(float *out, const float *a, const float *b, long n)
 {
-#pragma omp parallel for schedule(static)
 	for (long i = 0; i < n; i++)
 		out[i] = a[i] + b[i];
 }
@@ -177,7 +174,6 @@ double crossentropy_forward(float *nll, const float *logits, const int *targets,
 {
 	double total = 0.0;
 	int cnt = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total, cnt)
 	for (int i = 0; i < N; i++) {
 		if (targets[i] < 0) {
 			nll[i] = NAN;
@@ -188,8 +184,9 @@ double crossentropy_forward(float *nll, const float *logits, const int *targets,
 		for (int j = 0; j < V; j++)
 			mx = z[j] > mx ? z[j] : mx;
 		double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
 		for (int j = 0; j < V; j++)
-			sum += expf(z[j] - mx);
+			sum += fast_expf(z[j] - mx);
 		nll[i] = (float)(log(sum) + mx - z[targets[i]]);
 		total += nll[i];
 		cnt++;
