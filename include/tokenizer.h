@@ -27,6 +27,10 @@ struct tokenizer_ops {
 	/* JSON text describing the vocabulary for checkpoint metadata; malloc'd. */
 	char *(*to_json)(const struct tokenizer *t);
 	void (*free)(struct tokenizer *t);
+	/* Optional: decodes a whole sequence when that is not the plain
+	 * concatenation of pieces (sentencepiece drops the leading space of the
+	 * first piece and of a piece after BOS).  Malloc'd.  NULL = concatenate. */
+	char *(*decode)(const struct tokenizer *t, const int *ids, int n);
 };
 
 /* Ownership: ops->free releases impl; tok_free() then frees the struct.
@@ -81,6 +85,18 @@ struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count
 
 /* Code point of a character token, or -1 for special tokens. */
 int32_t tok_char_codepoint(const struct tokenizer *t, int id);
+
+/* ------------------------------------------- GPT-2 byte-level BPE, llama2.c */
+
+/* GPT-2 byte-level BPE ("gpt2-bpe", src/tok-bpe.c) from a Hugging Face
+ * directory holding vocab.json and merges.txt, or tokenizer.json; path may
+ * also name a tokenizer.json file.  NULL + one-line e on error. */
+struct tokenizer *tok_bpe_load(const char *path, struct err *e);
+
+/* A llama2.c tokenizer.bin ("llama2c", src/tok-llama2c.c).  n_pieces > 0
+ * reads exactly that many pieces (a model's vocab_size) and refuses a file
+ * with fewer or more; 0 reads to the end of the file. */
+struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e);
 
 /* ------------------------------------------------------------------ UTF-8 */
 

@@ -22,6 +22,8 @@
  * public header, so their prototypes live here next to the table.
  */
 struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e);
 
 struct tok_kind {
 	const char *type;
@@ -30,6 +32,8 @@ struct tok_kind {
 
 static const struct tok_kind tok_kinds[] = {
 	{ "char", tok_char_from_json },
+	{ "gpt2-bpe", tok_bpe_from_json },
+	{ "llama2c", tok_llama2c_from_json },
 };
 
 /* ------------------------------------------------------------------ UTF-8 */
@@ -187,10 +191,13 @@ static const char *piece_bytes(const struct tokenizer *t, int id, char *small,
 char *tok_decode(const struct tokenizer *t, const int *ids, int n)
 {
 	size_t cap = 64, len = 0;
-	char *out = xmalloc(cap);
+	char *out;
 	char small[128];
 	int i;
 
+	if (t && t->ops->decode)
+		return t->ops->decode(t, ids, n);
+	out = xmalloc(cap);
 	for (i = 0; i < n; i++) {
 		char *heap;
 		int l;

@@ -1,0 +1,62 @@
+/*
+ * loaders.h — private to the loader-*.c files: the format table's entries
+ * and the helpers they share.  Users call model_open_ex() (loader.h).
+ *
+ * Each format has a probe, which looks at the content (never the name) and
+ * answers "this is mine" or explains in a few words why not, and a load,
+ * which returns a model or NULL with a one-line "PATH: problem".
+ */
+#ifndef ATTNSCOPE_LOADERS_H
+#define ATTNSCOPE_LOADERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "model.h"
+#include "tokenizer.h"
+#include "util.h"
+
+struct load_opts {
+	const char *tokenizer;	/* --tokenizer: a file or directory, or NULL */
+};
+
+struct model_format {
+	const char *name;	/* "safetensors", "hf-gpt2", "llama2c", "llmc" */
+	const char *desc;	/* for messages: "Hugging Face GPT-2 directory" */
+	/* true when path is of this format; else a few words in why */
+	bool (*probe)(const char *path, char *why, size_t why_size);
+	struct model *(*load)(const char *path, const struct load_opts *o, struct err *e);
+};
+
+extern const struct model_format format_safetensors, format_hf_gpt2, format_llama2c,
+	format_llmc;
+
+/* ------------------------------------------------------------ helpers */
+
+bool ld_is_file(const char *p);
+bool ld_is_dir(const char *p);
+/* malloc'd "dir/name". */
+char *ld_join(const char *dir, const char *name);
+/* malloc'd directory part of path ("." when none). */
+char *ld_dirname(const char *path);
+/* malloc'd last path component, without suffix when it ends with one. */
+char *ld_basename(const char *path, const char *suffix);
+
+/* Reads exactly n bytes at off; a short read is reported as truncation. */
+int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
+
+/* Reads n little-endian floats at off into dst: F32 (esize 4) or BF16
+ * (esize 2, converted); rejects NaN/Inf, naming the tensor. */
+int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char *name,
+		   struct err *e);
+
+/* Keeps a message on one line (quoted file text may hold newlines). */
+void ld_one_line(struct err *e);
+
+/* GPT-2 tokenizer for a .bin or HF model: from opt (file or directory) when
+ * given, else from dir.  NULL + e when none is found or it is broken. */
+struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err *e);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * loader-llmc.c — llm.c GPT-2 checkpoints ("llmc"), as written by llm.c's
+ * train_gpt2.py / train_gpt2.c.
+ *
+ * Header: 256 int32 (1024 bytes): [0] magic 20240326, [1] version,
+ * [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp (V padded, e.g. 50304).
+ * Versions read: 3 (F32) and 5 (BF16), the two llm.c writes since it pads
+ * the vocabulary; earlier ones (1, 2: no padded size) are refused with a
+ * hint to re-export.
+ * Then the parameters in llm.c's order, which is already ours (config.h),
+ * (out, in) and stacked over layers:
+ *   wte (Vp, C), wpe (maxT, C), ln1w (L, C), ln1b (L, C), qkvw (L, 3C, C),
+ *   qkvb (L, 3C), attprojw (L, C, C), attprojb (L, C), ln2w (L, C),
+ *   ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C), fcprojw (L, C, 4C),
+ *   fcprojb (L, C), lnfw (C), lnfb (C)
+ * Padded vocabulary: our vocab_size is V and the Vp - V padding rows of wte
+ * are skipped (llm.c never predicts them: its softmax and loss stop at V).
+ * Config: LayerNorm eps 1e-5, pre-norm, learned positions, GELU tanh,
+ * biases, tied, d_ff = 4C.
+ * The GPT-2 tokenizer comes from --tokenizer DIR, or vocab.json + merges.txt
+ * (or tokenizer.json) beside the file; llm.c's own gpt2_tokenizer.bin has
+ * no merges, so it cannot encode and is not used.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "loaders.h"
+
+#define LLMC_MAGIC 20240326
+#define LLMC_TOKENIZER_MAGIC 20240328
+#define HEADER_INTS 256
+
+static bool read_ints(const char *path, int32_t *h, int n, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	bool ok = false;
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*size = st.st_size;
+		ok = pread(fd, h, (size_t)n * 4, 0) == (ssize_t)n * 4;
+	}
+	close(fd);
+	return ok;
+}
+
+static bool probe_llmc(const char *path, char *why, size_t n)
+{
+	int32_t h[2];
+	off_t size;
+	if (!read_ints(path, h, 2, &size)) {
+		snprintf(why, n, "not a file of 8+ bytes");
+		return false;
+	}
+	if (h[0] == LLMC_MAGIC || h[0] == LLMC_TOKENIZER_MAGIC)
+		return true;
+	snprintf(why, n, "magic %d, not %d", h[0], LLMC_MAGIC);
+	return false;
+}
+
+static struct model *load_llmc(const char *path, const struct load_opts *o, struct err *e)
+{
+	int32_t h[HEADER_INTS];
+	off_t size = 0;
+	struct model *m = NULL;
+	struct tokenizer *tok = NULL;
+	char *dir = ld_dirname(path);
+	int fd = -1;
+
+	if (!read_ints(path, h, 2, &size)) {
+		err_set(e, "%s: cannot read", path);
+		goto fail;
+	}
+	if (h[0] == LLMC_TOKENIZER_MAGIC) {
+		err_set(e, "%s: an llm.c tokenizer file, not a model", path);
+		goto fail;
+	}
+	if (h[0] != LLMC_MAGIC) {
+		err_set(e, "%s: bad magic %d (an llm.c GPT-2 checkpoint starts with %d)", path,
+			h[0], LLMC_MAGIC);
+		goto fail;
+	}
+	if (size < HEADER_INTS * 4 || !read_ints(path, h, HEADER_INTS, &size)) {
+		err_set(e, "%s: %lld bytes is shorter than llm.c's 1024-byte header (truncated?)",
+			path, (long long)size);
+		goto fail;
+	}
+	if (h[1] != 3 && h[1] != 5) {
+		err_set(e, "%s: llm.c checkpoint version %d is not supported (this build reads 3 = "
+			"F32 and 5 = BF16; re-export with a current llm.c)", path, h[1]);
+		goto fail;
+	}
+	int bf16 = h[1] == 5;
+	int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+	if (Vp < V) {
+		err_set(e, "%s: padded vocabulary %d is smaller than the vocabulary %d", path, Vp, V);
+		goto fail;
+	}
+	struct model_config cfg;
+	config_default(&cfg);
+	cfg.vocab_size = V;
+	cfg.context = maxT;
+	cfg.n_layer = L;
+	cfg.n_head = cfg.n_kv_head = NH;
+	cfg.d_model = C;
+	cfg.d_ff = C > 0 && C <= CFG_MAX_DFF / 4 ? 4 * C : -1;
+	if (config_validate(&cfg, e) != 0 || Vp > CFG_MAX_VOCAB) {
+		if (Vp > CFG_MAX_VOCAB)
+			err_set(e, "padded vocabulary %d is out of range", Vp);
+		err_prefix(e, "%s: header", path);
+		goto fail;
+	}
+	/* sizes: everything in floats */
+	size_t np = config_param_count(&cfg) + (size_t)(Vp - V) * (size_t)C;
+	size_t esize = bf16 ? 2 : 4;
+	unsigned long long want = 1024ull + (unsigned long long)np * esize;
+	if ((unsigned long long)size != want) {
+		err_set(e, "%s: %lld bytes, but its header (V %d padded to %d, maxT %d, %d layers, "
+			"%d heads, C %d, %s) implies %llu: %s", path, (long long)size, V, Vp, maxT,
+			L, NH, C, bf16 ? "BF16" : "F32", want,
+			(unsigned long long)size < want ? "truncated?" : "trailing data");
+		goto fail;
+	}
+	tok = ld_gpt2_tokenizer(o->tokenizer, dir, e);
+	if (!tok) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	if (tok->vocab_size > V) {
+		err_set(e, "%s: the tokenizer has %d tokens but the model's vocabulary is %d", path,
+			tok->vocab_size, V);
+		goto fail;
+	}
+	m = model_new(&cfg, e);
+	if (!m) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set(e, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	off_t off = 1024;
+	for (int i = 0; i < N_PARAMS; i++) {
+		size_t n = m->psize[i];
+		if (!n)
+			continue;
+		if (ld_read_floats(fd, off, m->p[i], n, bf16, param_name((enum param_id)i), e)) {
+			err_prefix(e, "%s", path);
+			goto fail;
+		}
+		off += (off_t)(n * esize);
+		if (i == P_WTE) /* skip the padding rows */
+			off += (off_t)((size_t)(Vp - V) * (size_t)C * esize);
+	}
+	close(fd);
+	m->tok = tok;
+	m->path = xstrdup(path);
+	m->name = ld_basename(path, ".bin");
+	free(dir);
+	return m;
+fail:
+	if (fd >= 0)
+		close(fd);
+	tok_free(tok);
+	model_free(m);
+	free(dir);
+	return NULL;
+}
+
+const struct model_format format_llmc = {
+	"llmc", "llm.c GPT-2 checkpoint", probe_llmc, load_llmc,
+};

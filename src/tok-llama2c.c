@@ -1,0 +1,642 @@
+/*
+ * tok-llama2c.c — llama2.c's tokenizer.bin ("llama2c"): the sentencepiece
+ * BPE vocabulary of Llama 2 (or a custom one trained for llama2.c).
+ *
+ * File: int32 max_token_length, then per piece: float32 score, int32 length,
+ * that many bytes.  The piece count is not stored (llama2.c takes it from
+ * the model's vocab_size).  llama2.c's export writes sentencepiece's "▁" as a
+ * space, BOS and EOS as "\n<s>\n" and "\n</s>\n", and the 256 byte-fallback
+ * pieces as "<0x00>" .. "<0xFF>".
+ *
+ * Encoding, as llama2.c's encode() (which is sentencepiece's BPE):
+ *   - invalid UTF-8 bytes become U+FFFD first (tokenizer.h);
+ *   - a non-empty text gets the dummy prefix " " in front;
+ *   - each code point becomes its piece, or, when there is none, one
+ *     byte-fallback piece per UTF-8 byte (<unk> without byte pieces);
+ *   - then, repeatedly, the adjacent pair whose concatenation is a piece
+ *     with the highest score is merged (the leftmost among equal scores),
+ *     until no concatenation is a piece.  A heap over the pairs makes this
+ *     O(n log n) instead of llama2.c's O(n^2) rescans; the result is the same.
+ *   Control pieces (<unk>, <s>, </s>) and byte pieces never take part in a
+ *   merge or a lookup (as in sentencepiece; llama2.c would let the text
+ *   "<s>" become BOS).
+ * Decoding concatenates the pieces (byte pieces as their byte), leaves out
+ * BOS and EOS, and drops the leading space of the first piece and of a
+ * piece right after BOS (llama2.c's and sentencepiece's rule), so that
+ * decode(encode(s)) == s.  Labels: BOS is "<s>", EOS "</s>".
+ */
+#define _GNU_SOURCE
+#include "tokenizer.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#define PIECE_MAX  (1 << 16)
+#define PIECES_MAX (1 << 22)
+
+enum piece_kind { PK_NORMAL, PK_BYTE, PK_CONTROL };
+
+struct l2c_impl {
+	int n;
+	int max_len;		/* longest piece (at least max_token_length) */
+	char *blob;		/* piece bytes as shown (control: "<s>") */
+	uint32_t *off;		/* piece i = blob[off[i] .. off[i+1]) */
+	float *score;
+	unsigned char *kind;	/* enum piece_kind */
+	int32_t *vtab;		/* normal piece bytes -> id, -1 free */
+	uint32_t vmask;
+	int byte_id[256];	/* -1 when the vocabulary has no byte pieces */
+	int space_id;		/* " " or -1 */
+	int eos_id;
+	unsigned char *raw;	/* the file as read, for to_json */
+	size_t raw_len;
+};
+
+static const struct tokenizer_ops l2c_ops;
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+static const char *piece_of(const struct l2c_impl *b, int id, size_t *len)
+{
+	*len = b->off[id + 1] - b->off[id];
+	return b->blob + b->off[id];
+}
+
+/* Id of the normal piece with exactly these bytes, or -1. */
+static int lookup(const struct l2c_impl *b, const char *s, size_t n)
+{
+	uint32_t i = hash_bytes(s, n) & b->vmask;
+
+	for (;; i = (i + 1) & b->vmask) {
+		int id = b->vtab[i];
+		size_t l;
+		const char *p;
+
+		if (id < 0)
+			return -1;
+		p = piece_of(b, id, &l);
+		if (l == n && memcmp(p, s, n) == 0)
+			return id;
+	}
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static void l2c_impl_free(struct l2c_impl *b)
+{
+	if (!b)
+		return;
+	free(b->blob);
+	free(b->off);
+	free(b->score);
+	free(b->kind);
+	free(b->vtab);
+	free(b->raw);
+	free(b);
+}
+
+static int32_t rd_i32(const unsigned char *p)
+{
+	uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		     (uint32_t)p[3] << 24;
+	int32_t x;
+
+	memcpy(&x, &v, 4);
+	return x;
+}
+
+static float rd_f32(const unsigned char *p)
+{
+	uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		     (uint32_t)p[3] << 24;
+	float x;
+
+	memcpy(&x, &v, 4);
+	return x;
+}
+
+/*
+ * Parses a tokenizer.bin image (taking ownership of buf).  want > 0: exactly
+ * that many pieces.  Messages start with where.
+ */
+static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, const char *where,
+				   struct err *e)
+{
+	struct l2c_impl *b = xcalloc(1, sizeof *b);
+	struct tokenizer *t;
+	size_t at = 4, total = 0;
+	int n = 0;
+
+	b->raw = buf;
+	b->raw_len = len;
+	if (len < 4) {
+		err_set(e, "%s: %zu bytes is too short for a llama2.c tokenizer (truncated?)",
+			where, len);
+		goto fail;
+	}
+	b->max_len = rd_i32(buf);
+	if (b->max_len <= 0 || b->max_len > PIECE_MAX) {
+		err_set(e, "%s: max_token_length %d is not in 1..%d: not a llama2.c tokenizer",
+			where, b->max_len, PIECE_MAX);
+		goto fail;
+	}
+	/* First pass: count and check. */
+	while (want > 0 ? n < want : at < len) {
+		int32_t l;
+		float s;
+
+		if (len - at < 8) {
+			if (want > 0)
+				err_set(e, "%s: ends after %d pieces, but the model's vocabulary has %d "
+					"(truncated, or the tokenizer of another model?)", where, n, want);
+			else
+				err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
+			goto fail;
+		}
+		s = rd_f32(buf + at);
+		l = rd_i32(buf + at + 4);
+		if (!isfinite(s)) {
+			err_set(e, "%s: piece %d has a non-finite score", where, n);
+			goto fail;
+		}
+		if (l < 0 || l > PIECE_MAX) {
+			err_set(e, "%s: piece %d has length %d, outside 0..%d", where, n, l,
+				PIECE_MAX);
+			goto fail;
+		}
+		if (l > b->max_len) /* the header's bound is advice only; keep the truth */
+			b->max_len = l;
+		if (len - at - 8 < (size_t)l) {
+			err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
+			goto fail;
+		}
+		at += 8 + (size_t)l;
+		total += (size_t)l;
+		if (++n > PIECES_MAX) {
+			err_set(e, "%s: more than %d pieces", where, PIECES_MAX);
+			goto fail;
+		}
+	}
+	if (at != len) {
+		err_set(e, "%s: has more than the model's %d pieces (%zu bytes left): the "
+			"tokenizer of another model?", where, want, len - at);
+		goto fail;
+	}
+	if (n == 0) {
+		err_set(e, "%s: no pieces", where);
+		goto fail;
+	}
+
+	b->n = n;
+	b->blob = xmalloc(total + 1);
+	b->off = xmalloc(((size_t)n + 1) * sizeof *b->off);
+	b->score = xmalloc((size_t)n * sizeof *b->score);
+	b->kind = xcalloc((size_t)n, 1);
+	b->vmask = 15;
+	while (b->vmask + 1 < 2u * (unsigned)n)
+		b->vmask = 2 * (b->vmask + 1) - 1;
+	b->vtab = xmalloc(((size_t)b->vmask + 1) * sizeof *b->vtab);
+	memset(b->vtab, 0xff, ((size_t)b->vmask + 1) * sizeof *b->vtab);
+	for (int c = 0; c < 256; c++)
+		b->byte_id[c] = -1;
+
+	t = xcalloc(1, sizeof *t);
+	t->ops = &l2c_ops;
+	t->bos_id = t->unk_id = b->eos_id = -1;
+	t->impl = b;
+
+	size_t o = 0;
+	at = 4;
+	for (int i = 0; i < n; i++) {
+		float s = rd_f32(buf + at);
+		size_t l = (size_t)rd_i32(buf + at + 4);
+		const char *p = (const char *)buf + at + 8;
+
+		at += 8 + l;
+		b->score[i] = s;
+		b->off[i] = (uint32_t)o;
+		/* control pieces, written bare or as llama2.c's export writes them */
+		if ((l == 5 && !memcmp(p, "\n<s>\n", 5)) || (l == 3 && !memcmp(p, "<s>", 3))) {
+			memcpy(b->blob + o, "<s>", 3);
+			o += 3;
+			b->kind[i] = PK_CONTROL;
+			if (t->bos_id < 0)
+				t->bos_id = i;
+			continue;
+		}
+		if ((l == 6 && !memcmp(p, "\n</s>\n", 6)) || (l == 4 && !memcmp(p, "</s>", 4))) {
+			memcpy(b->blob + o, "</s>", 4);
+			o += 4;
+			b->kind[i] = PK_CONTROL;
+			if (b->eos_id < 0)
+				b->eos_id = i;
+			continue;
+		}
+		if (l == 5 && !memcmp(p, "<unk>", 5)) {
+			memcpy(b->blob + o, p, 5);
+			o += 5;
+			b->kind[i] = PK_CONTROL;
+			if (t->unk_id < 0)
+				t->unk_id = i;
+			continue;
+		}
+		if (l == 6 && p[0] == '<' && p[1] == '0' && p[2] == 'x' && p[5] == '>' &&
+		    hexval(p[3]) >= 0 && hexval(p[4]) >= 0) {
+			int byte = hexval(p[3]) * 16 + hexval(p[4]);
+
+			b->blob[o++] = (char)byte;
+			b->kind[i] = PK_BYTE;
+			if (b->byte_id[byte] < 0)
+				b->byte_id[byte] = i;
+			continue;
+		}
+		memcpy(b->blob + o, p, l);
+		o += l;
+		if (l && lookup(b, p, l) < 0) {
+			uint32_t h = hash_bytes(p, l) & b->vmask;
+
+			while (b->vtab[h] >= 0)
+				h = (h + 1) & b->vmask;
+			b->vtab[h] = i;
+		}
+	}
+	b->off[n] = (uint32_t)o;
+	b->space_id = lookup(b, " ", 1);
+	t->vocab_size = n;
+	return t;
+fail:
+	l2c_impl_free(b);
+	return NULL;
+}
+
+/* ------------------------------------------------------------- encoding */
+
+struct pair {
+	float score;
+	int32_t pos, a, b, out;
+};
+
+/* Heap order: higher score first, then the leftmost. */
+static bool pair_before(const struct pair *x, const struct pair *y)
+{
+	return x->score != y->score ? x->score > y->score : x->pos < y->pos;
+}
+
+struct heap {
+	struct pair *v;
+	int n, cap;
+};
+
+static void heap_push(struct heap *h, struct pair p)
+{
+	int i;
+
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->v = xrealloc(h->v, (size_t)h->cap * sizeof *h->v);
+	}
+	i = h->n++;
+	while (i > 0 && pair_before(&p, &h->v[(i - 1) / 2])) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = p;
+}
+
+static struct pair heap_pop(struct heap *h)
+{
+	struct pair top = h->v[0], last = h->v[--h->n];
+	int i = 0;
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && pair_before(&h->v[c + 1], &h->v[c]))
+			c++;
+		if (!pair_before(&h->v[c], &last))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = last;
+	return top;
+}
+
+/* Pushes the pair (i, j) when their concatenation is a normal piece. */
+static void push_pair(const struct l2c_impl *b, struct heap *h, const int *tok, int i, int j,
+		      char *buf)
+{
+	size_t la, lb;
+	const char *pa, *pb;
+	int id;
+
+	if (i < 0 || j < 0 || b->kind[tok[i]] != PK_NORMAL || b->kind[tok[j]] != PK_NORMAL)
+		return;
+	pa = piece_of(b, tok[i], &la);
+	pb = piece_of(b, tok[j], &lb);
+	if (la + lb > (size_t)b->max_len)
+		return;
+	memcpy(buf, pa, la);
+	memcpy(buf + la, pb, lb);
+	id = lookup(b, buf, la + lb);
+	if (id >= 0)
+		heap_push(h, (struct pair){ b->score[id], i, tok[i], tok[j], id });
+}
+
+static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
+		      int *n, int *cap, struct err *e)
+{
+	const struct l2c_impl *b = t->impl;
+	const unsigned char *s = (const unsigned char *)text;
+	int nbad = 0, ns = 0;
+	int *tok, *next, *prev;
+	struct heap h = { 0 };
+	char *buf;
+	size_t i;
+
+	if (len == 0)
+		return 0;
+	/* a code point becomes at most 4 byte pieces; U+FFFD for a bad byte 3 */
+	if (len > (size_t)(INT_MAX / 4 - 1 - *n))
+		return err_set(e, "llama2.c tokenizer: text too long (%zu bytes)", len);
+	tok = xmalloc((3 * len + 1) * 3 * sizeof *tok);
+	prev = tok + 3 * len + 1;
+	next = prev + 3 * len + 1;
+
+	if (b->space_id >= 0)
+		tok[ns++] = b->space_id;
+	else if (b->byte_id[' '] >= 0)
+		tok[ns++] = b->byte_id[' '];
+	for (i = 0; i < len;) {
+		uint32_t cp;
+		int bad, k = utf8_decode(s + i, len - i, &cp, &bad), id;
+		char u[4];
+		const char *c = (const char *)s + i;
+		int cl = k;
+
+		if (bad) {
+			nbad++;
+			memcpy(u, "\xef\xbf\xbd", 3);
+			c = u;
+			cl = 3;
+		}
+		id = lookup(b, c, (size_t)cl);
+		if (id >= 0) {
+			tok[ns++] = id;
+		} else {
+			for (int j = 0; j < cl; j++) {
+				int bid = b->byte_id[(unsigned char)c[j]];
+
+				tok[ns++] = bid >= 0 ? bid : (t->unk_id >= 0 ? t->unk_id : 0);
+			}
+		}
+		i += (size_t)k;
+	}
+	for (int j = 0; j < ns; j++) {
+		prev[j] = j - 1;
+		next[j] = j + 1 < ns ? j + 1 : -1;
+	}
+	buf = xmalloc((size_t)b->max_len + 1);
+	for (int j = 0; j + 1 < ns; j++)
+		push_pair(b, &h, tok, j, j + 1, buf);
+	while (h.n) {
+		struct pair p = heap_pop(&h);
+		int a = p.pos, c = next[a];
+
+		if (tok[a] != p.a || c < 0 || tok[c] != p.b)
+			continue;
+		tok[a] = p.out;
+		tok[c] = -1;
+		next[a] = next[c];
+		if (next[c] >= 0)
+			prev[next[c]] = a;
+		if (prev[a] >= 0)
+			push_pair(b, &h, tok, prev[a], a, buf);
+		if (next[a] >= 0)
+			push_pair(b, &h, tok, a, next[a], buf);
+	}
+	free(buf);
+	free(h.v);
+	{
+		int count = 0;
+
+		for (int j = 0; j >= 0 && ns > 0; j = next[j])
+			count++;
+		if (*n + count > *cap) {
+			*ids = xrealloc(*ids, (size_t)(*n + count) * sizeof **ids);
+			*cap = *n + count;
+		}
+		for (int j = 0; j >= 0 && ns > 0; j = next[j])
+			(*ids)[(*n)++] = tok[j];
+	}
+	free(tok);
+	return nbad;
+}
+
+/* ------------------------------------------------------------ other ops */
+
+static int l2c_piece(const struct tokenizer *t, int id, char *buf, size_t size)
+{
+	size_t len;
+	const char *p = piece_of(t->impl, id, &len);
+
+	if (size) {
+		size_t k = len < size - 1 ? len : size - 1;
+
+		memcpy(buf, p, k);
+		buf[k] = '\0';
+	}
+	return (int)len;
+}
+
+static char *l2c_decode(const struct tokenizer *t, const int *ids, int n)
+{
+	const struct l2c_impl *b = t->impl;
+	size_t cap = 64, len = 0;
+	char *out = xmalloc(cap);
+	int prev = -1;
+
+	for (int i = 0; i < n; i++) {
+		int id = ids[i];
+		size_t l;
+		const char *p;
+
+		if (id < 0 || id >= b->n) {
+			prev = id;
+			continue;
+		}
+		if (id == t->bos_id || id == b->eos_id) {
+			prev = id;
+			continue;
+		}
+		p = piece_of(b, id, &l);
+		if (b->kind[id] == PK_NORMAL && l && p[0] == ' ' &&
+		    (i == 0 || (prev == t->bos_id && prev >= 0))) {
+			p++;
+			l--;
+		}
+		if (len + l + 1 > cap) {
+			while (len + l + 1 > cap)
+				cap *= 2;
+			out = xrealloc(out, cap);
+		}
+		memcpy(out + len, p, l);
+		len += l;
+		prev = id;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *base64_encode(const unsigned char *s, size_t n)
+{
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16;
+
+		if (i + 1 < n)
+			v |= (uint32_t)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= s[i + 2];
+		*o++ = b64[v >> 18 & 63];
+		*o++ = b64[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Decodes base64 (no whitespace); NULL when malformed. */
+static unsigned char *base64_decode(const char *s, size_t n, size_t *out_len)
+{
+	unsigned char *out, *o;
+	int val[256];
+
+	if (n % 4)
+		return NULL;
+	for (int i = 0; i < 256; i++)
+		val[i] = -1;
+	for (int i = 0; i < 64; i++)
+		val[(unsigned char)b64[i]] = i;
+	out = o = xmalloc(n / 4 * 3 + 1);
+	for (size_t i = 0; i < n; i += 4) {
+		int a = val[(unsigned char)s[i]], b = val[(unsigned char)s[i + 1]];
+		int c = s[i + 2] == '=' ? 0 : val[(unsigned char)s[i + 2]];
+		int d = s[i + 3] == '=' ? 0 : val[(unsigned char)s[i + 3]];
+		bool last = i + 4 == n;
+
+		if (a < 0 || b < 0 || c < 0 || d < 0 ||
+		    (!last && (s[i + 2] == '=' || s[i + 3] == '=')) ||
+		    (s[i + 2] == '=' && s[i + 3] != '=')) {
+			free(out);
+			return NULL;
+		}
+		uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+		*o++ = (unsigned char)(v >> 16);
+		if (s[i + 2] != '=')
+			*o++ = (unsigned char)(v >> 8);
+		if (s[i + 3] != '=')
+			*o++ = (unsigned char)v;
+	}
+	*out_len = (size_t)(o - out);
+	return out;
+}
+
+static char *l2c_to_json(const struct tokenizer *t)
+{
+	const struct l2c_impl *b = t->impl;
+	char *data = base64_encode(b->raw, b->raw_len);
+	json_t *root = json_object();
+	char *out;
+
+	if (!root || json_object_set_new(root, "type", json_string("llama2c")) ||
+	    json_object_set_new(root, "pieces", json_integer(b->n)) ||
+	    json_object_set_new(root, "data", json_string(data)))
+		die("out of memory building tokenizer JSON");
+	free(data);
+	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!out)
+		die("out of memory serialising tokenizer JSON");
+	json_decref(root);
+	/* json_dumps allocates with malloc (jansson's default), so free() works */
+	return out;
+}
+
+static void l2c_free(struct tokenizer *t)
+{
+	l2c_impl_free(t->impl);
+	t->impl = NULL;
+}
+
+static const struct tokenizer_ops l2c_ops = {
+	.kind = "llama2c",
+	.encode = l2c_encode,
+	.piece = l2c_piece,
+	.to_json = l2c_to_json,
+	.free = l2c_free,
+	.decode = l2c_decode,
+};
+
+/* ------------------------------------------------------- constructors */
+
+struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e)
+{
+	const json_t *data = json_object_get(root, "data");
+	const json_t *pieces = json_object_get(root, "pieces");
+	unsigned char *buf;
+	size_t len;
+
+	if (!json_is_string(data)) {
+		err_set(e, "tokenizer JSON: \"data\" missing or not a string");
+		return NULL;
+	}
+	if (!json_is_integer(pieces) || json_integer_value(pieces) <= 0 ||
+	    json_integer_value(pieces) > PIECES_MAX) {
+		err_set(e, "tokenizer JSON: \"pieces\" missing or not a positive integer");
+		return NULL;
+	}
+	buf = base64_decode(json_string_value(data), json_string_length(data), &len);
+	if (!buf) {
+		err_set(e, "tokenizer JSON: \"data\" is not base64");
+		return NULL;
+	}
+	return parse_bin(buf, len, (int)json_integer_value(pieces), "tokenizer JSON", e);
+}
+
+struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e)
+{
+	size_t len;
+	char *buf = read_file(path, &len, e);
+
+	if (!buf)
+		return NULL;
+	return parse_bin((unsigned char *)buf, len, n_pieces < 0 ? 0 : n_pieces, path, e);
+}
