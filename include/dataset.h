@@ -1,0 +1,53 @@
+/*
+ * dataset.h — the token data of a training run: a UTF-8 text file encoded
+ * once with a character vocabulary built from it, split into a training
+ * part (the first 1 - f of the tokens) and a validation part (the last f).
+ */
+#ifndef ATTNSCOPE_DATASET_H
+#define ATTNSCOPE_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+#include "util.h"
+
+struct dataset {
+	struct tokenizer *tok; /* owned until taken (set to NULL by the taker) */
+	int *ids;              /* n token ids of the whole file */
+	size_t n;
+	size_t n_train;        /* ids[0 .. n_train) train, ids[n_train .. n) validation */
+	size_t n_val;
+	size_t bytes;          /* size of the file */
+	uint64_t hash;         /* FNV-1a 64 of the file's bytes */
+	size_t n_unk;          /* positions that became <unk> (rarer than min_count) */
+};
+
+/* Reads path and encodes it.  Fails with one line "PATH: problem" for a
+ * missing, unreadable, empty or non-UTF-8 file, a file with NUL bytes, or a
+ * text with no character occurring min_count times.  val_fraction in
+ * [0, 1) is the share of tokens, taken from the end, kept for validation. */
+int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
+		 struct err *e);
+void dataset_free(struct dataset *d);
+
+/* Checks that both splits hold at least one window of T + 1 tokens (the
+ * validation split only when it is not empty).  0 or -1 with a message. */
+int dataset_check_context(const struct dataset *d, const char *path, int T, struct err *e);
+
+/* FNV-1a 64-bit hash of n bytes. */
+uint64_t dataset_fnv1a(const void *p, size_t n);
+
+/* Fills tokens and targets (B x T each) with B windows of T + 1 tokens
+ * from the training split, starting at uniformly random offsets drawn
+ * from r; targets are the tokens shifted left by one. */
+void dataset_sample(const struct dataset *d, struct rng *r, int B, int T, int *tokens,
+		    int *targets);
+
+/* Fills batch `batch` of n_batches fixed validation batches: B * n_batches
+ * windows whose starts are spread evenly over the validation split (the
+ * first at its start, the last at its end).  Needs n_val >= T + 1. */
+void dataset_val_batch(const struct dataset *d, int batch, int n_batches, int B, int T,
+		       int *tokens, int *targets);
+
+#endif

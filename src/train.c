@@ -1,0 +1,1112 @@
+/*
+ * train.c — `attnscope train`: flags, the training loop, progress, the
+ * training record (m->train_meta) and the resumable optimizer state
+ * FILE.optim (format documented in train.h).
+ *
+ * One step: B random windows of T + 1 tokens from the training split,
+ * gradients zeroed, forward (RUN_TRAIN), backward, global-norm clipping,
+ * AdamW with a warmup + cosine learning rate.  Everything that decides the
+ * next step (weights, moments, step counter, batch generator) is saved on
+ * an interrupt, so a resumed run repeats the uninterrupted one exactly.
+ */
+#define _GNU_SOURCE
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "backward.h"
+#include "checkpoint.h"
+#include "config.h"
+#include "dataset.h"
+#include "model.h"
+#include "optim.h"
+#include "tokenizer.h"
+
+/* ------------------------------------------------------------------ flags */
+
+struct opts {
+	const char *data, *out, *resume, *name;
+	int min_count;
+	int layers, heads, kv_heads, d_model, d_ff, context; /* kv_heads, d_ff: 0 = default */
+	enum norm_type norm;
+	enum norm_place placement;
+	enum pos_type pos;
+	enum mlp_type mlp;
+	bool no_bias, untied;
+	long steps, warmup, val_every, log_every, stop_after;
+	int batch, val_batches, threads;
+	double lr, min_lr_frac, weight_decay, clip, val_fraction;
+	long long seed;
+	enum ckpt_dtype dtype;
+	bool keep_optim, quiet, help;
+};
+
+static void opts_default(struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->min_count = 1;
+	o->layers = 4;
+	o->heads = 4;
+	o->d_model = 128;
+	o->context = 256;
+	o->norm = NORM_LAYER;
+	o->placement = PLACE_PRE;
+	o->pos = POS_LEARNED;
+	o->mlp = MLP_GELU;
+	o->steps = 2000;
+	o->batch = 16;
+	o->lr = 2e-3;
+	o->warmup = 100;
+	o->min_lr_frac = 0.1;
+	o->weight_decay = 0.1;
+	o->clip = 1.0;
+	o->val_fraction = 0.1;
+	o->val_every = 250;
+	o->val_batches = 8;
+	o->seed = 1337;
+	o->threads = 0;
+	o->dtype = CKPT_F32;
+	o->log_every = 100;
+}
+
+enum flag_kind { F_STR, F_INT, F_LONG, F_SEED, F_DOUBLE, F_BOOL, F_NORM, F_PLACE, F_POS, F_MLP, F_DTYPE };
+
+struct flag {
+	const char *name;
+	enum flag_kind kind;
+	size_t off;
+	double lo, hi;     /* numeric range (inclusive) */
+	bool replay;       /* stored in FILE.optim and replayed on --resume */
+	const char *arg, *help;
+};
+
+#define O(f) offsetof(struct opts, f)
+static const struct flag flags[] = {
+	{ "--data", F_STR, O(data), 0, 0, true, "FILE", "UTF-8 training text (required)" },
+	{ "--min-count", F_INT, O(min_count), 1, 1e9, true, "N",
+	  "characters occurring fewer than N times become <unk> (1)" },
+	{ "--layers", F_INT, O(layers), 1, CFG_MAX_LAYERS, true, "N", "transformer blocks (4)" },
+	{ "--heads", F_INT, O(heads), 1, CFG_MAX_HEADS, true, "N", "query heads (4)" },
+	{ "--kv-heads", F_INT, O(kv_heads), 1, CFG_MAX_HEADS, true, "N",
+	  "key/value heads: = heads MHA, 1 MQA, else GQA (heads)" },
+	{ "--d-model", F_INT, O(d_model), 1, CFG_MAX_DMODEL, true, "N", "model width (128)" },
+	{ "--d-ff", F_INT, O(d_ff), 1, CFG_MAX_DFF, true, "N", "MLP width (4 x d-model)" },
+	{ "--context", F_INT, O(context), 1, CFG_MAX_CONTEXT, true, "N",
+	  "context = training window length (256)" },
+	{ "--norm", F_NORM, O(norm), 0, 0, true, "layernorm|rmsnorm", "norm type (layernorm)" },
+	{ "--placement", F_PLACE, O(placement), 0, 0, true, "pre|post", "norm placement (pre)" },
+	{ "--pos", F_POS, O(pos), 0, 0, true, "learned|rope", "positions (learned)" },
+	{ "--mlp", F_MLP, O(mlp), 0, 0, true, "gelu|swiglu", "MLP kind (gelu)" },
+	{ "--no-bias", F_BOOL, O(no_bias), 0, 0, true, NULL, "no biases in linear layers and norms" },
+	{ "--untied", F_BOOL, O(untied), 0, 0, true, NULL, "separate output projection (tied to wte)" },
+	{ "--steps", F_LONG, O(steps), 1, 1e8, true, "N", "optimizer steps (2000)" },
+	{ "--batch", F_INT, O(batch), 1, 65536, true, "N", "windows per step (16)" },
+	{ "--lr", F_DOUBLE, O(lr), 1e-9, 10, true, "X", "peak learning rate (2e-3)" },
+	{ "--warmup", F_LONG, O(warmup), 0, 1e8, true, "N", "linear warmup steps (100)" },
+	{ "--min-lr-frac", F_DOUBLE, O(min_lr_frac), 0, 1, true, "X",
+	  "cosine floor as a fraction of --lr (0.1)" },
+	{ "--weight-decay", F_DOUBLE, O(weight_decay), 0, 10, true, "X",
+	  "AdamW decay of matrices and embeddings (0.1)" },
+	{ "--clip", F_DOUBLE, O(clip), 0, 1e9, true, "X", "global grad-norm clip, 0 = off (1.0)" },
+	{ "--val-fraction", F_DOUBLE, O(val_fraction), 0, 0.9, true, "X",
+	  "last fraction of the file kept for validation (0.1)" },
+	{ "--val-every", F_LONG, O(val_every), 0, 1e8, true, "N", "validate every N steps, 0 = only at the end (250)" },
+	{ "--val-batches", F_INT, O(val_batches), 1, 100000, true, "N", "fixed validation batches (8)" },
+	{ "--seed", F_SEED, O(seed), 0, 0, true, "N", "initialisation and batch seed (1337)" },
+	{ "--threads", F_INT, O(threads), 0, 1024, true, "N", "threads, 0 = all cores (0)" },
+	{ "--out", F_STR, O(out), 0, 0, true, "FILE", "checkpoint to write (required)" },
+	{ "--resume", F_STR, O(resume), 0, 0, false, "FILE", "continue an interrupted run from FILE + FILE.optim" },
+	{ "--name", F_STR, O(name), 0, 0, true, "NAME", "model name (--out without .safetensors)" },
+	{ "--dtype", F_DTYPE, O(dtype), 0, 0, true, "f32|f16", "checkpoint dtype (f32)" },
+	{ "--log-every", F_LONG, O(log_every), 1, 1e8, true, "N", "log line every N steps when not on a terminal (100)" },
+	{ "--keep-optim", F_BOOL, O(keep_optim), 0, 0, true, NULL, "keep FILE.optim after a complete run" },
+	{ "--stop-after", F_LONG, O(stop_after), 1, 1e8, false, "N", "stop as if interrupted after N steps of this session" },
+	{ "--quiet", F_BOOL, O(quiet), 0, 0, false, NULL, "no progress or summary" },
+	{ "--help", F_BOOL, O(help), 0, 0, false, NULL, "this help" },
+};
+#undef O
+#define N_FLAGS (sizeof flags / sizeof flags[0])
+
+static void usage(FILE *f)
+{
+	fputs("usage: attnscope train --data FILE --out FILE [options]\n"
+	      "       attnscope train --resume FILE [options that override the stored ones]\n"
+	      "Trains a character-level transformer on a UTF-8 text and writes a checkpoint.\n"
+	      "Ctrl-C finishes the current step, saves FILE and FILE.optim, and can be resumed.\n\n",
+	      f);
+	for (size_t i = 0; i < N_FLAGS; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "%s%s%s", flags[i].name, flags[i].arg ? " " : "",
+			 flags[i].arg ? flags[i].arg : "");
+		fprintf(f, "  %-30s %s\n", left, flags[i].help);
+	}
+}
+
+static int parse_num(const char *name, const char *v, double lo, double hi, bool integer,
+		     double *out, struct err *e)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (end == v || *end || errno == ERANGE || !isfinite(x))
+		return err_set(e, "%s: '%s' is not a number", name, v);
+	if (integer && x != floor(x))
+		return err_set(e, "%s: '%s' is not a whole number", name, v);
+	if (x < lo || x > hi)
+		return err_set(e, "%s: %s is outside %g..%g", name, v, lo, hi);
+	*out = x;
+	return 0;
+}
+
+/* Sets one flag from its value (NULL for booleans). */
+static int set_flag(struct opts *o, const struct flag *f, const char *v, struct err *e)
+{
+	char *base = (char *)o + f->off;
+	double x;
+	int rc = 0;
+	switch (f->kind) {
+	case F_STR:
+		if (!*v)
+			return err_set(e, "%s: empty value", f->name);
+		*(const char **)base = v;
+		break;
+	case F_INT:
+		if (parse_num(f->name, v, f->lo, f->hi, true, &x, e))
+			return -1;
+		*(int *)base = (int)x;
+		break;
+	case F_LONG:
+		if (parse_num(f->name, v, f->lo, f->hi, true, &x, e))
+			return -1;
+		*(long *)base = (long)x;
+		break;
+	case F_SEED: {
+		char *end;
+		errno = 0;
+		long long s = strtoll(v, &end, 10);
+		if (end == v || *end || errno || s < 0)
+			return err_set(e, "%s: '%s' is not a non-negative integer", f->name, v);
+		*(long long *)base = s;
+		break;
+	}
+	case F_DOUBLE:
+		if (parse_num(f->name, v, f->lo, f->hi, false, &x, e))
+			return -1;
+		*(double *)base = x;
+		break;
+	case F_BOOL:
+		*(bool *)base = true;
+		break;
+	case F_NORM: rc = norm_type_parse(v, (enum norm_type *)base); break;
+	case F_PLACE: rc = norm_place_parse(v, (enum norm_place *)base); break;
+	case F_POS: rc = pos_type_parse(v, (enum pos_type *)base); break;
+	case F_MLP: rc = mlp_type_parse(v, (enum mlp_type *)base); break;
+	case F_DTYPE:
+		if (strcmp(v, "f32") == 0 || strcmp(v, "F32") == 0)
+			*(enum ckpt_dtype *)base = CKPT_F32;
+		else if (strcmp(v, "f16") == 0 || strcmp(v, "F16") == 0)
+			*(enum ckpt_dtype *)base = CKPT_F16;
+		else
+			rc = -1;
+		break;
+	}
+	if (rc)
+		return err_set(e, "%s: unknown value '%s' (expected %s)", f->name, v, f->arg);
+	return 0;
+}
+
+/* Growable array of owned strings. */
+struct strv {
+	char **v;
+	int n, cap;
+};
+
+static void strv_push(struct strv *s, const char *x)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = xrealloc(s->v, (size_t)s->cap * sizeof *s->v);
+	}
+	s->v[s->n++] = xstrdup(x);
+}
+
+static void strv_free(struct strv *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof *s);
+}
+
+/* Parses args[0..n) onto o (later flags win).  Accepts "--flag value" and
+ * "--flag=value".  When replay is not NULL, the flags marked replayable are
+ * appended to it as "--flag=value" / "--flag".  The values point into args,
+ * which must outlive o. */
+static int parse_args(struct opts *o, int n, char **args, struct strv *replay, struct err *e)
+{
+	for (int i = 0; i < n; i++) {
+		const char *a = args[i];
+		const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+		const struct flag *f = NULL;
+		for (size_t j = 0; j < N_FLAGS; j++)
+			if (strlen(flags[j].name) == klen && strncmp(flags[j].name, a, klen) == 0)
+				f = &flags[j];
+		if (!f) {
+			if (strncmp(a, "--", 2) == 0)
+				return err_set(e, "unknown option '%.*s'", (int)klen, a);
+			return err_set(e, "unexpected argument '%s'", a);
+		}
+		const char *v = NULL;
+		if (f->kind == F_BOOL) {
+			if (eq)
+				return err_set(e, "%s takes no value", f->name);
+		} else if (eq) {
+			v = eq + 1;
+		} else {
+			if (i + 1 >= n)
+				return err_set(e, "%s needs a value (%s)", f->name, f->arg);
+			v = args[++i];
+		}
+		if (set_flag(o, f, v, e))
+			return -1;
+		if (replay && f->replay) {
+			if (v) {
+				size_t len = strlen(f->name) + strlen(v) + 2;
+				char *s = xmalloc(len);
+				snprintf(s, len, "%s=%s", f->name, v);
+				strv_push(replay, s);
+				free(s);
+			} else {
+				strv_push(replay, f->name);
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- text helpers */
+
+/* Growable string. */
+struct sbuf {
+	char *s;
+	size_t n, cap;
+};
+
+static void sb_putn(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap) {
+		b->cap = (b->n + n + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_putn(b, s, strlen(s));
+}
+
+/* Appends s quoted for a POSIX shell: as is when it only has safe
+ * characters, else in single quotes with ' written as '\''. */
+static void sb_shell_quote(struct sbuf *b, const char *s)
+{
+	bool safe = *s != '\0';
+	for (const char *p = s; *p && safe; p++)
+		safe = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		       (*p >= '0' && *p <= '9') || strchr("-_./:=,+@%", *p);
+	if (safe) {
+		sb_puts(b, s);
+		return;
+	}
+	sb_puts(b, "'");
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'')
+			sb_puts(b, "'\\''");
+		else
+			sb_putn(b, p, 1);
+	}
+	sb_puts(b, "'");
+}
+
+/* "attnscope train ARGS..." shell-quoted (argv[0] is "train"). */
+static char *command_line(int argc, char **argv)
+{
+	struct sbuf b = { 0 };
+	sb_puts(&b, "attnscope");
+	for (int i = 0; i < argc; i++) {
+		sb_puts(&b, " ");
+		sb_shell_quote(&b, argv[i]);
+	}
+	return b.s;
+}
+
+/* "1h02m03s", "4m05s", "12s". */
+static void fmt_duration(char *buf, size_t size, double s)
+{
+	if (!(s >= 0) || s > 1e8) {
+		snprintf(buf, size, "?");
+		return;
+	}
+	long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, size, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+	else if (t >= 60)
+		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, size, "%lds", t);
+}
+
+/* --------------------------------------------------------- run state */
+
+/* Everything a training run carries from step to step. */
+struct trainer {
+	struct opts o;
+	struct model_config cfg;
+	struct model *m;
+	struct dataset d;
+	struct adamw opt;
+	struct rng rng;
+	long step;               /* steps done */
+	uint64_t tokens;         /* tokens seen */
+	double prev_seconds;     /* wall time of earlier sessions */
+	int hw;                  /* history row width: 3 + L */
+	float *hist;             /* step rows: loss, lr, grad norm, L layer norms */
+	size_t hist_n, hist_cap;
+	float *val;              /* (step, loss) pairs */
+	size_t val_n, val_cap;
+	struct strv args;        /* replayable flags of the run */
+	struct strv cmds;        /* command lines that ran it */
+};
+
+static void hist_push(struct trainer *t, const float *row)
+{
+	if (t->hist_n == t->hist_cap) {
+		t->hist_cap = t->hist_cap ? 2 * t->hist_cap : 1024;
+		t->hist = xrealloc(t->hist, t->hist_cap * (size_t)t->hw * sizeof(float));
+	}
+	memcpy(t->hist + t->hist_n * (size_t)t->hw, row, (size_t)t->hw * sizeof(float));
+	t->hist_n++;
+}
+
+static void val_push(struct trainer *t, long step, float loss)
+{
+	if (t->val_n == t->val_cap) {
+		t->val_cap = t->val_cap ? 2 * t->val_cap : 64;
+		t->val = xrealloc(t->val, t->val_cap * 2 * sizeof(float));
+	}
+	t->val[2 * t->val_n] = (float)step;
+	t->val[2 * t->val_n + 1] = loss;
+	t->val_n++;
+}
+
+static void trainer_free(struct trainer *t)
+{
+	model_free(t->m);
+	dataset_free(&t->d);
+	adamw_free(&t->opt);
+	free(t->hist);
+	free(t->val);
+	strv_free(&t->args);
+	strv_free(&t->cmds);
+}
+
+/* Mean training loss over the last 10% of the steps done (at least one). */
+static double final_train_loss(const struct trainer *t)
+{
+	if (t->hist_n == 0)
+		return NAN;
+	size_t k = t->hist_n / 10;
+	if (k < 1)
+		k = 1;
+	double s = 0;
+	for (size_t i = t->hist_n - k; i < t->hist_n; i++)
+		s += t->hist[i * (size_t)t->hw];
+	return s / (double)k;
+}
+
+static double last_val_loss(const struct trainer *t)
+{
+	return t->val_n ? t->val[2 * t->val_n - 1] : NAN;
+}
+
+/* ------------------------------------------------ FILE.optim (optim.h) */
+
+static char *optim_path(const char *out)
+{
+	size_t n = strlen(out) + 7;
+	char *p = xmalloc(n);
+	snprintf(p, n, "%s.optim", out);
+	return p;
+}
+
+static json_t *jcheck(json_t *j)
+{
+	if (!j)
+		die("out of memory building JSON");
+	return j;
+}
+
+static void jset(json_t *o, const char *k, json_t *v)
+{
+	if (json_object_set_new(o, k, jcheck(v)))
+		die("out of memory building JSON");
+}
+
+static void japp(json_t *a, json_t *v)
+{
+	if (json_array_append_new(a, jcheck(v)))
+		die("out of memory building JSON");
+}
+
+static json_t *jstrv(const struct strv *s)
+{
+	json_t *a = jcheck(json_array());
+	for (int i = 0; i < s->n; i++) {
+		json_t *v = json_string(s->v[i]);
+		japp(a, v ? v : json_string("?")); /* invalid UTF-8 in an argument */
+	}
+	return a;
+}
+
+static char *jdump(json_t *j, size_t flags)
+{
+	char *s = json_dumps(j, flags);
+	if (!s)
+		die("cannot serialise JSON");
+	char *out = xstrdup(s);
+	free(s);
+	return out;
+}
+
+/* Writes the trainer's state to path (format in optim.h).  The JSON run
+ * description holds the replayable flags ("args"), every command line that
+ * ran the run ("commands") and the model config ("config"). */
+static int optim_save(const struct trainer *t, const char *path, struct err *e)
+{
+	json_t *root = jcheck(json_object());
+	jset(root, "args", jstrv(&t->args));
+	jset(root, "commands", jstrv(&t->cmds));
+	char *cj = checkpoint_config_json(&t->cfg);
+	jset(root, "config", json_string(cj));
+	free(cj);
+	struct optim_file f = {
+		.n_layer = (uint32_t)t->cfg.n_layer,
+		.n_params = t->m->n_params,
+		.step = (uint64_t)t->step,
+		.rng = t->rng.state,
+		.tokens = t->tokens,
+		.data_bytes = t->d.bytes,
+		.data_hash = t->d.hash,
+		.seconds = t->prev_seconds,
+		.hist_n = t->hist_n,
+		.val_n = t->val_n,
+		.json = jdump(root, JSON_COMPACT),
+		.params = t->m->params,
+		.m = t->opt.m,
+		.v = t->opt.v,
+		.hist = t->hist,
+		.val = t->val,
+	};
+	json_decref(root);
+	int rc = optim_file_write(path, &f, e);
+	free(f.json);
+	return rc;
+}
+
+/* A stored run: its state and its parsed description. */
+struct saved {
+	struct optim_file f;
+	struct strv args, cmds;
+	char *config;
+};
+
+static void saved_free(struct saved *s)
+{
+	optim_file_free(&s->f);
+	strv_free(&s->args);
+	strv_free(&s->cmds);
+	free(s->config);
+}
+
+static int strv_from_json(struct strv *s, json_t *a)
+{
+	if (!json_is_array(a))
+		return -1;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *v = json_array_get(a, i);
+		if (!json_is_string(v))
+			return -1;
+		strv_push(s, json_string_value(v));
+	}
+	return 0;
+}
+
+/* Reads FILE.optim and its run description.  Errors name the path. */
+static int optim_read(const char *path, struct saved *s, struct err *e)
+{
+	memset(s, 0, sizeof *s);
+	if (optim_file_read(path, &s->f, e))
+		return err_prefix(e, "--resume needs the optimizer state an interrupted run leaves");
+	json_error_t jerr;
+	json_t *root = json_loads(s->f.json, 0, &jerr);
+	json_t *cfg = root ? json_object_get(root, "config") : NULL;
+	if (!root || strv_from_json(&s->args, json_object_get(root, "args")) ||
+	    strv_from_json(&s->cmds, json_object_get(root, "commands")) || !json_is_string(cfg)) {
+		json_decref(root);
+		return err_set(e, "%s: damaged run description", path);
+	}
+	s->config = xstrdup(json_string_value(cfg));
+	json_decref(root);
+	return 0;
+}
+
+/* Takes over the stored state into a trainer whose model was built from
+ * the stored flags, after checking that the model, the data and the step
+ * count agree. */
+static int optim_restore(struct trainer *t, struct saved *s, const char *path, struct err *e)
+{
+	struct optim_file *f = &s->f;
+	char *cj = checkpoint_config_json(&t->cfg);
+	bool same = strcmp(cj, s->config) == 0;
+	free(cj);
+	if (!same || f->n_params != t->m->n_params || f->n_layer != (uint32_t)t->cfg.n_layer)
+		return err_set(e, "%s: the model shape differs from the stored run's "
+			       "(shape flags cannot change on --resume)", path);
+	if (f->data_bytes != t->d.bytes || f->data_hash != t->d.hash)
+		return err_set(e, "%s: the data file differs from the one the run started on", path);
+	if ((long)f->step >= t->o.steps)
+		return err_set(e, "%s: all %llu steps are done; pass a larger --steps to train further",
+			       path, (unsigned long long)f->step);
+	size_t P = t->m->n_params;
+	memcpy(t->m->params, f->params, P * sizeof(float));
+	memcpy(t->opt.m, f->m, P * sizeof(float));
+	memcpy(t->opt.v, f->v, P * sizeof(float));
+	free(t->hist);
+	free(t->val);
+	t->hist = f->hist;
+	t->hist_n = t->hist_cap = f->hist_n;
+	t->val = f->val;
+	t->val_n = t->val_cap = f->val_n;
+	f->hist = f->val = NULL;
+	t->step = (long)f->step;
+	t->opt.step = (long)f->step;
+	t->rng.state = f->rng;
+	t->tokens = f->tokens;
+	t->prev_seconds = f->seconds;
+	model_clear_cache(t->m);
+	return 0;
+}
+
+/* ------------------------------------------------------ training record */
+
+static json_t *jreal(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The JSON training record stored as the checkpoint's "training" metadata:
+ * what ran, on what, for how long, the outcome, and a history of at most
+ * ~1000 steps (every k-th step, plus the last). */
+static char *train_record(const struct trainer *t, double seconds, bool complete)
+{
+	const struct opts *o = &t->o;
+	json_t *r = jcheck(json_object());
+	json_t *cmd = json_string(t->cmds.n ? t->cmds.v[0] : "?");
+	jset(r, "command", cmd ? cmd : json_null());
+	if (t->cmds.n > 1) {
+		json_t *a = jcheck(json_array());
+		for (int i = 1; i < t->cmds.n; i++) {
+			json_t *v = json_string(t->cmds.v[i]);
+			japp(a, v ? v : json_null());
+		}
+		jset(r, "resumed", a);
+	}
+	json_t *data = json_string(o->data);
+	jset(r, "data", data ? data : json_null());
+	jset(r, "data_bytes", json_integer((json_int_t)t->d.bytes));
+	jset(r, "data_tokens", json_integer((json_int_t)t->d.n));
+	jset(r, "train_tokens", json_integer((json_int_t)t->d.n_train));
+	jset(r, "val_tokens", json_integer((json_int_t)t->d.n_val));
+	jset(r, "unk_tokens", json_integer((json_int_t)t->d.n_unk));
+	jset(r, "min_count", json_integer(o->min_count));
+	jset(r, "seed", json_integer((json_int_t)o->seed));
+	jset(r, "steps", json_integer(o->steps));
+	jset(r, "steps_done", json_integer(t->step));
+	jset(r, "complete", json_boolean(complete));
+	jset(r, "batch", json_integer(o->batch));
+	jset(r, "context", json_integer(t->cfg.context));
+	jset(r, "lr", json_real(o->lr));
+	jset(r, "warmup", json_integer(o->warmup));
+	jset(r, "min_lr_frac", json_real(o->min_lr_frac));
+	jset(r, "weight_decay", json_real(o->weight_decay));
+	jset(r, "clip", json_real(o->clip));
+	jset(r, "val_fraction", json_real(o->val_fraction));
+	jset(r, "params", json_integer((json_int_t)t->m->n_params));
+	jset(r, "tokens_seen", json_integer((json_int_t)t->tokens));
+	jset(r, "final_train_loss", jreal(final_train_loss(t)));
+	jset(r, "final_val_loss", jreal(last_val_loss(t)));
+	jset(r, "wall_seconds", json_real(round(seconds * 10) / 10));
+	jset(r, "threads", json_integer(o->threads > 0 ? o->threads : cpu_count()));
+	jset(r, "cores", json_integer(cpu_count()));
+
+	size_t n = t->hist_n, k = n > 1000 ? (n + 999) / 1000 : 1;
+	json_t *h = jcheck(json_object());
+	json_t *hs = jcheck(json_array()), *hl = jcheck(json_array()), *hr = jcheck(json_array());
+	json_t *hg = jcheck(json_array()), *hy = jcheck(json_array());
+	size_t *rows = xmalloc((n / k + 2) * sizeof *rows), nr = 0;
+	for (size_t i = 0; i < n; i += k)
+		rows[nr++] = i;
+	if (nr && rows[nr - 1] != n - 1)
+		rows[nr++] = n - 1;
+	for (size_t ri = 0; ri < nr; ri++) {
+		size_t j = rows[ri];
+		const float *row = t->hist + j * (size_t)t->hw;
+		japp(hs, json_integer((json_int_t)j + 1));
+		japp(hl, jreal(row[0]));
+		japp(hr, jreal(row[1]));
+		japp(hg, jreal(row[2]));
+		json_t *ly = jcheck(json_array());
+		for (int l = 0; l < t->cfg.n_layer; l++)
+			japp(ly, jreal(row[3 + l]));
+		japp(hy, ly);
+	}
+	free(rows);
+	jset(h, "every", json_integer((json_int_t)k));
+	jset(h, "step", hs);
+	jset(h, "loss", hl);
+	jset(h, "lr", hr);
+	jset(h, "grad_norm", hg);
+	jset(h, "layer_grad_norm", hy);
+	jset(r, "history", h);
+	json_t *v = jcheck(json_object()), *vs = jcheck(json_array()), *vl = jcheck(json_array());
+	for (size_t i = 0; i < t->val_n; i++) {
+		japp(vs, json_integer((json_int_t)t->val[2 * i]));
+		japp(vl, jreal(t->val[2 * i + 1]));
+	}
+	jset(v, "step", vs);
+	jset(v, "loss", vl);
+	jset(r, "val", v);
+	char *s = jdump(r, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(r);
+	return s;
+}
+
+/* ------------------------------------------------------------- checks */
+
+/* Bytes of activations, gradients and optimizer state a run needs. */
+static double train_bytes(const struct model_config *c, int B, int T)
+{
+	double bt = (double)B * T, L = c->n_layer, C = c->d_model, H = c->n_head;
+	double V = c->vocab_size, F = c->d_ff, FF = cfg_ff_rows(c), QKV = 3.0 * C;
+	double fwd = bt * V + bt + L * B * H * (double)T * T + L * bt * H + L * bt +
+		     (L + 1) * bt * C + L * (4 * bt * C + 4 * bt + bt * QKV + bt * FF + bt * F) +
+		     2 * bt * C + 2 * bt;
+	double bwd = bt * V + 4 * bt * C + bt * QKV + (double)T * T + bt * FF + bt * F;
+	return 4.0 * (fwd + bwd + 4.0 * (double)config_param_count(c));
+}
+
+static int check_memory(const struct model_config *c, int B, int T, struct err *e)
+{
+	double need = train_bytes(c, B, T);
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	double have = pages > 0 && page > 0 ? (double)pages * page : 0;
+	if ((double)B * T > (double)(1 << 26))
+		return err_set(e, "--batch %d x --context %d is too many tokens per step", B, T);
+	if (have > 0 && need > 0.9 * have)
+		return err_set(e, "training needs about %.1f GiB (this machine has %.1f GiB); "
+			       "lower --batch or --context", need / 1073741824.0, have / 1073741824.0);
+	return 0;
+}
+
+/* Fails unless the directory that will hold path is writable. */
+static int check_out(const char *path, struct err *e)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup(".");
+	int rc = 0;
+	if (access(dir, W_OK | X_OK) != 0)
+		rc = err_set(e, "%s: cannot write in %s: %s", path, dir, strerror(errno));
+	free(dir);
+	if (rc == 0 && path[strlen(path) - 1] == '/')
+		rc = err_set(e, "%s: is a directory", path);
+	return rc;
+}
+
+/* "--out" without directory and ".safetensors". */
+static char *default_name(const char *out)
+{
+	const char *base = strrchr(out, '/');
+	base = base ? base + 1 : out;
+	size_t n = strlen(base);
+	const char *ext = ".safetensors";
+	if (n > strlen(ext) && strcmp(base + n - strlen(ext), ext) == 0)
+		n -= strlen(ext);
+	return xstrndup(base, n);
+}
+
+/* ------------------------------------------------------------ signals */
+
+static volatile sig_atomic_t stop_requested;
+
+/* First SIGINT: ask the loop to stop after the current step.  Second:
+ * the default action (terminate). */
+static void on_sigint(int sig)
+{
+	if (stop_requested) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	stop_requested = 1;
+	static const char msg[] =
+		"\nattnscope train: interrupt: finishing this step and saving (Ctrl-C again to abort)\n";
+	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	(void)w;
+}
+
+/* ----------------------------------------------------------------- loop */
+
+/* Buffers of the training loop. */
+struct loop {
+	struct run *run;
+	struct backward_state *bs;
+	float *grads;
+	int *tokens, *targets;
+	struct run_options ro;
+};
+
+/* Mean validation loss over the fixed validation batches. */
+static int evaluate(struct trainer *t, struct loop *lp, double *loss, struct err *e)
+{
+	int B = t->o.batch, T = t->cfg.context;
+	double sum = 0;
+	long count = 0;
+	for (int i = 0; i < t->o.val_batches; i++) {
+		dataset_val_batch(&t->d, i, t->o.val_batches, B, T, lp->tokens, lp->targets);
+		if (model_forward(t->m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e))
+			return -1;
+		sum += lp->run->loss * lp->run->n_targets;
+		count += lp->run->n_targets;
+	}
+	*loss = count ? sum / (double)count : NAN;
+	return 0;
+}
+
+/* One optimizer step; appends its history row. */
+static int train_step(struct trainer *t, struct loop *lp, struct err *e)
+{
+	struct model *m = t->m;
+	int B = t->o.batch, T = t->cfg.context;
+	dataset_sample(&t->d, &t->rng, B, T, lp->tokens, lp->targets);
+	memset(lp->grads, 0, m->n_params * sizeof(float));
+	if (model_forward(m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e) ||
+	    model_backward(m, &lp->ro, lp->tokens, lp->targets, lp->run, lp->grads, lp->bs, e))
+		return -1;
+	float row[3 + CFG_MAX_LAYERS];
+	double gnorm = grad_norms(m, lp->grads, row + 3);
+	double loss = lp->run->loss;
+	if (!isfinite(loss) || !isfinite(gnorm))
+		return err_set(e, "step %ld: the loss is not finite (training diverged); try a lower --lr",
+			       t->step + 1);
+	float lr = lr_schedule(t->step, t->o.steps, t->o.warmup, (float)t->o.lr,
+			       (float)t->o.min_lr_frac);
+	adamw_update(&t->opt, m, lp->grads, clip_scale(gnorm, (float)t->o.clip), lr);
+	model_clear_cache(m);
+	row[0] = (float)loss;
+	row[1] = lr;
+	row[2] = (float)gnorm;
+	hist_push(t, row);
+	t->step++;
+	t->tokens += (uint64_t)B * T;
+	return 0;
+}
+
+/* Progress: one line redrawn in place on a terminal, else a log line every
+ * --log-every steps and after each validation, prefixed with the model name
+ * (several runs may share one log). */
+static void progress(const struct trainer *t, long session_steps, double session_s,
+		     bool tty, bool force)
+{
+	static double last_draw;
+	double now = now_ms();
+	bool log = t->step % t->o.log_every == 0 || t->step == t->o.steps;
+	if (tty && !force && now - last_draw < 100 && t->step != t->o.steps)
+		return;
+	if (!tty && !force && !log)
+		return;
+	last_draw = now;
+	const float *row = t->hist + (t->hist_n - 1) * (size_t)t->hw;
+	double tps = session_s > 0 ? (double)session_steps * t->o.batch * t->cfg.context / session_s : 0;
+	double eta = session_steps ? session_s / (double)session_steps * (double)(t->o.steps - t->step) : NAN;
+	char etas[32], val[32];
+	fmt_duration(etas, sizeof etas, eta);
+	if (t->val_n)
+		snprintf(val, sizeof val, "%.4f", last_val_loss(t));
+	else
+		snprintf(val, sizeof val, "-");
+	if (tty)
+		fputs("\r\033[K", stderr);
+	else
+		fprintf(stderr, "%s: ", t->m->name);
+	fprintf(stderr, "step %ld/%ld  loss %.4f  val %s  lr %.2e  gnorm %.3f  %.0f tok/s  ETA %s%s",
+		t->step, t->o.steps, row[0], val, row[1], row[2], tps, etas, tty ? "" : "\n");
+	fflush(stderr);
+}
+
+/* The training loop of one session.  Returns 0 when all steps are done,
+ * 1 when stopped early (interrupt or --stop-after), -1 on error. */
+static int run_loop(struct trainer *t, struct err *e)
+{
+	const struct opts *o = &t->o;
+	int B = o->batch, T = t->cfg.context;
+	struct loop lp = { 0 };
+	lp.run = run_new(&t->cfg, B, T, RUN_TRAIN);
+	lp.bs = backward_new(&t->cfg, B, T);
+	lp.grads = xmalloc_aligned(t->m->n_params * sizeof(float));
+	lp.tokens = xmalloc((size_t)B * T * sizeof(int));
+	lp.targets = xmalloc((size_t)B * T * sizeof(int));
+	run_options_native(t->m, &lp.ro);
+
+	bool tty = !o->quiet && isatty(STDERR_FILENO);
+	bool show = !o->quiet;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	stop_requested = 0;
+	sigaction(SIGINT, &sa, &old);
+
+	int rc = 0;
+	long session = 0;
+	double t0 = now_ms();
+	while (t->step < o->steps) {
+		if (train_step(t, &lp, e)) {
+			rc = -1;
+			break;
+		}
+		session++;
+		bool validate = t->d.n_val > 0 &&
+			((o->val_every > 0 && t->step % o->val_every == 0) || t->step == o->steps);
+		if (validate) {
+			double vl;
+			if (evaluate(t, &lp, &vl, e)) {
+				rc = -1;
+				break;
+			}
+			val_push(t, t->step, (float)vl);
+		}
+		if (show)
+			progress(t, session, (now_ms() - t0) / 1000, tty, validate && !tty);
+		if (t->step < o->steps && (stop_requested || (o->stop_after && session >= o->stop_after))) {
+			rc = 1;
+			break;
+		}
+	}
+	if (tty)
+		fputc('\n', stderr);
+	sigaction(SIGINT, &old, NULL);
+	run_free(lp.run);
+	backward_free(lp.bs);
+	free(lp.grads);
+	free(lp.tokens);
+	free(lp.targets);
+	return rc;
+}
+
+/* ------------------------------------------------------------ entry */
+
+/* Builds the model config from the flags (vocab_size as given). */
+static void build_config(const struct opts *o, int vocab, struct model_config *c)
+{
+	config_default(c);
+	c->vocab_size = vocab;
+	c->n_layer = o->layers;
+	c->n_head = o->heads;
+	c->n_kv_head = o->kv_heads ? o->kv_heads : o->heads;
+	c->d_model = o->d_model;
+	c->d_ff = o->d_ff ? o->d_ff : (4 * o->d_model <= CFG_MAX_DFF ? 4 * o->d_model : CFG_MAX_DFF);
+	c->context = o->context;
+	c->norm = o->norm;
+	c->placement = o->placement;
+	c->pos = o->pos;
+	c->mlp = o->mlp;
+	c->bias = !o->no_bias;
+	c->tied = !o->untied;
+}
+
+int train_run_args(int argc, char **argv, struct err *e)
+{
+	struct trainer t;
+	memset(&t, 0, sizeof t);
+	struct saved saved;
+	memset(&saved, 0, sizeof saved);
+	struct strv replay = { 0 };
+	char *name = NULL, *opath = NULL;
+	int status = TRAIN_EXIT_USAGE;
+	double t_start = now_ms();
+
+	opts_default(&t.o);
+	if (parse_args(&t.o, argc - 1, argv + 1, &replay, e))
+		goto out;
+	if (t.o.help) {
+		usage(stdout);
+		status = TRAIN_EXIT_OK;
+		goto out;
+	}
+	if (t.o.resume) {
+		/* replay the stored flags, then the ones given now */
+		const char *resume = t.o.resume;
+		opath = optim_path(resume);
+		if (optim_read(opath, &saved, e)) {
+			status = TRAIN_EXIT_FAIL;
+			goto out;
+		}
+		opts_default(&t.o);
+		if (parse_args(&t.o, saved.args.n, saved.args.v, NULL, e)) {
+			err_prefix(e, "%s: stored flags", opath);
+			status = TRAIN_EXIT_FAIL;
+			goto out;
+		}
+		t.o.out = resume;
+		parse_args(&t.o, argc - 1, argv + 1, NULL, e);
+		t.o.resume = resume;
+		for (int i = 0; i < saved.args.n; i++)
+			strv_push(&t.args, saved.args.v[i]);
+		for (int i = 0; i < saved.cmds.n; i++)
+			strv_push(&t.cmds, saved.cmds.v[i]);
+	}
+	for (int i = 0; i < replay.n; i++)
+		strv_push(&t.args, replay.v[i]);
+	char *cmd = command_line(argc, argv);
+	strv_push(&t.cmds, cmd);
+	free(cmd);
+
+	/* flags and shape, before touching any file */
+	struct opts *o = &t.o;
+	if (!o->data) {
+		err_set(e, "--data FILE is required (see attnscope train --help)");
+		goto out;
+	}
+	if (!o->out) {
+		err_set(e, "--out FILE is required (see attnscope train --help)");
+		goto out;
+	}
+	build_config(o, 256, &t.cfg);
+	if (config_validate(&t.cfg, e)) {
+		err_prefix(e, "impossible shape");
+		goto out;
+	}
+	status = TRAIN_EXIT_FAIL;
+	if (check_out(o->out, e))
+		goto out;
+
+	/* data */
+	if (dataset_load(&t.d, o->data, o->min_count, o->val_fraction, e))
+		goto out;
+	if (dataset_check_context(&t.d, o->data, o->context, e)) {
+		status = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	build_config(o, t.d.tok->vocab_size, &t.cfg);
+	if (config_validate(&t.cfg, e) || check_memory(&t.cfg, o->batch, o->context, e)) {
+		status = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+
+	/* model and optimizer */
+	t.m = model_new(&t.cfg, e);
+	if (!t.m)
+		goto out;
+	model_init_random(t.m, (uint64_t)o->seed);
+	t.m->tok = t.d.tok;
+	t.d.tok = NULL;
+	name = o->name ? xstrdup(o->name) : default_name(o->out);
+	t.m->name = xstrdup(name);
+	adamw_init(&t.opt, t.m, (float)o->weight_decay);
+	rng_seed(&t.rng, (uint64_t)o->seed ^ 0x0DA7A5EEDull);
+	t.hw = 3 + t.cfg.n_layer;
+	if (o->resume && optim_restore(&t, &saved, opath, e))
+		goto out;
+	engine_set_threads(o->threads);
+
+	if (!o->quiet) {
+		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
+			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
+			o->data, t.d.n, t.d.n_train, t.d.n_val, t.cfg.vocab_size, t.m->n_params,
+			o->resume ? "resuming at" : "starting at", t.step + 1, o->steps);
+	}
+
+	int lrc = run_loop(&t, e);
+	double seconds = t.prev_seconds + (now_ms() - t_start) / 1000;
+	if (lrc < 0) {
+		status = TRAIN_EXIT_FAIL;
+		goto out;
+	}
+	bool stopped = lrc == 1;
+	free(t.m->train_meta);
+	t.m->train_meta = train_record(&t, seconds, !stopped);
+	if (checkpoint_save(t.m, o->out, o->dtype, e))
+		goto out;
+	free(opath);
+	opath = optim_path(o->out);
+	if (stopped || o->keep_optim) {
+		t.prev_seconds = seconds;
+		if (optim_save(&t, opath, e))
+			goto out;
+	} else if (unlink(opath) != 0 && errno != ENOENT) {
+		fprintf(stderr, "attnscope train: warning: cannot remove stale %s: %s\n", opath,
+			strerror(errno));
+	}
+	if (stopped) {
+		struct sbuf b = { 0 };
+		sb_shell_quote(&b, o->out);
+		if (!o->quiet)
+			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and %s\n"
+				"resume with: attnscope train --resume %s\n",
+				t.step, o->steps, o->out, opath, b.s);
+		free(b.s);
+		status = TRAIN_EXIT_INTERRUPTED;
+		goto out;
+	}
+	if (!o->quiet) {
+		char wall[32], val[32] = "- (no validation split)";
+		fmt_duration(wall, sizeof wall, seconds);
+		if (t.val_n)
+			snprintf(val, sizeof val, "%.4f", last_val_loss(&t));
+		printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"
+		       "final train loss %.4f (mean of the last 10%% of steps), val loss %s\n"
+		       "wall time %s; wrote %s (%s)\n",
+		       name, t.m->n_params, t.step, (unsigned long long)t.tokens,
+		       final_train_loss(&t), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
+		fflush(stdout);
+	}
+	status = TRAIN_EXIT_OK;
+out:
+	free(name);
+	free(opath);
+	strv_free(&replay);
+	saved_free(&saved);
+	trainer_free(&t);
+	return status;
+}
+
+int train_main(int argc, char **argv)
+{
+	struct err e = { { 0 } };
+	int rc = train_run_args(argc, argv, &e);
+	if (rc != TRAIN_EXIT_OK && rc != TRAIN_EXIT_INTERRUPTED)
+		fprintf(stderr, "attnscope train: %s\n", e.msg);
+	return rc;
+}
