@@ -1,0 +1,116 @@
+/*
+ * analysis.h — pure functions on finished runs: comparisons with the
+ * baseline, next-token predictions, per-head summaries.  Nothing here
+ * allocates memory that outlives a call, prints, or touches a terminal.
+ */
+#ifndef ATTNSCOPE_ANALYSIS_H
+#define ATTNSCOPE_ANALYSIS_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "model.h"
+#include "util.h"
+
+/* How a run differs from the baseline run on the same tokens. */
+struct comparison {
+	double kl;          /* KL(baseline || run), nats, mean over positions */
+	double top1_agree;  /* fraction of positions whose argmax agrees */
+	double delta_loss;  /* run loss - baseline loss (NAN without targets) */
+};
+
+/* Compares batch 0 of two runs over the same T tokens (both RUN_LOGITS). */
+void compare_runs(const struct run *base, const struct run *run, struct comparison *out);
+
+/* The k most likely next tokens at position pos (batch 0): ids[k] and
+ * probabilities prob[k], most likely first.  Returns how many were written
+ * (min(k, V)). */
+int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob);
+
+/* Probability of token id at position pos (batch 0). */
+double token_prob(const struct run *r, int pos, int id);
+
+/* Mean entropy (nats) over query rows and the largest weight of head
+ * (l, h), batch 0. */
+void head_entropy(const struct run *r, int l, int h, double *entropy, double *max_weight);
+
+/* ------------------------------------------------------------ ablation sweep */
+
+/* One ablation against the unablated run on the same tokens. */
+struct ablation {
+	double delta_loss;  /* ablated loss - unablated loss, nats (NAN: not run) */
+	double kl;          /* KL(unablated || ablated), nats, mean over positions */
+	double top1_agree;  /* fraction of positions whose argmax is unchanged */
+};
+
+/* The "which heads matter" experiment: every head ablated alone, then every
+ * layer's heads together, each compared with the unablated run. */
+struct sweep_result {
+	int L, H, T;
+	struct run_options opt;  /* the unablated options: the caller's, ablations cleared */
+	double base_loss;        /* loss of the unablated run */
+	struct ablation *head;   /* (L * H) head l.h alone at [l * H + h]; owned */
+	struct ablation *layer;  /* (L) all heads of layer l; owned */
+	int done, total;         /* forward passes finished / planned (1 + L*H + L) */
+	bool cancelled;
+};
+
+/* Called after each forward pass of a sweep (may be NULL). */
+typedef void (*sweep_progress_fn)(void *ctx, int done, int total);
+
+/*
+ * Runs the sweep of model m under options o (its ablations are cleared
+ * first) on tokens (T >= 2, within the context), with runs of its own: the
+ * caller's runs and options are never touched.  *cancel (may be NULL) is
+ * polled before every forward pass; when set, the sweep stops, out keeps
+ * what finished (the rest NAN), out->cancelled is set and -1 is returned
+ * with "sweep cancelled".  0, or -1 with a message.  Free out with
+ * sweep_free (also after -1).
+ */
+int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int T,
+	      volatile sig_atomic_t *cancel, sweep_progress_fn progress, void *ctx,
+	      struct sweep_result *out, struct err *e);
+void sweep_free(struct sweep_result *r);
+
+/* Number of heads whose ablation alone raises the loss by less than
+ * frac * base_loss (frac 0.01: "under 1% loss increase"); a lowered loss
+ * counts as removable. */
+int sweep_removable(const struct sweep_result *r, double frac);
+
+/* Fills idx[0 .. L*H) with head indices (l * H + h), the most important
+ * first: by delta_loss, or by KL when by_kl (ties: lower index first). */
+void sweep_rank(const struct sweep_result *r, bool by_kl, int *idx);
+
+/* ---------------------------------------------------------- variant table */
+
+#define VARIANTS_MAX 40
+
+/* One row of `compare variants`. */
+struct variant_row {
+	char name[64];           /* "native (mha)", "gqa 2", "mqa", "post-norm", "mask none", ... */
+	struct run_options opt;  /* options of the run (of the row's own model when trained) */
+	bool trained;            /* a separately trained model, not a conversion */
+	int kv_heads;            /* G of the run */
+	double loss;             /* mean NLL, nats */
+	double ppl;              /* exp(loss) */
+	double kl;               /* KL(reference || row), nats, mean over positions */
+	double top1_agree;       /* fraction of positions with the reference's argmax */
+	double kv_bytes;         /* float32 KV cache for the T tokens */
+	double forward_ms;       /* one forward pass: the faster of two */
+};
+
+/* The conversion rows `compare variants` shows for m, native first:
+ * native; every G dividing n_head other than the native one (largest first:
+ * "mha" for n_head, "gqa G", "mqa" for 1); the other norm placement;
+ * mask none.  Only name, opt and kv_heads are filled.  Returns the count
+ * (at most max). */
+int variant_list(const struct model *m, struct variant_row *rows, int max);
+
+/* Runs m with options o on tokens (T) in work (RUN_LOGITS, room for T) and
+ * fills out's numbers, comparing with ref: a finished RUN_LOGITS run on the
+ * same T tokens of a model with the same vocabulary (for conversions, m's
+ * native run).  name and trained are left alone.  0 or -1. */
+int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int T,
+		    const struct run *ref, struct run *work, struct variant_row *out, struct err *e);
+
+#endif

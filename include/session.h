@@ -1,0 +1,103 @@
+/*
+ * session.h — what one attnscope user is looking at: a model, a text, the
+ * run options, the current run and the baseline run on the same text, and
+ * what is selected.  Every face (REPL, scripts, TUI) changes a session only
+ * through commands (cmd.h); commands mark what changed in `dirty` and the
+ * TUI redraws from that.
+ */
+#ifndef ATTNSCOPE_SESSION_H
+#define ATTNSCOPE_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "analysis.h"
+#include "model.h"
+#include "util.h"
+
+enum {
+	DIRTY_MODEL   = 1u << 0,
+	DIRTY_TEXT    = 1u << 1,
+	DIRTY_OPTIONS = 1u << 2,
+	DIRTY_RUN     = 1u << 3,  /* a new forward pass finished */
+	DIRTY_SELECT  = 1u << 4,
+	DIRTY_ALL     = 0xffu,
+};
+
+struct store; /* store.h; NULL when nothing is recorded */
+
+struct session {
+	struct model *model;       /* owned; NULL before the first load */
+	char *model_spec;          /* what the user typed to load it; owned */
+	char *text;                /* current text; owned; NULL when none */
+	int *tokens;               /* (n_tokens) ids of text; owned */
+	int n_tokens;
+
+	struct run_options opt;    /* what the current run used */
+	struct run_options native; /* the model's native options (baseline) */
+	struct run *run;           /* current run (RUN_LOGITS | RUN_ATTN); owned */
+	struct run *base;          /* baseline run on the same tokens; owned */
+	bool base_valid;           /* base matches model + tokens */
+	bool run_valid;            /* run matches model + tokens + opt */
+	struct comparison cmp;     /* run vs base */
+
+	int sel_layer, sel_head, sel_token;
+	unsigned dirty;
+
+	FILE *out;                 /* where commands print (stdout) */
+	bool interactive;          /* a person at a terminal (pause waits) */
+	bool quiet;                /* suppress the summary line after changes */
+	volatile sig_atomic_t *cancel; /* set by SIGINT during long work; may be NULL */
+	struct store *store;       /* recording; NULL when off */
+	int threads;
+	char store_note[96];       /* "not recording" when a database was asked for but
+				    * nothing is recorded (prompt, status line); else "" */
+};
+
+/* Initialises an empty session printing to out.  Never fails. */
+void session_init(struct session *s, FILE *out);
+
+/* Frees everything the session owns (not the store). */
+void session_free(struct session *s);
+
+/* Loads a model (see loader.h), replacing the current one; options reset to
+ * the new model's native ones; the text is re-encoded and run when set.
+ * On failure the session is unchanged. 0 or -1. */
+int session_load(struct session *s, const char *spec, struct err *e);
+
+/* Replaces the text and runs the model on it.  An empty text clears it.
+ * On failure (too long, no model) the session is unchanged. 0 or -1. */
+int session_set_text(struct session *s, const char *text, struct err *e);
+
+/* Replaces the run options (validated) and re-runs.  On failure the options
+ * are unchanged.  0 or -1. */
+int session_set_options(struct session *s, const struct run_options *o, struct err *e);
+
+/* Brings run and base up to date with model, tokens and options; cheap when
+ * nothing changed.  0 or -1 (no model: error; no text: 0, nothing run). */
+int session_update(struct session *s, struct err *e);
+
+/* True when there is a model and a text with a finished run. */
+bool session_ready(const struct session *s);
+
+/* One-line summary of the current run: tokens, loss, KL vs baseline, top-1
+ * agreement, KV bytes, forward ms.  Writes into buf. */
+void session_summary(const struct session *s, char *buf, size_t size);
+
+/* Short description of the options that differ from native, e.g.
+ * "gqa2 post-norm mask:none -2.1" ("" when native).  Writes into buf. */
+void session_variant(const struct session *s, char *buf, size_t size);
+
+/* KV-cache bytes of the current text under options o (float32 cache). */
+double session_kv_bytes(const struct session *s, const struct run_options *o);
+
+/* Parses a head id "L.H" or "LxHy"-style "L2H1" within the model's bounds.
+ * 0 or -1 with a message. */
+int session_parse_head(const struct session *s, const char *arg, int *layer, int *head,
+		       struct err *e);
+
+/* Formats a byte count with binary units ("1.25 GiB", "160 MiB", "896 B"). */
+void format_bytes(double bytes, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef ATTNSCOPE_VERSION_H
+#define ATTNSCOPE_VERSION_H
+#define ATTNSCOPE_VERSION "0.1.0"
+#endif

@@ -1,0 +1,302 @@
+/*
+ * analysis.c — comparisons between runs, next-token rankings, simple
+ * per-head summaries, the head-ablation sweep and the variant table.
+ */
+#include "analysis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* log-softmax normaliser of one row of logits. */
+static double log_norm(const float *z, int V)
+{
+	float mx = -INFINITY;
+	for (int j = 0; j < V; j++)
+		mx = z[j] > mx ? z[j] : mx;
+	double s = 0.0;
+	for (int j = 0; j < V; j++)
+		s += exp((double)z[j] - mx);
+	return log(s) + mx;
+}
+
+static int argmax(const float *z, int V)
+{
+	int best = 0;
+	for (int j = 1; j < V; j++)
+		if (z[j] > z[best])
+			best = j;
+	return best;
+}
+
+void compare_runs(const struct run *base, const struct run *run, struct comparison *out)
+{
+	int T = run->t, V = run->V;
+	double kl = 0.0;
+	int agree = 0;
+	for (int i = 0; i < T; i++) {
+		const float *p = base->logits + (size_t)i * V, *q = run->logits + (size_t)i * V;
+		double lp = log_norm(p, V), lq = log_norm(q, V), s = 0.0;
+		for (int j = 0; j < V; j++) {
+			double a = (double)p[j] - lp, b = (double)q[j] - lq;
+			s += exp(a) * (a - b);
+		}
+		kl += s > 0.0 ? s : 0.0;
+		agree += argmax(p, V) == argmax(q, V);
+	}
+	out->kl = T ? kl / T : 0.0;
+	out->top1_agree = T ? (double)agree / T : 1.0;
+	out->delta_loss = run->loss - base->loss;
+}
+
+int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob)
+{
+	int V = r->V;
+	const float *z = r->logits + (size_t)pos * V;
+	double ln = log_norm(z, V);
+	if (k > V)
+		k = V;
+	int n = 0;
+	for (int j = 0; j < V; j++) {
+		/* insertion into the sorted top-k list */
+		if (n == k && z[j] <= z[ids[n - 1]])
+			continue;
+		int i = n < k ? n++ : n - 1;
+		while (i > 0 && z[ids[i - 1]] < z[j]) {
+			ids[i] = ids[i - 1];
+			i--;
+		}
+		ids[i] = j;
+	}
+	for (int i = 0; i < n; i++)
+		prob[i] = exp((double)z[ids[i]] - ln);
+	return n;
+}
+
+double token_prob(const struct run *r, int pos, int id)
+{
+	const float *z = r->logits + (size_t)pos * r->V;
+	return exp((double)z[id] - log_norm(z, r->V));
+}
+
+void head_entropy(const struct run *r, int l, int h, double *entropy, double *max_weight)
+{
+	int T = r->t;
+	const float *a = run_att(r, l, 0, h);
+	double ent = 0.0, mx = 0.0;
+	for (int i = 0; i < T; i++)
+		for (int j = 0; j < T; j++) {
+			double w = a[(size_t)i * T + j];
+			if (w > 0.0)
+				ent -= w * log(w);
+			if (w > mx)
+				mx = w;
+		}
+	*entropy = T ? ent / T : 0.0;
+	*max_weight = mx;
+}
+
+/* ----------------------------------------------------------- ablation sweep */
+
+static void ablation_from(struct ablation *a, const struct comparison *c)
+{
+	a->delta_loss = c->delta_loss;
+	a->kl = c->kl;
+	a->top1_agree = c->top1_agree;
+}
+
+static void ablation_unset(struct ablation *a)
+{
+	a->delta_loss = a->kl = a->top1_agree = NAN;
+}
+
+int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int T,
+	      volatile sig_atomic_t *cancel, sweep_progress_fn progress, void *ctx,
+	      struct sweep_result *out, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	int L = c->n_layer, H = c->n_head;
+	memset(out, 0, sizeof *out);
+	out->L = L;
+	out->H = H;
+	out->T = T;
+	out->base_loss = NAN;
+	out->opt = *o;
+	memset(out->opt.ablated, 0, sizeof out->opt.ablated);
+	out->head = xmalloc((size_t)L * H * sizeof *out->head);
+	out->layer = xmalloc((size_t)L * sizeof *out->layer);
+	for (int i = 0; i < L * H; i++)
+		ablation_unset(&out->head[i]);
+	for (int l = 0; l < L; l++)
+		ablation_unset(&out->layer[l]);
+	out->total = 1 + L * H + L;
+	if (L * H > ABLATE_WORDS * 64)
+		return err_set(e, "sweep: ablation supports up to %d heads; this model has %d",
+			       ABLATE_WORDS * 64, L * H);
+	if (T < 2)
+		return err_set(e, "sweep needs at least 2 tokens (a loss needs a next token)");
+	if (run_options_validate(m, &out->opt, e) != 0)
+		return -1;
+
+	struct run *base = run_new(c, 1, T, RUN_LOGITS), *work = run_new(c, 1, T, RUN_LOGITS);
+	int rc = 0;
+	struct comparison cmp;
+	struct run_options ab;
+	if (cancel && *cancel)
+		goto cancelled;
+	if (model_forward(m, &out->opt, tokens, NULL, 1, T, base, e) != 0)
+		goto fail;
+	out->base_loss = base->loss;
+	out->done++;
+	if (progress)
+		progress(ctx, out->done, out->total);
+	for (int pass = 0; pass < L * H + L; pass++) {
+		if (cancel && *cancel)
+			goto cancelled;
+		ab = out->opt;
+		if (pass < L * H) {
+			opt_set_ablated(&ab, pass, true);
+		} else {
+			for (int h = 0; h < H; h++)
+				opt_set_ablated(&ab, (pass - L * H) * H + h, true);
+		}
+		if (model_forward(m, &ab, tokens, NULL, 1, T, work, e) != 0)
+			goto fail;
+		compare_runs(base, work, &cmp);
+		ablation_from(pass < L * H ? &out->head[pass] : &out->layer[pass - L * H], &cmp);
+		out->done++;
+		if (progress)
+			progress(ctx, out->done, out->total);
+	}
+	goto done;
+cancelled:
+	out->cancelled = true;
+	rc = err_set(e, "sweep cancelled");
+	goto done;
+fail:
+	rc = -1;
+done:
+	run_free(base);
+	run_free(work);
+	return rc;
+}
+
+void sweep_free(struct sweep_result *r)
+{
+	free(r->head);
+	free(r->layer);
+	r->head = r->layer = NULL;
+}
+
+int sweep_removable(const struct sweep_result *r, double frac)
+{
+	int n = 0;
+	double limit = frac * r->base_loss;
+	for (int i = 0; i < r->L * r->H; i++)
+		n += !isnan(r->head[i].delta_loss) && r->head[i].delta_loss < limit;
+	return n;
+}
+
+struct rank_item {
+	double key;
+	int idx;
+};
+
+static int rank_cmp(const void *pa, const void *pb)
+{
+	const struct rank_item *a = pa, *b = pb;
+	bool na = isnan(a->key), nb = isnan(b->key);
+	if (na != nb)
+		return na ? 1 : -1;
+	if (!na && a->key != b->key)
+		return a->key > b->key ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+void sweep_rank(const struct sweep_result *r, bool by_kl, int *idx)
+{
+	int n = r->L * r->H;
+	struct rank_item *it = xmalloc((size_t)(n ? n : 1) * sizeof *it);
+	for (int i = 0; i < n; i++) {
+		it[i].key = by_kl ? r->head[i].kl : r->head[i].delta_loss;
+		it[i].idx = i;
+	}
+	qsort(it, (size_t)n, sizeof *it, rank_cmp);
+	for (int i = 0; i < n; i++)
+		idx[i] = it[i].idx;
+	free(it);
+}
+
+/* ----------------------------------------------------------- variant table */
+
+/* "mha", "mqa" or "gqa G" for G key/value heads out of H. */
+static void sharing_name(int G, int H, char *buf, size_t size)
+{
+	if (G == H)
+		snprintf(buf, size, "mha");
+	else if (G == 1)
+		snprintf(buf, size, "mqa");
+	else
+		snprintf(buf, size, "gqa %d", G);
+}
+
+int variant_list(const struct model *m, struct variant_row *rows, int max)
+{
+	const struct model_config *c = &m->cfg;
+	int H = c->n_head, n = 0;
+	struct run_options nat;
+	run_options_native(m, &nat);
+	char sh[24];
+#define ROW(opts, ...) \
+	do { \
+		if (n < max) { \
+			memset(&rows[n], 0, sizeof rows[n]); \
+			rows[n].opt = (opts); \
+			rows[n].kv_heads = (opts).kv_heads; \
+			snprintf(rows[n].name, sizeof rows[n].name, __VA_ARGS__); \
+			n++; \
+		} \
+	} while (0)
+	sharing_name(nat.kv_heads, H, sh, sizeof sh);
+	ROW(nat, "native (%s)", sh);
+	for (int G = H; G >= 1; G--) {
+		if (H % G || G == nat.kv_heads)
+			continue;
+		struct run_options o = nat;
+		o.kv_heads = G;
+		sharing_name(G, H, sh, sizeof sh);
+		ROW(o, "%s", sh);
+	}
+	struct run_options o = nat;
+	o.placement = nat.placement == PLACE_PRE ? PLACE_POST : PLACE_PRE;
+	ROW(o, "%s-norm", norm_place_name(o.placement));
+	o = nat;
+	o.mask = MASK_NONE;
+	ROW(o, "mask none");
+#undef ROW
+	return n;
+}
+
+int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int T,
+		    const struct run *ref, struct run *work, struct variant_row *out, struct err *e)
+{
+	double best = INFINITY;
+	for (int pass = 0; pass < 2; pass++) {
+		if (model_forward(m, o, tokens, NULL, 1, T, work, e) != 0)
+			return -1;
+		best = work->forward_ms < best ? work->forward_ms : best;
+	}
+	struct comparison cmp;
+	compare_runs(ref, work, &cmp);
+	const struct model_config *c = &m->cfg;
+	out->opt = *o;
+	out->kv_heads = o->kv_heads;
+	out->loss = work->loss;
+	out->ppl = exp(work->loss);
+	out->kl = cmp.kl;
+	out->top1_agree = cmp.top1_agree;
+	out->kv_bytes = kv_cache_bytes(c->n_layer, o->kv_heads, T, cfg_d_head(c), 4);
+	out->forward_ms = best;
+	return 0;
+}

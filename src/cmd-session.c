@@ -1,0 +1,149 @@
+/*
+ * cmd-session.c — load a model, set the text; echo, pause, help, quit.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "dump.h"
+
+static void print_summary(struct session *s)
+{
+	if (s->quiet)
+		return;
+	char line[256];
+	session_summary(s, line, sizeof line);
+	fprintf(s->out, "%s\n", line);
+}
+
+static int load_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (session_load(s, argv[1], e) != 0)
+		return -1;
+	if (!s->quiet) {
+		const struct model_config *c = &s->model->cfg;
+		fprintf(s->out, "loaded %s: %d layers x %d heads (%d kv), d_model %d, vocab %d, context %d, %s %s-norm, %s, %s\n",
+			s->model->name ? s->model->name : argv[1], c->n_layer, c->n_head, c->n_kv_head,
+			c->d_model, c->vocab_size, c->context, norm_type_name(c->norm),
+			norm_place_name(c->placement), pos_type_name(c->pos), mlp_type_name(c->mlp));
+		if (session_ready(s))
+			print_summary(s);
+	}
+	return 0;
+}
+
+const struct cmd_entry cmd_load_entry = {
+	.name = "load",
+	.usage = "MODEL",
+	.help = "load a model file or a name in models/",
+	.complete = COMPLETE_MODEL,
+	.min_args = 1,
+	.max_args = 1,
+	.exec = load_exec,
+};
+
+static int text_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (session_set_text(s, argv[1], e) != 0)
+		return -1;
+	print_summary(s);
+	return 0;
+}
+
+const struct cmd_entry cmd_text_entry = {
+	.name = "text",
+	.usage = "TEXT...",
+	.help = "set the text (the rest of the line, literally) and run the model on it",
+	.flags = CMD_RAW,
+	.min_args = 1,
+	.max_args = 1,
+	.exec = text_exec,
+};
+
+static int echo_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	fprintf(s->out, "%s\n", argc > 1 ? argv[1] : "");
+	return 0;
+}
+
+const struct cmd_entry cmd_echo_entry = {
+	.name = "echo",
+	.usage = "TEXT...",
+	.help = "print a line (for narrated demos)",
+	.flags = CMD_RAW,
+	.min_args = 0,
+	.max_args = 1,
+	.exec = echo_exec,
+};
+
+static int pause_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (!s->interactive || !isatty(STDIN_FILENO))
+		return 0;
+	fprintf(s->out, "-- press Enter to continue --");
+	fflush(s->out);
+	int c;
+	while ((c = getchar()) != EOF && c != '\n')
+		;
+	return 0;
+}
+
+const struct cmd_entry cmd_pause_entry = {
+	.name = "pause",
+	.usage = "",
+	.help = "wait for Enter when a person is at a terminal (skipped otherwise)",
+	.min_args = 0,
+	.max_args = 0,
+	.exec = pause_exec,
+};
+
+static int help_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	char u[256];
+	if (argc == 2) {
+		const struct cmd_entry *c = cmd_find(argv[1], e);
+		if (!c)
+			return -1;
+		cmd_usage(c, u, sizeof u);
+		fprintf(s->out, "%s\n%s\n", u, c->help);
+		if (c->alias)
+			fprintf(s->out, "alias: %s\n", c->alias);
+		if (c->long_help)
+			fprintf(s->out, "\n%s\n", c->long_help);
+		return 0;
+	}
+	for (int i = 0; cmd_table[i]; i++) {
+		const struct cmd_entry *c = cmd_table[i];
+		snprintf(u, sizeof u, "%s %s", c->name, c->usage ? c->usage : "");
+		fprintf(s->out, "  %-34s %s\n", u, c->help);
+	}
+	fprintf(s->out, "Heads are written LAYER.HEAD, counting from 0 (e.g. 2.1). help CMD tells more.\n");
+	return 0;
+}
+
+const struct cmd_entry cmd_help_entry = {
+	.name = "help",
+	.alias = "?",
+	.usage = "[CMD]",
+	.help = "list the commands, or explain one",
+	.complete = COMPLETE_COMMAND,
+	.min_args = 0,
+	.max_args = 1,
+	.exec = help_exec,
+};
+
+static int quit_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	return CMD_QUIT;
+}
+
+const struct cmd_entry cmd_quit_entry = {
+	.name = "quit",
+	.alias = "exit",
+	.usage = "",
+	.help = "leave attnscope",
+	.min_args = 0,
+	.max_args = 0,
+	.exec = quit_exec,
+};

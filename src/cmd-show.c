@@ -1,0 +1,547 @@
+/*
+ * cmd-show.c — commands that look at the current run without changing how
+ * it is computed: show (grid, head, token, tokens), top, stats, kv, export.
+ * Layout comes from render.c and export.c; these functions only choose
+ * what to lay out, print it to s->out, and move the selection.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "cmd.h"
+#include "export.h"
+#include "render.h"
+#include "tokenizer.h"
+
+#define TOP_MAX 100      /* largest K of `top` */
+#define SHOW_TOKEN_K 3   /* keys listed per head by `show token` */
+#define GRID_CELL 16     /* largest side of a head in `show grid` */
+#define LABEL_COLS 12    /* widest token label in tables */
+
+/* ---------------------------------------------------------------- helpers */
+
+static int need_run(const struct session *s, struct err *e)
+{
+	if (!s->model)
+		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (!session_ready(s))
+		return err_set(e, "no text yet (try: text To be, or not to be)");
+	return 0;
+}
+
+/* Columns available on s->out: the terminal's width, else $COLUMNS, else 80. */
+static int out_width(const struct session *s)
+{
+	int fd = s->out ? fileno(s->out) : -1;
+	struct winsize ws;
+	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	int n = c ? atoi(c) : 0;
+	return n > 0 ? n : 80;
+}
+
+/* Writes a finished buffer to s->out. */
+static void emit(struct session *s, struct render_buf *b)
+{
+	if (b->len)
+		fwrite(b->data, 1, b->len, s->out);
+	render_buf_free(b);
+}
+
+static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < lo || v > hi)
+		return err_set(e, "%.32s: %s must be a whole number from %d to %d", arg, what, lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_token(const struct session *s, const char *arg, int *out, struct err *e)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end)
+		return err_set(e, "%.32s: not a token index (see: show tokens)", arg);
+	if (v < 0 || v >= s->n_tokens)
+		return err_set(e, "token %ld does not exist (tokens 0-%d)", v, s->n_tokens - 1);
+	*out = (int)v;
+	return 0;
+}
+
+static bool head_ablated(const struct session *s, int l, int h)
+{
+	int bit = l * s->model->cfg.n_head + h;
+	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
+}
+
+/* Widest label among ids (at most LABEL_COLS). */
+static int label_cols(char **labels, int n)
+{
+	int w = 1;
+	for (int i = 0; i < n; i++) {
+		int k = render_width(labels[i]);
+		w = k > w ? k : w;
+	}
+	return w < LABEL_COLS ? w : LABEL_COLS;
+}
+
+/* ------------------------------------------------------------------- show */
+
+static void show_grid(struct session *s, struct render_buf *b)
+{
+	const struct model_config *c = &s->model->cfg;
+	int L = c->n_layer, H = c->n_head;
+	const float **att = xmalloc((size_t)L * H * sizeof *att);
+	bool *abl = xmalloc((size_t)L * H * sizeof *abl);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++) {
+			att[l * H + h] = run_att(s->run, l, 0, h);
+			abl[l * H + h] = head_ablated(s, l, h);
+		}
+	struct render_grid_spec sp = {
+		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl,
+		.sel_layer = s->sel_layer, .sel_head = s->sel_head,
+		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = out_width(s),
+	};
+	render_grid(b, &sp);
+	free(att);
+	free(abl);
+}
+
+static void show_head(struct session *s, int l, int h, struct render_buf *b)
+{
+	char opts[512], title[1024];
+	export_describe_options(s, opts, sizeof opts);
+	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, %d tokens; options: %s", l, h,
+		 l, h, head_ablated(s, l, h) ? " ablated (output zeroed; attention shown)" : "",
+		 s->n_tokens, opts);
+	char **labels = render_labels(s->model->tok, s->tokens, s->n_tokens);
+	struct render_head_spec sp = {
+		.att = run_att(s->run, l, 0, h), .T = s->n_tokens, .labels = labels,
+		.style = RENDER_UNICODE, .max_width = out_width(s), .title = title,
+	};
+	render_head(b, &sp);
+	render_labels_free(labels, s->n_tokens);
+	s->sel_layer = l;
+	s->sel_head = h;
+	s->dirty |= DIRTY_SELECT;
+}
+
+static void show_token(struct session *s, int q, struct render_buf *b)
+{
+	const struct model_config *c = &s->model->cfg;
+	int T = s->n_tokens, k = T < SHOW_TOKEN_K ? T : SHOW_TOKEN_K;
+	char **labels = render_labels(s->model->tok, s->tokens, T);
+	int lw = label_cols(labels, T), iw = snprintf(NULL, 0, "%d", T - 1);
+	render_buf_printf(b, "token %d \"%s\" (id %d) attends to, strongest keys first (index label weight):\n",
+			  q, labels[q], s->tokens[q]);
+	for (int l = 0; l < c->n_layer; l++)
+		for (int h = 0; h < c->n_head; h++) {
+			const float *row = run_att(s->run, l, 0, h) + (size_t)q * T;
+			int best[SHOW_TOKEN_K];
+			int n = 0;
+			/* insertion into the top-k list; earlier keys win ties */
+			for (int j = 0; j < T; j++) {
+				if (n == k && row[j] <= row[best[n - 1]])
+					continue;
+				int i = n < k ? n++ : n - 1;
+				while (i > 0 && row[best[i - 1]] < row[j]) {
+					best[i] = best[i - 1];
+					i--;
+				}
+				best[i] = j;
+			}
+			render_buf_printf(b, "  %d.%d%s", l, h, head_ablated(s, l, h) ? " \u2717" : "  ");
+			for (int i = 0; i < n; i++) {
+				render_buf_printf(b, "   %*d ", iw, best[i]);
+				render_pad(b, labels[best[i]], lw, RENDER_LEFT, false);
+				render_buf_printf(b, " %.3f", (double)row[best[i]]);
+			}
+			render_buf_puts(b, "\n");
+		}
+	if (opt_ablated_count(&s->opt))
+		render_buf_puts(b, "(\u2717 ablated: output zeroed, attention shown)\n");
+	render_labels_free(labels, T);
+	s->sel_token = q;
+	s->dirty |= DIRTY_SELECT;
+}
+
+static void show_tokens(struct session *s, struct render_buf *b)
+{
+	int T = s->n_tokens;
+	char **labels = render_labels(s->model->tok, s->tokens, T);
+	render_buf_puts(b, "index     id  label\n");
+	for (int i = 0; i < T; i++)
+		render_buf_printf(b, "%5d  %5d  %s\n", i, s->tokens[i], labels[i]);
+	render_labels_free(labels, T);
+}
+
+static int show_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	const char *what = argv[1];
+	bool is_head = !strcmp(what, "head"), is_token = !strcmp(what, "token");
+	if (!(((is_head || is_token) && argc == 3) ||
+	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
+		return err_set(e, "usage: show grid | show head L.H | show token I | show tokens");
+	if (need_run(s, e))
+		return -1;
+	struct render_buf b;
+	render_buf_init(&b);
+	if (is_head) {
+		int l, h;
+		if (session_parse_head(s, argv[2], &l, &h, e) != 0)
+			return -1;
+		show_head(s, l, h, &b);
+	} else if (is_token) {
+		int q;
+		if (parse_token(s, argv[2], &q, e) != 0)
+			return -1;
+		show_token(s, q, &b);
+	} else if (!strcmp(what, "grid")) {
+		show_grid(s, &b);
+	} else {
+		show_tokens(s, &b);
+	}
+	emit(s, &b);
+	return 0;
+}
+
+static const char *const show_words[] = { "grid", "head", "token", "tokens", NULL };
+const struct cmd_entry cmd_show_entry = {
+	.name = "show",
+	.usage = "grid | head L.H | token I | tokens",
+	.help = "print every head's heatmap, one head with token labels, one token's keys, or the tokens",
+	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
+		     "               selected head, \u2717 an ablated one)\n"
+		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
+		     "show token I   the 3 keys token I attends to most in every head; selects it\n"
+		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
+		     "Shading is the attention weight: ' ' <0.01 '\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
+	.complete = COMPLETE_WORDS,
+	.words = show_words,
+	.min_args = 1,
+	.max_args = 2,
+	.exec = show_exec,
+};
+
+/* -------------------------------------------------------------------- top */
+
+static int top_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	int k = 5, pos = -1, i = 1;
+	if (i < argc && strcmp(argv[i], "at")) {
+		if (parse_int(argv[i], 1, TOP_MAX, "K", &k, e))
+			return -1;
+		i++;
+	}
+	if (i < argc) {
+		if (strcmp(argv[i], "at") || i + 2 != argc)
+			return err_set(e, "usage: top [K] [at I]");
+		if (need_run(s, e) || parse_token(s, argv[i + 1], &pos, e))
+			return -1;
+	}
+	if (need_run(s, e))
+		return -1;
+	int T = s->n_tokens;
+	if (pos < 0)
+		pos = T - 1;
+	int ids[TOP_MAX], bids[TOP_MAX];
+	double p[TOP_MAX], bp[TOP_MAX];
+	int n = top_tokens(s->run, pos, k, ids, p);
+	bool variant = !run_options_equal(&s->opt, &s->native);
+
+	char lab[96], ctx[96];
+	tok_label(s->model->tok, s->tokens[pos], ctx, sizeof ctx);
+	int lw = 5;
+	for (int r = 0; r < n; r++) {
+		tok_label(s->model->tok, ids[r], lab, sizeof lab);
+		int w = render_width(lab);
+		lw = w > lw ? w : lw;
+	}
+	int bn = 0;
+	if (variant) {
+		bn = top_tokens(s->base, pos, k, bids, bp);
+		for (int r = 0; r < bn; r++) {
+			tok_label(s->model->tok, bids[r], lab, sizeof lab);
+			int w = render_width(lab);
+			lw = w > lw ? w : lw;
+		}
+	}
+	lw = lw < LABEL_COLS ? lw : LABEL_COLS;
+
+	struct render_buf b;
+	render_buf_init(&b);
+	render_buf_printf(&b, "next token after position %d \"%s\"", pos, ctx);
+	if (variant) {
+		char v[256];
+		session_variant(s, v, sizeof v);
+		render_buf_printf(&b, " (%d tokens), options %s vs the native baseline:\n", T, v);
+		render_buf_printf(&b, "%4s  ", "#");
+		render_pad(&b, "token", lw, RENDER_LEFT, false);
+		render_buf_puts(&b, "  p        base p   | baseline's own top\n");
+	} else {
+		render_buf_printf(&b, " (%d tokens):\n", T);
+		render_buf_printf(&b, "%4s  ", "#");
+		render_pad(&b, "token", lw, RENDER_LEFT, false);
+		render_buf_puts(&b, "  p\n");
+	}
+	int rows = n > bn ? n : bn;
+	for (int r = 0; r < rows; r++) {
+		size_t start = b.len;
+		render_buf_printf(&b, "%4d  ", r + 1);
+		if (r < n) {
+			tok_label(s->model->tok, ids[r], lab, sizeof lab);
+			render_pad(&b, lab, lw, RENDER_LEFT, false);
+			render_buf_printf(&b, "  %.4f", p[r]);
+			if (variant)
+				render_buf_printf(&b, "   %.4f", token_prob(s->base, pos, ids[r]));
+		} else {
+			render_buf_repeat(&b, " ", lw + 8 + (variant ? 9 : 0));
+		}
+		if (variant && r < bn) {
+			tok_label(s->model->tok, bids[r], lab, sizeof lab);
+			render_buf_puts(&b, "   | ");
+			render_pad(&b, lab, lw, RENDER_LEFT, false);
+			render_buf_printf(&b, "  %.4f", bp[r]);
+		}
+		while (b.len > start && b.data[b.len - 1] == ' ')
+			b.data[--b.len] = '\0';
+		render_buf_puts(&b, "\n");
+	}
+	emit(s, &b);
+	return 0;
+}
+
+const struct cmd_entry cmd_top_entry = {
+	.name = "top",
+	.usage = "[K] [at I]",
+	.help = "the K (default 5) most likely next tokens at position I (default: the last)",
+	.long_help = "When the options differ from the model's native ones, each token's probability\n"
+		     "under the native baseline is shown beside it, with the baseline's own top K.",
+	.min_args = 0,
+	.max_args = 3,
+	.exec = top_exec,
+};
+
+/* ------------------------------------------------------------------ stats */
+
+static int stats_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (need_run(s, e))
+		return -1;
+	struct render_buf b;
+	render_buf_init(&b);
+	export_stats_txt(s, true, &b);
+	emit(s, &b);
+	return 0;
+}
+
+const struct cmd_entry cmd_stats_entry = {
+	.name = "stats",
+	.usage = "",
+	.help = "loss, perplexity, KL and top-1 agreement vs the baseline, KV bytes, and per-head entropy",
+	.min_args = 0,
+	.max_args = 0,
+	.exec = stats_exec,
+};
+
+/* --------------------------------------------------------------------- kv */
+
+static void kv_line(struct render_buf *b, const char *name, int g, double bytes, const char *mark)
+{
+	char sz[32];
+	format_bytes(bytes, sz, sizeof sz);
+	render_buf_printf(b, "  %-8s %4d kv head%s  %10s%s\n", name, g, g == 1 ? " " : "s", sz, mark);
+}
+
+static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	static const char *const flags[] = { "--layers", "--heads", "--kv-heads", "--head-dim",
+					     "--tokens", "--bytes" };
+	static const int limits[] = { CFG_MAX_LAYERS, CFG_MAX_HEADS, CFG_MAX_HEADS, 1 << 16,
+				      1 << 30, 16 };
+	int val[6] = { 0 };
+	bool given[6] = { false };
+	for (int i = 1; i < argc; i++) {
+		int f = -1;
+		for (int k = 0; k < 6; k++)
+			if (!strcmp(argv[i], flags[k]))
+				f = k;
+		if (f < 0 || i + 1 >= argc)
+			return err_set(e, "usage: kv [--layers N --heads N --kv-heads N --head-dim N --tokens N --bytes N]");
+		if (parse_int(argv[++i], 1, limits[f], flags[f] + 2, &val[f], e))
+			return -1;
+		given[f] = true;
+	}
+	enum { LAYERS, HEADS, KVH, DHEAD, TOKENS, BYTES };
+	const struct model *m = s->model;
+	bool no_text = false;
+	if (!m && !(given[LAYERS] && given[HEADS] && given[DHEAD] && given[TOKENS]))
+		return err_set(e, "kv: no model loaded; give --layers, --heads, --head-dim and --tokens");
+	if (m) {
+		const struct model_config *c = &m->cfg;
+		if (!given[LAYERS])
+			val[LAYERS] = c->n_layer;
+		if (!given[HEADS])
+			val[HEADS] = c->n_head;
+		if (!given[DHEAD])
+			val[DHEAD] = cfg_d_head(c);
+		if (!given[TOKENS]) {
+			val[TOKENS] = s->n_tokens > 0 ? s->n_tokens : c->context;
+			no_text = s->n_tokens == 0;
+		}
+	}
+	if (!given[BYTES])
+		val[BYTES] = 4;
+	int L = val[LAYERS], H = val[HEADS], D = val[DHEAD], T = val[TOKENS], B = val[BYTES];
+	if (given[KVH] && H % val[KVH])
+		return err_set(e, "kv: --kv-heads %d must divide --heads %d", val[KVH], H);
+	/* marks for the loaded model, when its shape is what is computed */
+	bool own = m && !given[LAYERS] && !given[HEADS] && !given[DHEAD];
+	int native = own ? s->native.kv_heads : -1, current = own ? s->opt.kv_heads : -1;
+
+	struct render_buf b;
+	render_buf_init(&b);
+	render_buf_printf(&b, "KV cache for %d layer%s, %d query head%s, head dim %d, %d token%s%s, %d byte%s per element%s:\n",
+			  L, L == 1 ? "" : "s", H, H == 1 ? "" : "s", D, T, T == 1 ? "" : "s",
+			  no_text ? " (no text: the full context)" : "", B, B == 1 ? "" : "s",
+			  B == 4 ? " (float32)" : B == 2 ? " (fp16)" : "");
+	for (int g = H; g >= 1; g--) {
+		bool listed = g == H || g == 1 || (given[KVH] ? g == val[KVH] : H % g == 0);
+		if (!listed)
+			continue;
+		char name[32], mark[48] = "";
+		if (g == H)
+			snprintf(name, sizeof name, H == 1 ? "MHA=MQA" : "MHA");
+		else if (g == 1)
+			snprintf(name, sizeof name, "MQA");
+		else
+			snprintf(name, sizeof name, "GQA-%d", g);
+		if (g == native && g == current)
+			snprintf(mark, sizeof mark, "  (native, current)");
+		else if (g == native)
+			snprintf(mark, sizeof mark, "  (native)");
+		else if (g == current)
+			snprintf(mark, sizeof mark, "  (current)");
+		kv_line(&b, name, g, kv_cache_bytes(L, g, T, D, B), mark);
+	}
+	render_buf_puts(&b, "bytes = 2 (K and V) x layers x kv_heads x tokens x head_dim x bytes per element\n");
+	emit(s, &b);
+	return 0;
+}
+
+const struct cmd_entry cmd_kv_entry = {
+	.name = "kv",
+	.usage = "[--layers N --heads N --kv-heads N --head-dim N --tokens N --bytes N]",
+	.help = "KV-cache size under MHA, GQA and MQA for the loaded model or the given numbers",
+	.long_help = "Defaults come from the loaded model and the current text (bytes 4: float32, as\n"
+		     "the engine runs; --bytes 2 for fp16). Without --kv-heads every GQA group count\n"
+		     "that divides the heads is listed. With no model, give --layers, --heads,\n"
+		     "--head-dim and --tokens. Example: kv --layers 80 --heads 64 --kv-heads 8\n"
+		     "--head-dim 128 --tokens 4096 --bytes 2 (10 GiB MHA, 1.25 GiB GQA-8, 160 MiB MQA).",
+	.min_args = 0,
+	.max_args = 12,
+	.exec = kv_exec,
+};
+
+/* ----------------------------------------------------------------- export */
+
+static int export_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	static const char usage[] =
+		"usage: export heatmap L.H | export grid | export stats [--format txt|ascii|ansi|csv|json|svg] [--out FILE]";
+	const char *what = argv[1], *head = NULL, *fmt = NULL, *path = NULL;
+	int i = 2;
+	if (!strcmp(what, "heatmap")) {
+		if (argc < 3 || argv[2][0] == '-')
+			return err_set(e, "%s", usage);
+		head = argv[i++];
+	} else if (strcmp(what, "grid") && strcmp(what, "stats")) {
+		return err_set(e, "%s", usage);
+	}
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--format") && i + 1 < argc) {
+			fmt = argv[++i];
+		} else if (!strcmp(a, "--out") && i + 1 < argc) {
+			path = argv[++i];
+		} else if (!strncmp(a, "--format=", 9)) {
+			fmt = a + 9;
+		} else if (!strncmp(a, "--out=", 6)) {
+			path = a + 6;
+		} else {
+			return err_set(e, "%s", usage);
+		}
+	}
+	enum export_format f = EXPORT_TXT;
+	if (fmt) {
+		if (export_format_parse(fmt, &f, e) != 0)
+			return -1;
+	} else if (path) {
+		export_format_from_path(path, &f); /* stays txt when the name says nothing */
+	}
+	if (path && !path[0])
+		return err_set(e, "export: --out needs a file name");
+	if (need_run(s, e))
+		return -1;
+
+	struct render_buf b;
+	render_buf_init(&b);
+	int rc;
+	char desc[64];
+	if (head) {
+		int l, h;
+		if (session_parse_head(s, head, &l, &h, e) != 0)
+			return -1;
+		rc = export_heatmap(s, l, h, f, &b, e);
+		snprintf(desc, sizeof desc, "heatmap %d.%d", l, h);
+	} else if (!strcmp(what, "grid")) {
+		rc = export_grid(s, f, &b, e);
+		snprintf(desc, sizeof desc, "grid");
+	} else {
+		rc = export_stats(s, f, &b, e);
+		snprintf(desc, sizeof desc, "stats");
+	}
+	if (rc != 0) {
+		render_buf_free(&b);
+		return -1;
+	}
+	if (!path) {
+		emit(s, &b);
+		return 0;
+	}
+	if (write_file_atomic(path, b.data ? b.data : "", b.len, e) != 0) {
+		render_buf_free(&b);
+		return err_prefix(e, "export");
+	}
+	if (!s->quiet)
+		fprintf(s->out, "wrote %s (%s, %s, %zu bytes)\n", path, desc, export_format_name(f), b.len);
+	render_buf_free(&b);
+	return 0;
+}
+
+static const char *const export_words[] = { "heatmap", "grid", "stats", "--format", "--out",
+					    "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
+const struct cmd_entry cmd_export_entry = {
+	.name = "export",
+	.usage = "heatmap L.H | grid | stats [--format txt|ascii|ansi|csv|json|svg] [--out FILE]",
+	.help = "write one head, every head, or the numbers as text, CSV, JSON or SVG",
+	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
+		     "the format follows FILE's extension (.csv .json .svg .txt), else txt.\n"
+		     "txt/ascii/ansi: shaded heatmaps with token labels; csv: one row per query\n"
+		     "token (full-precision weights); json: tokens, shape, options and weights;\n"
+		     "svg: a standalone figure. Stats: txt, csv or json. Exports of the same run\n"
+		     "are byte-identical (no timestamps or timings).",
+	.complete = COMPLETE_WORDS,
+	.words = export_words,
+	.min_args = 1,
+	.max_args = -1,
+	.exec = export_exec,
+};

@@ -1,0 +1,241 @@
+/*
+ * cmd.c — the command table, lookup with suggestions, the line splitter and
+ * cmd_run(), the single entry point every face uses.
+ */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+extern const struct cmd_entry cmd_load_entry, cmd_text_entry, cmd_attn_entry, cmd_norm_entry,
+	cmd_mask_entry, cmd_scale_entry, cmd_ablate_entry, cmd_restore_entry, cmd_reset_entry,
+	cmd_echo_entry, cmd_pause_entry, cmd_help_entry, cmd_quit_entry, cmd_show_entry,
+	cmd_top_entry, cmd_stats_entry, cmd_kv_entry, cmd_export_entry;
+extern const struct cmd_entry cmd_heads_entry, cmd_sweep_entry, cmd_compare_entry;
+extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry,
+	cmd_replay_entry, cmd_measurements_entry;
+extern const struct cmd_entry cmd_view_entry;
+
+const struct cmd_entry *const cmd_table[] = {
+	&cmd_load_entry,
+	&cmd_text_entry,
+	&cmd_attn_entry,
+	&cmd_norm_entry,
+	&cmd_mask_entry,
+	&cmd_scale_entry,
+	&cmd_ablate_entry,
+	&cmd_restore_entry,
+	&cmd_reset_entry,
+	&cmd_show_entry,
+	&cmd_top_entry,
+	&cmd_stats_entry,
+	&cmd_heads_entry,
+	&cmd_sweep_entry,
+	&cmd_compare_entry,
+	&cmd_kv_entry,
+	&cmd_export_entry,
+	&cmd_save_entry,
+	&cmd_sessions_entry,
+	&cmd_open_entry,
+	&cmd_replay_entry,
+	&cmd_measurements_entry,
+	&cmd_view_entry,
+	&cmd_echo_entry,
+	&cmd_pause_entry,
+	&cmd_help_entry,
+	&cmd_quit_entry,
+	NULL,
+};
+
+/* ------------------------------------------------------------------ lookup */
+
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 32 || lb > 32)
+		return 99;
+	int d[33][33];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	return d[la][lb];
+}
+
+const struct cmd_entry *cmd_find(const char *name, struct err *e)
+{
+	const struct cmd_entry *prefix = NULL;
+	int n_prefix = 0;
+	for (int i = 0; cmd_table[i]; i++) {
+		const struct cmd_entry *c = cmd_table[i];
+		if (!strcmp(c->name, name) || (c->alias && !strcmp(c->alias, name)))
+			return c;
+		if (name[0] && !strncmp(c->name, name, strlen(name))) {
+			prefix = c;
+			n_prefix++;
+		}
+	}
+	if (n_prefix == 1)
+		return prefix;
+	char list[ERR_MAX / 2] = "";
+	size_t n = 0;
+	if (n_prefix > 1) {
+		for (int i = 0; cmd_table[i]; i++)
+			if (!strncmp(cmd_table[i]->name, name, strlen(name)) && n < sizeof list)
+				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+						      cmd_table[i]->name);
+		err_set(e, "ambiguous command: %s, could be: %s", name, list);
+		return NULL;
+	}
+	int limit = strlen(name) <= 3 ? 1 : 2;
+	for (int i = 0; cmd_table[i]; i++)
+		if (edit_distance(name, cmd_table[i]->name) <= limit && n < sizeof list)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+					      cmd_table[i]->name);
+	if (n)
+		err_set(e, "unknown command: %.64s (did you mean: %s?)", name, list);
+	else
+		err_set(e, "unknown command: %.64s (type help for the list)", name);
+	return NULL;
+}
+
+void cmd_usage(const struct cmd_entry *c, char *buf, size_t size)
+{
+	snprintf(buf, size, "usage: %s%s%s", c->name, c->usage && c->usage[0] ? " " : "",
+		 c->usage ? c->usage : "");
+}
+
+int cmd_run(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (argc < 1)
+		return 0;
+	const struct cmd_entry *c = cmd_find(argv[0], e);
+	if (!c)
+		return -1;
+	int nargs = argc - 1;
+	if (nargs < c->min_args || (c->max_args >= 0 && nargs > c->max_args)) {
+		char u[256];
+		cmd_usage(c, u, sizeof u);
+		return err_set(e, "%s", u);
+	}
+	return c->exec(s, argc, argv, e);
+}
+
+/* --------------------------------------------------------------- splitting */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int cmd_split(const char *line, int *argc, char ***argv, struct err *e)
+{
+	int n = 0, cap = 8;
+	char **v = xmalloc((size_t)cap * sizeof *v);
+	size_t len = strlen(line);
+	char *word = xmalloc(len + 1);
+	const char *p = line;
+
+	for (;;) {
+		/* after the command name, a CMD_RAW command takes the rest verbatim */
+		if (n == 1) {
+			const struct cmd_entry *c = cmd_find(v[0], NULL);
+			if (c && (c->flags & CMD_RAW)) {
+				if (is_blank(*p))
+					p++;
+				size_t k = strlen(p);
+				while (k > 0 && (p[k - 1] == '\n' || p[k - 1] == '\r'))
+					k--;
+				if (k > 0)
+					v[n++] = xstrndup(p, k);
+				break;
+			}
+		}
+		while (is_blank(*p))
+			p++;
+		if (!*p || *p == '#')
+			break;
+		if (n + 2 > cap) {
+			cap *= 2;
+			v = xrealloc(v, (size_t)cap * sizeof *v);
+		}
+		size_t w = 0;
+		char quote = 0;
+		while (*p && (quote || !is_blank(*p))) {
+			if (quote) {
+				if (*p == quote) {
+					quote = 0;
+				} else if (*p == '\\' && quote == '"' && (p[1] == '"' || p[1] == '\\')) {
+					word[w++] = *++p;
+				} else {
+					word[w++] = *p;
+				}
+			} else if (*p == '\'' || *p == '"') {
+				quote = *p;
+			} else if (*p == '\\' && p[1]) {
+				word[w++] = *++p;
+			} else {
+				word[w++] = *p;
+			}
+			p++;
+		}
+		if (quote) {
+			for (int i = 0; i < n; i++)
+				free(v[i]);
+			free(v);
+			free(word);
+			return err_set(e, "unbalanced %c quote", quote);
+		}
+		v[n++] = xstrndup(word, w);
+	}
+	free(word);
+	v[n] = NULL;
+	*argc = n;
+	*argv = v;
+	return 0;
+}
+
+void cmd_free_argv(int argc, char **argv)
+{
+	if (!argv)
+		return;
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static int run_line(struct session *s, const char *line, struct err *e)
+{
+	int argc;
+	char **argv;
+	if (cmd_split(line, &argc, &argv, e) != 0)
+		return -1;
+	int rc = argc ? cmd_run(s, argc, argv, e) : 0;
+	cmd_free_argv(argc, argv);
+	return rc;
+}
+
+/* With a session database, every line is recorded as it starts and its
+ * outcome when it ends (store.h). */
+int cmd_run_line(struct session *s, const char *line, struct err *e)
+{
+	if (!s->store)
+		return run_line(s, line, e);
+	struct err local;
+	if (!e)
+		e = &local;
+	e->msg[0] = '\0';
+	int64_t seq = store_command_begin(s, line);
+	int rc = run_line(s, line, e);
+	store_command_end(s, seq, rc, e->msg);
+	return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * dump.c — `attnscope MODEL --text TEXT --dump`: the config, the tokens and
+ * every layer's and head's attention rows as plain text, for scripts and
+ * tests that want the raw numbers.
+ */
+#include "dump.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "loader.h"
+#include "tokenizer.h"
+
+void dump_config(FILE *out, const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	fprintf(out, "model %s\n", m->name ? m->name : "?");
+	fprintf(out, "config vocab %d d_model %d layers %d heads %d kv_heads %d d_head %d d_ff %d context %d\n",
+		c->vocab_size, c->d_model, c->n_layer, c->n_head, c->n_kv_head, cfg_d_head(c), c->d_ff,
+		c->context);
+	fprintf(out, "config norm %s eps %g placement %s pos %s", norm_type_name(c->norm),
+		(double)c->norm_eps, norm_place_name(c->placement), pos_type_name(c->pos));
+	if (c->pos == POS_ROPE)
+		fprintf(out, " theta %g", (double)c->rope_theta);
+	fprintf(out, " mlp %s bias %s tied %s params %zu\n", mlp_type_name(c->mlp),
+		c->bias ? "yes" : "no", c->tied ? "yes" : "no", m->n_params);
+}
+
+int dump_run(FILE *out, struct model *m, const char *text, size_t len, struct err *e)
+{
+	int *ids, n, bad = 0;
+	if (model_tokenize(m, text, len, &ids, &n, &bad, e) != 0)
+		return -1;
+	if (bad)
+		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n",
+			bad, bad == 1 ? "" : "s");
+	struct run_options o;
+	run_options_native(m, &o);
+	struct run *r = run_new(&m->cfg, 1, n > 0 ? n : 1, RUN_LOGITS | RUN_ATTN);
+	if (model_forward(m, &o, ids, NULL, 1, n, r, e) != 0) {
+		run_free(r);
+		free(ids);
+		return -1;
+	}
+	dump_config(out, m);
+	fprintf(out, "tokens %d\n", n);
+	char label[64];
+	for (int i = 0; i < n; i++) {
+		tok_label(m->tok, ids[i], label, sizeof label);
+		fprintf(out, "token %d id %d %s\n", i, ids[i], label);
+	}
+	if (isnan(r->loss))
+		fprintf(out, "loss none\n");
+	else
+		fprintf(out, "loss %.6f\n", r->loss);
+	for (int l = 0; l < m->cfg.n_layer; l++)
+		for (int h = 0; h < m->cfg.n_head; h++) {
+			fprintf(out, "attn %d.%d\n", l, h);
+			const float *a = run_att(r, l, 0, h);
+			for (int i = 0; i < n; i++) {
+				for (int j = 0; j < n; j++)
+					fprintf(out, j ? " %.6f" : "%.6f", (double)a[(size_t)i * n + j]);
+				fputc('\n', out);
+			}
+		}
+	run_free(r);
+	free(ids);
+	return 0;
+}

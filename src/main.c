@@ -1,0 +1,311 @@
+/*
+ * main.c — the attnscope command line: options, then the chosen face
+ * (--dump, command files and -c, standard input, or the REPL).
+ */
+#define _GNU_SOURCE
+#include <locale.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dump.h"
+#include "loader.h"
+#include "model.h"
+#include "repl.h"
+#include "script.h"
+#include "session.h"
+#include "store.h"
+#include "train.h"
+#include "tui.h"
+#include "version.h"
+
+#define DEFAULT_MODEL "shakespeare"
+#define DEFAULT_DB "sessions/attnscope.db"
+
+static const char usage[] =
+	"usage: attnscope [MODEL] [-m MODEL] [-t TEXT] [-c \"CMD; CMD\"] [-f FILE] [--batch]\n"
+	"                 [--tui] [--db PATH | --no-db] [--threads N] [--dump] [--help] [--version]\n"
+	"       attnscope train [options]      (attnscope train --help)\n"
+	"\n"
+	"Runs a transformer language model on text and shows what every attention\n"
+	"head does with it.\n"
+	"\n"
+	"  MODEL, -m MODEL   a .safetensors file, or a name in models/ (default: " DEFAULT_MODEL ").\n"
+	"                    A MODEL given here must load.  When the default is missing,\n"
+	"                    attnscope starts without a model (a script or `load MODEL` can\n"
+	"                    load one) and tells why the first time a command fails without one.\n"
+	"  -t, --text TEXT   the text to run (needs a model)\n"
+	"  -c CMDS           run commands separated by ';' (\\; is a literal ';'), then exit;\n"
+	"                    the first failing command stops the run (status 1)\n"
+	"  -f FILE           run a command file (- is standard input); at a terminal without\n"
+	"                    --batch, errors are reported and the prompt follows the file.\n"
+	"                    -c and -f may be repeated; they run in the order given\n"
+	"  --batch           no prompt: run -c/-f, or else standard input, and stop at the\n"
+	"                    first failing command with FILE:LINE: message and status 1.\n"
+	"                    Implied when standard input is not a terminal (it is then read\n"
+	"                    only when no -c or -f is given)\n"
+	"  --tui             the full-screen visualizer\n"
+	"  --db PATH         session database (default: $ATTNSCOPE_DB, else " DEFAULT_DB ")\n"
+	"  --no-db           record nothing\n"
+	"  --dump            print the config, tokens and every head's attention rows\n"
+	"  --threads N       BLAS/OpenMP threads (default: all cores)\n"
+	"  -h, --help        this help\n"
+	"  --version         the version\n"
+	"\n"
+	"In a command file, one command per line; '#' starts a comment line; `text` takes the\n"
+	"rest of the line literally; a line with a NUL byte is refused.  `pause` waits for Enter\n"
+	"only at a terminal.  `quit` ends with status 0.  Type `help` at the prompt for the\n"
+	"commands.\n";
+
+/* A -c or -f argument, in command-line order. */
+struct script_arg {
+	char kind; /* 'c' or 'f' */
+	const char *arg;
+};
+
+struct cli {
+	const char *model_spec;  /* NULL: the default */
+	const char *text;
+	int threads;
+	bool dump, batch, tui;
+	const char *db_path;     /* database for the storage work; NULL with --no-db */
+	struct script_arg *scripts;
+	int n_scripts;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("attnscope: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (attnscope --help lists the options)\n", stderr);
+	return 2;
+}
+
+/* Parses argv into c.  Returns -1 to go on, or the exit status (help,
+ * version, usage errors). */
+static int parse_args(int argc, char **argv, struct cli *c)
+{
+	const char *env_db = getenv("ATTNSCOPE_DB");
+	c->db_path = env_db && env_db[0] ? env_db : DEFAULT_DB;
+	c->scripts = xmalloc((size_t)(argc + 1) * sizeof *c->scripts);
+	bool options_done = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *inline_val = NULL;
+		char name[64];
+		/* --long=value */
+		if (!options_done && !strncmp(a, "--", 2) && strchr(a, '=')) {
+			size_t n = (size_t)(strchr(a, '=') - a);
+			if (n >= sizeof name)
+				return usage_error("unknown option %s", a);
+			memcpy(name, a, n);
+			name[n] = '\0';
+			inline_val = a + n + 1;
+			a = name;
+		}
+		if (options_done || a[0] != '-' || a[1] == '\0') {
+			if (c->model_spec)
+				return usage_error("unexpected argument %s (the model is already given)", a);
+			c->model_spec = a;
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			options_done = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			printf("attnscope %s\n", ATTNSCOPE_VERSION);
+			return 0;
+		} else if (!strcmp(a, "--dump")) {
+			c->dump = true;
+		} else if (!strcmp(a, "--batch")) {
+			c->batch = true;
+		} else if (!strcmp(a, "--tui")) {
+			c->tui = true;
+		} else if (!strcmp(a, "--no-db")) {
+			c->db_path = NULL;
+		} else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
+			   !strcmp(a, "--text") || !strcmp(a, "-c") || !strcmp(a, "--command") ||
+			   !strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "--db") ||
+			   !strcmp(a, "--threads")) {
+			const char *v = inline_val;
+			if (!v) {
+				if (i + 1 >= argc)
+					return usage_error("%s needs a value", a);
+				v = argv[++i];
+			}
+			if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+				if (c->model_spec)
+					return usage_error("%s: the model is already given", a);
+				c->model_spec = v;
+			} else if (!strcmp(a, "-t") || !strcmp(a, "--text")) {
+				c->text = v;
+			} else if (!strcmp(a, "-c") || !strcmp(a, "--command")) {
+				c->scripts[c->n_scripts++] = (struct script_arg){ 'c', v };
+			} else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+				c->scripts[c->n_scripts++] = (struct script_arg){ 'f', v };
+			} else if (!strcmp(a, "--db")) {
+				c->db_path = v;
+			} else {
+				char *end;
+				long n = strtol(v, &end, 10);
+				if (end == v || *end || n < 0 || n > 4096)
+					return usage_error("--threads %s: expected a number from 0 to 4096", v);
+				c->threads = (int)n;
+			}
+			continue;
+		} else {
+			return usage_error("unknown option %s", a);
+		}
+		if (inline_val)
+			return usage_error("%s takes no value", a);
+	}
+	return -1;
+}
+
+/* `attnscope --dump`: the config, or one run's attention, as plain text. */
+static int run_dump(const struct cli *c)
+{
+	struct err e;
+	struct model *m = model_open(c->model_spec ? c->model_spec : DEFAULT_MODEL, &e);
+	if (!m) {
+		fprintf(stderr, "attnscope: %s\n", e.msg);
+		return 1;
+	}
+	int rc = 0;
+	if (!c->text) {
+		dump_config(stdout, m);
+	} else if (dump_run(stdout, m, c->text, strlen(c->text), &e) != 0) {
+		fprintf(stderr, "attnscope: %s\n", e.msg);
+		rc = 1;
+	}
+	model_free(m);
+	return rc;
+}
+
+/* The line shown above the first prompt. */
+static void banner(const struct session *s)
+{
+	printf("attnscope %s", ATTNSCOPE_VERSION);
+	if (s->model) {
+		const struct model_config *m = &s->model->cfg;
+		printf(": %s, %d layers x %d heads (%d kv), context %d",
+		       s->model->name ? s->model->name : s->model_spec, m->n_layer, m->n_head,
+		       m->n_kv_head, m->context);
+	}
+	printf("\nType help for the commands, quit to leave.\n");
+	if (session_ready(s)) {
+		char line[256];
+		session_summary(s, line, sizeof line);
+		printf("%s\n", line);
+	}
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+/* Everything but --dump: load, set the text, run scripts, then maybe the
+ * prompt.  Returns the exit status. */
+static int run_session(const struct cli *c, struct session *s)
+{
+	struct err e;
+	bool at_terminal = isatty(STDIN_FILENO);
+	bool has_c = false;
+	for (int i = 0; i < c->n_scripts; i++)
+		has_c |= c->scripts[i].kind == 'c';
+	/* no prompt afterwards: -c, --batch, or input that is not a person */
+	bool no_repl = c->batch || !at_terminal || has_c;
+
+	s->interactive = at_terminal && !c->batch;
+	s->threads = c->threads;
+	s->cancel = &cancel_flag;
+
+	if (session_load(s, c->model_spec ? c->model_spec : DEFAULT_MODEL, &e) != 0) {
+		if (c->model_spec) {
+			fprintf(stderr, "attnscope: %s\n", e.msg);
+			return 1;
+		}
+		char note[ERR_MAX + 64];
+		snprintf(note, sizeof note, "the default model was not loaded: %s", e.msg);
+		script_set_no_model_note(note);
+	}
+	if (c->text && session_set_text(s, c->text, &e) != 0) {
+		fprintf(stderr, "attnscope: -t: %s\n", e.msg);
+		script_note_no_model(s, stderr);
+		return 1;
+	}
+
+	unsigned flags = no_repl ? SCRIPT_BATCH : 0;
+	for (int i = 0; i < c->n_scripts; i++) {
+		const struct script_arg *a = &c->scripts[i];
+		if (s->interactive)
+			repl_interrupts_begin(s);
+		int rc = a->kind == 'c' ? script_run_commands(s, a->arg, flags, stderr)
+					: script_run_file(s, a->arg, flags, stderr);
+		if (s->interactive)
+			repl_interrupts_end();
+		if (rc == SCRIPT_QUIT)
+			return 0;
+		if (rc == SCRIPT_FAILED && (flags & SCRIPT_BATCH))
+			return 1;
+	}
+	if (c->tui) {
+		/* --tui: the visualizer once the model, the text and any -c/-f are in */
+		struct err te;
+		if (tui_run(s, TUI_VIEW_GRID, TUI_STANDALONE, &te) < 0) {
+			fprintf(stderr, "attnscope: --tui: %s\n", te.msg);
+			return 1;
+		}
+		return 0;
+	}
+	if (no_repl) {
+		if (c->n_scripts > 0)
+			return 0;
+		int rc = script_run_stream(s, stdin, "<stdin>", SCRIPT_BATCH, stderr);
+		return rc == SCRIPT_FAILED ? 1 : 0;
+	}
+	if (c->n_scripts == 0)
+		banner(s);
+	return repl_run(s);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "train") == 0)
+		return train_main(argc - 1, argv + 1);
+	setlocale(LC_ALL, "");
+
+	struct cli c;
+	memset(&c, 0, sizeof c);
+	int rc = parse_args(argc, argv, &c);
+	if (rc >= 0) {
+		free(c.scripts);
+		return rc;
+	}
+	engine_set_threads(c.threads);
+	if (c.dump) {
+		rc = run_dump(&c);
+		free(c.scripts);
+		return rc;
+	}
+
+	struct session s;
+	session_init(&s, stdout);
+	char warning[ERR_MAX + 256];
+	s.store = store_open_default(c.db_path, c.db_path == NULL, warning, sizeof warning);
+	if (warning[0]) {
+		fprintf(stderr, "attnscope: warning: %s\n", warning);
+		snprintf(s.store_note, sizeof s.store_note, "not recording");
+	}
+	rc = run_session(&c, &s);
+	fflush(stdout);
+	store_close(s.store);
+	s.store = NULL;
+	session_free(&s);
+	script_set_no_model_note(NULL);
+	free(c.scripts);
+	return rc;
+}

@@ -1,0 +1,570 @@
+/*
+ * repl.c — the interactive prompt: GNU readline's callback interface in a
+ * pselect() loop, so that signals are handled between keystrokes rather
+ * than inside readline; history; completion generated from cmd_table[].
+ *
+ * While the prompt is up, SIGINT, SIGWINCH, SIGTSTP, SIGTERM, SIGHUP and
+ * SIGQUIT are blocked everywhere except inside pselect(); their handler
+ * only records them and the loop acts on them: Ctrl-C discards the line,
+ * a resize tells readline, Ctrl-Z restores the terminal before stopping,
+ * the others restore the terminal and end the program the usual way.
+ * While a command runs, the process has its usual signal dispositions
+ * except SIGINT, which sets *session.cancel.
+ */
+#define _GNU_SOURCE
+#include "repl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "cmd.h"
+#include "loader.h"
+#include "script.h"
+
+#define HISTORY_MAX 1000
+
+static struct session *cur; /* the session of the running REPL (for completion) */
+
+/* ------------------------------------------------------ command interrupts */
+
+static volatile sig_atomic_t *cancel_flag;
+static struct sigaction saved_int;
+static int interrupts_depth;
+
+static void on_command_sigint(int sig)
+{
+	(void)sig;
+	if (cancel_flag && *cancel_flag) {
+		static const char msg[] = "\nattnscope: interrupted twice; leaving\n";
+		ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+		(void)w;
+		_exit(130);
+	}
+	if (cancel_flag)
+		*cancel_flag = 1;
+}
+
+void repl_interrupts_begin(struct session *s)
+{
+	if (interrupts_depth++ > 0)
+		return;
+	cancel_flag = s->cancel;
+	if (cancel_flag)
+		*cancel_flag = 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_command_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &saved_int);
+}
+
+void repl_interrupts_end(void)
+{
+	if (interrupts_depth == 0 || --interrupts_depth > 0)
+		return;
+	sigaction(SIGINT, &saved_int, NULL);
+}
+
+/* --------------------------------------------------------- prompt signals */
+
+static const int prompt_sigs[] = { SIGINT, SIGWINCH, SIGTSTP, SIGTERM, SIGHUP, SIGQUIT };
+#define N_PROMPT_SIGS (sizeof prompt_sigs / sizeof prompt_sigs[0])
+
+static volatile sig_atomic_t pending[N_PROMPT_SIGS];
+static struct sigaction prompt_saved[N_PROMPT_SIGS];
+static sigset_t prompt_blocked, prompt_orig_mask;
+
+static void on_prompt_signal(int sig)
+{
+	for (size_t i = 0; i < N_PROMPT_SIGS; i++)
+		if (prompt_sigs[i] == sig)
+			pending[i] = 1;
+}
+
+/* Installs the recording handler and blocks the signals (outside pselect). */
+static void prompt_signals_on(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_prompt_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&prompt_blocked);
+	for (size_t i = 0; i < N_PROMPT_SIGS; i++) {
+		pending[i] = 0;
+		sigaddset(&prompt_blocked, prompt_sigs[i]);
+	}
+	sigprocmask(SIG_BLOCK, &prompt_blocked, &prompt_orig_mask);
+	for (size_t i = 0; i < N_PROMPT_SIGS; i++) {
+		sigaction(prompt_sigs[i], &sa, &prompt_saved[i]);
+		/* a signal the process was told to ignore (nohup) stays ignored */
+		if (prompt_saved[i].sa_handler == SIG_IGN)
+			sigaction(prompt_sigs[i], &prompt_saved[i], NULL);
+	}
+}
+
+/* Unblocks (anything pending lands in the recording handler) and puts the
+ * previous handlers back. */
+static void prompt_signals_off(void)
+{
+	sigprocmask(SIG_SETMASK, &prompt_orig_mask, NULL);
+	for (size_t i = 0; i < N_PROMPT_SIGS; i++)
+		sigaction(prompt_sigs[i], &prompt_saved[i], NULL);
+}
+
+/* Delivers sig with its previous disposition (stop or terminate), then,
+ * if the process is still here, goes back to recording it. */
+static void redeliver(size_t i)
+{
+	int sig = prompt_sigs[i];
+	struct sigaction mine;
+	sigaction(sig, &prompt_saved[i], &mine);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	raise(sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	sigprocmask(SIG_BLOCK, &one, NULL);
+	sigaction(sig, &mine, NULL);
+}
+
+/* ---------------------------------------------------------------- history */
+
+static char history_file[PATH_MAX];
+
+/* Creates dir and its parents (mode 0700); errors are left to the caller's
+ * next step to notice. */
+static void mkdir_parents(char *dir)
+{
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(dir, 0700);
+		*p = '/';
+	}
+	mkdir(dir, 0700);
+}
+
+/* Finds (and creates the directory of) the history file; "" when there is
+ * no usable home.  Failures are silent: history is a convenience. */
+static void history_open(void)
+{
+	char dir[PATH_MAX];
+	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
+	if (!home || !home[0]) {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : NULL;
+	}
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(dir, sizeof dir, "%s/attnscope", xdg);
+	else if (home && home[0])
+		n = snprintf(dir, sizeof dir, "%s/.local/share/attnscope", home);
+	else
+		return;
+	if (n < 0 || (size_t)n + sizeof "/history" > sizeof dir)
+		return;
+	mkdir_parents(dir);
+	n = snprintf(history_file, sizeof history_file, "%s/history", dir);
+	if (n < 0 || (size_t)n >= sizeof history_file) {
+		history_file[0] = '\0';
+		return;
+	}
+	using_history();
+	if (read_history(history_file) != 0 && write_history(history_file) != 0)
+		history_file[0] = '\0';
+}
+
+static void history_remember(const char *line)
+{
+	if (!line[0] || strspn(line, " \t") == strlen(line))
+		return;
+	HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+	if (last && !strcmp(last->line, line))
+		return;
+	add_history(line);
+	if (history_file[0])
+		append_history(1, history_file);
+}
+
+static void history_close(void)
+{
+	if (history_file[0])
+		history_truncate_file(history_file, HISTORY_MAX);
+}
+
+/* ------------------------------------------------------------- completion */
+
+static const char *const export_formats[] = { "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
+
+/* What the generator offers: a list of words, then optionally file paths. */
+static char **cands;
+static int n_cands, cap_cands;
+static bool cands_files;
+
+static void cands_clear(void)
+{
+	for (int i = 0; i < n_cands; i++)
+		free(cands[i]);
+	n_cands = 0;
+	cands_files = false;
+}
+
+static void cands_add(const char *w)
+{
+	if (n_cands == cap_cands) {
+		cap_cands = cap_cands ? 2 * cap_cands : 64;
+		cands = xrealloc(cands, (size_t)cap_cands * sizeof *cands);
+	}
+	cands[n_cands++] = xstrdup(w);
+}
+
+static void cands_add_list(const char *const *words)
+{
+	for (int i = 0; words && words[i]; i++)
+		cands_add(words[i]);
+}
+
+static void cands_add_commands(void)
+{
+	for (int i = 0; cmd_table[i]; i++)
+		cands_add(cmd_table[i]->name);
+}
+
+static void cands_add_heads(void)
+{
+	if (!cur || !cur->model)
+		return;
+	const struct model_config *c = &cur->model->cfg;
+	char id[32];
+	for (int l = 0; l < c->n_layer; l++)
+		for (int h = 0; h < c->n_head; h++) {
+			snprintf(id, sizeof id, "%d.%d", l, h);
+			cands_add(id);
+		}
+}
+
+static void cands_add_models(void)
+{
+	static const char ext[] = ".safetensors";
+	const char *dir = models_dir();
+	DIR *d = dir ? opendir(dir) : NULL;
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > sizeof ext - 1 && !strcmp(de->d_name + n - (sizeof ext - 1), ext)) {
+			char *name = xstrndup(de->d_name, n - (sizeof ext - 1));
+			cands_add(name);
+			free(name);
+		}
+	}
+	closedir(d);
+}
+
+/* The --options named in a usage line, e.g. "[--layers N --heads N]". */
+static void cands_add_usage_options(const char *usage)
+{
+	for (const char *p = usage ? strstr(usage, "--") : NULL; p; p = strstr(p, "--")) {
+		size_t n = 2;
+		while (p[n] && (p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9')))
+			n++;
+		if (n > 2) {
+			char *w = xstrndup(p, n);
+			bool dup = false;
+			for (int i = 0; i < n_cands; i++)
+				dup |= !strcmp(cands[i], w);
+			if (!dup)
+				cands_add(w);
+			free(w);
+		}
+		p += n;
+	}
+}
+
+static char *generate(const char *text, int state)
+{
+	static int next, file_state;
+	static bool in_files;
+	if (state == 0) {
+		next = 0;
+		file_state = 0;
+		in_files = false;
+	}
+	size_t len = strlen(text);
+	while (!in_files && next < n_cands) {
+		const char *w = cands[next++];
+		if (!strncmp(w, text, len))
+			return xstrdup(w);
+	}
+	if (!cands_files)
+		return NULL;
+	in_files = true;
+	return rl_filename_completion_function(text, file_state++);
+}
+
+/* Words of the line before the one being completed (blank-separated). */
+static int words_before(const char *line, int start, char ***out)
+{
+	int n = 0, cap = 8;
+	char **v = xmalloc((size_t)cap * sizeof *v);
+	int i = 0;
+	while (i < start) {
+		while (i < start && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		int b = i;
+		while (i < start && line[i] != ' ' && line[i] != '\t')
+			i++;
+		if (i > b) {
+			if (n == cap) {
+				cap *= 2;
+				v = xrealloc(v, (size_t)cap * sizeof *v);
+			}
+			v[n++] = xstrndup(line + b, (size_t)(i - b));
+		}
+	}
+	*out = v;
+	return n;
+}
+
+/*
+ * Fills the candidates for the word at `start`: the first word completes
+ * to command names; later ones follow the command's `complete` kind
+ * (WORDS and MODEL and COMMAND only for the first argument), except that
+ * "--format" is followed by export formats, "--out" by a path, a word
+ * naming a head ("head", "heatmap") by head ids, and a word starting with
+ * "-" completes to the --options in the command's usage line.
+ */
+static void fill_candidates(const char *text, int start)
+{
+	cands_clear();
+	char **w;
+	int n = words_before(rl_line_buffer, start, &w);
+	const struct cmd_entry *c = n > 0 ? cmd_find(w[0], NULL) : NULL;
+	const char *prev = n > 0 ? w[n - 1] : "";
+	if (n == 0) {
+		cands_add_commands();
+	} else if (!c || c->flags & CMD_RAW) {
+		/* free text: nothing to offer */
+	} else if (!strcmp(prev, "--format")) {
+		cands_add_list(export_formats);
+	} else if (!strcmp(prev, "--out") || !strcmp(prev, "-o")) {
+		cands_files = true;
+	} else if (text[0] == '-') {
+		cands_add_usage_options(c->usage);
+	} else if (n >= 2 && (strstr(prev, "head") || !strcmp(prev, "heatmap"))) {
+		cands_add_heads();
+	} else {
+		switch (c->complete) {
+		case COMPLETE_WORDS:
+			if (n == 1)
+				cands_add_list(c->words);
+			break;
+		case COMPLETE_MODEL:
+			if (n == 1) {
+				cands_add_models();
+				cands_files = true;
+			}
+			break;
+		case COMPLETE_HEAD:
+			cands_add_list(c->words);
+			cands_add_heads();
+			break;
+		case COMPLETE_FILE:
+			cands_files = true;
+			break;
+		case COMPLETE_COMMAND:
+			if (n == 1)
+				cands_add_commands();
+			break;
+		case COMPLETE_NONE:
+			break;
+		}
+	}
+	cmd_free_argv(n, w);
+}
+
+static char **complete(const char *text, int start, int end)
+{
+	(void)end;
+	rl_attempted_completion_over = 1; /* no file names unless asked for */
+	fill_candidates(text, start);
+	return rl_completion_matches(text, generate);
+}
+
+/* ------------------------------------------------------------------- loop */
+
+static char *line_read;
+static bool line_done;
+
+static void on_line(char *line)
+{
+	line_read = line;
+	line_done = true;
+	rl_callback_handler_remove();
+}
+
+/* "MODEL [VARIANT]> " ("attnscope> " with no model), with " (NOTE)" before
+ * the '>' when the session has a storage note such as "not recording". */
+static void build_prompt(const struct session *s, char *buf, size_t size)
+{
+	char variant[256] = "", note[sizeof s->store_note + 4] = "";
+	const char *name = "attnscope";
+	if (s->model) {
+		session_variant(s, variant, sizeof variant);
+		name = s->model->name ? s->model->name : s->model_spec ? s->model_spec : "model";
+	}
+	if (s->store_note[0])
+		snprintf(note, sizeof note, " (%s)", s->store_note);
+	snprintf(buf, size, "%s%s%s%s%s> ", name, variant[0] ? " [" : "", variant,
+		 variant[0] ? "]" : "", note);
+}
+
+/* Ctrl-C at the prompt: show ^C, forget the line, draw a fresh prompt. */
+static void cancel_line(void)
+{
+	rl_callback_sigcleanup();
+	rl_free_line_state();
+	rl_echo_signal_char(SIGINT);
+	rl_replace_line("", 0);
+	rl_point = rl_end = rl_mark = 0;
+	rl_crlf();
+	rl_on_new_line();
+	rl_redisplay();
+}
+
+/* Acts on signals recorded while waiting for input.  A terminating signal
+ * restores the terminal and ends the process with its usual disposition. */
+static void handle_pending(void)
+{
+	for (size_t i = 0; i < N_PROMPT_SIGS; i++) {
+		if (!pending[i])
+			continue;
+		pending[i] = 0;
+		switch (prompt_sigs[i]) {
+		case SIGINT:
+			cancel_line();
+			break;
+		case SIGWINCH:
+			rl_resize_terminal();
+			break;
+		case SIGTSTP:
+			rl_deprep_terminal();
+			redeliver(i);
+			rl_prep_terminal(1);
+			rl_forced_update_display();
+			break;
+		default: /* SIGTERM, SIGHUP, SIGQUIT */
+			rl_callback_handler_remove();
+			if (prompt_sigs[i] != SIGHUP)
+				rl_crlf(); /* leave the shell's message its own line */
+			history_close();
+			redeliver(i);
+			break;
+		}
+	}
+}
+
+/* Waits for one line; NULL at end of input.  The caller frees it. */
+static char *read_line(const char *prompt)
+{
+	prompt_signals_on();
+	line_done = false;
+	line_read = NULL;
+	rl_callback_handler_install(prompt, on_line);
+	int fd = fileno(rl_instream ? rl_instream : stdin);
+	while (!line_done) {
+		fd_set rfds;
+		FD_ZERO(&rfds);
+		FD_SET(fd, &rfds);
+		int r = pselect(fd + 1, &rfds, NULL, NULL, NULL, &prompt_orig_mask);
+		if (r < 0) {
+			if (errno == EINTR) {
+				handle_pending();
+				continue;
+			}
+			rl_callback_handler_remove();
+			break;
+		}
+		rl_callback_read_char();
+	}
+	prompt_signals_off();
+	return line_read;
+}
+
+/* Runs one command line at the prompt and prints its error. */
+static int run_line(struct session *s, const char *line)
+{
+	struct err e;
+	e.msg[0] = '\0';
+	repl_interrupts_begin(s);
+	int rc = cmd_run_line(s, line, &e);
+	fflush(s->out);
+	bool interrupted = s->cancel && *s->cancel;
+	repl_interrupts_end();
+	clearerr(stdin); /* pause's getchar() may have seen EINTR */
+	if (rc < 0) {
+		fprintf(stderr, "error: %s\n", e.msg[0] ? e.msg : "the command failed");
+		script_note_no_model(s, stderr);
+	} else if (interrupted) {
+		fprintf(stderr, "\ninterrupted\n"); /* after the terminal's "^C" */
+	}
+	fflush(stderr);
+	return rc;
+}
+
+int repl_run(struct session *s)
+{
+	cur = s;
+	rl_readline_name = "attnscope";
+	rl_catch_signals = 0;
+	rl_catch_sigwinch = 0;
+	rl_attempted_completion_function = complete;
+	rl_instream = stdin;
+	rl_outstream = stdout;
+	history_open();
+	if (!s->model)
+		script_note_no_model(s, stderr);
+
+	char prompt[512];
+	for (;;) {
+		build_prompt(s, prompt, sizeof prompt);
+		fflush(s->out);
+		char *line = read_line(prompt);
+		if (!line) {
+			fputc('\n', stdout);
+			break;
+		}
+		history_remember(line);
+		/* a pasted block arrives as one line with newlines: run each */
+		int rc = 0;
+		char *save = NULL;
+		for (char *part = strtok_r(line, "\n", &save); part; part = strtok_r(NULL, "\n", &save))
+			if ((rc = run_line(s, part)) == CMD_QUIT)
+				break;
+		free(line);
+		if (rc == CMD_QUIT)
+			break;
+	}
+	history_close();
+	cands_clear();
+	free(cands);
+	cands = NULL;
+	cap_cands = 0;
+	cur = NULL;
+	return 0;
+}

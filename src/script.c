@@ -1,0 +1,193 @@
+/*
+ * script.c — command files, standard input and -c: lines in, cmd_run_line()
+ * on each, "NAME:LINE: message" out.
+ */
+#include "script.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static char *no_model_note;
+static bool no_model_noted;
+
+void script_set_no_model_note(const char *note)
+{
+	free(no_model_note);
+	no_model_note = note ? xstrdup(note) : NULL;
+	no_model_noted = false;
+}
+
+void script_note_no_model(const struct session *s, FILE *errs)
+{
+	if (s->model || !no_model_note || no_model_noted)
+		return;
+	no_model_noted = true;
+	fprintf(errs ? errs : stderr, "attnscope: note: %s\n", no_model_note);
+}
+
+/* Prints "name:line: msg" after flushing the command output. */
+static void report(struct session *s, FILE *errs, const char *name, long line, const char *msg)
+{
+	if (s->out)
+		fflush(s->out);
+	fprintf(errs, "%s:%ld: %s\n", name, line, msg);
+	script_note_no_model(s, errs);
+	fflush(errs);
+}
+
+static bool cancelled(const struct session *s)
+{
+	return s->cancel && *s->cancel;
+}
+
+/*
+ * Runs one line (already stripped of its line ending; len bytes, which may
+ * include NULs).  Returns SCRIPT_OK, SCRIPT_QUIT or SCRIPT_FAILED (after
+ * reporting).
+ */
+static int run_one(struct session *s, const char *line, size_t len, const char *name, long lineno,
+		   FILE *errs)
+{
+	struct err e;
+	size_t nul = strlen(line);
+	if (nul < len) {
+		err_set(&e, "the line contains a NUL byte (at column %zu); it was not run", nul + 1);
+		report(s, errs, name, lineno, e.msg);
+		return SCRIPT_FAILED;
+	}
+	e.msg[0] = '\0';
+	int rc = cmd_run_line(s, line, &e);
+	if (s->out)
+		fflush(s->out);
+	if (rc == CMD_QUIT)
+		return SCRIPT_QUIT;
+	if (rc != 0) {
+		report(s, errs, name, lineno, e.msg[0] ? e.msg : "the command failed");
+		return SCRIPT_FAILED;
+	}
+	if (cancelled(s)) {
+		report(s, errs, name, lineno, "interrupted");
+		return SCRIPT_FAILED;
+	}
+	return SCRIPT_OK;
+}
+
+int script_run_stream(struct session *s, FILE *in, const char *name, unsigned flags, FILE *errs)
+{
+	if (!errs)
+		errs = stderr;
+	if (s->cancel)
+		*s->cancel = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t got;
+	long lineno = 0;
+	int result = SCRIPT_OK;
+	while ((got = getline(&line, &cap, in)) >= 0) {
+		lineno++;
+		size_t len = (size_t)got;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		const char *p = line;
+		if (lineno == 1 && len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
+			p += 3;
+			len -= 3;
+		}
+		int rc = run_one(s, p, len, name, lineno, errs);
+		if (rc == SCRIPT_QUIT) {
+			result = SCRIPT_QUIT;
+			break;
+		}
+		if (rc == SCRIPT_FAILED) {
+			result = SCRIPT_FAILED;
+			if ((flags & SCRIPT_BATCH) || cancelled(s))
+				break;
+		}
+	}
+	if (got < 0 && ferror(in)) {
+		report(s, errs, name, lineno + 1, strerror(errno));
+		result = SCRIPT_FAILED;
+	}
+	free(line);
+	return result;
+}
+
+int script_run_file(struct session *s, const char *path, unsigned flags, FILE *errs)
+{
+	if (!strcmp(path, "-"))
+		return script_run_stream(s, stdin, "<stdin>", flags, errs);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(errs ? errs : stderr, "attnscope: %s: %s\n", path, strerror(errno));
+		return SCRIPT_FAILED;
+	}
+	int rc = script_run_stream(s, f, path, flags, errs);
+	fclose(f);
+	return rc;
+}
+
+void script_split_commands(const char *cmds, int *n, char ***out)
+{
+	size_t len = strlen(cmds);
+	int count = 0, cap = 4;
+	char **v = xmalloc((size_t)cap * sizeof *v);
+	char *buf = xmalloc(len + 1);
+	size_t w = 0;
+	for (const char *p = cmds;; p++) {
+		if (*p == '\\' && p[1] == ';') {
+			buf[w++] = ';';
+			p++;
+		} else if (*p == '\\' && p[1]) {
+			buf[w++] = p[0];
+			buf[w++] = p[1];
+			p++;
+		} else if (*p == ';' || *p == '\0') {
+			while (w > 0 && (buf[w - 1] == ' ' || buf[w - 1] == '\t'))
+				w--;
+			if (count + 1 >= cap) {
+				cap *= 2;
+				v = xrealloc(v, (size_t)cap * sizeof *v);
+			}
+			v[count++] = xstrndup(buf, w);
+			w = 0;
+			if (*p == '\0')
+				break;
+		} else {
+			buf[w++] = *p;
+		}
+	}
+	free(buf);
+	v[count] = NULL;
+	*n = count;
+	*out = v;
+}
+
+int script_run_commands(struct session *s, const char *cmds, unsigned flags, FILE *errs)
+{
+	if (!errs)
+		errs = stderr;
+	if (s->cancel)
+		*s->cancel = 0;
+	int n;
+	char **v;
+	script_split_commands(cmds, &n, &v);
+	int result = SCRIPT_OK;
+	for (int i = 0; i < n; i++) {
+		int rc = run_one(s, v[i], strlen(v[i]), "-c", i + 1, errs);
+		if (rc == SCRIPT_QUIT) {
+			result = SCRIPT_QUIT;
+			break;
+		}
+		if (rc == SCRIPT_FAILED) {
+			result = SCRIPT_FAILED;
+			if ((flags & SCRIPT_BATCH) || cancelled(s))
+				break;
+		}
+	}
+	cmd_free_argv(n, v);
+	return result;
+}

@@ -1,0 +1,247 @@
+/*
+ * session.c — the state one user works on, and keeping its runs current.
+ */
+#include "session.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "store.h"
+#include "tokenizer.h"
+
+void session_init(struct session *s, FILE *out)
+{
+	memset(s, 0, sizeof *s);
+	s->out = out;
+	s->dirty = DIRTY_ALL;
+}
+
+void session_free(struct session *s)
+{
+	model_free(s->model);
+	free(s->model_spec);
+	free(s->text);
+	free(s->tokens);
+	run_free(s->run);
+	run_free(s->base);
+	memset(s, 0, sizeof *s);
+}
+
+bool session_ready(const struct session *s)
+{
+	return s->model && s->n_tokens > 0 && s->run_valid && s->base_valid;
+}
+
+/* Makes sure both runs can hold n tokens of the current model. */
+static void ensure_runs(struct session *s, int n)
+{
+	const struct model_config *c = &s->model->cfg;
+	if (s->run && (s->run->T < n || s->run->C != c->d_model || s->run->V != c->vocab_size ||
+		       s->run->L != c->n_layer || s->run->H != c->n_head || s->run->F != c->d_ff)) {
+		run_free(s->run);
+		run_free(s->base);
+		s->run = s->base = NULL;
+	}
+	if (!s->run) {
+		s->run = run_new(c, 1, n, RUN_LOGITS | RUN_ATTN);
+		s->base = run_new(c, 1, n, RUN_LOGITS | RUN_ATTN);
+		s->run_valid = s->base_valid = false;
+	}
+}
+
+int session_update(struct session *s, struct err *e)
+{
+	if (!s->model)
+		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (s->n_tokens == 0)
+		return 0;
+	ensure_runs(s, s->n_tokens);
+	if (!s->base_valid) {
+		if (model_forward(s->model, &s->native, s->tokens, NULL, 1, s->n_tokens, s->base, e) != 0)
+			return -1;
+		s->base_valid = true;
+		s->run_valid = false;
+	}
+	if (!s->run_valid) {
+		if (model_forward(s->model, &s->opt, s->tokens, NULL, 1, s->n_tokens, s->run, e) != 0)
+			return -1;
+		s->run_valid = true;
+		compare_runs(s->base, s->run, &s->cmp);
+		s->dirty |= DIRTY_RUN;
+		if (s->store)
+			store_measure(s);
+	}
+	if (s->sel_token >= s->n_tokens)
+		s->sel_token = s->n_tokens - 1;
+	return 0;
+}
+
+int session_load(struct session *s, const char *spec, struct err *e)
+{
+	struct model *m = model_open(spec, e);
+	if (!m)
+		return -1;
+	int *ids = NULL, n = 0, bad = 0;
+	if (s->text && model_tokenize(m, s->text, strlen(s->text), &ids, &n, &bad, e) != 0) {
+		err_prefix(e, "current text with %s", m->name ? m->name : spec);
+		model_free(m);
+		return -1;
+	}
+	model_free(s->model);
+	free(s->model_spec);
+	free(s->tokens);
+	run_free(s->run);
+	run_free(s->base);
+	s->run = s->base = NULL;
+	s->model = m;
+	s->model_spec = xstrdup(spec);
+	s->tokens = ids;
+	s->n_tokens = n;
+	run_options_native(m, &s->native);
+	s->opt = s->native;
+	s->run_valid = s->base_valid = false;
+	s->sel_layer = s->sel_head = s->sel_token = 0;
+	s->dirty = DIRTY_ALL;
+	if (bad)
+		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n", bad,
+			bad == 1 ? "" : "s");
+	return session_update(s, e);
+}
+
+int session_set_text(struct session *s, const char *text, struct err *e)
+{
+	if (!s->model)
+		return err_set(e, "no model loaded (try: load shakespeare)");
+	int *ids = NULL, n = 0, bad = 0;
+	if (text[0] && model_tokenize(s->model, text, strlen(text), &ids, &n, &bad, e) != 0)
+		return -1;
+	if (bad)
+		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n", bad,
+			bad == 1 ? "" : "s");
+	free(s->text);
+	free(s->tokens);
+	s->text = text[0] ? xstrdup(text) : NULL;
+	s->tokens = ids;
+	s->n_tokens = n;
+	s->run_valid = s->base_valid = false;
+	s->sel_token = n > 0 ? n - 1 : 0;
+	s->dirty |= DIRTY_TEXT;
+	return session_update(s, e);
+}
+
+int session_set_options(struct session *s, const struct run_options *o, struct err *e)
+{
+	if (!s->model)
+		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (run_options_validate(s->model, o, e) != 0)
+		return -1;
+	struct run_options old = s->opt;
+	s->opt = *o;
+	if (!run_options_equal(&old, o)) {
+		s->run_valid = false;
+		s->dirty |= DIRTY_OPTIONS;
+	}
+	if (session_update(s, e) != 0) {
+		s->opt = old;
+		s->run_valid = false;
+		return -1;
+	}
+	return 0;
+}
+
+double session_kv_bytes(const struct session *s, const struct run_options *o)
+{
+	if (!s->model)
+		return 0.0;
+	const struct model_config *c = &s->model->cfg;
+	return kv_cache_bytes(c->n_layer, o->kv_heads, s->n_tokens, cfg_d_head(c), 4);
+}
+
+void format_bytes(double bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+	while (bytes >= 1024.0 && u < 5) {
+		bytes /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%.0f B", bytes);
+	else if (fabs(bytes - round(bytes)) < 0.005)
+		snprintf(buf, size, "%.0f %s", bytes, units[u]);
+	else
+		snprintf(buf, size, "%.2f %s", bytes, units[u]);
+}
+
+void session_variant(const struct session *s, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (!s->model)
+		return;
+	const struct model_config *c = &s->model->cfg;
+	const struct run_options *o = &s->opt;
+	size_t n = 0;
+#define ADD(...) \
+	do { \
+		if (n < size) \
+			n += (size_t)snprintf(buf + n, size - n, __VA_ARGS__); \
+	} while (0)
+	if (o->kv_heads != s->native.kv_heads) {
+		if (o->kv_heads == c->n_head)
+			ADD("%smha", n ? " " : "");
+		else if (o->kv_heads == 1)
+			ADD("%smqa", n ? " " : "");
+		else
+			ADD("%sgqa%d", n ? " " : "", o->kv_heads);
+	}
+	if (o->placement != s->native.placement)
+		ADD("%s%s-norm", n ? " " : "", norm_place_name(o->placement));
+	if (o->mask == MASK_NONE)
+		ADD("%smask:none", n ? " " : "");
+	else if (o->mask == MASK_WINDOW)
+		ADD("%smask:window%d", n ? " " : "", o->window);
+	if (!o->scale)
+		ADD("%sscale:off", n ? " " : "");
+	for (int bit = 0; bit < c->n_layer * c->n_head && bit < ABLATE_WORDS * 64; bit++)
+		if (opt_is_ablated(o, bit))
+			ADD("%s-%d.%d", n ? " " : "", bit / c->n_head, bit % c->n_head);
+#undef ADD
+}
+
+void session_summary(const struct session *s, char *buf, size_t size)
+{
+	if (!session_ready(s)) {
+		snprintf(buf, size, s->model ? "no text (try: text To be, or not to be)" : "no model");
+		return;
+	}
+	char kv[32], loss[48];
+	format_bytes(session_kv_bytes(s, &s->opt), kv, sizeof kv);
+	if (isnan(s->run->loss))
+		snprintf(loss, sizeof loss, "loss -");
+	else
+		snprintf(loss, sizeof loss, "loss %.4f (%+.4f)", s->run->loss, s->cmp.delta_loss);
+	snprintf(buf, size, "%d tokens  %s  KL %.4f  top-1 %.1f%%  KV %s  %.1f ms", s->n_tokens, loss,
+		 s->cmp.kl, 100.0 * s->cmp.top1_agree, kv, s->run->forward_ms);
+}
+
+int session_parse_head(const struct session *s, const char *arg, int *layer, int *head,
+		       struct err *e)
+{
+	if (!s->model)
+		return err_set(e, "no model loaded");
+	int l, h, used = 0;
+	if (!((sscanf(arg, "%d.%d%n", &l, &h, &used) == 2 ||
+	       sscanf(arg, "L%dH%d%n", &l, &h, &used) == 2 ||
+	       sscanf(arg, "l%dh%d%n", &l, &h, &used) == 2) &&
+	      arg[used] == '\0'))
+		return err_set(e, "%s: not a head id (write LAYER.HEAD, e.g. 2.1)", arg);
+	const struct model_config *c = &s->model->cfg;
+	if (l < 0 || l >= c->n_layer || h < 0 || h >= c->n_head)
+		return err_set(e, "head %d.%d does not exist (layers 0-%d, heads 0-%d)", l, h,
+			       c->n_layer - 1, c->n_head - 1);
+	*layer = l;
+	*head = h;
+	return 0;
+}

@@ -1,0 +1,194 @@
+#!/bin/sh
+# Golden tests of the exports, through the real binary: a seeded random model
+# made by tool_mkmodel, a command file run in batch mode, and every export it
+# writes compared byte for byte with tests/golden/.  Also: exports reproduce
+# on a re-run, -c and standard input give the same bytes as --out, the kv
+# arithmetic of the design (10 GiB / 1.25 GiB / 160 MiB), and one-line
+# errors.  Prints "ok NAME" or "FAIL NAME" per check; exit status 1 when any
+# check failed.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_export.sh
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_export.sh --update
+#
+# --update rewrites tests/golden/ from this build (review `git diff` after).
+# CSV and JSON hold every float digit: when another CPU or BLAS kernel rounds
+# differently, a file that differs only in numbers within 1e-5 is reported
+# "ok ... (within 1e-5)" rather than failed.
+root=$(cd "$(dirname "$0")/.." && pwd)
+golden=$root/tests/golden
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+update=0
+[ "$1" = "--update" ] && update=1
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-export.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+mkdir "$tmp/run1" "$tmp/run2" "$tmp/home"
+HOME=$tmp/home
+export HOME
+cd "$tmp" || exit 1
+if ! "$TOOLS/tool_mkmodel" "$tmp/golden.safetensors" --seed 7 >/dev/null 2>&1; then
+	echo "FAIL setup (tool_mkmodel)"
+	exit 1
+fi
+
+TIMEOUT=
+if command -v timeout >/dev/null 2>&1; then
+	TIMEOUT="timeout 60"
+fi
+failures=0
+rc=0
+
+# run ARGS...: the binary with the caller's stdin; stdout in $tmp/out,
+# stderr in $tmp/err, the status in $rc.
+run() {
+	$TIMEOUT "$A" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	return $rc
+}
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1"
+	shift
+	for m in "$@"; do echo "  $m"; done
+	echo "  exit status: $rc"
+	sed -n '1,5s/^/  stdout: /p' "$tmp/out" 2>/dev/null
+	sed -n '1,5s/^/  stderr: /p' "$tmp/err" 2>/dev/null
+	failures=$((failures + 1))
+}
+
+# numeq A B: same tokens, numbers equal within 1e-5 (CSV and JSON).
+numeq() {
+	tr ',[]{}:' '\n\n\n\n\n\n' <"$1" >"$tmp/na"
+	tr ',[]{}:' '\n\n\n\n\n\n' <"$2" >"$tmp/nb"
+	[ "$(wc -l <"$tmp/na")" = "$(wc -l <"$tmp/nb")" ] || return 1
+	paste -d '\t' "$tmp/na" "$tmp/nb" | awk -F '\t' '
+		function isnum(s) { return s ~ /^-?[0-9][0-9.]*([eE][-+]?[0-9]+)?$/ }
+		$1 == $2 { next }
+		isnum($1) && isnum($2) && $1 - $2 <= 1e-5 && $2 - $1 <= 1e-5 { next }
+		{ bad++ }
+		END { exit bad > 0 }'
+}
+
+# The demo every golden file comes from.  Keep tests/golden/README in step.
+text='To be, or not to be: that is the question.'
+cat >golden.cmds <<EOF
+# attnscope golden export script (tests/cli_export.sh)
+text $text
+ablate 1.3
+show head 0.1
+export heatmap 0.1 --format txt --out heatmap-0.1.txt
+export heatmap 0.1 --format csv --out heatmap-0.1.csv
+export heatmap 0.1 --format json --out heatmap-0.1.json
+export heatmap 0.1 --format svg --out heatmap-0.1.svg
+export grid --format txt --out grid.txt
+EOF
+files="heatmap-0.1.txt heatmap-0.1.csv heatmap-0.1.json heatmap-0.1.svg grid.txt"
+
+# --------------------------------------------------------- batch script
+(cd run1 && run --no-db ../golden.safetensors -f ../golden.cmds </dev/null)
+rc=$?
+if [ $rc = 0 ]; then ok "script runs"; else fail "script runs"; fi
+
+if [ $update = 1 ]; then
+	mkdir -p "$golden"
+	for f in $files; do
+		cp "run1/$f" "$golden/$f" && echo "updated tests/golden/$f"
+	done
+	exit 0
+fi
+
+for f in $files; do
+	g=$golden/$f
+	if [ ! -f "run1/$f" ]; then
+		fail "golden $f" "not written"
+	elif [ ! -f "$g" ]; then
+		fail "golden $f" "tests/golden/$f is missing (sh tests/cli_export.sh --update)"
+	elif cmp -s "$g" "run1/$f"; then
+		ok "golden $f"
+	else
+		case $f in
+		*.csv | *.json)
+			if numeq "$g" "run1/$f"; then
+				ok "golden $f (within 1e-5, not byte-identical: another CPU or BLAS?)"
+				continue
+			fi ;;
+		esac
+		diff "$g" "run1/$f" | head -n 6 | cut -c 1-160 >"$tmp/out"
+		: >"$tmp/err"
+		fail "golden $f" "differs from tests/golden/$f (first lines of diff as stdout)"
+	fi
+done
+
+# ------------------------------------------------------------- re-runs
+(cd run2 && run --no-db ../golden.safetensors -f ../golden.cmds </dev/null)
+same=1
+for f in $files; do
+	cmp -s "run1/$f" "run2/$f" || same=0
+done
+if [ $same = 1 ]; then ok "re-run byte-identical"; else fail "re-run byte-identical"; fi
+
+# ----------------------------------------------- -c and stdin, to stdout
+run --no-db golden.safetensors -c "text $text; ablate 1.3; export heatmap 0.1 --format csv"
+sed -n '/^"query\\key"/,$p' "$tmp/out" >c.csv
+if [ $rc = 0 ] && cmp -s c.csv run1/heatmap-0.1.csv; then
+	ok "-c export to stdout = --out"
+else
+	fail "-c export to stdout = --out"
+fi
+
+printf 'text %s\nablate 1.3\nexport heatmap 0.1 --format json\n' "$text" |
+	run --no-db golden.safetensors
+rc=$?
+grep '^{"model"' "$tmp/out" >s.json
+if [ $rc = 0 ] && cmp -s s.json run1/heatmap-0.1.json; then
+	ok "stdin export to stdout = --out"
+else
+	fail "stdin export to stdout = --out"
+fi
+
+printf 'text %s\nablate 1.3\nshow head 0.1\nexport grid\n' "$text" |
+	run --no-db golden.safetensors
+rc=$?
+sed -n '/^model golden/,$p' "$tmp/out" >g.txt
+if [ $rc = 0 ] && cmp -s g.txt run1/grid.txt; then
+	ok "grid txt to stdout = --out"
+else
+	fail "grid txt to stdout = --out"
+fi
+
+# ------------------------------------------------------------------ kv
+# The design's arithmetic; needs no model.
+run --no-db -c "kv --layers 80 --heads 64 --kv-heads 8 --head-dim 128 --tokens 4096 --bytes 2" </dev/null
+if [ $rc = 0 ] && grep -q '^ *MHA .* 10 GiB' "$tmp/out" &&
+	grep -q '^ *GQA-8 .* 1\.25 GiB' "$tmp/out" && grep -q '^ *MQA .* 160 MiB' "$tmp/out"; then
+	ok "kv 10 GiB / 1.25 GiB / 160 MiB"
+else
+	fail "kv 10 GiB / 1.25 GiB / 160 MiB"
+fi
+
+# --------------------------------------------------------------- errors
+# err_check NAME PATTERN COMMANDS: the run fails with one stderr line
+# matching PATTERN (notes the binary prints about its own setup aside).
+err_check() {
+	name=$1 pat=$2
+	shift 2
+	run --no-db golden.safetensors -c "$*" </dev/null
+	n=$(grep -v '^attnscope: note:' "$tmp/err" | grep -c .)
+	if [ $rc = 1 ] && [ "$n" = 1 ] && grep -q -- "$pat" "$tmp/err"; then
+		ok "$name"
+	else
+		fail "$name" "wanted status 1 and one line matching: $pat"
+	fi
+}
+err_check "error: bad head" "does not exist" "text $text; export heatmap 9.9"
+err_check "error: bad format" "unknown format" "text $text; export grid --format pdf"
+err_check "error: unwritable --out" "export: " "text $text; export stats --out nodir/stats.csv"
+err_check "error: no text" "no text" "export grid"
+err_check "error: stats as svg" "not available" "text $text; export stats --format svg"
+if [ ! -e nodir ]; then ok "no file left by a failed export"; else fail "no file left by a failed export"; fi
+
+[ $failures = 0 ]

@@ -1,0 +1,144 @@
+#!/bin/sh
+# End-to-end tests of the interactive prompt, driven through tmux at a fixed
+# 100x30 size: a command, tab completion, the prompt naming the variant,
+# Ctrl-C at the prompt and during a command, errors, history, quit and
+# Ctrl-D.  Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is
+# missing.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_repl.sh
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+
+if ! command -v tmux >/dev/null 2>&1; then
+	echo "ok repl # skipped: no tmux"
+	exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-repl.XXXXXX") || exit 1
+sock=attnscope-test-$$
+T() { tmux -L "$sock" -f /dev/null "$@"; }
+trap 'T kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+mkdir "$tmp/models" "$tmp/home"
+if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1; then
+	echo "FAIL setup (tool_mkmodel)"
+	exit 1
+fi
+TERM=${TERM:-xterm}
+[ "$TERM" = dumb ] && TERM=xterm
+export TERM
+failures=0
+
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1"
+	T capture-pane -p -t "$S" 2>/dev/null | grep -v '^$' | tail -n 12 | sed 's/^/  screen: /'
+	failures=$((failures + 1))
+}
+screen() { T capture-pane -p -t "$S" 2>/dev/null; }
+# wait_for PATTERN: until a line of the screen matches (about 10 s; at
+# once when the session is gone).
+wait_for() {
+	i=0
+	while [ $i -lt 100 ]; do
+		screen | grep -q -- "$1" && return 0
+		T has-session -t "$S" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# wait_file FILE: until FILE exists (about 10 s).
+wait_file() {
+	i=0
+	while [ $i -lt 100 ]; do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# expect NAME PATTERN: ok when the screen shows PATTERN.
+expect() { if wait_for "$2"; then ok "$1"; else fail "$1"; fi; }
+# last_line: the last non-empty line of the screen.
+last_line() { screen | grep -v '^$' | tail -n 1; }
+# start: runs attnscope in a fresh 100x30 session (the previous one, if
+# any, is closed once the new one keeps the server alive); the shell writes
+# the exit status to $tmp/status when attnscope ends.
+S=
+n_sessions=0
+start() {
+	rm -f "$tmp/status"
+	old=$S
+	n_sessions=$((n_sessions + 1))
+	S=s$n_sessions
+	cmd="cd '$tmp' && HOME='$tmp/home' XDG_DATA_HOME='$tmp/home/data' '$A' shakespeare; echo \$? >'$tmp/status'; sleep 60"
+	T new-session -d -s "$S" -x 100 -y 30 "$cmd" 2>/dev/null ||
+		{ sleep 0.5; T new-session -d -s "$S" -x 100 -y 30 "$cmd"; }
+	[ -n "$old" ] && T kill-session -t "$old" >/dev/null 2>&1
+}
+keys() { T send-keys -t "$S" "$@"; }
+
+start
+expect repl-prompt '^shakespeare> *$'
+
+keys 'text hello there' Enter
+expect repl-command '^11 tokens '
+
+# tab completion: "att" completes to the command, "mq" to its argument
+keys 'att' Tab
+expect repl-complete-command '^shakespeare> attn *$'
+keys 'mq' Tab
+expect repl-complete-argument '^shakespeare> attn mqa *$'
+keys Enter
+expect repl-prompt-variant '^shakespeare \[mqa\]> *$'
+
+# Ctrl-C at the prompt drops the line and gives a fresh prompt
+keys 'bogus-partial'
+wait_for 'bogus-partial' >/dev/null
+keys C-c
+if wait_for '^shakespeare \[mqa\]> bogus-partial' && i=0 &&
+	while [ $i -lt 50 ] && [ "$(last_line)" != 'shakespeare [mqa]>' ]; do sleep 0.1; i=$((i + 1)); done &&
+	[ "$(last_line)" = 'shakespeare [mqa]>' ]; then
+	ok repl-ctrl-c-prompt
+else
+	fail repl-ctrl-c-prompt
+fi
+keys 'echo still-here' Enter
+expect repl-after-ctrl-c '^still-here$'
+if screen | grep -q 'bogus-partial (did'; then fail repl-ctrl-c-line-dropped; else ok repl-ctrl-c-line-dropped; fi
+
+# errors: one line, "error: ..." with the suggestion
+keys 'halp' Enter
+expect repl-error-did-you-mean '^error: unknown command: halp (did you mean: help?)$'
+keys 'attn' Enter
+expect repl-error-usage '^error: usage: attn '
+
+# Ctrl-C during a command (pause waits for Enter at a terminal) sets the
+# cancel flag and returns to the prompt
+keys 'pause' Enter
+wait_for 'press Enter' >/dev/null
+keys C-c
+expect repl-ctrl-c-command '^interrupted$'
+keys 'echo back-again' Enter
+expect repl-after-interrupt '^back-again$'
+
+keys 'quit' Enter
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok repl-quit-status-0; else fail repl-quit-status-0; fi
+if grep -q '^text hello there$' "$tmp/home/data/attnscope/history" 2>/dev/null; then
+	ok repl-history-file
+else
+	fail repl-history-file
+fi
+
+# Ctrl-D on an empty line leaves with status 0; history came back
+start
+wait_for '^shakespeare> *$' >/dev/null
+keys Up
+expect repl-history-recalled '^shakespeare> quit$'
+keys C-u C-d
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok repl-ctrl-d-status-0; else fail repl-ctrl-d-status-0; fi
+
+[ "$failures" -eq 0 ]

@@ -1,0 +1,198 @@
+#!/bin/sh
+# End-to-end tests of the command line, command files, -c and standard
+# input.  Prints "ok NAME" or "FAIL NAME" per check; exit status 1 when any
+# check failed.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_script.sh
+#
+# Runs in a temporary directory holding models/shakespeare.safetensors, a
+# seeded random model made by tool_mkmodel (2 layers x 4 heads, context 64,
+# one token per character, no BOS); the demos get models of their own.
+root=$(cd "$(dirname "$0")/.." && pwd)
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-cli.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+mkdir "$tmp/models" "$tmp/home" "$tmp/empty"
+if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1; then
+	echo "FAIL setup (tool_mkmodel)"
+	exit 1
+fi
+cp "$tmp/models/shakespeare.safetensors" "$tmp/other.safetensors"
+HOME=$tmp/home
+XDG_DATA_HOME=$tmp/home/data
+export HOME XDG_DATA_HOME
+cd "$tmp" || exit 1
+
+TIMEOUT=
+if command -v timeout >/dev/null 2>&1; then
+	TIMEOUT="timeout 60"
+fi
+failures=0
+
+# run ARGS...: runs the binary with the caller's stdin; stdout in $tmp/out,
+# stderr in $tmp/err, the exit status in $rc and as run's own status (at the
+# end of a pipeline, which may be a subshell, write `... | run; rc=$?`).
+run() {
+	$TIMEOUT "$A" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	return $rc
+}
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1"
+	shift
+	for m in "$@"; do echo "  $m"; done
+	echo "  exit status: $rc"
+	sed -n '1,5s/^/  stdout: /p' "$tmp/out"
+	sed -n '1,5s/^/  stderr: /p' "$tmp/err"
+	failures=$((failures + 1))
+}
+# check NAME CONDITION-COMMAND...: ok when the command succeeds.
+check() {
+	name=$1
+	shift
+	if "$@"; then ok "$name"; else fail "$name" "failed: $*"; fi
+}
+has_out() { grep -q -- "$1" "$tmp/out"; }
+has_err() { grep -q -- "$1" "$tmp/err"; }
+status() { [ "$rc" -eq "$1" ]; }
+lines_err() { [ "$(wc -l <"$tmp/err")" -eq "$1" ]; }
+
+# ------------------------------------------------------------ options
+run --help </dev/null
+check help status 0
+check help-usage has_out '^usage: attnscope'
+run --version </dev/null
+check version status 0
+check version-text has_out '^attnscope [0-9]'
+run --bogus </dev/null
+check unknown-option status 2
+run --tui </dev/null
+check tui-needs-terminal sh -c "[ $rc -eq 1 ] && grep -q 'needs a terminal' '$tmp/err'"
+run -m nosuchmodel -c 'echo hi' </dev/null
+check explicit-model-missing sh -c "[ $rc -eq 1 ] && grep -q nosuchmodel '$tmp/err'"
+run --db "$tmp/x.db" --no-db --threads 1 -c 'echo db' </dev/null
+check db-options-accepted sh -c "[ $rc -eq 0 ] && grep -q '^db$' '$tmp/out'"
+run -t 'hello' -c 'attn mqa' </dev/null
+check text-option sh -c "[ $rc -eq 0 ] && grep -q '^5 tokens' '$tmp/out'"
+run --dump </dev/null
+check dump-config sh -c "[ $rc -eq 0 ] && grep -q '^config' '$tmp/out'"
+
+# ----------------------------------------------------------- -f files
+printf '# a comment\n\ntext hello\n  # indented comment\nbogus\necho after\n' >"$tmp/err5.cmds"
+run -f "$tmp/err5.cmds" </dev/null
+check error-line-status status 1
+check error-line-location has_err "^$tmp/err5.cmds:5: unknown command: bogus"
+check error-stops-batch sh -c "! grep -q after '$tmp/out'"
+
+printf '# only comments\n\n   \n\t\n  # indented\necho done\n' >"$tmp/comments.cmds"
+run -f "$tmp/comments.cmds" </dev/null
+check comments-blank-lines sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/out')\" = done ] && [ ! -s '$tmp/err' ]"
+
+printf 'echo a\npause\necho b\n' >"$tmp/pause.cmds"
+run -f "$tmp/pause.cmds" </dev/null
+check pause-no-terminal sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/out' | tr '\n' ' ')\" = 'a b ' ]"
+
+# text keeps apostrophes, quotes and ';' literally (16 characters = 16 tokens)
+printf '%s\n' "text don't \"stop\"; go" >"$tmp/literal.cmds"
+run -f "$tmp/literal.cmds" </dev/null
+check text-literal sh -c "[ $rc -eq 0 ] && grep -q '^16 tokens' '$tmp/out'"
+
+printf 'echo a\r\ntext ab\r\n' >"$tmp/crlf.cmds"
+run -f "$tmp/crlf.cmds" </dev/null
+check crlf-lines sh -c "[ $rc -eq 0 ] && grep -q '^2 tokens' '$tmp/out' && ! grep -q \"\$(printf '\r')\" '$tmp/out'"
+
+run -f "$tmp/nosuchfile.cmds" </dev/null
+check missing-file sh -c "[ $rc -eq 1 ] && grep -q nosuchfile '$tmp/err'"
+
+printf 'echo one\nquit\nbogus\n' >"$tmp/quit.cmds"
+run -f "$tmp/quit.cmds" </dev/null
+check quit-status-0 sh -c "[ $rc -eq 0 ] && grep -q '^one$' '$tmp/out' && [ ! -s '$tmp/err' ]"
+
+# ------------------------------------------------------------------ -c
+run -c 'echo one; echo two\; three;echo four' </dev/null
+check c-split sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/out' | tr '\n' '|')\" = 'one|two; three|four|' ]"
+run -c 'text a\; b' </dev/null
+check c-escaped-semicolon-text sh -c "[ $rc -eq 0 ] && grep -q '^4 tokens' '$tmp/out'"
+run -c 'echo ok; halp; echo never' </dev/null
+check unknown-did-you-mean sh -c "[ $rc -eq 1 ] && grep -q '^-c:2: unknown command: halp (did you mean: help' '$tmp/err' && ! grep -q never '$tmp/out'"
+run -c 'attn' </dev/null
+check wrong-args-usage sh -c "[ $rc -eq 1 ] && grep -q '^-c:1: usage: attn ' '$tmp/err'"
+run -c 'mask window x' </dev/null
+check bad-number-message sh -c "[ $rc -eq 1 ] && grep -q '^-c:1: .*window' '$tmp/err'"
+run -c 'echo a' -c 'echo b' </dev/null
+check c-repeated sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/out' | tr '\n' ' ')\" = 'a b ' ]"
+
+# ------------------------------------------------------------- stdin
+printf 'text a; b\necho fine\n' | run; rc=$?
+check stdin-script sh -c "[ $rc -eq 0 ] && grep -q '^4 tokens' '$tmp/out' && grep -q '^fine$' '$tmp/out'"
+printf 'echo a\n\nnorm sideways\necho b\n' | run; rc=$?
+check stdin-error-location sh -c "[ $rc -eq 1 ] && grep -q '^<stdin>:3: ' '$tmp/err' && ! grep -q '^b$' '$tmp/out'"
+printf 'echo a\n' | run --batch -f "$tmp/comments.cmds"; rc=$?
+check stdin-not-read-with-f sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/out')\" = done ]"
+printf 'echo from-stdin\n' | run -f -; rc=$?
+check f-dash-reads-stdin sh -c "[ $rc -eq 0 ] && grep -q '^from-stdin$' '$tmp/out'"
+
+# a NUL byte: the line is refused with a message, nothing crashes
+printf 'echo a\necho b\000c\necho d\n' | run; rc=$?
+check nul-byte-refused sh -c "[ $rc -eq 1 ] && grep -q '^<stdin>:2: .*NUL' '$tmp/err' && ! grep -q '^d$' '$tmp/out'"
+
+# invalid UTF-8 reaches the command: text warns and goes on
+printf 'text ab\377cd\necho alive\n' | run; rc=$?
+check invalid-utf8-warns sh -c "[ $rc -eq 0 ] && grep -qi 'warning' '$tmp/err' && grep -q '^alive$' '$tmp/out'"
+
+# a very long line (getline): 100000 characters echoed back
+long=$(head -c 100000 /dev/zero | tr '\0' x)
+printf 'echo %s\n' "$long" | run; rc=$?
+check long-line sh -c "[ $rc -eq 0 ] && [ \$(wc -c <'$tmp/out') -eq 100001 ]"
+
+# text longer than the context (64): one line naming the limit, status 1
+printf 'text %s\necho never\n' "$(head -c 100 /dev/zero | tr '\0' y)" | run; rc=$?
+check text-too-long sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q '^<stdin>:1: .*64' '$tmp/err' && ! grep -q never '$tmp/out'"
+
+# ------------------------------------------- without the default model
+cd "$tmp/empty" || exit 1
+run -c "load $tmp/other.safetensors; text hi" </dev/null
+check default-missing-script-loads sh -c "[ $rc -eq 0 ] && grep -q '^2 tokens' '$tmp/out' && [ ! -s '$tmp/err' ]"
+run -c 'text hi' </dev/null
+check default-missing-note sh -c "[ $rc -eq 1 ] && grep -q 'no model loaded' '$tmp/err' && grep -q 'note: the default model was not loaded' '$tmp/err'"
+run -c 'echo plain' </dev/null
+check default-missing-quiet sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
+cd "$tmp" || exit 1
+
+# ------------------------------------------------------------- demos
+# Each demo runs in batch mode in its own directory whose models/ holds a
+# random model for every `load NAME` in it: 4 layers x 4 heads, context 256,
+# a vocabulary of newline, printable ASCII and the characters of the demo's
+# `text` lines (so a Tang-poem demo gets its Chinese characters).
+nl=$(printf '\nx')
+nl=${nl%x}
+ascii=$(awk 'BEGIN { for (i = 32; i < 127; i++) printf "%c", i }')
+for d in "$root"/sessions/demos/*.cmds; do
+	[ -f "$d" ] || continue
+	n=$(basename "$d" .cmds)
+	dir=$tmp/demo-$n
+	mkdir -p "$dir/models"
+	chars="$nl$ascii$(sed -n 's/^text //p' "$d" | tr -d '\n')"
+	made=yes
+	for m in $(sed -n 's/^load[ \t]\{1,\}\([^ \t/]*\)[ \t]*$/\1/p' "$d" | sort -u); do
+		"$TOOLS/tool_mkmodel" "$dir/models/$m.safetensors" --layers 4 --heads 4 \
+			--context 256 --chars "$chars" >/dev/null 2>&1 || made=no
+	done
+	if [ $made = no ]; then
+		rc=-1
+		fail "demo-$n" "tool_mkmodel could not make the demo's models"
+		continue
+	fi
+	cd "$dir" || exit 1
+	run --batch -f "$d" </dev/null
+	cd "$tmp" || exit 1
+	if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ]; then ok "demo-$n"; else fail "demo-$n"; fi
+done
+
+[ "$failures" -eq 0 ]
