@@ -1,0 +1,578 @@
+/*
+ * cmd-analysis.c — what the heads do and which of them matter: heads
+ * (scores and role labels), sweep (ablate every head and every layer) and
+ * compare variants (every sharing scheme, norm placement and mask, plus the
+ * natively trained variants of the shakespeare family, on one text).
+ *
+ * None of these change the session: extra forward passes run with private
+ * options on runs of their own, so s->opt, s->run and s->base are exactly
+ * as before (session_update afterwards is a no-op kept as a safety net).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "cmd.h"
+#include "store.h"
+#include "heads.h"
+#include "loader.h"
+#include "tokenizer.h"
+
+#define CORPUS_TOKENS 256   /* default --tokens: min(context, 256) */
+#define REMOVABLE_FRAC 0.01 /* "under 1% loss increase" */
+#define TABLE_WIDTH 80      /* sweep tables are split into chunks of heads this wide */
+
+/* ---------------------------------------------------------------- helpers */
+
+static int need_model(const struct session *s, struct err *e)
+{
+	return s->model ? 0 : err_set(e, "no model loaded (try: load shakespeare)");
+}
+
+static int need_run(const struct session *s, struct err *e)
+{
+	if (need_model(s, e))
+		return -1;
+	if (!session_ready(s))
+		return err_set(e, "no text yet (try: text To be, or not to be)");
+	return 0;
+}
+
+static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < lo || v > hi)
+		return err_set(e, "%.32s: %s must be a whole number from %d to %d", arg, what, lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
+/* "native" or the session_variant() text of o. */
+static void describe_options(struct session *s, const struct run_options *o, char *buf, size_t size)
+{
+	struct run_options keep = s->opt;
+	s->opt = *o;
+	session_variant(s, buf, size);
+	s->opt = keep;
+	if (!buf[0])
+		snprintf(buf, size, "native");
+}
+
+/* The tokens sweep and compare run on: the session's text, or the last N
+ * tokens of a file (no BOS; the end of a training file is its validation
+ * split, so for a model trained on FILE the slice is held out). */
+struct source {
+	int *tokens;   /* owned when `owned` */
+	int T;
+	bool owned;
+	char desc[320];
+};
+
+static void source_free(struct source *src)
+{
+	if (src->owned)
+		free(src->tokens);
+	src->tokens = NULL;
+}
+
+static int source_get(struct session *s, const char *corpus, int ntok, struct source *src,
+		      struct err *e)
+{
+	memset(src, 0, sizeof *src);
+	if (!corpus) {
+		if (ntok > 0)
+			return err_set(e, "--tokens N goes with --corpus FILE (the current text is used whole)");
+		if (need_run(s, e))
+			return -1;
+		src->tokens = s->tokens;
+		src->T = s->n_tokens;
+		snprintf(src->desc, sizeof src->desc, "%d tokens of the current text", s->n_tokens);
+		return 0;
+	}
+	if (need_model(s, e))
+		return -1;
+	const struct model *m = s->model;
+	int S = m->cfg.context;
+	if (ntok == 0)
+		ntok = S < CORPUS_TOKENS ? S : CORPUS_TOKENS;
+	if (ntok > S)
+		return err_set(e, "--tokens %d: at most the model's context, %d", ntok, S);
+	if (!m->tok)
+		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
+	size_t len;
+	char *text = read_file(corpus, &len, e);
+	if (!text)
+		return -1;
+	int *ids = NULL, n = 0;
+	int bad = tok_encode(m->tok, text, len, 0, &ids, &n, e);
+	free(text);
+	if (bad < 0) {
+		err_prefix(e, "%s", corpus);
+		return -1;
+	}
+	if (n < 2) {
+		free(ids);
+		return err_set(e, "%s: %d token%s; at least 2 are needed", corpus, n, n == 1 ? "" : "s");
+	}
+	int T = n < ntok ? n : ntok;
+	src->tokens = xmalloc((size_t)T * sizeof *src->tokens);
+	memcpy(src->tokens, ids + (n - T), (size_t)T * sizeof *ids);
+	free(ids);
+	src->T = T;
+	src->owned = true;
+	snprintf(src->desc, sizeof src->desc, "the last %d tokens of %.200s%s", T, corpus,
+		 T < ntok ? " (the whole file)" : "");
+	return 0;
+}
+
+/* Parses [--corpus FILE] [--tokens N] (and --metric when metric != NULL)
+ * from argv[first..). */
+static int parse_source_args(struct session *s, int argc, char **argv, int first, const char *usage,
+			     const char **corpus, int *ntok, bool *by_kl, struct err *e)
+{
+	*corpus = NULL;
+	*ntok = 0;
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i];
+		if (i + 1 >= argc)
+			return err_set(e, "usage: %s", usage);
+		if (!strcmp(a, "--corpus")) {
+			*corpus = argv[++i];
+		} else if (!strcmp(a, "--tokens")) {
+			if (parse_int(argv[++i], 2, CFG_MAX_CONTEXT, "--tokens", ntok, e))
+				return -1;
+		} else if (by_kl && !strcmp(a, "--metric")) {
+			const char *v = argv[++i];
+			if (!strcmp(v, "loss"))
+				*by_kl = false;
+			else if (!strcmp(v, "kl"))
+				*by_kl = true;
+			else
+				return err_set(e, "--metric %.32s: use loss or kl", v);
+		} else {
+			return err_set(e, "usage: %s", usage);
+		}
+	}
+	return 0;
+}
+
+/* A number in at most 7 characters: 4 decimals, fewer when large. */
+static void fmt_num(double v, bool sign, char *buf, size_t size)
+{
+	double a = fabs(v);
+	int dec = a < 10 ? 4 : a < 100 ? 3 : a < 1000 ? 2 : 0;
+	if (isnan(v))
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, sign ? "%+.*f" : "%.*f", dec, v);
+}
+
+/* ------------------------------------------------------------------ heads */
+
+static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	if (need_run(s, e))
+		return -1;
+	const struct model_config *c = &s->model->cfg;
+	int L = c->n_layer, H = c->n_head, only = -1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
+			if (parse_int(argv[++i], 0, L - 1, "the layer", &only, e))
+				return -1;
+		} else {
+			return err_set(e, "usage: heads [--layer L]");
+		}
+	}
+	struct head_scores *sc = xmalloc((size_t)L * H * sizeof *sc);
+	if (heads_analyze(s->model, &s->opt, s->run, sc, e) != 0) {
+		free(sc);
+		return -1;
+	}
+	int *seq = xmalloc((size_t)c->context * sizeof *seq), start, n;
+	heads_induction_tokens(s->model, HEADS_SEED, seq, &start, &n);
+	free(seq);
+
+	char opts[256];
+	describe_options(s, &s->opt, opts, sizeof opts);
+	FILE *f = s->out;
+	fprintf(f, "heads on %d tokens; options: %s; ", s->n_tokens, opts);
+	if (n > 0)
+		fprintf(f, "induction on %d random tokens repeated twice\n", n);
+	else
+		fprintf(f, "induction not measured (context or vocabulary too small)\n");
+	fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  induct\n");
+	int count[HEAD_N_ROLES] = { 0 };
+	for (int l = 0; l < L; l++) {
+		if (only >= 0 && l != only)
+			continue;
+		for (int h = 0; h < H; h++) {
+			const struct head_scores *x = &sc[l * H + h];
+			char id[32], ind[16];
+			snprintf(id, sizeof id, "%d.%d", l, h);
+			if (isnan(x->induction))
+				snprintf(ind, sizeof ind, "-");
+			else
+				snprintf(ind, sizeof ind, "%.3f", x->induction);
+			fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.2f %7s\n", id,
+				heads_role_name(x->role), x->entropy, x->max_weight, x->prev_token,
+				x->first_token, x->self, x->local, x->mean_distance, ind);
+			count[x->role]++;
+		}
+	}
+	fprintf(f, "roles:");
+	bool first = true;
+	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_SINK, HEAD_SELF,
+						HEAD_LOCAL, HEAD_BROAD };
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+		if (count[order[i]]) {
+			fprintf(f, "%s %d %s", first ? "" : ",", count[order[i]], heads_role_name(order[i]));
+			first = false;
+		}
+	fprintf(f, "\nlabels, first match wins: induction >= %.2f, previous-token prev > %.2f, sink first > %.2f,\n"
+		   "self > %.2f, local >= %.2f, else broad.  help heads defines every score.\n",
+		HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_SELF_MIN, HEADS_LOCAL_MIN);
+	free(sc);
+	return 0;
+}
+
+static const char *const heads_words[] = { "--layer", NULL };
+const struct cmd_entry cmd_heads_entry = {
+	.name = "heads",
+	.usage = "[--layer L]",
+	.help = "what each head does: entropy, sharpness, previous-token, sink, self, local, distance, induction, and a role",
+	.long_help =
+		"Scores of each head's attention A on the current text (rows i are queries,\n"
+		"columns j keys; \"rows i >= 1\" because row 0 of a causal mask sees only itself):\n"
+		"  entropy  mean over all rows of -sum_j A[i][j] ln A[i][j] (nats)\n"
+		"  max      mean over rows i >= 1 of the row's largest weight\n"
+		"  prev     mean over rows i >= 1 of A[i][i-1]\n"
+		"  first    mean over rows i >= 1 of A[i][0] (the \"sink\")\n"
+		"  self     mean over rows i >= 1 of A[i][i]\n"
+		"  local    mean over rows i >= 1 of the weight on keys i-3 .. i-1\n"
+		"  dist     mean over all rows of sum_j A[i][j] |i - j| (tokens)\n"
+		"  induct   on n random tokens R followed by R again (n = min(32, context/2),\n"
+		"           fixed seed, current options): mean over the second copy of the\n"
+		"           weight from position n+k to k+1, the token after the earlier\n"
+		"           occurrence (one later with BOS first)\n"
+		"Roles, first match wins: induction (induct >= 0.3), previous-token (prev > 0.5),\n"
+		"sink (first > 0.5), self (self > 0.5), local (local >= 0.7), else broad.\n"
+		"--layer L shows one layer only.",
+	.complete = COMPLETE_WORDS,
+	.words = heads_words,
+	.min_args = 0,
+	.max_args = 2,
+	.exec = heads_exec,
+};
+
+/* ------------------------------------------------------------------ sweep */
+
+static void sweep_progress(void *ctx, int done, int total)
+{
+	(void)ctx;
+	if (done < total)
+		fprintf(stderr, "\rsweep %d/%d", done, total);
+	else
+		fprintf(stderr, "\r%*s\r", 24, "");
+	fflush(stderr);
+}
+
+/* Prints one chunk of the layer x head table: heads h0 .. h1-1 (and the
+ * per-layer "all" column when last). */
+static void sweep_chunk(FILE *f, const struct sweep_result *r, bool by_kl, int h0, int h1, bool last)
+{
+	fprintf(f, "layer ");
+	for (int h = h0; h < h1; h++) {
+		char hd[24];
+		snprintf(hd, sizeof hd, "h%d", h);
+		fprintf(f, "%8s", hd);
+	}
+	if (last)
+		fprintf(f, "%9s", "all");
+	fprintf(f, "\n");
+	for (int l = 0; l < r->L; l++) {
+		fprintf(f, "%5d ", l);
+		char v[32];
+		for (int h = h0; h < h1; h++) {
+			const struct ablation *a = &r->head[l * r->H + h];
+			fmt_num(by_kl ? a->kl : a->delta_loss, !by_kl, v, sizeof v);
+			fprintf(f, "%8s", v);
+		}
+		if (last) {
+			fmt_num(by_kl ? r->layer[l].kl : r->layer[l].delta_loss, !by_kl, v, sizeof v);
+			fprintf(f, "%9s", v);
+		}
+		fprintf(f, "\n");
+	}
+}
+
+static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	static const char usage[] = "sweep [--metric loss|kl] [--corpus FILE --tokens N]";
+	const char *corpus;
+	int ntok;
+	bool by_kl = false;
+	if (parse_source_args(s, argc, argv, 1, usage, &corpus, &ntok, &by_kl, e))
+		return -1;
+	struct source src;
+	if (source_get(s, corpus, ntok, &src, e) != 0)
+		return -1;
+	struct sweep_result r;
+	bool tty = isatty(STDERR_FILENO);
+	int rc = sweep_run(s->model, &s->opt, src.tokens, src.T, s->cancel, tty ? sweep_progress : NULL,
+			   NULL, &r, e);
+	if (tty && rc != 0)
+		sweep_progress(NULL, 1, 1); /* clear the progress line */
+	if (rc != 0) {
+		struct err e2;
+		sweep_free(&r);
+		source_free(&src);
+		/* nothing of the session was touched; make sure it is current */
+		if (session_update(s, &e2) != 0)
+			err_set(e, "%s (and: %s)", r.cancelled ? "sweep cancelled" : "sweep failed", e2.msg);
+		return -1;
+	}
+
+	FILE *f = s->out;
+	int L = r.L, H = r.H;
+	char opts[256];
+	describe_options(s, &r.opt, opts, sizeof opts);
+	fprintf(f, "sweep on %s (%d forward passes):\n"
+		   "each of %d head%s ablated alone, then each layer's heads together\n",
+		src.desc, r.total, L * H, L * H == 1 ? "" : "s");
+	fprintf(f, "unablated run: options %s%s, loss %.4f nats\n", opts,
+		opt_ablated_count(&s->opt) ? " (the session's ablations cleared)" : "", r.base_loss);
+	if (by_kl)
+		fprintf(f, "KL(unablated || ablated), nats, mean over positions:\n");
+	else
+		fprintf(f, "loss change (ablated - unablated), nats:\n");
+	int per = (TABLE_WIDTH - 6 - 9) / 8;
+	for (int h0 = 0; h0 < H; h0 += per) {
+		int h1 = h0 + per < H ? h0 + per : H;
+		sweep_chunk(f, &r, by_kl, h0, h1, h1 == H);
+	}
+
+	int *idx = xmalloc((size_t)L * H * sizeof *idx);
+	sweep_rank(&r, by_kl, idx);
+	fprintf(f, "ranking by %s, most important first:\n", by_kl ? "KL" : "loss change");
+	for (int i = 0; i < L * H; i++) {
+		const struct ablation *a = &r.head[idx[i]];
+		char id[32], v[32], item[96];
+		snprintf(id, sizeof id, "%d.%d", idx[i] / H, idx[i] % H);
+		fmt_num(by_kl ? a->kl : a->delta_loss, !by_kl, v, sizeof v);
+		snprintf(item, sizeof item, "%3d. %-6s %s", i + 1, id, v);
+		bool eol = i % 4 == 3 || i == L * H - 1;
+		fprintf(f, eol ? "%s%s\n" : "%s%-20s", i % 4 ? "" : "  ", item);
+	}
+	free(idx);
+	int removable = sweep_removable(&r, REMOVABLE_FRAC);
+	fprintf(f, "%d of %d heads can each be removed alone for under 1%% loss increase:\n"
+		   "ablated alone, each raises the loss by < %.4f nats (1%% of %.4f); not all at once\n",
+		removable, L * H, REMOVABLE_FRAC * r.base_loss, r.base_loss);
+	sweep_free(&r);
+	source_free(&src);
+	return session_update(s, e);
+}
+
+static const char *const sweep_words[] = { "--metric", "loss", "kl", "--corpus", "--tokens", NULL };
+const struct cmd_entry cmd_sweep_entry = {
+	.name = "sweep",
+	.usage = "[--metric loss|kl] [--corpus FILE --tokens N]",
+	.help = "ablate every head alone and every layer's heads together; which heads matter",
+	.long_help =
+		"Runs the model once unablated (the current options with every ablation cleared)\n"
+		"and once per head with that head's output zeroed, then once per layer with all\n"
+		"of its heads zeroed.  The table shows the loss change (--metric loss, default)\n"
+		"or KL(unablated || ablated) (--metric kl); heads are ranked by it.  A head can\n"
+		"be \"removed for under 1% loss increase\" when its ablation alone raises the\n"
+		"loss by less than 1% of the unablated loss.  --corpus FILE runs on the last N\n"
+		"tokens of FILE (default N = min(context, 256)) instead of the current text.\n"
+		"Ctrl-C cancels; the session is left as it was.",
+	.complete = COMPLETE_WORDS,
+	.words = sweep_words,
+	.min_args = 0,
+	.max_args = 6,
+	.exec = sweep_exec,
+};
+
+/* ---------------------------------------------------------------- compare */
+
+/* Natively trained members of the shakespeare family. */
+static const char *const family[] = { "shakespeare", "shakespeare-gqa", "shakespeare-mqa",
+				      "shakespeare-postnorm" };
+#define FAMILY_N (int)(sizeof family / sizeof *family)
+
+static bool in_family(const char *name)
+{
+	for (int i = 0; i < FAMILY_N; i++)
+		if (name && !strcmp(name, family[i]))
+			return true;
+	return false;
+}
+
+/* Finds family member `name`: beside the loaded model's file first, then
+ * through model_resolve.  0 when found (path in out). */
+static int find_member(const struct model *m, const char *name, char *out, size_t size)
+{
+	if (m->path) {
+		const char *slash = strrchr(m->path, '/');
+		int dir = slash ? (int)(slash - m->path) : 0;
+		struct stat st;
+		snprintf(out, size, "%.*s%s%s.safetensors", dir, m->path, slash ? "/" : "", name);
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+	}
+	return model_resolve(name, out, size, NULL);
+}
+
+/* Same vocabulary: size, special ids and every token's bytes. */
+static bool same_vocab(const struct model *a, const struct model *b)
+{
+	if (!a->tok || !b->tok || a->cfg.vocab_size != b->cfg.vocab_size ||
+	    a->tok->bos_id != b->tok->bos_id || a->tok->unk_id != b->tok->unk_id)
+		return false;
+	for (int id = 0; id < a->cfg.vocab_size; id++) {
+		char pa[64], pb[64];
+		int la = tok_piece(a->tok, id, pa, sizeof pa), lb = tok_piece(b->tok, id, pb, sizeof pb);
+		if (la != lb || strcmp(pa, pb))
+			return false;
+	}
+	return true;
+}
+
+static void variant_print(FILE *f, const struct variant_row *v)
+{
+	char kv[32], loss[16], ppl[16], kl[16];
+	format_bytes(v->kv_bytes, kv, sizeof kv);
+	fmt_num(v->loss, false, loss, sizeof loss);
+	snprintf(ppl, sizeof ppl, isnan(v->ppl) ? "-" : v->ppl < 1e5 ? "%.2f" : "%.3g", v->ppl);
+	fmt_num(v->kl, false, kl, sizeof kl);
+	fprintf(f, "%-26s %7s %9s %8s %6.1f%% %10s %7.2f\n", v->name, loss, ppl, kl,
+		100.0 * v->top1_agree, kv, v->forward_ms);
+}
+
+static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	static const char usage[] = "compare variants [--corpus FILE --tokens N]";
+	if (strcmp(argv[1], "variants"))
+		return store_cmd_compare(s, argc, argv, e);
+	const char *corpus;
+	int ntok;
+	if (parse_source_args(s, argc, argv, 2, usage, &corpus, &ntok, NULL, e))
+		return -1;
+	struct source src;
+	if (source_get(s, corpus, ntok, &src, e) != 0)
+		return -1;
+	struct model *m = s->model;
+	int T = src.T;
+	struct run *ref = run_new(&m->cfg, 1, T, RUN_LOGITS), *work = run_new(&m->cfg, 1, T, RUN_LOGITS);
+	struct variant_row rows[VARIANTS_MAX];
+	int n = variant_list(m, rows, VARIANTS_MAX), rc = 0;
+	char notes[4][400];
+	int n_notes = 0;
+
+	if (model_forward(m, &rows[0].opt, src.tokens, NULL, 1, T, ref, e) != 0)
+		goto fail;
+	for (int i = 0; i < n; i++)
+		if (variant_measure(m, &rows[i].opt, src.tokens, T, ref, work, &rows[i], e) != 0) {
+			err_prefix(e, "%s", rows[i].name);
+			goto fail;
+		}
+
+	/* natively trained variants of the shakespeare family */
+	if (in_family(m->name)) {
+		char missing[300] = "";
+		size_t nm = 0;
+		for (int k = 0; k < FAMILY_N && n < VARIANTS_MAX; k++) {
+			if (!strcmp(family[k], m->name))
+				continue;
+			char path[4096];
+			if (find_member(m, family[k], path, sizeof path) != 0) {
+				if (nm < sizeof missing)
+					nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s",
+							       nm ? ", " : "", family[k]);
+				continue;
+			}
+			struct err e2;
+			struct model *o = model_open(path, &e2);
+			const char *why = NULL;
+			if (!o)
+				why = e2.msg;
+			else if (!same_vocab(m, o))
+				why = "a different vocabulary, so KL vs this model means nothing";
+			else if (T > o->cfg.context)
+				why = "its context is shorter than the text";
+			if (why) {
+				if (n_notes < 4)
+					snprintf(notes[n_notes++], sizeof notes[0], "skipped %s: %.300s", family[k], why);
+				model_free(o);
+				continue;
+			}
+			struct variant_row *v = &rows[n];
+			memset(v, 0, sizeof *v);
+			snprintf(v->name, sizeof v->name, "%s [trained]", family[k]);
+			v->trained = true;
+			struct run *w2 = run_new(&o->cfg, 1, T, RUN_LOGITS);
+			struct run_options nat;
+			run_options_native(o, &nat);
+			int r2 = variant_measure(o, &nat, src.tokens, T, ref, w2, v, &e2);
+			run_free(w2);
+			model_free(o);
+			if (r2 != 0) {
+				if (n_notes < 4)
+					snprintf(notes[n_notes++], sizeof notes[0], "skipped %s: %.300s", family[k], e2.msg);
+				continue;
+			}
+			n++;
+		}
+		if (nm && n_notes < 4)
+			snprintf(notes[n_notes++], sizeof notes[0], "natively trained %.300s: not found", missing);
+	}
+
+	FILE *f = s->out;
+	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
+		src.desc, m->name ? m->name : "the model");
+	fprintf(f, "%-26s %7s %9s %8s %7s %10s %7s\n", "variant", "loss", "ppl", "KL", "top-1",
+		"KV cache", "ms");
+	for (int i = 0; i < n; i++)
+		variant_print(f, &rows[i]);
+	fprintf(f, "KL = KL(native || variant), nats, mean over positions; KV cache: float32 for %d tokens;\n"
+		   "ms: one forward pass, the faster of two.  Conversions use the same weights (no training).\n",
+		T);
+	for (int i = 0; i < n_notes; i++)
+		fprintf(f, "%s\n", notes[i]);
+	goto done;
+fail:
+	rc = -1;
+done:
+	run_free(ref);
+	run_free(work);
+	source_free(&src);
+	if (rc == 0)
+		rc = session_update(s, e);
+	return rc;
+}
+
+static const char *const compare_words[] = { "variants", "--corpus", "--tokens", NULL };
+const struct cmd_entry cmd_compare_entry = {
+	.name = "compare",
+	.usage = "variants [--corpus FILE --tokens N] | ID ID",
+	.help = "every variant in one table (loss, ppl, KL, top-1, KV, ms), or two stored measurements side by side",
+	.long_help =
+		"Rows: the native model; every other number of key/value heads G dividing\n"
+		"n_head (mha, gqa G, mqa: K/V weights mean-pooled, no training); the other norm\n"
+		"placement; mask none; and, when a shakespeare model is loaded, the natively\n"
+		"trained shakespeare, -gqa, -mqa and -postnorm models found in models/ (same\n"
+		"vocabulary required).  KL and top-1 agreement are against the loaded model's\n"
+		"native run.  --corpus FILE runs on the last N tokens of FILE (default\n"
+		"N = min(context, 256)) instead of the current text.",
+	.complete = COMPLETE_WORDS,
+	.words = compare_words,
+	.min_args = 1,
+	.max_args = -1,
+	.exec = compare_exec,
+};

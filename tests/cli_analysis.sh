@@ -1,0 +1,129 @@
+#!/bin/sh
+# End-to-end tests of heads, sweep and compare in batch mode (-c and -f),
+# and every shipped demo (sessions/demos/*.cmds) run with --batch: exit 0.
+# The demos load models by name, so they run from a temporary directory
+# whose models/ holds seeded random models made by tool_mkmodel:
+# shakespeare (2x4), tang (4x4, the characters of 静夜思), and later
+# shakespeare-postnorm to check that compare picks it up.
+# Prints "ok NAME" or "FAIL NAME" per check.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_analysis.sh
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+DEMOS=$(pwd)/sessions/demos
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-analysis.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+POEM='床前明月光，疑是地上霜。举头望明月，低头思故乡。'
+mkdir "$tmp/models"
+if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1 ||
+   ! "$TOOLS/tool_mkmodel" "$tmp/models/tang.safetensors" --layers 4 --heads 4 \
+	--chars "$POEM" >/dev/null 2>&1; then
+	echo "FAIL setup (tool_mkmodel)"
+	exit 1
+fi
+cd "$tmp" || exit 1
+failures=0
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1"
+	[ -f out ] && sed 's/^/  out: /' out | tail -n 15
+	[ -f err ] && sed 's/^/  err: /' err | tail -n 5
+	failures=$((failures + 1))
+}
+# run NAME ARGS...: runs attnscope --no-db ARGS, output in out/err; status in rc
+run() {
+	name=$1
+	shift
+	"$A" --no-db "$@" >out 2>err
+	rc=$?
+}
+has() { grep -q -- "$1" out; }
+
+TEXT='To be, or not to be, that is the question:'
+
+run heads shakespeare -c "text $TEXT; heads"
+if [ $rc = 0 ] && has '^head   role' && [ "$(grep -c '^[01]\.[0-3] ' out)" = 8 ] && has '^roles:'; then
+	ok heads
+else
+	fail heads
+fi
+
+run heads-layer shakespeare -c "text $TEXT; heads --layer 1"
+if [ $rc = 0 ] && [ "$(grep -c '^1\.[0-3] ' out)" = 4 ] && [ "$(grep -c '^0\.' out)" = 0 ]; then
+	ok heads-layer
+else
+	fail heads-layer
+fi
+
+run sweep shakespeare -c "text $TEXT; sweep"
+if [ $rc = 0 ] && has '^layer ' && has '^    0 ' && has '^    1 ' && has 'all$' &&
+   has 'can each be removed alone for under 1% loss increase' && has '^ranking'; then
+	ok sweep
+else
+	fail sweep
+fi
+
+run sweep-kl shakespeare -c "text $TEXT; sweep --metric kl"
+if [ $rc = 0 ] && has 'KL(unablated || ablated)'; then ok sweep-kl; else fail sweep-kl; fi
+
+i=0
+while [ $i -lt 30 ]; do
+	echo "Now is the winter of our discontent made glorious summer by this sun of York;"
+	i=$((i + 1))
+done >corpus.txt
+run sweep-corpus shakespeare -c "sweep --corpus corpus.txt --tokens 40"
+if [ $rc = 0 ] && has 'the last 40 tokens of corpus.txt'; then ok sweep-corpus; else fail sweep-corpus; fi
+
+run compare shakespeare -c "text $TEXT; compare variants"
+if [ $rc = 0 ] && has '^native (mha)' && has '^gqa 2 ' && has '^mqa ' && has '^post-norm ' &&
+   has '^mask none ' && has 'shakespeare-postnorm: not found'; then
+	ok compare
+else
+	fail compare
+fi
+
+run compare-corpus shakespeare -c "compare variants --corpus corpus.txt"
+if [ $rc = 0 ] && has 'the last 64 tokens of corpus.txt'; then ok compare-corpus; else fail compare-corpus; fi
+
+run compare-id shakespeare -c "text $TEXT; compare 1 2"
+if [ $rc = 1 ] && grep -q 'no session database' err; then
+	ok compare-id
+else
+	fail compare-id
+fi
+
+run all-three shakespeare -c "text $TEXT; heads; sweep; compare variants"
+if [ $rc = 0 ]; then ok all-three; else fail all-three; fi
+
+# every shipped demo, in batch mode, exit status 0
+for d in "$DEMOS"/*.cmds; do
+	n=demo-$(basename "$d" .cmds)
+	run "$n" --batch -f "$d"
+	if [ $rc = 0 ]; then ok "$n"; else fail "$n"; fi
+done
+
+# with a natively trained post-norm model installed, compare shows it and
+# the norm demo still runs
+"$TOOLS/tool_mkmodel" models/shakespeare-postnorm.safetensors --placement post --seed 5 >/dev/null 2>&1
+run compare-trained shakespeare -c "text $TEXT; compare variants"
+if [ $rc = 0 ] && has '^shakespeare-postnorm \[trained\]' && has 'shakespeare-gqa, shakespeare-mqa: not found'; then
+	ok compare-trained
+else
+	fail compare-trained
+fi
+run demo-norm-with-postnorm --batch -f "$DEMOS/norm.cmds"
+if [ $rc = 0 ] && has '^shakespeare-postnorm \[trained\]'; then
+	ok demo-norm-with-postnorm
+else
+	fail demo-norm-with-postnorm
+fi
+
+# the tang demo shows the last layer's mean attention distance per head
+run demo-tang-dist --batch -f "$DEMOS/tang.cmds"
+if [ $rc = 0 ] && [ "$(grep -c '^3\.[0-3] ' out)" -ge 4 ]; then ok demo-tang-dist; else fail demo-tang-dist; fi
+
+[ $failures = 0 ]
