@@ -1,0 +1,280 @@
+/*
+ * store.h — sessions, commands, measurements and training history in a
+ * SQLite database.  src/store.c is the only code that touches SQLite.
+ *
+ * One `struct store` is one open database; it records one attnscope session
+ * (a row in `sessions`, created on the first thing recorded).  The session
+ * hooks (store_command_begin/end around every command line, store_measure
+ * after every finished forward pass) never fail the caller: the first write
+ * that fails prints one warning, stops recording (store_recording() turns
+ * false) and puts "not recording" in s->store_note for the prompt.
+ *
+ * Rules kept by store.c: WAL journal, synchronous=NORMAL (a committed row
+ * survives a crash or kill -9 of the process), a busy timeout of
+ * STORE_BUSY_MS, every write in one BEGIN IMMEDIATE transaction, bound
+ * parameters only, statements prepared once and reused.  The schema is
+ * versioned with PRAGMA user_version (STORE_SCHEMA_VERSION) and marked with
+ * PRAGMA application_id; older versions are migrated forward, a newer
+ * version or another program's database is refused without a byte
+ * written.  Texts that are not valid UTF-8 are stored as BLOBs, so every
+ * byte comes back as it went in (in SQL, LIKE needs CAST(x AS TEXT) on
+ * those).  Times are UTC, "YYYY-MM-DD HH:MM:SS.SSS".  A database file up to
+ * 64 MiB gets PRAGMA quick_check when opened; larger ones only the header
+ * checks (damage found later stops recording with the one warning).
+ *
+ * Tables (schema version 1): states (model, text, options, view of a
+ * moment), sessions (name, start_state, saved_state), commands (session_id,
+ * seq, depth, line, ok, message), measurements (one per finished forward
+ * pass), head_stats (measurement_id, layer, head, scores), training_runs,
+ * training_steps, model_files (sha256 of model files by path, size, mtime,
+ * inode, so that a file is hashed once).
+ */
+#ifndef ATTNSCOPE_STORE_H
+#define ATTNSCOPE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "util.h"
+
+struct session;
+struct store;
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_APPLICATION_ID 0x4154534e /* "ATSN" */
+#define STORE_DEFAULT_PATH "sessions/attnscope.db"
+#define STORE_ENV "ATTNSCOPE_DB"
+#define STORE_BUSY_MS 5000
+
+/* ------------------------------------------------------------- open/close */
+
+/* Opens (creating when missing) the database at path and brings its schema
+ * up to date.  NULL with a one-line message when the file cannot be
+ * created or written, is not a SQLite database or is corrupt (left as it
+ * was), belongs to another program, or has a newer schema (left as it
+ * was). */
+struct store *store_open(const char *path, struct err *e);
+
+/*
+ * The command-line policy.  no_db: returns NULL, warning "".  Otherwise the
+ * path is db_flag (--db), else $ATTNSCOPE_DB when set and not empty, else
+ * STORE_DEFAULT_PATH (whose sessions/ directory is created when missing).
+ * When the database cannot be used, returns NULL with one line in warning
+ * (say what and that attnscope goes on without recording); warning is ""
+ * when all is well.  The caller prints it and keeps working.
+ */
+struct store *store_open_default(const char *db_flag, bool no_db, char *warning, size_t size);
+
+/* Closes the database; NULL is a no-op. */
+void store_close(struct store *st);
+
+const char *store_path(const struct store *st);
+
+/* Changes the busy timeout (STORE_BUSY_MS by default; tests shorten it). */
+void store_set_busy_timeout(struct store *st, int ms);
+
+/* False once a write has failed (recording stopped) or for NULL. */
+bool store_recording(const struct store *st);
+
+/* The session's row in `sessions`, 0 until something was recorded. */
+int64_t store_session_id(const struct store *st);
+
+/* Id of the last measurement this store recorded (0: none yet). */
+int64_t store_last_measurement(const struct store *st);
+
+/* ------------------------------------------------------- recording hooks */
+
+/* Records a command line as it starts (ok NULL) and returns its seq (0 when
+ * nothing was recorded: no store, recording stopped, blank or comment). */
+int64_t store_command_begin(struct session *s, const char *line);
+
+/* Finishes the row of store_command_begin: ok = (rc >= 0), and the message
+ * on failure.  seq 0 is a no-op. */
+void store_command_end(struct session *s, int64_t seq, int rc, const char *message);
+
+/* Records the session's finished run (options, text, numbers and one
+ * head_stats row per head with the heads.h scores of the run; induction and
+ * role stay NULL until store_head_scores adds them).  Called by
+ * session_update after each new forward pass.  No-op without a store. */
+void store_measure(struct session *s);
+
+/* Makes sure the session has its row (recording its current state as the
+ * start state).  0, or -1 with a message. */
+int store_begin_session(struct session *s, struct err *e);
+
+/* ------------------------------------------------------------ head scores */
+
+/* One head of a measurement.  A NAN number or a NULL role is stored as NULL
+ * and, for an existing row, keeps the value already there. */
+struct store_head_row {
+	int layer, head;
+	double entropy, max_weight;
+	double prev_token, first_token, self, local, mean_distance, induction;
+	const char *role;
+};
+
+/* Inserts or updates head rows of measurement_id, in one transaction. */
+int store_head_stats(struct store *st, int64_t measurement_id, const struct store_head_row *rows,
+		     int n, struct err *e);
+
+/* The same from heads.h scores (scores[l * n_head + h]); the role is stored
+ * when induction was measured (not NAN). */
+struct head_scores;
+int store_head_scores(struct store *st, int64_t measurement_id, const struct head_scores *scores,
+		      int n_layer, int n_head, struct err *e);
+
+/* Reads the head rows of a measurement ordered by layer, head.  *rows is
+ * malloc'd (free with store_head_rows_free). */
+int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,
+			 int *n, struct err *e);
+void store_head_rows_free(struct store_head_row *rows, int n);
+
+/* --------------------------------------------------------- saved sessions */
+
+/* A session's state: the model, the text, the options and the view. */
+struct store_state {
+	char *model;        /* display name; NULL: no model */
+	char *model_spec;   /* what was typed to load it */
+	char *model_path;   /* absolute path of the file, or NULL */
+	char *model_sha256; /* hex, or NULL when unknown */
+	char *text;         /* NUL-terminated copy; NULL when none */
+	size_t text_len;
+	struct run_options opt; /* ablated is filled from ablated_list by the reader */
+	char *ablated_list; /* "0.1 1.2" ("" when none) */
+	int sel_layer, sel_head, sel_token;
+	int threads;
+};
+void store_state_free(struct store_state *ss);
+
+/* Names the current session (name may be NULL: keep the name it has) and
+ * snapshots its state; name holds len bytes (any bytes).  0 or -1. */
+int store_save(struct session *s, const char *name, size_t len, struct err *e);
+
+/* Finds a session by id (all digits) or name (the most recently saved of
+ * that name, else the newest).  0 or -1 with a message. */
+int store_find_session(struct store *st, const char *ref, int64_t *id, struct err *e);
+
+/* Reads a session's saved state (saved true) or the state it started in. */
+int store_get_state(struct store *st, int64_t session_id, bool saved, struct store_state *out,
+		    struct err *e);
+
+/* Model file identity: sha256 (hex) of the file at path, cached by inode,
+ * size and mtime.  0 or -1. */
+int store_file_sha256(struct store *st, const char *path, char hex[65], struct err *e);
+
+/* One row of `sessions`. */
+struct store_session_info {
+	int64_t id;
+	char *name;         /* NULL when unnamed */
+	size_t name_len;
+	char *created_at, *saved_at; /* saved_at NULL when never saved */
+	char *model;        /* NULL when none */
+	int64_t n_commands, n_measurements;
+};
+int store_list_sessions(struct store *st, struct store_session_info **out, int *n, struct err *e);
+void store_sessions_free(struct store_session_info *v, int n);
+
+/* One command of a session's log. */
+struct store_command {
+	int64_t seq;
+	int depth;          /* 0: typed; 1+: run by replay */
+	char *line;
+	size_t line_len;
+	int ok;             /* 1, 0, or -1 when it never finished */
+	char *message;      /* NULL when none */
+};
+int store_get_commands(struct store *st, int64_t session_id, struct store_command **out, int *n,
+		       struct err *e);
+void store_commands_free(struct store_command *v, int n);
+
+/* Replay bookkeeping: while replaying, nested replays are refused and
+ * store_measure is not suppressed.  suppress > 0 makes store_measure a
+ * no-op (open uses it while it rebuilds the state, then records once). */
+void store_set_replaying(struct store *st, bool on);
+bool store_replaying(const struct store *st);
+void store_suppress(struct store *st, int delta);
+
+/* ----------------------------------------------------------- measurements */
+
+struct store_measurement {
+	int64_t id, session_id, command_seq; /* command_seq 0: none */
+	char *created_at;
+	char *model, *model_sha256;
+	char *variant;
+	int kv_heads;
+	char *norm, *mask;
+	int window;         /* mask "window" only, else -1 */
+	int scale;
+	char *ablated;      /* "0.1 1.2" or "" */
+	char *text;
+	size_t text_len;
+	int n_tokens;
+	/* NAN when not known */
+	double forward_ms, kv_cache_bytes, loss, base_loss, delta_loss, ppl, kl_vs_baseline,
+		top1_agree;
+	int threads;
+};
+
+/* Measurements of session_id (0: every session), the last `last` of them
+ * (-1: all), in id order. */
+int store_get_measurements(struct store *st, int64_t session_id, int64_t last,
+			   struct store_measurement **out, int *n, struct err *e);
+/* Total count with the same filter. */
+int store_count_measurements(struct store *st, int64_t session_id, int64_t *count, struct err *e);
+/* One measurement by id; -1 with "no measurement N" when absent. */
+int store_get_measurement(struct store *st, int64_t id, struct store_measurement *out,
+			  struct err *e);
+void store_measurement_free(struct store_measurement *m);
+void store_measurements_free(struct store_measurement *v, int n);
+
+/* `compare ID ID`: two measurements side by side.  IDs are measurement ids,
+ * or s:ID / s:NAME for a session's latest measurement.  The `compare`
+ * command calls this for every first argument other than `variants`.
+ * argv[0] is the command name.  0 or -1 with e set. */
+int store_cmd_compare(struct session *s, int argc, char **argv, struct err *e);
+
+/* ------------------------------------------------------------- training */
+
+/* A training run (`attnscope train`).  Strings may be NULL. */
+struct store_train_run {
+	const char *model_path;  /* checkpoint written */
+	const char *data_path;
+	int64_t data_bytes;
+	const char *data_hash;   /* e.g. FNV-1a 64 in hex */
+	const char *config_json; /* model config */
+	const char *args_json;   /* the flags */
+	uint64_t seed;
+	int threads;
+	int64_t resumed_from;    /* training_runs id, or 0 */
+};
+
+/* Inserts a run (status "running").  Returns its id (> 0), or -1. */
+int64_t store_training_run(struct store *st, const struct store_train_run *r, struct err *e);
+
+/* One optimizer step.  NAN val_loss: no validation at this step. */
+struct store_train_step {
+	int64_t step;
+	double loss, lr, grad_norm, val_loss;
+	const float *layer_grad_norms; /* n_layers values, or NULL */
+	int n_layers;
+};
+
+/* Records steps (a resumed run may record a step again: the later wins),
+ * all in one transaction.  0 or -1. */
+int store_training_steps(struct store *st, int64_t run_id, const struct store_train_step *steps,
+			 int n, struct err *e);
+
+/* Marks a run finished: status "done", "interrupted" or "failed". */
+int store_training_finish(struct store *st, int64_t run_id, const char *status, int64_t steps_done,
+			  int64_t tokens_seen, double final_loss, double val_loss, double wall_s,
+			  const char *message, struct err *e);
+
+/* ---------------------------------------------------------------- helpers */
+
+/* True when the len bytes are valid UTF-8 (no overlongs, surrogates or
+ * code points above U+10FFFF). */
+bool store_utf8_valid(const char *s, size_t len);
+
+#endif
