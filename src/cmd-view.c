@@ -1,0 +1,40 @@
+/*
+ * cmd-view.c — `view`: enters the full-screen visualizer (tui.h) from the
+ * REPL or a script run at a terminal; `q` comes back here and the prompt
+ * or the script goes on.  `:quit` inside the visualizer ends the program
+ * as `quit` would.
+ */
+#include <string.h>
+
+#include "cmd.h"
+#include "tui.h"
+
+static int view_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	enum tui_view v = TUI_VIEW_GRID;
+	if (argc == 2 && tui_view_parse(argv[1], &v) != 0)
+		return err_set(e, "%.32s: not a view (grid, head, token, numbers, or 1-4)", argv[1]);
+	if (tui_active())
+		return err_set(e, "view: the visualizer is already running");
+	if (s->out)
+		fflush(s->out);
+	return tui_run(s, v, 0, e);
+}
+
+static const char *const view_words[] = { "grid", "head", "token", "numbers", NULL };
+const struct cmd_entry cmd_view_entry = {
+	.name = "view",
+	.usage = "[grid | head | token | numbers]",
+	.help = "the full-screen visualizer of every head (q returns here)",
+	.long_help = "Keys: Tab or 1-4 switch views (grid of every head, one head, one token\n"
+		     "across heads, numbers); arrows or hjkl move; Enter opens the selected head;\n"
+		     "g cycles MHA -> GQA -> MQA; n norm pre/post; m mask causal/none/window;\n"
+		     "s scaling; a ablates or restores the selected head, A restores all, r resets;\n"
+		     "e edits the text; : runs any command; x exports the view; ? lists every key;\n"
+		     "q returns. Needs a terminal; colour follows the terminal (none with NO_COLOR).",
+	.complete = COMPLETE_WORDS,
+	.words = view_words,
+	.min_args = 0,
+	.max_args = 1,
+	.exec = view_exec,
+};

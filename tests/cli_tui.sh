@@ -1,0 +1,320 @@
+#!/bin/sh
+# End-to-end tests of the visualizer, driven through tmux at fixed sizes:
+# the status line and the grid at 80x24; g through GQA to MQA (status, KV
+# bytes, heatmaps); ablating head 0.0 and restoring it (marks, KL); resizing
+# to 120x40 and back (fills the space, then the same screen as before);
+# editing the text to CJK (tokens, labels, heatmaps); `:` commands and the
+# pager; a sweep's progress and Esc cancelling it; no colour with NO_COLOR;
+# `view` from the REPL and `q` back to it; and a sane terminal afterwards
+# (no alternate screen, echo on) after q, quit, SIGTERM and SIGINT.
+# Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is missing.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_tui.sh
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+
+if ! command -v tmux >/dev/null 2>&1; then
+	echo "ok tui # skipped: no tmux"
+	exit 0
+fi
+
+# a UTF-8 locale, for tmux and for attnscope (half blocks, CJK)
+utf8=
+for l in C.UTF-8 C.utf8 en_US.UTF-8 en_US.utf8; do
+	if locale -a 2>/dev/null | grep -qx "$l"; then utf8=$l; break; fi
+done
+if [ -z "$utf8" ]; then
+	echo "ok tui # skipped: no UTF-8 locale"
+	exit 0
+fi
+LC_ALL=$utf8
+export LC_ALL
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-tui.XXXXXX") || exit 1
+sock=attnscope-tui-$$
+T() { tmux -L "$sock" -f /dev/null "$@"; }
+trap 'T kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+mkdir "$tmp/models" "$tmp/home"
+
+# a character model whose vocabulary has the CJK characters typed below
+ascii=' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
+if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" \
+	--chars "$ascii床前明月光疑是地上霜举头望低思故乡" >/dev/null 2>&1; then
+	echo "FAIL setup (tool_mkmodel)"
+	exit 1
+fi
+L=2 H=4 # tool_mkmodel's default shape
+
+# 256 colours when the terminal database has them
+term=screen
+for t in tmux-256color screen-256color xterm-256color; do
+	if infocmp "$t" >/dev/null 2>&1; then term=$t; break; fi
+done
+failures=0
+
+ok() { echo "ok $1"; }
+fail() {
+	echo "FAIL $1${2:+ ($2)}"
+	T capture-pane -p -t "$S" 2>/dev/null | sed 's/^/  screen: /'
+	failures=$((failures + 1))
+}
+check() { if eval "$2"; then ok "$1"; else fail "$1" "$3"; fi; }
+screen() { T capture-pane -p -t "$S"; }
+screen_e() { T capture-pane -p -e -t "$S"; }
+line() { screen | sed -n "${1}p"; }
+# wait_for PATTERN [ROW]: until the screen (or row ROW) matches an
+# extended regular expression (about 15 s).
+wait_for() {
+	i=0
+	while [ $i -lt 150 ]; do
+		if [ -n "$2" ]; then line "$2"; else screen; fi | grep -Eq -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# wait_stable: until two captures 0.2 s apart agree (a redraw finished).
+wait_stable() {
+	prev=$(screen_e)
+	i=0
+	while [ $i -lt 50 ]; do
+		sleep 0.2
+		cur=$(screen_e)
+		[ "$cur" = "$prev" ] && return 0
+		prev=$cur
+		i=$((i + 1))
+	done
+	return 1
+}
+wait_file() {
+	i=0
+	while [ $i -lt 150 ]; do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+keys() { T send-keys -t "$S" "$@"; }
+# Timings differ from one capture to the next.
+mask_ms() { sed 's/[0-9][0-9.]* ms/# ms/g'; }
+# The heatmap rows of the grid (no title rules), with colours.
+heat_rows() { screen_e | sed -n "3,$(($1 - 2))p" | grep -v '─'; }
+# The KL figure of the info line.
+kl() { screen | sed -n 's/.* KL \([0-9.]*\) .*/\1/p' | tail -n 1; }
+alt_on() { T display -p -t "$S" '#{alternate_on}'; }
+
+# start NAME W H ENV ARGS: attnscope with the environment assignments ENV
+# and the arguments ARGS (shell words) in a fresh W x H session, through a
+# shell that stays: it records the exit status and `stty -a` when
+# attnscope ends.  $tmp/pid holds attnscope's process id.
+S=
+start() {
+	old=$S
+	S=$1
+	rm -f "$tmp/status" "$tmp/stty" "$tmp/pid"
+	printf '%s\n' "echo \$\$ >'$tmp/pid'" \
+		"exec env HOME='$tmp/home' TERM=$term $4 '$A' $5" >"$tmp/run-$S.sh"
+	T new-session -d -s "$S" -x "$2" -y "$3" \
+		"cd '$tmp'; sh '$tmp/run-$S.sh'; echo \$? >'$tmp/status'; stty -a >'$tmp/stty' 2>&1; sleep 60" \
+		>/dev/null
+	[ -n "$old" ] && T kill-session -t "$old" >/dev/null 2>&1
+}
+
+# ----------------------------------------------------- start at 80x24
+start main 80 24 NO_COLOR= "--tui shakespeare --no-db -t 'hello world'"
+if wait_for 'MHA' 1; then ok tui-starts; else fail tui-starts; fi
+st=$(line 1)
+check tui-status-line 'echo "$st" | grep -q MHA && echo "$st" | grep -q pre && echo "$st" | grep -q causal' "$st"
+n_cells=$(screen | grep -oE '\[?[0-9]+\.[0-9]+\]?─' | tr -d '[]─' | sort -u | wc -l)
+check tui-grid-cells '[ "$n_cells" -eq $((L * H)) ]' "$n_cells cells, want $((L * H))"
+check tui-grid-halfblocks 'screen | grep -q "[▀▄█]"'
+check tui-grid-colour 'screen_e | grep -q "38;5;\|48;5;\|\[3[0-7]m\|\[4[0-7]m"'
+check tui-selected-head 'screen | grep -q "\[0\.0\]"'
+check tui-hint-line 'line 24 | grep -q "? help" && line 24 | grep -q "q quit"'
+check tui-info-line 'line 23 | grep -q "^loss .* KL 0\.0000 .* KV "'
+wait_stable
+fresh=$(screen_e | mask_ms)
+check tui-alternate-screen '[ "$(alt_on)" = 1 ]'
+
+# ------------------------------------------------ resize and back
+T resize-window -t "$S" -x 120 -y 40
+if wait_for 'no ablations {40,}1 grid' 1 && wait_stable; then ok tui-resize-120x40; else fail tui-resize-120x40; fi
+check tui-resize-hints-at-bottom 'line 40 | grep -q "q quit"'
+check tui-resize-grid-grows 'screen | grep -qE "\[0\.0\]─{17}"'
+n_cells=$(screen | grep -oE '\[?[0-9]+\.[0-9]+\]?─' | tr -d '[]─' | sort -u | wc -l)
+check tui-resize-all-cells '[ "$n_cells" -eq $((L * H)) ]' "$n_cells cells"
+T resize-window -t "$S" -x 80 -y 24
+wait_for 'no ablations {1,10}1 grid' 1 >/dev/null
+wait_stable
+back=$(screen_e | mask_ms)
+if [ "$back" = "$fresh" ]; then
+	ok tui-resize-back-no-garbage
+else
+	fail tui-resize-back-no-garbage
+	printf '%s\n' "$fresh" >"$tmp/fresh"
+	printf '%s\n' "$back" >"$tmp/back"
+	diff "$tmp/fresh" "$tmp/back" | sed 's/^/  diff: /' | head -20
+fi
+
+# ---------------------------------------------------- g until MQA
+keys 4
+wait_for 'KV cache' >/dev/null
+kv_native=$(screen | sed -n 's/.*native [^(]*(\([0-9]*\) B).*/\1/p')
+keys 1
+wait_for '1 grid' 1 >/dev/null
+wait_stable
+heat_mha=$(heat_rows 24)
+i=0
+while [ $i -lt $((H + 1)) ] && ! line 1 | grep -q MQA; do
+	before=$(line 1)
+	keys g
+	j=0
+	while [ $j -lt 100 ] && [ "$(line 1)" = "$before" ]; do sleep 0.1; j=$((j + 1)); done
+	i=$((i + 1))
+done
+check tui-g-reaches-mqa 'line 1 | grep -q MQA' "$(line 1)"
+check tui-mqa-joined-rule 'line 3 | grep -q "─0\.1"'
+wait_stable
+heat_mqa=$(heat_rows 24)
+check tui-mqa-grid-changes '[ "$heat_mqa" != "$heat_mha" ]'
+keys 4
+wait_for 'KV cache' >/dev/null
+kv_mqa=$(screen | sed -n 's/.*current [^(]*(\([0-9]*\) B).*/\1/p')
+check tui-mqa-kv-bytes '[ -n "$kv_mqa" ] && [ "$kv_native" -eq $((kv_mqa * H)) ]' "native $kv_native, mqa $kv_mqa"
+check tui-numbers-view 'screen | grep -q "key→redraw" && screen | grep -q "next token after"'
+keys 1
+# one more g: back to MHA, KL 0
+keys g
+if wait_for 'MHA' 1 && wait_for ' KL 0\.0000 ' 23; then ok tui-g-cycles-to-mha; else fail tui-g-cycles-to-mha; fi
+
+# ------------------------------------------------- ablate head 0.0
+keys a
+if wait_for '\[0\.0\]✗' && wait_for 'ablated 0\.0' 1; then ok tui-ablate-marked; else fail tui-ablate-marked; fi
+wait_for ' KL 0\.[0-9]*[1-9]' 23 >/dev/null
+check tui-ablate-kl-positive '[ "$(kl)" != "0.0000" ] && [ -n "$(kl)" ]' "KL $(kl)"
+keys A
+if wait_for 'no ablations' 1 && wait_for ' KL 0\.0000 ' 23; then ok tui-restore-all-kl-zero; else fail tui-restore-all-kl-zero "KL $(kl)"; fi
+check tui-key-redraw-time 'line 23 | grep -qE "key [0-9.]+"'
+
+# --------------------------------------------------- edit the text
+wait_stable
+heat_before=$(heat_rows 24)
+keys 4
+check tui-numbers-last-command 'wait_for "last key ran +restore all"'
+keys 1
+wait_for '1 grid' 1 >/dev/null
+keys e
+if wait_for '^text: hello world' 23; then ok tui-edit-prompt; else fail tui-edit-prompt; fi
+keys C-u
+keys -l '床前明月光疑是地上霜'
+wait_for '^text: 床前明月光疑是地上霜' 23 >/dev/null
+keys Enter
+if wait_for '10 tokens' 2; then ok tui-edit-applies; else fail tui-edit-applies; fi
+wait_stable
+check tui-edit-grid-changes '[ "$(heat_rows 24)" != "$heat_before" ]'
+keys Enter
+wait_for '2 head' 1 >/dev/null
+check tui-head-view-cjk-keys 'screen | grep -q "床前明月光疑是地上霜"'
+check tui-head-view-cjk-rows 'screen | grep -qE "^0 床" && screen | grep -qE "^9 霜"'
+keys 3
+wait_for '3 token' 1 >/dev/null
+check tui-token-view 'screen | grep -q "text: 床前明月光疑是地上霜" && screen | grep -qE "^0\.3 "'
+keys 1
+
+# -------------------------------------------------- : and the pager
+keys : 'echo hi there' Enter
+check tui-command-output 'wait_for "^hi there" 23'
+keys : 'help' Enter
+if wait_for 'lines 1-' && screen | grep -q 'load MODEL'; then ok tui-command-pager; else fail tui-command-pager; fi
+keys q
+check tui-pager-closes 'wait_for "1 grid" 1'
+keys : 'bogus' Enter
+check tui-command-error 'wait_for "^error: unknown command: bogus" 23'
+keys '?'
+check tui-help 'wait_for "g +sharing: MHA"'
+keys q
+wait_for '1 grid' 1 >/dev/null
+
+# ----------------------------------------------------- q: terminal sane
+keys q
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-q-exits-0; else fail tui-q-exits-0; fi
+wait_file "$tmp/stty" >/dev/null
+check tui-q-echo-restored 'grep -Eq "(^| )echo( |$)" "$tmp/stty"'
+check tui-q-no-alternate-screen '[ "$(alt_on)" = 0 ]'
+
+# -------------------------------------------------- from the REPL
+start repl 80 24 "" "shakespeare --no-db"
+wait_for '^shakespeare> *$' >/dev/null
+keys 'text hello world' Enter
+wait_for '^11 tokens ' >/dev/null
+keys 'view' Enter
+if wait_for 'MHA' 1 && [ "$(alt_on)" = 1 ]; then ok tui-view-enters; else fail tui-view-enters; fi
+check tui-view-hint-back 'line 24 | grep -q "q back"'
+keys g
+wait_for 'GQA 2' 1 >/dev/null
+keys q
+if wait_for '^shakespeare \[gqa2\]> *$'; then ok tui-q-returns-to-repl; else fail tui-q-returns-to-repl; fi
+check tui-repl-no-alternate-screen '[ "$(alt_on)" = 0 ]'
+keys 'view' Enter
+wait_for 'GQA 2' 1 >/dev/null
+check tui-view-again 'line 1 | grep -q "GQA 2"'
+keys q
+wait_for '^shakespeare \[gqa2\]> *$' >/dev/null
+keys 'quit' Enter
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-repl-quit-0; else fail tui-repl-quit-0; fi
+wait_file "$tmp/stty" >/dev/null
+check tui-repl-echo-restored 'grep -Eq "(^| )echo( |$)" "$tmp/stty"'
+check tui-repl-quit-no-alternate '[ "$(alt_on)" = 0 ]'
+
+# ------------------------------------------------------- NO_COLOR
+start mono 80 24 NO_COLOR=1 "--tui shakespeare --no-db -t 'hello world'"
+wait_for 'MHA' 1 >/dev/null
+wait_stable
+check tui-no-color-no-colours '! screen_e | grep -q "38;5;\|48;5;\|\[3[0-7]m\|\[4[0-7]m\|\[9[0-7]m"'
+check tui-no-color-shading 'screen | grep -q "[░▒▓█]" && ! screen | grep -q "[▀▄]"'
+keys : quit Enter
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-colon-quit-0; else fail tui-colon-quit-0; fi
+
+# ------------------------------------------------- SIGTERM restores
+start term 80 24 "" "--tui shakespeare --no-db -t 'hello world'"
+wait_for 'MHA' 1 >/dev/null
+pid=$(cat "$tmp/pid" 2>/dev/null)
+[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 143 ]; then ok tui-sigterm-status; else fail tui-sigterm-status "$(cat "$tmp/status" 2>/dev/null)"; fi
+wait_file "$tmp/stty" >/dev/null
+check tui-sigterm-echo-restored 'grep -Eq "(^| )echo( |$)" "$tmp/stty"'
+check tui-sigterm-no-alternate '[ "$(alt_on)" = 0 ]'
+
+# ------------------------------------------------- SIGINT restores
+start int 80 24 "" "--tui shakespeare --no-db -t 'hello world'"
+wait_for 'MHA' 1 >/dev/null
+pid=$(cat "$tmp/pid" 2>/dev/null)
+[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null
+if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 130 ]; then ok tui-sigint-status; else fail tui-sigint-status "$(cat "$tmp/status" 2>/dev/null)"; fi
+wait_file "$tmp/stty" >/dev/null
+check tui-sigint-echo-restored 'grep -Eq "(^| )echo( |$)" "$tmp/stty" && grep -Eq "(^| )icanon( |$)" "$tmp/stty"'
+check tui-sigint-no-alternate '[ "$(alt_on)" = 0 ]'
+
+# --------------------------------------------- sweep: progress, Esc
+# a model large enough that a sweep takes seconds
+if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-model 256 \
+	--context 1024 >/dev/null 2>&1; then
+	text=$(awk 'BEGIN { for (i = 0; i < 100; i++) printf "the cat sat "; }' | cut -c1-1000)
+	start sweep 80 24 "" "--tui big --no-db --threads 1 -t '$text'"
+	wait_for 'MHA' 1 >/dev/null
+	keys : sweep Enter
+	if wait_for 'running sweep +sweep [0-9]+/[0-9]+' 23; then ok tui-sweep-progress; else fail tui-sweep-progress; fi
+	keys Escape
+	if wait_for '^cancelled: sweep cancelled' 23; then ok tui-sweep-esc-cancels; else fail tui-sweep-esc-cancels; fi
+	check tui-sweep-still-in-tui 'line 1 | grep -q MHA && [ "$(alt_on)" = 1 ]'
+	keys q
+	if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-sweep-quit-0; else fail tui-sweep-quit-0; fi
+else
+	fail tui-sweep-setup
+fi
+
+[ "$failures" -eq 0 ]
