@@ -116,7 +116,10 @@ static int help_exec(struct session *s, int argc, char **argv, struct err *e)
 	for (int i = 0; cmd_table[i]; i++) {
 		const struct cmd_entry *c = cmd_table[i];
 		snprintf(u, sizeof u, "%s %s", c->name, c->usage ? c->usage : "");
-		fprintf(s->out, "  %-34s %s\n", u, c->help);
+		if (strlen(u) <= 34)
+			fprintf(s->out, "  %-34s %s\n", u, c->help);
+		else
+			fprintf(s->out, "  %s\n  %-34s %s\n", u, "", c->help);
 	}
 	fprintf(s->out, "Heads are written LAYER.HEAD, counting from 0 (e.g. 2.1). help CMD tells more.\n");
 	return 0;

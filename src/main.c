@@ -51,7 +51,7 @@ static const char usage[] =
 	"  --db PATH         session database (default: $ATTNSCOPE_DB, else " DEFAULT_DB ")\n"
 	"  --no-db           record nothing\n"
 	"  --dump            print the config, tokens and every head's attention rows\n"
-	"  --threads N       BLAS/OpenMP threads (default: all cores)\n"
+	"  --threads N       threads for matrix products (default: all cores)\n"
 	"  -h, --help        this help\n"
 	"  --version         the version\n"
 	"\n"
