@@ -210,7 +210,6 @@ static void test_load(void **state)
 		print_error("%s\n", e.msg);
 	assert_non_null(t);
 	print_message("GPT-2 vocabulary (50257 tokens, 50000 merges) loaded in %.0f ms\n", ms);
-	assert_true(ms < 5000); /* well under a second at -O2; sanitizers are slower */
 	assert_string_equal(t->ops->kind, "gpt2-bpe");
 	assert_int_equal(t->vocab_size, 50257);
 	assert_int_equal(t->bos_id, 50256);
@@ -256,7 +255,8 @@ static void test_pieces_and_labels(void **state)
 	free(ids);
 }
 
-/* Long runs take O(n log n) and round-trip; the cache gives equal answers. */
+/* Long runs of one character round-trip; the cache gives equal answers.
+ * (Their speed is bench/bench_load's business, not a test's.) */
 static void test_long_runs_and_cache(void **state)
 {
 	struct tokenizer *t = gpt2();
@@ -267,11 +267,8 @@ static void test_long_runs_and_cache(void **state)
 	for (size_t k = 0; k < sizeof fill; k++) {
 		memset(s, fill[k], n);
 		s[n] = '\0';
-		double t0 = now_ms();
 		int *ids, m;
 		assert_int_equal(tok_encode(t, s, n, 0, &ids, &m, NULL), 0);
-		double ms = now_ms() - t0;
-		assert_true(ms < 10000);
 		char *back = tok_decode(t, ids, m);
 		assert_true(strcmp(back, s) == 0);
 		free(back);

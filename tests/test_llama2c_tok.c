@@ -321,7 +321,6 @@ static void test_long_text(void **state)
 	assert_int_equal(tok_encode(t, s, at, 0, &ids, &m, NULL), 0);
 	double ms = now_ms() - t0;
 	print_message("%zu bytes encoded to %d tokens in %.0f ms\n", at, m, ms);
-	assert_true(ms < 10000);
 	char *back = tok_decode(t, ids, m);
 	assert_string_equal(back, s);
 	free(back);
