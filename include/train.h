@@ -2,11 +2,11 @@
  * train.h — `attnscope train`: trains a model on a UTF-8 text file and
  * writes a checkpoint (see README "Training" and `attnscope train --help`).
  *
- * Interrupting (Ctrl-C, or --stop-after N) finishes the current step and
- * writes the checkpoint FILE plus its optimizer state FILE.optim; running
- * `attnscope train --resume FILE` continues the run, giving the same final
- * weights, bit for bit, as an uninterrupted run with the same seed and
- * thread count.  A run that completes deletes FILE.optim unless
+ * Interrupting (Ctrl-C, SIGTERM or --stop-after N) finishes the current
+ * step and writes the checkpoint FILE plus its optimizer state FILE.optim;
+ * `attnscope train --resume FILE` then continues the run, giving the same
+ * final weights, bit for bit, as an uninterrupted run with the same seed
+ * and thread count.  A run that completes deletes FILE.optim unless
  * --keep-optim is given.
  *
  * FILE.optim holds the exact F32 weights, the AdamW moments, the step

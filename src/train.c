@@ -141,7 +141,9 @@ static void usage(FILE *f)
 	fputs("usage: attnscope train --data FILE --out FILE [options]\n"
 	      "       attnscope train --resume FILE [options that override the stored ones]\n"
 	      "Trains a character-level transformer on a UTF-8 text and writes a checkpoint.\n"
-	      "Ctrl-C finishes the current step, saves FILE and FILE.optim, and can be resumed.\n\n",
+	      "Ctrl-C (or SIGTERM) finishes the current step and saves FILE and FILE.optim;\n"
+	      "--resume FILE then continues exactly where the run stopped.\n"
+	      "Exit status: 0 done, 1 failure, 2 bad usage, 130 stopped early (resumable).\n\n",
 	      f);
 	for (size_t i = 0; i < N_FLAGS; i++) {
 		char left[64];
@@ -760,9 +762,9 @@ static char *default_name(const char *out)
 
 static volatile sig_atomic_t stop_requested;
 
-/* First SIGINT: ask the loop to stop after the current step.  Second:
- * the default action (terminate). */
-static void on_sigint(int sig)
+/* First SIGINT or SIGTERM: ask the loop to stop after the current step.
+ * Second: the default action (terminate). */
+static void on_stop_signal(int sig)
 {
 	if (stop_requested) {
 		signal(sig, SIG_DFL);
@@ -771,7 +773,7 @@ static void on_sigint(int sig)
 	}
 	stop_requested = 1;
 	static const char msg[] =
-		"\nattnscope train: interrupt: finishing this step and saving (Ctrl-C again to abort)\n";
+		"\nattnscope train: interrupted: finishing this step and saving (again to abort)\n";
 	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
 	(void)w;
 }
@@ -881,12 +883,13 @@ static int run_loop(struct trainer *t, struct err *e)
 
 	bool tty = !o->quiet && isatty(STDERR_FILENO);
 	bool show = !o->quiet;
-	struct sigaction sa, old;
+	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_sigint;
+	sa.sa_handler = on_stop_signal;
 	sigemptyset(&sa.sa_mask);
 	stop_requested = 0;
-	sigaction(SIGINT, &sa, &old);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 
 	int rc = 0;
 	long session = 0;
@@ -916,7 +919,8 @@ static int run_loop(struct trainer *t, struct err *e)
 	}
 	if (tty)
 		fputc('\n', stderr);
-	sigaction(SIGINT, &old, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	run_free(lp.run);
 	backward_free(lp.bs);
 	free(lp.grads);
