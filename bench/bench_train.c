@@ -1,0 +1,664 @@
+/*
+ * bench_train.c — training-step benchmark (not a test: it never fails on a
+ * slow number, it only reports).
+ *
+ * Prints, in one run:
+ *   1. the machine: CPU model, cores, load average, OpenBLAS build;
+ *   2. the measured cblas_sgemm rate for a 1024x768x768 product (median),
+ *      with the default thread count and with 1 thread;
+ *   3. for a Shakespeare-sized model at B 16 x T 256 and a GPT-2-small-shaped
+ *      one at B 4 x T 256, each with the default threads and with 1 thread:
+ *      the median time of one full optimizer step as src/train.c does it
+ *      (zero the gradients, forward with RUN_TRAIN, backward, global grad
+ *      norm and clipping factor, AdamW update), tokens/s, the FLOPs of a
+ *      step, the achieved GFLOP/s and its ratio to the sgemm rate measured
+ *      with the same thread count in this run (against a target: pass or
+ *      miss), the time of each phase, and peak RSS.
+ *
+ * Every measurement runs in its own forked child (so each has its own peak
+ * RSS, VmHWM); the parent never computes.  Children send their numbers back
+ * through a pipe.  Tokens are random (a seeded rng), weights are
+ * model_init_random.  The load average is printed because other processes
+ * on the same cores distort every number.
+ *
+ * Usage: bench_train [--only shakespeare|gpt2] [--threads N] [--steps N]
+ *   --only     run just that model's rows (sgemm is always measured)
+ *   --threads  run just that thread count: 0 (the default, cores present) or 1
+ *   --steps    measured steps per row (default: up to 11 within a time
+ *              budget for shakespeare, 5 for gpt2; never below 5 without
+ *              this flag) — for profiling with perf.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backward.h"
+#include "config.h"
+#include "model.h"
+#include "optim.h"
+#include "util.h"
+
+#define SGEMM_M 1024
+#define SGEMM_N 768
+#define SGEMM_K 768
+#define SGEMM_WARM 3
+#define SGEMM_REPS 15
+#define MAX_REPS 32
+#define MIN_REPS 5
+#define ROW_BUDGET_MS 6000.0 /* measured steps of one shakespeare row */
+
+/* Phases of one step: zero grads, forward, backward, grad norm + AdamW. */
+enum { PH_ZERO, PH_FWD, PH_BWD, PH_OPT, N_PH };
+
+static const double MB = 1024.0 * 1024.0;
+
+/* ------------------------------------------------------------- utilities */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts a copy, v is left as is). */
+static double median(const double *v, int n)
+{
+	double w[MAX_REPS > SGEMM_REPS ? MAX_REPS : SGEMM_REPS];
+	memcpy(w, v, (size_t)n * sizeof *w);
+	qsort(w, (size_t)n, sizeof *w, cmp_double);
+	return n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+}
+
+static double minimum(const double *v, int n)
+{
+	double m = v[0];
+	for (int i = 1; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+/* A "Vm...:" field of /proc/self/status, in bytes (0 when unreadable). */
+static double proc_status_bytes(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	size_t n = strlen(field);
+	double kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, field, n) == 0 && line[n] == ':') {
+			kb = strtod(line + n + 1, NULL);
+			break;
+		}
+	fclose(f);
+	return kb * 1024.0;
+}
+
+static void cpu_model(char *out, size_t len)
+{
+	snprintf(out, len, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "model name", 10) == 0) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				p[strcspn(p, "\n")] = 0;
+				snprintf(out, len, "%s", p);
+			}
+			break;
+		}
+	fclose(f);
+}
+
+static double cpu_time_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static double load_avg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+static int cpu_has_flag(const char *flag)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return 0;
+	char line[8192];
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		char *colon = strchr(line, ':');
+		if (!colon)
+			break;
+		for (char *t = strtok(colon + 1, " \n"); t; t = strtok(NULL, " \n"))
+			if (strcmp(t, flag) == 0)
+				found = 1;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+/* ------------------------------------------------------- fork a measurement */
+
+struct result {
+	int ok;
+	char msg[ERR_MAX + 32];
+	int reps, warm;
+	double median_ms, min_ms;   /* whole step */
+	double phase_ms[N_PH];      /* median of each phase */
+	double gflops;              /* sgemm child only */
+	double cpu_per_wall;        /* CPU time of all threads / wall, measured steps */
+	double load_start;          /* 1-min load average when the child started */
+	double hwm;                 /* VmHWM at the end (peak RSS) */
+	double rss_setup;           /* VmRSS after allocating everything, before step 1 */
+	double params_bytes, run_bytes;
+	double loss_first, loss_last;
+};
+
+typedef void (*child_fn)(const void *arg, struct result *res);
+
+/* Runs fn(arg) in a forked child with `threads` BLAS threads (0 = the
+ * default) and returns its result. */
+static struct result in_child(child_fn fn, const void *arg, int threads)
+{
+	struct result res;
+	memset(&res, 0, sizeof res);
+	int fd[2];
+	if (pipe(fd) != 0) {
+		snprintf(res.msg, sizeof res.msg, "pipe: %s", strerror(errno));
+		return res;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(res.msg, sizeof res.msg, "fork: %s", strerror(errno));
+		close(fd[0]);
+		close(fd[1]);
+		return res;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		engine_set_threads(threads);
+		res.load_start = load_avg();
+		fn(arg, &res);
+		ssize_t w = write(fd[1], &res, sizeof res);
+		_exit(w == (ssize_t)sizeof res ? 0 : 1);
+	}
+	close(fd[1]);
+	size_t got = 0;
+	while (got < sizeof res) {
+		ssize_t n = read(fd[0], (char *)&res + got, sizeof res - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (got != sizeof res) {
+		memset(&res, 0, sizeof res);
+		if (WIFSIGNALED(st))
+			snprintf(res.msg, sizeof res.msg, "child killed by signal %d", WTERMSIG(st));
+		else
+			snprintf(res.msg, sizeof res.msg, "child exited %d without a result",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	return res;
+}
+
+/* ---------------------------------------------------------------- sgemm */
+
+static void sgemm_child(const void *arg, struct result *res)
+{
+	(void)arg;
+	int M = SGEMM_M, N = SGEMM_N, K = SGEMM_K;
+	float *a = xmalloc_aligned((size_t)M * K * sizeof(float));
+	float *b = xmalloc_aligned((size_t)N * K * sizeof(float));
+	float *c = xmalloc_aligned((size_t)M * N * sizeof(float));
+	struct rng r;
+	rng_seed(&r, 7);
+	for (size_t i = 0; i < (size_t)M * K; i++)
+		a[i] = rng_uniform(&r) - 0.5f;
+	for (size_t i = 0; i < (size_t)N * K; i++)
+		b[i] = rng_uniform(&r) - 0.5f;
+	double t[SGEMM_REPS], cpu0 = 0;
+	/* The layout matmul_forward uses: out = inp w^T. */
+	for (int i = 0; i < SGEMM_WARM + SGEMM_REPS; i++) {
+		if (i == SGEMM_WARM)
+			cpu0 = cpu_time_ms();
+		double t0 = now_ms();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K,
+			    1.0f, a, K, b, K, 0.0f, c, N);
+		double dt = now_ms() - t0;
+		if (i >= SGEMM_WARM)
+			t[i - SGEMM_WARM] = dt;
+	}
+	double wall = 0;
+	for (int i = 0; i < SGEMM_REPS; i++)
+		wall += t[i];
+	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	res->reps = SGEMM_REPS;
+	res->warm = SGEMM_WARM;
+	res->min_ms = minimum(t, SGEMM_REPS);
+	res->median_ms = median(t, SGEMM_REPS);
+	res->gflops = 2.0 * M * N * K / (res->median_ms * 1e6);
+	res->hwm = proc_status_bytes("VmHWM");
+	res->ok = 1;
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* ------------------------------------------------------------- training */
+
+struct train_job {
+	const char *name;
+	struct model_config cfg;
+	int B, T;
+	int warm;       /* warm-up steps (not measured) */
+	int reps;       /* measured steps wanted */
+	int min_reps;   /* the time budget never goes below this */
+	double budget_ms; /* 0: no budget */
+	double target;  /* ratio to the sgemm rate to reach */
+};
+
+static void train_child(const void *arg, struct result *res)
+{
+	const struct train_job *j = arg;
+	struct err e;
+	struct model *m = model_new(&j->cfg, &e);
+	if (!m) {
+		snprintf(res->msg, sizeof res->msg, "model_new: %s", e.msg);
+		return;
+	}
+	model_init_random(m, 1234);
+	int B = j->B, T = j->T, N = B * T, V = j->cfg.vocab_size;
+
+	struct adamw opt;
+	adamw_init(&opt, m, 0.1f);
+	struct run *run = run_new(&j->cfg, B, T, RUN_TRAIN);
+	struct backward_state *bs = backward_new(&j->cfg, B, T);
+	float *grads = xmalloc_aligned(m->n_params * sizeof(float));
+	memset(grads, 0, m->n_params * sizeof(float));
+	int *tokens = xmalloc((size_t)N * sizeof(int));
+	int *targets = xmalloc((size_t)N * sizeof(int));
+	struct run_options o;
+	run_options_native(m, &o);
+	struct rng r;
+	rng_seed(&r, 42);
+	res->params_bytes = (double)m->n_params * sizeof(float);
+	res->run_bytes = (double)run_bytes(run);
+	res->rss_setup = proc_status_bytes("VmRSS");
+
+	double t[MAX_REPS], ph[N_PH][MAX_REPS];
+	int reps = j->reps < MAX_REPS ? j->reps : MAX_REPS;
+	double cpu0 = 0, t_warm = 0;
+	for (int i = -j->warm; i < reps; i++) { /* i < 0: warm-up */
+		if (i == 0) {
+			/* Time budget: fewer steps (never below min_reps) when the
+			 * last warm-up says the row would take longer. */
+			if (j->budget_ms > 0 && t_warm * reps > j->budget_ms) {
+				int fit = (int)(j->budget_ms / t_warm);
+				reps = fit > j->min_reps ? (fit < reps ? fit : reps) : j->min_reps;
+			}
+			cpu0 = cpu_time_ms();
+		}
+		/* a batch: B windows of T + 1 random tokens, as dataset_sample */
+		for (int b = 0; b < B; b++) {
+			int prev = (int)(rng_u32(&r) % (uint32_t)V);
+			for (int k = 0; k < T; k++) {
+				int next = (int)(rng_u32(&r) % (uint32_t)V);
+				tokens[b * T + k] = prev;
+				targets[b * T + k] = next;
+				prev = next;
+			}
+		}
+		double tp[N_PH + 1];
+		tp[0] = now_ms();
+		memset(grads, 0, m->n_params * sizeof(float));
+		tp[1] = now_ms();
+		if (model_forward(m, &o, tokens, targets, B, T, run, &e) != 0) {
+			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
+			return;
+		}
+		tp[2] = now_ms();
+		if (model_backward(m, &o, tokens, targets, run, grads, bs, &e) != 0) {
+			snprintf(res->msg, sizeof res->msg, "model_backward: %s", e.msg);
+			return;
+		}
+		tp[3] = now_ms();
+		double gnorm = grad_norms(m, grads, NULL);
+		adamw_update(&opt, m, grads, clip_scale(gnorm, 1.0f), 6e-4f);
+		model_clear_cache(m);
+		tp[4] = now_ms();
+		if (!isfinite(run->loss) || !isfinite(gnorm)) {
+			snprintf(res->msg, sizeof res->msg, "step %d: loss %g, grad norm %g not finite",
+				 i, run->loss, gnorm);
+			return;
+		}
+		if (i == -j->warm)
+			res->loss_first = run->loss;
+		res->loss_last = run->loss;
+		double dt = tp[4] - tp[0];
+		if (i < 0) {
+			t_warm = dt;
+			continue;
+		}
+		t[i] = dt;
+		for (int p = 0; p < N_PH; p++)
+			ph[p][i] = tp[p + 1] - tp[p];
+	}
+	double wall = 0;
+	for (int i = 0; i < reps; i++)
+		wall += t[i];
+	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	res->hwm = proc_status_bytes("VmHWM");
+	res->reps = reps;
+	res->warm = j->warm;
+	res->min_ms = minimum(t, reps);
+	res->median_ms = median(t, reps);
+	for (int p = 0; p < N_PH; p++)
+		res->phase_ms[p] = median(ph[p], reps);
+	res->ok = 1;
+	free(tokens);
+	free(targets);
+	free(grads);
+	backward_free(bs);
+	run_free(run);
+	adamw_free(&opt);
+	model_free(m);
+}
+
+/* ------------------------------------------------------------ step FLOPs */
+
+struct flops {
+	double params_ne;  /* non-embedding parameters (all but WTE, WPE, LMHEAD) */
+	double dense, attn, out, total;
+};
+
+/* FLOPs of one training step (forward + backward) over B x T tokens:
+ *   dense 6 * P_ne * B*T
+ *   attn  3 * 2 * 2 * T*T * C * L * B  (forward QK^T and AV over the full
+ *         T x T, as attention_forward computes them; backward twice that)
+ *   out   6 * B*T * C * V              (output layer, forward + backward) */
+static struct flops step_flops(const struct model_config *c, int B, int T)
+{
+	struct flops f;
+	size_t shape[3];
+	int nd;
+	double p = 0;
+	for (int i = 0; i < N_PARAMS; i++)
+		if (i != P_WTE && i != P_WPE && i != P_LMHEAD)
+			p += (double)param_shape(c, (enum param_id)i, shape, &nd);
+	double bt = (double)B * T, C = c->d_model, L = c->n_layer, V = c->vocab_size;
+	f.params_ne = p;
+	f.dense = 6.0 * p * bt;
+	f.attn = 3.0 * 2.0 * 2.0 * (double)T * T * C * L * B;
+	f.out = 6.0 * bt * C * V;
+	f.total = f.dense + f.attn + f.out;
+	return f;
+}
+
+/* ----------------------------------------------------------------- main */
+
+static void shakespeare_cfg(struct model_config *c)
+{
+	config_default(c); /* LayerNorm, pre-norm, learned positions, GELU, biases, tied */
+	c->vocab_size = 66;
+	c->d_model = 128;
+	c->n_layer = 4;
+	c->n_head = 4;
+	c->n_kv_head = 4;
+	c->d_ff = 512;
+	c->context = 256;
+}
+
+static void gpt2_cfg(struct model_config *c)
+{
+	config_default(c);
+	c->vocab_size = 50257;
+	c->d_model = 768;
+	c->n_layer = 12;
+	c->n_head = 12;
+	c->n_kv_head = 12;
+	c->d_ff = 3072;
+	c->context = 1024;
+}
+
+struct row {
+	struct train_job job;
+	int threads;      /* 0 = default */
+	struct result res;
+	struct flops fl;
+	double sgemm;     /* GFLOP/s of the sgemm with the same threads */
+};
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_train [--only shakespeare|gpt2] [--threads N] [--steps N]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL;
+	int only_threads = -1, steps = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+			only = argv[++i];
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+			only_threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+			steps = atoi(argv[++i]);
+		else
+			usage();
+	}
+	if (only && strcmp(only, "shakespeare") != 0 && strcmp(only, "gpt2") != 0)
+		usage();
+	if (steps < 0 || steps > MAX_REPS || only_threads < -1)
+		usage();
+
+	double t_start = now_ms();
+	char cpu[256];
+	cpu_model(cpu, sizeof cpu);
+	engine_set_threads(0);
+	int def_threads = openblas_get_num_threads();
+	int par = openblas_get_parallel();
+	printf("bench_train — one optimizer step of attnscope training (random tokens, random init)\n\n");
+	printf("machine\n");
+	printf("  cpu:       %s (avx2 %s, avx512f %s, fma %s)\n", cpu,
+	       cpu_has_flag("avx2") ? "yes" : "no", cpu_has_flag("avx512f") ? "yes" : "no",
+	       cpu_has_flag("fma") ? "yes" : "no");
+	printf("  cores:     %d (cpu_count)\n", cpu_count());
+	printf("  load:      %.2f (1-min load average at start; other processes share these cores)\n",
+	       load_avg());
+	static const char *envs[] = { "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
+				      "OPENBLAS_NUM_THREADS" };
+	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
+		if (getenv(envs[i]))
+			printf("  env:       %s=%s\n", envs[i], getenv(envs[i]));
+	printf("  openblas:  %s\n", openblas_get_config());
+	printf("             core %s, %s threading, %d threads after engine_set_threads(0)\n",
+	       openblas_get_corename(),
+	       par == 0 ? "no" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "unknown",
+	       def_threads);
+
+	/* sgemm with the default threads and with 1 */
+	int thread_counts[2] = { 0, 1 };
+	double sgemm_rate[2] = { 0, 0 };
+	printf("\nsgemm %dx%dx%d (RowMajor, A x B^T as matmul_forward), median of %d after %d warm-up,\n"
+	       "each thread count in its own child process\n",
+	       SGEMM_M, SGEMM_N, SGEMM_K, SGEMM_REPS, SGEMM_WARM);
+	printf("  %-8s %9s %9s %8s %10s %10s %6s\n", "threads", "median ms", "min ms", "cpu/wall",
+	       "GFLOP/s", "best GF/s", "load");
+	for (int k = 0; k < 2; k++) {
+		struct result sg = in_child(sgemm_child, NULL, thread_counts[k]);
+		if (!sg.ok) {
+			printf("  sgemm (%d threads): FAILED: %s\n", thread_counts[k], sg.msg);
+			return 1;
+		}
+		sgemm_rate[k] = sg.gflops;
+		printf("  %-8d %9.3f %9.3f %8.2f %10.1f %10.1f %6.2f\n",
+		       thread_counts[k] ? thread_counts[k] : def_threads, sg.median_ms, sg.min_ms,
+		       sg.cpu_per_wall, sg.gflops, 2.0 * SGEMM_M * SGEMM_N * SGEMM_K / (sg.min_ms * 1e6),
+		       sg.load_start);
+		fflush(stdout);
+	}
+
+	struct model_config shk, gpt;
+	shakespeare_cfg(&shk);
+	gpt2_cfg(&gpt);
+	struct train_job jobs[2] = {
+		{ "shakespeare", shk, 16, 256, 2, 11, MIN_REPS, ROW_BUDGET_MS, 0.35 },
+		{ "gpt2-small", gpt, 4, 256, 1, 5, MIN_REPS, 0, 0.55 },
+	};
+	if (steps > 0)
+		for (int i = 0; i < 2; i++) {
+			jobs[i].reps = steps;
+			jobs[i].min_reps = steps;
+			jobs[i].budget_ms = 0;
+		}
+	struct row rows[4];
+	int nrows = 0;
+	for (int i = 0; i < 2; i++) {
+		if (only && strncmp(jobs[i].name, only, strlen(only)) != 0)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			if (only_threads >= 0 && thread_counts[k] != only_threads)
+				continue;
+			struct row *w = &rows[nrows++];
+			memset(w, 0, sizeof *w);
+			w->job = jobs[i];
+			w->threads = thread_counts[k];
+			w->sgemm = sgemm_rate[k];
+			w->fl = step_flops(&w->job.cfg, w->job.B, w->job.T);
+		}
+	}
+
+	printf("\nshapes (LayerNorm pre-norm, learned positions, GELU, biases, tied embeddings)\n");
+	for (int i = 0; i < 2; i++) {
+		const struct train_job *j = &jobs[i];
+		const struct model_config *c = &j->cfg;
+		struct flops f = step_flops(c, j->B, j->T);
+		printf("  %-12s V %d, L %d, H %d, C %d, F %d, context %d; %zu params (%.0f non-embedding);"
+		       " B %d x T %d\n",
+		       j->name, c->vocab_size, c->n_layer, c->n_head, c->d_model, c->d_ff, c->context,
+		       config_param_count(c), f.params_ne, j->B, j->T);
+	}
+	printf("\nFLOPs of one step = 6 * P_ne * B*T                   (dense: every non-embedding param,\n"
+	       "                                                      forward 2 + backward 4 per token)\n"
+	       "                  + 3 * 2 * 2 * T*T * C * L * B       (attention: QK^T and AV over the full\n"
+	       "                                                      T x T forward, backward twice that)\n"
+	       "                  + 6 * B*T * C * V                   (output layer, forward + backward)\n"
+	       "  P_ne = parameters other than WTE, WPE (and LMHEAD); norms and biases counted as dense\n");
+	for (int i = 0; i < 2; i++) {
+		struct flops f = step_flops(&jobs[i].cfg, jobs[i].B, jobs[i].T);
+		printf("  %-12s %.2f GFLOP = %.2f dense + %.2f attention + %.2f output layer\n",
+		       jobs[i].name, f.total / 1e9, f.dense / 1e9, f.attn / 1e9, f.out / 1e9);
+	}
+
+	printf("\ntraining step: zero grads, model_forward (RUN_TRAIN), model_backward, grad_norms +\n"
+	       "clip_scale, adamw_update; median (and min) of `reps` steps after `warm` warm-up steps,\n"
+	       "each row in its own child process\n"
+	       "  ratio     achieved GFLOP/s / sgemm GFLOP/s with the same thread count (this run)\n"
+	       "  cpu/wall  CPU time of all threads / wall time over the measured steps (near 1 with\n"
+	       "            several threads: they did not run in parallel; below 1: the process waited)\n"
+	       "  peak RSS  VmHWM of the child (MB = 2^20 bytes); state = params + grads + 2 AdamW moments\n");
+	printf("  %-12s %3s %8s %9s %9s %9s %8s %8s %8s %6s %-5s %8s %8s %8s %6s %5s\n", "model", "thr",
+	       "B x T", "median ms", "min ms", "tokens/s", "GFLOP/s", "sgemm", "ratio", "target", "",
+	       "cpu/wall", "peak RSS", "state MB", "run MB", "reps");
+	for (int i = 0; i < nrows; i++) {
+		struct row *w = &rows[i];
+		w->res = in_child(train_child, &w->job, w->threads);
+		const struct result *s = &w->res;
+		int thr = w->threads ? w->threads : def_threads;
+		char bt[32];
+		snprintf(bt, sizeof bt, "%dx%d", w->job.B, w->job.T);
+		if (!s->ok) {
+			printf("  %-12s %3d %8s  FAILED: %s\n", w->job.name, thr, bt, s->msg);
+			continue;
+		}
+		double gfs = w->fl.total / (s->median_ms * 1e6);
+		double ratio = gfs / w->sgemm;
+		printf("  %-12s %3d %8s %9.1f %9.1f %9.0f %8.1f %8.1f %7.1f%% %5.0f%% %-5s %8.2f %8.1f %8.1f"
+		       " %6.1f %2d+%d\n",
+		       w->job.name, thr, bt, s->median_ms, s->min_ms,
+		       (double)w->job.B * w->job.T / (s->median_ms / 1e3), gfs, w->sgemm, 100 * ratio,
+		       100 * w->job.target, ratio >= w->job.target ? "pass" : "MISS", s->cpu_per_wall,
+		       s->hwm / MB, 4 * s->params_bytes / MB, s->run_bytes / MB, s->reps, s->warm);
+		fflush(stdout);
+	}
+
+	printf("\nphases (median ms of each; forward counts 1/3 of the step FLOPs, backward 2/3)\n");
+	printf("  %-12s %3s %9s %9s %9s %11s %10s %10s %12s %12s %6s\n", "model", "thr", "zero",
+	       "forward", "backward", "norm+adamw", "fwd GF/s", "bwd GF/s", "fwd/sgemm", "bwd/sgemm",
+	       "load");
+	for (int i = 0; i < nrows; i++) {
+		const struct row *w = &rows[i];
+		const struct result *s = &w->res;
+		if (!s->ok)
+			continue;
+		int thr = w->threads ? w->threads : def_threads;
+		double fwd = w->fl.total / 3 / (s->phase_ms[PH_FWD] * 1e6);
+		double bwd = 2 * w->fl.total / 3 / (s->phase_ms[PH_BWD] * 1e6);
+		printf("  %-12s %3d %9.1f %9.1f %9.1f %11.1f %10.1f %10.1f %11.1f%% %11.1f%% %6.2f\n",
+		       w->job.name, thr, s->phase_ms[PH_ZERO], s->phase_ms[PH_FWD], s->phase_ms[PH_BWD],
+		       s->phase_ms[PH_OPT], fwd, bwd, 100 * fwd / w->sgemm, 100 * bwd / w->sgemm,
+		       s->load_start);
+	}
+
+	printf("\nsanity: loss of the first warm-up step and of the last step (random tokens, a new batch\n"
+	       "each step: nothing to learn, so ~ln V; this only checks that every step stays finite)\n");
+	for (int i = 0; i < nrows; i++) {
+		const struct row *w = &rows[i];
+		if (w->res.ok)
+			printf("  %-12s %d thr: %.4f -> %.4f (ln V = %.4f)\n", w->job.name,
+			       w->threads ? w->threads : def_threads, w->res.loss_first, w->res.loss_last,
+			       log((double)w->job.cfg.vocab_size));
+	}
+
+	printf("\ntargets: achieved / sgemm >= 35%% for shakespeare, >= 55%% for gpt2-small\n");
+	for (int i = 0; i < nrows; i++) {
+		const struct row *w = &rows[i];
+		if (!w->res.ok)
+			continue;
+		double ratio = w->fl.total / (w->res.median_ms * 1e6) / w->sgemm;
+		printf("  %-12s %d thread%s: %5.1f%% of %.1f GFLOP/s (%s)\n", w->job.name,
+		       w->threads ? w->threads : def_threads,
+		       (w->threads ? w->threads : def_threads) == 1 ? " " : "s", 100 * ratio, w->sgemm,
+		       ratio >= w->job.target ? "pass" : "miss");
+	}
+	double l = load_avg();
+	printf("\nload average at end %.2f on %d cores%s\n", l, cpu_count(),
+	       l > 0.5 * cpu_count() ? ": other work was running, timings are pessimistic" : "");
+	printf("total bench time %.1f s\n", (now_ms() - t_start) / 1e3);
+	return 0;
+}
