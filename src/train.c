@@ -29,12 +29,13 @@
 #include "dataset.h"
 #include "model.h"
 #include "optim.h"
+#include "store.h"
 #include "tokenizer.h"
 
 /* ------------------------------------------------------------------ flags */
 
 struct opts {
-	const char *data, *out, *resume, *name;
+	const char *data, *out, *resume, *name, *db;
 	int min_count;
 	int layers, heads, kv_heads, d_model, d_ff, context; /* kv_heads, d_ff: 0 = default */
 	enum norm_type norm;
@@ -130,6 +131,8 @@ static const struct flag flags[] = {
 	{ "--log-every", F_LONG, O(log_every), 1, 1e8, true, "N", "log line every N steps when not on a terminal (100)" },
 	{ "--keep-optim", F_BOOL, O(keep_optim), 0, 0, true, NULL, "keep FILE.optim after a complete run" },
 	{ "--stop-after", F_LONG, O(stop_after), 1, 1e8, false, "N", "stop as if interrupted after N steps of this session" },
+	{ "--db", F_STR, O(db), 0, 0, false, "PATH",
+	  "also record the run and its steps in this session database ($ATTNSCOPE_DB)" },
 	{ "--quiet", F_BOOL, O(quiet), 0, 0, false, NULL, "no progress or summary" },
 	{ "--help", F_BOOL, O(help), 0, 0, false, NULL, "this help" },
 };
@@ -747,6 +750,62 @@ static int check_out(const char *path, struct err *e)
 }
 
 /* "--out" without directory and ".safetensors". */
+/* Records the finished (or interrupted) run and its per-step history in the
+ * session database given with --db or $ATTNSCOPE_DB; nothing without one.
+ * A database problem is a warning: the checkpoint is what matters. */
+static void record_in_db(const struct trainer *t, double seconds, bool stopped)
+{
+	const struct opts *o = &t->o;
+	const char *path = o->db ? o->db : getenv("ATTNSCOPE_DB");
+	if (!path || !*path)
+		return;
+	struct err e;
+	struct store *st = store_open(path, &e);
+	if (!st) {
+		fprintf(stderr, "attnscope train: warning: not recorded in the database: %s\n", e.msg);
+		return;
+	}
+	char hash[24];
+	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)t->d.hash);
+	char *cj = checkpoint_config_json(&t->cfg);
+	json_t *aj = jstrv(&t->args);
+	char *args = json_dumps(aj, JSON_COMPACT);
+	json_decref(aj);
+	struct store_train_run run = {
+		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)t->d.bytes,
+		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
+		.threads = o->threads > 0 ? o->threads : cpu_count(),
+	};
+	int64_t id = store_training_run(st, &run, &e);
+	int rc = id > 0 ? 0 : -1;
+	if (rc == 0 && t->hist_n > 0) {
+		struct store_train_step *steps = xcalloc(t->hist_n, sizeof *steps);
+		for (size_t i = 0; i < t->hist_n; i++) {
+			const float *row = t->hist + i * (size_t)t->hw;
+			steps[i] = (struct store_train_step){
+				.step = (int64_t)i + 1, .loss = row[0], .lr = row[1], .grad_norm = row[2],
+				.val_loss = NAN, .layer_grad_norms = row + 3, .n_layers = t->cfg.n_layer,
+			};
+		}
+		for (size_t i = 0; i < t->val_n; i++) {
+			size_t step = (size_t)t->val[2 * i];
+			if (step >= 1 && step <= t->hist_n)
+				steps[step - 1].val_loss = t->val[2 * i + 1];
+		}
+		rc = store_training_steps(st, id, steps, (int)t->hist_n, &e);
+		free(steps);
+	}
+	if (rc == 0)
+		rc = store_training_finish(st, id, stopped ? "interrupted" : "done", t->step,
+					   (int64_t)t->tokens, final_train_loss(t), last_val_loss(t),
+					   seconds, NULL, &e);
+	if (rc != 0)
+		fprintf(stderr, "attnscope train: warning: not recorded in the database: %s\n", e.msg);
+	free(cj);
+	free(args);
+	store_close(st);
+}
+
 static char *default_name(const char *out)
 {
 	const char *base = strrchr(out, '/');
@@ -1063,6 +1122,7 @@ int train_run_args(int argc, char **argv, struct err *e)
 	t.m->train_meta = train_record(&t, seconds, !stopped);
 	if (checkpoint_save(t.m, o->out, o->dtype, e))
 		goto out;
+	record_in_db(&t, seconds, stopped);
 	free(opath);
 	opath = optim_path(o->out);
 	if (stopped || o->keep_optim) {

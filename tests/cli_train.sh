@@ -56,3 +56,13 @@ hint=$?
 rc2=$?
 [ ! -e "$dir/r.safetensors.optim" ]
 check "an interrupted run says how to resume and resumes" $(( rc1 != 130 || hint != 0 || rc2 != 0 || $? != 0 ))
+
+# --db records the run, one row per step with its validation losses
+"$bin" train --data "$dir/text.txt" --out "$dir/d.safetensors" --steps 12 --layers 1 \
+	--heads 2 --d-model 16 --context 16 --batch 4 --threads 1 --val-every 6 --quiet \
+	--db "$dir/runs.db" >"$dir/out" 2>"$dir/err"
+rc=$?
+got=$(sqlite3 "$dir/runs.db" "select status, steps_done, (select count(*) from training_steps),
+	(select count(*) from training_steps where val_loss is not null) from training_runs" 2>&1)
+[ "$got" = "done|12|12|2" ]
+check "train --db records the run and its 12 steps ($got)" $(( rc != 0 || $? != 0 ))
