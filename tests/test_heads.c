@@ -723,7 +723,13 @@ static void test_compare_trained_family(void **state)
 	m->name = xstrdup("shakespeare");
 	m->path = xstrdup(p_base);
 	struct fixture *f = fixture_new(m, "To be, or not to be");
+	/* run from the temporary directory, so that the shipped models in
+	 * ./models are not found by name */
+	char cwd[4096];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(dir), 0);
 	run_ok(f, "compare variants");
+	assert_int_equal(chdir(cwd), 0);
 	const char *o = out_text(f);
 	print_message("%s", o);
 	assert_non_null(strstr(o, "\nshakespeare-gqa [trained] "));
