@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -286,6 +287,7 @@ struct hash_entry {
 struct store {
 	sqlite3 *db;
 	char *path;
+	int lockfd;             /* held open (unlocked) until close; see init_lock */
 	sqlite3_stmt *stmt[N_STMT];
 	bool dead;              /* a recording write failed: nothing more is recorded */
 	int64_t session_id;     /* 0 until the first write */
@@ -771,17 +773,41 @@ static int migrate(sqlite3 *db, const char *path, struct err *e)
 	return 0;
 }
 
+/*
+ * Serialises the first minutes of a connection — probe, WAL switch,
+ * migration — among attnscope processes opening the same file at once:
+ * SQLite answers some of those steps with SQLITE_BUSY without waiting, and
+ * a second process could see the first one's half-made database.  An
+ * flock(2) on the database file itself (a lock namespace apart from the
+ * POSIX locks SQLite uses) is taken for up to STORE_BUSY_MS.  The
+ * descriptor stays open until store_close, because closing any descriptor
+ * of the file would drop SQLite's own locks.  Returns the descriptor, or
+ * -1 when the file cannot be opened (SQLite then reports why).
+ */
+static int init_lock(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) != 0 && waited < STORE_BUSY_MS; waited += 10)
+		usleep(10000);
+	return fd;
+}
+
 struct store *store_open(const char *path, struct err *e)
 {
 	if (!path || !path[0]) {
 		err_set(e, "no database path");
 		return NULL;
 	}
+	int lockfd = init_lock(path);
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		err_set(e, "cannot open or create %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		sqlite3_close(db);
+		if (lockfd >= 0)
+			close(lockfd);
 		return NULL;
 	}
 	sqlite3_extended_result_codes(db, 1);
@@ -821,9 +847,15 @@ struct store *store_open(const char *path, struct err *e)
 	struct store *st = xcalloc(1, sizeof *st);
 	st->db = db;
 	st->path = xstrdup(path);
+	st->lockfd = lockfd;
+	if (lockfd >= 0)
+		flock(lockfd, LOCK_UN);
 	return st;
 fail:
 	sqlite3_close(db);
+	if (lockfd >= 0)
+		close(lockfd); /* after sqlite3_close: closing a descriptor of the file
+				  drops this process's POSIX locks on it */
 	return NULL;
 }
 
@@ -862,6 +894,8 @@ void store_close(struct store *st)
 	for (int i = 0; i < N_STMT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	sqlite3_close(st->db);
+	if (st->lockfd >= 0)
+		close(st->lockfd);
 	free(st->path);
 	free(st->session_model);
 	free(st);

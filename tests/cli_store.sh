@@ -203,6 +203,21 @@ run --db "$C" -c 'measurements --csv' </dev/null
 check writers-no-lost-rows sh -c "[ \$(grep -c 'writer one' '$tmp/out') -eq 150 ] && [ \$(grep -c 'writer two' '$tmp/out') -eq 150 ]"
 check writers-integrity integrity "$C"
 
+# two processes creating one new database at the same moment: both record,
+# neither sees the other's half-made file (ten tries, each on a fresh path)
+bad=0
+k=0
+while [ $k -lt 10 ]; do
+	N=$tmp/new$k.db
+	"$A" --threads 1 --db "$N" -c 'echo a' >/dev/null 2>"$tmp/n1.err" </dev/null &
+	q=$!
+	"$A" --threads 1 --db "$N" -c 'echo b' >/dev/null 2>"$tmp/n2.err" </dev/null
+	wait $q
+	if [ -s "$tmp/n1.err" ] || [ -s "$tmp/n2.err" ]; then bad=$((bad + 1)); fi
+	k=$((k + 1))
+done
+check concurrent-create sh -c "[ $bad -eq 0 ]"
+
 # ---------------------------------------------------------- kill -9
 K=$tmp/k.db
 seq 1 100000 | awk '{ print "text kill me " $1; print "attn mqa"; print "attn mha" }' >"$tmp/k.cmds"
