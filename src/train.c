@@ -749,7 +749,6 @@ static int check_out(const char *path, struct err *e)
 	return rc;
 }
 
-/* "--out" without directory and ".safetensors". */
 /* Records the finished (or interrupted) run and its per-step history in the
  * session database given with --db or $ATTNSCOPE_DB; nothing without one.
  * A database problem is a warning: the checkpoint is what matters. */
@@ -806,6 +805,7 @@ static void record_in_db(const struct trainer *t, double seconds, bool stopped)
 	store_close(st);
 }
 
+/* "--out" without directory and ".safetensors". */
 static char *default_name(const char *out)
 {
 	const char *base = strrchr(out, '/');
