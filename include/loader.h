@@ -5,8 +5,8 @@
  *   - a path to a file or directory;
  *   - a name resolved in the models/ directory (`shakespeare` ->
  *     models/shakespeare.safetensors; also models/NAME, a file or an HF
- *     directory), looked up first under the current directory and then
- *     beside the executable;
+ *     directory), looked up in $ATTNSCOPE_MODELS when set, else first
+ *     under the current directory and then beside the executable;
  *   - `hf:NAME` or `hf:ORG/NAME`: a snapshot in the local Hugging Face cache
  *     ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub;
  *     models--ORG--NAME/snapshots/<refs/main, else the newest>).  Nothing is

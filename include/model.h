@@ -175,7 +175,8 @@ float *run_att(const struct run *r, int l, int b, int h);
  *   - kv_heads G != K: K/V projection weights are converted once and cached:
  *     each query head's native K/V head is mean-pooled over the H/G query
  *     heads of its new group.  Going down this is the mean of the native
- *     heads in the group; going up it replicates, which is exact.
+ *     heads in the group; going up it replicates, which is exact (a whole
+ *     factor up is computed with the native heads themselves).
  *     Query head h reads K/V head h / (H / G).
  *   - placement: pre  x <- x + attn(norm1(x)); x <- x + mlp(norm2(x))
  *                post x <- norm1(x + attn(x)); x <- norm2(x + mlp(x))

@@ -200,6 +200,9 @@ const char *model_format_desc(const char *format)
 const char *models_dir(void)
 {
 	static char dir[PATH_MAX];
+	const char *env = getenv("ATTNSCOPE_MODELS");
+	if (env && *env)
+		return ld_is_dir(env) ? env : NULL;
 	if (ld_is_dir("models"))
 		return "models";
 	char exe[PATH_MAX];

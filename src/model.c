@@ -366,7 +366,13 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 				       tokens[i], i, c->vocab_size);
 
 	double t0 = now_ms();
-	int C = c->d_model, L = c->n_layer, H = c->n_head, G = o->kv_heads, D = cfg_d_head(c);
+	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
+	/* Going up by a whole factor only replicates native K/V heads, and
+	 * query head h would read a copy of native head h / (H / K): computing
+	 * with the native heads gives the same numbers, bit for bit (a product
+	 * with more output rows may round differently in the BLAS kernel). */
+	int G = o->kv_heads > c->n_kv_head && o->kv_heads % c->n_kv_head == 0 ? c->n_kv_head
+									   : o->kv_heads;
 	int QKV = cfg_qkv_rows(c, G), F = c->d_ff, FF = cfg_ff_rows(c);
 	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;

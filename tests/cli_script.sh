@@ -157,12 +157,16 @@ check text-too-long sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && g
 
 # ------------------------------------------- without the default model
 cd "$tmp/empty" || exit 1
+# no ./models here, and none beside the binary either (a checkout has some)
+ATTNSCOPE_MODELS=$tmp/empty
+export ATTNSCOPE_MODELS
 run -c "load $tmp/other.safetensors; text hi" </dev/null
 check default-missing-script-loads sh -c "[ $rc -eq 0 ] && grep -q '^2 tokens' '$tmp/out' && [ ! -s '$tmp/err' ]"
 run -c 'text hi' </dev/null
 check default-missing-note sh -c "[ $rc -eq 1 ] && grep -q 'no model loaded' '$tmp/err' && grep -q 'note: the default model was not loaded' '$tmp/err'"
 run -c 'echo plain' </dev/null
 check default-missing-quiet sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
+unset ATTNSCOPE_MODELS
 cd "$tmp" || exit 1
 
 # ------------------------------------------------------------- demos
