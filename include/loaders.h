@@ -1,6 +1,7 @@
 /*
- * loaders.h — private to the loader-*.c files: the format table's entries
- * and the helpers they share.  Users call model_open_ex() (loader.h).
+ * loaders.h — private to the loader-*.c files (and checkpoint.c, the
+ * attnscope safetensors loader): the format table's entries and the
+ * helpers they share.  Users call model_open_ex() (loader.h).
  *
  * Each format has a probe, which looks at the content (never the name) and
  * answers "this is mine" or explains in a few words why not, and a load,
@@ -44,7 +45,8 @@ char *ld_dirname(const char *path);
 /* malloc'd last path component, without suffix when it ends with one. */
 char *ld_basename(const char *path, const char *suffix);
 
-/* Reads exactly n bytes at off; a short read is reported as truncation. */
+/* Reads exactly n bytes at off; 0, or -1 + e.  A short read (the file
+ * shrank since it was checked) is reported as truncation. */
 int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
 
 /* Reads n little-endian floats at off into dst: F32 (esize 4) or BF16
@@ -52,7 +54,27 @@ int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
 int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char *name,
 		   struct err *e);
 
-/* Keeps a message on one line (quoted file text may hold newlines). */
+/* Reads the first n int32 of the regular file path (as stored) into h and
+ * its size into *size.  false when path is not a regular file that can be
+ * opened or is shorter than n int32 (*size is set once the file is seen). */
+bool ld_read_ints(const char *path, int32_t *h, int n, off_t *size);
+
+/* Fills a new model's weights from the open file (fd is ld_load_model's
+ * and closed by it); 0, or -1 + e (no path prefix). */
+typedef int (*ld_read_fn)(int fd, struct model *m, const void *ctx, struct err *e);
+
+/* Allocates the model of cfg, opens path and lets read() fill its weights,
+ * then gives it tok and names it after path less suffix (ld_basename).
+ * The model takes tok; on failure tok is freed too and NULL + e
+ * ("PATH: problem") is returned.  The caller frees the returned model
+ * (model_free). */
+struct model *ld_load_model(const char *path, const struct model_config *cfg,
+			    struct tokenizer *tok, const char *suffix, ld_read_fn read,
+			    const void *ctx, struct err *e);
+
+/* Keeps a message on one line: names and JSON error excerpts quoted from
+ * a file may hold control characters (a "\n" escape in a key, say), which
+ * become '?'.  e may be NULL. */
 void ld_one_line(struct err *e);
 
 /* GPT-2 tokenizer for a .bin or HF model: from opt (file or directory) when

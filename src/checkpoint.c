@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "loaders.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -47,18 +48,6 @@
 
 /* Elements converted per step when reading or writing 16-bit tensors. */
 #define CHUNK 8192
-
-/* Keeps a message on one line: names and JSON error excerpts quoted from
- * a file may hold control characters (a "\n" escape in a key, say), which
- * become '?'. */
-static void one_line(struct err *e)
-{
-	if (!e)
-		return;
-	for (unsigned char *p = (unsigned char *)e->msg; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			*p = '?';
-}
 
 /* ------------------------------------------------------------ config JSON */
 
@@ -247,7 +236,7 @@ int checkpoint_config_parse(const char *json, struct model_config *c, struct err
 	if (!o) {
 		err_set(e, "config: invalid JSON (line %d, column %d: %s)",
 			jerr.line, jerr.column, jerr.text);
-		one_line(e);
+		ld_one_line(e);
 		return -1;
 	}
 	struct model_config tmp;
@@ -259,7 +248,7 @@ int checkpoint_config_parse(const char *json, struct model_config *c, struct err
 		rc = config_from_json(o, &tmp, e);
 	json_decref(o);
 	if (rc) {
-		one_line(e);
+		ld_one_line(e);
 		return -1;
 	}
 	if (config_validate(&tmp, e) != 0) /* its messages start "config: " */
@@ -322,27 +311,6 @@ struct st_tensor {
 	size_t n;              /* element count */
 };
 
-/* Reads exactly n bytes at off.  A short read (the file shrank since it
- * was checked) is reported as truncation. */
-static int pread_all(int fd, void *buf, size_t n, off_t off, struct err *e)
-{
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return err_set(e, "read failed: %s", strerror(errno));
-		}
-		if (r == 0)
-			return err_set(e, "unexpected end of file (truncated?)");
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return 0;
-}
-
 /* Reads the header: the length word, checked against the file size, and
  * the JSON text, NUL-terminated, into a malloc'd *hdr. */
 static int read_header(int fd, uint64_t fsize, char **hdr, uint64_t *hlen, struct err *e)
@@ -351,7 +319,7 @@ static int read_header(int fd, uint64_t fsize, char **hdr, uint64_t *hlen, struc
 	if (fsize < 8)
 		return err_set(e, "file too short (%" PRIu64 " bytes; truncated?): a safetensors "
 			       "file starts with an 8-byte header length", fsize);
-	if (pread_all(fd, w, 8, 0, e))
+	if (ld_pread(fd, w, 8, 0, e))
 		return -1;
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
@@ -365,7 +333,7 @@ static int read_header(int fd, uint64_t fsize, char **hdr, uint64_t *hlen, struc
 	if (n < 2)
 		return err_set(e, "header of %" PRIu64 " bytes is too short for JSON", n);
 	char *buf = xmalloc((size_t)n + 1);
-	if (pread_all(fd, buf, (size_t)n, 8, e)) {
+	if (ld_pread(fd, buf, (size_t)n, 8, e)) {
 		free(buf);
 		return -1;
 	}
@@ -565,13 +533,13 @@ static int read_tensor(int fd, off_t data_off, const struct st_tensor *t, float 
 {
 	off_t off = data_off + (off_t)t->begin;
 	if (t->dtype == ST_F32) {
-		if (pread_all(fd, dst, t->n * sizeof(float), off, e))
+		if (ld_pread(fd, dst, t->n * sizeof(float), off, e))
 			return -1;
 	} else {
 		uint16_t buf[CHUNK];
 		for (size_t i = 0; i < t->n; i += CHUNK) {
 			size_t k = t->n - i < CHUNK ? t->n - i : CHUNK;
-			if (pread_all(fd, buf, k * 2, off + (off_t)(i * 2), e))
+			if (ld_pread(fd, buf, k * 2, off + (off_t)(i * 2), e))
 				return -1;
 			if (t->dtype == ST_F16)
 				for (size_t j = 0; j < k; j++)
@@ -704,7 +672,7 @@ struct model *checkpoint_load(const char *path, struct err *e)
 	close(fd);
 	if (!m) {
 		err_prefix(e, "%s", path);
-		one_line(e);
+		ld_one_line(e);
 	}
 	return m;
 }

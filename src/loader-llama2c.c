@@ -42,21 +42,6 @@
 
 #define AK42_MAGIC 0x616b3432
 
-static bool read_header(const char *path, int32_t h[7], off_t *size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	bool ok = false;
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		*size = st.st_size;
-		ok = pread(fd, h, 28, 0) == 28;
-	}
-	close(fd);
-	return ok;
-}
-
 /* Why a header is not a llama2.c one, or NULL when plausible. */
 static const char *implausible(const int32_t h[7], char *buf, size_t n)
 {
@@ -85,7 +70,7 @@ static bool probe_llama2c(const char *path, char *why, size_t n)
 	int32_t h[7];
 	off_t size;
 	char buf[96];
-	if (!read_header(path, h, &size)) {
+	if (!ld_read_ints(path, h, 7, &size)) {
 		snprintf(why, n, "not a file of 28+ bytes");
 		return false;
 	}
@@ -140,6 +125,44 @@ static int read_layers(int fd, off_t *off, float *dst, size_t dst_stride, size_t
 	return 0;
 }
 
+/* What read_weights needs of the header. */
+struct l2c_shape {
+	size_t C, F, D;		/* dim, hidden_dim, head size */
+	int L, H, K, V;
+	bool tied, has_freq;
+	unsigned long long freq;	/* floats of the two freq_cis tables */
+};
+
+/* run.c's order into our layout (the mapping above). */
+static int read_weights(int fd, struct model *m, const void *ctx, struct err *e)
+{
+	const struct l2c_shape *s = ctx;
+	size_t C = s->C, F = s->F, D = s->D, V = (size_t)s->V;
+	int L = s->L, H = s->H, K = s->K;
+	size_t qkv = (size_t)(H + 2 * K) * D; /* rows of one layer's fused qkvw */
+	off_t off = 28;
+	int rc = ld_read_floats(fd, off, m->p[P_WTE], V * C, 0, "token_embedding_table", e);
+	off += (off_t)(V * C * 4);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_LN1W], C, C, L, "rms_att_weight", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW], qkv * C, (size_t)H * D * C, L, "wq", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW] + (size_t)H * D * C, qkv * C,
+				   (size_t)K * D * C, L, "wk", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW] + (size_t)(H + K) * D * C, qkv * C,
+				   (size_t)K * D * C, L, "wv", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_ATTPROJW], C * C, C * C, L, "wo", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_LN2W], C, C, L, "rms_ffn_weight", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW], 2 * F * C, F * C, L, "w1", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCPROJW], C * F, C * F, L, "w2", e);
+	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW] + F * C, 2 * F * C, F * C, L, "w3", e);
+	rc = rc ? rc : ld_read_floats(fd, off, m->p[P_LNFW], C, 0, "rms_final_weight", e);
+	off += (off_t)(C * 4);
+	if (s->has_freq)
+		off += (off_t)(s->freq * 4);
+	if (!rc && !s->tied)
+		rc = ld_read_floats(fd, off, m->p[P_LMHEAD], V * C, 0, "wcls", e);
+	return rc;
+}
+
 static struct model *load_llama2c(const char *path, const struct load_opts *o, struct err *e)
 {
 	int32_t h[7];
@@ -148,9 +171,8 @@ static struct model *load_llama2c(const char *path, const struct load_opts *o, s
 	struct model *m = NULL;
 	struct tokenizer *tok = NULL;
 	char *dir = ld_dirname(path);
-	int fd = -1;
 
-	if (!read_header(path, h, &size)) {
+	if (!ld_read_ints(path, h, 7, &size)) {
 		err_set(e, "%s: cannot read a llama2.c header", path);
 		goto fail;
 	}
@@ -205,53 +227,14 @@ static struct model *load_llama2c(const char *path, const struct load_opts *o, s
 		err_prefix(e, "%s", path);
 		goto fail;
 	}
-	m = model_new(&cfg, e);
-	if (!m) {
-		err_prefix(e, "%s", path);
-		goto fail;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err_set(e, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	size_t C = (size_t)dim, F = (size_t)hid, D = (size_t)hs;
-	size_t qkv = (size_t)(H + 2 * K) * D; /* rows of one layer's fused qkvw */
-	off_t off = 28;
-	int rc = ld_read_floats(fd, off, m->p[P_WTE], (size_t)V * C, 0, "token_embedding_table", e);
-	off += (off_t)((size_t)V * C * 4);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_LN1W], C, C, L, "rms_att_weight", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW], qkv * C, (size_t)H * D * C, L, "wq", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW] + (size_t)H * D * C, qkv * C,
-				   (size_t)K * D * C, L, "wk", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW] + (size_t)(H + K) * D * C, qkv * C,
-				   (size_t)K * D * C, L, "wv", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_ATTPROJW], C * C, C * C, L, "wo", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_LN2W], C, C, L, "rms_ffn_weight", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW], 2 * F * C, F * C, L, "w1", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCPROJW], C * F, C * F, L, "w2", e);
-	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW] + F * C, 2 * F * C, F * C, L, "w3", e);
-	rc = rc ? rc : ld_read_floats(fd, off, m->p[P_LNFW], C, 0, "rms_final_weight", e);
-	off += (off_t)(C * 4);
-	if (has_freq)
-		off += (off_t)(freq * 4);
-	if (!rc && !tied)
-		rc = ld_read_floats(fd, off, m->p[P_LMHEAD], (size_t)V * C, 0, "wcls", e);
-	if (rc) {
-		err_prefix(e, "%s", path);
-		goto fail;
-	}
-	close(fd);
-	m->tok = tok;
-	m->path = xstrdup(path);
-	m->name = ld_basename(path, ".bin");
+	struct l2c_shape shape = {
+		(size_t)dim, (size_t)hid, (size_t)hs, L, H, K, V, tied, has_freq, freq,
+	};
+	m = ld_load_model(path, &cfg, tok, ".bin", read_weights, &shape, e);
 	free(dir);
 	return m;
 fail:
-	if (fd >= 0)
-		close(fd);
 	tok_free(tok);
-	model_free(m);
 	free(dir);
 	return NULL;
 }

@@ -37,26 +37,11 @@
 #define LLMC_TOKENIZER_MAGIC 20240328
 #define HEADER_INTS 256
 
-static bool read_ints(const char *path, int32_t *h, int n, off_t *size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	bool ok = false;
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		*size = st.st_size;
-		ok = pread(fd, h, (size_t)n * 4, 0) == (ssize_t)n * 4;
-	}
-	close(fd);
-	return ok;
-}
-
 static bool probe_llmc(const char *path, char *why, size_t n)
 {
 	int32_t h[2];
 	off_t size;
-	if (!read_ints(path, h, 2, &size)) {
+	if (!ld_read_ints(path, h, 2, &size)) {
 		snprintf(why, n, "not a file of 8+ bytes");
 		return false;
 	}
@@ -66,6 +51,31 @@ static bool probe_llmc(const char *path, char *why, size_t n)
 	return false;
 }
 
+/* What read_weights needs of the header. */
+struct llmc_shape {
+	int bf16;
+	size_t esize;		/* bytes per stored float */
+	size_t pad;		/* floats of wte's padding rows: (Vp - V) * C */
+};
+
+/* The parameters in order, skipping wte's padding rows. */
+static int read_weights(int fd, struct model *m, const void *ctx, struct err *e)
+{
+	const struct llmc_shape *s = ctx;
+	off_t off = 1024;
+	for (int i = 0; i < N_PARAMS; i++) {
+		size_t n = m->psize[i];
+		if (!n)
+			continue;
+		if (ld_read_floats(fd, off, m->p[i], n, s->bf16, param_name((enum param_id)i), e))
+			return -1;
+		off += (off_t)(n * s->esize);
+		if (i == P_WTE) /* skip the padding rows */
+			off += (off_t)(s->pad * s->esize);
+	}
+	return 0;
+}
+
 static struct model *load_llmc(const char *path, const struct load_opts *o, struct err *e)
 {
 	int32_t h[HEADER_INTS];
@@ -73,9 +83,8 @@ static struct model *load_llmc(const char *path, const struct load_opts *o, stru
 	struct model *m = NULL;
 	struct tokenizer *tok = NULL;
 	char *dir = ld_dirname(path);
-	int fd = -1;
 
-	if (!read_ints(path, h, 2, &size)) {
+	if (!ld_read_ints(path, h, 2, &size)) {
 		err_set(e, "%s: cannot read", path);
 		goto fail;
 	}
@@ -88,7 +97,7 @@ static struct model *load_llmc(const char *path, const struct load_opts *o, stru
 			h[0], LLMC_MAGIC);
 		goto fail;
 	}
-	if (size < HEADER_INTS * 4 || !read_ints(path, h, HEADER_INTS, &size)) {
+	if (size < HEADER_INTS * 4 || !ld_read_ints(path, h, HEADER_INTS, &size)) {
 		err_set(e, "%s: %lld bytes is shorter than llm.c's 1024-byte header (truncated?)",
 			path, (long long)size);
 		goto fail;
@@ -139,40 +148,12 @@ static struct model *load_llmc(const char *path, const struct load_opts *o, stru
 			tok->vocab_size, V);
 		goto fail;
 	}
-	m = model_new(&cfg, e);
-	if (!m) {
-		err_prefix(e, "%s", path);
-		goto fail;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err_set(e, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	off_t off = 1024;
-	for (int i = 0; i < N_PARAMS; i++) {
-		size_t n = m->psize[i];
-		if (!n)
-			continue;
-		if (ld_read_floats(fd, off, m->p[i], n, bf16, param_name((enum param_id)i), e)) {
-			err_prefix(e, "%s", path);
-			goto fail;
-		}
-		off += (off_t)(n * esize);
-		if (i == P_WTE) /* skip the padding rows */
-			off += (off_t)((size_t)(Vp - V) * (size_t)C * esize);
-	}
-	close(fd);
-	m->tok = tok;
-	m->path = xstrdup(path);
-	m->name = ld_basename(path, ".bin");
+	struct llmc_shape shape = { bf16, esize, (size_t)(Vp - V) * (size_t)C };
+	m = ld_load_model(path, &cfg, tok, ".bin", read_weights, &shape, e);
 	free(dir);
 	return m;
 fail:
-	if (fd >= 0)
-		close(fd);
 	tok_free(tok);
-	model_free(m);
 	free(dir);
 	return NULL;
 }

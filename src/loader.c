@@ -112,6 +112,54 @@ int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char
 	return 0;
 }
 
+bool ld_read_ints(const char *path, int32_t *h, int n, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	bool ok = false;
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*size = st.st_size;
+		ok = pread(fd, h, (size_t)n * 4, 0) == (ssize_t)n * 4;
+	}
+	close(fd);
+	return ok;
+}
+
+struct model *ld_load_model(const char *path, const struct model_config *cfg,
+			    struct tokenizer *tok, const char *suffix, ld_read_fn read,
+			    const void *ctx, struct err *e)
+{
+	struct model *m = model_new(cfg, e);
+	int fd = -1;
+
+	if (!m) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set(e, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (read(fd, m, ctx, e)) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	close(fd);
+	m->tok = tok;
+	m->path = xstrdup(path);
+	m->name = ld_basename(path, suffix);
+	return m;
+fail:
+	if (fd >= 0)
+		close(fd);
+	tok_free(tok);
+	model_free(m);
+	return NULL;
+}
+
 void ld_one_line(struct err *e)
 {
 	if (!e)

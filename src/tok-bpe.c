@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "tokenizer.h"
+#include "tok-common.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -102,15 +103,6 @@ static void byte_map(uint32_t b2u[256], int16_t u2b[324])
 
 /* ---------------------------------------------------------------- hashing */
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 static uint32_t hash_u64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -137,19 +129,7 @@ static const char *piece_of(const struct bpe_impl *b, int id, size_t *len)
 /* Id of the piece with exactly these bytes, or -1. */
 static int vocab_find(const struct bpe_impl *b, const char *s, size_t n)
 {
-	uint32_t i = hash_bytes(s, n) & b->vmask;
-
-	for (;; i = (i + 1) & b->vmask) {
-		int id = b->vtab[i];
-		size_t l;
-		const char *p;
-
-		if (id < 0)
-			return -1;
-		p = piece_of(b, id, &l);
-		if (l == n && memcmp(p, s, n) == 0)
-			return id;
-	}
+	return tok_vtab_find(b->vtab, b->vmask, b->blob, b->off, s, n);
 }
 
 static int merge_find(const struct bpe_impl *b, int x, int y, int *out)
@@ -281,19 +261,14 @@ static int build_vocab(struct bpe_impl *b, const json_t *vocab, const char *wher
 		b->literal[i] = lit;
 	}
 	b->off[n] = (uint32_t)at;
-	b->vmask = pow2_at_least(2 * n) - 1;
-	b->vtab = xmalloc(((size_t)b->vmask + 1) * sizeof *b->vtab);
-	memset(b->vtab, 0xff, ((size_t)b->vmask + 1) * sizeof *b->vtab);
+	b->vtab = tok_vtab_new(n, &b->vmask);
 	for (size_t i = 0; i < n; i++) {
 		size_t l;
 		const char *p = piece_of(b, (int)i, &l);
-		uint32_t h = hash_bytes(p, l) & b->vmask;
 
 		if (vocab_find(b, p, l) >= 0)
 			continue; /* a duplicate spelling: the first id wins */
-		while (b->vtab[h] >= 0)
-			h = (h + 1) & b->vmask;
-		b->vtab[h] = (int32_t)i;
+		tok_vtab_add(b->vtab, b->vmask, p, l, (int32_t)i);
 	}
 	for (int c = 0; c < 256; c++) {
 		char one = (char)c;
@@ -491,110 +466,22 @@ static struct tokenizer *bpe_finish(struct bpe_impl *b)
 
 /* ------------------------------------------------------------- encoding */
 
-struct pair {
-	int32_t rank, pos, a, b;
-};
-
-static bool pair_less(const struct pair *x, const struct pair *y)
+/* tok_merge_fn over the merge list: the lower rank merges first. */
+static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 {
-	return x->rank != y->rank ? x->rank < y->rank : x->pos < y->pos;
-}
+	int r = merge_find(ctx, a, b, out);
 
-struct heap {
-	struct pair *v;
-	int n, cap;
-};
-
-static void heap_push(struct heap *h, struct pair p)
-{
-	int i;
-
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->v = xrealloc(h->v, (size_t)h->cap * sizeof *h->v);
-	}
-	i = h->n++;
-	while (i > 0 && pair_less(&p, &h->v[(i - 1) / 2])) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = p;
-}
-
-static struct pair heap_pop(struct heap *h)
-{
-	struct pair top = h->v[0], last = h->v[--h->n];
-	int i = 0;
-
-	for (;;) {
-		int c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && pair_less(&h->v[c + 1], &h->v[c]))
-			c++;
-		if (!pair_less(&h->v[c], &last))
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
-}
-
-static void push_pair(const struct bpe_impl *b, struct heap *h, const int *tok, int i, int j)
-{
-	int out, r;
-
-	if (i < 0 || j < 0)
-		return;
-	r = merge_find(b, tok[i], tok[j], &out);
-	if (r >= 0)
-		heap_push(h, (struct pair){ r, i, tok[i], tok[j] });
+	*key = r;
+	return r >= 0;
 }
 
 /* BPE over one chunk; writes the ids to out (room for len) and returns
  * their number. */
 static int bpe_chunk(const struct bpe_impl *b, const unsigned char *s, int len, int *out)
 {
-	int *tok = xmalloc((size_t)len * 3 * sizeof *tok);
-	int *prev = tok + len, *next = prev + len;
-	struct heap h = { 0 };
-	int n = 0;
-
-	if (len <= 0) {
-		free(tok);
-		return 0;
-	}
-	for (int i = 0; i < len; i++) {
-		tok[i] = b->byte_id[s[i]];
-		prev[i] = i - 1;
-		next[i] = i + 1 < len ? i + 1 : -1;
-	}
-	for (int i = 0; i + 1 < len; i++)
-		push_pair(b, &h, tok, i, i + 1);
-	while (h.n) {
-		struct pair p = heap_pop(&h);
-		int i = p.pos, j = next[i], merged;
-
-		/* stale: the left symbol was absorbed (tok = -1) or either changed */
-		if (tok[i] != p.a || j < 0 || tok[j] != p.b)
-			continue;
-		merge_find(b, p.a, p.b, &merged);
-		tok[i] = merged;
-		tok[j] = -1;
-		next[i] = next[j];
-		if (next[j] >= 0)
-			prev[next[j]] = i;
-		push_pair(b, &h, tok, prev[i], i);
-		push_pair(b, &h, tok, i, next[i]);
-	}
-	for (int i = 0; i >= 0; i = next[i])
-		out[n++] = tok[i];
-	free(h.v);
-	free(tok);
-	return n;
+	for (int i = 0; i < len; i++)
+		out[i] = b->byte_id[s[i]];
+	return tok_merge_pairs(out, len, merge_of, b);
 }
 
 static void ids_reserve(int **ids, int *cap, int need)
@@ -674,7 +561,7 @@ static void encode_chunk(struct bpe_impl *b, const char *s, size_t len, int **id
 	if (len <= CACHE_MAX_CHUNK) {
 		struct cache_ent *c;
 
-		hash = hash_bytes(s, len);
+		hash = tok_hash_bytes(s, len);
 		pthread_mutex_lock(&b->lock);
 		c = cache_slot(b, s, (uint32_t)len, hash);
 		if (c->key) {
@@ -778,20 +665,7 @@ static int bpe_piece(const struct tokenizer *t, int id, char *buf, size_t size)
 	size_t len;
 	const char *p = piece_of(t->impl, id, &len);
 
-	if (size) {
-		size_t k = len < size - 1 ? len : size - 1;
-
-		memcpy(buf, p, k);
-		buf[k] = '\0';
-	}
-	return (int)len;
-}
-
-static json_t *json_checked(json_t *j)
-{
-	if (!j)
-		die("out of memory building tokenizer JSON");
-	return j;
+	return tok_copy_piece(p, len, buf, size);
 }
 
 /* The vocabulary key of id: its bytes through the byte map. */
@@ -815,15 +689,13 @@ static char *id_key(const struct bpe_impl *b, int id, const uint32_t b2u[256])
 static char *bpe_to_json(const struct tokenizer *t)
 {
 	const struct bpe_impl *b = t->impl;
-	json_t *root = json_checked(json_object()), *vocab = json_checked(json_object());
-	json_t *merges = json_checked(json_array());
+	json_t *root = tok_json_checked(json_object()), *vocab = tok_json_checked(json_object());
+	json_t *merges = tok_json_checked(json_array());
 	char **keys = xmalloc((size_t)b->n * sizeof *keys);
-	char *out;
-	size_t len;
 
 	for (int i = 0; i < b->n; i++) {
 		keys[i] = id_key(b, i, b->b2u);
-		if (json_object_set_new(vocab, keys[i], json_checked(json_integer(i))))
+		if (json_object_set_new(vocab, keys[i], tok_json_checked(json_integer(i))))
 			die("out of memory building tokenizer JSON");
 	}
 	for (int r = 0; r < b->nmerges; r++) {
@@ -833,26 +705,18 @@ static char *bpe_to_json(const struct tokenizer *t)
 		memcpy(m, keys[b->ma[r]], la);
 		m[la] = ' ';
 		memcpy(m + la + 1, keys[b->mb[r]], lb + 1);
-		if (json_array_append_new(merges, json_checked(json_string(m))))
+		if (json_array_append_new(merges, tok_json_checked(json_string(m))))
 			die("out of memory building tokenizer JSON");
 		free(m);
 	}
 	for (int i = 0; i < b->n; i++)
 		free(keys[i]);
 	free(keys);
-	if (json_object_set_new(root, "type", json_checked(json_string("gpt2-bpe"))) ||
+	if (json_object_set_new(root, "type", tok_json_checked(json_string("gpt2-bpe"))) ||
 	    json_object_set_new(root, "vocab", vocab) ||
 	    json_object_set_new(root, "merges", merges))
 		die("out of memory building tokenizer JSON");
-	len = json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!len)
-		die("cannot serialise tokenizer JSON");
-	out = xmalloc(len + 1);
-	if (json_dumpb(root, out, len, JSON_COMPACT | JSON_PRESERVE_ORDER) != len)
-		die("cannot serialise tokenizer JSON");
-	out[len] = '\0';
-	json_decref(root);
-	return out;
+	return tok_json_dump(root);
 }
 
 static void bpe_free(struct tokenizer *t)

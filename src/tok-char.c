@@ -8,6 +8,7 @@
  * sample text counts code points in a small hash table.
  */
 #include "tokenizer.h"
+#include "tok-common.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -305,49 +306,24 @@ static int char_piece(const struct tokenizer *t, int id, char *buf, size_t size)
 	} else {
 		len = (size_t)utf8_encode(c->cps[id - c->nspecial], tmp);
 	}
-	if (size) {
-		size_t k = len < size - 1 ? len : size - 1;
-
-		memcpy(buf, p, k);
-		buf[k] = '\0';
-	}
-	return (int)len;
-}
-
-static json_t *json_checked(json_t *j)
-{
-	if (!j)
-		die("out of memory building tokenizer JSON");
-	return j;
+	return tok_copy_piece(p, len, buf, size);
 }
 
 static char *char_to_json(const struct tokenizer *t)
 {
 	const struct char_impl *c = t->impl;
-	json_t *root = json_checked(json_object());
-	json_t *chars = json_checked(json_array());
-	size_t len;
-	char *out;
+	json_t *root = tok_json_checked(json_object());
+	json_t *chars = tok_json_checked(json_array());
 	int i;
 
 	for (i = 0; i < c->n; i++)
-		if (json_array_append_new(chars, json_checked(json_integer(c->cps[i]))))
+		if (json_array_append_new(chars, tok_json_checked(json_integer(c->cps[i]))))
 			die("out of memory building tokenizer JSON");
-	if (json_object_set_new(root, "type", json_checked(json_string("char"))) ||
-	    json_object_set_new(root, "bos", json_checked(json_boolean(t->bos_id >= 0))) ||
+	if (json_object_set_new(root, "type", tok_json_checked(json_string("char"))) ||
+	    json_object_set_new(root, "bos", tok_json_checked(json_boolean(t->bos_id >= 0))) ||
 	    json_object_set_new(root, "chars", chars))
 		die("out of memory building tokenizer JSON");
-
-	/* Dumped into our own buffer so that the caller can free() it. */
-	len = json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!len)
-		die("cannot serialise tokenizer JSON");
-	out = xmalloc(len + 1);
-	if (json_dumpb(root, out, len, JSON_COMPACT | JSON_PRESERVE_ORDER) != len)
-		die("cannot serialise tokenizer JSON");
-	out[len] = '\0';
-	json_decref(root);
-	return out;
+	return tok_json_dump(root);
 }
 
 static void char_free(struct tokenizer *t)

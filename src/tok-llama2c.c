@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "tokenizer.h"
+#include "tok-common.h"
 
 #include <limits.h>
 #include <math.h>
@@ -59,15 +60,6 @@ struct l2c_impl {
 
 static const struct tokenizer_ops l2c_ops;
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 static const char *piece_of(const struct l2c_impl *b, int id, size_t *len)
 {
 	*len = b->off[id + 1] - b->off[id];
@@ -77,19 +69,7 @@ static const char *piece_of(const struct l2c_impl *b, int id, size_t *len)
 /* Id of the normal piece with exactly these bytes, or -1. */
 static int lookup(const struct l2c_impl *b, const char *s, size_t n)
 {
-	uint32_t i = hash_bytes(s, n) & b->vmask;
-
-	for (;; i = (i + 1) & b->vmask) {
-		int id = b->vtab[i];
-		size_t l;
-		const char *p;
-
-		if (id < 0)
-			return -1;
-		p = piece_of(b, id, &l);
-		if (l == n && memcmp(p, s, n) == 0)
-			return id;
-	}
+	return tok_vtab_find(b->vtab, b->vmask, b->blob, b->off, s, n);
 }
 
 static int hexval(char c)
@@ -213,11 +193,7 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 	b->off = xmalloc(((size_t)n + 1) * sizeof *b->off);
 	b->score = xmalloc((size_t)n * sizeof *b->score);
 	b->kind = xcalloc((size_t)n, 1);
-	b->vmask = 15;
-	while (b->vmask + 1 < 2u * (unsigned)n)
-		b->vmask = 2 * (b->vmask + 1) - 1;
-	b->vtab = xmalloc(((size_t)b->vmask + 1) * sizeof *b->vtab);
-	memset(b->vtab, 0xff, ((size_t)b->vmask + 1) * sizeof *b->vtab);
+	b->vtab = tok_vtab_new((size_t)n, &b->vmask);
 	for (int c = 0; c < 256; c++)
 		b->byte_id[c] = -1;
 
@@ -273,13 +249,8 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 		}
 		memcpy(b->blob + o, p, l);
 		o += l;
-		if (l && lookup(b, p, l) < 0) {
-			uint32_t h = hash_bytes(p, l) & b->vmask;
-
-			while (b->vtab[h] >= 0)
-				h = (h + 1) & b->vmask;
-			b->vtab[h] = i;
-		}
+		if (l && lookup(b, p, l) < 0)
+			tok_vtab_add(b->vtab, b->vmask, p, l, i);
 	}
 	b->off[n] = (uint32_t)o;
 	b->space_id = lookup(b, " ", 1);
@@ -292,79 +263,35 @@ fail:
 
 /* ------------------------------------------------------------- encoding */
 
-struct pair {
-	float score;
-	int32_t pos, a, b, out;
+struct merge_ctx {
+	const struct l2c_impl *b;
+	char *buf;		/* room for max_len bytes */
 };
 
-/* Heap order: higher score first, then the leftmost. */
-static bool pair_before(const struct pair *x, const struct pair *y)
+/* tok_merge_fn: a and b merge when both are normal pieces whose
+ * concatenation is a normal piece; the higher score merges first. */
+static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 {
-	return x->score != y->score ? x->score > y->score : x->pos < y->pos;
-}
-
-struct heap {
-	struct pair *v;
-	int n, cap;
-};
-
-static void heap_push(struct heap *h, struct pair p)
-{
-	int i;
-
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->v = xrealloc(h->v, (size_t)h->cap * sizeof *h->v);
-	}
-	i = h->n++;
-	while (i > 0 && pair_before(&p, &h->v[(i - 1) / 2])) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = p;
-}
-
-static struct pair heap_pop(struct heap *h)
-{
-	struct pair top = h->v[0], last = h->v[--h->n];
-	int i = 0;
-
-	for (;;) {
-		int c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && pair_before(&h->v[c + 1], &h->v[c]))
-			c++;
-		if (!pair_before(&h->v[c], &last))
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n)
-		h->v[i] = last;
-	return top;
-}
-
-/* Pushes the pair (i, j) when their concatenation is a normal piece. */
-static void push_pair(const struct l2c_impl *b, struct heap *h, const int *tok, int i, int j,
-		      char *buf)
-{
+	const struct merge_ctx *m = ctx;
+	const struct l2c_impl *v = m->b;
 	size_t la, lb;
 	const char *pa, *pb;
 	int id;
 
-	if (i < 0 || j < 0 || b->kind[tok[i]] != PK_NORMAL || b->kind[tok[j]] != PK_NORMAL)
-		return;
-	pa = piece_of(b, tok[i], &la);
-	pb = piece_of(b, tok[j], &lb);
-	if (la + lb > (size_t)b->max_len)
-		return;
-	memcpy(buf, pa, la);
-	memcpy(buf + la, pb, lb);
-	id = lookup(b, buf, la + lb);
-	if (id >= 0)
-		heap_push(h, (struct pair){ b->score[id], i, tok[i], tok[j], id });
+	if (v->kind[a] != PK_NORMAL || v->kind[b] != PK_NORMAL)
+		return false;
+	pa = piece_of(v, a, &la);
+	pb = piece_of(v, b, &lb);
+	if (la + lb > (size_t)v->max_len)
+		return false;
+	memcpy(m->buf, pa, la);
+	memcpy(m->buf + la, pb, lb);
+	id = lookup(v, m->buf, la + lb);
+	if (id < 0)
+		return false;
+	*key = -(double)v->score[id];
+	*out = id;
+	return true;
 }
 
 static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
@@ -373,9 +300,8 @@ static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, i
 	const struct l2c_impl *b = t->impl;
 	const unsigned char *s = (const unsigned char *)text;
 	int nbad = 0, ns = 0;
-	int *tok, *next, *prev;
-	struct heap h = { 0 };
-	char *buf;
+	int *tok;
+	struct merge_ctx m = { b, NULL };
 	size_t i;
 
 	if (len == 0)
@@ -383,9 +309,7 @@ static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, i
 	/* a code point becomes at most 4 byte pieces; U+FFFD for a bad byte 3 */
 	if (len > (size_t)(INT_MAX / 4 - 1 - *n))
 		return err_set(e, "llama2.c tokenizer: text too long (%zu bytes)", len);
-	tok = xmalloc((3 * len + 1) * 3 * sizeof *tok);
-	prev = tok + 3 * len + 1;
-	next = prev + 3 * len + 1;
+	tok = xmalloc((3 * len + 1) * sizeof *tok);
 
 	if (b->space_id >= 0)
 		tok[ns++] = b->space_id;
@@ -416,43 +340,15 @@ static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, i
 		}
 		i += (size_t)k;
 	}
-	for (int j = 0; j < ns; j++) {
-		prev[j] = j - 1;
-		next[j] = j + 1 < ns ? j + 1 : -1;
+	m.buf = xmalloc((size_t)b->max_len + 1);
+	ns = tok_merge_pairs(tok, ns, merge_of, &m);
+	free(m.buf);
+	if (*n + ns > *cap) {
+		*ids = xrealloc(*ids, (size_t)(*n + ns) * sizeof **ids);
+		*cap = *n + ns;
 	}
-	buf = xmalloc((size_t)b->max_len + 1);
-	for (int j = 0; j + 1 < ns; j++)
-		push_pair(b, &h, tok, j, j + 1, buf);
-	while (h.n) {
-		struct pair p = heap_pop(&h);
-		int a = p.pos, c = next[a];
-
-		if (tok[a] != p.a || c < 0 || tok[c] != p.b)
-			continue;
-		tok[a] = p.out;
-		tok[c] = -1;
-		next[a] = next[c];
-		if (next[c] >= 0)
-			prev[next[c]] = a;
-		if (prev[a] >= 0)
-			push_pair(b, &h, tok, prev[a], a, buf);
-		if (next[a] >= 0)
-			push_pair(b, &h, tok, a, next[a], buf);
-	}
-	free(buf);
-	free(h.v);
-	{
-		int count = 0;
-
-		for (int j = 0; j >= 0 && ns > 0; j = next[j])
-			count++;
-		if (*n + count > *cap) {
-			*ids = xrealloc(*ids, (size_t)(*n + count) * sizeof **ids);
-			*cap = *n + count;
-		}
-		for (int j = 0; j >= 0 && ns > 0; j = next[j])
-			(*ids)[(*n)++] = tok[j];
-	}
+	memcpy(*ids + *n, tok, (size_t)ns * sizeof *tok);
+	*n += ns;
 	free(tok);
 	return nbad;
 }
@@ -464,13 +360,7 @@ static int l2c_piece(const struct tokenizer *t, int id, char *buf, size_t size)
 	size_t len;
 	const char *p = piece_of(t->impl, id, &len);
 
-	if (size) {
-		size_t k = len < size - 1 ? len : size - 1;
-
-		memcpy(buf, p, k);
-		buf[k] = '\0';
-	}
-	return (int)len;
+	return tok_copy_piece(p, len, buf, size);
 }
 
 static char *l2c_decode(const struct tokenizer *t, const int *ids, int n)
@@ -575,19 +465,13 @@ static char *l2c_to_json(const struct tokenizer *t)
 	const struct l2c_impl *b = t->impl;
 	char *data = base64_encode(b->raw, b->raw_len);
 	json_t *root = json_object();
-	char *out;
 
 	if (!root || json_object_set_new(root, "type", json_string("llama2c")) ||
 	    json_object_set_new(root, "pieces", json_integer(b->n)) ||
 	    json_object_set_new(root, "data", json_string(data)))
 		die("out of memory building tokenizer JSON");
 	free(data);
-	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!out)
-		die("out of memory serialising tokenizer JSON");
-	json_decref(root);
-	/* json_dumps allocates with malloc (jansson's default), so free() works */
-	return out;
+	return tok_json_dump(root);
 }
 
 static void l2c_free(struct tokenizer *t)

@@ -1,0 +1,330 @@
+/*
+ * bench_common.h — what the benchmarks share: machine information, the
+ * cblas_sgemm rate measurement, running a measurement in a forked child
+ * (its own peak RSS, VmHWM) and medians.
+ *
+ * A header of static inline functions, not a .c file in bench/: the
+ * Makefile builds and runs every .c file there as a benchmark of its own.
+ */
+#ifndef ATTNSCOPE_BENCH_COMMON_H
+#define ATTNSCOPE_BENCH_COMMON_H
+
+#include <cblas.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "model.h"
+#include "util.h"
+
+#define SGEMM_M 1024
+#define SGEMM_N 768
+#define SGEMM_K 768
+#define SGEMM_WARM 3
+#define SGEMM_REPS 15
+
+static const double MB = 1024.0 * 1024.0;
+
+/* ------------------------------------------------------------- utilities */
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts a copy, v is left as is). */
+static inline double median(const double *v, int n)
+{
+	double *w = xmalloc((size_t)n * sizeof *w);
+	memcpy(w, v, (size_t)n * sizeof *w);
+	qsort(w, (size_t)n, sizeof *w, bench_cmp_double);
+	double m = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+	free(w);
+	return m;
+}
+
+static inline double minimum(const double *v, int n)
+{
+	double m = v[0];
+	for (int i = 1; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+/* CPU time of all threads of this process so far. */
+static inline double cpu_time_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* CPU time since cpu0 / the wall time of the runs t[0..n). */
+static inline double cpu_per_wall(const double *t, int n, double cpu0)
+{
+	double wall = 0;
+	for (int i = 0; i < n; i++)
+		wall += t[i];
+	return (cpu_time_ms() - cpu0) / wall;
+}
+
+/* How many of `reps` measured runs fit in budget_ms after a warm-up run of
+ * t_warm ms: fewer, never below min_reps (budget_ms <= 0: no budget). */
+static inline int fit_reps(double t_warm, int reps, double budget_ms, int min_reps)
+{
+	if (budget_ms <= 0 || t_warm * reps <= budget_ms)
+		return reps;
+	int fit = (int)(budget_ms / t_warm);
+	return fit > min_reps ? (fit < reps ? fit : reps) : min_reps;
+}
+
+/* A "Vm...:" field of /proc/self/status, in bytes (0 when unreadable). */
+static inline double proc_status_bytes(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	size_t n = strlen(field);
+	double kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, field, n) == 0 && line[n] == ':') {
+			kb = strtod(line + n + 1, NULL);
+			break;
+		}
+	fclose(f);
+	return kb * 1024.0;
+}
+
+/* ---------------------------------------------------------------- machine */
+
+static inline void cpu_model(char *out, size_t len)
+{
+	snprintf(out, len, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "model name", 10) == 0) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				p[strcspn(p, "\n")] = 0;
+				snprintf(out, len, "%s", p);
+			}
+			break;
+		}
+	fclose(f);
+}
+
+static inline double load_avg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+static inline int cpu_has_flag(const char *flag)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return 0;
+	char line[8192];
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		char *colon = strchr(line, ':');
+		if (!colon)
+			break;
+		for (char *t = strtok(colon + 1, " \n"); t; t = strtok(NULL, " \n"))
+			if (strcmp(t, flag) == 0)
+				found = 1;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Prints the "machine" section: CPU, cores, load average, the OpenMP and
+ * OpenBLAS environment, the OpenBLAS build and its thread count (call after
+ * engine_set_threads(0)). */
+static inline void print_machine(void)
+{
+	char cpu[256];
+	cpu_model(cpu, sizeof cpu);
+	int par = openblas_get_parallel();
+	printf("machine\n");
+	printf("  cpu:       %s (avx2 %s, avx512f %s, fma %s)\n", cpu,
+	       cpu_has_flag("avx2") ? "yes" : "no", cpu_has_flag("avx512f") ? "yes" : "no",
+	       cpu_has_flag("fma") ? "yes" : "no");
+	printf("  cores:     %d (cpu_count)\n", cpu_count());
+	printf("  load:      %.2f (1-min load average at start; other processes share these cores)\n",
+	       load_avg());
+	static const char *envs[] = { "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
+				      "OPENBLAS_NUM_THREADS" };
+	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
+		if (getenv(envs[i]))
+			printf("  env:       %s=%s\n", envs[i], getenv(envs[i]));
+	printf("  openblas:  %s\n", openblas_get_config());
+	printf("             core %s, %s threading, %d threads after engine_set_threads(0)\n",
+	       openblas_get_corename(),
+	       par == 0 ? "no" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "unknown",
+	       openblas_get_num_threads());
+}
+
+/* Prints the closing lines: the load average now and the time since t_start. */
+static inline void print_end(double t_start)
+{
+	double l = load_avg();
+	printf("\nload average at end %.2f on %d cores%s\n", l, cpu_count(),
+	       l > 0.5 * cpu_count() ? ": other work was running, timings are pessimistic" : "");
+	printf("total bench time %.1f s\n", (now_ms() - t_start) / 1e3);
+}
+
+/* ---------------------------------------------------------------- models */
+
+/* The Shakespeare-sized shape (LayerNorm, pre-norm, learned positions,
+ * GELU, biases, tied) with the given vocabulary. */
+static inline void shakespeare_cfg(struct model_config *c, int vocab)
+{
+	config_default(c);
+	c->vocab_size = vocab;
+	c->d_model = 128;
+	c->n_layer = 4;
+	c->n_head = 4;
+	c->n_kv_head = 4;
+	c->d_ff = 512;
+	c->context = 256;
+}
+
+/* The GPT-2-small shape (LayerNorm, pre-norm, learned positions, GELU,
+ * biases, tied). */
+static inline void gpt2_cfg(struct model_config *c)
+{
+	config_default(c);
+	c->vocab_size = 50257;
+	c->d_model = 768;
+	c->n_layer = 12;
+	c->n_head = 12;
+	c->n_kv_head = 12;
+	c->d_ff = 3072;
+	c->context = 1024;
+}
+
+/* ------------------------------------------------------------------ sgemm */
+
+struct sgemm_rate {
+	double median_ms, min_ms;
+	double cpu_per_wall;
+	double gflops;      /* at the median time */
+	double best_gflops; /* at the min time */
+};
+
+/* Times SGEMM_REPS products of SGEMM_M x SGEMM_N x SGEMM_K after SGEMM_WARM
+ * warm-up ones, in the layout matmul_forward uses: out = inp w^T. */
+static inline struct sgemm_rate measure_sgemm(void)
+{
+	int M = SGEMM_M, N = SGEMM_N, K = SGEMM_K;
+	float *a = xmalloc_aligned((size_t)M * K * sizeof(float));
+	float *b = xmalloc_aligned((size_t)N * K * sizeof(float));
+	float *c = xmalloc_aligned((size_t)M * N * sizeof(float));
+	struct rng r;
+	rng_seed(&r, 7);
+	for (size_t i = 0; i < (size_t)M * K; i++)
+		a[i] = rng_uniform(&r) - 0.5f;
+	for (size_t i = 0; i < (size_t)N * K; i++)
+		b[i] = rng_uniform(&r) - 0.5f;
+	double t[SGEMM_REPS], cpu0 = 0;
+	for (int i = 0; i < SGEMM_WARM + SGEMM_REPS; i++) {
+		if (i == SGEMM_WARM)
+			cpu0 = cpu_time_ms();
+		double t0 = now_ms();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K,
+			    1.0f, a, K, b, K, 0.0f, c, N);
+		double dt = now_ms() - t0;
+		if (i >= SGEMM_WARM)
+			t[i - SGEMM_WARM] = dt;
+	}
+	struct sgemm_rate s;
+	s.cpu_per_wall = cpu_per_wall(t, SGEMM_REPS, cpu0);
+	s.min_ms = minimum(t, SGEMM_REPS);
+	s.median_ms = median(t, SGEMM_REPS);
+	s.gflops = 2.0 * M * N * K / (s.median_ms * 1e6);
+	s.best_gflops = 2.0 * M * N * K / (s.min_ms * 1e6);
+	free(a);
+	free(b);
+	free(c);
+	return s;
+}
+
+/* ------------------------------------------------------- fork a measurement */
+
+typedef void (*child_fn)(const void *arg, void *res);
+
+/* Runs fn(arg, res) in a forked child with `threads` BLAS threads (0 = the
+ * default); res (size bytes, zeroed first) receives the child's result
+ * through a pipe.  When there is none, res is zeroed and msg (msg_size
+ * bytes inside res) says why. */
+static inline void run_in_child(child_fn fn, const void *arg, int threads, void *res,
+				size_t size, char *msg, size_t msg_size)
+{
+	memset(res, 0, size);
+	int fd[2];
+	if (pipe(fd) != 0) {
+		snprintf(msg, msg_size, "pipe: %s", strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(msg, msg_size, "fork: %s", strerror(errno));
+		close(fd[0]);
+		close(fd[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		engine_set_threads(threads);
+		fn(arg, res);
+		ssize_t w = write(fd[1], res, size);
+		_exit(w == (ssize_t)size ? 0 : 1);
+	}
+	close(fd[1]);
+	size_t got = 0;
+	while (got < size) {
+		ssize_t n = read(fd[0], (char *)res + got, size - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (got != size) {
+		memset(res, 0, size);
+		if (WIFSIGNALED(st))
+			snprintf(msg, msg_size, "child killed by signal %d", WTERMSIG(st));
+		else
+			snprintf(msg, msg_size, "child exited %d without a result",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+}
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * tok-common.h — private to the tok-*.c files: the helpers the tokenizers
+ * share.  Users call the tokenizer API (tokenizer.h).
+ *
+ * None of these fail in a way the caller must handle: allocation failure
+ * and jansson running out of memory are fatal (die()), as elsewhere.
+ */
+#ifndef ATTNSCOPE_TOK_COMMON_H
+#define ATTNSCOPE_TOK_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* FNV-1a over n bytes (the vocabulary hash tables' hash). */
+uint32_t tok_hash_bytes(const char *s, size_t n);
+
+/*
+ * Vocabulary hash table: byte strings -> ids, open addressing with linear
+ * probing over mask + 1 slots, -1 free.  Piece id spells
+ * blob[off[id] .. off[id + 1]).
+ */
+/* A malloc'd table of at least 2n slots (a power of two, at least 16), all
+ * free; *mask = slots - 1.  The caller frees it with free(). */
+int32_t *tok_vtab_new(size_t n, uint32_t *mask);
+/* Id of the piece spelled by s[0..n), or -1 when there is none. */
+int tok_vtab_find(const int32_t *vtab, uint32_t mask, const char *blob, const uint32_t *off,
+		  const char *s, size_t n);
+/* Enters id under s[0..n) (in the first free slot: the table must have
+ * one; an earlier entry of the same bytes keeps winning tok_vtab_find). */
+void tok_vtab_add(int32_t *vtab, uint32_t mask, const char *s, size_t n, int32_t id);
+
+/* The piece op's contract (tokenizer_ops.piece): copies the len bytes at p
+ * into buf, cut to size - 1 and NUL-terminated (nothing when size is 0),
+ * and returns len. */
+int tok_copy_piece(const char *p, size_t len, char *buf, size_t size);
+
+/* Returns j, dying when it is NULL (a jansson constructor out of memory). */
+json_t *tok_json_checked(json_t *j);
+
+/* Serialises root compactly, keys in order, into a malloc'd string (the
+ * caller frees it with free()) and drops the reference to root. */
+char *tok_json_dump(json_t *root);
+
+/*
+ * Whether the adjacent tokens a, b merge: when they do, sets *key (lower
+ * merges first; equal keys merge leftmost first) and *out (the merged id)
+ * and returns true.  ctx is the caller's.
+ */
+typedef bool (*tok_merge_fn)(const void *ctx, int a, int b, double *key, int *out);
+
+/*
+ * Pairwise merging, as BPE and sentencepiece do it: repeatedly merges the
+ * adjacent pair of tok[0..n) that merge() ranks first (lowest key, then
+ * leftmost) until no adjacent pair merges, in O(n log n).  Leaves the
+ * resulting ids in tok[0..k) and returns k (0 when n <= 0).  Allocates
+ * and frees its own scratch; tok stays the caller's.
+ */
+int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx);
+
+#endif
