@@ -60,7 +60,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(SUPPOBJS) $(LIB) | $(BUILD)/tests
 $(BUILD)/tests/tool_%: tests/tool_%.c $(SUPPOBJS) $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(SUPPOBJS) $(LIB) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB) | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB) | $(BUILD)/bench
 	$(CC) $(CFLAGS) -O3 -o $@ $< $(LIB) $(LDLIBS)
 
 $(BUILD) $(BUILD)/tests $(BUILD)/bench:

@@ -17,123 +17,17 @@
  * printed because other processes on the same cores distort every number
  * (the default OpenMP/OpenBLAS spin-waiting makes that much worse).
  */
-#include <cblas.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "bench_common.h"
 #include "config.h"
 #include "model.h"
 #include "util.h"
 
-#define SGEMM_M 1024
-#define SGEMM_N 768
-#define SGEMM_K 768
-#define SGEMM_WARM 3
-#define SGEMM_REPS 15
 #define MAX_REPS 16
 #define MIN_REPS 5
 #define ROW_BUDGET_MS 4000.0 /* per shakespeare row; gpt2 rows always run MIN_REPS */
-
-static const double MB = 1024.0 * 1024.0;
-
-/* ------------------------------------------------------------- utilities */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* A "Vm...:" field of /proc/self/status, in bytes (0 when unreadable). */
-static double proc_status_bytes(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	size_t n = strlen(field);
-	double kb = 0;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, field, n) == 0 && line[n] == ':') {
-			kb = strtod(line + n + 1, NULL);
-			break;
-		}
-	fclose(f);
-	return kb * 1024.0;
-}
-
-static void cpu_model(char *out, size_t len)
-{
-	snprintf(out, len, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, "model name", 10) == 0) {
-			char *p = strchr(line, ':');
-			if (p) {
-				p++;
-				while (*p == ' ' || *p == '\t')
-					p++;
-				p[strcspn(p, "\n")] = 0;
-				snprintf(out, len, "%s", p);
-			}
-			break;
-		}
-	fclose(f);
-}
-
-static double cpu_time_ms(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static double load_avg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
-
-static int cpu_has_flag(const char *flag)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return 0;
-	char line[8192];
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		for (char *t = strtok(strchr(line, ':') + 1, " \n"); t; t = strtok(NULL, " \n"))
-			if (strcmp(t, flag) == 0)
-				found = 1;
-		break;
-	}
-	fclose(f);
-	return found;
-}
 
 /* ------------------------------------------------------- fork a measurement */
 
@@ -151,97 +45,26 @@ struct result {
 	double cpu_per_wall; /* CPU time of all threads / wall time over the timed passes */
 };
 
-typedef void (*child_fn)(const void *arg, struct result *res);
-
 /* Runs fn(arg) in a forked child and returns its result. */
 static struct result in_child(child_fn fn, const void *arg)
 {
 	struct result res;
-	memset(&res, 0, sizeof res);
-	int fd[2];
-	if (pipe(fd) != 0) {
-		snprintf(res.msg, sizeof res.msg, "pipe: %s", strerror(errno));
-		return res;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(res.msg, sizeof res.msg, "fork: %s", strerror(errno));
-		close(fd[0]);
-		close(fd[1]);
-		return res;
-	}
-	if (pid == 0) {
-		close(fd[0]);
-		engine_set_threads(0);
-		fn(arg, &res);
-		ssize_t w = write(fd[1], &res, sizeof res);
-		_exit(w == (ssize_t)sizeof res ? 0 : 1);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	while (got < sizeof res) {
-		ssize_t n = read(fd[0], (char *)&res + got, sizeof res - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	if (got != sizeof res) {
-		memset(&res, 0, sizeof res);
-		if (WIFSIGNALED(st))
-			snprintf(res.msg, sizeof res.msg, "child killed by signal %d", WTERMSIG(st));
-		else
-			snprintf(res.msg, sizeof res.msg, "child exited %d without a result",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	}
+	run_in_child(fn, arg, 0, &res, sizeof res, res.msg, sizeof res.msg);
 	return res;
 }
 
 /* ---------------------------------------------------------------- sgemm */
 
-static void sgemm_child(const void *arg, struct result *res)
+static void sgemm_child(const void *arg, void *out)
 {
-	(void)arg;
-	int M = SGEMM_M, N = SGEMM_N, K = SGEMM_K;
-	float *a = xmalloc_aligned((size_t)M * K * sizeof(float));
-	float *b = xmalloc_aligned((size_t)N * K * sizeof(float));
-	float *c = xmalloc_aligned((size_t)M * N * sizeof(float));
-	struct rng r;
-	rng_seed(&r, 7);
-	for (size_t i = 0; i < (size_t)M * K; i++)
-		a[i] = rng_uniform(&r) - 0.5f;
-	for (size_t i = 0; i < (size_t)N * K; i++)
-		b[i] = rng_uniform(&r) - 0.5f;
-	double t[SGEMM_REPS], cpu0 = 0;
-	/* The same layout matmul_forward uses: out = inp w^T. */
-	for (int i = 0; i < SGEMM_WARM + SGEMM_REPS; i++) {
-		double t0 = now_ms();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K,
-			    1.0f, a, K, b, K, 0.0f, c, N);
-		double dt = now_ms() - t0;
-		if (i >= SGEMM_WARM)
-			t[i - SGEMM_WARM] = dt;
-		else if (i == SGEMM_WARM - 1)
-			cpu0 = cpu_time_ms();
-	}
-	double wall = 0;
-	for (int i = 0; i < SGEMM_REPS; i++)
-		wall += t[i];
-	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	struct result *res = out;
+	struct sgemm_rate sg = measure_sgemm();
+	res->cpu_per_wall = sg.cpu_per_wall;
 	res->reps = SGEMM_REPS;
-	res->min_ms = t[0];
-	for (int i = 1; i < SGEMM_REPS; i++)
-		res->min_ms = t[i] < res->min_ms ? t[i] : res->min_ms;
-	res->median_ms = median(t, SGEMM_REPS);
-	res->gflops = 2.0 * M * N * K / (res->median_ms * 1e6);
+	res->min_ms = sg.min_ms;
+	res->median_ms = sg.median_ms;
+	res->gflops = sg.gflops;
 	res->ok = 1;
-	free(a);
-	free(b);
-	free(c);
 }
 
 /* -------------------------------------------------------------- forward */
@@ -254,8 +77,9 @@ struct fwd_job {
 	int reps;
 };
 
-static void forward_child(const void *arg, struct result *res)
+static void forward_child(const void *arg, void *out)
 {
+	struct result *res = out;
 	const struct fwd_job *j = arg;
 	struct err e;
 	struct model *m = model_new(&j->cfg, &e);
@@ -284,10 +108,8 @@ static void forward_child(const void *arg, struct result *res)
 	for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
 		/* Time budget: fewer passes (never below MIN_REPS) when the
 		 * warm-up says this row would take longer than ROW_BUDGET_MS. */
-		if (i == 0 && t_warm * reps > ROW_BUDGET_MS) {
-			int fit = (int)(ROW_BUDGET_MS / t_warm);
-			reps = fit > MIN_REPS ? (fit < reps ? fit : reps) : MIN_REPS;
-		}
+		if (i == 0)
+			reps = fit_reps(t_warm, reps, ROW_BUDGET_MS, MIN_REPS);
 		double t0 = now_ms();
 		if (model_forward(m, &o, tokens, NULL, 1, j->T, run, &e) != 0) {
 			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
@@ -301,16 +123,11 @@ static void forward_child(const void *arg, struct result *res)
 			cpu0 = cpu_time_ms();
 		}
 	}
-	double wall = 0;
-	for (int i = 0; i < reps; i++)
-		wall += t[i];
-	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	res->cpu_per_wall = cpu_per_wall(t, reps, cpu0);
 	res->loss = run->loss;
 	res->hwm = proc_status_bytes("VmHWM");
 	res->reps = reps;
-	res->min_ms = t[0];
-	for (int i = 1; i < reps; i++)
-		res->min_ms = t[i] < res->min_ms ? t[i] : res->min_ms;
+	res->min_ms = minimum(t, reps);
 	res->median_ms = median(t, reps);
 	res->ok = 1;
 	run_free(run);
@@ -330,30 +147,6 @@ static double forward_flops(const struct model_config *c, int T)
 }
 
 /* ----------------------------------------------------------------- main */
-
-static void shakespeare_cfg(struct model_config *c)
-{
-	config_default(c);
-	c->vocab_size = 65;
-	c->d_model = 128;
-	c->n_layer = 4;
-	c->n_head = 4;
-	c->n_kv_head = 4;
-	c->d_ff = 512;
-	c->context = 256;
-}
-
-static void gpt2_cfg(struct model_config *c)
-{
-	config_default(c); /* LayerNorm, pre-norm, learned positions, GELU, biases, tied */
-	c->vocab_size = 50257;
-	c->d_model = 768;
-	c->n_layer = 12;
-	c->n_head = 12;
-	c->n_kv_head = 12;
-	c->d_ff = 3072;
-	c->context = 1024;
-}
 
 struct row {
 	struct fwd_job job;
@@ -388,28 +181,9 @@ static void print_row(const struct row *w, double sgemm_gflops)
 int main(void)
 {
 	double t_start = now_ms();
-	char cpu[256];
-	cpu_model(cpu, sizeof cpu);
 	engine_set_threads(0);
 	printf("bench_forward — forward pass of attnscope (B = 1, random weights, native options)\n\n");
-	printf("machine\n");
-	printf("  cpu:       %s (avx2 %s, avx512f %s, fma %s)\n", cpu,
-	       cpu_has_flag("avx2") ? "yes" : "no", cpu_has_flag("avx512f") ? "yes" : "no",
-	       cpu_has_flag("fma") ? "yes" : "no");
-	printf("  cores:     %d (cpu_count)\n", cpu_count());
-	int par = openblas_get_parallel();
-	printf("  load:      %.2f (1-min load average at start; other processes share these cores)\n",
-	       load_avg());
-	static const char *envs[] = { "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
-				      "OPENBLAS_NUM_THREADS" };
-	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
-		if (getenv(envs[i]))
-			printf("  env:       %s=%s\n", envs[i], getenv(envs[i]));
-	printf("  openblas:  %s\n", openblas_get_config());
-	printf("             core %s, %s threading, %d threads after engine_set_threads(0)\n",
-	       openblas_get_corename(),
-	       par == 0 ? "no" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "unknown",
-	       openblas_get_num_threads());
+	print_machine();
 
 	struct result sg = in_child(sgemm_child, NULL);
 	if (!sg.ok) {
@@ -422,7 +196,7 @@ int main(void)
 	       sg.cpu_per_wall, sg.gflops, 2.0 * SGEMM_M * SGEMM_N * SGEMM_K / (sg.min_ms * 1e6));
 
 	struct model_config shk, gpt;
-	shakespeare_cfg(&shk);
+	shakespeare_cfg(&shk, 65);
 	gpt2_cfg(&gpt);
 	/* Smallest first; each row in its own child process (own peak RSS). */
 	struct row rows[] = {
@@ -485,9 +259,6 @@ int main(void)
 		       heads, mats / MB, att_buf / mats, delta_rss / MB, heads - c->n_head,
 		       (mats - one_layer) / MB);
 	}
-	double l = load_avg();
-	printf("\nload average at end %.2f on %d cores%s\n", l, cpu_count(),
-	       l > 0.5 * cpu_count() ? ": other work was running, timings are pessimistic" : "");
-	printf("total bench time %.1f s\n", (now_ms() - t_start) / 1e3);
+	print_end(t_start);
 	return 0;
 }

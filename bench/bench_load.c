@@ -15,7 +15,6 @@
  * The directory is removed at the end.
  */
 #define _GNU_SOURCE
-#include <cblas.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "loader.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -46,20 +46,6 @@ static void cleanup(void)
 {
 	if (dir[0])
 		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static double peak_rss_mb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	double kb = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, "VmHWM:", 6) == 0)
-			kb = strtod(line + 6, NULL);
-	fclose(f);
-	return kb / 1024.0;
 }
 
 struct tensor {
@@ -185,30 +171,6 @@ static int link_tokenizer(const char *shared)
 	return 0;
 }
 
-static double sgemm_gflops(void)
-{
-	int M = 1024, N = 768, K = 768;
-	float *a = xmalloc_aligned((size_t)M * K * 4), *b = xmalloc_aligned((size_t)K * N * 4);
-	float *c = xmalloc_aligned((size_t)M * N * 4);
-	for (size_t i = 0; i < (size_t)M * K; i++)
-		a[i] = (float)(i % 7) * 0.1f;
-	for (size_t i = 0; i < (size_t)K * N; i++)
-		b[i] = (float)(i % 5) * 0.1f;
-	double best = 1e30;
-	for (int rep = 0; rep < 12; rep++) {
-		double t0 = now_ms();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f,
-			    c, N);
-		double ms = now_ms() - t0;
-		if (rep >= 2 && ms < best)
-			best = ms;
-	}
-	free(a);
-	free(b);
-	free(c);
-	return 2.0 * M * N * K / (best * 1e6);
-}
-
 int main(void)
 {
 	const char *shared = getenv("ATTNSCOPE_SHARED");
@@ -229,7 +191,7 @@ int main(void)
 
 	printf("bench_load: GPT-2-small-shaped HF directory (L %d, H %d, C %d, S %d, V %d), "
 	       "%d cores\n", L, H, C, S, V, cpu_count());
-	double gf = sgemm_gflops();
+	double gf = measure_sgemm().best_gflops;
 	printf("  sgemm 1024x768x768           %8.1f GFLOP/s\n", gf);
 
 	double t0 = now_ms();
@@ -287,11 +249,7 @@ int main(void)
 			}
 			times[rep] = now_ms() - t0;
 		}
-		double med = times[0] + times[1] + times[2] -
-			     (times[0] < times[1] ? (times[0] < times[2] ? times[0] : times[2])
-						  : (times[1] < times[2] ? times[1] : times[2])) -
-			     (times[0] > times[1] ? (times[0] > times[2] ? times[0] : times[2])
-						  : (times[1] > times[2] ? times[1] : times[2]));
+		double med = median(times, 3);
 		double flops = 2.0 * T * ((double)L * (3.0 * C * C + C * C + 2.0 * F * C) +
 					  (double)V * C) + 4.0 * L * (double)T * T * C;
 		printf("  forward T=%-4d + attention   %8.0f ms  (%.1f GFLOP/s; %.2fx the sgemm time; "
@@ -300,7 +258,7 @@ int main(void)
 		run_free(r);
 		free(tokens);
 	}
-	printf("  peak RSS                     %8.0f MB\n", peak_rss_mb());
+	printf("  peak RSS                     %8.0f MB\n", proc_status_bytes("VmHWM") / MB);
 	model_free(m);
 	return 0;
 }

@@ -28,142 +28,24 @@
  *              budget for shakespeare, 5 for gpt2; never below 5 without
  *              this flag) — for profiling with perf.
  */
-#include <cblas.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backward.h"
+#include "bench_common.h"
 #include "config.h"
 #include "model.h"
 #include "optim.h"
 #include "util.h"
 
-#define SGEMM_M 1024
-#define SGEMM_N 768
-#define SGEMM_K 768
-#define SGEMM_WARM 3
-#define SGEMM_REPS 15
 #define MAX_REPS 32
 #define MIN_REPS 5
 #define ROW_BUDGET_MS 6000.0 /* measured steps of one shakespeare row */
 
 /* Phases of one step: zero grads, forward, backward, grad norm + AdamW. */
 enum { PH_ZERO, PH_FWD, PH_BWD, PH_OPT, N_PH };
-
-static const double MB = 1024.0 * 1024.0;
-
-/* ------------------------------------------------------------- utilities */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorts a copy, v is left as is). */
-static double median(const double *v, int n)
-{
-	double w[MAX_REPS > SGEMM_REPS ? MAX_REPS : SGEMM_REPS];
-	memcpy(w, v, (size_t)n * sizeof *w);
-	qsort(w, (size_t)n, sizeof *w, cmp_double);
-	return n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
-}
-
-static double minimum(const double *v, int n)
-{
-	double m = v[0];
-	for (int i = 1; i < n; i++)
-		m = v[i] < m ? v[i] : m;
-	return m;
-}
-
-/* A "Vm...:" field of /proc/self/status, in bytes (0 when unreadable). */
-static double proc_status_bytes(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	size_t n = strlen(field);
-	double kb = 0;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, field, n) == 0 && line[n] == ':') {
-			kb = strtod(line + n + 1, NULL);
-			break;
-		}
-	fclose(f);
-	return kb * 1024.0;
-}
-
-static void cpu_model(char *out, size_t len)
-{
-	snprintf(out, len, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, "model name", 10) == 0) {
-			char *p = strchr(line, ':');
-			if (p) {
-				p++;
-				while (*p == ' ' || *p == '\t')
-					p++;
-				p[strcspn(p, "\n")] = 0;
-				snprintf(out, len, "%s", p);
-			}
-			break;
-		}
-	fclose(f);
-}
-
-static double cpu_time_ms(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static double load_avg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
-
-static int cpu_has_flag(const char *flag)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return 0;
-	char line[8192];
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		char *colon = strchr(line, ':');
-		if (!colon)
-			break;
-		for (char *t = strtok(colon + 1, " \n"); t; t = strtok(NULL, " \n"))
-			if (strcmp(t, flag) == 0)
-				found = 1;
-		break;
-	}
-	fclose(f);
-	return found;
-}
 
 /* ------------------------------------------------------- fork a measurement */
 
@@ -182,99 +64,30 @@ struct result {
 	double loss_first, loss_last;
 };
 
-typedef void (*child_fn)(const void *arg, struct result *res);
-
 /* Runs fn(arg) in a forked child with `threads` BLAS threads (0 = the
  * default) and returns its result. */
 static struct result in_child(child_fn fn, const void *arg, int threads)
 {
 	struct result res;
-	memset(&res, 0, sizeof res);
-	int fd[2];
-	if (pipe(fd) != 0) {
-		snprintf(res.msg, sizeof res.msg, "pipe: %s", strerror(errno));
-		return res;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(res.msg, sizeof res.msg, "fork: %s", strerror(errno));
-		close(fd[0]);
-		close(fd[1]);
-		return res;
-	}
-	if (pid == 0) {
-		close(fd[0]);
-		engine_set_threads(threads);
-		res.load_start = load_avg();
-		fn(arg, &res);
-		ssize_t w = write(fd[1], &res, sizeof res);
-		_exit(w == (ssize_t)sizeof res ? 0 : 1);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	while (got < sizeof res) {
-		ssize_t n = read(fd[0], (char *)&res + got, sizeof res - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	if (got != sizeof res) {
-		memset(&res, 0, sizeof res);
-		if (WIFSIGNALED(st))
-			snprintf(res.msg, sizeof res.msg, "child killed by signal %d", WTERMSIG(st));
-		else
-			snprintf(res.msg, sizeof res.msg, "child exited %d without a result",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	}
+	run_in_child(fn, arg, threads, &res, sizeof res, res.msg, sizeof res.msg);
 	return res;
 }
 
 /* ---------------------------------------------------------------- sgemm */
 
-static void sgemm_child(const void *arg, struct result *res)
+static void sgemm_child(const void *arg, void *out)
 {
-	(void)arg;
-	int M = SGEMM_M, N = SGEMM_N, K = SGEMM_K;
-	float *a = xmalloc_aligned((size_t)M * K * sizeof(float));
-	float *b = xmalloc_aligned((size_t)N * K * sizeof(float));
-	float *c = xmalloc_aligned((size_t)M * N * sizeof(float));
-	struct rng r;
-	rng_seed(&r, 7);
-	for (size_t i = 0; i < (size_t)M * K; i++)
-		a[i] = rng_uniform(&r) - 0.5f;
-	for (size_t i = 0; i < (size_t)N * K; i++)
-		b[i] = rng_uniform(&r) - 0.5f;
-	double t[SGEMM_REPS], cpu0 = 0;
-	/* The layout matmul_forward uses: out = inp w^T. */
-	for (int i = 0; i < SGEMM_WARM + SGEMM_REPS; i++) {
-		if (i == SGEMM_WARM)
-			cpu0 = cpu_time_ms();
-		double t0 = now_ms();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K,
-			    1.0f, a, K, b, K, 0.0f, c, N);
-		double dt = now_ms() - t0;
-		if (i >= SGEMM_WARM)
-			t[i - SGEMM_WARM] = dt;
-	}
-	double wall = 0;
-	for (int i = 0; i < SGEMM_REPS; i++)
-		wall += t[i];
-	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	struct result *res = out;
+	res->load_start = load_avg();
+	struct sgemm_rate sg = measure_sgemm();
+	res->cpu_per_wall = sg.cpu_per_wall;
 	res->reps = SGEMM_REPS;
 	res->warm = SGEMM_WARM;
-	res->min_ms = minimum(t, SGEMM_REPS);
-	res->median_ms = median(t, SGEMM_REPS);
-	res->gflops = 2.0 * M * N * K / (res->median_ms * 1e6);
+	res->min_ms = sg.min_ms;
+	res->median_ms = sg.median_ms;
+	res->gflops = sg.gflops;
 	res->hwm = proc_status_bytes("VmHWM");
 	res->ok = 1;
-	free(a);
-	free(b);
-	free(c);
 }
 
 /* ------------------------------------------------------------- training */
@@ -290,8 +103,10 @@ struct train_job {
 	double target;  /* ratio to the sgemm rate to reach */
 };
 
-static void train_child(const void *arg, struct result *res)
+static void train_child(const void *arg, void *out)
 {
+	struct result *res = out;
+	res->load_start = load_avg();
 	const struct train_job *j = arg;
 	struct err e;
 	struct model *m = model_new(&j->cfg, &e);
@@ -325,10 +140,7 @@ static void train_child(const void *arg, struct result *res)
 		if (i == 0) {
 			/* Time budget: fewer steps (never below min_reps) when the
 			 * last warm-up says the row would take longer. */
-			if (j->budget_ms > 0 && t_warm * reps > j->budget_ms) {
-				int fit = (int)(j->budget_ms / t_warm);
-				reps = fit > j->min_reps ? (fit < reps ? fit : reps) : j->min_reps;
-			}
+			reps = fit_reps(t_warm, reps, j->budget_ms, j->min_reps);
 			cpu0 = cpu_time_ms();
 		}
 		/* a batch: B windows of T + 1 random tokens, as dataset_sample */
@@ -376,10 +188,7 @@ static void train_child(const void *arg, struct result *res)
 		for (int p = 0; p < N_PH; p++)
 			ph[p][i] = tp[p + 1] - tp[p];
 	}
-	double wall = 0;
-	for (int i = 0; i < reps; i++)
-		wall += t[i];
-	res->cpu_per_wall = (cpu_time_ms() - cpu0) / wall;
+	res->cpu_per_wall = cpu_per_wall(t, reps, cpu0);
 	res->hwm = proc_status_bytes("VmHWM");
 	res->reps = reps;
 	res->warm = j->warm;
@@ -429,30 +238,6 @@ static struct flops step_flops(const struct model_config *c, int B, int T)
 
 /* ----------------------------------------------------------------- main */
 
-static void shakespeare_cfg(struct model_config *c)
-{
-	config_default(c); /* LayerNorm, pre-norm, learned positions, GELU, biases, tied */
-	c->vocab_size = 66;
-	c->d_model = 128;
-	c->n_layer = 4;
-	c->n_head = 4;
-	c->n_kv_head = 4;
-	c->d_ff = 512;
-	c->context = 256;
-}
-
-static void gpt2_cfg(struct model_config *c)
-{
-	config_default(c);
-	c->vocab_size = 50257;
-	c->d_model = 768;
-	c->n_layer = 12;
-	c->n_head = 12;
-	c->n_kv_head = 12;
-	c->d_ff = 3072;
-	c->context = 1024;
-}
-
 struct row {
 	struct train_job job;
 	int threads;      /* 0 = default */
@@ -487,29 +272,10 @@ int main(int argc, char **argv)
 		usage();
 
 	double t_start = now_ms();
-	char cpu[256];
-	cpu_model(cpu, sizeof cpu);
 	engine_set_threads(0);
 	int def_threads = openblas_get_num_threads();
-	int par = openblas_get_parallel();
 	printf("bench_train — one optimizer step of attnscope training (random tokens, random init)\n\n");
-	printf("machine\n");
-	printf("  cpu:       %s (avx2 %s, avx512f %s, fma %s)\n", cpu,
-	       cpu_has_flag("avx2") ? "yes" : "no", cpu_has_flag("avx512f") ? "yes" : "no",
-	       cpu_has_flag("fma") ? "yes" : "no");
-	printf("  cores:     %d (cpu_count)\n", cpu_count());
-	printf("  load:      %.2f (1-min load average at start; other processes share these cores)\n",
-	       load_avg());
-	static const char *envs[] = { "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
-				      "OPENBLAS_NUM_THREADS" };
-	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
-		if (getenv(envs[i]))
-			printf("  env:       %s=%s\n", envs[i], getenv(envs[i]));
-	printf("  openblas:  %s\n", openblas_get_config());
-	printf("             core %s, %s threading, %d threads after engine_set_threads(0)\n",
-	       openblas_get_corename(),
-	       par == 0 ? "no" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "unknown",
-	       def_threads);
+	print_machine();
 
 	/* sgemm with the default threads and with 1 */
 	int thread_counts[2] = { 0, 1 };
@@ -534,7 +300,7 @@ int main(int argc, char **argv)
 	}
 
 	struct model_config shk, gpt;
-	shakespeare_cfg(&shk);
+	shakespeare_cfg(&shk, 66);
 	gpt2_cfg(&gpt);
 	struct train_job jobs[2] = {
 		{ "shakespeare", shk, 16, 256, 2, 11, MIN_REPS, ROW_BUDGET_MS, 0.35 },
@@ -656,9 +422,6 @@ int main(int argc, char **argv)
 		       (w->threads ? w->threads : def_threads) == 1 ? " " : "s", 100 * ratio, w->sgemm,
 		       ratio >= w->job.target ? "pass" : "miss");
 	}
-	double l = load_avg();
-	printf("\nload average at end %.2f on %d cores%s\n", l, cpu_count(),
-	       l > 0.5 * cpu_count() ? ": other work was running, timings are pessimistic" : "");
-	printf("total bench time %.1f s\n", (now_ms() - t_start) / 1e3);
+	print_end(t_start);
 	return 0;
 }

@@ -75,6 +75,9 @@ void model_free(struct model *m);
 /* Drops cached K/V conversions (call after changing the weights). */
 void model_clear_cache(struct model *m);
 
+/* "causal", "none" or "window". */
+const char *mask_kind_name(enum mask_kind m);
+
 /* The options that reproduce the model as trained: native K, native
  * placement, causal mask, scaling on, nothing ablated. */
 void run_options_native(const struct model *m, struct run_options *o);

@@ -81,6 +81,12 @@ int session_update(struct session *s, struct err *e);
 /* True when there is a model and a text with a finished run. */
 bool session_ready(const struct session *s);
 
+/* 0 when a model is loaded, else -1 with "no model loaded (try: ...)". */
+int session_need_model(const struct session *s, struct err *e);
+
+/* 0 when session_ready(), else -1 saying what is missing (model or text). */
+int session_need_run(const struct session *s, struct err *e);
+
 /* One-line summary of the current run: tokens, loss, KL vs baseline, top-1
  * agreement, KV bytes, forward ms.  Writes into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);

@@ -28,20 +28,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static int need_model(const struct session *s, struct err *e)
-{
-	return s->model ? 0 : err_set(e, "no model loaded (try: load shakespeare)");
-}
-
-static int need_run(const struct session *s, struct err *e)
-{
-	if (need_model(s, e))
-		return -1;
-	if (!session_ready(s))
-		return err_set(e, "no text yet (try: text To be, or not to be)");
-	return 0;
-}
-
 static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
 {
 	char *end;
@@ -87,14 +73,14 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	if (!corpus) {
 		if (ntok > 0)
 			return err_set(e, "--tokens N goes with --corpus FILE (the current text is used whole)");
-		if (need_run(s, e))
+		if (session_need_run(s, e))
 			return -1;
 		src->tokens = s->tokens;
 		src->T = s->n_tokens;
 		snprintf(src->desc, sizeof src->desc, "%d tokens of the current text", s->n_tokens);
 		return 0;
 	}
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	const struct model *m = s->model;
 	int S = m->cfg.context;
@@ -176,7 +162,7 @@ static void fmt_num(double v, bool sign, char *buf, size_t size)
 
 static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	int L = c->n_layer, H = c->n_head, only = -1;

@@ -21,11 +21,6 @@ static int apply(struct session *s, const struct run_options *o, struct err *e)
 	return 0;
 }
 
-static int need_model(const struct session *s, struct err *e)
-{
-	return s->model ? 0 : err_set(e, "no model loaded (try: load shakespeare)");
-}
-
 static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
 {
 	char *end;
@@ -38,7 +33,7 @@ static int parse_int(const char *arg, int lo, int hi, const char *what, int *out
 
 static int attn_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
 	int H = s->model->cfg.n_head;
@@ -76,7 +71,7 @@ const struct cmd_entry cmd_attn_entry = {
 
 static int norm_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
 	if (norm_place_parse(argv[1], &o.placement) != 0)
@@ -101,7 +96,7 @@ const struct cmd_entry cmd_norm_entry = {
 
 static int mask_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
 	if (!strcmp(argv[1], "causal") && argc == 2) {
@@ -132,7 +127,7 @@ const struct cmd_entry cmd_mask_entry = {
 
 static int scale_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
 	if (!strcmp(argv[1], "on"))
@@ -159,7 +154,7 @@ const struct cmd_entry cmd_scale_entry = {
 /* Sets or clears the ablation bit of every head named in argv[1..]. */
 static int set_heads(struct session *s, int argc, char **argv, bool on, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
 	int H = s->model->cfg.n_head;
@@ -212,7 +207,7 @@ const struct cmd_entry cmd_restore_entry = {
 
 static int reset_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_model(s, e))
+	if (session_need_model(s, e))
 		return -1;
 	return apply(s, &s->native, e);
 }

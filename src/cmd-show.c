@@ -24,15 +24,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static int need_run(const struct session *s, struct err *e)
-{
-	if (!s->model)
-		return err_set(e, "no model loaded (try: load shakespeare)");
-	if (!session_ready(s))
-		return err_set(e, "no text yet (try: text To be, or not to be)");
-	return 0;
-}
-
 /* Columns available on s->out: the terminal's width, else $COLUMNS, else 80. */
 static int out_width(const struct session *s)
 {
@@ -190,7 +181,7 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (!(((is_head || is_token) && argc == 3) ||
 	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
 		return err_set(e, "usage: show grid | show head L.H | show token I | show tokens");
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;
 	render_buf_init(&b);
@@ -244,10 +235,10 @@ static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (i < argc) {
 		if (strcmp(argv[i], "at") || i + 2 != argc)
 			return err_set(e, "usage: top [K] [at I]");
-		if (need_run(s, e) || parse_token(s, argv[i + 1], &pos, e))
+		if (session_need_run(s, e) || parse_token(s, argv[i + 1], &pos, e))
 			return -1;
 	}
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	int T = s->n_tokens;
 	if (pos < 0)
@@ -334,7 +325,7 @@ const struct cmd_entry cmd_top_entry = {
 
 static int stats_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;
 	render_buf_init(&b);
@@ -489,7 +480,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if (path && !path[0])
 		return err_set(e, "export: --out needs a file name");
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 
 	struct render_buf b;

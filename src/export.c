@@ -63,15 +63,6 @@ int export_format_from_path(const char *path, enum export_format *out)
 
 /* --------------------------------------------------------------- helpers */
 
-static int need_run(const struct session *s, struct err *e)
-{
-	if (!s->model)
-		return err_set(e, "no model loaded (try: load shakespeare)");
-	if (!session_ready(s))
-		return err_set(e, "no text yet (try: text To be, or not to be)");
-	return 0;
-}
-
 /* A copy of s that is valid UTF-8 without control characters (bad bytes
  * become U+FFFD, controls '?'), safe for JSON strings and XML text. */
 static char *clean_text(const char *s)
@@ -110,11 +101,6 @@ static bool head_ablated(const struct session *s, int l, int h)
 	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
 }
 
-static const char *mask_name(enum mask_kind m)
-{
-	return m == MASK_NONE ? "none" : m == MASK_WINDOW ? "window" : "causal";
-}
-
 void export_describe_options(const struct session *s, char *buf, size_t size)
 {
 	if (!s->model) {
@@ -127,7 +113,7 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 	if (o->mask == MASK_WINDOW)
 		snprintf(mask, sizeof mask, "window %d", o->window);
 	else
-		snprintf(mask, sizeof mask, "%s", mask_name(o->mask));
+		snprintf(mask, sizeof mask, "%s", mask_kind_name(o->mask));
 	size_t n = 0;
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++)
@@ -139,8 +125,10 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 }
 
 /* Labels of the session's tokens (render_labels_free). */
-static char **session_labels(const struct session *s)
+/* The token labels of s (render_labels_free them) and, in opts, its options. */
+static char **labels_and_options(const struct session *s, char *opts, size_t size)
 {
+	export_describe_options(s, opts, size);
 	return render_labels(s->model->tok, s->tokens, s->n_tokens);
 }
 
@@ -223,7 +211,7 @@ static json_t *json_head_obj(const struct session *s, char **labels, bool with_t
 	json_t *opt = json_object();
 	json_object_set_new(opt, "kv_heads", json_integer(o->kv_heads));
 	json_object_set_new(opt, "placement", json_string(norm_place_name(o->placement)));
-	json_object_set_new(opt, "mask", json_string(mask_name(o->mask)));
+	json_object_set_new(opt, "mask", json_string(mask_kind_name(o->mask)));
 	json_object_set_new(opt, "window", o->mask == MASK_WINDOW ? json_integer(o->window) : json_null());
 	json_object_set_new(opt, "scale", json_boolean(o->scale));
 	json_t *abl = json_array();
@@ -461,7 +449,7 @@ static enum render_style text_style(enum export_format f)
 int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
 		   struct render_buf *out, struct err *e)
 {
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	if (layer < 0 || layer >= c->n_layer || head < 0 || head >= c->n_head)
@@ -469,9 +457,8 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 			       c->n_layer - 1, c->n_head - 1);
 	int T = s->n_tokens;
 	const float *a = run_att(s->run, layer, 0, head);
-	char **labels = session_labels(s);
 	char opts[512];
-	export_describe_options(s, opts, sizeof opts);
+	char **labels = labels_and_options(s, opts, sizeof opts);
 
 	switch (f) {
 	case EXPORT_TXT:
@@ -512,13 +499,12 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 int export_grid(const struct session *s, enum export_format f, struct render_buf *out,
 		struct err *e)
 {
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	int T = s->n_tokens, L = c->n_layer, H = c->n_head;
-	char **labels = session_labels(s);
 	char opts[512];
-	export_describe_options(s, opts, sizeof opts);
+	char **labels = labels_and_options(s, opts, sizeof opts);
 
 	switch (f) {
 	case EXPORT_TXT:
@@ -640,7 +626,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 	if (f == EXPORT_ANSI || f == EXPORT_SVG)
 		return err_set(e, "export stats: format %s is not available (use txt, csv or json)",
 			       export_format_name(f));
-	if (need_run(s, e))
+	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	struct summary m;

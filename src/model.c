@@ -173,6 +173,11 @@ void model_qkv_for(struct model *m, int G, const float **w, const float **b)
 
 /* ---------------------------------------------------------------- options */
 
+const char *mask_kind_name(enum mask_kind m)
+{
+	return m == MASK_NONE ? "none" : m == MASK_WINDOW ? "window" : "causal";
+}
+
 void run_options_native(const struct model *m, struct run_options *o)
 {
 	memset(o, 0, sizeof *o);

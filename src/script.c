@@ -76,6 +76,21 @@ static int run_one(struct session *s, const char *line, size_t len, const char *
 	return SCRIPT_OK;
 }
 
+/* Folds one line's outcome rc into *result; true when the script stops here
+ * (quit, or a failure in batch mode or after Ctrl-C). */
+static bool settle(struct session *s, int rc, unsigned flags, int *result)
+{
+	if (rc == SCRIPT_QUIT) {
+		*result = SCRIPT_QUIT;
+		return true;
+	}
+	if (rc == SCRIPT_FAILED) {
+		*result = SCRIPT_FAILED;
+		return (flags & SCRIPT_BATCH) || cancelled(s);
+	}
+	return false;
+}
+
 int script_run_stream(struct session *s, FILE *in, const char *name, unsigned flags, FILE *errs)
 {
 	if (!errs)
@@ -98,15 +113,8 @@ int script_run_stream(struct session *s, FILE *in, const char *name, unsigned fl
 			len -= 3;
 		}
 		int rc = run_one(s, p, len, name, lineno, errs);
-		if (rc == SCRIPT_QUIT) {
-			result = SCRIPT_QUIT;
+		if (settle(s, rc, flags, &result))
 			break;
-		}
-		if (rc == SCRIPT_FAILED) {
-			result = SCRIPT_FAILED;
-			if ((flags & SCRIPT_BATCH) || cancelled(s))
-				break;
-		}
 	}
 	if (got < 0 && ferror(in)) {
 		report(s, errs, name, lineno + 1, strerror(errno));
@@ -178,15 +186,8 @@ int script_run_commands(struct session *s, const char *cmds, unsigned flags, FIL
 	int result = SCRIPT_OK;
 	for (int i = 0; i < n; i++) {
 		int rc = run_one(s, v[i], strlen(v[i]), "-c", i + 1, errs);
-		if (rc == SCRIPT_QUIT) {
-			result = SCRIPT_QUIT;
+		if (settle(s, rc, flags, &result))
 			break;
-		}
-		if (rc == SCRIPT_FAILED) {
-			result = SCRIPT_FAILED;
-			if ((flags & SCRIPT_BATCH) || cancelled(s))
-				break;
-		}
 	}
 	cmd_free_argv(n, v);
 	return result;

@@ -34,6 +34,20 @@ bool session_ready(const struct session *s)
 	return s->model && s->n_tokens > 0 && s->run_valid && s->base_valid;
 }
 
+int session_need_model(const struct session *s, struct err *e)
+{
+	return s->model ? 0 : err_set(e, "no model loaded (try: load shakespeare)");
+}
+
+int session_need_run(const struct session *s, struct err *e)
+{
+	if (session_need_model(s, e))
+		return -1;
+	if (!session_ready(s))
+		return err_set(e, "no text yet (try: text To be, or not to be)");
+	return 0;
+}
+
 /* Makes sure both runs can hold n tokens of the current model. */
 static void ensure_runs(struct session *s, int n)
 {
@@ -53,8 +67,8 @@ static void ensure_runs(struct session *s, int n)
 
 int session_update(struct session *s, struct err *e)
 {
-	if (!s->model)
-		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (session_need_model(s, e))
+		return -1;
 	if (s->n_tokens == 0)
 		return 0;
 	ensure_runs(s, s->n_tokens);
@@ -112,8 +126,8 @@ int session_load(struct session *s, const char *spec, struct err *e)
 
 int session_set_text(struct session *s, const char *text, struct err *e)
 {
-	if (!s->model)
-		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (session_need_model(s, e))
+		return -1;
 	int *ids = NULL, n = 0, bad = 0;
 	if (text[0] && model_tokenize(s->model, text, strlen(text), &ids, &n, &bad, e) != 0)
 		return -1;
@@ -133,8 +147,8 @@ int session_set_text(struct session *s, const char *text, struct err *e)
 
 int session_set_options(struct session *s, const struct run_options *o, struct err *e)
 {
-	if (!s->model)
-		return err_set(e, "no model loaded (try: load shakespeare)");
+	if (session_need_model(s, e))
+		return -1;
 	if (run_options_validate(s->model, o, e) != 0)
 		return -1;
 	struct run_options old = s->opt;

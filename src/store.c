@@ -341,6 +341,26 @@ static int run_stmt(struct store *st, sqlite3_stmt *q, const char *what, struct 
 	return 0;
 }
 
+/* Steps the bound statement q to its end, appending each row, read by
+ * read(q, element), to the growing array *v of size-byte elements (first
+ * cap0 of them) and counting them in *n.  q is reset.  SQLITE_DONE, or the
+ * failing step's code with the rows read so far left in *v for the caller
+ * to free. */
+static int step_rows(sqlite3_stmt *q, size_t size, int cap0, void (*read)(sqlite3_stmt *, void *),
+		     void **v, int *n)
+{
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : cap0;
+			*v = xrealloc(*v, (size_t)cap * size);
+		}
+		read(q, (char *)*v + (size_t)(*n)++ * size);
+	}
+	done(q);
+	return rc;
+}
+
 static int simple(struct store *st, enum stmt_id id, const char *what, struct err *e)
 {
 	sqlite3_stmt *q = stmt(st, id, e);
@@ -1007,11 +1027,6 @@ static char *ablated_list(const struct model *m, const struct run_options *o)
 	return buf;
 }
 
-static const char *mask_name(enum mask_kind m)
-{
-	return m == MASK_NONE ? "none" : m == MASK_WINDOW ? "window" : "causal";
-}
-
 /* Inserts the session's current state into `states`. */
 static int insert_state(struct store *st, const struct session *s, const struct model_ident *id,
 			int64_t *out, struct err *e)
@@ -1034,7 +1049,7 @@ static int insert_state(struct store *st, const struct session *s, const struct 
 	if (s->model) {
 		B(sqlite3_bind_int(q, 6, s->opt.kv_heads));
 		B(bind_str(q, 7, norm_place_name(s->opt.placement)));
-		B(bind_str(q, 8, mask_name(s->opt.mask)));
+		B(bind_str(q, 8, mask_kind_name(s->opt.mask)));
 		B(s->opt.mask == MASK_WINDOW ? sqlite3_bind_int(q, 9, s->opt.window)
 					     : sqlite3_bind_null(q, 9));
 		B(sqlite3_bind_int(q, 10, s->opt.scale));
@@ -1269,7 +1284,7 @@ void store_measure(struct session *s)
 	B(bind_str(q, 5, variant[0] ? variant : "native"));
 	B(sqlite3_bind_int(q, 6, s->opt.kv_heads));
 	B(bind_str(q, 7, norm_place_name(s->opt.placement)));
-	B(bind_str(q, 8, mask_name(s->opt.mask)));
+	B(bind_str(q, 8, mask_kind_name(s->opt.mask)));
 	B(s->opt.mask == MASK_WINDOW ? sqlite3_bind_int(q, 9, s->opt.window) : sqlite3_bind_null(q, 9));
 	B(sqlite3_bind_int(q, 10, s->opt.scale));
 	B(bind_str(q, 11, abl));
@@ -1357,6 +1372,22 @@ int store_head_stats(struct store *st, int64_t measurement_id, const struct stor
 	return 0;
 }
 
+static void read_head_row(sqlite3_stmt *q, void *row)
+{
+	struct store_head_row *r = row;
+	r->layer = (int)sqlite3_column_int(q, 0);
+	r->head = (int)sqlite3_column_int(q, 1);
+	r->entropy = col_num(q, 2);
+	r->max_weight = col_num(q, 3);
+	r->prev_token = col_num(q, 4);
+	r->first_token = col_num(q, 5);
+	r->self = col_num(q, 6);
+	r->local = col_num(q, 7);
+	r->mean_distance = col_num(q, 8);
+	r->induction = col_num(q, 9);
+	r->role = col_str(q, 10);
+}
+
 int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,
 			 int *n, struct err *e)
 {
@@ -1366,28 +1397,8 @@ int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_
 	if (!q)
 		return -1;
 	sqlite3_bind_int64(q, 1, measurement_id);
-	int cap = 0, rc;
-	struct store_head_row *v = NULL;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		struct store_head_row *r = &v[(*n)++];
-		r->layer = (int)sqlite3_column_int(q, 0);
-		r->head = (int)sqlite3_column_int(q, 1);
-		r->entropy = col_num(q, 2);
-		r->max_weight = col_num(q, 3);
-		r->prev_token = col_num(q, 4);
-		r->first_token = col_num(q, 5);
-		r->self = col_num(q, 6);
-		r->local = col_num(q, 7);
-		r->mean_distance = col_num(q, 8);
-		r->induction = col_num(q, 9);
-		r->role = col_str(q, 10);
-	}
-	done(q);
-	if (rc != SQLITE_DONE) {
+	void *v = NULL;
+	if (step_rows(q, sizeof **rows, 64, read_head_row, &v, n) != SQLITE_DONE) {
 		store_head_rows_free(v, *n);
 		*n = 0;
 		return db_err(st, e, "reading head stats");
@@ -1532,6 +1543,18 @@ int store_get_state(struct store *st, int64_t session_id, bool saved, struct sto
 	return err_set(e, "session %lld has no start state", (long long)session_id);
 }
 
+static void read_session_info(sqlite3_stmt *q, void *row)
+{
+	struct store_session_info *r = row;
+	r->id = sqlite3_column_int64(q, 0);
+	r->name = col_bytes(q, 1, &r->name_len);
+	r->created_at = col_str(q, 2);
+	r->saved_at = col_str(q, 3);
+	r->model = col_str(q, 4);
+	r->n_commands = sqlite3_column_int64(q, 5);
+	r->n_measurements = sqlite3_column_int64(q, 6);
+}
+
 int store_list_sessions(struct store *st, struct store_session_info **out, int *n, struct err *e)
 {
 	*out = NULL;
@@ -1539,24 +1562,8 @@ int store_list_sessions(struct store *st, struct store_session_info **out, int *
 	sqlite3_stmt *q = stmt(st, S_LIST_SESSIONS, e);
 	if (!q)
 		return -1;
-	int cap = 0, rc;
-	struct store_session_info *v = NULL;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		struct store_session_info *r = &v[(*n)++];
-		r->id = sqlite3_column_int64(q, 0);
-		r->name = col_bytes(q, 1, &r->name_len);
-		r->created_at = col_str(q, 2);
-		r->saved_at = col_str(q, 3);
-		r->model = col_str(q, 4);
-		r->n_commands = sqlite3_column_int64(q, 5);
-		r->n_measurements = sqlite3_column_int64(q, 6);
-	}
-	done(q);
-	if (rc != SQLITE_DONE) {
+	void *v = NULL;
+	if (step_rows(q, sizeof **out, 16, read_session_info, &v, n) != SQLITE_DONE) {
 		store_sessions_free(v, *n);
 		*n = 0;
 		return db_err(st, e, "listing sessions");
@@ -1576,6 +1583,18 @@ void store_sessions_free(struct store_session_info *v, int n)
 	free(v);
 }
 
+static void read_command(sqlite3_stmt *q, void *row)
+{
+	struct store_command *c = row;
+	c->seq = sqlite3_column_int64(q, 0);
+	c->depth = sqlite3_column_int(q, 1);
+	c->line = col_bytes(q, 2, &c->line_len);
+	if (!c->line)
+		c->line = xstrdup("");
+	c->ok = (int)col_int(q, 3, -1);
+	c->message = col_str(q, 4);
+}
+
 int store_get_commands(struct store *st, int64_t session_id, struct store_command **out, int *n,
 		       struct err *e)
 {
@@ -1585,24 +1604,8 @@ int store_get_commands(struct store *st, int64_t session_id, struct store_comman
 	if (!q)
 		return -1;
 	sqlite3_bind_int64(q, 1, session_id);
-	int cap = 0, rc;
-	struct store_command *v = NULL;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 32;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		struct store_command *c = &v[(*n)++];
-		c->seq = sqlite3_column_int64(q, 0);
-		c->depth = sqlite3_column_int(q, 1);
-		c->line = col_bytes(q, 2, &c->line_len);
-		if (!c->line)
-			c->line = xstrdup("");
-		c->ok = (int)col_int(q, 3, -1);
-		c->message = col_str(q, 4);
-	}
-	done(q);
-	if (rc != SQLITE_DONE) {
+	void *v = NULL;
+	if (step_rows(q, sizeof **out, 32, read_command, &v, n) != SQLITE_DONE) {
 		store_commands_free(v, *n);
 		*n = 0;
 		return db_err(st, e, "reading commands");
@@ -1622,8 +1625,9 @@ void store_commands_free(struct store_command *v, int n)
 
 /* ----------------------------------------------------------- measurements */
 
-static void read_measurement(sqlite3_stmt *q, struct store_measurement *m)
+static void read_measurement(sqlite3_stmt *q, void *row)
 {
+	struct store_measurement *m = row;
 	m->id = sqlite3_column_int64(q, 0);
 	m->session_id = sqlite3_column_int64(q, 1);
 	m->command_seq = col_int(q, 2, 0);
@@ -1660,21 +1664,13 @@ int store_get_measurements(struct store *st, int64_t session_id, int64_t last,
 		return -1;
 	sqlite3_bind_int64(q, 1, session_id);
 	sqlite3_bind_int64(q, 2, last);
-	int cap = 0, rc;
-	struct store_measurement *v = NULL;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 32;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		read_measurement(q, &v[(*n)++]);
-	}
-	done(q);
-	if (rc != SQLITE_DONE) {
-		store_measurements_free(v, *n);
+	void *rows = NULL;
+	if (step_rows(q, sizeof **out, 32, read_measurement, &rows, n) != SQLITE_DONE) {
+		store_measurements_free(rows, *n);
 		*n = 0;
 		return db_err(st, e, "reading measurements");
 	}
+	struct store_measurement *v = rows;
 	/* newest first from the query; id order for the caller */
 	for (int i = 0, j = *n - 1; i < j; i++, j--) {
 		struct store_measurement t = v[i];
