@@ -179,6 +179,12 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 		free(sc);
 		return -1;
 	}
+	/* the scores complete the head_stats rows of the run's measurement */
+	if (s->store && store_recording(s->store) && store_last_measurement(s->store) > 0) {
+		struct err se;
+		if (store_head_scores(s->store, store_last_measurement(s->store), sc, L, H, &se) != 0)
+			fprintf(stderr, "attnscope: warning: head scores not recorded: %s\n", se.msg);
+	}
 	int *seq = xmalloc((size_t)c->context * sizeof *seq), start, n;
 	heads_induction_tokens(s->model, HEADS_SEED, seq, &start, &n);
 	free(seq);

@@ -116,6 +116,9 @@ if [ -n "$SQLITE" ]; then
 	check rows-failed-command sh -c "[ \"\$($SQLITE '$DB' 'SELECT ok FROM commands WHERE session_id = 1 AND seq = 4')\" = 0 ]"
 	check rows-measurements sh -c "[ \"\$($SQLITE '$DB' 'SELECT group_concat(command_seq || \":\" || variant, \"|\") FROM measurements WHERE session_id = 2')\" = '1:native|2:gqa2|3:gqa2 -0.1|4:gqa2 post-norm -0.1' ]"
 	check rows-head-stats sh -c "[ \"\$($SQLITE '$DB' 'SELECT count(*) FROM head_stats h JOIN measurements m ON m.id = h.measurement_id WHERE m.session_id = 2')\" = 32 ]"
+	# `heads` completes the current measurement's rows with induction and role
+	run --db "$tmp/heads.db" -c 'text To be or not to be; heads' </dev/null
+	check heads-recorded sh -c "[ $rc -eq 0 ] && [ \"\$($SQLITE '$tmp/heads.db' 'SELECT count(*) || \":\" || count(role) || \":\" || count(induction) FROM head_stats WHERE measurement_id = (SELECT max(id) FROM measurements)')\" = '8:8:8' ]"
 	check rows-schema-version sh -c "[ \"\$($SQLITE '$DB' 'PRAGMA user_version')\" = 1 ]"
 fi
 run --db "$DB" -c 'measurements --csv --session demo' </dev/null
