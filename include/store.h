@@ -22,12 +22,15 @@
  * 64 MiB gets PRAGMA quick_check when opened; larger ones only the header
  * checks (damage found later stops recording with the one warning).
  *
- * Tables (schema version 1): states (model, text, options, view of a
+ * Tables (schema version 2): states (model, text, options, view of a
  * moment), sessions (name, start_state, saved_state), commands (session_id,
  * seq, depth, line, ok, message), measurements (one per finished forward
  * pass), head_stats (measurement_id, layer, head, scores), training_runs,
  * training_steps, model_files (sha256 of model files by path, size, mtime,
- * inode, so that a file is hashed once).
+ * inode, so that a file is hashed once); version 2 adds sweeps (one per
+ * `sweep`: metric, source, n_tokens, options, base_loss, cancelled) and
+ * sweep_entries (sweep_id, layer, head (NULL: the whole layer), delta_loss,
+ * kl, top1_agree).
  */
 #ifndef ATTNSCOPE_STORE_H
 #define ATTNSCOPE_STORE_H
@@ -42,7 +45,7 @@
 struct session;
 struct store;
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_APPLICATION_ID 0x4154534e /* "ATSN" */
 #define STORE_DEFAULT_PATH "sessions/attnscope.db"
 #define STORE_ENV "ATTNSCOPE_DB"
@@ -103,6 +106,19 @@ void store_measure(struct session *s);
 /* Makes sure the session has its row (recording its current state as the
  * start state).  0, or -1 with a message. */
 int store_begin_session(struct session *s, struct err *e);
+
+/* ----------------------------------------------------------------- sweeps */
+
+/* Records a finished or cancelled sweep (analysis.h): makes sure the
+ * session has its row, then inserts the sweeps row (metric "loss" or "kl";
+ * source "text" or the corpus path; options the variant description of
+ * r->opt; measurement_id the store's last measurement, NULL when none) and
+ * its L*H head entries and L layer entries (head NULL) in one transaction.
+ * NAN numbers are stored as NULL.  Returns the sweep id, or -1 with a
+ * message (recording is not stopped). */
+struct sweep_result;
+int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
+		    const char *source, struct err *e);
 
 /* ------------------------------------------------------------ head scores */
 

@@ -302,6 +302,18 @@ static void sweep_chunk(FILE *f, const struct sweep_result *r, bool by_kl, int h
 	}
 }
 
+/* Records a finished or cancelled sweep in the session database; a failure
+ * is one warning on stderr and never fails the command. */
+static void sweep_record(struct session *s, const struct sweep_result *r, bool by_kl,
+			 const char *corpus)
+{
+	if (!s->store || !store_recording(s->store) || !r->head || !r->layer)
+		return;
+	struct err se;
+	if (store_sweep(s, r, by_kl ? "kl" : "loss", corpus ? corpus : "text", &se) < 0)
+		fprintf(stderr, "attnscope: warning: sweep not recorded: %s\n", se.msg);
+}
+
 static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	static const char usage[] = "sweep [--metric loss|kl] [--corpus FILE --tokens N]";
@@ -319,6 +331,8 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 			   NULL, &r, e);
 	if (tty && rc != 0)
 		sweep_progress(NULL, 1, 1); /* clear the progress line */
+	if (rc != 0 && r.cancelled)
+		sweep_record(s, &r, by_kl, corpus);
 	if (rc != 0) {
 		struct err e2;
 		sweep_free(&r);
@@ -328,6 +342,8 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 			err_set(e, "%s (and: %s)", r.cancelled ? "sweep cancelled" : "sweep failed", e2.msg);
 		return -1;
 	}
+
+	sweep_record(s, &r, by_kl, corpus);
 
 	FILE *f = s->out;
 	int L = r.L, H = r.H;

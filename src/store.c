@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "heads.h"
 #include "session.h"
 #include "version.h"
@@ -154,6 +155,30 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  hashed_at TEXT NOT NULL\n"
 	");\n"
 	"PRAGMA user_version = 1;\n",
+	/* 1 -> 2 */
+	"CREATE TABLE sweeps (\n"
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id),\n"
+	"  measurement_id INTEGER REFERENCES measurements(id),\n"
+	"  created_at TEXT NOT NULL,\n"
+	"  metric TEXT NOT NULL,\n"
+	"  source TEXT NOT NULL,\n"
+	"  n_tokens INTEGER NOT NULL,\n"
+	"  options TEXT NOT NULL,\n"
+	"  base_loss REAL,\n"
+	"  cancelled INTEGER NOT NULL\n"
+	");\n"
+	"CREATE INDEX sweeps_session ON sweeps(session_id);\n"
+	"CREATE TABLE sweep_entries (\n"
+	"  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),\n"
+	"  layer INTEGER NOT NULL,\n"
+	"  head INTEGER,\n"
+	"  delta_loss REAL,\n"
+	"  kl REAL,\n"
+	"  top1_agree REAL\n"
+	");\n"
+	"CREATE UNIQUE INDEX sweep_entries_key ON sweep_entries(sweep_id, layer, head);\n"
+	"PRAGMA user_version = 2;\n",
 };
 
 /* ---------------------------------------------------------- statements */
@@ -184,6 +209,8 @@ enum stmt_id {
 	S_FINISH_TRAIN,
 	S_GET_HASH,
 	S_PUT_HASH,
+	S_INS_SWEEP,
+	S_INS_SWEEP_ENTRY,
 	N_STMT
 };
 
@@ -268,6 +295,11 @@ static const char *const stmt_sql[N_STMT] = {
 		       "mtime_ns = ?3 AND inode = ?4",
 	[S_PUT_HASH] = "INSERT OR REPLACE INTO model_files (path, size, mtime_ns, inode, sha256, "
 		       "hashed_at) VALUES (?1, ?2, ?3, ?4, ?5, " NOW ")",
+	[S_INS_SWEEP] = "INSERT INTO sweeps (session_id, measurement_id, created_at, metric, source, "
+			"n_tokens, options, base_loss, cancelled) "
+			"VALUES (?1, ?2, " NOW ", ?3, ?4, ?5, ?6, ?7, ?8)",
+	[S_INS_SWEEP_ENTRY] = "INSERT INTO sweep_entries (sweep_id, layer, head, delta_loss, kl, "
+			      "top1_agree) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 };
 
 /* ------------------------------------------------------------------ store */
@@ -1731,6 +1763,81 @@ void store_measurements_free(struct store_measurement *v, int n)
 	for (int i = 0; v && i < n; i++)
 		store_measurement_free(&v[i]);
 	free(v);
+}
+
+/* ------------------------------------------------------------------ sweeps */
+
+/* Inside a transaction: one row of sweep_entries (head -1: the layer). */
+static int put_sweep_entry(struct store *st, sqlite3_stmt *q, int64_t sweep_id, int layer, int head,
+			   const struct ablation *a, struct err *e)
+{
+	int rc = SQLITE_OK;
+	B(sqlite3_bind_int64(q, 1, sweep_id));
+	B(sqlite3_bind_int(q, 2, layer));
+	B(head >= 0 ? sqlite3_bind_int(q, 3, head) : sqlite3_bind_null(q, 3));
+	B(bind_num(q, 4, a->delta_loss));
+	B(bind_num(q, 5, a->kl));
+	B(bind_num(q, 6, a->top1_agree));
+	if (rc != SQLITE_OK) {
+		done(q);
+		return db_err(st, e, "binding a sweep entry");
+	}
+	return run_stmt(st, q, "recording a sweep entry", e);
+}
+
+int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
+		    const char *source, struct err *e)
+{
+	if (!s->store)
+		return err_set(e, "no session database");
+	struct store *st = s->store;
+	if (st->dead)
+		return err_set(e, "not recording: an earlier write to %s failed", st->path);
+	if (store_begin_session(s, e) != 0)
+		return -1;
+	/* the variant description of the sweep's (unablated) options */
+	char options[512];
+	struct run_options keep = s->opt;
+	s->opt = r->opt;
+	session_variant(s, options, sizeof options);
+	s->opt = keep;
+	if (!options[0])
+		snprintf(options, sizeof options, "native");
+
+	sqlite3_stmt *q = stmt(st, S_INS_SWEEP, e);
+	sqlite3_stmt *qe = q ? stmt(st, S_INS_SWEEP_ENTRY, e) : NULL;
+	if (!qe || tx_begin(st, e) != 0)
+		return -1;
+	int rc = SQLITE_OK;
+	B(sqlite3_bind_int64(q, 1, st->session_id));
+	B(bind_id(q, 2, st->last_measurement));
+	B(bind_str(q, 3, metric ? metric : "loss"));
+	B(bind_str(q, 4, source ? source : "text"));
+	B(sqlite3_bind_int(q, 5, r->T));
+	B(bind_str(q, 6, options));
+	B(bind_num(q, 7, r->base_loss));
+	B(sqlite3_bind_int(q, 8, r->cancelled));
+	if (rc != SQLITE_OK) {
+		done(q);
+		db_err(st, e, "binding a sweep");
+		goto fail;
+	}
+	if (run_stmt(st, q, "recording a sweep", e) != 0)
+		goto fail;
+	int64_t id = sqlite3_last_insert_rowid(st->db);
+	for (int l = 0; l < r->L; l++)
+		for (int h = 0; h < r->H; h++)
+			if (put_sweep_entry(st, qe, id, l, h, &r->head[l * r->H + h], e) != 0)
+				goto fail;
+	for (int l = 0; l < r->L; l++)
+		if (put_sweep_entry(st, qe, id, l, -1, &r->layer[l], e) != 0)
+			goto fail;
+	if (tx_commit(st, e) != 0)
+		goto fail;
+	return id;
+fail:
+	tx_rollback(st);
+	return -1;
 }
 
 /* --------------------------------------------------------------- training */

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "checkpoint.h"
 #include "cmd.h"
 #include "model.h"
@@ -1241,6 +1242,179 @@ static void test_training_and_scores(void **state)
 	sqlite3_close(db);
 }
 
+/* ------------------------------------------------------------------ sweeps */
+
+/* `sweep` records one sweeps row and L*H + L entries with its numbers. */
+static void test_sweep_recorded(void **state)
+{
+	char path[PATH_MAX];
+	db_path(path, sizeof path, "sweep");
+	struct err e;
+	struct store *st = store_open(path, &e);
+	if (!st)
+		fail_msg("%s", e.msg);
+	struct fixture f;
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	char line[PATH_MAX + 16];
+	snprintf(line, sizeof line, "load %s", model_path);
+	run_ok(&f.s, line);
+	run_ok(&f.s, "text abcabcabc hello");
+	int64_t mid = store_last_measurement(st);
+	assert_true(mid > 0);
+	char *before = take_output(&f);
+	free(before);
+	run_ok(&f.s, "sweep");
+	char *out = take_output(&f);
+	assert_non_null(strstr(out, "sweep on"));
+	free(out);
+
+	/* the same sweep, run directly: the numbers the rows must hold */
+	struct sweep_result r;
+	assert_int_equal(sweep_run(f.s.model, &f.s.opt, f.s.tokens, f.s.n_tokens, NULL, NULL, NULL, &r, &e), 0);
+	int L = r.L, H = r.H;
+	assert_int_equal(L, 2);
+	assert_int_equal(H, 4);
+
+	sqlite3 *db = raw_open(path);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweeps", 0), 1);
+	int64_t sid = q_int(db, "SELECT id FROM sweeps", 0);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweep_entries WHERE sweep_id = ?1", sid), L * H + L);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweep_entries WHERE head IS NULL", 0), L);
+	assert_int_equal(q_int(db, "SELECT measurement_id FROM sweeps WHERE id = ?1", sid), mid);
+	assert_int_equal(q_int(db, "SELECT session_id FROM sweeps WHERE id = ?1", sid), store_session_id(st));
+	assert_int_equal(q_int(db, "SELECT n_tokens FROM sweeps WHERE id = ?1", sid), f.s.n_tokens);
+	assert_int_equal(q_int(db, "SELECT cancelled FROM sweeps WHERE id = ?1", sid), 0);
+	char *t = q_text(db, "SELECT metric || '|' || source || '|' || options FROM sweeps WHERE id = ?1", sid, NULL);
+	assert_string_equal(t, "loss|text|native");
+	free(t);
+	static const int pick[][2] = { { 0, 1 }, { 1, 3 }, { 1, -1 } };
+	for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
+		int l = pick[i][0], h = pick[i][1];
+		const struct ablation *a = h >= 0 ? &r.head[l * H + h] : &r.layer[l];
+		sqlite3_stmt *q;
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT delta_loss, kl, top1_agree FROM sweep_entries "
+						    "WHERE sweep_id = ?1 AND layer = ?2 AND head IS ?3",
+						    -1, &q, NULL), SQLITE_OK);
+		sqlite3_bind_int64(q, 1, sid);
+		sqlite3_bind_int(q, 2, l);
+		if (h >= 0)
+			sqlite3_bind_int(q, 3, h);
+		else
+			sqlite3_bind_null(q, 3);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		assert_false(isnan(a->delta_loss));
+		assert_true(fabs(sqlite3_column_double(q, 0) - a->delta_loss) < 1e-9);
+		assert_true(fabs(sqlite3_column_double(q, 1) - a->kl) < 1e-9);
+		assert_true(fabs(sqlite3_column_double(q, 2) - a->top1_agree) < 1e-9);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		sqlite3_finalize(q);
+	}
+	double base = 0;
+	{
+		sqlite3_stmt *q;
+		sqlite3_prepare_v2(db, "SELECT base_loss FROM sweeps WHERE id = ?1", -1, &q, NULL);
+		sqlite3_bind_int64(q, 1, sid);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		base = sqlite3_column_double(q, 0);
+		sqlite3_finalize(q);
+	}
+	assert_true(fabs(base - r.base_loss) < 1e-9);
+	sqlite3_close(db);
+	sweep_free(&r);
+
+	/* NAN is stored as NULL; a cancelled sweep says so */
+	struct sweep_result c = { .L = 1, .H = 1, .T = 3, .base_loss = NAN, .cancelled = true };
+	struct ablation ha = { NAN, NAN, NAN }, la = { 0.5, NAN, 1.0 };
+	c.head = &ha;
+	c.layer = &la;
+	int64_t id2 = store_sweep(&f.s, &c, "kl", "corpus.txt", &e);
+	assert_true(id2 > sid);
+	fixture_free(&f);
+	db = raw_open(path);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweep_entries WHERE sweep_id = ?1", id2), 2);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweep_entries WHERE sweep_id = ?1 AND "
+				   "delta_loss IS NULL AND kl IS NULL AND top1_agree IS NULL", id2), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweeps WHERE id = ?1 AND base_loss IS NULL AND "
+				   "cancelled = 1 AND metric = 'kl' AND source = 'corpus.txt'", id2), 1);
+	sqlite3_close(db);
+	assert_integrity(path);
+}
+
+/* A version-1 database (the current schema without what version 2 added)
+ * is migrated to the current version and keeps its rows. */
+static void test_migration_from_one(void **state)
+{
+	char path[PATH_MAX], fresh[PATH_MAX];
+	db_path(path, sizeof path, "v1");
+	db_path(fresh, sizeof fresh, "v2fresh");
+	struct err e;
+	struct store *st = store_open(path, &e);
+	if (!st)
+		fail_msg("%s", e.msg);
+	struct fixture f;
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	char line[PATH_MAX + 16];
+	snprintf(line, sizeof line, "load %s", model_path);
+	run_ok(&f.s, line);
+	run_ok(&f.s, "text one two three");
+	run_ok(&f.s, "save old");
+	fixture_free(&f);
+
+	/* back to version 1 by hand */
+	sqlite3 *db = raw_open(path);
+	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE sweep_entries; DROP TABLE sweeps; "
+					  "PRAGMA user_version = 1; COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sweep%'", 0), 0);
+	int64_t n_meas = q_int(db, "SELECT count(*) FROM measurements", 0);
+	int64_t n_cmd = q_int(db, "SELECT count(*) FROM commands", 0);
+	int64_t n_heads = q_int(db, "SELECT count(*) FROM head_stats", 0);
+	assert_true(n_meas > 0 && n_cmd > 0 && n_heads > 0);
+	sqlite3_close(db);
+
+	st = store_open(path, &e);
+	if (!st)
+		fail_msg("%s", e.msg);
+	store_close(st);
+	st = store_open(fresh, &e);
+	assert_non_null(st);
+	store_close(st);
+
+	db = raw_open(path);
+	assert_int_equal(q_int(db, "PRAGMA user_version", 0), STORE_SCHEMA_VERSION);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM measurements", 0), n_meas);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM commands", 0), n_cmd);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM head_stats", 0), n_heads);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sessions WHERE name = 'old'", 0), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweeps", 0), 0);
+	char *migrated = q_text(db, "SELECT group_concat(sql, ';') FROM (SELECT sql FROM sqlite_schema "
+				    "WHERE name NOT LIKE 'sqlite_%' ORDER BY name)", 0, NULL);
+	sqlite3_close(db);
+	db = raw_open(fresh);
+	char *want = q_text(db, "SELECT group_concat(sql, ';') FROM (SELECT sql FROM sqlite_schema "
+				"WHERE name NOT LIKE 'sqlite_%' ORDER BY name)", 0, NULL);
+	sqlite3_close(db);
+	assert_string_equal(migrated, want);
+	free(migrated);
+	free(want);
+	assert_integrity(path);
+
+	/* and it records sweeps */
+	st = store_open(path, &e);
+	assert_non_null(st);
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	run_ok(&f.s, line);
+	run_ok(&f.s, "text one two three");
+	run_ok(&f.s, "sweep");
+	fixture_free(&f);
+	db = raw_open(path);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweeps", 0), 1);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM sweep_entries", 0), 10);
+	sqlite3_close(db);
+}
+
 /* ------------------------------------------------------------------- main */
 
 static int setup_all(void **state)
@@ -1292,6 +1466,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_two_writers),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_training_and_scores),
+		cmocka_unit_test(test_sweep_recorded),
+		cmocka_unit_test(test_migration_from_one),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
