@@ -459,7 +459,7 @@ static void variant_print(FILE *f, const struct variant_row *v)
 	fmt_num(v->loss, false, loss, sizeof loss);
 	snprintf(ppl, sizeof ppl, isnan(v->ppl) ? "-" : v->ppl < 1e5 ? "%.2f" : "%.3g", v->ppl);
 	fmt_num(v->kl, false, kl, sizeof kl);
-	fprintf(f, "%-26s %7s %9s %8s %6.1f%% %10s %7.2f\n", v->name, loss, ppl, kl,
+	fprintf(f, "%-30s %7s %9s %8s %6.1f%% %10s %7.2f\n", v->name, loss, ppl, kl,
 		100.0 * v->top1_agree, kv, v->forward_ms);
 }
 
@@ -544,7 +544,7 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	FILE *f = s->out;
 	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
 		src.desc, m->name ? m->name : "the model");
-	fprintf(f, "%-26s %7s %9s %8s %7s %10s %7s\n", "variant", "loss", "ppl", "KL", "top-1",
+	fprintf(f, "%-30s %7s %9s %8s %7s %10s %7s\n", "variant", "loss", "ppl", "KL", "top-1",
 		"KV cache", "ms");
 	for (int i = 0; i < n; i++)
 		variant_print(f, &rows[i]);
