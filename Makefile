@@ -12,7 +12,7 @@ TESTPKG := cmocka
 WERROR  ?=
 OPT     ?= -O2 -march=native -fvect-cost-model=dynamic
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter $(WERROR) -fopenmp-simd \
+CFLAGS  += -std=c11 -Wall -Wextra $(WERROR) -fopenmp-simd \
 	   -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
@@ -51,14 +51,17 @@ $(LIB): $(OBJS)
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# cmocka's test functions take a state pointer most tests do not use
+TESTFLAGS := -Itests -Wno-unused-parameter
+
 $(BUILD)/tests/%.o: tests/%.c | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests -c -o $@ $<
+	$(CC) $(CFLAGS) $(TESTFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/test_%.c $(SUPPOBJS) $(LIB) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(SUPPOBJS) $(LIB) $(LDLIBS) $(shell pkg-config --libs $(TESTPKG))
+	$(CC) $(CFLAGS) $(TESTFLAGS) -o $@ $< $(SUPPOBJS) $(LIB) $(LDLIBS) $(shell pkg-config --libs $(TESTPKG))
 
 $(BUILD)/tests/tool_%: tests/tool_%.c $(SUPPOBJS) $(LIB) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(SUPPOBJS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TESTFLAGS) -o $@ $< $(SUPPOBJS) $(LIB) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB) | $(BUILD)/bench
 	$(CC) $(CFLAGS) -O3 -o $@ $< $(LIB) $(LDLIBS)

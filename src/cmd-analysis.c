@@ -121,6 +121,7 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 static int parse_source_args(struct session *s, int argc, char **argv, int first, const char *usage,
 			     const char **corpus, int *ntok, bool *by_kl, struct err *e)
 {
+	(void)s;
 	*corpus = NULL;
 	*ntok = 0;
 	for (int i = first; i < argc; i++) {

@@ -71,6 +71,7 @@ const struct cmd_entry cmd_attn_entry = {
 
 static int norm_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
@@ -127,6 +128,7 @@ const struct cmd_entry cmd_mask_entry = {
 
 static int scale_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (session_need_model(s, e))
 		return -1;
 	struct run_options o = s->opt;
@@ -207,6 +209,8 @@ const struct cmd_entry cmd_restore_entry = {
 
 static int reset_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
+	(void)argv;
 	if (session_need_model(s, e))
 		return -1;
 	return apply(s, &s->native, e);

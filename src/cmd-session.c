@@ -19,6 +19,7 @@ static void print_summary(struct session *s)
 
 static int load_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (session_load(s, argv[1], e) != 0)
 		return -1;
 	if (!s->quiet) {
@@ -45,6 +46,7 @@ const struct cmd_entry cmd_load_entry = {
 
 static int text_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (session_set_text(s, argv[1], e) != 0)
 		return -1;
 	print_summary(s);
@@ -63,6 +65,7 @@ const struct cmd_entry cmd_text_entry = {
 
 static int echo_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)e;
 	fprintf(s->out, "%s\n", argc > 1 ? argv[1] : "");
 	return 0;
 }
@@ -79,6 +82,9 @@ const struct cmd_entry cmd_echo_entry = {
 
 static int pause_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
+	(void)argv;
+	(void)e;
 	if (!s->interactive || !isatty(STDIN_FILENO))
 		return 0;
 	fprintf(s->out, "-- press Enter to continue --");
@@ -138,6 +144,10 @@ const struct cmd_entry cmd_help_entry = {
 
 static int quit_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)s;
+	(void)argc;
+	(void)argv;
+	(void)e;
 	return CMD_QUIT;
 }
 

@@ -325,6 +325,8 @@ const struct cmd_entry cmd_top_entry = {
 
 static int stats_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
+	(void)argv;
 	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;

@@ -154,6 +154,8 @@ const struct cmd_entry cmd_save_entry = {
 
 static int sessions_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
+	(void)argv;
 	if (need_store(s, e))
 		return -1;
 	struct store_session_info *v;
@@ -303,6 +305,7 @@ static int restore_state(struct session *s, const struct store_state *ss, struct
 
 static int open_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (need_store(s, e))
 		return -1;
 	char *ref = xstrndup(argv[1], raw_len(argv[1]));
@@ -375,6 +378,7 @@ static const char *line_command(const char *line)
 
 static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 {
+	(void)argc;
 	if (need_store(s, e))
 		return -1;
 	if (store_replaying(s->store))

@@ -185,6 +185,7 @@ void tui_blank(int y, int x, int w, unsigned attr, enum tui_role role)
 
 void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned attr)
 {
+	(void)t;
 	if (y < 0 || y >= LINES)
 		return;
 	short pair;
