@@ -8,26 +8,16 @@
 # Prints "ok NAME" or "FAIL NAME" per check.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_analysis.sh
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 DEMOS=$(pwd)/sessions/demos
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-analysis.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+make_tmp analysis
 POEM='床前明月光，疑是地上霜。举头望明月，低头思故乡。'
 mkdir "$tmp/models"
-if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1 ||
-   ! "$TOOLS/tool_mkmodel" "$tmp/models/tang.safetensors" --layers 4 --heads 4 \
-	--chars "$POEM" >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
+mkmodel "$tmp/models/shakespeare.safetensors"
+mkmodel "$tmp/models/tang.safetensors" --layers 4 --heads 4 --chars "$POEM"
 cd "$tmp" || exit 1
-failures=0
-ok() { echo "ok $1"; }
+# ok: tests/lib-cli.sh; fail and run are this script's own
 fail() {
 	echo "FAIL $1"
 	[ -f out ] && sed 's/^/  out: /' out | tail -n 15

@@ -16,49 +16,19 @@
 # "ok ... (within 1e-5)" rather than failed.
 root=$(cd "$(dirname "$0")/.." && pwd)
 golden=$root/tests/golden
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 update=0
 [ "$1" = "--update" ] && update=1
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-export.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+make_tmp export
 mkdir "$tmp/run1" "$tmp/run2" "$tmp/home"
 HOME=$tmp/home
 export HOME
 cd "$tmp" || exit 1
-if ! "$TOOLS/tool_mkmodel" "$tmp/golden.safetensors" --seed 7 >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
-
-TIMEOUT=
-if command -v timeout >/dev/null 2>&1; then
-	TIMEOUT="timeout 60"
-fi
-failures=0
+mkmodel "$tmp/golden.safetensors" --seed 7
 rc=0
 
-# run ARGS...: the binary with the caller's stdin; stdout in $tmp/out,
-# stderr in $tmp/err, the status in $rc.
-run() {
-	$TIMEOUT "$A" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	return $rc
-}
-ok() { echo "ok $1"; }
-fail() {
-	echo "FAIL $1"
-	shift
-	for m in "$@"; do echo "  $m"; done
-	echo "  exit status: $rc"
-	sed -n '1,5s/^/  stdout: /p' "$tmp/out" 2>/dev/null
-	sed -n '1,5s/^/  stderr: /p' "$tmp/err" 2>/dev/null
-	failures=$((failures + 1))
-}
+# run, ok, fail: tests/lib-cli.sh
 
 # numeq A B: same tokens, numbers equal within 1e-5 (CSV and JSON).
 numeq() {

@@ -6,32 +6,24 @@
 # missing.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_repl.sh
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 
 if ! command -v tmux >/dev/null 2>&1; then
 	echo "ok repl # skipped: no tmux"
 	exit 0
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-repl.XXXXXX") || exit 1
+make_tmp repl
 sock=attnscope-test-$$
 T() { tmux -L "$sock" -f /dev/null "$@"; }
 trap 'T kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
 mkdir "$tmp/models" "$tmp/home"
-if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
+mkmodel "$tmp/models/shakespeare.safetensors"
 TERM=${TERM:-xterm}
 [ "$TERM" = dumb ] && TERM=xterm
 export TERM
-failures=0
 
-ok() { echo "ok $1"; }
+# ok: tests/lib-cli.sh; fail is this script's own
 fail() {
 	echo "FAIL $1"
 	T capture-pane -p -t "$S" 2>/dev/null | grep -v '^$' | tail -n 12 | sed 's/^/  screen: /'

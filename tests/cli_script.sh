@@ -9,58 +9,18 @@
 # seeded random model made by tool_mkmodel (2 layers x 4 heads, context 64,
 # one token per character, no BOS); the demos get models of their own.
 root=$(cd "$(dirname "$0")/.." && pwd)
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-cli.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+make_tmp cli
 mkdir "$tmp/models" "$tmp/home" "$tmp/empty"
-if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
+mkmodel "$tmp/models/shakespeare.safetensors"
 cp "$tmp/models/shakespeare.safetensors" "$tmp/other.safetensors"
 HOME=$tmp/home
 XDG_DATA_HOME=$tmp/home/data
 export HOME XDG_DATA_HOME
 cd "$tmp" || exit 1
 
-TIMEOUT=
-if command -v timeout >/dev/null 2>&1; then
-	TIMEOUT="timeout 60"
-fi
-failures=0
-
-# run ARGS...: runs the binary with the caller's stdin; stdout in $tmp/out,
-# stderr in $tmp/err, the exit status in $rc and as run's own status (at the
-# end of a pipeline, which may be a subshell, write `... | run; rc=$?`).
-run() {
-	$TIMEOUT "$A" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	return $rc
-}
-ok() { echo "ok $1"; }
-fail() {
-	echo "FAIL $1"
-	shift
-	for m in "$@"; do echo "  $m"; done
-	echo "  exit status: $rc"
-	sed -n '1,5s/^/  stdout: /p' "$tmp/out"
-	sed -n '1,5s/^/  stderr: /p' "$tmp/err"
-	failures=$((failures + 1))
-}
-# check NAME CONDITION-COMMAND...: ok when the command succeeds.
-check() {
-	name=$1
-	shift
-	if "$@"; then ok "$name"; else fail "$name" "failed: $*"; fi
-}
-has_out() { grep -q -- "$1" "$tmp/out"; }
-has_err() { grep -q -- "$1" "$tmp/err"; }
-status() { [ "$rc" -eq "$1" ]; }
+# run, ok, fail, check, has_out, has_err, status: tests/lib-cli.sh
 lines_err() { [ "$(wc -l <"$tmp/err")" -eq "$1" ]; }
 
 # ------------------------------------------------------------ options

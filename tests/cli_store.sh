@@ -9,59 +9,27 @@
 # Runs in a temporary directory holding models/shakespeare.safetensors (a
 # seeded random character model from tool_mkmodel).  Uses the sqlite3
 # command-line tool for integrity checks when it is installed.
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-store.XXXXXX") || exit 1
+make_tmp store
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
 mkdir "$tmp/models" "$tmp/home"
-if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
+mkmodel "$tmp/models/shakespeare.safetensors"
 HOME=$tmp/home
 export HOME
 unset ATTNSCOPE_DB
 cd "$tmp" || exit 1
 
-TIMEOUT=
-if command -v timeout >/dev/null 2>&1; then
-	TIMEOUT="timeout 60"
-fi
 SQLITE=
 if command -v sqlite3 >/dev/null 2>&1; then
 	SQLITE=sqlite3
 fi
-failures=0
 
-# one thread: runs reproduce exactly, and a loaded machine is not oversubscribed
-run() {
-	$TIMEOUT "$A" --threads 1 "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	return $rc
-}
-ok() { echo "ok $1"; }
-fail() {
-	echo "FAIL $1"
-	shift
-	for m in "$@"; do echo "  $m"; done
-	echo "  exit status: $rc"
-	sed -n '1,5s/^/  stdout: /p' "$tmp/out"
-	sed -n '1,5s/^/  stderr: /p' "$tmp/err"
-	failures=$((failures + 1))
-}
-check() {
-	name=$1
-	shift
-	if "$@"; then ok "$name"; else fail "$name" "failed: $*"; fi
-}
-has_out() { grep -q -- "$1" "$tmp/out"; }
-has_err() { grep -q -- "$1" "$tmp/err"; }
+# run (here with one thread: runs reproduce exactly, and a loaded machine is
+# not oversubscribed), ok, fail, check, has_out, has_err, status:
+# tests/lib-cli.sh
+RUN_ARGS="--threads 1"
 no_err() { [ ! -s "$tmp/err" ]; }
-status() { [ "$rc" -eq "$1" ]; }
 integrity() {
 	[ -z "$SQLITE" ] && return 0
 	[ "$($SQLITE "$1" 'PRAGMA integrity_check')" = ok ]

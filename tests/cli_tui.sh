@@ -10,10 +10,7 @@
 # Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is missing.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_tui.sh
-A=${ATTNSCOPE:-./attnscope}
-TOOLS=${TOOLS:-build/tests}
-case $A in /*) ;; *) A=$(pwd)/$A ;; esac
-case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+. "$(dirname "$0")/lib-cli.sh"
 
 if ! command -v tmux >/dev/null 2>&1; then
 	echo "ok tui # skipped: no tmux"
@@ -32,20 +29,16 @@ fi
 LC_ALL=$utf8
 export LC_ALL
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-tui.XXXXXX") || exit 1
+make_tmp tui
 sock=attnscope-tui-$$
 T() { tmux -L "$sock" -f /dev/null "$@"; }
 trap 'T kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
 mkdir "$tmp/models" "$tmp/home"
 
 # a character model whose vocabulary has the CJK characters typed below
 ascii=' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
-if ! "$TOOLS/tool_mkmodel" "$tmp/models/shakespeare.safetensors" \
-	--chars "$ascii床前明月光疑是地上霜举头望低思故乡" >/dev/null 2>&1; then
-	echo "FAIL setup (tool_mkmodel)"
-	exit 1
-fi
+mkmodel "$tmp/models/shakespeare.safetensors" \
+	--chars "$ascii床前明月光疑是地上霜举头望低思故乡"
 L=2 H=4 # tool_mkmodel's default shape
 
 # 256 colours when the terminal database has them
@@ -53,9 +46,8 @@ term=screen
 for t in tmux-256color screen-256color xterm-256color; do
 	if infocmp "$t" >/dev/null 2>&1; then term=$t; break; fi
 done
-failures=0
 
-ok() { echo "ok $1"; }
+# ok: tests/lib-cli.sh; fail and check are this script's own
 fail() {
 	echo "FAIL $1${2:+ ($2)}"
 	T capture-pane -p -t "$S" 2>/dev/null | sed 's/^/  screen: /'

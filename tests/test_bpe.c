@@ -30,16 +30,11 @@
 
 #include <jansson.h>
 
+#include "tok_expect.h"
 #include "tokenizer.h"
 #include "util.h"
 
 static char gpt2_dir[512];
-
-static const char *shared_dir(void)
-{
-	const char *s = getenv("ATTNSCOPE_SHARED");
-	return s && *s ? s : "../shared";
-}
 
 static struct tokenizer *gpt2(void)
 {
@@ -47,151 +42,13 @@ static struct tokenizer *gpt2(void)
 	struct err e = { "" };
 
 	if (!t) {
-		snprintf(gpt2_dir, sizeof gpt2_dir, "%s/tokenizers/gpt2", shared_dir());
+		snprintf(gpt2_dir, sizeof gpt2_dir, "%s/tokenizers/gpt2", tok_expect_shared_dir());
 		t = tok_bpe_load(gpt2_dir, &e);
 		if (!t)
 			print_error("cannot load the GPT-2 tokenizer: %s\n", e.msg);
 		assert_non_null(t);
 	}
 	return t;
-}
-
-/* ------------------------------------------------------------ the table */
-
-struct row {
-	unsigned char *text;
-	size_t len;
-	int *ids;
-	int n;
-	int bad;
-	int line;
-};
-
-static int hexv(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Reads "hex TAB ids TAB bad TAB json" rows; returns the row count. */
-static int read_table(const char *path, struct row **out)
-{
-	struct err e = { "" };
-	size_t len;
-	char *buf = read_file(path, &len, &e), *save = NULL, *line;
-	struct row *rows = NULL;
-	int n = 0, lineno = 0;
-
-	if (!buf)
-		print_error("%s\n", e.msg);
-	assert_non_null(buf);
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *f[4] = { line, NULL, NULL, NULL };
-		struct row r = { 0 };
-
-		lineno++;
-		if (line[0] == '#')
-			continue;
-		for (int k = 1; k < 4; k++) {
-			f[k] = strchr(f[k - 1], '\t');
-			assert_non_null(f[k]);
-			*f[k]++ = '\0';
-		}
-		r.len = strlen(f[0]) / 2;
-		r.text = xmalloc(r.len + 1);
-		for (size_t i = 0; i < r.len; i++)
-			r.text[i] = (unsigned char)(hexv(f[0][2 * i]) * 16 + hexv(f[0][2 * i + 1]));
-		r.text[r.len] = '\0';
-		r.ids = xmalloc((strlen(f[1]) + 1) * sizeof *r.ids);
-		for (char *p = f[1]; *p;) {
-			char *end;
-			r.ids[r.n++] = (int)strtol(p, &end, 10);
-			assert_true(end > p);
-			p = end;
-			while (*p == ' ')
-				p++;
-		}
-		r.bad = atoi(f[2]);
-		r.line = lineno;
-		rows = xrealloc(rows, (size_t)(n + 1) * sizeof *rows);
-		rows[n++] = r;
-	}
-	free(buf);
-	*out = rows;
-	return n;
-}
-
-static void free_table(struct row *rows, int n)
-{
-	for (int i = 0; i < n; i++) {
-		free(rows[i].text);
-		free(rows[i].ids);
-	}
-	free(rows);
-}
-
-/* The text with every invalid byte replaced by U+FFFD (tokenizer.h);
- * its length (texts may hold NUL bytes) in *out_len. */
-static char *replaced(const unsigned char *s, size_t len, size_t *out_len)
-{
-	char *out = xmalloc(3 * len + 1);
-	size_t i = 0, o = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		int bad, k = utf8_decode(s + i, len - i, &cp, &bad);
-		o += (size_t)utf8_encode(cp, out + o);
-		i += (size_t)k;
-	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
-}
-
-static void print_ids(const char *what, const int *ids, int n)
-{
-	print_error("  %s:", what);
-	for (int i = 0; i < n; i++)
-		print_error(" %d", ids[i]);
-	print_error("\n");
-}
-
-/* Encodes every row with t and checks ids, the bad count and the round trip. */
-static void check_table(const struct tokenizer *t, const char *path)
-{
-	struct row *rows;
-	int n = read_table(path, &rows), failures = 0;
-
-	assert_true(n >= 200);
-	for (int i = 0; i < n; i++) {
-		struct row *r = &rows[i];
-		struct err e = { "" };
-		int *ids, k;
-		int bad = tok_encode(t, (const char *)r->text, r->len, 0, &ids, &k, &e);
-
-		assert_true(bad >= 0);
-		if (k != r->n || memcmp(ids, r->ids, (size_t)k * sizeof *ids) != 0 ||
-		    bad != r->bad) {
-			print_error("%s:%d: \"%s\" encodes differently (bad %d, expected %d)\n",
-				    path, r->line, r->text, bad, r->bad);
-			print_ids("got     ", ids, k);
-			print_ids("expected", r->ids, r->n);
-			failures++;
-		}
-		char *back = tok_decode(t, ids, k);
-		size_t wlen;
-		char *want = replaced(r->text, r->len, &wlen);
-		/* decode's output is NUL-terminated; compare wlen bytes and the NUL */
-		if (memcmp(back, want, wlen + 1) != 0 || (r->bad == 0 && wlen != r->len)) {
-			print_error("%s:%d: decode(encode(s)) = \"%s\", expected \"%s\"\n", path,
-				    r->line, back, want);
-			failures++;
-		}
-		free(want);
-		free(back);
-		free(ids);
-	}
-	free_table(rows, n);
-	assert_int_equal(failures, 0);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -202,7 +59,7 @@ static void test_load(void **state)
 	struct err e = { "" };
 	double t0 = now_ms();
 
-	snprintf(dir, sizeof dir, "%s/tokenizers/gpt2", shared_dir());
+	snprintf(dir, sizeof dir, "%s/tokenizers/gpt2", tok_expect_shared_dir());
 	struct tokenizer *t = tok_bpe_load(dir, &e);
 	double ms = now_ms() - t0;
 
@@ -219,7 +76,7 @@ static void test_load(void **state)
 
 static void test_expectations(void **state)
 {
-	check_table(gpt2(), "tests/data/gpt2_expect.tsv");
+	assert_int_equal(tok_expect_check(gpt2(), "tests/data/gpt2_expect.tsv", 200), 0);
 }
 
 static void test_pieces_and_labels(void **state)
@@ -306,7 +163,7 @@ static void test_json_round_trip(void **state)
 		assert_int_equal(la, lb);
 		assert_memory_equal(a, b, (size_t)la);
 	}
-	check_table(u, "tests/data/gpt2_expect.tsv");
+	assert_int_equal(tok_expect_check(u, "tests/data/gpt2_expect.tsv", 200), 0);
 	tok_free(u);
 }
 
@@ -359,7 +216,7 @@ static void test_tokenizer_json(void **state)
 		if (!u)
 			print_error("%s\n", e.msg);
 		assert_non_null(u);
-		check_table(u, "tests/data/gpt2_expect.tsv");
+		assert_int_equal(tok_expect_check(u, "tests/data/gpt2_expect.tsv", 200), 0);
 		tok_free(u);
 		u = tok_bpe_load(dir, &e);
 		assert_non_null(u);

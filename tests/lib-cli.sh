@@ -1,0 +1,70 @@
+# lib-cli.sh — helpers shared by the tests/cli_*.sh scripts.  Each script
+# sources it first, before any cd:
+#
+#   . "$(dirname "$0")/lib-cli.sh"
+#
+# (Named so that tests/run.sh, which runs every tests/cli_*.sh, skips it.)
+# Sourcing sets A (the binary: $ATTNSCOPE, default ./attnscope) and TOOLS
+# (tool_mkmodel's directory: $TOOLS, default build/tests), both made
+# absolute; failures=0; and TIMEOUT ("timeout 60" when timeout exists).
+# Scripts whose run/fail/check differ define their own after sourcing.
+A=${ATTNSCOPE:-./attnscope}
+TOOLS=${TOOLS:-build/tests}
+case $A in /*) ;; *) A=$(pwd)/$A ;; esac
+case $TOOLS in /*) ;; *) TOOLS=$(pwd)/$TOOLS ;; esac
+failures=0
+
+TIMEOUT=
+if command -v timeout >/dev/null 2>&1; then
+	TIMEOUT="timeout 60"
+fi
+
+# make_tmp NAME: a new directory in $tmp (attnscope-NAME.XXXXXX), removed
+# on exit; INT and TERM exit 130.  A script needing more cleanup sets its
+# own EXIT trap afterwards.
+make_tmp() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-$1.XXXXXX") || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 130' INT TERM
+}
+
+# mkmodel FILE [OPTIONS...]: a seeded random model made by tool_mkmodel;
+# when that fails, prints "FAIL setup (tool_mkmodel)" and exits 1.
+mkmodel() {
+	if ! "$TOOLS/tool_mkmodel" "$@" >/dev/null 2>&1; then
+		echo "FAIL setup (tool_mkmodel)"
+		exit 1
+	fi
+}
+
+# run ARGS...: runs the binary (after $RUN_ARGS, if set) with the caller's
+# stdin; stdout in $tmp/out, stderr in $tmp/err, the exit status in $rc and
+# as run's own status (at the end of a pipeline, which may be a subshell,
+# write `... | run; rc=$?`).
+RUN_ARGS=
+run() {
+	$TIMEOUT "$A" $RUN_ARGS "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	return $rc
+}
+ok() { echo "ok $1"; }
+# fail NAME [MESSAGE...]: prints FAIL NAME, the messages, $rc and the start
+# of $tmp/out and $tmp/err; counts the failure.
+fail() {
+	echo "FAIL $1"
+	shift
+	for m in "$@"; do echo "  $m"; done
+	echo "  exit status: $rc"
+	sed -n '1,5s/^/  stdout: /p' "$tmp/out" 2>/dev/null
+	sed -n '1,5s/^/  stderr: /p' "$tmp/err" 2>/dev/null
+	failures=$((failures + 1))
+}
+# check NAME CONDITION-COMMAND...: ok when the command succeeds.
+check() {
+	name=$1
+	shift
+	if "$@"; then ok "$name"; else fail "$name" "failed: $*"; fi
+}
+has_out() { grep -q -- "$1" "$tmp/out"; }
+has_err() { grep -q -- "$1" "$tmp/err"; }
+status() { [ "$rc" -eq "$1" ]; }

@@ -1,0 +1,28 @@
+/*
+ * tok_expect.h — tokenizer expectation tables (tests/data/gpt2_expect.tsv,
+ * llama2c_expect.tsv), shared by test_bpe.c and test_llama2c_tok.c.
+ *
+ * A table holds "hex TAB ids TAB bad TAB json" rows ('#' lines are
+ * comments): the text's bytes in hex, the expected ids (space separated),
+ * the expected count of invalid UTF-8 bytes, and the text as JSON (unused
+ * here).  No cmocka here (support files are linked into the tools too):
+ * failures are printed to stderr and counted; the caller asserts.
+ */
+#ifndef TOK_EXPECT_H
+#define TOK_EXPECT_H
+
+#include "tokenizer.h"
+
+/* The shared directory: $ATTNSCOPE_SHARED, or "../shared". */
+const char *tok_expect_shared_dir(void);
+
+/*
+ * Encodes every row of the table at path with t and checks the ids, the
+ * bad-byte count and the round trip (decode(encode(s)) is s with every
+ * invalid byte replaced by U+FFFD).  An unreadable or malformed table, or
+ * one with fewer than min_rows rows, is one failure.  Returns the number of
+ * failures (0 when everything matches), each reported on stderr.
+ */
+int tok_expect_check(const struct tokenizer *t, const char *path, int min_rows);
+
+#endif
