@@ -2,7 +2,8 @@
 #
 #   make            build ./attnscope
 #   make run        build and open the default model
-#   make test       build and run every test (unit, CLI, sanitizers)
+#   make test       build and run every test (unit and CLI)
+#   make test-asan  the same under AddressSanitizer + UBSan
 #   make bench      benchmarks (not part of the tests)
 #   make deps       install the Debian packages the build needs (as root)
 
@@ -14,7 +15,13 @@ OPT     ?= -O2 -march=native -fvect-cost-model=dynamic
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -Wall -Wextra $(WERROR) -fopenmp-simd \
 	   -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# run with the OpenBLAS build we compiled against (the pthreads one): the
+# system-wide libopenblas.so.0 may be switched to the OpenMP build, whose
+# spinning pool is several times slower beside other work on two cores
+comma   := ,
+BLASDIR := $(shell pkg-config --variable=libdir openblas 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
+	   $(patsubst %,-Wl$(comma)-rpath$(comma)%,$(BLASDIR)) -lm
 
 BUILD   ?= build
 BIN     ?= attnscope
