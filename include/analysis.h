@@ -30,8 +30,8 @@ int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob);
 /* Probability of token id at position pos (batch 0). */
 double token_prob(const struct run *r, int pos, int id);
 
-/* Mean entropy (nats) over query rows and the largest weight of head
- * (l, h), batch 0. */
+/* Mean entropy (nats) over query rows, and the mean over rows i >= 1 of
+ * each row's largest weight (the `max` of heads.h), of head (l, h), batch 0. */
 void head_entropy(const struct run *r, int l, int h, double *entropy, double *max_weight);
 
 /* ------------------------------------------------------------ ablation sweep */

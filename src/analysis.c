@@ -84,8 +84,9 @@ void head_entropy(const struct run *r, int l, int h, double *entropy, double *ma
 {
 	int T = r->t;
 	const float *a = run_att(r, l, 0, h);
-	double ent = 0.0, mx = 0.0;
-	for (int i = 0; i < T; i++)
+	double ent = 0.0, mx_sum = 0.0;
+	for (int i = 0; i < T; i++) {
+		double mx = 0.0;
 		for (int j = 0; j < T; j++) {
 			double w = a[(size_t)i * T + j];
 			if (w > 0.0)
@@ -93,8 +94,12 @@ void head_entropy(const struct run *r, int l, int h, double *entropy, double *ma
 			if (w > mx)
 				mx = w;
 		}
+		/* row 0 of a causal head can only see itself: leave it out */
+		if (i > 0 || T == 1)
+			mx_sum += mx;
+	}
 	*entropy = T ? ent / T : 0.0;
-	*max_weight = mx;
+	*max_weight = T > 1 ? mx_sum / (T - 1) : mx_sum;
 }
 
 /* ----------------------------------------------------------- ablation sweep */

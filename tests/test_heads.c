@@ -742,6 +742,28 @@ static void test_compare_trained_family(void **state)
 	rmdir(dir);
 }
 
+/* stats and the visualizer (head_entropy) report the same entropy and max
+ * as `heads` (heads_score_run) for every head of a real run. */
+static void test_entropy_matches_scores(void **state)
+{
+	(void)state;
+	struct model *m = make_random(2, 4, 4, 0, 11);
+	struct fixture *f = fixture_new(m, "To be, or not to be, that is");
+	const struct run *r = f->s.run;
+	int L = 2, H = 4;
+	struct head_scores sc[8];
+	heads_score_run(r, NULL, sc);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++) {
+			double ent, mx;
+			head_entropy(r, l, h, &ent, &mx);
+			assert_true(fabs(ent - sc[l * H + h].entropy) < 1e-9);
+			assert_true(fabs(mx - sc[l * H + h].max_weight) < 1e-9);
+			assert_true(mx < 1.0); /* row 0's certain 1 is left out */
+		}
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -758,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_compare_identical_kv),
 		cmocka_unit_test(test_compare_args_and_corpus),
 		cmocka_unit_test(test_compare_trained_family),
+		cmocka_unit_test(test_entropy_matches_scores),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
