@@ -147,8 +147,9 @@ $(FUZZDIR)/obj:
 # $(CORPORA), two at a time with one thread each (make -j2 inside).
 # Measured on the idle 2-core build machine, two runs side by side: a
 # shakespeare step (8 x 256 tokens) takes ~0.19 s and a tang step (16 x 128)
-# ~0.24 s, so a shakespeare model takes ~10 min, tang ~11 min and the five
-# ~30 min.  Validation loss after 3000 steps: shakespeare 1.628 nats/char,
+# ~0.24 s, which puts a shakespeare model near 10 min and tang near 11 (an
+# estimate from those rates; the shipped models, trained beside other work,
+# took 15-19 min each).  Validation loss after 3000 steps: shakespeare 1.628 nats/char,
 # gqa 1.628, mqa 1.618, postnorm 1.580 (2500 steps gave 1.667).  Runs train into
 # $(BUILD)/models/ and are moved to models/ when complete; after a Ctrl-C
 # the next `make models` resumes the interrupted run where it stopped.

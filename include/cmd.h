@@ -65,6 +65,10 @@ void cmd_free_argv(int argc, char **argv);
 /* Splits and runs one line; blank lines and comments do nothing. */
 int cmd_run_line(struct session *s, const char *line, struct err *e);
 
+/* Parses a whole number from lo to hi (what names it in the message).
+ * 0, or -1 with "ARG: WHAT must be a whole number from LO to HI". */
+int cmd_parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e);
+
 /* Prints the usage line of c: "usage: NAME USAGE". */
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size);
 

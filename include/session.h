@@ -95,6 +95,13 @@ void session_summary(const struct session *s, char *buf, size_t size);
  * "gqa2 post-norm mask:none -2.1" ("" when native).  Writes into buf. */
 void session_variant(const struct session *s, char *buf, size_t size);
 
+/* Whether head (l, h) is ablated in the current options. */
+bool session_head_ablated(const struct session *s, int l, int h);
+
+/* Like session_variant, for options o instead of the current ones. */
+void session_variant_of(const struct session *s, const struct run_options *o, char *buf,
+			size_t size);
+
 /* KV-cache bytes of the current text under options o (float32 cache). */
 double session_kv_bytes(const struct session *s, const struct run_options *o);
 

@@ -28,23 +28,11 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (end == arg || *end || v < lo || v > hi)
-		return err_set(e, "%.32s: %s must be a whole number from %d to %d", arg, what, lo, hi);
-	*out = (int)v;
-	return 0;
-}
-
 /* "native" or the session_variant() text of o. */
-static void describe_options(struct session *s, const struct run_options *o, char *buf, size_t size)
+static void describe_options(const struct session *s, const struct run_options *o, char *buf,
+			     size_t size)
 {
-	struct run_options keep = s->opt;
-	s->opt = *o;
-	session_variant(s, buf, size);
-	s->opt = keep;
+	session_variant_of(s, o, buf, size);
 	if (!buf[0])
 		snprintf(buf, size, "native");
 }
@@ -131,7 +119,7 @@ static int parse_source_args(struct session *s, int argc, char **argv, int first
 		if (!strcmp(a, "--corpus")) {
 			*corpus = argv[++i];
 		} else if (!strcmp(a, "--tokens")) {
-			if (parse_int(argv[++i], 2, CFG_MAX_CONTEXT, "--tokens", ntok, e))
+			if (cmd_parse_int(argv[++i], 2, CFG_MAX_CONTEXT, "--tokens", ntok, e))
 				return -1;
 		} else if (by_kl && !strcmp(a, "--metric")) {
 			const char *v = argv[++i];
@@ -169,7 +157,7 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	int L = c->n_layer, H = c->n_head, only = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
-			if (parse_int(argv[++i], 0, L - 1, "the layer", &only, e))
+			if (cmd_parse_int(argv[++i], 0, L - 1, "the layer", &only, e))
 				return -1;
 		} else {
 			return err_set(e, "usage: heads [--layer L]");

@@ -21,16 +21,6 @@ static int apply(struct session *s, const struct run_options *o, struct err *e)
 	return 0;
 }
 
-static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (end == arg || *end || v < lo || v > hi)
-		return err_set(e, "%s: %s must be a whole number from %d to %d", arg, what, lo, hi);
-	*out = (int)v;
-	return 0;
-}
-
 static int attn_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_model(s, e))
@@ -42,7 +32,7 @@ static int attn_exec(struct session *s, int argc, char **argv, struct err *e)
 	} else if (!strcmp(argv[1], "mqa") && argc == 2) {
 		o.kv_heads = 1;
 	} else if (!strcmp(argv[1], "gqa") && argc == 3) {
-		if (parse_int(argv[2], 1, H, "the number of key/value heads", &o.kv_heads, e))
+		if (cmd_parse_int(argv[2], 1, H, "the number of key/value heads", &o.kv_heads, e))
 			return -1;
 		if (H % o.kv_heads)
 			return err_set(e, "gqa %d: the number of key/value heads must divide the %d query heads",
@@ -106,7 +96,7 @@ static int mask_exec(struct session *s, int argc, char **argv, struct err *e)
 		o.mask = MASK_NONE;
 	} else if (!strcmp(argv[1], "window") && argc == 3) {
 		o.mask = MASK_WINDOW;
-		if (parse_int(argv[2], 0, CFG_MAX_CONTEXT, "the window", &o.window, e))
+		if (cmd_parse_int(argv[2], 0, CFG_MAX_CONTEXT, "the window", &o.window, e))
 			return -1;
 	} else {
 		return err_set(e, "usage: mask causal | mask none | mask window N");

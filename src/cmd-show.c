@@ -44,16 +44,6 @@ static void emit(struct session *s, struct render_buf *b)
 	render_buf_free(b);
 }
 
-static int parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (end == arg || *end || v < lo || v > hi)
-		return err_set(e, "%.32s: %s must be a whole number from %d to %d", arg, what, lo, hi);
-	*out = (int)v;
-	return 0;
-}
-
 static int parse_token(const struct session *s, const char *arg, int *out, struct err *e)
 {
 	char *end;
@@ -64,12 +54,6 @@ static int parse_token(const struct session *s, const char *arg, int *out, struc
 		return err_set(e, "token %ld does not exist (tokens 0-%d)", v, s->n_tokens - 1);
 	*out = (int)v;
 	return 0;
-}
-
-static bool head_ablated(const struct session *s, int l, int h)
-{
-	int bit = l * s->model->cfg.n_head + h;
-	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
 }
 
 /* Widest label among ids (at most LABEL_COLS). */
@@ -94,7 +78,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++) {
 			att[l * H + h] = run_att(s->run, l, 0, h);
-			abl[l * H + h] = head_ablated(s, l, h);
+			abl[l * H + h] = session_head_ablated(s, l, h);
 		}
 	struct render_grid_spec sp = {
 		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl,
@@ -111,7 +95,7 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 	char opts[512], title[1024];
 	export_describe_options(s, opts, sizeof opts);
 	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, %d tokens; options: %s", l, h,
-		 l, h, head_ablated(s, l, h) ? " ablated (output zeroed; attention shown)" : "",
+		 l, h, session_head_ablated(s, l, h) ? " ablated (output zeroed; attention shown)" : "",
 		 s->n_tokens, opts);
 	char **labels = render_labels(s->model->tok, s->tokens, s->n_tokens);
 	struct render_head_spec sp = {
@@ -149,7 +133,7 @@ static void show_token(struct session *s, int q, struct render_buf *b)
 				}
 				best[i] = j;
 			}
-			render_buf_printf(b, "  %d.%d%s", l, h, head_ablated(s, l, h) ? " \u2717" : "  ");
+			render_buf_printf(b, "  %d.%d%s", l, h, session_head_ablated(s, l, h) ? " \u2717" : "  ");
 			for (int i = 0; i < n; i++) {
 				render_buf_printf(b, "   %*d ", iw, best[i]);
 				render_pad(b, labels[best[i]], lw, RENDER_LEFT, false);
@@ -228,7 +212,7 @@ static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	int k = 5, pos = -1, i = 1;
 	if (i < argc && strcmp(argv[i], "at")) {
-		if (parse_int(argv[i], 1, TOP_MAX, "K", &k, e))
+		if (cmd_parse_int(argv[i], 1, TOP_MAX, "K", &k, e))
 			return -1;
 		i++;
 	}
@@ -369,7 +353,7 @@ static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
 				f = k;
 		if (f < 0 || i + 1 >= argc)
 			return err_set(e, "usage: kv [--layers N --heads N --kv-heads N --head-dim N --tokens N --bytes N]");
-		if (parse_int(argv[++i], 1, limits[f], flags[f] + 2, &val[f], e))
+		if (cmd_parse_int(argv[++i], 1, limits[f], flags[f] + 2, &val[f], e))
 			return -1;
 		given[f] = true;
 	}

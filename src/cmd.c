@@ -108,6 +108,16 @@ const struct cmd_entry *cmd_find(const char *name, struct err *e)
 	return NULL;
 }
 
+int cmd_parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < lo || v > hi)
+		return err_set(e, "%.32s: %s must be a whole number from %d to %d", arg, what, lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size)
 {
 	snprintf(buf, size, "usage: %s%s%s", c->name, c->usage && c->usage[0] ? " " : "",

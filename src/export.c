@@ -95,12 +95,6 @@ static const char *model_name(const struct session *s)
 	return s->model_spec ? s->model_spec : "model";
 }
 
-static bool head_ablated(const struct session *s, int l, int h)
-{
-	int bit = l * s->model->cfg.n_head + h;
-	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
-}
-
 void export_describe_options(const struct session *s, char *buf, size_t size)
 {
 	if (!s->model) {
@@ -117,7 +111,7 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 	size_t n = 0;
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++)
-			if (head_ablated(s, l, h) && n + 16 < sizeof abl)
+			if (session_head_ablated(s, l, h) && n + 16 < sizeof abl)
 				n += (size_t)snprintf(abl + n, sizeof abl - n, "%s%d.%d", n ? " " : "", l, h);
 	snprintf(buf, size, "kv_heads %d (native %d), norm %s, mask %s, scale %s, ablated %s",
 		 o->kv_heads, s->native.kv_heads, norm_place_name(o->placement), mask,
@@ -217,7 +211,7 @@ static json_t *json_head_obj(const struct session *s, char **labels, bool with_t
 	json_t *abl = json_array();
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++)
-			if (head_ablated(s, l, h)) {
+			if (session_head_ablated(s, l, h)) {
 				char id[32];
 				snprintf(id, sizeof id, "%d.%d", l, h);
 				json_array_append_new(abl, json_string(id));
@@ -357,7 +351,7 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 
 	char line1[256], line2[128], line3[600], title[1024];
 	snprintf(line1, sizeof line1, "Attention of head %d.%d (layer %d, head %d)%s: %s", layer, head,
-		 layer, head, head_ablated(s, layer, head) ? " [ablated]" : "", model_name(s));
+		 layer, head, session_head_ablated(s, layer, head) ? " [ablated]" : "", model_name(s));
 	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens", T);
 	snprintf(line3, sizeof line3, "options: %s", opts);
 	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
@@ -419,7 +413,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			bool sel = l == s->sel_layer && hd == s->sel_head;
 			render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>%d.%d%s%s</text>\n", x0,
 					  y0 - 4, sel ? " font-weight=\"bold\"" : "", l, hd,
-					  head_ablated(s, l, hd) ? " ablated" : "", sel ? " (selected)" : "");
+					  session_head_ablated(s, l, hd) ? " ablated" : "", sel ? " (selected)" : "");
 			/* the background carries weight 0; only other cells get a rect */
 			render_buf_printf(b, "<g><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
 					  x0, y0, side, side, zero);
@@ -467,7 +461,7 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		char title[1024];
 		snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, model %s, %d tokens\noptions: %s",
 			 layer, head, layer, head,
-			 head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
+			 session_head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
 			 model_name(s), T, opts);
 		struct render_head_spec sp = {
 			.att = a, .T = T, .labels = labels, .style = text_style(f),
@@ -515,7 +509,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		for (int l = 0; l < L; l++)
 			for (int h = 0; h < H; h++) {
 				att[l * H + h] = run_att(s->run, l, 0, h);
-				abl[l * H + h] = head_ablated(s, l, h);
+				abl[l * H + h] = session_head_ablated(s, l, h);
 			}
 		render_buf_printf(out, "model %s, %d tokens\noptions: %s\n", model_name(s), T, opts);
 		struct render_grid_spec sp = {
@@ -542,7 +536,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 				json_t *o = json_object();
 				json_object_set_new(o, "layer", json_integer(l));
 				json_object_set_new(o, "head", json_integer(h));
-				json_object_set_new(o, "ablated", json_boolean(head_ablated(s, l, h)));
+				json_object_set_new(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
 				json_object_set_new(o, "weights", json_matrix(run_att(s->run, l, 0, h), T));
 				json_array_append_new(heads, o);
 			}
@@ -608,7 +602,7 @@ void export_stats_txt(const struct session *s, bool timing, struct render_buf *b
 			double ent, mx;
 			head_entropy(s->run, l, h, &ent, &mx);
 			render_buf_printf(b, "%5d  %4d  %7.4f  %10.4f%s\n", l, h, ent, mx,
-					  head_ablated(s, l, h) ? "  ablated" : "");
+					  session_head_ablated(s, l, h) ? "  ablated" : "");
 		}
 	render_buf_puts(b, "(entropy: mean over query rows, nats)\n");
 }
@@ -657,7 +651,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 					render_buf_puts(out, ",");
 				}
 				render_buf_printf(out, "%.0f,%.0f,%d,%d,%.9g,%.9g,%d\n", m.kv, m.kv_native, l, h,
-						  ent, mx, head_ablated(s, l, h) ? 1 : 0);
+						  ent, mx, session_head_ablated(s, l, h) ? 1 : 0);
 			}
 		free(name);
 		return 0;
@@ -683,7 +677,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 			json_object_set_new(o, "head", json_integer(h));
 			json_object_set_new(o, "entropy", json_number(ent));
 			json_object_set_new(o, "max_weight", json_number(mx));
-			json_object_set_new(o, "ablated", json_boolean(head_ablated(s, l, h)));
+			json_object_set_new(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
 			json_array_append_new(heads, o);
 		}
 	json_object_set_new(root, "heads", heads);

@@ -189,13 +189,24 @@ void format_bytes(double bytes, char *buf, size_t size)
 		snprintf(buf, size, "%.2f %s", bytes, units[u]);
 }
 
+bool session_head_ablated(const struct session *s, int l, int h)
+{
+	int bit = l * s->model->cfg.n_head + h;
+	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
+}
+
 void session_variant(const struct session *s, char *buf, size_t size)
+{
+	session_variant_of(s, &s->opt, buf, size);
+}
+
+void session_variant_of(const struct session *s, const struct run_options *o, char *buf,
+			size_t size)
 {
 	buf[0] = '\0';
 	if (!s->model)
 		return;
 	const struct model_config *c = &s->model->cfg;
-	const struct run_options *o = &s->opt;
 	size_t n = 0;
 #define ADD(...) \
 	do { \

@@ -1797,10 +1797,7 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 		return -1;
 	/* the variant description of the sweep's (unablated) options */
 	char options[512];
-	struct run_options keep = s->opt;
-	s->opt = r->opt;
-	session_variant(s, options, sizeof options);
-	s->opt = keep;
+	session_variant_of(s, &r->opt, options, sizeof options);
 	if (!options[0])
 		snprintf(options, sizeof options, "native");
 

@@ -224,12 +224,6 @@ static void half_cell(int y, int x, double top, double bottom)
 static const char *mark_ablated(void) { return g_utf8 ? "\u2717" : "x"; }
 static const char *times_sign(void) { return g_utf8 ? "\u00d7" : "x"; }
 
-static bool is_ablated(const struct session *s, int l, int h)
-{
-	int bit = l * s->model->cfg.n_head + h;
-	return bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
-}
-
 /* Draws the "no model / no text" note in r; true when the view can draw. */
 static bool need_run(const struct session *s, const struct tui_rect *r)
 {
@@ -391,7 +385,7 @@ void tui_draw_grid(struct tui_state *t, const struct tui_rect *r)
 			if (!tui_grid_cell(g, l, h, &y, &x))
 				continue;
 			bool sel = l == s->sel_layer && h == s->sel_head;
-			bool abl = is_ablated(s, l, h);
+			bool abl = session_head_ablated(s, l, h);
 			bool joined = tui_grid_joined(H, G, h) && h + 1 < g->head0 + g->heads_vis;
 			enum tui_role rrole = G < H ? TUI_ROLE_GROUP : TUI_ROLE_NONE;
 			/* title over the rule */
@@ -452,7 +446,7 @@ void tui_draw_head(struct tui_state *t, const struct tui_rect *r)
 	short_label(lab[k], 12, b, sizeof b);
 	int x = r->x;
 	x += tui_printf(r->y, x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL, "head %d.%d", l, hd);
-	if (is_ablated(s, l, hd))
+	if (session_head_ablated(s, l, hd))
 		x += tui_printf(r->y, x, r->x + r->w - x, TUI_A_BOLD, TUI_ROLE_ABLATED, " %s ablated",
 				mark_ablated());
 	tui_printf(r->y, x, r->x + r->w - x, 0, TUI_ROLE_NONE,
@@ -594,7 +588,7 @@ void tui_draw_token(struct tui_state *t, const struct tui_rect *r)
 		snprintf(id, sizeof id, "%d.%d", l, h);
 		int xx = r->x + tui_put(y, r->x, tk->left_w, id, sel ? TUI_A_REVERSE | TUI_A_BOLD : TUI_A_BOLD,
 					sel ? TUI_ROLE_SELECT : TUI_ROLE_NONE);
-		if (is_ablated(s, l, h))
+		if (session_head_ablated(s, l, h))
 			tui_put(y, xx, 1, mark_ablated(), TUI_A_BOLD, TUI_ROLE_ABLATED);
 		const float *row = run_att(s->run, l, 0, h) + (size_t)q * T;
 		for (int j = tk->key0; j < tk->key0 + tk->keys_vis; j++) {
@@ -717,7 +711,7 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 	head_entropy(s->run, l, hd, &ent, &mx);
 	if (y < y_end)
 		tui_printf(y, x, w, TUI_A_BOLD, TUI_ROLE_LABEL, "head %d.%d%s", l, hd,
-			   is_ablated(s, l, hd) ? " (ablated)" : "");
+			   session_head_ablated(s, l, hd) ? " (ablated)" : "");
 	y++;
 	if (y < y_end)
 		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " entropy %.3f, max %.3f" : "  entropy %.4f nats, max %.3f", ent, mx);
@@ -832,7 +826,7 @@ void tui_draw_numbers(struct tui_state *t, const struct tui_rect *r)
 				head_entropy(s->run, l, h, &e, &m);
 				bool sel = l == s->sel_layer && h == s->sel_head;
 				tui_printf(y, r->x + 8 + 7 * h, 7, sel ? TUI_A_REVERSE : 0,
-					   sel ? TUI_ROLE_SELECT : is_ablated(s, l, h) ? TUI_ROLE_ABLATED : TUI_ROLE_NONE,
+					   sel ? TUI_ROLE_SELECT : session_head_ablated(s, l, h) ? TUI_ROLE_ABLATED : TUI_ROLE_NONE,
 					   "%6.3f", e);
 			}
 		}

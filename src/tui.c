@@ -1412,8 +1412,7 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		snprintf(line, sizeof line, "scale %s", s->opt.scale ? "off" : "on");
 		break;
 	case 'a': {
-		int bit = s->sel_layer * c->n_head + s->sel_head;
-		bool on = bit < ABLATE_WORDS * 64 && opt_is_ablated(&s->opt, bit);
+		bool on = session_head_ablated(s, s->sel_layer, s->sel_head);
 		snprintf(line, sizeof line, "%s %d.%d", on ? "restore" : "ablate", s->sel_layer, s->sel_head);
 		break;
 	}
