@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Defined in tok-char.c: a character vocabulary of the code points that
- * occur at least min_count times in text (rarer ones become <unk>). */
-struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count,
-				     int with_bos, struct err *e);
-
 uint64_t dataset_fnv1a(const void *p, size_t n)
 {
 	const unsigned char *s = p;
@@ -95,6 +90,8 @@ void dataset_free(struct dataset *d)
 {
 	tok_free(d->tok);
 	free(d->ids);
+	free(d->line_starts);
+	free(d->chars);
 	memset(d, 0, sizeof *d);
 }
 
@@ -110,6 +107,72 @@ int dataset_check_context(const struct dataset *d, const char *path, int T, stru
 	return 0;
 }
 
+/* The id of "\n" in d's vocabulary, or -1. */
+static int newline_id(const struct dataset *d)
+{
+	int *ids = NULL, n = 0;
+	struct err e = { 0 };
+	int id = -1;
+	if (tok_encode(d->tok, "\n", 1, 0, &ids, &n, &e) >= 0 && n == 1 && ids[0] != d->tok->unk_id)
+		id = ids[0];
+	free(ids);
+	return id;
+}
+
+int dataset_set_windows(struct dataset *d, int T, bool line_starts, double repeat,
+			int repeat_min, int repeat_max, bool repeat_random, struct err *e)
+{
+	free(d->line_starts);
+	d->line_starts = NULL;
+	d->n_train_starts = d->n_val_starts = 0;
+	if (repeat > 0 && (repeat_min < 1 || repeat_min > repeat_max || 2 * repeat_max > T + 1))
+		return err_set(e, "repeated spans of %d..%d tokens do not fit twice in a window of "
+			       "%d + 1 tokens", repeat_min, repeat_max, T);
+	d->repeat = repeat;
+	d->repeat_min = repeat_min;
+	d->repeat_max = repeat_max;
+	d->repeat_random = repeat_random;
+	free(d->chars);
+	d->chars = NULL;
+	d->n_chars = 0;
+	if (repeat_random) { /* the tokenizer may be handed to a model before sampling */
+		d->chars = xmalloc((size_t)d->tok->vocab_size * sizeof *d->chars);
+		for (int id = 0; id < d->tok->vocab_size; id++)
+			if (id != d->tok->unk_id && id != d->tok->bos_id)
+				d->chars[d->n_chars++] = id;
+		if (d->n_chars == 0)
+			return err_set(e, "random repeated spans need a character to draw");
+	}
+	if (!line_starts)
+		return 0;
+	int nl = newline_id(d);
+	if (nl < 0)
+		return err_set(e, "windows at line starts: the text has no newline");
+	/* training starts s need s + T + 1 <= n_train, validation ones
+	 * n_train <= s and s + T + 1 <= n */
+	size_t cap = 1024, k = 0, need = (size_t)T + 1;
+	size_t *v = xmalloc(cap * sizeof *v);
+	for (int part = 0; part < 2; part++) {
+		size_t lo = part ? d->n_train : 0, end = part ? d->n : d->n_train;
+		for (size_t s = lo; s + need <= end; s++) {
+			if (s > lo && d->ids[s - 1] != nl)
+				continue;
+			if (k == cap)
+				v = xrealloc(v, (cap *= 2) * sizeof *v);
+			v[k++] = s;
+		}
+		if (part == 0)
+			d->n_train_starts = k;
+		else
+			d->n_val_starts = k - d->n_train_starts;
+	}
+	d->line_starts = v;
+	if (d->n_train_starts == 0 || (d->n_val > 0 && d->n_val_starts == 0))
+		return err_set(e, "windows at line starts: no line of the %s split is followed by "
+			       "%zu tokens", d->n_train_starts ? "validation" : "training", need);
+	return 0;
+}
+
 /* Copies the window of T + 1 tokens at start into one row of tokens and
  * targets. */
 static void window(const struct dataset *d, size_t start, int T, int *tokens, int *targets)
@@ -118,13 +181,57 @@ static void window(const struct dataset *d, size_t start, int T, int *tokens, in
 	memcpy(targets, d->ids + start + 1, (size_t)T * sizeof(int));
 }
 
+static uint64_t rng_u64(struct rng *r)
+{
+	return ((uint64_t)rng_u32(r) << 32) | rng_u32(r);
+}
+
+/* A character id drawn uniformly (not <unk>, not BOS). */
+static int random_char(const struct dataset *d, struct rng *r)
+{
+	return d->chars[rng_u32(r) % (uint32_t)d->n_chars];
+}
+
+/* The window of T + 1 tokens at start with a span of k tokens at offset a
+ * repeated at offset b (a + k <= b <= T + 1 - k), written as tokens and
+ * targets.  Text spans: w[0, b) w[a, a+k) w[b, T+1-k).  Random spans: w
+ * with R written over [a, a+k) and [b, b+k). */
+static void window_repeat(const struct dataset *d, size_t start, int T, struct rng *r,
+			  int *tokens, int *targets)
+{
+	int n = T + 1, span = d->repeat_max - d->repeat_min + 1;
+	int k = d->repeat_min + (int)(rng_u32(r) % (uint32_t)span);
+	int a = (int)(rng_u32(r) % (uint32_t)(n - 2 * k + 1));
+	int b = a + k + (int)(rng_u32(r) % (uint32_t)(n - k - (a + k) + 1));
+	const int *w = d->ids + start;
+	int *out = xmalloc((size_t)n * sizeof *out);
+	if (d->repeat_random) {
+		memcpy(out, w, (size_t)n * sizeof *out);
+		for (int i = 0; i < k; i++)
+			out[a + i] = out[b + i] = random_char(d, r);
+	} else {
+		memcpy(out, w, (size_t)b * sizeof *out);
+		memcpy(out + b, w + a, (size_t)k * sizeof *out);
+		memcpy(out + b + k, w + b, (size_t)(n - b - k) * sizeof *out);
+	}
+	memcpy(tokens, out, (size_t)T * sizeof *out);
+	memcpy(targets, out + 1, (size_t)T * sizeof *out);
+	free(out);
+}
+
 void dataset_sample(const struct dataset *d, struct rng *r, int B, int T, int *tokens,
 		    int *targets)
 {
-	uint64_t starts = d->n_train - (size_t)T; /* valid starts: 0 .. n_train - T - 1 */
+	uint64_t starts = d->line_starts ? d->n_train_starts
+					 : d->n_train - (size_t)T; /* 0 .. n_train - T - 1 */
 	for (int b = 0; b < B; b++) {
-		uint64_t x = ((uint64_t)rng_u32(r) << 32) | rng_u32(r);
-		window(d, (size_t)(x % starts), T, tokens + (size_t)b * T, targets + (size_t)b * T);
+		uint64_t x = rng_u64(r) % starts;
+		size_t start = d->line_starts ? d->line_starts[x] : (size_t)x;
+		int *tk = tokens + (size_t)b * T, *tg = targets + (size_t)b * T;
+		if (d->repeat > 0 && rng_uniform(r) < d->repeat)
+			window_repeat(d, start, T, r, tk, tg);
+		else
+			window(d, start, T, tk, tg);
 	}
 }
 
@@ -132,11 +239,17 @@ void dataset_val_batch(const struct dataset *d, int batch, int n_batches, int B,
 		       int *tokens, int *targets)
 {
 	uint64_t count = (uint64_t)n_batches * B;
-	uint64_t last = d->n_val - (size_t)T - 1; /* largest start inside the split */
 	for (int b = 0; b < B; b++) {
 		uint64_t i = (uint64_t)batch * B + b;
-		uint64_t start = count > 1 ? i * last / (count - 1) : 0;
-		window(d, d->n_train + (size_t)start, T, tokens + (size_t)b * T,
-		       targets + (size_t)b * T);
+		size_t start;
+		if (d->line_starts) {
+			uint64_t last = d->n_val_starts - 1;
+			start = d->line_starts[d->n_train_starts +
+					       (count > 1 ? i * last / (count - 1) : 0)];
+		} else {
+			uint64_t last = d->n_val - (size_t)T - 1; /* largest start inside the split */
+			start = d->n_train + (size_t)(count > 1 ? i * last / (count - 1) : 0);
+		}
+		window(d, start, T, tokens + (size_t)b * T, targets + (size_t)b * T);
 	}
 }

@@ -49,6 +49,9 @@ struct opts {
 	long long seed;
 	enum ckpt_dtype dtype;
 	bool keep_optim, quiet, help;
+	bool line_starts, repeat_random;
+	double repeat;
+	int repeat_min, repeat_max;
 };
 
 static void opts_default(struct opts *o)
@@ -77,6 +80,8 @@ static void opts_default(struct opts *o)
 	o->threads = 0;
 	o->dtype = CKPT_F32;
 	o->log_every = 100;
+	o->repeat_min = 20;
+	o->repeat_max = 100;
 }
 
 enum flag_kind { F_STR, F_INT, F_LONG, F_SEED, F_DOUBLE, F_BOOL, F_NORM, F_PLACE, F_POS, F_MLP, F_DTYPE };
@@ -118,6 +123,16 @@ static const struct flag flags[] = {
 	{ "--weight-decay", F_DOUBLE, O(weight_decay), 0, 10, true, "X",
 	  "AdamW decay of matrices and embeddings (0.1)" },
 	{ "--clip", F_DOUBLE, O(clip), 0, 1e9, true, "X", "global grad-norm clip, 0 = off (1.0)" },
+	{ "--line-starts", F_BOOL, O(line_starts), 0, 0, true, NULL,
+	  "every window starts at a line's first token (one poem per line: at a poem)" },
+	{ "--repeat", F_DOUBLE, O(repeat), 0, 1, true, "P",
+	  "chance that a training window repeats a span of itself later (0)" },
+	{ "--repeat-min", F_INT, O(repeat_min), 1, CFG_MAX_CONTEXT, true, "N",
+	  "shortest repeated span, tokens (20)" },
+	{ "--repeat-max", F_INT, O(repeat_max), 1, CFG_MAX_CONTEXT, true, "N",
+	  "longest repeated span, tokens (100)" },
+	{ "--repeat-random", F_BOOL, O(repeat_random), 0, 0, true, NULL,
+	  "repeated spans are random characters written twice, not copies of the text" },
 	{ "--val-fraction", F_DOUBLE, O(val_fraction), 0, 0.9, true, "X",
 	  "last fraction of the file kept for validation (0.1)" },
 	{ "--val-every", F_LONG, O(val_every), 0, 1e8, true, "N", "validate every N steps, 0 = only at the end (250)" },
@@ -646,6 +661,13 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 	jset(r, "val_tokens", json_integer((json_int_t)t->d.n_val));
 	jset(r, "unk_tokens", json_integer((json_int_t)t->d.n_unk));
 	jset(r, "min_count", json_integer(o->min_count));
+	jset(r, "line_starts", json_boolean(o->line_starts));
+	jset(r, "repeat", json_real(o->repeat));
+	if (o->repeat > 0) {
+		jset(r, "repeat_min", json_integer(o->repeat_min));
+		jset(r, "repeat_max", json_integer(o->repeat_max));
+		jset(r, "repeat_random", json_boolean(o->repeat_random));
+	}
 	jset(r, "seed", json_integer((json_int_t)o->seed));
 	jset(r, "steps", json_integer(o->steps));
 	jset(r, "steps_done", json_integer(t->step));
@@ -1079,6 +1101,12 @@ int train_run_args(int argc, char **argv, struct err *e)
 	if (dataset_load(&t.d, o->data, o->min_count, o->val_fraction, e))
 		goto out;
 	if (dataset_check_context(&t.d, o->data, o->context, e)) {
+		status = TRAIN_EXIT_USAGE;
+		goto out;
+	}
+	if (dataset_set_windows(&t.d, o->context, o->line_starts, o->repeat, o->repeat_min,
+				o->repeat_max, o->repeat_random, e)) {
+		err_prefix(e, "%s", o->data);
 		status = TRAIN_EXIT_USAGE;
 		goto out;
 	}
