@@ -23,6 +23,21 @@
  *   mean_distance  mean over all T rows of sum_j A[i][j] * |i - j|  (tokens;
  *                  equals sum_j A[i][j] * (i - j) under causal and window
  *                  masks; with mask none, looking ahead counts as distance too)
+ *   delim          mean over rows i >= 1 of the weight on delimiter keys
+ *                  (tokens made only of whitespace and punctuation)
+ *   delim_share    mean over rows i >= 1 of the delimiters' share of the
+ *                  keys row i may see: what uniform attention puts there
+ *   sink           max over keys j of sum over rows i >= 1, i != j of
+ *                  A[i][j], divided by T - 1: the share of all the rows'
+ *                  weight that goes to one fixed key (sink_key = that j;
+ *                  the smallest j on ties).  first_token is this for j = 0.
+ *   offset         the k != 0, |k| <= max(1, (T-1)/2), with the largest
+ *                  offset_weight; offset_weight = mean over the rows i with
+ *                  0 <= i-k < T of A[i][i-k] (k > 0 looks back, k < 0 ahead;
+ *                  ties go to the smaller |k|, then to k > 0).  k = 1 gives
+ *                  prev_token.  |k| is bounded so that at least half the
+ *                  rows take part: the last row alone would make any head
+ *                  that looks far back an "offset T-1" head.
  *   induction      on a sequence of 2n tokens R R (after a BOS token when the
  *                  vocabulary has one), R being n random non-special tokens,
  *                  distinct when the vocabulary has at least n of them:
@@ -32,10 +47,14 @@
  *                  n = min(32, (context - s) / 2), seed HEADS_SEED; the run
  *                  uses the session's current options.  NAN when n < 2.
  *
- * Roles, first match wins (thresholds HEADS_*_MIN below):
+ * Roles, first match wins (thresholds HEADS_* below; each is set well above
+ * what uniform attention over the visible keys scores, which
+ * heads_score_uniform computes for the same text and mask):
  *   induction       induction >= 0.3
- *   previous-token  prev_token > 0.5
- *   sink            first_token > 0.5
+ *   previous-token  offset == 1 and offset_weight > 0.5
+ *   offset k        offset == k and offset_weight > 0.5
+ *   sink            sink > 0.5
+ *   delimiter       delim >= 0.5 and delim >= 2 * delim_share
  *   self            self > 0.5
  *   local           local >= 0.7
  *   broad           anything else
@@ -43,6 +62,8 @@
 #ifndef ATTNSCOPE_HEADS_H
 #define ATTNSCOPE_HEADS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -55,13 +76,17 @@ enum head_role {
 	HEAD_SELF,
 	HEAD_LOCAL,
 	HEAD_INDUCTION,
+	HEAD_OFFSET,
+	HEAD_DELIM,
 	HEAD_N_ROLES,
 };
 
 /* Thresholds of the role labels (see above). */
 #define HEADS_INDUCTION_MIN 0.3  /* induction >= */
-#define HEADS_PREV_MIN 0.5       /* prev_token > */
-#define HEADS_SINK_MIN 0.5       /* first_token > */
+#define HEADS_PREV_MIN 0.5       /* offset_weight > (previous-token and offset k) */
+#define HEADS_SINK_MIN 0.5       /* sink > */
+#define HEADS_DELIM_MIN 0.5      /* delim >= */
+#define HEADS_DELIM_LIFT 2.0     /* delim >= this times delim_share */
 #define HEADS_SELF_MIN 0.5       /* self > */
 #define HEADS_LOCAL_MIN 0.7      /* local >= */
 #define HEADS_LOCAL_BACK 3       /* local window: keys i-3 .. i-1 */
@@ -70,18 +95,82 @@ enum head_role {
 
 struct head_scores {
 	double entropy, max_weight, prev_token, first_token, self, local, mean_distance;
+	double delim, delim_share;
+	double sink;
+	int sink_key;
+	int offset;
+	double offset_weight;
 	double induction; /* NAN when not measured */
 	enum head_role role;
 };
 
-/* Role name ("previous-token", "sink", "self", "local", "induction", "broad")
- * and a short badge for grids ("prev", "sink", "self", "local", "ind", "-"). */
+/* What the scores know of the text besides the attention: which keys are
+ * delimiters, and the mask (which keys row i may see, for delim_share). */
+struct heads_keys {
+	const bool *delim;   /* (T) key j is a delimiter; NULL: none is */
+	enum mask_kind mask;
+	int window;          /* MASK_WINDOW: keys i-window .. i */
+};
+
+/* Role name ("previous-token", "offset", "sink", "delimiter", "self",
+ * "local", "induction", "broad") and a short badge for grids ("prev",
+ * "off", "sink", "delim", "self", "local", "ind", "-"). */
 const char *heads_role_name(enum head_role r);
 const char *heads_role_badge(enum head_role r);
 
+/* The role named name (a role name or a badge; "offset" and "off" for
+ * every offset K).  0, or -1 when no role has that name. */
+int heads_role_parse(const char *name, enum head_role *out);
+
+/* The score a role is decided on (induction, offset_weight, sink, delim,
+ * self, local; entropy for broad), for ranking heads of one role. */
+double heads_role_score(const struct head_scores *s, enum head_role r);
+
+/* Index of the head with role r and the highest heads_role_score among
+ * scores[0 .. n), or -1 when none has it. */
+int heads_strongest(const struct head_scores *scores, int n, enum head_role r);
+
+/* The role as `heads` prints it: the name, or "offset K" for an offset
+ * head; the badge with K for grids ("off5", "off-2").  NUL-terminated. */
+void heads_role_text(const struct head_scores *s, char *buf, size_t size);
+void heads_badge_text(const struct head_scores *s, char *buf, size_t size);
+
+/* One sentence saying why a head got its role, with its number and what
+ * uniform attention scores there (uni: heads_score_uniform of the same T
+ * tokens and keys), e.g. "offset 5: 0.62 of each row's weight on the
+ * token 5 back (uniform attention: 0.08)".  sink_label: the label of
+ * token sink_key (used by the sink role).  NUL-terminated. */
+void heads_describe(const struct head_scores *x, const struct head_scores *uni,
+		    const struct heads_keys *keys, int T, const char *sink_label, char *buf,
+		    size_t size);
+
+/* heads_describe for head scores x of a run on tokens[0 .. T) with options
+ * o (the delimiters, the baseline and the sink's label worked out here). */
+void heads_explain(const struct tokenizer *t, const int *tokens, int T,
+		   const struct run_options *o, const struct head_scores *x, char *buf, size_t size);
+
+/* What uniform attention over the visible keys puts at offset k: the mean
+ * over rows i with 0 <= i-k < T of [i-k visible] / (keys row i sees). */
+double heads_uniform_offset(int T, const struct heads_keys *keys, int k);
+
+/* Whether a token's text is a delimiter: non-empty and made only of
+ * whitespace (newline included) and punctuation, ASCII or Unicode (general
+ * and CJK punctuation, full-width forms).  Special tokens (BOS, <unk>) are
+ * not. */
+bool heads_is_delimiter(const struct tokenizer *t, int id);
+
+/* heads_is_delimiter of each of n tokens into out[0 .. n). */
+void heads_delimiters(const struct tokenizer *t, const int *ids, int n, bool *out);
+
 /* Scores of one (T, T) attention pattern (everything but induction, which
- * is set to NAN) and the role those give.  T >= 1. */
-void heads_score_pattern(const float *att, int T, struct head_scores *out);
+ * is set to NAN) and the role those give.  T >= 1.  keys NULL: causal
+ * mask, no delimiters. */
+void heads_score_pattern(const float *att, int T, const struct heads_keys *keys,
+			 struct head_scores *out);
+
+/* The scores of uniform attention over the keys each row may see (the
+ * baseline the role thresholds are set against), for T tokens. */
+void heads_score_uniform(int T, const struct heads_keys *keys, struct head_scores *out);
 
 /* The role label of a set of scores (induction may be NAN: not induction). */
 enum head_role heads_classify(const struct head_scores *s);
@@ -104,12 +193,15 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 		    struct err *e);
 
 /* Scores and roles of every head of run r (batch 0, RUN_ATTN, last pass
- * of r->t tokens) into out[l * H + h].  induction: L*H scores from
+ * of r->t tokens, under the pass's mask) into out[l * H + h].  delim:
+ * r->t flags from heads_delimiters, or NULL.  induction: L*H scores from
  * heads_induction, or NULL (NAN). */
-void heads_score_run(const struct run *r, const double *induction, struct head_scores *out);
+void heads_score_run(const struct run *r, const bool *delim, const double *induction,
+		     struct head_scores *out);
 
-/* Both: scores of r plus induction measured with m and o.  0 or -1. */
+/* Both: scores of r over the tokens it ran on (for the delimiters) plus
+ * induction measured with m and o.  0 or -1. */
 int heads_analyze(struct model *m, const struct run_options *o, const struct run *r,
-		  struct head_scores *out, struct err *e);
+		  const int *tokens, struct head_scores *out, struct err *e);
 
 #endif

@@ -159,6 +159,7 @@ struct render_grid_spec {
 	const float *const *att;   /* L * H pointers to (T, T), index l * H + h */
 	int L, H, T;
 	const bool *ablated;       /* L * H flags, or NULL */
+	const char *const *badges; /* L * H role badges after each title ("" none), or NULL */
 	int sel_layer, sel_head;   /* -1 for no selection */
 	enum render_style style;
 	int cell;                  /* largest heatmap side in characters (>= 1) */

@@ -10,9 +10,11 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "analysis.h"
+#include "heads.h"
 #include "model.h"
 #include "util.h"
 
@@ -33,6 +35,7 @@ struct session {
 	char *text;                /* current text; owned; NULL when none */
 	int *tokens;               /* (n_tokens) ids of text; owned */
 	int n_tokens;
+	int32_t *unk_src;          /* (n_tokens) code point each <unk> came from, else -1; owned */
 
 	struct run_options opt;    /* what the current run used */
 	struct run_options native; /* the model's native options (baseline) */
@@ -41,6 +44,8 @@ struct session {
 	bool base_valid;           /* base matches model + tokens */
 	bool run_valid;            /* run matches model + tokens + opt */
 	struct comparison cmp;     /* run vs base */
+	struct head_scores *scores; /* (L * H) heads.h scores of run with induction; owned */
+	bool scores_valid;         /* scores match run (see session_head_scores) */
 
 	int sel_layer, sel_head, sel_token;
 	unsigned dirty;
@@ -78,6 +83,12 @@ int session_set_options(struct session *s, const struct run_options *o, struct e
  * nothing changed.  0 or -1 (no model: error; no text: 0, nothing run). */
 int session_update(struct session *s, struct err *e);
 
+/* The heads.h scores and roles of every head of the current run (index
+ * l * H + h), induction included, computed on first use after each new
+ * run and kept until the next.  The pointer stays owned by the session.
+ * NULL with e set when there is no run or the induction pass fails. */
+const struct head_scores *session_head_scores(struct session *s, struct err *e);
+
 /* True when there is a model and a text with a finished run. */
 bool session_ready(const struct session *s);
 
@@ -90,6 +101,11 @@ int session_need_run(const struct session *s, struct err *e);
 /* One-line summary of the current run: tokens, loss, KL vs baseline, top-1
  * agreement, KV bytes, forward ms.  Writes into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);
+
+/* Labels of the session's tokens for views (render_labels_free them):
+ * tok_label's, except that a <unk> whose source character is known shows
+ * that character in angle brackets ("<举>"). */
+char **session_labels(const struct session *s);
 
 /* Short description of the options that differ from native, e.g.
  * "gqa2 post-norm mask:none -2.1" ("" when native).  Writes into buf. */

@@ -22,7 +22,7 @@
  * 64 MiB gets PRAGMA quick_check when opened; larger ones only the header
  * checks (damage found later stops recording with the one warning).
  *
- * Tables (schema version 2): states (model, text, options, view of a
+ * Tables (schema version 3): states (model, text, options, view of a
  * moment), sessions (name, start_state, saved_state), commands (session_id,
  * seq, depth, line, ok, message), measurements (one per finished forward
  * pass), head_stats (measurement_id, layer, head, scores), training_runs,
@@ -30,7 +30,9 @@
  * inode, so that a file is hashed once); version 2 adds sweeps (one per
  * `sweep`: metric, source, n_tokens, options, base_loss, cancelled) and
  * sweep_entries (sweep_id, layer, head (NULL: the whole layer), delta_loss,
- * kl, top1_agree).
+ * kl, top1_agree); version 3 adds to head_stats the delimiter, sink and
+ * offset scores of heads.h (delim, delim_share, sink, sink_key, offset_k,
+ * offset_weight).
  */
 #ifndef ATTNSCOPE_STORE_H
 #define ATTNSCOPE_STORE_H
@@ -45,7 +47,7 @@
 struct session;
 struct store;
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_APPLICATION_ID 0x4154534e /* "ATSN" */
 #define STORE_DEFAULT_PATH "sessions/attnscope.db"
 #define STORE_ENV "ATTNSCOPE_DB"
@@ -128,7 +130,9 @@ struct store_head_row {
 	int layer, head;
 	double entropy, max_weight;
 	double prev_token, first_token, self, local, mean_distance, induction;
-	const char *role;
+	const char *role;   /* heads_role_name: one word; an offset head's k is in offset */
+	double delim, delim_share, sink, offset_weight;
+	int sink_key, offset;
 };
 
 /* Inserts or updates head rows of measurement_id, in one transaction. */

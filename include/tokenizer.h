@@ -63,6 +63,17 @@ char *tok_decode(const struct tokenizer *t, const int *ids, int n);
  * <e5 ba>.  Always NUL-terminated in buf. */
 void tok_label(const struct tokenizer *t, int id, char *buf, size_t size);
 
+/* Which tokens of ids (n of them, encoded from text[0 .. len) by t, with
+ * BOS first when add_bos and t has one) are <unk> and where they came
+ * from.  Returns the number of <unk> tokens (0 when t has none).  When src
+ * is not NULL, src[i] is the code point that became <unk> token i, or -1
+ * (not <unk>, or the source is not known: only a character tokenizer maps
+ * one code point to one token).  The distinct code points, in order of
+ * first appearance, go to cps (at most max_cps of them; *n_cps counts all
+ * distinct ones).  cps may be NULL when max_cps is 0. */
+int tok_unknown(const struct tokenizer *t, const char *text, size_t len, int add_bos,
+		const int *ids, int n, int32_t *src, uint32_t *cps, int max_cps, int *n_cps);
+
 /* Builds a tokenizer from the JSON written by to_json.  NULL + e on error. */
 struct tokenizer *tok_from_json(const char *json, struct err *e);
 

@@ -163,11 +163,9 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 			return err_set(e, "usage: heads [--layer L]");
 		}
 	}
-	struct head_scores *sc = xmalloc((size_t)L * H * sizeof *sc);
-	if (heads_analyze(s->model, &s->opt, s->run, sc, e) != 0) {
-		free(sc);
+	const struct head_scores *sc = session_head_scores(s, e);
+	if (!sc)
 		return -1;
-	}
 	/* the scores complete the head_stats rows of the run's measurement */
 	if (s->store && store_recording(s->store) && store_last_measurement(s->store) > 0) {
 		struct err se;
@@ -177,6 +175,11 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	int *seq = xmalloc((size_t)c->context * sizeof *seq), start, n;
 	heads_induction_tokens(s->model, HEADS_SEED, seq, &start, &n);
 	free(seq);
+	bool *delim = xmalloc((size_t)s->n_tokens * sizeof *delim);
+	heads_delimiters(s->model->tok, s->tokens, s->n_tokens, delim);
+	struct heads_keys keys = { .delim = delim, .mask = s->opt.mask, .window = s->opt.window };
+	struct head_scores uni;
+	heads_score_uniform(s->n_tokens, &keys, &uni);
 
 	char opts[256];
 	describe_options(s, &s->opt, opts, sizeof opts);
@@ -186,38 +189,57 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 		fprintf(f, "induction on %d random tokens repeated twice\n", n);
 	else
 		fprintf(f, "induction not measured (context or vocabulary too small)\n");
-	fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  induct\n");
+	fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  delim"
+		   "   sink  key  offset  offw  induct\n");
 	int count[HEAD_N_ROLES] = { 0 };
 	for (int l = 0; l < L; l++) {
 		if (only >= 0 && l != only)
 			continue;
 		for (int h = 0; h < H; h++) {
 			const struct head_scores *x = &sc[l * H + h];
-			char id[32], ind[16];
+			char id[32], ind[16], role[32];
 			snprintf(id, sizeof id, "%d.%d", l, h);
 			if (isnan(x->induction))
 				snprintf(ind, sizeof ind, "-");
 			else
 				snprintf(ind, sizeof ind, "%.3f", x->induction);
-			fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.2f %7s\n", id,
-				heads_role_name(x->role), x->entropy, x->max_weight, x->prev_token,
-				x->first_token, x->self, x->local, x->mean_distance, ind);
+			heads_role_text(x, role, sizeof role);
+			fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.2f %6.3f %6.3f %4d "
+				   "%7d %5.3f %7s\n", id, role, x->entropy, x->max_weight, x->prev_token,
+				x->first_token, x->self, x->local, x->mean_distance, x->delim, x->sink,
+				x->sink_key, x->offset, x->offset_weight, ind);
 			count[x->role]++;
 		}
 	}
 	fprintf(f, "roles:");
 	bool first = true;
-	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_SINK, HEAD_SELF,
-						HEAD_LOCAL, HEAD_BROAD };
+	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_OFFSET, HEAD_SINK,
+						HEAD_DELIM, HEAD_SELF, HEAD_LOCAL, HEAD_BROAD };
 	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
 		if (count[order[i]]) {
 			fprintf(f, "%s %d %s", first ? "" : ",", count[order[i]], heads_role_name(order[i]));
 			first = false;
 		}
-	fprintf(f, "\nlabels, first match wins: induction >= %.2f, previous-token prev > %.2f, sink first > %.2f,\n"
-		   "self > %.2f, local >= %.2f, else broad.  help heads defines every score.\n",
-		HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_SELF_MIN, HEADS_LOCAL_MIN);
-	free(sc);
+	fputc('\n', f);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++) {
+			const struct head_scores *x = &sc[l * H + h];
+			if ((only >= 0 && l != only) || x->role == HEAD_BROAD)
+				continue;
+			char why[256], lab[64];
+			tok_label(s->model->tok, s->tokens[x->sink_key], lab, sizeof lab);
+			heads_describe(x, &uni, &keys, s->n_tokens, lab, why, sizeof why);
+			fprintf(f, "  %d.%d %s\n", l, h, why);
+		}
+	fprintf(f, "labels, first match wins: induction induct >= %.2f; previous-token / offset K: "
+		   "offw > %.2f at offset K;\nsink > %.2f; delimiter delim >= %.2f and >= %.0fx the "
+		   "delimiters' share of the keys (here %.2f);\nself > %.2f; local >= %.2f; else broad.  "
+		   "Uniform attention on this text: prev %.2f, sink %.2f, self %.2f, local %.2f.\n"
+		   "help heads defines every score.\n",
+		HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_DELIM_MIN, HEADS_DELIM_LIFT,
+		uni.delim_share, HEADS_SELF_MIN, HEADS_LOCAL_MIN, uni.prev_token, uni.sink, uni.self,
+		uni.local);
+	free(delim);
 	return 0;
 }
 
@@ -225,23 +247,35 @@ static const char *const heads_words[] = { "--layer", NULL };
 const struct cmd_entry cmd_heads_entry = {
 	.name = "heads",
 	.usage = "[--layer L]",
-	.help = "what each head does: entropy, sharpness, previous-token, sink, self, local, distance, induction, and a role",
+	.help = "what each head does: scores (previous-token, offset, sink, delimiter, self, local, induction...) and a role",
 	.long_help =
 		"Scores of each head's attention A on the current text (rows i are queries,\n"
 		"columns j keys; \"rows i >= 1\" because row 0 of a causal mask sees only itself):\n"
 		"  entropy  mean over all rows of -sum_j A[i][j] ln A[i][j] (nats)\n"
 		"  max      mean over rows i >= 1 of the row's largest weight\n"
 		"  prev     mean over rows i >= 1 of A[i][i-1]\n"
-		"  first    mean over rows i >= 1 of A[i][0] (the \"sink\")\n"
+		"  first    mean over rows i >= 1 of A[i][0]\n"
 		"  self     mean over rows i >= 1 of A[i][i]\n"
 		"  local    mean over rows i >= 1 of the weight on keys i-3 .. i-1\n"
 		"  dist     mean over all rows of sum_j A[i][j] |i - j| (tokens)\n"
+		"  delim    mean over rows i >= 1 of the weight on delimiters: tokens made\n"
+		"           only of whitespace (newline too) and punctuation, CJK included\n"
+		"  sink     the most any one key j gets: sum over rows i >= 1, i != j of\n"
+		"           A[i][j], divided by the T-1 rows; key = that j (first = key 0)\n"
+		"  offset   the k (|k| <= (T-1)/2, k != 0) whose diagonal A[i][i-k] holds\n"
+		"           the most; offw = its mean over the rows that have it (k < 0:\n"
+		"           looking ahead, possible with mask none).  prev is offset 1.\n"
 		"  induct   on n random tokens R followed by R again (n = min(32, context/2),\n"
 		"           fixed seed, current options): mean over the second copy of the\n"
 		"           weight from position n+k to k+1, the token after the earlier\n"
 		"           occurrence (one later with BOS first)\n"
-		"Roles, first match wins: induction (induct >= 0.3), previous-token (prev > 0.5),\n"
-		"sink (first > 0.5), self (self > 0.5), local (local >= 0.7), else broad.\n"
+		"Roles, first match wins: induction (induct >= 0.3); previous-token (offset 1,\n"
+		"offw > 0.5) or offset K (offset K, offw > 0.5); sink (sink > 0.5); delimiter\n"
+		"(delim >= 0.5 and at least twice the delimiters' share of the keys each row\n"
+		"sees); self (self > 0.5); local (local >= 0.7); else broad.  Each threshold\n"
+		"is far above what uniform attention over the visible keys scores (printed\n"
+		"under the table for the current text: e.g. prev ~ ln(T)/T under a causal\n"
+		"mask); the delimiter role is relative because the delimiters' share varies.\n"
 		"--layer L shows one layer only.",
 	.complete = COMPLETE_WORDS,
 	.words = heads_words,

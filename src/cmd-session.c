@@ -1,12 +1,15 @@
 /*
  * cmd-session.c — load a model, set the text; echo, pause, help, quit.
  */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd.h"
 #include "dump.h"
+#include "text-input.h"
 
 static void print_summary(struct session *s)
 {
@@ -44,10 +47,65 @@ const struct cmd_entry cmd_load_entry = {
 	.exec = load_exec,
 };
 
+/* text --file FILE [--offset N] [--tokens N]: words after "text". */
+static int text_file(struct session *s, const char *args, struct err *e)
+{
+	int argc;
+	char **argv;
+	if (cmd_split(args, &argc, &argv, e) != 0)
+		return -1;
+	const struct model_config *c = &s->model->cfg;
+	int bos = s->model->tok && s->model->tok->bos_id >= 0;
+	const char *path = NULL;
+	int offset = 0, tokens = c->context - bos, rc = -1;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool has = i + 1 < argc;
+		if (!strcmp(a, "--file") && has) {
+			path = argv[++i];
+		} else if (!strcmp(a, "--offset") && has) {
+			if (cmd_parse_int(argv[++i], 0, 2147483647, "--offset", &offset, e))
+				goto out;
+		} else if (!strcmp(a, "--tokens") && has) {
+			if (cmd_parse_int(argv[++i], 1, c->context - bos, "--tokens", &tokens, e))
+				goto out;
+		} else {
+			err_set(e, "usage: text --file FILE [--offset N] [--tokens N]");
+			goto out;
+		}
+	}
+	if (!path) {
+		err_set(e, "usage: text --file FILE [--offset N] [--tokens N]");
+		goto out;
+	}
+	struct text_passage p;
+	if (text_passage(s->model->tok, path, offset, tokens, &p, e) != 0)
+		goto out;
+	rc = session_set_text(s, p.text, e);
+	if (rc == 0 && !s->quiet)
+		fprintf(s->out, "text from %s: characters %ld..%ld of %ld, %d tokens\n", path, p.first,
+			p.first + p.chars - 1, p.file_chars, p.tokens);
+	free(p.text);
+out:
+	cmd_free_argv(argc, argv);
+	return rc;
+}
+
 static int text_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	(void)argc;
-	if (session_set_text(s, argv[1], e) != 0)
+	const char *a = argv[1];
+	int rc;
+	if (!strncmp(a, "--file", 6) && (a[6] == '\0' || a[6] == ' ' || a[6] == '\t')) {
+		if (session_need_model(s, e))
+			return -1;
+		rc = text_file(s, a, e);
+	} else {
+		char *text = text_unescape(a);
+		rc = session_set_text(s, text, e);
+		free(text);
+	}
+	if (rc != 0)
 		return -1;
 	print_summary(s);
 	return 0;
@@ -55,9 +113,20 @@ static int text_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_text_entry = {
 	.name = "text",
-	.usage = "TEXT...",
-	.help = "set the text (the rest of the line, literally) and run the model on it",
+	.usage = "TEXT... | --file FILE [--offset N] [--tokens N]",
+	.help = "set the text (the rest of the line; \\n is a newline) and run the model on it",
+	.long_help =
+		"text TEXT...   the rest of the line is the text, literally (quotes, ';' and '#'\n"
+		"               are text), except three escapes: \\n a newline, \\t a tab,\n"
+		"               \\\\ a backslash.  A block pasted at the prompt that starts with\n"
+		"               `text` is one text, its line breaks kept.\n"
+		"text --file FILE [--offset N] [--tokens N]\n"
+		"               a passage of FILE, newlines kept: skip N characters (0), then as\n"
+		"               many whole characters as fit in N tokens (the context).\n"
+		"Tokens show a newline as \u23ce, a space as \u2423, a tab as \u21e5; a character the model\n"
+		"does not know becomes <unk> (shown as <c>) with a warning that names it.",
 	.flags = CMD_RAW,
+	.complete = COMPLETE_FILE,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = text_exec,

@@ -80,12 +80,27 @@ static void show_grid(struct session *s, struct render_buf *b)
 			att[l * H + h] = run_att(s->run, l, 0, h);
 			abl[l * H + h] = session_head_ablated(s, l, h);
 		}
+	/* role badges; a failed induction pass only costs the badges */
+	struct err e;
+	const struct head_scores *sc = session_head_scores(s, &e);
+	char (*badge)[16] = xcalloc((size_t)L * H, sizeof *badge);
+	const char **badges = xmalloc((size_t)L * H * sizeof *badges);
+	for (int i = 0; i < L * H; i++) {
+		if (sc && sc[i].role != HEAD_BROAD)
+			heads_badge_text(&sc[i], badge[i], sizeof badge[i]);
+		badges[i] = badge[i];
+	}
 	struct render_grid_spec sp = {
-		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl,
+		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl, .badges = badges,
 		.sel_layer = s->sel_layer, .sel_head = s->sel_head,
 		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = out_width(s),
 	};
 	render_grid(b, &sp);
+	if (sc)
+		render_buf_puts(b, "badges: the role `heads` gives (prev previous-token, offK offset K, "
+				   "sink, delim delimiter, self, local, ind induction)\n");
+	free(badges);
+	free(badge);
 	free(att);
 	free(abl);
 }
@@ -97,13 +112,21 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, %d tokens; options: %s", l, h,
 		 l, h, session_head_ablated(s, l, h) ? " ablated (output zeroed; attention shown)" : "",
 		 s->n_tokens, opts);
-	char **labels = render_labels(s->model->tok, s->tokens, s->n_tokens);
+	char **labels = session_labels(s);
 	struct render_head_spec sp = {
 		.att = run_att(s->run, l, 0, h), .T = s->n_tokens, .labels = labels,
 		.style = RENDER_UNICODE, .max_width = out_width(s), .title = title,
 	};
 	render_head(b, &sp);
 	render_labels_free(labels, s->n_tokens);
+	struct err e;
+	const struct head_scores *sc = session_head_scores(s, &e);
+	if (sc) {
+		char why[256];
+		heads_explain(s->model->tok, s->tokens, s->n_tokens, &s->opt,
+			      &sc[l * s->model->cfg.n_head + h], why, sizeof why);
+		render_buf_printf(b, "role %s\n", why);
+	}
 	s->sel_layer = l;
 	s->sel_head = h;
 	s->dirty |= DIRTY_SELECT;
@@ -113,7 +136,7 @@ static void show_token(struct session *s, int q, struct render_buf *b)
 {
 	const struct model_config *c = &s->model->cfg;
 	int T = s->n_tokens, k = T < SHOW_TOKEN_K ? T : SHOW_TOKEN_K;
-	char **labels = render_labels(s->model->tok, s->tokens, T);
+	char **labels = session_labels(s);
 	int lw = label_cols(labels, T), iw = snprintf(NULL, 0, "%d", T - 1);
 	render_buf_printf(b, "token %d \"%s\" (id %d) attends to, strongest keys first (index label weight):\n",
 			  q, labels[q], s->tokens[q]);
@@ -151,7 +174,7 @@ static void show_token(struct session *s, int q, struct render_buf *b)
 static void show_tokens(struct session *s, struct render_buf *b)
 {
 	int T = s->n_tokens;
-	char **labels = render_labels(s->model->tok, s->tokens, T);
+	char **labels = session_labels(s);
 	render_buf_puts(b, "index     id  label\n");
 	for (int i = 0; i < T; i++)
 		render_buf_printf(b, "%5d  %5d  %s\n", i, s->tokens[i], labels[i]);
@@ -164,15 +187,35 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	bool is_head = !strcmp(what, "head"), is_token = !strcmp(what, "token");
 	if (!(((is_head || is_token) && argc == 3) ||
 	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
-		return err_set(e, "usage: show grid | show head L.H | show token I | show tokens");
+		return err_set(e, "usage: show grid | show head L.H|ROLE | show token I | show tokens");
 	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;
 	render_buf_init(&b);
 	if (is_head) {
 		int l, h;
-		if (session_parse_head(s, argv[2], &l, &h, e) != 0)
+		enum head_role role;
+		if (heads_role_parse(argv[2], &role) == 0) {
+			/* a role: the head that has it most strongly on this text */
+			const struct head_scores *sc = session_head_scores(s, e);
+			if (!sc) {
+				render_buf_free(&b);
+				return -1;
+			}
+			int H = s->model->cfg.n_head, i = heads_strongest(sc, s->model->cfg.n_layer * H, role);
+			if (i < 0) {
+				render_buf_free(&b);
+				return err_set(e, "no head is labelled %s on this text (heads shows every "
+					       "head's role)", heads_role_name(role));
+			}
+			l = i / H;
+			h = i % H;
+			render_buf_printf(&b, "the strongest %s head on this text: %d.%d\n",
+					  heads_role_name(role), l, h);
+		} else if (session_parse_head(s, argv[2], &l, &h, e) != 0) {
+			render_buf_free(&b);
 			return -1;
+		}
 		show_head(s, l, h, &b);
 	} else if (is_token) {
 		int q;
@@ -191,11 +234,13 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 static const char *const show_words[] = { "grid", "head", "token", "tokens", NULL };
 const struct cmd_entry cmd_show_entry = {
 	.name = "show",
-	.usage = "grid | head L.H | token I | tokens",
+	.usage = "grid | head L.H|ROLE | token I | tokens",
 	.help = "print every head's heatmap, one head with token labels, one token's keys, or the tokens",
 	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
 		     "               selected head, \u2717 an ablated one)\n"
 		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
+		     "show head ROLE the head `heads` gives ROLE (previous-token, offset, sink,\n"
+		     "               delimiter, self, local, induction) most strongly on this text\n"
 		     "show token I   the 3 keys token I attends to most in every head; selects it\n"
 		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
 		     "Shading is the attention weight: ' ' <0.01 '\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",

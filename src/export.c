@@ -123,7 +123,7 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 static char **labels_and_options(const struct session *s, char *opts, size_t size)
 {
 	export_describe_options(s, opts, size);
-	return render_labels(s->model->tok, s->tokens, s->n_tokens);
+	return session_labels(s);
 }
 
 /* ------------------------------------------------------------------- csv */

@@ -569,8 +569,9 @@ static void grid_title(const struct render_grid_spec *sp, int l, int h, char *bu
 {
 	bool sel = l == sp->sel_layer && h == sp->sel_head;
 	bool abl = sp->ablated && sp->ablated[l * sp->H + h];
-	snprintf(buf, size, "%s%d.%d%s%s", sel ? "[" : "", l, h, sel ? "]" : "",
-		 abl ? (sp->style == RENDER_ASCII ? " x" : " \u2717") : "");
+	const char *badge = sp->badges ? sp->badges[l * sp->H + h] : "";
+	snprintf(buf, size, "%s%d.%d%s%s%s%s", sel ? "[" : "", l, h, sel ? "]" : "",
+		 abl ? (sp->style == RENDER_ASCII ? " x" : " \u2717") : "", *badge ? " " : "", badge);
 }
 
 void render_grid(struct render_buf *b, const struct render_grid_spec *sp)

@@ -527,6 +527,23 @@ static int run_line(struct session *s, const char *line)
 	return rc;
 }
 
+/* Whether a pasted block's first word names a command that takes the rest
+ * of the line verbatim (CMD_RAW: text, echo). */
+static bool block_is_one_command(const char *block)
+{
+	const char *p = block;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t n = strcspn(p, " \t\n");
+	char name[32];
+	if (n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	const struct cmd_entry *c = cmd_find(name, NULL);
+	return c && (c->flags & CMD_RAW);
+}
+
 int repl_run(struct session *s)
 {
 	cur = s;
@@ -536,6 +553,8 @@ int repl_run(struct session *s)
 	rl_attempted_completion_function = complete;
 	rl_instream = stdin;
 	rl_outstream = stdout;
+	/* a paste arrives whole, newlines included (see the loop below) */
+	rl_variable_bind("enable-bracketed-paste", "on");
 	history_open();
 	if (!s->model)
 		script_note_no_model(s, stderr);
@@ -550,12 +569,19 @@ int repl_run(struct session *s)
 			break;
 		}
 		history_remember(line);
-		/* a pasted block arrives as one line with newlines: run each */
+		/* a pasted block arrives as one line with newlines: a block that
+		 * starts with a command taking the rest of the line (text) is one
+		 * command, newlines included; any other runs line by line */
 		int rc = 0;
-		char *save = NULL;
-		for (char *part = strtok_r(line, "\n", &save); part; part = strtok_r(NULL, "\n", &save))
-			if ((rc = run_line(s, part)) == CMD_QUIT)
-				break;
+		if (strchr(line, '\n') && block_is_one_command(line)) {
+			rc = run_line(s, line);
+		} else {
+			char *save = NULL;
+			for (char *part = strtok_r(line, "\n", &save); part;
+			     part = strtok_r(NULL, "\n", &save))
+				if ((rc = run_line(s, part)) == CMD_QUIT)
+					break;
+		}
 		free(line);
 		if (rc == CMD_QUIT)
 			break;

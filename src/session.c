@@ -4,10 +4,12 @@
 #include "session.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loader.h"
+#include "render.h"
 #include "store.h"
 #include "tokenizer.h"
 
@@ -24,8 +26,10 @@ void session_free(struct session *s)
 	free(s->model_spec);
 	free(s->text);
 	free(s->tokens);
+	free(s->unk_src);
 	run_free(s->run);
 	run_free(s->base);
+	free(s->scores);
 	memset(s, 0, sizeof *s);
 }
 
@@ -82,6 +86,7 @@ int session_update(struct session *s, struct err *e)
 		if (model_forward(s->model, &s->opt, s->tokens, NULL, 1, s->n_tokens, s->run, e) != 0)
 			return -1;
 		s->run_valid = true;
+		s->scores_valid = false;
 		compare_runs(s->base, s->run, &s->cmp);
 		s->dirty |= DIRTY_RUN;
 		if (s->store)
@@ -92,13 +97,106 @@ int session_update(struct session *s, struct err *e)
 	return 0;
 }
 
+/* A code point for a message or a label: itself, as tok_label shows
+ * whitespace (space, newline, tab), or U+XXXX for another control character. */
+static void cp_text(uint32_t cp, char *buf, size_t size)
+{
+	const char *shown = cp == ' ' ? "\u2423" : cp == '\n' ? "\u23ce" : cp == '\t' ? "\u21e5" : NULL;
+	if (shown) {
+		snprintf(buf, size, "%s", shown);
+		return;
+	}
+	if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+		snprintf(buf, size, "U+%04X", (unsigned)cp);
+		return;
+	}
+	char u[5];
+	u[utf8_encode(cp, u)] = 0;
+	snprintf(buf, size, "%s", u);
+}
+
+/* Encodes text for model m into *ids / *n and the sources of its <unk>
+ * tokens into *src (malloc'd, one per token), warning on stderr about
+ * invalid UTF-8 and about characters m does not know.  0 or -1 (too long,
+ * no tokenizer). */
+static int encode_text(const struct model *m, const char *text, int **ids, int *n, int32_t **src,
+		       struct err *e)
+{
+	int bad = 0;
+	*ids = NULL;
+	*n = 0;
+	*src = NULL;
+	if (!text || !text[0])
+		return 0;
+	size_t len = strlen(text);
+	if (model_tokenize(m, text, len, ids, n, &bad, e) != 0)
+		return -1;
+	if (bad)
+		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n", bad,
+			bad == 1 ? "" : "s");
+	*src = xmalloc((size_t)(*n > 0 ? *n : 1) * sizeof **src);
+	enum { SHOW = 12 };
+	uint32_t cps[SHOW];
+	int ncps = 0;
+	int unk = tok_unknown(m->tok, text, len, 1, *ids, *n, *src, cps, SHOW, &ncps);
+	if (unk == 0)
+		return 0;
+	char list[256] = "";
+	size_t at = 0;
+	for (int i = 0; i < ncps && i < SHOW && at < sizeof list; i++) {
+		char c[16];
+		cp_text(cps[i], c, sizeof c);
+		at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? " " : "", c);
+	}
+	if (ncps > SHOW && at < sizeof list)
+		snprintf(list + at, sizeof list - at, " and %d more", ncps - SHOW);
+	const char *name = m->name ? m->name : "the model";
+	if (ncps > 0)
+		fprintf(stderr, "attnscope: warning: %d of %d tokens are <unk>%s: %s does not know %s\n",
+			unk, *n, 2 * unk > *n ? " (most of the text)" : "", name, list);
+	else
+		fprintf(stderr, "attnscope: warning: %d of %d tokens are <unk>%s\n", unk, *n,
+			2 * unk > *n ? " (most of the text)" : "");
+	return 0;
+}
+
+char **session_labels(const struct session *s)
+{
+	char **v = render_labels(s->model ? s->model->tok : NULL, s->tokens, s->n_tokens);
+	for (int i = 0; s->unk_src && i < s->n_tokens; i++)
+		if (s->unk_src[i] >= 0) {
+			char c[16], buf[24];
+			cp_text((uint32_t)s->unk_src[i], c, sizeof c);
+			snprintf(buf, sizeof buf, "<%s>", c);
+			free(v[i]);
+			v[i] = xstrdup(buf);
+		}
+	return v;
+}
+
+const struct head_scores *session_head_scores(struct session *s, struct err *e)
+{
+	if (session_need_run(s, e))
+		return NULL;
+	if (!s->scores_valid) {
+		const struct model_config *c = &s->model->cfg;
+		free(s->scores);
+		s->scores = xmalloc((size_t)c->n_layer * c->n_head * sizeof *s->scores);
+		if (heads_analyze(s->model, &s->opt, s->run, s->tokens, s->scores, e) != 0)
+			return NULL;
+		s->scores_valid = true;
+	}
+	return s->scores;
+}
+
 int session_load(struct session *s, const char *spec, struct err *e)
 {
 	struct model *m = model_open(spec, e);
 	if (!m)
 		return -1;
-	int *ids = NULL, n = 0, bad = 0;
-	if (s->text && model_tokenize(m, s->text, strlen(s->text), &ids, &n, &bad, e) != 0) {
+	int *ids = NULL, n = 0;
+	int32_t *src = NULL;
+	if (encode_text(m, s->text, &ids, &n, &src, e) != 0) {
 		err_prefix(e, "current text with %s", m->name ? m->name : spec);
 		model_free(m);
 		return -1;
@@ -106,6 +204,8 @@ int session_load(struct session *s, const char *spec, struct err *e)
 	model_free(s->model);
 	free(s->model_spec);
 	free(s->tokens);
+	free(s->unk_src);
+	s->unk_src = src;
 	run_free(s->run);
 	run_free(s->base);
 	s->run = s->base = NULL;
@@ -118,9 +218,6 @@ int session_load(struct session *s, const char *spec, struct err *e)
 	s->run_valid = s->base_valid = false;
 	s->sel_layer = s->sel_head = s->sel_token = 0;
 	s->dirty = DIRTY_ALL;
-	if (bad)
-		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n", bad,
-			bad == 1 ? "" : "s");
 	return session_update(s, e);
 }
 
@@ -128,14 +225,14 @@ int session_set_text(struct session *s, const char *text, struct err *e)
 {
 	if (session_need_model(s, e))
 		return -1;
-	int *ids = NULL, n = 0, bad = 0;
-	if (text[0] && model_tokenize(s->model, text, strlen(text), &ids, &n, &bad, e) != 0)
+	int *ids = NULL, n = 0;
+	int32_t *src = NULL;
+	if (encode_text(s->model, text, &ids, &n, &src, e) != 0)
 		return -1;
-	if (bad)
-		fprintf(stderr, "attnscope: warning: %d invalid UTF-8 byte%s replaced by U+FFFD\n", bad,
-			bad == 1 ? "" : "s");
 	free(s->text);
 	free(s->tokens);
+	free(s->unk_src);
+	s->unk_src = src;
 	s->text = text[0] ? xstrdup(text) : NULL;
 	s->tokens = ids;
 	s->n_tokens = n;

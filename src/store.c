@@ -179,6 +179,14 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	");\n"
 	"CREATE UNIQUE INDEX sweep_entries_key ON sweep_entries(sweep_id, layer, head);\n"
 	"PRAGMA user_version = 2;\n",
+	/* 2 -> 3: the delimiter, generalised sink and offset scores of heads.h */
+	"ALTER TABLE head_stats ADD COLUMN delim REAL;\n"
+	"ALTER TABLE head_stats ADD COLUMN delim_share REAL;\n"
+	"ALTER TABLE head_stats ADD COLUMN sink REAL;\n"
+	"ALTER TABLE head_stats ADD COLUMN sink_key INTEGER;\n"
+	"ALTER TABLE head_stats ADD COLUMN offset_k INTEGER;\n"
+	"ALTER TABLE head_stats ADD COLUMN offset_weight REAL;\n"
+	"PRAGMA user_version = 3;\n",
 };
 
 /* ---------------------------------------------------------- statements */
@@ -245,8 +253,10 @@ static const char *const stmt_sql[N_STMT] = {
 		"?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
 	[S_UPSERT_HEAD] =
 		"INSERT INTO head_stats (measurement_id, layer, head, entropy, max_weight, prev_token, "
-		"first_token, self, local, mean_distance, induction, role) "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+		"first_token, self, local, mean_distance, induction, role, delim, delim_share, sink, "
+		"sink_key, offset_k, offset_weight) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+		"?18) "
 		"ON CONFLICT (measurement_id, layer, head) DO UPDATE SET "
 		"entropy = coalesce(excluded.entropy, entropy), "
 		"max_weight = coalesce(excluded.max_weight, max_weight), "
@@ -256,7 +266,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"local = coalesce(excluded.local, local), "
 		"mean_distance = coalesce(excluded.mean_distance, mean_distance), "
 		"induction = coalesce(excluded.induction, induction), "
-		"role = coalesce(excluded.role, role)",
+		"role = coalesce(excluded.role, role), "
+		"delim = coalesce(excluded.delim, delim), "
+		"delim_share = coalesce(excluded.delim_share, delim_share), "
+		"sink = coalesce(excluded.sink, sink), "
+		"sink_key = coalesce(excluded.sink_key, sink_key), "
+		"offset_k = coalesce(excluded.offset_k, offset_k), "
+		"offset_weight = coalesce(excluded.offset_weight, offset_weight)",
 	[S_FIND_ID] = "SELECT id FROM sessions WHERE id = ?1",
 	[S_FIND_NAME] = "SELECT id FROM sessions WHERE name = ?1 "
 			"ORDER BY saved_at IS NULL, saved_at DESC, id DESC LIMIT 1",
@@ -279,7 +295,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[S_COUNT_MEAS] = "SELECT count(*) FROM measurements WHERE ?1 = 0 OR session_id = ?1",
 	[S_GET_MEAS_ONE] = "SELECT " MEAS_COLS " FROM measurements WHERE id = ?1",
 	[S_GET_HEADS] = "SELECT layer, head, entropy, max_weight, prev_token, first_token, self, "
-			"local, mean_distance, induction, role FROM head_stats "
+			"local, mean_distance, induction, role, delim, delim_share, sink, sink_key, "
+			"offset_k, offset_weight FROM head_stats "
 			"WHERE measurement_id = ?1 ORDER BY layer, head",
 	[S_INS_TRAIN] =
 		"INSERT INTO training_runs (created_at, status, model_path, data_path, data_bytes, "
@@ -1013,6 +1030,12 @@ static void head_row_from(struct store_head_row *r, int layer, int head,
 	r->local = sc->local;
 	r->mean_distance = sc->mean_distance;
 	r->induction = sc->induction;
+	r->delim = sc->delim;
+	r->delim_share = sc->delim_share;
+	r->sink = sc->sink;
+	r->sink_key = sc->sink_key;
+	r->offset = sc->offset;
+	r->offset_weight = sc->offset_weight;
 	r->role = with_role && !isnan(sc->induction) ? heads_role_name(sc->role) : NULL;
 }
 
@@ -1269,6 +1292,12 @@ static int put_heads(struct store *st, int64_t mid, const struct store_head_row 
 		B(bind_num(q, 10, r->mean_distance));
 		B(bind_num(q, 11, r->induction));
 		B(bind_str(q, 12, r->role));
+		B(bind_num(q, 13, r->delim));
+		B(bind_num(q, 14, r->delim_share));
+		B(bind_num(q, 15, r->sink));
+		B(sqlite3_bind_int(q, 16, r->sink_key));
+		B(sqlite3_bind_int(q, 17, r->offset));
+		B(bind_num(q, 18, r->offset_weight));
 		if (rc != SQLITE_OK) {
 			done(q);
 			return db_err(st, e, "binding head stats");
@@ -1294,7 +1323,10 @@ void store_measure(struct session *s)
 	 * analysis commands add it, and the role, with store_head_scores) */
 	int nh = c->n_layer * c->n_head;
 	struct head_scores *sc = xcalloc((size_t)nh, sizeof *sc);
-	heads_score_run(s->run, NULL, sc);
+	bool *delim = xmalloc((size_t)s->n_tokens * sizeof *delim);
+	heads_delimiters(s->model->tok, s->tokens, s->n_tokens, delim);
+	heads_score_run(s->run, delim, NULL, sc);
+	free(delim);
 	struct store_head_row *rows = xcalloc((size_t)nh, sizeof *rows);
 	for (int i = 0; i < nh; i++)
 		head_row_from(&rows[i], i / c->n_head, i % c->n_head, &sc[i], false);
@@ -1418,6 +1450,12 @@ static void read_head_row(sqlite3_stmt *q, void *row)
 	r->mean_distance = col_num(q, 8);
 	r->induction = col_num(q, 9);
 	r->role = col_str(q, 10);
+	r->delim = col_num(q, 11);
+	r->delim_share = col_num(q, 12);
+	r->sink = col_num(q, 13);
+	r->sink_key = sqlite3_column_int(q, 14);
+	r->offset = sqlite3_column_int(q, 15);
+	r->offset_weight = col_num(q, 16);
 }
 
 int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,

@@ -10,6 +10,7 @@
 #include "tokenizer.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,67 @@ static const struct tok_kind tok_kinds[] = {
 	{ "gpt2-bpe", tok_bpe_from_json },
 	{ "llama2c", tok_llama2c_from_json },
 };
+
+/* ---------------------------------------------------------- unknown text */
+
+/* Whether code point cp, encoded alone, is exactly t's <unk>. */
+static int cp_unknown(const struct tokenizer *t, uint32_t cp)
+{
+	char buf[4];
+	int k = utf8_encode(cp, buf), *ids = NULL, n = 0;
+	struct err e;
+	int unk = tok_encode(t, buf, (size_t)k, 0, &ids, &n, &e) >= 0 && n == 1 &&
+		  ids[0] == t->unk_id;
+	free(ids);
+	return unk;
+}
+
+int tok_unknown(const struct tokenizer *t, const char *text, size_t len, int add_bos,
+		const int *ids, int n, int32_t *src, uint32_t *cps, int max_cps, int *n_cps)
+{
+	int count = 0;
+	for (int i = 0; i < n; i++) {
+		count += t->unk_id >= 0 && ids[i] == t->unk_id;
+		if (src)
+			src[i] = -1;
+	}
+	if (n_cps)
+		*n_cps = 0;
+	if (count == 0)
+		return 0;
+	/* a character tokenizer: token i (after BOS) is code point i */
+	int i = add_bos && t->bos_id >= 0 && n > 0 && ids[0] == t->bos_id ? 1 : 0;
+	bool one_to_one = !strcmp(t->ops->kind, "char");
+	int distinct = 0, cap = 16;
+	uint32_t *all = xmalloc((size_t)cap * sizeof *all); /* every distinct one */
+	const unsigned char *u = (const unsigned char *)text;
+	for (size_t p = 0; p < len;) {
+		uint32_t cp;
+		int bad;
+		p += (size_t)utf8_decode(u + p, len - p, &cp, &bad);
+		if (!cp_unknown(t, cp)) {
+			i++;
+			continue;
+		}
+		if (one_to_one && src && i < n && ids[i] == t->unk_id)
+			src[i] = (int32_t)cp;
+		i++;
+		bool seen = false;
+		for (int k = 0; k < distinct && !seen; k++)
+			seen = all[k] == cp;
+		if (seen)
+			continue;
+		if (distinct == cap)
+			all = xrealloc(all, (size_t)(cap *= 2) * sizeof *all);
+		if (distinct < max_cps)
+			cps[distinct] = cp;
+		all[distinct++] = cp;
+	}
+	free(all);
+	if (n_cps)
+		*n_cps = distinct;
+	return count;
+}
 
 /* ------------------------------------------------------------------ UTF-8 */
 

@@ -239,7 +239,7 @@ static bool need_run(const struct session *s, const struct tui_rect *r)
  * double width. */
 static char **token_labels(const struct session *s, int *widest, bool *wide)
 {
-	char **lab = render_labels(s->model->tok, s->tokens, s->n_tokens);
+	char **lab = session_labels(s);
 	int w = 1;
 	bool wd = false;
 	for (int i = 0; i < s->n_tokens; i++) {
@@ -379,6 +379,8 @@ void tui_draw_grid(struct tui_state *t, const struct tui_rect *r)
 	int n = g->n;
 	float *pooled = xmalloc((size_t)n * n * sizeof *pooled);
 	const char *rule = g_utf8 ? "\u2500" : "-";
+	struct err se;
+	const struct head_scores *sc = session_head_scores(s, &se); /* badges; NULL: none */
 	for (int l = g->layer0; l < g->layer0 + g->layers_vis && l < L; l++)
 		for (int h = g->head0; h < g->head0 + g->heads_vis && h < H; h++) {
 			int y, x;
@@ -396,7 +398,13 @@ void tui_draw_grid(struct tui_state *t, const struct tui_rect *r)
 			int tw = tui_put(y, x, g->cell_w, title, sel ? TUI_A_BOLD | TUI_A_REVERSE : TUI_A_BOLD,
 					 sel ? TUI_ROLE_SELECT : TUI_ROLE_NONE);
 			if (abl)
-				tui_put(y, x + tw, 1, mark_ablated(), TUI_A_BOLD, TUI_ROLE_ABLATED);
+				tw += tui_put(y, x + tw, 1, mark_ablated(), TUI_A_BOLD, TUI_ROLE_ABLATED);
+			if (sc && sc[l * H + h].role != HEAD_BROAD) {
+				char badge[16];
+				heads_badge_text(&sc[l * H + h], badge, sizeof badge);
+				if (tw + 1 + (int)strlen(badge) <= g->cell_w)
+					tui_put(y, x + tw + 1, g->cell_w - tw - 1, badge, 0, TUI_ROLE_LABEL);
+			}
 			/* the heatmap */
 			render_pool(run_att(s->run, l, 0, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,
 				    pooled);
@@ -709,10 +717,21 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 	char **lab = token_labels(s, NULL, NULL);
 	double ent, mx;
 	head_entropy(s->run, l, hd, &ent, &mx);
+	struct err se;
+	const struct head_scores *sc = session_head_scores(s, &se);
+	char role[32] = "";
+	if (sc)
+		heads_role_text(&sc[l * s->model->cfg.n_head + hd], role, sizeof role);
 	if (y < y_end)
-		tui_printf(y, x, w, TUI_A_BOLD, TUI_ROLE_LABEL, "head %d.%d%s", l, hd,
-			   session_head_ablated(s, l, hd) ? " (ablated)" : "");
+		tui_printf(y, x, w, TUI_A_BOLD, TUI_ROLE_LABEL, "head %d.%d%s%s%s", l, hd,
+			   session_head_ablated(s, l, hd) ? " (ablated)" : "", *role ? ": " : "", role);
 	y++;
+	if (sc && !compact && y < y_end) {
+		char why[256];
+		heads_explain(s->model->tok, s->tokens, T, &s->opt, &sc[l * s->model->cfg.n_head + hd],
+			      why, sizeof why);
+		tui_printf(y++, x, w, 0, TUI_ROLE_NONE, "  %s", strchr(why, ':') ? strchr(why, ':') + 2 : why);
+	}
 	if (y < y_end)
 		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " entropy %.3f, max %.3f" : "  entropy %.4f nats, max %.3f", ent, mx);
 	y++;

@@ -38,6 +38,7 @@
 
 #include "cmd.h"
 #include "render.h"
+#include "text-input.h"
 #include "tokenizer.h"
 
 /* ================================================================ state */
@@ -1005,7 +1006,7 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 		if (t->msg_kind != MSG_NONE) /* completions, or what went wrong */
 			tui_put(LINES - 1, 0, COLS, t->msg, 0, TUI_ROLE_HINT);
 		else if (kind == PROMPT_TEXT)
-			tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Esc cancels, "
+			tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Ctrl-O newline, Esc cancels, "
 				"Ctrl-U clears, \u2190\u2192 Home End move", TUI_A_DIM, TUI_ROLE_NONE);
 		else if (kind == PROMPT_COMMAND)
 			tui_put(LINES - 1, 0, COLS, "any command: Enter runs, Tab completes, \u2191\u2193 history, Esc cancels",
@@ -1072,6 +1073,10 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 		case 21: tui_line_kill_start(&l); break;    /* Ctrl-U */
 		case 23: tui_line_kill_word(&l); break;     /* Ctrl-W */
 		case 12: clearok(curscr, TRUE); break;      /* Ctrl-L */
+		case 15:                                    /* Ctrl-O: a newline in the text */
+			if (kind == PROMPT_TEXT)
+				tui_line_insert(&l, '\n');
+			break;
 		case '\t':
 			if (kind == PROMPT_COMMAND)
 				complete_line(t, &l);
@@ -1114,17 +1119,22 @@ static enum result do_edit_text(struct tui *t)
 	if (!text)
 		return REFRESH;
 	t->measure = true;
-	size_t n = strlen(text);
+	/* the command line holds the text with its escapes (text-input.h), so
+	 * that newlines, tabs and backslashes come back exactly */
+	char *esc = text_escape(text);
+	size_t n = strlen(esc);
 	char *line = xmalloc(n + 6);
 	memcpy(line, "text ", 5);
-	memcpy(line + 5, text, n + 1);
+	memcpy(line + 5, esc, n + 1);
+	free(esc);
 	int rc;
 	if (text[0] && text[0] != ' ' && text[0] != '\t' && text[0] != '#') {
 		rc = run_command(t, line, false);
 	} else {
 		/* what the line splitter would drop (leading blanks, a leading
-		 * '#') or refuse (nothing): the words themselves */
-		char *argv[] = { "text", text, NULL };
+		 * '#') or refuse (nothing): the words themselves, escaped as on
+		 * the line */
+		char *argv[] = { "text", line + 5, NULL };
 		rc = run_command_argv(t, line, 2, argv, false);
 	}
 	snprintf(t->st.ran, sizeof t->st.ran, "text ...");
@@ -1460,7 +1470,7 @@ const char *tui_help_text(void)
 	       "  a                ablate / restore the selected head\n"
 	       "  A                restore every head\n"
 	       "  r                reset every option to the model's native ones\n"
-	       "  e                edit the text (Enter applies, Esc cancels)\n"
+	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
 	       "\n"
 	       "Commands\n"
 	       "  :                run any command (Tab completes, Up/Down history); output\n"

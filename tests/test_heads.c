@@ -81,7 +81,7 @@ static void test_pattern_prev(void **state)
 	int T = 8;
 	float *a = make_pattern(PAT_PREV, T);
 	struct head_scores s;
-	heads_score_pattern(a, T, &s);
+	heads_score_pattern(a, T, NULL, &s);
 	assert_true(fabs(s.entropy) < EPS);
 	assert_true(fabs(s.max_weight - 1.0) < EPS);
 	assert_true(fabs(s.prev_token - 1.0) < EPS);
@@ -101,7 +101,7 @@ static void test_pattern_sink(void **state)
 	int T = 8;
 	float *a = make_pattern(PAT_SINK, T);
 	struct head_scores s;
-	heads_score_pattern(a, T, &s);
+	heads_score_pattern(a, T, NULL, &s);
 	assert_true(fabs(s.entropy) < EPS);
 	assert_true(fabs(s.max_weight - 1.0) < EPS);
 	assert_true(fabs(s.first_token - 1.0) < EPS);
@@ -120,7 +120,7 @@ static void test_pattern_self_local(void **state)
 	int T = 8;
 	float *a = make_pattern(PAT_SELF, T);
 	struct head_scores s;
-	heads_score_pattern(a, T, &s);
+	heads_score_pattern(a, T, NULL, &s);
 	assert_true(fabs(s.self - 1.0) < EPS);
 	assert_true(fabs(s.local) < EPS);
 	assert_true(fabs(s.mean_distance) < EPS);
@@ -128,7 +128,7 @@ static void test_pattern_self_local(void **state)
 	free(a);
 
 	a = make_pattern(PAT_LOCAL, T);
-	heads_score_pattern(a, T, &s);
+	heads_score_pattern(a, T, NULL, &s);
 	assert_true(fabs(s.local - 1.0) < EPS);
 	/* rows 1, 2, then 1/3 for rows 3..7 */
 	assert_true(fabs(s.prev_token - (1.0 + 0.5 + 5.0 / 3) / 7) < EPS);
@@ -143,7 +143,7 @@ static void test_pattern_uniform(void **state)
 	int T = 8;
 	float *a = make_pattern(PAT_UNIFORM, T);
 	struct head_scores s;
-	heads_score_pattern(a, T, &s);
+	heads_score_pattern(a, T, NULL, &s);
 	double ent = 0, one = 0, local = 0;
 	for (int i = 0; i < T; i++)
 		ent += log(i + 1.0);
@@ -164,7 +164,7 @@ static void test_pattern_uniform(void **state)
 	/* short texts: uniform attention is never "local", "previous" or "sink" */
 	for (int t = 2; t <= 40; t++) {
 		a = make_pattern(PAT_UNIFORM, t);
-		heads_score_pattern(a, t, &s);
+		heads_score_pattern(a, t, NULL, &s);
 		assert_int_equal(s.role, HEAD_BROAD);
 		free(a);
 	}
@@ -192,7 +192,7 @@ static void test_induction_pattern(void **state)
 		assert_true(iu < 0.1);
 		assert_true(heads_induction_pattern(p, T, start, n) < EPS);
 		struct head_scores s;
-		heads_score_pattern(u, T, &s);
+		heads_score_pattern(u, T, NULL, &s);
 		s.induction = iu;
 		assert_int_equal(heads_classify(&s), HEAD_BROAD);
 		free(u);
@@ -203,17 +203,24 @@ static void test_induction_pattern(void **state)
 static void test_classify_order(void **state)
 {
 	(void)state;
-	struct head_scores s = { .prev_token = 0.9, .local = 0.95, .induction = NAN };
+	struct head_scores s = { .offset = 1, .offset_weight = 0.9, .local = 0.95, .induction = NAN };
 	assert_int_equal(heads_classify(&s), HEAD_PREV_TOKEN);
 	s.induction = 0.5;
 	assert_int_equal(heads_classify(&s), HEAD_INDUCTION);
 	s.induction = 0.29;
 	assert_int_equal(heads_classify(&s), HEAD_PREV_TOKEN);
-	s.prev_token = 0.5; /* strictly more than half */
+	s.offset = 4;
+	assert_int_equal(heads_classify(&s), HEAD_OFFSET);
+	s.offset_weight = 0.5; /* strictly more than half */
 	assert_int_equal(heads_classify(&s), HEAD_LOCAL);
 	s.local = 0.69;
 	assert_int_equal(heads_classify(&s), HEAD_BROAD);
-	s.first_token = 0.6;
+	s.delim = 0.6;
+	s.delim_share = 0.3; /* exactly twice the share is enough */
+	assert_int_equal(heads_classify(&s), HEAD_DELIM);
+	s.delim_share = 0.31;
+	assert_int_equal(heads_classify(&s), HEAD_BROAD);
+	s.sink = 0.6;
 	s.self = 0.6; /* impossible together, but the order decides */
 	assert_int_equal(heads_classify(&s), HEAD_SINK);
 	for (int r = 0; r < HEAD_N_ROLES; r++) {
@@ -401,7 +408,7 @@ static void test_circuit_roles(void **state)
 	struct fixture *f = fixture_new(m, "abcdefghijklmnop");
 	struct head_scores sc[4];
 	struct err e;
-	assert_int_equal(heads_analyze(m, &f->s.opt, f->s.run, sc, &e), 0);
+	assert_int_equal(heads_analyze(m, &f->s.opt, f->s.run, f->s.tokens, sc, &e), 0);
 	print_message("0.0 prev %.4f induct %.4f | 1.0 induct %.4f | 0.1 induct %.4f | 1.1 induct %.4f\n",
 		      sc[0].prev_token, sc[0].induction, sc[2].induction, sc[1].induction, sc[3].induction);
 	assert_true(sc[0].prev_token > 0.9);
@@ -752,7 +759,7 @@ static void test_entropy_matches_scores(void **state)
 	const struct run *r = f->s.run;
 	int L = 2, H = 4;
 	struct head_scores sc[8];
-	heads_score_run(r, NULL, sc);
+	heads_score_run(r, NULL, NULL, sc);
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++) {
 			double ent, mx;

@@ -1341,8 +1341,9 @@ static void test_sweep_recorded(void **state)
 	assert_integrity(path);
 }
 
-/* A version-1 database (the current schema without what version 2 added)
- * is migrated to the current version and keeps its rows. */
+/* A version-1 database (the current schema without what versions 2 and 3
+ * added) is migrated to the current version, keeps its rows and ends with
+ * the schema of a new database. */
 static void test_migration_from_one(void **state)
 {
 	char path[PATH_MAX], fresh[PATH_MAX];
@@ -1365,6 +1366,12 @@ static void test_migration_from_one(void **state)
 	/* back to version 1 by hand */
 	sqlite3 *db = raw_open(path);
 	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE sweep_entries; DROP TABLE sweeps; "
+					  "ALTER TABLE head_stats DROP COLUMN delim; "
+					  "ALTER TABLE head_stats DROP COLUMN delim_share; "
+					  "ALTER TABLE head_stats DROP COLUMN sink; "
+					  "ALTER TABLE head_stats DROP COLUMN sink_key; "
+					  "ALTER TABLE head_stats DROP COLUMN offset_k; "
+					  "ALTER TABLE head_stats DROP COLUMN offset_weight; "
 					  "PRAGMA user_version = 1; COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sweep%'", 0), 0);
 	int64_t n_meas = q_int(db, "SELECT count(*) FROM measurements", 0);
