@@ -92,6 +92,7 @@ enum head_role {
 #define HEADS_LOCAL_BACK 3       /* local window: keys i-3 .. i-1 */
 #define HEADS_INDUCTION_N 32     /* largest n of the repeated sequence */
 #define HEADS_SEED 20240607u     /* seed of the random sequence */
+#define HEADS_PROFILE_MAX 16     /* heads --offsets: offsets 1 .. 16 at most */
 
 struct head_scores {
 	double entropy, max_weight, prev_token, first_token, self, local, mean_distance;
@@ -148,6 +149,14 @@ void heads_describe(const struct head_scores *x, const struct head_scores *uni,
  * o (the delimiters, the baseline and the sink's label worked out here). */
 void heads_explain(const struct tokenizer *t, const int *tokens, int T,
 		   const struct run_options *o, const struct head_scores *x, char *buf, size_t size);
+
+/* Offset weight of one (T, T) pattern at offset k (k > 0 back, k < 0
+ * ahead): the mean over rows i with 0 <= i-k < T of att[i][i-k]; 0 when
+ * no row has that offset. */
+double heads_offset_weight(const float *att, int T, int k);
+
+/* The largest |k| the offset score considers for T tokens: max(1, (T-1)/2). */
+int heads_offset_max(int T);
 
 /* What uniform attention over the visible keys puts at offset k: the mean
  * over rows i with 0 <= i-k < T of [i-k visible] / (keys row i sees). */

@@ -149,20 +149,63 @@ static void fmt_num(double v, bool sign, char *buf, size_t size)
 
 /* ------------------------------------------------------------------ heads */
 
+/* heads --offsets: each head's weight at 1 .. K tokens back, and uniform
+ * attention's on the same text. */
+static int heads_offsets(struct session *s, int only)
+{
+	const struct model_config *c = &s->model->cfg;
+	int T = s->n_tokens, K = heads_offset_max(T) < HEADS_PROFILE_MAX ? heads_offset_max(T)
+									 : HEADS_PROFILE_MAX;
+	FILE *f = s->out;
+	fprintf(f, "offset profile on %d tokens: mean weight on the token k back, over the rows "
+		   "that have one\nhead   ", T);
+	for (int k = 1; k <= K; k++)
+		fprintf(f, " %5d", k);
+	fputc('\n', f);
+	for (int l = 0; l < c->n_layer; l++) {
+		if (only >= 0 && l != only)
+			continue;
+		for (int h = 0; h < c->n_head; h++) {
+			const float *a = run_att(s->run, l, 0, h);
+			int best = 1;
+			for (int k = 2; k <= K; k++)
+				if (heads_offset_weight(a, T, k) > heads_offset_weight(a, T, best))
+					best = k;
+			char id[32];
+			snprintf(id, sizeof id, "%d.%d", l, h);
+			fprintf(f, "%-6s ", id);
+			for (int k = 1; k <= K; k++)
+				fprintf(f, " %5.3f", heads_offset_weight(a, T, k));
+			fprintf(f, "   peak %d\n", best);
+		}
+	}
+	struct heads_keys keys = { .mask = s->opt.mask, .window = s->opt.window };
+	fprintf(f, "%-6s ", "even");
+	for (int k = 1; k <= K; k++)
+		fprintf(f, " %5.3f", heads_uniform_offset(T, &keys, k));
+	fprintf(f, "\n(even: attention spread evenly over the visible keys)\n");
+	return 0;
+}
+
 static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	int L = c->n_layer, H = c->n_head, only = -1;
+	bool offsets = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
 			if (cmd_parse_int(argv[++i], 0, L - 1, "the layer", &only, e))
 				return -1;
+		} else if (!strcmp(argv[i], "--offsets")) {
+			offsets = true;
 		} else {
-			return err_set(e, "usage: heads [--layer L]");
+			return err_set(e, "usage: heads [--layer L] [--offsets]");
 		}
 	}
+	if (offsets)
+		return heads_offsets(s, only);
 	const struct head_scores *sc = session_head_scores(s, e);
 	if (!sc)
 		return -1;
@@ -243,10 +286,10 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const heads_words[] = { "--layer", NULL };
+static const char *const heads_words[] = { "--layer", "--offsets", NULL };
 const struct cmd_entry cmd_heads_entry = {
 	.name = "heads",
-	.usage = "[--layer L]",
+	.usage = "[--layer L] [--offsets]",
 	.help = "what each head does: scores (previous-token, offset, sink, delimiter, self, local, induction...) and a role",
 	.long_help =
 		"Scores of each head's attention A on the current text (rows i are queries,\n"
@@ -276,11 +319,13 @@ const struct cmd_entry cmd_heads_entry = {
 		"is far above what uniform attention over the visible keys scores (printed\n"
 		"under the table for the current text: e.g. prev ~ ln(T)/T under a causal\n"
 		"mask); the delimiter role is relative because the delimiters' share varies.\n"
-		"--layer L shows one layer only.",
+		"--layer L shows one layer only.  --offsets prints instead each head's\n"
+		"offset profile: its weight at 1, 2, ... tokens back (up to 16), the peak,\n"
+		"and what attention spread evenly would put there.",
 	.complete = COMPLETE_WORDS,
 	.words = heads_words,
 	.min_args = 0,
-	.max_args = 2,
+	.max_args = 3,
 	.exec = heads_exec,
 };
 

@@ -249,24 +249,32 @@ void heads_delimiters(const struct tokenizer *t, const int *ids, int n, bool *ou
 
 /* ----------------------------------------------------------------- scores */
 
-/* The offset k (|k| <= max(1, (T-1)/2), k != 0) whose diagonal holds the
- * most weight, and that weight (see heads.h). */
+double heads_offset_weight(const float *att, int T, int k)
+{
+	int i0 = k > 0 ? k : 0, i1 = k > 0 ? T : T + k;
+	double s = 0.0;
+	for (int i = i0; i < i1; i++)
+		s += att[(size_t)i * T + (i - k)];
+	return i1 > i0 ? s / (i1 - i0) : 0.0;
+}
+
+int heads_offset_max(int T)
+{
+	return (T - 1) / 2 > 1 ? (T - 1) / 2 : 1;
+}
+
+/* The offset k (|k| <= heads_offset_max(T), k != 0) whose diagonal holds
+ * the most weight, and that weight (see heads.h). */
 static void best_offset(const float *att, int T, int *k_out, double *w_out)
 {
-	int kmax = (T - 1) / 2 > 1 ? (T - 1) / 2 : 1;
 	int best = 1;
 	double bw = -1.0;
-	for (int a = 1; a <= kmax && a < T; a++)
+	for (int a = 1; a <= heads_offset_max(T) && a < T; a++)
 		for (int sgn = 1; sgn >= -1; sgn -= 2) {
-			int k = sgn * a;
-			int i0 = k > 0 ? k : 0, i1 = k > 0 ? T : T + k;
-			double s = 0.0;
-			for (int i = i0; i < i1; i++)
-				s += att[(size_t)i * T + (i - k)];
-			double w = i1 > i0 ? s / (i1 - i0) : 0.0;
+			double w = heads_offset_weight(att, T, sgn * a);
 			if (w > bw) {
 				bw = w;
-				best = k;
+				best = sgn * a;
 			}
 		}
 	*k_out = best;

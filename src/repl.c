@@ -527,8 +527,8 @@ static int run_line(struct session *s, const char *line)
 	return rc;
 }
 
-/* Whether a pasted block's first word names a command that takes the rest
- * of the line verbatim (CMD_RAW: text, echo). */
+/* Whether a pasted block's first word is the text command (which takes
+ * the rest of the line, newlines included). */
 static bool block_is_one_command(const char *block)
 {
 	const char *p = block;
@@ -541,7 +541,7 @@ static bool block_is_one_command(const char *block)
 	memcpy(name, p, n);
 	name[n] = '\0';
 	const struct cmd_entry *c = cmd_find(name, NULL);
-	return c && (c->flags & CMD_RAW);
+	return c && !strcmp(c->name, "text");
 }
 
 int repl_run(struct session *s)
@@ -570,8 +570,8 @@ int repl_run(struct session *s)
 		}
 		history_remember(line);
 		/* a pasted block arrives as one line with newlines: a block that
-		 * starts with a command taking the rest of the line (text) is one
-		 * command, newlines included; any other runs line by line */
+		 * starts with `text` is one text, newlines included; any other
+		 * runs line by line */
 		int rc = 0;
 		if (strchr(line, '\n') && block_is_one_command(line)) {
 			rc = run_line(s, line);

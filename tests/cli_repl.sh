@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end tests of the interactive prompt, driven through tmux at a fixed
 # 100x30 size: a command, tab completion, the prompt naming the variant,
-# Ctrl-C at the prompt and during a command, errors, history, quit and
+# a pasted text with a line break, Ctrl-C at the prompt and during a command, errors, history, quit and
 # Ctrl-D.  Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is
 # missing.
 #
@@ -101,6 +101,19 @@ fi
 keys 'echo still-here' Enter
 expect repl-after-ctrl-c '^still-here$'
 if screen | grep -q 'bogus-partial (did'; then fail repl-ctrl-c-line-dropped; else ok repl-ctrl-c-line-dropped; fi
+
+# a pasted block (bracketed paste) that starts with `text` is one text with
+# its line breaks; any other block runs line by line
+printf 'text ab\ncd' >"$tmp/paste1"
+T load-buffer -b p1 "$tmp/paste1"
+T paste-buffer -p -b p1 -t "$S"
+keys Enter
+expect repl-paste-text-one '^5 tokens '
+printf 'echo one\necho two' >"$tmp/paste2"
+T load-buffer -b p2 "$tmp/paste2"
+T paste-buffer -p -b p2 -t "$S"
+keys Enter
+if wait_for '^one$' && wait_for '^two$'; then ok repl-paste-commands; else fail repl-paste-commands; fi
 
 # errors: one line, "error: ..." with the suggestion
 keys 'halp' Enter

@@ -37,8 +37,10 @@ mkdir "$tmp/models" "$tmp/home"
 
 # a character model whose vocabulary has the CJK characters typed below
 ascii=' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
+nl=$(printf '\nx')
+nl=${nl%x}
 mkmodel "$tmp/models/shakespeare.safetensors" \
-	--chars "$ascii床前明月光疑是地上霜举头望低思故乡"
+	--chars "$ascii${nl}床前明月光疑是地上霜举头望低思故乡"
 L=2 H=4 # tool_mkmodel's default shape
 
 # 256 colours when the terminal database has them
@@ -215,6 +217,22 @@ check tui-head-view-cjk-rows 'screen | grep -qE "^0 床" && screen | grep -qE "^
 keys 3
 wait_for '3 token' 1 >/dev/null
 check tui-token-view 'screen | grep -q "text: 床前明月光疑是地上霜" && screen | grep -qE "^0\.3 "'
+keys 1
+wait_for '1 grid' 1 >/dev/null
+
+# Ctrl-O puts a newline into the text (shown as ⏎), which runs as one token
+keys e
+wait_for '^text: ' 23 >/dev/null
+keys C-u
+keys -l 'ab'
+keys C-o
+keys -l 'cd'
+if wait_for '^text: ab⏎cd' 23; then ok tui-edit-newline-shown; else fail tui-edit-newline-shown; fi
+keys Enter
+if wait_for '5 tokens' 2; then ok tui-edit-newline-applies; else fail tui-edit-newline-applies; fi
+keys 2
+wait_for '2 head' 1 >/dev/null
+check tui-edit-newline-label 'screen | grep -qE "^2 ⏎"'
 keys 1
 
 # -------------------------------------------------- : and the pager
