@@ -147,17 +147,19 @@ $(FUZZDIR)/obj:
 # $(CORPORA), two at a time with one thread each (make -j2 inside).
 # Measured on the idle 2-core build machine, two runs side by side: a
 # shakespeare step (8 x 256 tokens) takes ~0.19 s and a tang step (16 x 128)
-# ~0.24 s, which puts a shakespeare model near 10 min and tang near 11 (an
-# estimate from those rates; the shipped models, trained beside other work,
-# took 15-19 min each).  Validation loss after 3000 steps: shakespeare 1.628 nats/char,
-# gqa 1.628, mqa 1.618, postnorm 1.580 (2500 steps gave 1.667).  Runs train into
+# ~0.24 s, which puts a shakespeare model near 10 min (an estimate from
+# those rates; the shipped shakespeare models, trained beside other work,
+# took 15-19 min each; tang's 6000 steps 24 min 41 s and induction's 5000
+# 6 min 27 s, each beside one other training run).  Validation loss after
+# 3000 steps: shakespeare 1.628 nats/char, gqa 1.628, mqa 1.618, postnorm
+# 1.580 (2500 steps gave 1.667); tang 4.900, induction 1.950.  Runs train into
 # $(BUILD)/models/ and are moved to models/ when complete; after a Ctrl-C
 # the next `make models` resumes the interrupted run where it stopped.
 # tang keeps every character seen >= 100 times (2719 of 9176, 2.8% of the
 # text becomes <unk>); the rarest character of 床前明月光，疑是地上霜。
 # 举头望明月，低头思故乡。 (床) occurs 1023 times, so all of them stay.
 CORPORA        ?= ../shared/corpora
-MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm
+MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction
 MODELS_BASE    := --layers 4 --heads 4 --d-model 128 --norm layernorm --pos learned \
 		  --mlp gelu --seed 1337 --threads 1 --dtype f16 --val-every 250
 MODELS_SHAKES  := $(MODELS_BASE) --data $(CORPORA)/tinyshakespeare.txt --context 256 \
@@ -167,13 +169,22 @@ MODELS_FLAGS_shakespeare-gqa      := $(MODELS_SHAKES) --kv-heads 2
 MODELS_FLAGS_shakespeare-mqa      := $(MODELS_SHAKES) --kv-heads 1
 MODELS_FLAGS_shakespeare-postnorm := $(MODELS_SHAKES) --placement post
 MODELS_FLAGS_tang := $(MODELS_BASE) --data $(CORPORA)/tang_poems.simp.txt --min-count 100 \
-		     --context 128 --batch 16 --steps 2800 --lr 2.5e-3 --warmup 200
+		     --context 128 --batch 16 --steps 6000 --lr 2.5e-3 --warmup 200 --line-starts
+
+# induction: 2 layers, context 64, every window holding a random string of
+# 8-32 characters written twice, which only copying predicts; with the
+# shakespeare recipe's context of 256 (or 128) and longer strings no head
+# learned to copy in 2000-6000 steps.
+MODELS_FLAGS_induction := --layers 2 --heads 4 --d-model 128 --norm layernorm --pos learned \
+		--mlp gelu --seed 1337 --threads 1 --dtype f16 --val-every 250 \
+		--data $(CORPORA)/tinyshakespeare.txt --context 64 --batch 32 --steps 5000 \
+		--lr 2e-3 --warmup 200 --repeat 1 --repeat-random --repeat-min 8 --repeat-max 32
 
 models: $(BIN)
 	@$(MAKE) --no-print-directory -j2 $(MODELS_SHIPPED:%=models/%.safetensors)
 
 models/tang.safetensors: $(CORPORA)/tang_poems.simp.txt
-$(patsubst %,models/%.safetensors,$(filter shakespeare%,$(MODELS_SHIPPED))): $(CORPORA)/tinyshakespeare.txt
+$(patsubst %,models/%.safetensors,$(filter shakespeare% induction,$(MODELS_SHIPPED))): $(CORPORA)/tinyshakespeare.txt
 
 models/%.safetensors: | $(BIN)
 	@mkdir -p $(BUILD)/models models

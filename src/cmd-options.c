@@ -156,12 +156,36 @@ static int set_heads(struct session *s, int argc, char **argv, bool on, struct e
 	}
 	if (s->model->cfg.n_layer * H > ABLATE_WORDS * 64)
 		return err_set(e, "ablation supports up to %d heads", ABLATE_WORDS * 64);
+	char named[512] = "";
+	size_t at = 0;
 	for (int i = 1; i < argc; i++) {
 		int l, h;
+		enum head_role role;
+		if (heads_role_parse(argv[i], &role) == 0) {
+			/* every head with that role on the current text */
+			const struct head_scores *sc = session_head_scores(s, e);
+			if (!sc)
+				return -1;
+			int n = 0;
+			for (int k = 0; k < s->model->cfg.n_layer * H; k++)
+				if (sc[k].role == role) {
+					opt_set_ablated(&o, k, on);
+					n++;
+					if (at < sizeof named)
+						at += (size_t)snprintf(named + at, sizeof named - at, " %d.%d",
+								       k / H, k % H);
+				}
+			if (n == 0)
+				return err_set(e, "no head is labelled %s on this text (heads shows every "
+					       "head's role)", heads_role_name(role));
+			continue;
+		}
 		if (session_parse_head(s, argv[i], &l, &h, e) != 0)
 			return -1;
 		opt_set_ablated(&o, l * H + h, on);
 	}
+	if (named[0] && !s->quiet)
+		fprintf(s->out, "%s heads by role:%s\n", on ? "ablating" : "restoring", named);
 	return apply(s, &o, e);
 }
 
@@ -172,8 +196,13 @@ static int ablate_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_ablate_entry = {
 	.name = "ablate",
-	.usage = "L.H...",
+	.usage = "L.H...|ROLE",
 	.help = "zero the output of heads (before the output projection)",
+	.long_help = "ablate L.H...  zero these heads' outputs before the output projection\n"
+		     "ablate ROLE    every head `heads` gives that role on this text (previous-token,\n"
+		     "               offset, sink, delimiter, self, local, induction)\n"
+		     "The attention of an ablated head is still computed and shown; only what it\n"
+		     "adds to the residual stream is gone.",
 	.complete = COMPLETE_HEAD,
 	.min_args = 1,
 	.max_args = -1,
@@ -188,7 +217,7 @@ static int restore_exec(struct session *s, int argc, char **argv, struct err *e)
 static const char *const restore_words[] = { "all", NULL };
 const struct cmd_entry cmd_restore_entry = {
 	.name = "restore",
-	.usage = "L.H... | all",
+	.usage = "L.H...|ROLE | all",
 	.help = "undo the ablation of heads",
 	.complete = COMPLETE_HEAD,
 	.words = restore_words,

@@ -402,8 +402,11 @@ void tui_draw_grid(struct tui_state *t, const struct tui_rect *r)
 			if (sc && sc[l * H + h].role != HEAD_BROAD) {
 				char badge[16];
 				heads_badge_text(&sc[l * H + h], badge, sizeof badge);
-				if (tw + 1 + (int)strlen(badge) <= g->cell_w)
+				/* cut to the cell ("delim" -> "del" in an 8-column cell) */
+				if (g->cell_w - tw - 1 >= 3) {
+					tui_put(y, x + tw, 1, " ", 0, TUI_ROLE_NONE);
 					tui_put(y, x + tw + 1, g->cell_w - tw - 1, badge, 0, TUI_ROLE_LABEL);
+				}
 			}
 			/* the heatmap */
 			render_pool(run_att(s->run, l, 0, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,

@@ -7,7 +7,8 @@
 #
 # Runs in a temporary directory holding models/shakespeare.safetensors, a
 # seeded random model made by tool_mkmodel (2 layers x 4 heads, context 64,
-# one token per character, no BOS); the demos get models of their own.
+# one token per character, no BOS).  The demos run on the shipped models in
+# tests/cli_claims.sh.
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib-cli.sh"
 
@@ -128,35 +129,5 @@ run -c 'echo plain' </dev/null
 check default-missing-quiet sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
 unset ATTNSCOPE_MODELS
 cd "$tmp" || exit 1
-
-# ------------------------------------------------------------- demos
-# Each demo runs in batch mode in its own directory whose models/ holds a
-# random model for every `load NAME` in it: 4 layers x 4 heads, context 256,
-# a vocabulary of newline, printable ASCII and the characters of the demo's
-# `text` lines (so a Tang-poem demo gets its Chinese characters).
-nl=$(printf '\nx')
-nl=${nl%x}
-ascii=$(awk 'BEGIN { for (i = 32; i < 127; i++) printf "%c", i }')
-for d in "$root"/sessions/demos/*.cmds; do
-	[ -f "$d" ] || continue
-	n=$(basename "$d" .cmds)
-	dir=$tmp/demo-$n
-	mkdir -p "$dir/models"
-	chars="$nl$ascii$(sed -n 's/^text //p' "$d" | tr -d '\n')"
-	made=yes
-	for m in $(sed -n 's/^load[ \t]\{1,\}\([^ \t/]*\)[ \t]*$/\1/p' "$d" | sort -u); do
-		"$TOOLS/tool_mkmodel" "$dir/models/$m.safetensors" --layers 4 --heads 4 \
-			--context 256 --chars "$chars" >/dev/null 2>&1 || made=no
-	done
-	if [ $made = no ]; then
-		rc=-1
-		fail "demo-$n" "tool_mkmodel could not make the demo's models"
-		continue
-	fi
-	cd "$dir" || exit 1
-	run --batch -f "$d" </dev/null
-	cd "$tmp" || exit 1
-	if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ]; then ok "demo-$n"; else fail "demo-$n"; fi
-done
 
 [ "$failures" -eq 0 ]

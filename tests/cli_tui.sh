@@ -5,8 +5,9 @@
 # to 120x40 and back (fills the space, then the same screen as before);
 # editing the text to CJK (tokens, labels, heatmaps); `:` commands and the
 # pager; a sweep's progress and Esc cancelling it; no colour with NO_COLOR;
-# `view` from the REPL and `q` back to it; and a sane terminal afterwards
-# (no alternate screen, echo on) after q, quit, SIGTERM and SIGINT.
+# `view` from the REPL and `q` back to it; a sane terminal afterwards
+# (no alternate screen, echo on) after q, quit, SIGTERM and SIGINT; the
+# newline key of the text editor; and the role badge on the shipped model.
 # Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is missing.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_tui.sh
@@ -325,6 +326,22 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-sweep-quit-0; else fail tui-sweep-quit-0; fi
 else
 	fail tui-sweep-setup
+fi
+
+# --------------------------------- role badges, on the shipped model
+# the grid marks the head `heads` labels delimiter (cut to its 8-column
+# cell at 80x24: "L.H deli")
+root=$(cd "$(dirname "$0")/.." && pwd)
+txt='First Citizen: Before we proceed any further, hear me speak.'
+dl=$(ATTNSCOPE_MODELS="$root/models" "$A" shakespeare --no-db --batch -c "text $txt; heads" 2>/dev/null |
+	awk '$2 == "delimiter" { print $1; exit }')
+if [ -n "$dl" ]; then
+	start badge 80 24 "ATTNSCOPE_MODELS='$root/models'" "--tui shakespeare --no-db -t '$txt'"
+	wait_for 'MHA' 1 >/dev/null
+	if wait_for "$(echo "$dl" | sed 's/\./\\./') deli"; then ok tui-role-badge; else fail tui-role-badge "$dl"; fi
+	keys q
+else
+	fail tui-role-badge "heads finds no delimiter head on the shipped shakespeare model"
 fi
 
 [ "$failures" -eq 0 ]
