@@ -29,8 +29,9 @@ enum ckpt_dtype { CKPT_F32, CKPT_F16 };
  * with one line "PATH: problem".  Nothing leaks on failure. */
 struct model *checkpoint_load(const char *path, struct err *e);
 
-/* Writes m to path (atomically: a temp file renamed into place).
- * 0 or -1 with a message. */
+/* Writes m to path under the rules for the files attnscope writes (util.h:
+ * atomically, links followed, the mode kept, anything but a regular file
+ * refused).  0 or -1 with a message. */
 int checkpoint_save(const struct model *m, const char *path, enum ckpt_dtype dtype, struct err *e);
 
 /* Config <-> JSON text (malloc'd / parsed with validation). */

@@ -14,7 +14,9 @@
 void dump_config(FILE *out, const struct model *m);
 
 /* Runs m natively on text and prints the config, the tokens, the loss and,
- * for every layer and head, the T rows of attention weights.  0 or -1. */
+ * for every layer and head, the T rows of attention weights.  0 or -1 (the
+ * run failed, or out could not be written: "error writing standard
+ * output: REASON"). */
 int dump_run(FILE *out, struct model *m, const char *text, size_t len, struct err *e);
 
 #endif

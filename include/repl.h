@@ -16,8 +16,9 @@
 
 /* Reads and runs commands from the terminal on standard input until quit
  * or end of input.  Errors are printed as "error: MESSAGE" on stderr and
- * the loop goes on.  s->cancel must point to a flag.  Returns the exit
- * status (0). */
+ * the loop goes on, except that output that could not be written ends it
+ * ("attnscope: error writing standard output: REASON").  s->cancel must
+ * point to a flag.  Returns the exit status (0, or 1 after lost output). */
 int repl_run(struct session *s);
 
 /* Between these two calls Ctrl-C sets *s->cancel instead of ending the

@@ -7,14 +7,20 @@
  *   - one command per line; blank lines and lines starting with '#' do
  *     nothing; a trailing "\r" (CRLF files) and a UTF-8 byte-order mark at
  *     the start of the first line are dropped;
- *   - lines may be of any length; a line containing a NUL byte is refused
- *     with an error (it is never run);
+ *   - a line longer than SCRIPT_LINE_MAX bytes (not counting its '\n') is
+ *     refused: "NAME:LINE: line longer than 1048576 bytes"; in a file or
+ *     a stream reading stops there (the rest of the line is never read),
+ *     so the script ends whatever the flags; a line containing a NUL byte
+ *     is refused with an error (it is never run);
  *   - only -c splits on ';' ("\;" keeps a literal semicolon): in files
  *     `text a; b` sets the text "a; b";
  *   - `quit` ends the script (and the program) with status 0;
  *   - errors are printed as "NAME:LINE: message" on the error stream; with
  *     SCRIPT_BATCH the first error stops the script, otherwise the script
- *     goes on with the next line.
+ *     goes on with the next line;
+ *   - the session's output is flushed after every command; when it could
+ *     not be written the script stops there, whatever the flags, with
+ *     "NAME:LINE: error writing standard output: REASON".
  */
 #ifndef ATTNSCOPE_SCRIPT_H
 #define ATTNSCOPE_SCRIPT_H
@@ -27,12 +33,16 @@ enum {
 	SCRIPT_BATCH = 1u << 0, /* stop at the first failing command */
 };
 
+/* The longest script line read, in bytes: far above any model's context. */
+#define SCRIPT_LINE_MAX 1048576
+
 /* Results of the script_run_* functions. */
 enum {
 	SCRIPT_OK = 0,      /* every command succeeded (or the input was empty) */
 	SCRIPT_QUIT = 1,    /* `quit` ran: the caller ends with status 0 */
 	SCRIPT_FAILED = -1, /* a command failed (with SCRIPT_BATCH: the script stopped there),
-			     * the file could not be read, or the run was interrupted */
+			     * the file could not be read, a line was too long, the
+			     * output could not be written, or the run was interrupted */
 };
 
 /* Runs the lines of in.  name labels messages ("<stdin>", a file name).

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #define ERR_MAX 512
 
@@ -49,8 +50,75 @@ _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * one past *len) that the caller frees; on failure returns NULL and sets e. */
 char *read_file(const char *path, size_t *len, struct err *e);
 
-/* Writes len bytes to path atomically (temp file + rename).  0 or -1. */
+/*
+ * Files named by a user (export --out, train --out and its FILE.optim, the
+ * models tool_mkmodel writes) are written by the functions below, under one
+ * set of rules:
+ *   - an existing regular file is replaced atomically: the bytes go to a
+ *     temporary file beside it ("FILE.tmp.PID"), which is flushed to disk
+ *     and renamed over it; it keeps its mode (and, where the system allows,
+ *     its owner and group);
+ *   - a symbolic link (or a chain of them) is followed and the file it
+ *     names is replaced as above, in that file's directory; the link stays.
+ *     A link to nothing creates the file it names;
+ *   - a new file gets mode 0666 less the umask;
+ *   - an existing file this process may not write is refused:
+ *     "PATH: the file is read-only";
+ *   - a directory, device, FIFO or socket is refused:
+ *     "PATH: is a FIFO, not a regular file";
+ *   - "-" and "/dev/stdout" are standard output where the caller accepts
+ *     it (OUT_STDOUT; write_file_atomic), written directly; elsewhere they
+ *     are refused.
+ * Messages are one line that starts with the path as given.
+ */
+enum {
+	OUT_STDOUT = 1u << 0, /* "-" and "/dev/stdout" mean standard output */
+};
+
+/* Whether path names standard output ("-" or "/dev/stdout"). */
+bool out_is_stdout(const char *path);
+
+/* Checks, without writing anything, that path may be written under the
+ * rules above and that the directory the temporary file goes to is
+ * writable: for refusing before long work.  0, or -1 with e set. */
+int out_check(const char *path, unsigned flags, struct err *e);
+
+/* A file being written: out_open(), write(2) to fd, then out_commit() or
+ * out_abort().  Standard output is not accepted here. */
+struct out_file {
+	int fd;       /* write the bytes here; -1 when closed */
+	char *path;   /* the name given, for messages */
+	char *target; /* the file that will be replaced (links followed) */
+	char *tmp;    /* the temporary file renamed onto target */
+};
+
+/* Creates the temporary file for path.  0, or -1 with e set and nothing
+ * created (o is then safe to pass to out_abort()). */
+int out_open(struct out_file *o, const char *path, struct err *e);
+
+/* Flushes the temporary file to disk, closes it and renames it over the
+ * target.  0, or -1 with e set ("PATH: ...") and the temporary file
+ * removed.  Releases o either way. */
+int out_commit(struct out_file *o, struct err *e);
+
+/* Closes and removes the temporary file and releases o.  A no-op after
+ * out_commit() or a failed out_open(). */
+void out_abort(struct out_file *o);
+
+/* Writes len bytes to path under the rules above; "-" and "/dev/stdout"
+ * write them to standard output (through stdout, flushed).  0, or -1 with
+ * e set ("error writing standard output: REASON" for standard output). */
 int write_file_atomic(const char *path, const void *buf, size_t len, struct err *e);
+
+/* Flushes f and tells whether every write to it so far succeeded.  0, or
+ * -1 with "error writing standard output: REASON" in e ("error writing
+ * output" when f is not stdout).  The error flag of f is cleared then, so
+ * that one failure is reported once. */
+int stream_flush(FILE *f, struct err *e);
+
+/* At exit: stream_flush(stdout), then fclose(stdout).  0, or -1 after
+ * printing "attnscope: error writing standard output: REASON" on stderr. */
+int stdout_close(void);
 
 /* Monotonic clock in milliseconds. */
 double now_ms(void);

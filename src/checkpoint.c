@@ -840,41 +840,16 @@ int checkpoint_save(const struct model *m, const char *path, enum ckpt_dtype dty
 	if (!hdr)
 		return err_prefix(e, "%s", path);
 
-	size_t plen = strlen(path);
-	char *tmp = xmalloc(plen + 32);
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	int rc = -1;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err_set(e, "%s", strerror(errno));
-		goto out;
-	}
-	if (write_checkpoint(fd, m, dtype, hdr, hlen, e)) {
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	if (fsync(fd) != 0) {
-		err_set(e, "write failed: %s", strerror(errno));
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	if (close(fd) != 0) {
-		err_set(e, "write failed: %s", strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, path) != 0) {
-		err_set(e, "%s", strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(tmp);
-	free(hdr);
-	if (rc)
+	/* out_open and out_commit name the path in their messages */
+	struct out_file o;
+	int rc = out_open(&o, path, e);
+	if (rc == 0 && write_checkpoint(o.fd, m, dtype, hdr, hlen, e)) {
 		err_prefix(e, "%s", path);
+		out_abort(&o);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = out_commit(&o, e);
+	free(hdr);
 	return rc;
 }

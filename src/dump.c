@@ -54,8 +54,9 @@ int dump_run(FILE *out, struct model *m, const char *text, size_t len, struct er
 		fprintf(out, "loss none\n");
 	else
 		fprintf(out, "loss %.6f\n", r->loss);
-	for (int l = 0; l < m->cfg.n_layer; l++)
-		for (int h = 0; h < m->cfg.n_head; h++) {
+	int rc = 0;
+	for (int l = 0; l < m->cfg.n_layer && rc == 0; l++)
+		for (int h = 0; h < m->cfg.n_head && rc == 0; h++) {
 			fprintf(out, "attn %d.%d\n", l, h);
 			const float *a = run_att(r, l, 0, h);
 			for (int i = 0; i < n; i++) {
@@ -63,8 +64,12 @@ int dump_run(FILE *out, struct model *m, const char *text, size_t len, struct er
 					fprintf(out, j ? " %.6f" : "%.6f", (double)a[(size_t)i * n + j]);
 				fputc('\n', out);
 			}
+			/* output that cannot be written ends the dump here rather
+			 * than after formatting every remaining head */
+			if (ferror(out))
+				rc = stream_flush(out, e);
 		}
 	run_free(r);
 	free(ids);
-	return 0;
+	return rc;
 }

@@ -56,9 +56,9 @@ static const char usage[] =
 	"  --version         the version\n"
 	"\n"
 	"In a command file, one command per line; '#' starts a comment line; `text` takes the\n"
-	"rest of the line literally; a line with a NUL byte is refused.  `pause` waits for Enter\n"
-	"only at a terminal.  `quit` ends with status 0.  Type `help` at the prompt for the\n"
-	"commands.\n";
+	"rest of the line literally; a line with a NUL byte is refused, and one longer than\n"
+	"1 MiB (1048576 bytes) ends the run.  `pause` waits for Enter only at a terminal.\n"
+	"`quit` ends with status 0.  Type `help` at the prompt for the commands.\n";
 
 /* A -c or -f argument, in command-line order. */
 struct script_arg {
@@ -180,6 +180,7 @@ static int run_dump(const struct cli *c)
 	if (!c->text) {
 		dump_config(stdout, m);
 	} else if (dump_run(stdout, m, c->text, strlen(c->text), &e) != 0) {
+		/* including "error writing standard output: ..." */
 		fprintf(stderr, "attnscope: %s\n", e.msg);
 		rc = 1;
 	}
@@ -272,7 +273,9 @@ static int run_session(const struct cli *c, struct session *s)
 	return repl_run(s);
 }
 
-int main(int argc, char **argv)
+/* Everything main() does but checking standard output.  Returns the exit
+ * status. */
+static int run(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "train") == 0)
 		return train_main(argc - 1, argv + 1);
@@ -301,11 +304,20 @@ int main(int argc, char **argv)
 		snprintf(s.store_note, sizeof s.store_note, "not recording");
 	}
 	rc = run_session(&c, &s);
-	fflush(stdout);
 	store_close(s.store);
 	s.store = NULL;
 	session_free(&s);
 	script_set_no_model_note(NULL);
 	free(c.scripts);
+	return rc;
+}
+
+/* A write to standard output that failed, however early, is an error: the
+ * exit status is then 1 (or the run's own non-zero status). */
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+	if (stdout_close() != 0 && rc == 0)
+		rc = 1;
 	return rc;
 }

@@ -506,14 +506,20 @@ static char *read_line(const char *prompt)
 	return line_read;
 }
 
-/* Runs one command line at the prompt and prints its error. */
+/* run_line's result when the output (the command's or the prompt's) could
+ * not be written: the REPL ends with status 1. */
+#define LINE_OUTPUT_LOST (-2)
+
+/* Runs one command line at the prompt and prints its error.  Returns
+ * cmd_run_line's result, or LINE_OUTPUT_LOST after printing
+ * "attnscope: error writing standard output: REASON". */
 static int run_line(struct session *s, const char *line)
 {
-	struct err e;
+	struct err e, oe;
 	e.msg[0] = '\0';
 	repl_interrupts_begin(s);
 	int rc = cmd_run_line(s, line, &e);
-	fflush(s->out);
+	bool lost = stream_flush(s->out, &oe) != 0;
 	bool interrupted = s->cancel && *s->cancel;
 	repl_interrupts_end();
 	clearerr(stdin); /* pause's getchar() may have seen EINTR */
@@ -522,6 +528,10 @@ static int run_line(struct session *s, const char *line)
 		script_note_no_model(s, stderr);
 	} else if (interrupted) {
 		fprintf(stderr, "\ninterrupted\n"); /* after the terminal's "^C" */
+	}
+	if (lost) {
+		fprintf(stderr, "attnscope: %s\n", oe.msg);
+		rc = LINE_OUTPUT_LOST;
 	}
 	fflush(stderr);
 	return rc;
@@ -560,9 +570,15 @@ int repl_run(struct session *s)
 		script_note_no_model(s, stderr);
 
 	char prompt[512];
+	int status = 0;
 	for (;;) {
 		build_prompt(s, prompt, sizeof prompt);
-		fflush(s->out);
+		struct err oe;
+		if (stream_flush(s->out, &oe) != 0) { /* the banner, or the last prompt */
+			fprintf(stderr, "attnscope: %s\n", oe.msg);
+			status = 1;
+			break;
+		}
 		char *line = read_line(prompt);
 		if (!line) {
 			fputc('\n', stdout);
@@ -579,12 +595,16 @@ int repl_run(struct session *s)
 			char *save = NULL;
 			for (char *part = strtok_r(line, "\n", &save); part;
 			     part = strtok_r(NULL, "\n", &save))
-				if ((rc = run_line(s, part)) == CMD_QUIT)
+				if ((rc = run_line(s, part)) == CMD_QUIT || rc == LINE_OUTPUT_LOST)
 					break;
 		}
 		free(line);
 		if (rc == CMD_QUIT)
 			break;
+		if (rc == LINE_OUTPUT_LOST) {
+			status = 1;
+			break;
+		}
 	}
 	history_close();
 	cands_clear();
@@ -592,5 +612,5 @@ int repl_run(struct session *s)
 	cands = NULL;
 	cap_cands = 0;
 	cur = NULL;
-	return 0;
+	return status;
 }

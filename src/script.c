@@ -39,15 +39,26 @@ static void report(struct session *s, FILE *errs, const char *name, long line, c
 	fflush(errs);
 }
 
+static void report_too_long(struct session *s, FILE *errs, const char *name, long line)
+{
+	char msg[64];
+	snprintf(msg, sizeof msg, "line longer than %d bytes", SCRIPT_LINE_MAX);
+	report(s, errs, name, line, msg);
+}
+
 static bool cancelled(const struct session *s)
 {
 	return s->cancel && *s->cancel;
 }
 
+/* run_one's result when the script must stop whatever the flags say: the
+ * command's output could not be written. */
+#define RUN_OUTPUT_LOST (-2)
+
 /*
  * Runs one line (already stripped of its line ending; len bytes, which may
- * include NULs).  Returns SCRIPT_OK, SCRIPT_QUIT or SCRIPT_FAILED (after
- * reporting).
+ * include NULs).  Returns SCRIPT_OK, SCRIPT_QUIT, SCRIPT_FAILED or
+ * RUN_OUTPUT_LOST (after reporting).
  */
 static int run_one(struct session *s, const char *line, size_t len, const char *name, long lineno,
 		   FILE *errs)
@@ -61,14 +72,18 @@ static int run_one(struct session *s, const char *line, size_t len, const char *
 	}
 	e.msg[0] = '\0';
 	int rc = cmd_run_line(s, line, &e);
-	if (s->out)
-		fflush(s->out);
+	struct err oe;
+	bool lost = s->out && stream_flush(s->out, &oe) != 0;
+	if (rc < 0)
+		report(s, errs, name, lineno, e.msg[0] ? e.msg : "the command failed");
+	if (lost) {
+		report(s, errs, name, lineno, oe.msg);
+		return RUN_OUTPUT_LOST;
+	}
 	if (rc == CMD_QUIT)
 		return SCRIPT_QUIT;
-	if (rc != 0) {
-		report(s, errs, name, lineno, e.msg[0] ? e.msg : "the command failed");
+	if (rc < 0)
 		return SCRIPT_FAILED;
-	}
 	if (cancelled(s)) {
 		report(s, errs, name, lineno, "interrupted");
 		return SCRIPT_FAILED;
@@ -77,11 +92,15 @@ static int run_one(struct session *s, const char *line, size_t len, const char *
 }
 
 /* Folds one line's outcome rc into *result; true when the script stops here
- * (quit, or a failure in batch mode or after Ctrl-C). */
+ * (quit, lost output, or a failure in batch mode or after Ctrl-C). */
 static bool settle(struct session *s, int rc, unsigned flags, int *result)
 {
 	if (rc == SCRIPT_QUIT) {
 		*result = SCRIPT_QUIT;
+		return true;
+	}
+	if (rc == RUN_OUTPUT_LOST) {
+		*result = SCRIPT_FAILED;
 		return true;
 	}
 	if (rc == SCRIPT_FAILED) {
@@ -89,6 +108,36 @@ static bool settle(struct session *s, int rc, unsigned flags, int *result)
 		return (flags & SCRIPT_BATCH) || cancelled(s);
 	}
 	return false;
+}
+
+/*
+ * Reads one line of in into *buf (grown as needed, to at most max + 1
+ * bytes), without its '\n' and NUL-terminated.  Returns its length in
+ * bytes; -1 at the end of the input or on a read error (ferror(in) tells);
+ * -2 when the line is longer than max bytes, after reading max + 1 of them
+ * and nothing more.
+ */
+static long read_line(FILE *in, char **buf, size_t *cap, size_t max)
+{
+	if (!*buf) {
+		*cap = 256;
+		*buf = xmalloc(*cap);
+	}
+	size_t n = 0;
+	int c;
+	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+		if (n == max)
+			return -2;
+		if (n + 1 >= *cap) {
+			*cap = *cap * 2 > max + 1 ? max + 1 : *cap * 2;
+			*buf = xrealloc(*buf, *cap);
+		}
+		(*buf)[n++] = (char)c;
+	}
+	if (c == EOF && (n == 0 || ferror(in)))
+		return -1;
+	(*buf)[n] = '\0';
+	return (long)n;
 }
 
 int script_run_stream(struct session *s, FILE *in, const char *name, unsigned flags, FILE *errs)
@@ -99,13 +148,13 @@ int script_run_stream(struct session *s, FILE *in, const char *name, unsigned fl
 		*s->cancel = 0;
 	char *line = NULL;
 	size_t cap = 0;
-	ssize_t got;
+	long got;
 	long lineno = 0;
 	int result = SCRIPT_OK;
-	while ((got = getline(&line, &cap, in)) >= 0) {
+	while ((got = read_line(in, &line, &cap, SCRIPT_LINE_MAX)) >= 0) {
 		lineno++;
 		size_t len = (size_t)got;
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		while (len > 0 && line[len - 1] == '\r')
 			line[--len] = '\0';
 		const char *p = line;
 		if (lineno == 1 && len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
@@ -116,7 +165,12 @@ int script_run_stream(struct session *s, FILE *in, const char *name, unsigned fl
 		if (settle(s, rc, flags, &result))
 			break;
 	}
-	if (got < 0 && ferror(in)) {
+	if (got == -2) {
+		/* the rest of that line is never read: where the next line
+		 * starts is unknown, so the input ends here */
+		report_too_long(s, errs, name, lineno + 1);
+		result = SCRIPT_FAILED;
+	} else if (got < 0 && ferror(in)) {
 		report(s, errs, name, lineno + 1, strerror(errno));
 		result = SCRIPT_FAILED;
 	}
@@ -185,7 +239,14 @@ int script_run_commands(struct session *s, const char *cmds, unsigned flags, FIL
 	script_split_commands(cmds, &n, &v);
 	int result = SCRIPT_OK;
 	for (int i = 0; i < n; i++) {
-		int rc = run_one(s, v[i], strlen(v[i]), "-c", i + 1, errs);
+		size_t len = strlen(v[i]);
+		int rc;
+		if (len > SCRIPT_LINE_MAX) {
+			report_too_long(s, errs, "-c", i + 1);
+			rc = SCRIPT_FAILED;
+		} else {
+			rc = run_one(s, v[i], len, "-c", i + 1, errs);
+		}
 		if (settle(s, rc, flags, &result))
 			break;
 	}

@@ -757,20 +757,6 @@ static int check_memory(const struct model_config *c, int B, int T, struct err *
 	return 0;
 }
 
-/* Fails unless the directory that will hold path is writable. */
-static int check_out(const char *path, struct err *e)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup(".");
-	int rc = 0;
-	if (access(dir, W_OK | X_OK) != 0)
-		rc = err_set(e, "%s: cannot write in %s: %s", path, dir, strerror(errno));
-	free(dir);
-	if (rc == 0 && path[strlen(path) - 1] == '/')
-		rc = err_set(e, "%s: is a directory", path);
-	return rc;
-}
-
 /* Records the finished (or interrupted) run and its per-step history in the
  * session database given with --db or $ATTNSCOPE_DB; nothing without one.
  * A database problem is a warning: the checkpoint is what matters. */
@@ -1094,7 +1080,8 @@ int train_run_args(int argc, char **argv, struct err *e)
 		goto out;
 	}
 	status = TRAIN_EXIT_FAIL;
-	if (check_out(o->out, e))
+	/* util.h's rules for written files, checked before any training */
+	if (out_check(o->out, 0, e))
 		goto out;
 
 	/* data */
@@ -1182,7 +1169,8 @@ int train_run_args(int argc, char **argv, struct err *e)
 		       "wall time %s; wrote %s (%s)\n",
 		       name, t.m->n_params, t.step, (unsigned long long)t.tokens,
 		       final_train_loss(&t), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
-		fflush(stdout);
+		if (stream_flush(stdout, e))
+			goto out;
 	}
 	status = TRAIN_EXIT_OK;
 out:

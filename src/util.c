@@ -1,6 +1,7 @@
 /*
- * util.c — allocation, error messages, whole-file I/O, clocks, a seeded
- * random generator and half-precision conversions.
+ * util.c — allocation, error messages, whole-file I/O and the rules for
+ * the files attnscope writes, write errors on standard output, clocks, a
+ * seeded random generator and half-precision conversions.
  */
 #define _GNU_SOURCE
 #include "util.h"
@@ -148,47 +149,278 @@ char *read_file(const char *path, size_t *len, struct err *e)
 	return buf;
 }
 
-int write_file_atomic(const char *path, const void *buf, size_t len, struct err *e)
+/* ---------------------------------------------------- files attnscope writes */
+
+bool out_is_stdout(const char *path)
 {
-	size_t plen = strlen(path);
-	char *tmp = xmalloc(plen + 32);
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		err_set(e, "%s: %s", path, strerror(errno));
-		free(tmp);
+	return !strcmp(path, "-") || !strcmp(path, "/dev/stdout");
+}
+
+/* The directory holding path (malloc'd): "." for a bare name. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup(".");
+	return xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+/* The contents of the symbolic link at path (malloc'd), or NULL with errno
+ * set. */
+static char *read_link(const char *path)
+{
+	for (size_t cap = 256;; cap *= 2) {
+		char *buf = xmalloc(cap);
+		ssize_t n = readlink(path, buf, cap);
+		if (n >= 0 && (size_t)n < cap) {
+			buf[n] = '\0';
+			return buf;
+		}
+		int saved = n < 0 ? errno : ENAMETOOLONG;
+		free(buf);
+		if (n < 0 || cap >= (1u << 16)) {
+			errno = saved;
+			return NULL;
+		}
+	}
+}
+
+/* Refuses a file that is not regular: "PATH: is a FIFO, not a regular file". */
+static int refuse_kind(const char *path, mode_t m, struct err *e)
+{
+	const char *kind = S_ISDIR(m)    ? "a directory"
+			   : S_ISCHR(m)  ? "a character device"
+			   : S_ISBLK(m)  ? "a block device"
+			   : S_ISFIFO(m) ? "a FIFO"
+			   : S_ISSOCK(m) ? "a socket"
+					 : NULL;
+	if (!kind)
+		return err_set(e, "%s: is not a regular file", path);
+	return err_set(e, "%s: is %s, not a regular file", path, kind);
+}
+
+/*
+ * Applies the rules of util.h to path (a file name, not standard output).
+ * On success *target is the file to replace (malloc'd; symbolic links
+ * followed), *exists tells whether it exists and *st holds its status when
+ * it does.  0, or -1 with e set and *target NULL.
+ */
+static int out_resolve(const char *path, char **target, bool *exists, struct stat *st,
+		       struct err *e)
+{
+	*target = NULL;
+	*exists = false;
+	if (!path[0])
+		return err_set(e, "no file name given");
+	if (out_is_stdout(path))
+		return err_set(e, "%s: standard output is not accepted here; name a file", path);
+
+	/* what the name finally leads to, as the kernel follows it: this also
+	 * covers links that do not hold a path (/proc/self/fd/N to a pipe) */
+	struct stat kst;
+	bool kexists = stat(path, &kst) == 0;
+	if (!kexists && errno != ENOENT)
+		return err_set(e, "%s: %s", path, strerror(errno));
+	if (kexists && !S_ISREG(kst.st_mode))
+		return refuse_kind(path, kst.st_mode, e);
+
+	/* follow the links one by one, to know which name to rename onto */
+	char *cur = xstrdup(path);
+	for (int hops = 0;; hops++) {
+		if (lstat(cur, st) != 0) {
+			if (errno == ENOENT && !kexists)
+				break; /* a new file, or a link to nothing */
+			err_set(e, "%s: %s", path, strerror(errno));
+			free(cur);
+			return -1;
+		}
+		if (!S_ISLNK(st->st_mode)) {
+			*exists = true;
+			break;
+		}
+		char *link = hops < 40 ? read_link(cur) : NULL;
+		if (!link) {
+			err_set(e, "%s: %s", path, strerror(hops < 40 ? errno : ELOOP));
+			free(cur);
+			return -1;
+		}
+		char *next;
+		if (link[0] == '/') {
+			next = link;
+		} else {
+			char *dir = dir_of(cur);
+			size_t n = strlen(dir) + strlen(link) + 2;
+			next = xmalloc(n);
+			snprintf(next, n, "%s/%s", dir, link);
+			free(dir);
+			free(link);
+		}
+		free(cur);
+		cur = next;
+	}
+	if (*exists != kexists ||
+	    (kexists && (st->st_dev != kst.st_dev || st->st_ino != kst.st_ino))) {
+		/* the links changed while being followed, or one does not hold a path */
+		free(cur);
+		return err_set(e, "%s: cannot follow its symbolic links to a file name", path);
+	}
+	if (*exists && (access(cur, W_OK) != 0 || !(st->st_mode & 0222))) {
+		/* no write bit at all counts even for root, who may write anything */
+		free(cur);
+		return err_set(e, "%s: the file is read-only", path);
+	}
+	*target = cur;
+	return 0;
+}
+
+int out_check(const char *path, unsigned flags, struct err *e)
+{
+	if ((flags & OUT_STDOUT) && out_is_stdout(path))
+		return 0;
+	char *target;
+	bool exists;
+	struct stat st;
+	if (out_resolve(path, &target, &exists, &st, e) != 0)
+		return -1;
+	char *dir = dir_of(target);
+	int rc = 0;
+	if (access(dir, W_OK | X_OK) != 0)
+		rc = err_set(e, "%s: cannot write in %s: %s", path, dir, strerror(errno));
+	free(dir);
+	free(target);
+	return rc;
+}
+
+int out_open(struct out_file *o, const char *path, struct err *e)
+{
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+	bool exists;
+	struct stat st;
+	if (out_resolve(path, &o->target, &exists, &st, e) != 0)
+		return -1;
+	o->path = xstrdup(path);
+	size_t n = strlen(o->target) + 48;
+	o->tmp = xmalloc(n);
+	/* O_EXCL: never write through whatever already has the temporary name */
+	for (int i = 0; i < 100 && o->fd < 0; i++) {
+		if (i == 0)
+			snprintf(o->tmp, n, "%s.tmp.%ld", o->target, (long)getpid());
+		else
+			snprintf(o->tmp, n, "%s.tmp.%ld.%d", o->target, (long)getpid(), i);
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
+		if (o->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (o->fd < 0) {
+		char *dir = dir_of(o->target);
+		err_set(e, "%s: cannot create a file in %s: %s", path, dir, strerror(errno));
+		free(dir);
+		free(o->tmp);
+		o->tmp = NULL; /* nothing to remove */
+		out_abort(o);
 		return -1;
 	}
+	if (exists) {
+		if (st.st_uid != geteuid() || st.st_gid != getegid()) {
+			if (fchown(o->fd, st.st_uid, st.st_gid) != 0) {
+				/* not permitted: the replacement belongs to this process */
+			}
+		}
+		if (fchmod(o->fd, st.st_mode & 07777) != 0) {
+			err_set(e, "%s: %s", path, strerror(errno));
+			out_abort(o);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int out_commit(struct out_file *o, struct err *e)
+{
+	int rc = 0;
+	if (fsync(o->fd) != 0)
+		rc = err_set(e, "%s: write failed: %s", o->path, strerror(errno));
+	if (close(o->fd) != 0 && rc == 0)
+		rc = err_set(e, "%s: write failed: %s", o->path, strerror(errno));
+	o->fd = -1;
+	if (rc == 0 && rename(o->tmp, o->target) != 0)
+		rc = err_set(e, "%s: %s", o->path, strerror(errno));
+	if (rc == 0) {
+		free(o->tmp);
+		o->tmp = NULL; /* renamed: nothing to remove */
+	}
+	out_abort(o);
+	return rc;
+}
+
+void out_abort(struct out_file *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->target);
+	free(o->path);
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+}
+
+int write_file_atomic(const char *path, const void *buf, size_t len, struct err *e)
+{
+	if (out_is_stdout(path)) {
+		fwrite(buf, 1, len, stdout); /* a failure shows in ferror() */
+		return stream_flush(stdout, e);
+	}
+	struct out_file o;
+	if (out_open(&o, path, e) != 0)
+		return -1;
 	const char *p = buf;
 	size_t left = len;
 	while (left > 0) {
-		ssize_t w = write(fd, p, left);
+		ssize_t w = write(o.fd, p, left);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			err_set(e, "%s: write failed: %s", path, strerror(errno));
-			close(fd);
-			unlink(tmp);
-			free(tmp);
+			out_abort(&o);
 			return -1;
 		}
 		p += w;
 		left -= (size_t)w;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		err_set(e, "%s: write failed: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
+	return out_commit(&o, e);
+}
+
+/* --------------------------------------------------------- standard output */
+
+int stream_flush(FILE *f, struct err *e)
+{
+	errno = 0;
+	bool failed = fflush(f) != 0;
+	int why = failed ? errno : 0;
+	if (!failed && !ferror(f))
+		return 0;
+	clearerr(f);
+	return err_set(e, "error writing %s: %s", f == stdout ? "standard output" : "output",
+		       why ? strerror(why) : "an earlier write failed");
+}
+
+int stdout_close(void)
+{
+	struct err e;
+	int rc = stream_flush(stdout, &e);
+	errno = 0;
+	/* EBADF with nothing left to write: standard output was closed and
+	 * nothing was written to it */
+	if (fclose(stdout) != 0 && rc == 0 && errno != EBADF)
+		rc = err_set(&e, "error writing standard output: %s", strerror(errno));
+	if (rc != 0) {
+		fprintf(stderr, "attnscope: %s\n", e.msg);
+		fflush(stderr);
 	}
-	if (rename(tmp, path) != 0) {
-		err_set(e, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	free(tmp);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ clock, cores */
