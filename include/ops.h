@@ -37,9 +37,12 @@ void gelu_forward(float *out, const float *inp, long n);
 /* SwiGLU: out (N, F) = silu(inp[:, :F]) * inp[:, F:], inp (N, 2F). */
 void swiglu_forward(float *out, const float *inp, int N, int F);
 
-/* Rotates, in place, the first n_rot heads (D wide) of each row of x
- * (B*T rows, row stride ld) by RoPE at position t = row % T: dimension pairs
- * (2i, 2i+1) turn by t * theta^(-2i/D). */
+/* Rotates, in place, the first n_rot heads (D wide) of one row by RoPE at
+ * position pos: dimension pairs (2i, 2i+1) turn by pos * theta^(-2i/D). */
+void rope_rotate(float *row, int n_rot, int D, int pos, float theta);
+
+/* rope_rotate of each row of x (B*T rows, row stride ld) at position
+ * t = row % T. */
 void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta);
 
 /* Visible keys [*lo, *hi] of query i under a mask (see model.h). */
@@ -61,6 +64,24 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
  */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale);
+
+/*
+ * Attention of one query over n cached positions (the step decoder's):
+ *   out (H*D)     heads' outputs, concatenated
+ *   att (H, n)    post-softmax weights, exactly 0 before lo
+ *   q (H*D)       the query heads of the new position
+ *   k, v (n, ld)  cached key and value rows: G heads of D each, row stride ld
+ * Keys lo .. n-1 are visible; query head h reads key/value head h / (H / G).
+ */
+void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
+		    int n, int ld, int H, int G, int D, int lo, float scale);
+
+/* The MLP of one block on N rows of d_model: out (N, C) = proj(act(fc(inp)))
+ * with GELU, or SwiGLU over the gate | up halves of fc; fch (N, FF) and
+ * fch_act (N, F) are kept for the backward pass. */
+void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
+		 const float *inp, const float *fcw, const float *fcb, const float *projw,
+		 const float *projb, int N);
 
 /* out[i] = a[i] + b[i]; out may alias a or b. */
 void residual_forward(float *out, const float *a, const float *b, long n);

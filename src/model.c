@@ -337,19 +337,6 @@ static void ablate_heads(float *atty, const struct run_options *o, int l, int H,
 	}
 }
 
-static void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
-			const float *inp, const float *fcw, const float *fcb,
-			const float *projw, const float *projb, int N)
-{
-	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
-	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
-	if (c->mlp == MLP_SWIGLU)
-		swiglu_forward(fch_act, fch, N, F);
-	else
-		gelu_forward(fch_act, fch, (long)N * F);
-	matmul_forward(out, fch_act, projw, projb, N, F, C);
-}
-
 int model_forward(struct model *m, const struct run_options *o, const int *tokens,
 		  const int *targets, int B, int T, struct run *r, struct err *e)
 {

@@ -98,22 +98,24 @@ void swiglu_forward(float *out, const float *inp, int N, int F)
 	}
 }
 
-void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta)
+void rope_rotate(float *row, int n_rot, int D, int pos, float theta)
 {
-	for (int r = 0; r < B * T; r++) {
-		int t = r % T;
-		float *row = x + (size_t)r * ld;
-		for (int i = 0; i < D / 2; i++) {
-			float freq = powf(theta, -2.0f * (float)i / (float)D);
-			float c = cosf((float)t * freq), s = sinf((float)t * freq);
-			for (int h = 0; h < n_rot; h++) {
-				float *p = row + (size_t)h * D + 2 * i;
-				float a = p[0], b = p[1];
-				p[0] = a * c - b * s;
-				p[1] = a * s + b * c;
-			}
+	for (int i = 0; i < D / 2; i++) {
+		float freq = powf(theta, -2.0f * (float)i / (float)D);
+		float c = cosf((float)pos * freq), s = sinf((float)pos * freq);
+		for (int h = 0; h < n_rot; h++) {
+			float *p = row + (size_t)h * D + 2 * i;
+			float a = p[0], b = p[1];
+			p[0] = a * c - b * s;
+			p[1] = a * s + b * c;
 		}
 	}
+}
+
+void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta)
+{
+	for (int r = 0; r < B * T; r++)
+		rope_rotate(x + (size_t)r * ld, n_rot, D, r % T, theta);
 }
 
 /* Softmax of row[lo..hi] in place; entries outside become exactly 0. */
@@ -161,6 +163,45 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 				    1.0f, a, T, v, ld, 0.0f, out + (size_t)b * T * C + (size_t)h * D, C);
 		}
 	}
+}
+
+void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
+		    int n, int ld, int H, int G, int D, int lo, float scale)
+{
+	int group = H / G;
+	for (int h = 0; h < H; h++) {
+		int g = h / group;
+		const float *qh = q + (size_t)h * D;
+		float *a = att + (size_t)h * n;
+		for (int j = lo; j < n; j++) {
+			const float *kj = k + (size_t)j * ld + (size_t)g * D;
+			float s = 0.0f;
+			for (int d = 0; d < D; d++)
+				s += qh[d] * kj[d];
+			a[j] = s * scale;
+		}
+		masked_softmax_row(a, n, lo, n - 1);
+		float *o = out + (size_t)h * D;
+		memset(o, 0, (size_t)D * sizeof(float));
+		for (int j = lo; j < n; j++) {
+			const float *vj = v + (size_t)j * ld + (size_t)g * D;
+			for (int d = 0; d < D; d++)
+				o[d] += a[j] * vj[d];
+		}
+	}
+}
+
+void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
+		 const float *inp, const float *fcw, const float *fcb, const float *projw,
+		 const float *projb, int N)
+{
+	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
+	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
+	if (c->mlp == MLP_SWIGLU)
+		swiglu_forward(fch_act, fch, N, F);
+	else
+		gelu_forward(fch_act, fch, (long)N * F);
+	matmul_forward(out, fch_act, projw, projb, N, F, C);
 }
 
 void residual_forward(float *out, const float *a, const float *b, long n)

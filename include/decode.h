@@ -1,0 +1,67 @@
+/*
+ * decode.h — running a model one token at a time with a key/value cache
+ * (after llama2.c's forward(transformer, token, pos) and its RunState).
+ *
+ * A decoder owns the cache and the scratch of one sequence.  Each
+ * decoder_step appends one token at the next position: it embeds it,
+ * runs every block on that one row — reading the keys and values of the
+ * positions before from the cache and writing its own — and leaves the
+ * next-token logits in d->logits.  The numbers are those of model_forward
+ * over the whole sequence (tests/test_decode.c holds it to that), with one
+ * difference by construction: a step cannot see tokens that do not exist
+ * yet, so `mask none` decodes as causal.
+ *
+ * The cache honours the run options it was made for: G key/value heads
+ * (the converted K/V weights of model_qkv_for; going up by a whole factor
+ * keeps the native heads, as model_forward does) and the window of a
+ * windowed mask (a position attends to at most window keys back).  Its
+ * size is 2 * n_layer * G * cap * d_head floats.
+ *
+ * Lifetimes: decoder_new -> decoder_step ... (decoder_reset starts a new
+ * sequence) -> decoder_free.  The model must outlive the decoder and keep
+ * its weights.
+ */
+#ifndef ATTNSCOPE_DECODE_H
+#define ATTNSCOPE_DECODE_H
+
+#include <stddef.h>
+
+#include "model.h"
+#include "util.h"
+
+struct decoder {
+	int L, H, G, D, C, cap; /* layers, query heads, cached K/V heads, head width, d_model, positions */
+	int n;                  /* positions filled: the next token goes to position n */
+	struct run_options opt; /* the options it was made for */
+	float *k, *v;           /* (L, cap, G*D) the cache */
+	float *x;               /* (C) the residual stream of the new position */
+	float *xn;              /* (C) a norm's output */
+	float *ar;              /* (C) the residual after attention */
+	float *qkv;             /* (QKV) the new position's query, key and value rows */
+	float *att;             /* (H, cap) the new position's attention weights, per layer reused */
+	float *atty;            /* (C) the heads' outputs, concatenated */
+	float *tmp;             /* (C) */
+	float *fch, *fch_act;   /* (FF), (F) */
+	float *logits;          /* (V) next-token logits after the last step */
+};
+
+/* A decoder for model m run with options o, holding up to cap positions
+ * (at most the context; 0 = the context).  NULL with e set for invalid
+ * options.  Out of memory is fatal. */
+struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
+			    struct err *e);
+
+/* Frees the decoder; NULL is a no-op. */
+void decoder_free(struct decoder *d);
+
+/* Empties the cache: the next step is position 0. */
+void decoder_reset(struct decoder *d);
+
+/* Appends token at position d->n and computes d->logits.  0, or -1 with e
+ * set for a token outside the vocabulary or a full cache. */
+int decoder_step(struct decoder *d, struct model *m, int token, struct err *e);
+
+/* Bytes of the cache as allocated (float32 keys and values). */
+size_t decoder_cache_bytes(const struct decoder *d);
+
+#endif

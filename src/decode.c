@@ -1,0 +1,161 @@
+/*
+ * decode.c — the step decoder: one token at a time through every block,
+ * keys and values kept in a cache (see decode.h).  The block is the one of
+ * model_forward written for a single row: the same kernels, in the same
+ * order, so a step reproduces a full pass up to float rounding.
+ */
+#include "decode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* The K/V heads a pass with options o computes with: going up by a whole
+ * factor only replicates native heads, so the native ones are used (as in
+ * model_forward). */
+static int effective_kv_heads(const struct model_config *c, const struct run_options *o)
+{
+	return o->kv_heads > c->n_kv_head && o->kv_heads % c->n_kv_head == 0 ? c->n_kv_head
+									    : o->kv_heads;
+}
+
+struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
+			    struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (run_options_validate(m, o, e) != 0)
+		return NULL;
+	if (cap <= 0 || cap > c->context)
+		cap = c->context;
+	struct decoder *d = xcalloc(1, sizeof *d);
+	d->L = c->n_layer;
+	d->H = c->n_head;
+	d->G = effective_kv_heads(c, o);
+	d->D = cfg_d_head(c);
+	d->C = c->d_model;
+	d->cap = cap;
+	d->opt = *o;
+	size_t kvn = (size_t)d->L * cap * d->G * d->D;
+	d->k = xmalloc(kvn * sizeof(float));
+	d->v = xmalloc(kvn * sizeof(float));
+	d->x = xmalloc((size_t)d->C * sizeof(float));
+	d->xn = xmalloc((size_t)d->C * sizeof(float));
+	d->ar = xmalloc((size_t)d->C * sizeof(float));
+	d->qkv = xmalloc((size_t)cfg_qkv_rows(c, d->G) * sizeof(float));
+	d->att = xmalloc((size_t)d->H * cap * sizeof(float));
+	d->atty = xmalloc((size_t)d->C * sizeof(float));
+	d->tmp = xmalloc((size_t)d->C * sizeof(float));
+	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
+	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
+	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
+	return d;
+}
+
+void decoder_free(struct decoder *d)
+{
+	if (!d)
+		return;
+	free(d->k);
+	free(d->v);
+	free(d->x);
+	free(d->xn);
+	free(d->ar);
+	free(d->qkv);
+	free(d->att);
+	free(d->atty);
+	free(d->tmp);
+	free(d->fch);
+	free(d->fch_act);
+	free(d->logits);
+	free(d);
+}
+
+void decoder_reset(struct decoder *d)
+{
+	d->n = 0;
+}
+
+size_t decoder_cache_bytes(const struct decoder *d)
+{
+	return 2 * (size_t)d->L * d->cap * d->G * d->D * sizeof(float);
+}
+
+/* Attention sub-block of layer l for the new position: reads d->xn (the
+ * block's input, normed or not), appends its key and value to the cache
+ * and leaves the projected output in d->tmp. */
+static void attend(struct decoder *d, struct model *m, int l, const float *wq, const float *bq)
+{
+	const struct model_config *c = &m->cfg;
+	const struct run_options *o = &d->opt;
+	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
+	matmul_forward(d->qkv, d->xn, wq, bq, 1, C, QKV);
+	if (c->pos == POS_ROPE)
+		rope_rotate(d->qkv, H + G, D, pos, c->rope_theta);
+	size_t row = (size_t)G * D, base = (size_t)l * d->cap * row;
+	memcpy(d->k + base + (size_t)pos * row, d->qkv + (size_t)H * D, row * sizeof(float));
+	memcpy(d->v + base + (size_t)pos * row, d->qkv + (size_t)(H + G) * D, row * sizeof(float));
+	int lo = o->mask == MASK_WINDOW && pos - o->window > 0 ? pos - o->window : 0;
+	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, pos + 1, (int)row, H, G,
+		       D, lo, scale);
+	for (int h = 0; h < H; h++)
+		if (opt_is_ablated(o, l * H + h))
+			memset(d->atty + (size_t)h * D, 0, (size_t)D * sizeof(float));
+	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
+	const float *projb = m->p[P_ATTPROJB] ? m->p[P_ATTPROJB] + (size_t)l * C : NULL;
+	matmul_forward(d->tmp, d->atty, projw, projb, 1, C, C);
+}
+
+int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (token < 0 || token >= c->vocab_size)
+		return err_set(e, "token %d is outside the vocabulary (%d)", token, c->vocab_size);
+	if (d->n >= d->cap)
+		return err_set(e, "the cache holds %d positions and is full", d->cap);
+	int C = d->C, L = d->L, F = c->d_ff, FF = cfg_ff_rows(c), pos = d->n;
+	int QKV = cfg_qkv_rows(c, d->G);
+	bool post = d->opt.placement == PLACE_POST;
+	const float *qkvw, *qkvb;
+	model_qkv_for(m, d->G, &qkvw, &qkvb);
+
+	const float *te = m->p[P_WTE] + (size_t)token * C;
+	for (int j = 0; j < C; j++)
+		d->x[j] = te[j] + (c->pos == POS_LEARNED ? m->p[P_WPE][(size_t)pos * C + j] : 0.0f);
+
+	for (int l = 0; l < L; l++) {
+		const float *ln1w = m->p[P_LN1W] + (size_t)l * C;
+		const float *ln1b = m->p[P_LN1B] ? m->p[P_LN1B] + (size_t)l * C : NULL;
+		const float *ln2w = m->p[P_LN2W] + (size_t)l * C;
+		const float *ln2b = m->p[P_LN2B] ? m->p[P_LN2B] + (size_t)l * C : NULL;
+		const float *wq = qkvw + (size_t)l * QKV * C, *bq = qkvb ? qkvb + (size_t)l * QKV : NULL;
+		const float *fcw = m->p[P_FCW] + (size_t)l * FF * C;
+		const float *fcb = m->p[P_FCB] ? m->p[P_FCB] + (size_t)l * FF : NULL;
+		const float *fpw = m->p[P_FCPROJW] + (size_t)l * C * F;
+		const float *fpb = m->p[P_FCPROJB] ? m->p[P_FCPROJB] + (size_t)l * C : NULL;
+
+		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)) */
+			norm_forward(c->norm, d->xn, NULL, NULL, d->x, ln1w, ln1b, 1, C, c->norm_eps);
+			attend(d, m, l, wq, bq);
+			residual_forward(d->ar, d->x, d->tmp, C);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, ln2w, ln2b, 1, C, c->norm_eps);
+			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, fcw, fcb, fpw, fpb, 1);
+			residual_forward(d->x, d->ar, d->tmp, C);
+		} else { /* x <- norm1(x + attn(x)); x <- norm2(x + mlp(x)) */
+			memcpy(d->xn, d->x, (size_t)C * sizeof(float));
+			attend(d, m, l, wq, bq);
+			residual_forward(d->ar, d->x, d->tmp, C);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, ln1w, ln1b, 1, C, c->norm_eps);
+			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, fcw, fcb, fpw, fpb, 1);
+			residual_forward(d->ar, d->xn, d->tmp, C);
+			norm_forward(c->norm, d->x, NULL, NULL, d->ar, ln2w, ln2b, 1, C, c->norm_eps);
+		}
+	}
+	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
+	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	matmul_forward(d->logits, d->xn, wout, NULL, 1, C, c->vocab_size);
+	d->n++;
+	return 0;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# End-to-end tests of `generate`: greedy generation is the same every time
+# and is what `top` calls most likely at each step; the text grows by the
+# tokens made and runs once (one measurement for the whole generation, not
+# one per token); generation stops at the context; bad arguments are
+# refused with the usage.  A seeded random model from tool_mkmodel.
+#
+#   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_generate.sh
+. "$(dirname "$0")/lib-cli.sh"
+
+make_tmp generate
+mkdir "$tmp/models"
+mkmodel "$tmp/models/m.safetensors" --chars "abcdefgh "
+cd "$tmp" || exit 1
+
+run --no-db --batch m -c 'text abc; generate 5 --temperature 0' </dev/null
+check greedy-status status 0
+check greedy-grows has_out '^8 tokens '
+check greedy-says has_out '^generated 5 tokens (temperature 0, top-k 40, seed 1337)$'
+first=$(sed -n 2p "$tmp/out")
+run --no-db --batch m -c 'text abc; generate 5 --temperature 0' </dev/null
+check greedy-repeats sh -c "[ \"\$(sed -n 2p '$tmp/out')\" = '$first' ]"
+
+# each greedy token is the most likely next token of a full pass
+run --no-db --batch m -c 'text abc; top 1' </dev/null
+want=$(awk '/^ *1 /{ print $2; exit }' "$tmp/out")
+check greedy-is-top sh -c "[ \"\$(printf '%s' '$first' | cut -c1 | sed 's/ /␣/')\" = '$want' ]"
+
+# sampled generation: the same seed, the same text; another seed, another
+run --no-db --batch m -c 'text abc; generate 30 --seed 7' </dev/null
+s7=$(sed -n 2p "$tmp/out")
+run --no-db --batch m -c 'text abc; generate 30 --seed 7' </dev/null
+check seed-repeats sh -c "[ \"\$(sed -n 2p '$tmp/out')\" = '$s7' ]"
+run --no-db --batch m -c 'text abc; generate 30 --seed 8' </dev/null
+check seed-differs sh -c "[ \"\$(sed -n 2p '$tmp/out')\" != '$s7' ]"
+
+# one measurement for the whole generation
+run --db "$tmp/g.db" --batch m -c 'text abc; generate 20' </dev/null
+check one-measurement sh -c "[ $rc -eq 0 ] && [ \"\$(sqlite3 '$tmp/g.db' 'SELECT count(*) FROM measurements')\" = 2 ]"
+
+# the context (64) bounds it
+run --no-db --batch m -c 'text abc; generate 64' </dev/null
+check stops-at-context sh -c "[ $rc -eq 0 ] && grep -q '^generated 61 tokens' '$tmp/out' && grep -q '^64 tokens ' '$tmp/out'"
+
+run --no-db --batch m -c 'text abc; generate 0' </dev/null
+check bad-count sh -c "[ $rc -eq 1 ] && grep -q 'the number of tokens' '$tmp/err'"
+run --no-db --batch m -c 'text abc; generate 3 --temperature hot' </dev/null
+check bad-temperature sh -c "[ $rc -eq 1 ] && grep -q 'the temperature' '$tmp/err'"
+run --no-db --batch m -c 'generate 3' </dev/null
+check needs-text sh -c "[ $rc -eq 1 ] && grep -q 'no text yet' '$tmp/err'"
+
+[ "$failures" -eq 0 ]

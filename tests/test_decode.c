@@ -1,0 +1,218 @@
+/*
+ * test_decode.c — the step decoder and the sampler.
+ *
+ *  - decoder_step, token by token, gives the next-token logits of
+ *    model_forward over the whole sequence at every position, within
+ *    1e-4 + 1e-4 |ref|, for seeded random models of both families
+ *    (LayerNorm / learned / GELU / biases / tied; RMSNorm / RoPE / SwiGLU /
+ *    no biases / untied / native GQA) under the run options that change
+ *    the computation: pre and post placement, K/V sharing down and up, a
+ *    window, scaling off and an ablated head.  `mask none` decodes as the
+ *    causal pass does (a step cannot see tokens that do not exist yet).
+ *  - decoder_reset starts over with the same numbers; a full cache and a
+ *    token outside the vocabulary are refused; the cache size is
+ *    2 * L * G * cap * D floats, G being the K/V heads computed with.
+ *  - sampler: temperature 0 and top_k 1 give the most likely token, ties
+ *    to the smaller id; an excluded id is never drawn; a seed reproduces
+ *    a sequence; with temperature 1 draws follow the softmax (70,000 draws
+ *    of probabilities 1/7, 2/7, 4/7 land within 0.01 of each), and top_k 2
+ *    never draws the third.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "model.h"
+#include "sampler.h"
+
+enum { V = 19, T = 12 };
+
+static struct model *make_model(bool llama, int kv_heads, uint64_t seed)
+{
+	struct model_config c;
+	config_default(&c);
+	c.vocab_size = V;
+	c.d_model = 32;
+	c.n_layer = 2;
+	c.n_head = 4;
+	c.n_kv_head = kv_heads;
+	c.d_ff = 48;
+	c.context = 16;
+	if (llama) {
+		c.norm = NORM_RMS;
+		c.pos = POS_ROPE;
+		c.mlp = MLP_SWIGLU;
+		c.bias = false;
+		c.tied = false;
+	}
+	struct err e;
+	struct model *m = model_new(&c, &e);
+	if (!m)
+		fail_msg("model_new: %s", e.msg);
+	model_init_random(m, seed);
+	for (size_t i = 0; i < m->psize[P_QKVW]; i++) /* sharper attention */
+		m->p[P_QKVW][i] *= 8.0f;
+	return m;
+}
+
+/* Worst |decoder - forward| over every position and logit, relative to
+ * 1e-4 + 1e-4 |ref|; fails the test above 1. */
+static double compare(struct model *m, const struct run_options *o, const struct run_options *ref)
+{
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 7 + 3) % V;
+	struct err e;
+	struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS);
+	if (model_forward(m, ref, tokens, NULL, 1, T, r, &e) != 0)
+		fail_msg("model_forward: %s", e.msg);
+	struct decoder *d = decoder_new(m, o, 0, &e);
+	if (!d)
+		fail_msg("decoder_new: %s", e.msg);
+	double worst = 0.0;
+	for (int i = 0; i < T; i++) {
+		if (decoder_step(d, m, tokens[i], &e) != 0)
+			fail_msg("decoder_step: %s", e.msg);
+		for (int j = 0; j < V; j++) {
+			double a = d->logits[j], b = r->logits[(size_t)i * V + j];
+			double q = fabs(a - b) / (1e-4 + 1e-4 * fabs(b));
+			worst = q > worst ? q : worst;
+		}
+	}
+	decoder_free(d);
+	run_free(r);
+	return worst;
+}
+
+static void test_decoder_matches_forward(void **state)
+{
+	(void)state;
+	for (int llama = 0; llama <= 1; llama++) {
+		int K = llama ? 2 : 4;
+		struct model *m = make_model(llama, K, 7 + llama);
+		struct run_options native;
+		run_options_native(m, &native);
+		struct run_options cases[8];
+		const char *names[8];
+		int n = 0;
+		cases[n] = native, names[n++] = "native";
+		cases[n] = native, cases[n].placement = PLACE_POST, names[n++] = "post-norm";
+		cases[n] = native, cases[n].kv_heads = 1, names[n++] = "mqa";
+		cases[n] = native, cases[n].kv_heads = llama ? 4 : 2, names[n++] = "kv up / gqa 2";
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n].window = 3, names[n++] = "window 3";
+		cases[n] = native, cases[n].scale = false, names[n++] = "scale off";
+		cases[n] = native, opt_set_ablated(&cases[n], 1 * 4 + 2, true), names[n++] = "ablate 1.2";
+		for (int i = 0; i < n; i++) {
+			double w = compare(m, &cases[i], &cases[i]);
+			print_message("%s %-14s worst %.3f of tolerance\n", llama ? "llama" : "gpt2 ", names[i], w);
+			assert_true(w <= 1.0);
+		}
+		/* mask none: a step sees only what exists, as the causal pass does */
+		struct run_options none = native;
+		none.mask = MASK_NONE;
+		assert_true(compare(m, &none, &native) <= 1.0);
+		model_free(m);
+	}
+}
+
+static void test_decoder_reset_and_limits(void **state)
+{
+	(void)state;
+	struct model *m = make_model(false, 4, 3);
+	struct run_options o;
+	run_options_native(m, &o);
+	o.kv_heads = 2;
+	struct err e;
+	struct decoder *d = decoder_new(m, &o, 5, &e);
+	assert_non_null(d);
+	assert_int_equal(d->G, 2);
+	assert_int_equal(decoder_cache_bytes(d), 2 * 2 * 2 * 5 * 8 * sizeof(float));
+	float first[V];
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(decoder_step(d, m, i, &e), 0);
+	memcpy(first, d->logits, sizeof first);
+	assert_int_equal(decoder_step(d, m, 1, &e), -1);
+	assert_non_null(strstr(e.msg, "full"));
+	decoder_reset(d);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(decoder_step(d, m, i, &e), 0);
+	assert_memory_equal(first, d->logits, sizeof first);
+	decoder_reset(d);
+	assert_int_equal(decoder_step(d, m, V, &e), -1);
+	assert_int_equal(decoder_step(d, m, -1, &e), -1);
+	decoder_free(d);
+	decoder_free(NULL);
+
+	/* going up by a whole factor computes with the native heads */
+	o.kv_heads = 4;
+	struct model *g = make_model(true, 2, 4);
+	d = decoder_new(g, &o, 0, &e);
+	assert_non_null(d);
+	assert_int_equal(d->G, 2);
+	assert_int_equal(d->cap, g->cfg.context);
+	decoder_free(d);
+	o.kv_heads = 3; /* does not divide 4 heads */
+	assert_null(decoder_new(g, &o, 0, &e));
+	model_free(g);
+	model_free(m);
+}
+
+static void test_sampler(void **state)
+{
+	(void)state;
+	float logits[5] = { 0.5f, 2.0f, 2.0f, -1.0f, 1.0f };
+	struct sampler s;
+	sampler_init(&s, 5, 0.0f, 0, 1);
+	assert_int_equal(sampler_sample(&s, logits, -1), 1); /* tie: the smaller id */
+	assert_int_equal(sampler_sample(&s, logits, 1), 2);
+	sampler_free(&s);
+	sampler_init(&s, 5, 1.0f, 1, 1);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(sampler_sample(&s, logits, -1), 1);
+	sampler_free(&s);
+
+	/* a seed reproduces the draws; exclude is never drawn */
+	struct sampler a, b;
+	sampler_init(&a, 5, 1.0f, 0, 42);
+	sampler_init(&b, 5, 1.0f, 0, 42);
+	for (int i = 0; i < 200; i++) {
+		int x = sampler_sample(&a, logits, 4);
+		assert_int_equal(x, sampler_sample(&b, logits, 4));
+		assert_int_not_equal(x, 4);
+	}
+	sampler_free(&a);
+	sampler_free(&b);
+
+	/* the softmax: probabilities 1/7, 2/7, 4/7 */
+	float l3[3] = { 0.0f, logf(2.0f), logf(4.0f) };
+	int count[3] = { 0 }, N = 70000;
+	sampler_init(&s, 3, 1.0f, 0, 9);
+	for (int i = 0; i < N; i++)
+		count[sampler_sample(&s, l3, -1)]++;
+	sampler_free(&s);
+	for (int i = 0; i < 3; i++)
+		assert_true(fabs((double)count[i] / N - (1 << i) / 7.0) < 0.01);
+	/* top_k 2: the least likely is never drawn */
+	sampler_init(&s, 3, 1.0f, 2, 9);
+	for (int i = 0; i < 1000; i++)
+		assert_int_not_equal(sampler_sample(&s, l3, -1), 0);
+	sampler_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decoder_matches_forward),
+		cmocka_unit_test(test_decoder_reset_and_limits),
+		cmocka_unit_test(test_sampler),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
