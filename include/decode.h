@@ -33,6 +33,7 @@ struct decoder {
 	int L, H, G, D, C, cap; /* layers, query heads, cached K/V heads, head width, d_model, positions */
 	int n;                  /* positions filled: the next token goes to position n */
 	struct run_options opt; /* the options it was made for */
+	const struct run_hook *hook; /* called at each site of each step (model.h); NULL: none */
 	float *k, *v;           /* (L, cap, G*D) the cache */
 	float *x;               /* (C) the residual stream of the new position */
 	float *xn;              /* (C) a norm's output */

@@ -104,6 +104,32 @@ int opt_ablated_count(const struct run_options *o);
 /* KV-cache bytes for G heads: 2 * n_layer * G * T * d_head * bytes_per_elem. */
 double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int bytes_per_elem);
 
+/* ---------------------------------------------------------- intervention */
+
+/*
+ * Sites of a forward pass where a hook may read and change the activations
+ * in place (activation patching, custom ablations).  At HOOK_HEADS the
+ * ablation of the run options is applied first, then the hook: one site
+ * serves both.  x holds B * T rows of `width` floats; pos0 is the position
+ * of each sequence's first row (0 for model_forward, the step's position
+ * for decoder_step, where B = T = 1).
+ */
+enum hook_site {
+	HOOK_HEADS, /* layer l's head outputs, before the output projection: width H * D */
+	HOOK_RESID, /* the residual stream after block l: width C */
+};
+
+struct run_hook {
+	void (*fn)(void *ctx, enum hook_site site, int layer, float *x, int B, int T, int pos0,
+		   int width);
+	void *ctx;
+};
+
+/* The HOOK_HEADS site: zeroes the ablated heads of layer l in x (B * T
+ * rows of H * D), then calls hook (may be NULL). */
+void model_heads_site(const struct run_hook *hook, const struct run_options *o, int l, float *x,
+		      int B, int T, int pos0, int H, int D);
+
 /* -------------------------------------------------------------------- run */
 
 /* What a run keeps.  Logits and NLL are always computed when RUN_LOGITS is
@@ -135,6 +161,8 @@ struct run {
 	int n_targets;
 	double forward_ms;
 	struct run_options opt; /* options of the last pass */
+	const struct run_hook *hook; /* called at each site of each pass; NULL: none.
+				      * Set by the caller, not owned. */
 
 	/* saved activations (per layer: lstride apart) */
 	size_t lstride_c, lstride_qkv, lstride_ff, lstride_f, lstride_bt;
@@ -187,6 +215,7 @@ float *run_att(const struct run *r, int l, int b, int h);
  *   - mask: causal (j <= i), none, window (i - window <= j <= i).
  *   - scale: scores multiplied by 1/sqrt(D) when on, by 1 when off.
  *   - ablated heads: their output rows are zeroed before the output projection.
+ *   - r->hook, when set, is called at every site (see enum hook_site).
  * Returns 0, or -1 with a message for bad tokens, T above the context or the
  * run's size, or invalid options.
  */

@@ -100,9 +100,7 @@ static void attend(struct decoder *d, struct model *m, int l, const float *wq, c
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, pos + 1, (int)row, H, G,
 		       D, lo, scale);
-	for (int h = 0; h < H; h++)
-		if (opt_is_ablated(o, l * H + h))
-			memset(d->atty + (size_t)h * D, 0, (size_t)D * sizeof(float));
+	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
 	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
 	const float *projb = m->p[P_ATTPROJB] ? m->p[P_ATTPROJB] + (size_t)l * C : NULL;
 	matmul_forward(d->tmp, d->atty, projw, projb, 1, C, C);
@@ -152,6 +150,8 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 			residual_forward(d->ar, d->xn, d->tmp, C);
 			norm_forward(c->norm, d->x, NULL, NULL, d->ar, ln2w, ln2b, 1, C, c->norm_eps);
 		}
+		if (d->hook && d->hook->fn)
+			d->hook->fn(d->hook->ctx, HOOK_RESID, l, d->x, 1, 1, pos, C);
 	}
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
 	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];

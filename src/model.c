@@ -326,15 +326,18 @@ void engine_set_threads(int n)
 	openblas_set_num_threads(n);
 }
 
-/* Zeroes the output columns of ablated heads of layer l. */
-static void ablate_heads(float *atty, const struct run_options *o, int l, int H, int D, int N)
+void model_heads_site(const struct run_hook *hook, const struct run_options *o, int l, float *x,
+		      int B, int T, int pos0, int H, int D)
 {
+	int N = B * T;
 	for (int h = 0; h < H; h++) {
 		if (!opt_is_ablated(o, l * H + h))
 			continue;
 		for (int i = 0; i < N; i++)
-			memset(atty + (size_t)i * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
+			memset(x + (size_t)i * H * D + (size_t)h * D, 0, (size_t)D * sizeof(float));
 	}
+	if (hook && hook->fn)
+		hook->fn(hook->ctx, HOOK_HEADS, l, x, B, T, pos0, H * D);
 }
 
 int model_forward(struct model *m, const struct run_options *o, const int *tokens,
@@ -420,7 +423,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		if (c->pos == POS_ROPE)
 			rope_forward(qkv, B, T, H + G, D, QKV, c->rope_theta);
 		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale);
-		ablate_heads(atty, o, l, H, D, N);
+		model_heads_site(r->hook, o, l, atty, B, T, 0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T,
@@ -441,6 +444,8 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, ln2w, ln2b, N, C, c->norm_eps);
 			memcpy(out, ln2, (size_t)N * C * sizeof(float));
 		}
+		if (r->hook && r->hook->fn)
+			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, B, T, 0, C);
 		row_norms(r->resid_norm + (size_t)l * N, out, N, C, C);
 	}
 

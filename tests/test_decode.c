@@ -12,6 +12,12 @@
  *  - decoder_reset starts over with the same numbers; a full cache and a
  *    token outside the vocabulary are refused; the cache size is
  *    2 * L * G * cap * D floats, G being the K/V heads computed with.
+ *  - intervention hooks: patching the residual stream after block l with
+ *    another text's (HOOK_RESID) gives that text's logits exactly, as
+ *    nothing after block l reads anything else; zeroing a head at
+ *    HOOK_HEADS equals ablating it in the run options, bit for bit; the
+ *    decoder calls the same hook at the same sites with the step's
+ *    position, and gives the hooked full pass's logits.
  *  - sampler: temperature 0 and top_k 1 give the most likely token, ties
  *    to the smaller id; an excluded id is never drawn; a seed reproduces
  *    a sequence; with temperature 1 draws follow the softmax (70,000 draws
@@ -165,6 +171,93 @@ static void test_decoder_reset_and_limits(void **state)
 	model_free(m);
 }
 
+/* Hook contexts: a stored residual stream to write in, and a head to zero. */
+struct patch {
+	int layer;
+	const float *resid; /* (T, C) */
+	int C, calls;
+};
+
+static void patch_resid(void *ctx, enum hook_site site, int layer, float *x, int B, int T,
+			int pos0, int width)
+{
+	struct patch *p = ctx;
+	(void)B;
+	if (site != HOOK_RESID || layer != p->layer)
+		return;
+	assert_int_equal(width, p->C);
+	memcpy(x, p->resid + (size_t)pos0 * width, (size_t)T * width * sizeof(float));
+	p->calls++;
+}
+
+struct zero_head {
+	int layer, head, D, calls;
+};
+
+static void zero_head(void *ctx, enum hook_site site, int layer, float *x, int B, int T, int pos0,
+		      int width)
+{
+	struct zero_head *z = ctx;
+	(void)pos0;
+	if (site != HOOK_HEADS || layer != z->layer)
+		return;
+	for (int i = 0; i < B * T; i++)
+		memset(x + (size_t)i * width + (size_t)z->head * z->D, 0, (size_t)z->D * sizeof(float));
+	z->calls++;
+}
+
+static void test_hooks(void **state)
+{
+	(void)state;
+	struct model *m = make_model(true, 2, 11);
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, Tn = 10, clean[10], bad[10];
+	for (int i = 0; i < Tn; i++) {
+		clean[i] = (i * 5 + 1) % V;
+		bad[i] = (i * 3 + 2) % V;
+	}
+	struct run_options o;
+	run_options_native(m, &o);
+	struct err e;
+	struct run *rc = run_new(c, 1, Tn, RUN_LOGITS), *rb = run_new(c, 1, Tn, RUN_LOGITS);
+	assert_int_equal(model_forward(m, &o, clean, NULL, 1, Tn, rc, &e), 0);
+	/* the residual stream after block 0 is resid[1] */
+	struct patch p = { .layer = 0, .resid = rc->resid + (size_t)1 * Tn * C, .C = C };
+	struct run_hook hook = { patch_resid, &p };
+	rb->hook = &hook;
+	assert_int_equal(model_forward(m, &o, bad, NULL, 1, Tn, rb, &e), 0);
+	assert_int_equal(p.calls, 1);
+	assert_memory_equal(rb->logits, rc->logits, (size_t)Tn * V * sizeof(float));
+
+	/* the decoder: the same hook, one row per step, the same logits */
+	struct decoder *d = decoder_new(m, &o, 0, &e);
+	d->hook = &hook;
+	p.calls = 0;
+	for (int i = 0; i < Tn; i++) {
+		assert_int_equal(decoder_step(d, m, bad[i], &e), 0);
+		for (int j = 0; j < V; j++)
+			assert_true(fabs(d->logits[j] - rc->logits[(size_t)i * V + j]) <
+				    1e-4 + 1e-4 * fabs(rc->logits[(size_t)i * V + j]));
+	}
+	assert_int_equal(p.calls, Tn);
+	decoder_free(d);
+
+	/* zeroing head 1.3 at HOOK_HEADS is ablating it */
+	struct zero_head z = { .layer = 1, .head = 3, .D = cfg_d_head(c) };
+	struct run_hook zh = { zero_head, &z };
+	rb->hook = &zh;
+	assert_int_equal(model_forward(m, &o, clean, NULL, 1, Tn, rb, &e), 0);
+	assert_int_equal(z.calls, 1);
+	struct run_options ab = o;
+	opt_set_ablated(&ab, 1 * 4 + 3, true);
+	rc->hook = NULL;
+	assert_int_equal(model_forward(m, &ab, clean, NULL, 1, Tn, rc, &e), 0);
+	assert_memory_equal(rb->logits, rc->logits, (size_t)Tn * V * sizeof(float));
+	run_free(rc);
+	run_free(rb);
+	model_free(m);
+}
+
 static void test_sampler(void **state)
 {
 	(void)state;
@@ -212,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decoder_matches_forward),
 		cmocka_unit_test(test_decoder_reset_and_limits),
+		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
