@@ -1,6 +1,7 @@
 /*
- * tok-common.h — private to the tok-*.c files: the helpers the tokenizers
- * share.  Users call the tokenizer API (tokenizer.h).
+ * tok-common.h — private to the tokenizer modules: the helpers the
+ * tok-*.c kinds share, and the builders tokenizer.c's table calls.  Users
+ * call the tokenizer API (tokenizer.h).
  *
  * None of these fail in a way the caller must handle: allocation failure
  * and jansson running out of memory are fatal (die()), as elsewhere.
@@ -13,6 +14,15 @@
 #include <stdint.h>
 
 #include <jansson.h>
+
+#include "util.h"
+
+/* Each kind's builder from its parsed JSON description (tokenizer.c's
+ * table calls them; defined in tok-char.c, tok-bpe.c, tok-llama2c.c).
+ * NULL + e on a bad description. */
+struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e);
 
 /* FNV-1a over n bytes (the vocabulary hash tables' hash). */
 uint32_t tok_hash_bytes(const char *s, size_t n);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "utf8.h"
 #include "util.h"
 
 struct tokenizer;
@@ -108,15 +109,5 @@ struct tokenizer *tok_bpe_load(const char *path, struct err *e);
  * reads exactly that many pieces (a model's vocab_size) and refuses a file
  * with fewer or more; 0 reads to the end of the file. */
 struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e);
-
-/* ------------------------------------------------------------------ UTF-8 */
-
-/* Decodes one code point at s[0..len).  Stores the code point (U+FFFD for
- * an invalid sequence, which then consumes one byte) and returns the bytes
- * consumed (>= 1 when len >= 1).  *bad is set when the sequence was invalid. */
-int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp, int *bad);
-
-/* Encodes cp into out (at least 4 bytes); returns the length. */
-int utf8_encode(uint32_t cp, char *out);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * tokenizer.c — the kind-independent half of the tokenizer interface:
  * encoding with an optional BOS, pieces, decoding, printable labels,
- * building a tokenizer from its JSON description, and UTF-8 coding.
+ * building a tokenizer from its JSON description, and telling which text
+ * became <unk>.
  *
  * Ownership: a kind's constructor allocates the struct tokenizer and its
  * impl; ops->free releases impl (and anything it owns) and tok_free()
@@ -17,14 +18,7 @@
 
 #include <jansson.h>
 
-/*
- * Builders for each kind, from an already parsed JSON object.  They are
- * defined in the kind's own file (tok-char.c, ...) and are not part of the
- * public header, so their prototypes live here next to the table.
- */
-struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
-struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e);
-struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e);
+#include "tok-common.h"
 
 struct tok_kind {
 	const char *type;
@@ -96,94 +90,6 @@ int tok_unknown(const struct tokenizer *t, const char *text, size_t len, int add
 	if (n_cps)
 		*n_cps = distinct;
 	return count;
-}
-
-/* ------------------------------------------------------------------ UTF-8 */
-
-/* Marks the byte at s[0] as invalid: U+FFFD, one byte consumed. */
-static int utf8_bad(uint32_t *cp, int *bad)
-{
-	*cp = 0xFFFD;
-	if (bad)
-		*bad = 1;
-	return 1;
-}
-
-int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp, int *bad)
-{
-	uint32_t c, min;
-	int need, i;
-
-	if (bad)
-		*bad = 0;
-	if (len == 0) {
-		/* Nothing to decode: no byte consumed. */
-		*cp = 0xFFFD;
-		if (bad)
-			*bad = 1;
-		return 0;
-	}
-	c = s[0];
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xC2 && c <= 0xDF) {
-		need = 1;
-		min = 0x80;
-		c &= 0x1F;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		need = 2;
-		min = 0x800;
-		c &= 0x0F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		need = 3;
-		min = 0x10000;
-		c &= 0x07;
-	} else {
-		/* Continuation byte, C0/C1 (always overlong) or F5..FF. */
-		return utf8_bad(cp, bad);
-	}
-	if (len < (size_t)need + 1)
-		return utf8_bad(cp, bad);
-	for (i = 1; i <= need; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return utf8_bad(cp, bad);
-		c = (c << 6) | (s[i] & 0x3F);
-	}
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return utf8_bad(cp, bad);
-	*cp = c;
-	return need + 1;
-}
-
-int utf8_encode(uint32_t cp, char *out)
-{
-	unsigned char *o = (unsigned char *)out;
-
-	/* Surrogates and values past U+10FFFF have no encoding. */
-	if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		cp = 0xFFFD;
-	if (cp < 0x80) {
-		o[0] = (unsigned char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (unsigned char)(0xC0 | (cp >> 6));
-		o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (unsigned char)(0xE0 | (cp >> 12));
-		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (unsigned char)(0xF0 | (cp >> 18));
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-	return 4;
 }
 
 /* -------------------------------------------------------------- encoding */
