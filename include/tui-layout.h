@@ -237,24 +237,27 @@ void tui_status_text(const char *name, int L, int H, const struct run_options *o
 
 /* ------------------------------------------------------------- hints */
 
-enum tui_view {
-	TUI_VIEW_GRID,
-	TUI_VIEW_HEAD,
-	TUI_VIEW_TOKEN,
-	TUI_VIEW_NUMBERS,
-	TUI_N_VIEWS
+/* One "KEY what" pair of the hint line: the key as shown in UTF-8 and in
+ * ASCII.  A list ends with TUI_HINT_END. */
+struct tui_hint {
+	const char *key_u, *key_a;
+	const char *what;
 };
 
-/* Lowercase name of a view ("grid", "head", "token", "numbers"). */
-const char *tui_view_name(enum tui_view v);
+#define TUI_HINT_END { NULL, NULL, NULL }
 
-/* Parses a view name or its number 1-4.  0, or -1 when unknown. */
-int tui_view_parse(const char *s, enum tui_view *out);
+/* The option keys every view lists first (they fit at 80 columns); moving
+ * and the view's own keys follow where there is room; `?` lists all. */
+#define TUI_HINT_OPTIONS \
+	{ "g", "g", "share" }, { "n", "n", "norm" }, { "m", "m", "mask" }, { "s", "s", "scale" }, \
+	{ "a", "a", "ablate" }, { "A", "A", "all" }, { "e", "e", "text" }, { ":", ":", "cmd" }, \
+	{ "r", "r", "reset" }, { "Tab", "Tab", "view" }
 
-/* The key-hint line for a view in at most width columns: as many "KEY
- * what" pairs as fit, most useful first, two blanks apart.  `back` says
- * whether q returns to a prompt (else it quits). */
-void tui_hints_text(enum tui_view v, bool back, bool unicode, int width, char *buf, size_t size);
+/* The key-hint line of a view's list in at most width columns: as many
+ * "KEY what" pairs as fit, in order, two blanks apart, then "? help  q
+ * back" (or "q quit").  `back` says whether q returns to a prompt. */
+void tui_hints_text(const struct tui_hint *list, bool back, bool unicode, int width, char *buf,
+		    size_t size);
 
 /* --------------------------------------------------------- line editor */
 

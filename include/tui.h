@@ -45,7 +45,12 @@ enum {
  * message and nothing changed.  s->out, s->interactive and the signal
  * dispositions are as before when it returns.
  */
-int tui_run(struct session *s, enum tui_view first, unsigned flags, struct err *e);
+int tui_run(struct session *s, int first, unsigned flags, struct err *e);
+
+/* The name of view v ("grid", "head", "token", "numbers"; "?" for none)
+ * and the view a name or a number 1..4 names: 0, or -1 when unknown. */
+const char *tui_view_name(int v);
+int tui_view_parse(const char *s, int *out);
 
 /* Whether the visualizer is up (a nested `view` is refused). */
 bool tui_active(void);
@@ -84,7 +89,7 @@ enum tui_role {
 
 struct tui_state {
 	struct session *s;
-	enum tui_view view;
+	int view;             /* index into tui_views[] */
 	bool standalone;
 	bool utf8;            /* the locale is UTF-8: half blocks, CJK */
 	int colors;           /* 256, 8, or 0 (monochrome) */
@@ -130,14 +135,79 @@ void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned
 /* The colour pairs (after start_color); no-op without colour. */
 void tui_colors_init(struct tui_state *t);
 
-/* The views, each drawing into r; and the numbers side panel. */
-void tui_draw_grid(struct tui_state *t, const struct tui_rect *r);
-void tui_draw_head(struct tui_state *t, const struct tui_rect *r);
-void tui_draw_token(struct tui_state *t, const struct tui_rect *r);
-void tui_draw_numbers(struct tui_state *t, const struct tui_rect *r);
+/* Draws one glyph in the heat colour of v (bold when asked) when the
+ * terminal has colour, else plain. */
+void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold);
+
+/* One half-block character for the weights of two query rows, top and
+ * bottom (NAN: nothing). */
+void tui_half_block(int y, int x, double top, double bottom);
+
+/* Whether the locale is UTF-8; the ablation mark ('✗' or 'x') and the
+ * times sign ('×' or 'x') that follow from it. */
+bool tui_utf8(void);
+const char *tui_mark_ablated(void);
+const char *tui_times_sign(void);
+
+/* Draws the "no model / no text" note in r; true when the view can draw. */
+bool tui_need_run(const struct session *s, const struct tui_rect *r);
+
+/* Labels of the session's tokens (render_labels_free them); their widest
+ * width and whether any is double width (either may be NULL). */
+char **tui_token_labels(const struct session *s, int *widest, bool *wide);
+
+/* The k strongest keys of a row of n weights, strongest first (earlier
+ * keys win ties).  Returns how many. */
+int tui_top_keys(const float *row, int n, int k, int *best);
+
+/* A bar of `w` columns for v in [0, 1] in eighths ('▏'..'█'), ASCII '#'. */
+void tui_put_bar(int y, int x, int w, double v, enum tui_role role);
+
+/* A label cut to `w` columns with '…' into buf. */
+void tui_short_label(const char *label, int w, char *buf, size_t size);
+
+/* Median and newest of the kept key-to-redraw times (0 / NAN when none). */
+double tui_key_ms_median(const struct tui_state *t);
+double tui_last_key_ms(const struct tui_state *t);
+
+/* The numbers side panel (tui-numbers.c), beside the views that want it. */
 void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
 
-/* Median of the kept key-to-redraw times (0 when none). */
-double tui_key_ms_median(const struct tui_state *t);
+/* --------------------------------------------------- internal: view modes */
+
+/*
+ * A view of the visualizer (after tmux's window modes): what the body
+ * shows and what moving and clicking do there.  Each lives in its own file
+ * (tui-grid.c, tui-head.c, tui-token.c, tui-numbers.c) and is listed once
+ * in tui_views[] (tui-views.c); its state is its own fields of struct
+ * tui_state.  Handlers change only view state and the session's selection.
+ */
+enum tui_key_result { TUI_KEY_IGNORED, TUI_KEY_HANDLED, TUI_KEY_REFRESH };
+
+struct tui_view_mode {
+	const char *name;            /* "grid", ...: `view NAME`, the status line */
+	const char *export_what;     /* what `x` exports: "grid", "heatmap" or "stats" */
+	const struct tui_hint *hints; /* the hint line, most useful first */
+	bool numbers;                /* it shows the numbers (redrawn after each key's timing) */
+	/* whether the side panel sits beside the body (NULL: never) */
+	bool (*side)(struct tui_state *t);
+	void (*draw)(struct tui_state *t, const struct tui_rect *r);
+	/* arrows, hjkl and the wheel: dy, dx in {-1, 0, 1} (NULL: the head) */
+	void (*arrows)(struct tui_state *t, int dy, int dx);
+	/* a left click at (y, x): TUI_KEY_REFRESH when it changed something;
+	 * *open is set when it asks for the head view */
+	enum tui_key_result (*click)(struct tui_state *t, int y, int x, bool *open);
+	/* keys of its own (PgUp/PgDn, z); NULL: none */
+	enum tui_key_result (*key)(struct tui_state *t, int ch, bool fn);
+};
+
+extern const struct tui_view_mode *const tui_views[];
+extern const int tui_n_views;
+
+/* Selection shared by the views (tui-views.c), clamped to the model and
+ * the text; each marks the session DIRTY_SELECT. */
+void tui_select_head(struct tui_state *t, int l, int h);
+void tui_step_head(struct tui_state *t, int d); /* layer-major, wrapping */
+void tui_select_token(struct tui_state *t, int q);
 
 #endif

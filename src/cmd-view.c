@@ -11,7 +11,7 @@
 
 static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	enum tui_view v = TUI_VIEW_GRID;
+	int v = 0;
 	if (argc == 2 && tui_view_parse(argv[1], &v) != 0)
 		return err_set(e, "%.32s: not a view (grid, head, token, numbers, or 1-4)", argv[1]);
 	if (tui_active())

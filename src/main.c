@@ -256,7 +256,7 @@ static int run_session(const struct cli *c, struct session *s)
 	if (c->tui) {
 		/* --tui: the visualizer once the model, the text and any -c/-f are in */
 		struct err te;
-		if (tui_run(s, TUI_VIEW_GRID, TUI_STANDALONE, &te) < 0) {
+		if (tui_run(s, 0, TUI_STANDALONE, &te) < 0) {
 			fprintf(stderr, "attnscope: --tui: %s\n", te.msg);
 			return 1;
 		}

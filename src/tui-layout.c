@@ -410,61 +410,9 @@ void tui_status_text(const char *name, int L, int H, const struct run_options *o
 
 /* ------------------------------------------------------------- hints */
 
-static const char *const view_names[TUI_N_VIEWS] = { "grid", "head", "token", "numbers" };
-
-const char *tui_view_name(enum tui_view v)
+void tui_hints_text(const struct tui_hint *list, bool back, bool unicode, int width, char *buf,
+		    size_t size)
 {
-	return v >= 0 && v < TUI_N_VIEWS ? view_names[v] : "?";
-}
-
-int tui_view_parse(const char *s, enum tui_view *out)
-{
-	for (int v = 0; v < TUI_N_VIEWS; v++) {
-		char num[16];
-		snprintf(num, sizeof num, "%d", v + 1);
-		if (!strcmp(s, view_names[v]) || !strcmp(s, num)) {
-			*out = (enum tui_view)v;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-struct hint {
-	const char *key_u, *key_a; /* unicode and ascii spellings of the key */
-	const char *what;
-};
-
-#define HINT_END { NULL, NULL, NULL }
-
-/* The option keys come first (they fit at 80 columns); moving and views
- * follow where there is room; `?` lists everything. */
-#define HINT_OPTIONS \
-	{ "g", "g", "share" }, { "n", "n", "norm" }, { "m", "m", "mask" }, { "s", "s", "scale" }, \
-	{ "a", "a", "ablate" }, { "A", "A", "all" }, { "e", "e", "text" }, { ":", ":", "cmd" }, \
-	{ "r", "r", "reset" }, { "Tab", "Tab", "view" }
-static const struct hint hints_grid[] = {
-	HINT_OPTIONS, { "\u23ce", "Enter", "open" }, { "\u2190\u2193\u2191\u2192", "hjkl", "head" },
-	{ "x", "x", "export" }, HINT_END,
-};
-static const struct hint hints_head[] = {
-	HINT_OPTIONS, { "\u2191\u2193", "jk", "query" }, { "\u2190\u2192", "hl", "key" },
-	{ "[ ]", "[ ]", "head" }, { "x", "x", "export" }, HINT_END,
-};
-static const struct hint hints_token[] = {
-	HINT_OPTIONS, { "\u2190\u2192", "hl", "token" }, { "\u2191\u2193", "jk", "head" },
-	{ "z", "z", "layers" }, { "x", "x", "export" }, HINT_END,
-};
-static const struct hint hints_numbers[] = {
-	HINT_OPTIONS, { "\u2190\u2193\u2191\u2192", "hjkl", "head" }, { "< >", "< >", "token" },
-	{ "x", "x", "export" }, HINT_END,
-};
-
-void tui_hints_text(enum tui_view v, bool back, bool unicode, int width, char *buf, size_t size)
-{
-	const struct hint *list = v == TUI_VIEW_HEAD ? hints_head
-				: v == TUI_VIEW_TOKEN ? hints_token
-				: v == TUI_VIEW_NUMBERS ? hints_numbers : hints_grid;
 	char tail[48];
 	snprintf(tail, sizeof tail, "? help  q %s", back ? "back" : "quit");
 	int tail_w = render_width(tail);

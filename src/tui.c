@@ -5,7 +5,8 @@
  * every way out, signals included), the loop that reads a key, lets its
  * handler act and redraws, running commands with their output captured,
  * the line prompts (`e`, `:`, `x`), the pager and the help.  The views are
- * drawn by tui-views.c from layouts computed in tui-layout.c.
+ * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
+ * computed in tui-layout.c.
  *
  * Every change to how the model runs, or to the text, is a command line
  * run through cmd_run_line() — the same table, checks and recording as the
@@ -731,7 +732,7 @@ static void draw_status(struct tui *t, const struct tui_rect *r)
 	struct session *s = t->s;
 	tui_blank(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_STATUS);
 	char line[512], right[64];
-	snprintf(right, sizeof right, " %d %s ", (int)t->st.view + 1, tui_view_name(t->st.view));
+	snprintf(right, sizeof right, " %d %s ", t->st.view + 1, tui_views[t->st.view]->name);
 	int rw = render_width(right);
 	if (s->model) {
 		const struct model_config *c = &s->model->cfg;
@@ -806,7 +807,8 @@ static void draw_info(struct tui *t, const struct tui_rect *r)
 static void draw_hints(struct tui *t, const struct tui_rect *r)
 {
 	char line[512];
-	tui_hints_text(t->st.view, !t->st.standalone, t->st.utf8, r->w, line, sizeof line);
+	tui_hints_text(tui_views[t->st.view]->hints, !t->st.standalone, t->st.utf8, r->w, line,
+		       sizeof line);
 	/* keys in the hint colour, their words plain: draw word by word */
 	int x = r->x;
 	const char *p = line;
@@ -834,11 +836,8 @@ static void draw_screen(struct tui *t)
 {
 	struct tui_state *st = &t->st;
 	erase();
-	struct session *s = t->s;
-	bool side = st->view != TUI_VIEW_NUMBERS;
-	if (st->view == TUI_VIEW_GRID && session_ready(s))
-		side = tui_grid_side_panel(LINES, COLS, s->model->cfg.n_layer, s->model->cfg.n_head,
-					   s->n_tokens, st->vsub);
+	const struct tui_view_mode *v = tui_views[st->view];
+	bool side = v->side && v->side(st);
 	tui_frame_layout(LINES, COLS, side, &st->frame);
 	const struct tui_frame *f = &st->frame;
 	if (f->too_small) {
@@ -848,12 +847,7 @@ static void draw_screen(struct tui *t)
 		return;
 	}
 	draw_status(t, &f->status);
-	switch (st->view) {
-	case TUI_VIEW_HEAD: tui_draw_head(st, &f->body); break;
-	case TUI_VIEW_TOKEN: tui_draw_token(st, &f->body); break;
-	case TUI_VIEW_NUMBERS: tui_draw_numbers(st, &f->body); break;
-	default: tui_draw_grid(st, &f->body); break;
-	}
+	v->draw(st, &f->body);
 	if (f->side.w > 0)
 		tui_draw_side(st, &f->side);
 	draw_info(t, &f->info);
@@ -1167,7 +1161,7 @@ static enum result do_export(struct tui *t)
 		set_msg(t, MSG_ERROR, "error: nothing to export yet");
 		return REFRESH;
 	}
-	const char *what = t->st.view == TUI_VIEW_NUMBERS ? "stats" : t->st.view == TUI_VIEW_HEAD ? "heatmap" : "grid";
+	const char *what = tui_views[t->st.view]->export_what;
 	char *fmt = prompt_line(t, "export format (txt ascii ansi csv json svg): ", "txt", PROMPT_PLAIN);
 	if (!fmt)
 		return REFRESH;
@@ -1207,64 +1201,26 @@ static enum result do_export(struct tui *t)
 	return REFRESH;
 }
 
-/* ---------------------------------------------------------- selection */
+/* --------------------------------------------------- moving and clicking */
 
-static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-static void select_head(struct tui *t, int l, int h)
+/* The head view's index in tui_views[] (Enter and a second click open it). */
+static int head_view(void)
 {
-	struct session *s = t->s;
-	if (!s->model)
-		return;
-	const struct model_config *c = &s->model->cfg;
-	s->sel_layer = clampi(l, 0, c->n_layer - 1);
-	s->sel_head = clampi(h, 0, c->n_head - 1);
-	s->dirty |= DIRTY_SELECT;
+	int v = 0;
+	tui_view_parse("head", &v);
+	return v;
 }
 
-/* Moves the selected head by d in layer-major order, wrapping. */
-static void step_head(struct tui *t, int d)
-{
-	struct session *s = t->s;
-	if (!s->model)
-		return;
-	int L = s->model->cfg.n_layer, H = s->model->cfg.n_head, n = L * H;
-	int i = ((s->sel_layer * H + s->sel_head + d) % n + n) % n;
-	select_head(t, i / H, i % H);
-}
-
-static void select_token(struct tui *t, int q)
-{
-	struct session *s = t->s;
-	if (s->n_tokens <= 0)
-		return;
-	s->sel_token = clampi(q, 0, s->n_tokens - 1);
-	s->dirty |= DIRTY_SELECT;
-}
-
-/* Arrow keys and hjkl: dy, dx in {-1, 0, 1}; page: PgUp/PgDn size. */
+/* Arrow keys, hjkl and the wheel: dy, dx in {-1, 0, 1}, as the view moves. */
 static enum result move_cursor(struct tui *t, int dy, int dx)
 {
-	struct session *s = t->s;
-	if (!session_ready(s))
+	if (!session_ready(t->s))
 		return HANDLED;
-	switch (t->st.view) {
-	case TUI_VIEW_HEAD:
-		if (dy)
-			select_token(t, s->sel_token + dy);
-		if (dx)
-			t->st.head_key = clampi(t->st.head_key + dx, 0, s->n_tokens - 1);
-		break;
-	case TUI_VIEW_TOKEN:
-		if (dx)
-			select_token(t, s->sel_token + dx);
-		if (dy)
-			step_head(t, dy);
-		break;
-	default:
-		select_head(t, s->sel_layer + dy, s->sel_head + dx);
-		break;
-	}
+	const struct tui_view_mode *v = tui_views[t->st.view];
+	if (v->arrows)
+		v->arrows(&t->st, dy, dx);
+	else
+		tui_select_head(&t->st, t->s->sel_layer + dy, t->s->sel_head + dx);
 	return REFRESH;
 }
 
@@ -1273,45 +1229,20 @@ static enum result mouse_event(struct tui *t)
 	MEVENT ev;
 	if (getmouse(&ev) != OK)
 		return HANDLED;
-	struct session *s = t->s;
-	if (!session_ready(s))
+	if (!session_ready(t->s))
 		return HANDLED;
 	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
 		return move_cursor(t, ev.bstate & BUTTON4_PRESSED ? -1 : 1, 0); /* the wheel */
 	}
-	if (!(ev.bstate & BUTTON1_PRESSED))
+	const struct tui_view_mode *v = tui_views[t->st.view];
+	if (!(ev.bstate & BUTTON1_PRESSED) || !v->click)
 		return HANDLED;
-	int l, h, q, k;
-	switch (t->st.view) {
-	case TUI_VIEW_GRID:
-		if (tui_grid_hit(&t->st.grid, ev.y, ev.x, &l, &h)) {
-			if (l == s->sel_layer && h == s->sel_head)
-				t->st.view = TUI_VIEW_HEAD; /* a second click opens it */
-			select_head(t, l, h);
-			return REFRESH;
-		}
-		break;
-	case TUI_VIEW_HEAD:
-		if (tui_head_hit(&t->st.head, ev.y, ev.x, &q, &k)) {
-			select_token(t, q);
-			t->st.head_key = k;
-			return REFRESH;
-		}
-		break;
-	case TUI_VIEW_TOKEN:
-		if (tui_token_hit(&t->st.token, ev.y, ev.x, &q, &k)) {
-			int H = s->model->cfg.n_head;
-			int first = t->st.token_all ? 0 : s->sel_layer;
-			select_head(t, first + q / H, q % H);
-			if (k >= 0)
-				select_token(t, k);
-			return REFRESH;
-		}
-		break;
-	default:
-		break;
-	}
-	return HANDLED;
+	bool open = false;
+	if (v->click(&t->st, ev.y, ev.x, &open) == TUI_KEY_IGNORED)
+		return HANDLED;
+	if (open)
+		t->st.view = head_view();
+	return REFRESH;
 }
 
 static void suspend(void)
@@ -1331,6 +1262,20 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 	struct session *s = t->s;
 	struct tui_state *st = &t->st;
 	char line[160];
+	/* the view's own keys come first */
+	const struct tui_view_mode *v = tui_views[st->view];
+	if (v->key) {
+		enum tui_key_result k = v->key(st, (int)ch, fn);
+		if (k != TUI_KEY_IGNORED) {
+			t->measure = !fn;
+			return k == TUI_KEY_REFRESH ? REFRESH : HANDLED;
+		}
+	}
+	if (!fn && ch >= '1' && (int)(ch - '1') < tui_n_views) {
+		t->measure = true;
+		st->view = (int)(ch - '1');
+		return REFRESH;
+	}
 	if (fn) {
 		switch (ch) {
 		case KEY_RESIZE: return REDRAW;
@@ -1340,16 +1285,11 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		case KEY_RIGHT: return move_cursor(t, 0, 1);
 		case KEY_PPAGE:
 		case KEY_NPAGE:
-			if (st->view == TUI_VIEW_HEAD && session_ready(s)) {
-				int page = st->head.rows_vis > 1 ? st->head.rows_vis - 1 : 1;
-				select_token(t, s->sel_token + (ch == KEY_PPAGE ? -page : page));
-				return REFRESH;
-			}
 			return move_cursor(t, ch == KEY_PPAGE ? -1 : 1, 0);
-		case KEY_HOME: select_token(t, 0); return REFRESH;
-		case KEY_END: select_token(t, s->n_tokens - 1); return REFRESH;
-		case KEY_BTAB: st->view = (enum tui_view)((st->view + TUI_N_VIEWS - 1) % TUI_N_VIEWS); return REFRESH;
-		case KEY_ENTER: st->view = st->view == TUI_VIEW_HEAD ? TUI_VIEW_GRID : TUI_VIEW_HEAD; return REFRESH;
+		case KEY_HOME: tui_select_token(st, 0); return REFRESH;
+		case KEY_END: tui_select_token(st, s->n_tokens - 1); return REFRESH;
+		case KEY_BTAB: st->view = (st->view + tui_n_views - 1) % tui_n_views; return REFRESH;
+		case KEY_ENTER: st->view = st->view == head_view() ? 0 : head_view(); return REFRESH;
 		case KEY_MOUSE: return mouse_event(t);
 		default: return HANDLED;
 		}
@@ -1359,29 +1299,25 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 	case 'q':
 		return BACK;
 	case '\t':
-		st->view = (enum tui_view)((st->view + 1) % TUI_N_VIEWS);
-		return REFRESH;
-	case '1': case '2': case '3': case '4':
-		st->view = (enum tui_view)(ch - '1');
+		st->view = (st->view + 1) % tui_n_views;
 		return REFRESH;
 	case '\r':
 	case '\n':
-		st->view = st->view == TUI_VIEW_HEAD ? TUI_VIEW_GRID : TUI_VIEW_HEAD;
+		st->view = st->view == head_view() ? 0 : head_view();
 		return REFRESH;
 	case 27: /* Esc: back to the grid */
-		if (st->view == TUI_VIEW_GRID)
+		if (st->view == 0)
 			return HANDLED;
-		st->view = TUI_VIEW_GRID;
+		st->view = 0;
 		return REFRESH;
 	case 'k': return move_cursor(t, -1, 0);
 	case 'j': return move_cursor(t, 1, 0);
 	case 'h': return move_cursor(t, 0, -1);
 	case 'l': return move_cursor(t, 0, 1);
-	case ',': case '<': select_token(t, s->sel_token - 1); return REFRESH;
-	case '.': case '>': select_token(t, s->sel_token + 1); return REFRESH;
-	case '[': step_head(t, -1); return REFRESH;
-	case ']': step_head(t, 1); return REFRESH;
-	case 'z': st->token_all = !st->token_all; return REFRESH;
+	case ',': case '<': tui_select_token(st, s->sel_token - 1); return REFRESH;
+	case '.': case '>': tui_select_token(st, s->sel_token + 1); return REFRESH;
+	case '[': tui_step_head(st, -1); return REFRESH;
+	case ']': tui_step_head(st, 1); return REFRESH;
 	case 12: return REDRAW; /* Ctrl-L */
 	case 26: suspend(); return REDRAW; /* Ctrl-Z */
 	case 3:
@@ -1507,14 +1443,14 @@ static void record_key_time(struct tui *t, double ms)
 	st->keys_total++;
 }
 
-int tui_run(struct session *s, enum tui_view first, unsigned flags, struct err *e)
+int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 {
 	if (g_in_tui)
 		return err_set(e, "the visualizer is already running");
 	struct tui *t = xcalloc(1, sizeof *t);
 	t->s = s;
 	t->st.s = s;
-	t->st.view = first >= 0 && first < TUI_N_VIEWS ? first : TUI_VIEW_GRID;
+	t->st.view = first >= 0 && first < tui_n_views ? first : 0;
 	t->st.standalone = flags & TUI_STANDALONE;
 	t->st.head_key = s->sel_token;
 	s->dirty = 0;
@@ -1544,7 +1480,7 @@ int tui_run(struct session *s, enum tui_view first, unsigned flags, struct err *
 				/* show the time just measured */
 				if (!t->st.frame.too_small) {
 					draw_info(t, &t->st.frame.info);
-					if (t->st.view == TUI_VIEW_NUMBERS || t->st.frame.side.w > 0)
+					if (tui_views[t->st.view]->numbers || t->st.frame.side.w > 0)
 						draw_screen(t);
 					refresh();
 				}

@@ -21,6 +21,7 @@
 
 #include "render.h"
 #include "tui-layout.h"
+#include "tui.h"
 
 /* ------------------------------------------------------------- regions */
 
@@ -466,26 +467,37 @@ static void test_hints(void **state)
 {
 	(void)state;
 	char buf[512];
-	for (int v = 0; v < TUI_N_VIEWS; v++) {
-		tui_hints_text((enum tui_view)v, true, true, 80, buf, sizeof buf);
+	for (int v = 0; v < tui_n_views; v++) {
+		const struct tui_hint *hints = tui_views[v]->hints;
+		tui_hints_text(hints, true, true, 80, buf, sizeof buf);
 		assert_true(render_width(buf) <= 80);
 		assert_non_null(strstr(buf, "? help  q back"));
 		assert_non_null(strstr(buf, "g share"));
 		assert_non_null(strstr(buf, "a ablate"));
-		tui_hints_text((enum tui_view)v, false, false, 40, buf, sizeof buf);
+		tui_hints_text(hints, false, false, 40, buf, sizeof buf);
 		assert_true(render_width(buf) <= 40);
 		assert_non_null(strstr(buf, "q quit"));
-		tui_hints_text((enum tui_view)v, false, true, 300, buf, sizeof buf);
+		tui_hints_text(hints, false, true, 300, buf, sizeof buf);
 		assert_non_null(strstr(buf, "x export"));
 		assert_non_null(strstr(buf, "Tab view"));
 	}
-	enum tui_view v;
-	assert_int_equal(tui_view_parse("head", &v), 0);
-	assert_int_equal(v, TUI_VIEW_HEAD);
-	assert_int_equal(tui_view_parse("4", &v), 0);
-	assert_int_equal(v, TUI_VIEW_NUMBERS);
+	/* the views in order, by name and by number */
+	static const char *const names[] = { "grid", "head", "token", "numbers" };
+	assert_int_equal(tui_n_views, 4);
+	for (int v = 0; v < 4; v++) {
+		int got = -1;
+		char num[4];
+		snprintf(num, sizeof num, "%d", v + 1);
+		assert_int_equal(tui_view_parse(names[v], &got), 0);
+		assert_int_equal(got, v);
+		assert_int_equal(tui_view_parse(num, &got), 0);
+		assert_int_equal(got, v);
+		assert_string_equal(tui_view_name(v), names[v]);
+	}
+	int v;
 	assert_int_equal(tui_view_parse("5", &v), -1);
-	assert_string_equal(tui_view_name(TUI_VIEW_TOKEN), "token");
+	assert_int_equal(tui_view_parse("lens", &v), -1);
+	assert_string_equal(tui_view_name(4), "?");
 }
 
 /* --------------------------------------------------------- line editor */

@@ -1,0 +1,150 @@
+/*
+ * tui-grid.c — the grid view: every layer x head as a small heatmap,
+ * pooled to fit (half blocks give two query rows per text row with
+ * colour), the selected head framed, ablated heads marked, heads that
+ * share a K/V head joined by their rule, role badges on the titles.
+ * Arrows move between heads; a click selects a head, a second one opens
+ * it in the head view.
+ */
+#define _GNU_SOURCE
+#define NCURSES_WIDECHAR 1
+#include "tui.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "render.h"
+#include "tokenizer.h"
+
+static void grid_draw(struct tui_state *t, const struct tui_rect *r)
+{
+	struct session *s = t->s;
+	if (!tui_need_run(s, r))
+		return;
+	const struct model_config *c = &s->model->cfg;
+	int L = c->n_layer, H = c->n_head, T = s->n_tokens, G = s->opt.kv_heads;
+	struct tui_grid_layout *g = &t->grid;
+	tui_grid_layout(r, L, H, T, t->vsub, g);
+	g->layer0 = t->grid_layer0;
+	g->head0 = t->grid_head0;
+	tui_grid_follow(g, s->sel_layer, s->sel_head);
+	t->grid_layer0 = g->layer0;
+	t->grid_head0 = g->head0;
+
+	/* the line stating the size and the pooling */
+	if (g->header) {
+		char line[512];
+		size_t n = (size_t)snprintf(line, sizeof line, "%d%s%d heads, %d token%s, ", L, tui_times_sign(), H,
+					    T, T == 1 ? "" : "s");
+		if (g->pool > 1)
+			n += (size_t)snprintf(line + n, sizeof line - n, "pooled %d%s (max of %d%s%d)", g->pool,
+					      tui_times_sign(), g->pool, tui_times_sign(), g->pool);
+		else
+			n += (size_t)snprintf(line + n, sizeof line - n, "not pooled");
+		if (t->vsub == 2 && n < sizeof line)
+			n += (size_t)snprintf(line + n, sizeof line - n, ", %s = 2 query rows",
+					      tui_utf8() ? "\u2580\u2584" : "half blocks");
+		if (G < H && n < sizeof line)
+			n += (size_t)snprintf(line + n, sizeof line - n, ", %s = shared KV head",
+					      tui_utf8() ? "\u2500\u2500" : "--");
+		if ((g->layers_vis < L || g->heads_vis < H) && n < sizeof line)
+			snprintf(line + n, sizeof line - n, "; showing layers %d-%d, heads %d-%d",
+				 g->layer0, g->layer0 + g->layers_vis - 1, g->head0,
+				 g->head0 + g->heads_vis - 1);
+		tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
+	}
+
+	int n = g->n;
+	float *pooled = xmalloc((size_t)n * n * sizeof *pooled);
+	const char *rule = tui_utf8() ? "\u2500" : "-";
+	struct err se;
+	const struct head_scores *sc = session_head_scores(s, &se); /* badges; NULL: none */
+	for (int l = g->layer0; l < g->layer0 + g->layers_vis && l < L; l++)
+		for (int h = g->head0; h < g->head0 + g->heads_vis && h < H; h++) {
+			int y, x;
+			if (!tui_grid_cell(g, l, h, &y, &x))
+				continue;
+			bool sel = l == s->sel_layer && h == s->sel_head;
+			bool abl = session_head_ablated(s, l, h);
+			bool joined = tui_grid_joined(H, G, h) && h + 1 < g->head0 + g->heads_vis;
+			enum tui_role rrole = G < H ? TUI_ROLE_GROUP : TUI_ROLE_NONE;
+			/* title over the rule */
+			for (int i = 0; i < g->cell_w + (joined ? TUI_GRID_GAP : 0); i++)
+				tui_put(y, x + i, 1, rule, 0, rrole);
+			char title[32];
+			snprintf(title, sizeof title, sel ? "[%d.%d]" : "%d.%d", l, h);
+			int tw = tui_put(y, x, g->cell_w, title, sel ? TUI_A_BOLD | TUI_A_REVERSE : TUI_A_BOLD,
+					 sel ? TUI_ROLE_SELECT : TUI_ROLE_NONE);
+			if (abl)
+				tw += tui_put(y, x + tw, 1, tui_mark_ablated(), TUI_A_BOLD, TUI_ROLE_ABLATED);
+			if (sc && sc[l * H + h].role != HEAD_BROAD) {
+				char badge[16];
+				heads_badge_text(&sc[l * H + h], badge, sizeof badge);
+				/* cut to the cell ("delim" -> "del" in an 8-column cell) */
+				if (g->cell_w - tw - 1 >= 3) {
+					tui_put(y, x + tw, 1, " ", 0, TUI_ROLE_NONE);
+					tui_put(y, x + tw + 1, g->cell_w - tw - 1, badge, 0, TUI_ROLE_LABEL);
+				}
+			}
+			/* the heatmap */
+			render_pool(run_att(s->run, l, 0, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,
+				    pooled);
+			for (int row = 0; row < g->map_rows; row++) {
+				int yy = y + 1 + row;
+				for (int px = 0; px < g->side; px++) {
+					int cj = tui_grid_pixel(g, px);
+					if (t->vsub == 2) {
+						int p0 = 2 * row, p1 = 2 * row + 1;
+						double top = p0 < g->side ? pooled[(size_t)tui_grid_pixel(g, p0) * n + cj] : NAN;
+						double bot = p1 < g->side ? pooled[(size_t)tui_grid_pixel(g, p1) * n + cj] : NAN;
+						tui_half_block(yy, x + px, top, bot);
+					} else {
+						tui_heat(t, yy, x + px, 1, pooled[(size_t)tui_grid_pixel(g, row) * n + cj], 0);
+					}
+				}
+			}
+		}
+	free(pooled);
+}
+
+/* The side panel when the grid leaves room for it (always before a run). */
+static bool grid_side(struct tui_state *t)
+{
+	struct session *s = t->s;
+	return !session_ready(s) || tui_grid_side_panel(LINES, COLS, s->model->cfg.n_layer,
+							s->model->cfg.n_head, s->n_tokens, t->vsub);
+}
+
+static void grid_move(struct tui_state *t, int dy, int dx)
+{
+	tui_select_head(t, t->s->sel_layer + dy, t->s->sel_head + dx);
+}
+
+static enum tui_key_result grid_click(struct tui_state *t, int y, int x, bool *open)
+{
+	int l, h;
+	if (!tui_grid_hit(&t->grid, y, x, &l, &h))
+		return TUI_KEY_IGNORED;
+	*open = l == t->s->sel_layer && h == t->s->sel_head; /* a second click opens it */
+	tui_select_head(t, l, h);
+	return TUI_KEY_REFRESH;
+}
+
+static const struct tui_hint grid_hints[] = {
+	TUI_HINT_OPTIONS, { "\u23ce", "Enter", "open" }, { "\u2190\u2193\u2191\u2192", "hjkl", "head" },
+	{ "x", "x", "export" }, TUI_HINT_END,
+};
+
+const struct tui_view_mode tui_grid_view = {
+	.name = "grid",
+	.export_what = "grid",
+	.hints = grid_hints,
+	.side = grid_side,
+	.draw = grid_draw,
+	.arrows = grid_move,
+	.click = grid_click,
+};

@@ -1,0 +1,185 @@
+/*
+ * tui-head.c — the head view: one head's attention with token labels on
+ * both axes, a cursor on one query row and one key column, scrolling to
+ * follow it.  Up/down move the query, left/right the key, PgUp/PgDn a page
+ * of queries; a click puts the cursor on a cell.
+ */
+#define _GNU_SOURCE
+#define NCURSES_WIDECHAR 1
+#include "tui.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "render.h"
+#include "tokenizer.h"
+
+static void head_draw(struct tui_state *t, const struct tui_rect *r)
+{
+	struct session *s = t->s;
+	if (!tui_need_run(s, r))
+		return;
+	int T = s->n_tokens, l = s->sel_layer, hd = s->sel_head;
+	int lw;
+	bool wide;
+	char **lab = tui_token_labels(s, &lw, &wide);
+	if (t->head_key >= T)
+		t->head_key = T - 1;
+	if (t->head_key < 0)
+		t->head_key = 0;
+	int q = s->sel_token, k = t->head_key;
+	struct tui_head_layout *h = &t->head;
+	tui_head_layout(r, T, lw, wide, q, k, t->head_row0, t->head_col0, h);
+	t->head_row0 = h->row0;
+	t->head_col0 = h->col0;
+	const float *att = run_att(s->run, l, 0, hd);
+	char a[64], b[64];
+
+	/* title */
+	tui_short_label(lab[q], 12, a, sizeof a);
+	tui_short_label(lab[k], 12, b, sizeof b);
+	int x = r->x;
+	x += tui_printf(r->y, x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL, "head %d.%d", l, hd);
+	if (session_head_ablated(s, l, hd))
+		x += tui_printf(r->y, x, r->x + r->w - x, TUI_A_BOLD, TUI_ROLE_ABLATED, " %s ablated",
+				tui_mark_ablated());
+	tui_printf(r->y, x, r->x + r->w - x, 0, TUI_ROLE_NONE,
+		   "  %d tokens%s  query %d '%s' %s key %d '%s': %.3f", T,
+		   h->rows_vis < T || h->cols_vis < T ? " (scrolls)" : "", q, a, tui_utf8() ? "\u2192" : "->",
+		   k, b, (double)att[(size_t)q * T + k]);
+
+	/* ruler: key indexes every 5 (cw 2) or 10 columns */
+	int step = h->cw == 2 ? 5 : 10;
+	for (int j = h->col0; j < h->col0 + h->cols_vis; j++)
+		if (j % step == 0) {
+			int xx = h->ruler.x + (j - h->col0) * h->cw;
+			tui_printf(h->ruler.y, xx, h->ruler.x + h->ruler.w - xx, TUI_A_DIM, TUI_ROLE_NONE, "%d", j);
+		}
+	/* key labels */
+	for (int j = h->col0; j < h->col0 + h->cols_vis; j++) {
+		int xx = h->keys.x + (j - h->col0) * h->cw;
+		bool cur = j == k;
+		if (cur)
+			tui_blank(h->keys.y, xx, h->cw, TUI_A_REVERSE, TUI_ROLE_SELECT);
+		tui_put(h->keys.y, xx, h->cw, lab[j], cur ? TUI_A_REVERSE | TUI_A_BOLD : TUI_A_BOLD,
+			cur ? TUI_ROLE_SELECT : TUI_ROLE_LABEL);
+	}
+	/* rows */
+	for (int i = h->row0; i < h->row0 + h->rows_vis; i++) {
+		int y = h->matrix.y + (i - h->row0);
+		bool cur = i == q;
+		unsigned at = cur ? TUI_A_REVERSE | TUI_A_BOLD : 0;
+		enum tui_role role = cur ? TUI_ROLE_SELECT : TUI_ROLE_NONE;
+		tui_printf(y, r->x, h->idx_w, at, role, "%*d", h->idx_w, i);
+		tui_blank(y, r->x + h->idx_w, 1, 0, TUI_ROLE_NONE);
+		int xx = r->x + h->idx_w + 1;
+		if (cur)
+			tui_blank(y, xx, h->label_w, at, role);
+		char cut[96];
+		tui_short_label(lab[i], h->label_w, cut, sizeof cut);
+		tui_put(y, xx, h->label_w, cut, at | (cur ? 0 : TUI_A_BOLD), cur ? role : TUI_ROLE_LABEL);
+		const float *row = att + (size_t)i * T;
+		for (int j = h->col0; j < h->col0 + h->cols_vis; j++)
+			tui_heat(t, y, h->matrix.x + (j - h->col0) * h->cw, h->cw, row[j],
+				 cur && j == k ? TUI_A_REVERSE : 0);
+	}
+
+	/* panel: the cursor row's strongest keys */
+	if (h->panel.w > 0) {
+		const struct tui_rect *p = &h->panel;
+		int y = p->y, best[TUI_HEAD_TOPK];
+		const float *row = att + (size_t)q * T;
+		int m = tui_top_keys(row, T, TUI_HEAD_TOPK, best);
+		double ent = 0;
+		for (int j = 0; j < T; j++)
+			if (row[j] > 0)
+				ent -= row[j] * log(row[j]);
+		bool side = p->h > TUI_PANEL_ROWS;
+		tui_printf(y++, p->x, p->w, TUI_A_BOLD, TUI_ROLE_LABEL, "query %d '%s'", q, a);
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
+		for (int i = 0; i < m && y < p->y + p->h; i++) {
+			char kl[64];
+			tui_short_label(lab[best[i]], 6, kl, sizeof kl);
+			int xx = p->x + tui_printf(y, p->x, p->w, 0, TUI_ROLE_NONE, "%4d ", best[i]);
+			xx += tui_put(y, xx, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
+			xx = p->x + 12;
+			xx += tui_printf(y, xx, p->x + p->w - xx, 0, TUI_ROLE_NONE, "%.3f ", (double)row[best[i]]);
+			tui_put_bar(y, xx, p->x + p->w - xx, row[best[i]], TUI_ROLE_NONE);
+			y++;
+		}
+		if (side && y + 2 < p->y + p->h) {
+			double he, hm;
+			head_entropy(s->run, l, hd, &he, &hm);
+			y++;
+			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "head entropy %.3f nats", he);
+			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "max weight   %.3f", hm);
+			if (y + 1 < p->y + p->h) {
+				y++;
+				tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
+				/* the scale: weights 0, 0.1, ..., 1 */
+				tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+				for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
+					tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
+				tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+			}
+		}
+	}
+	render_labels_free(lab, T);
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void head_move(struct tui_state *t, int dy, int dx)
+{
+	struct session *s = t->s;
+	if (dy)
+		tui_select_token(t, s->sel_token + dy);
+	if (dx)
+		t->head_key = clampi(t->head_key + dx, 0, s->n_tokens - 1);
+}
+
+static enum tui_key_result head_click(struct tui_state *t, int y, int x, bool *open)
+{
+	(void)open;
+	int q, k;
+	if (!tui_head_hit(&t->head, y, x, &q, &k))
+		return TUI_KEY_IGNORED;
+	tui_select_token(t, q);
+	t->head_key = k;
+	return TUI_KEY_REFRESH;
+}
+
+static enum tui_key_result head_key(struct tui_state *t, int ch, bool fn)
+{
+	if (!fn || (ch != KEY_PPAGE && ch != KEY_NPAGE) || !session_ready(t->s))
+		return TUI_KEY_IGNORED;
+	int page = t->head.rows_vis > 1 ? t->head.rows_vis - 1 : 1;
+	tui_select_token(t, t->s->sel_token + (ch == KEY_PPAGE ? -page : page));
+	return TUI_KEY_REFRESH;
+}
+
+static bool head_side(struct tui_state *t)
+{
+	(void)t;
+	return true;
+}
+
+static const struct tui_hint head_hints[] = {
+	TUI_HINT_OPTIONS, { "\u2191\u2193", "jk", "query" }, { "\u2190\u2192", "hl", "key" },
+	{ "[ ]", "[ ]", "head" }, { "x", "x", "export" }, TUI_HINT_END,
+};
+
+const struct tui_view_mode tui_head_view = {
+	.name = "head",
+	.export_what = "heatmap",
+	.hints = head_hints,
+	.side = head_side,
+	.draw = head_draw,
+	.arrows = head_move,
+	.click = head_click,
+	.key = head_key,
+};
