@@ -26,6 +26,41 @@ enum {
 	CMD_RAW = 1u << 0, /* argv[1] is the rest of the line, verbatim (text, echo) */
 };
 
+/*
+ * An option a command declares in its entry (after tmux's .args): --NAME,
+ * alone or with one value (also --NAME=VALUE).  cmd_args_parse reads them
+ * from anywhere after the command name, checks every value against the
+ * declaration, and leaves the other words as positional arguments; the
+ * usage line and completion list them from the declaration.
+ */
+enum cmd_opt_kind {
+	CMD_OPT_FLAG,  /* no value */
+	CMD_OPT_INT,   /* a whole number in [lo, hi] */
+	CMD_OPT_REAL,  /* a number in [lo, hi] */
+	CMD_OPT_WORD,  /* any non-empty word */
+};
+
+struct cmd_opt {
+	const char *name;       /* "--layers"; NULL ends a list */
+	enum cmd_opt_kind kind;
+	const char *arg;        /* the value as the usage line shows it: "N", "FILE" */
+	double lo, hi;          /* CMD_OPT_INT and CMD_OPT_REAL */
+	const char *what;       /* names the value in messages ("the layer") */
+};
+
+#define CMD_MAX_OPTS 16
+#define CMD_MAX_POS 16
+
+/* What cmd_args_parse found.  Option i of the entry's list: given[i], and
+ * its value in num[i] (numbers) or str[i] (words; points into argv). */
+struct cmd_args {
+	int n_pos;                    /* positional words after the name */
+	const char *pos[CMD_MAX_POS];
+	bool given[CMD_MAX_OPTS];
+	double num[CMD_MAX_OPTS];
+	const char *str[CMD_MAX_OPTS];
+};
+
 /* Return values of exec and cmd_run besides 0 and -1. */
 #define CMD_QUIT 1
 
@@ -38,7 +73,9 @@ struct cmd_entry {
 	unsigned flags;
 	enum cmd_complete complete;
 	const char *const *words;   /* NULL-terminated, for COMPLETE_WORDS */
-	int min_args, max_args;     /* after the name; max -1 = any */
+	int min_args, max_args;     /* after the name; max -1 = any (ignored with opts:
+				     * they bound the positional words instead) */
+	const struct cmd_opt *opts; /* declared options, or NULL */
 	/* Runs the command.  Returns 0, CMD_QUIT, or -1 with e set. */
 	int (*exec)(struct session *s, int argc, char **argv, struct err *e);
 };
@@ -69,7 +106,26 @@ int cmd_run_line(struct session *s, const char *line, struct err *e);
  * 0, or -1 with "ARG: WHAT must be a whole number from LO to HI". */
 int cmd_parse_int(const char *arg, int lo, int hi, const char *what, int *out, struct err *e);
 
-/* Prints the usage line of c: "usage: NAME USAGE". */
+/* Reads argv (argv[0] the command's name) against c->opts into a.  0, or
+ * -1 with "usage: ..." for an unknown option or a missing value, or
+ * "ARG: WHAT must be ..." for a value out of its range. */
+int cmd_args_parse(const struct cmd_entry *c, int argc, char **argv, struct cmd_args *a,
+		   struct err *e);
+
+/* The index of option name in c->opts (-1 when it has none: a broken
+ * invariant of the caller). */
+int cmd_opt_index(const struct cmd_entry *c, const char *name);
+
+/* Whether option name was given, and its value (0 / NULL when not). */
+bool cmd_has(const struct cmd_entry *c, const struct cmd_args *a, const char *name);
+double cmd_num(const struct cmd_entry *c, const struct cmd_args *a, const char *name, double def);
+const char *cmd_str(const struct cmd_entry *c, const struct cmd_args *a, const char *name);
+
+/* The synopsis of c: "NAME USAGE", then its declared options as
+ * "[--NAME ARG]" (help lists these). */
+void cmd_synopsis(const struct cmd_entry *c, char *buf, size_t size);
+
+/* Prints the usage line of c: "usage: " and its synopsis. */
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size);
 
 #endif

@@ -187,24 +187,21 @@ static int heads_offsets(struct session *s, int only)
 	return 0;
 }
 
+extern const struct cmd_entry cmd_heads_entry;
+
 static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
 	int L = c->n_layer, H = c->n_head, only = -1;
-	bool offsets = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
-			if (cmd_parse_int(argv[++i], 0, L - 1, "the layer", &only, e))
-				return -1;
-		} else if (!strcmp(argv[i], "--offsets")) {
-			offsets = true;
-		} else {
-			return err_set(e, "usage: heads [--layer L] [--offsets]");
-		}
-	}
-	if (offsets)
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_heads_entry, argc, argv, &a, e) != 0)
+		return -1;
+	if (cmd_has(&cmd_heads_entry, &a, "--layer") &&
+	    cmd_parse_int(cmd_str(&cmd_heads_entry, &a, "--layer"), 0, L - 1, "the layer", &only, e))
+		return -1;
+	if (cmd_has(&cmd_heads_entry, &a, "--offsets"))
 		return heads_offsets(s, only);
 	const struct head_scores *sc = session_head_scores(s, e);
 	if (!sc)
@@ -286,10 +283,16 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const heads_words[] = { "--layer", "--offsets", NULL };
+static const struct cmd_opt heads_opts[] = {
+	{ "--layer", CMD_OPT_WORD, "L", 0, 0, "the layer" },
+	{ "--offsets", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ NULL },
+};
+
 const struct cmd_entry cmd_heads_entry = {
 	.name = "heads",
-	.usage = "[--layer L] [--offsets]",
+	.usage = "",
+	.opts = heads_opts,
 	.help = "what each head does: scores (previous-token, offset, sink, delimiter, self, local, induction...) and a role",
 	.long_help =
 		"Scores of each head's attention A on the current text (rows i are queries,\n"
@@ -322,10 +325,8 @@ const struct cmd_entry cmd_heads_entry = {
 		"--layer L shows one layer only.  --offsets prints instead each head's\n"
 		"offset profile: its weight at 1, 2, ... tokens back (up to 16), the peak,\n"
 		"and what attention spread evenly would put there.",
-	.complete = COMPLETE_WORDS,
-	.words = heads_words,
 	.min_args = 0,
-	.max_args = 3,
+	.max_args = 0,
 	.exec = heads_exec,
 };
 

@@ -5,8 +5,6 @@
  * becomes the continued one and runs once, so the whole generation is one
  * measurement, not one per token.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,44 +15,22 @@
 
 #define GENERATE_SEED 1337u
 
-static int parse_real(const char *arg, double lo, double hi, const char *what, double *out,
-		      struct err *e)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(arg, &end);
-	if (end == arg || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi)
-		return err_set(e, "%s: %s must be a number from %g to %g", arg, what, lo, hi);
-	*out = x;
-	return 0;
-}
+extern const struct cmd_entry cmd_generate_entry;
 
 static int generate_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_run(s, e))
 		return -1;
 	struct model *m = s->model;
-	int n, top_k = 40, seed = (int)GENERATE_SEED;
-	double temp = 0.8;
-	if (cmd_parse_int(argv[1], 1, m->cfg.context, "the number of tokens", &n, e))
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_generate_entry, argc, argv, &a, e) != 0)
 		return -1;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		if (i + 1 >= argc)
-			return err_set(e, "usage: generate N [--temperature T] [--top-k K] [--seed S]");
-		if (!strcmp(a, "--temperature")) {
-			if (parse_real(argv[++i], 0, 100, "the temperature", &temp, e))
-				return -1;
-		} else if (!strcmp(a, "--top-k")) {
-			if (cmd_parse_int(argv[++i], 0, m->cfg.vocab_size, "top-k", &top_k, e))
-				return -1;
-		} else if (!strcmp(a, "--seed")) {
-			if (cmd_parse_int(argv[++i], 0, 2147483647, "the seed", &seed, e))
-				return -1;
-		} else {
-			return err_set(e, "usage: generate N [--temperature T] [--top-k K] [--seed S]");
-		}
-	}
+	int n;
+	if (cmd_parse_int(a.pos[0], 1, m->cfg.context, "the number of tokens", &n, e))
+		return -1;
+	double temp = cmd_num(&cmd_generate_entry, &a, "--temperature", 0.8);
+	int top_k = (int)cmd_num(&cmd_generate_entry, &a, "--top-k", 40);
+	int seed = (int)cmd_num(&cmd_generate_entry, &a, "--seed", GENERATE_SEED);
 	int room = m->cfg.context - s->n_tokens;
 	if (room <= 0)
 		return err_set(e, "the text already fills the context of %d tokens", m->cfg.context);
@@ -105,10 +81,17 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	return rc;
 }
 
-static const char *const generate_words[] = { "--temperature", "--top-k", "--seed", NULL };
+static const struct cmd_opt generate_opts[] = {
+	{ "--temperature", CMD_OPT_REAL, "T", 0, 100, "the temperature" },
+	{ "--top-k", CMD_OPT_INT, "K", 0, 1 << 30, "top-k" },
+	{ "--seed", CMD_OPT_INT, "S", 0, 2147483647, "the seed" },
+	{ NULL },
+};
+
 const struct cmd_entry cmd_generate_entry = {
 	.name = "generate",
-	.usage = "N [--temperature T] [--top-k K] [--seed S]",
+	.usage = "N",
+	.opts = generate_opts,
 	.help = "continue the text by N tokens with the current options, then run it",
 	.long_help =
 		"Continues the text one token at a time with a key/value cache (the same\n"
@@ -118,9 +101,7 @@ const struct cmd_entry cmd_generate_entry = {
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
 		"becomes the continued one and runs once: one measurement, not one per token.\n"
 		"Stops at the context; Ctrl-C stops early and keeps what was made.",
-	.complete = COMPLETE_WORDS,
-	.words = generate_words,
 	.min_args = 1,
-	.max_args = 7,
+	.max_args = 1,
 	.exec = generate_exec,
 };

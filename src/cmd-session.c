@@ -190,7 +190,7 @@ static int help_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	for (int i = 0; cmd_table[i]; i++) {
 		const struct cmd_entry *c = cmd_table[i];
-		snprintf(u, sizeof u, "%s %s", c->name, c->usage ? c->usage : "");
+		cmd_synopsis(c, u, sizeof u);
 		if (strlen(u) <= 34)
 			fprintf(s->out, "  %-34s %s\n", u, c->help);
 		else

@@ -383,24 +383,19 @@ static void kv_line(struct render_buf *b, const char *name, int g, double bytes,
 	render_buf_printf(b, "  %-8s %4d kv head%s  %10s%s\n", name, g, g == 1 ? " " : "s", sz, mark);
 }
 
+extern const struct cmd_entry cmd_kv_entry;
+
 static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	static const char *const flags[] = { "--layers", "--heads", "--kv-heads", "--head-dim",
-					     "--tokens", "--bytes" };
-	static const int limits[] = { CFG_MAX_LAYERS, CFG_MAX_HEADS, CFG_MAX_HEADS, 1 << 16,
-				      1 << 30, 16 };
-	int val[6] = { 0 };
-	bool given[6] = { false };
-	for (int i = 1; i < argc; i++) {
-		int f = -1;
-		for (int k = 0; k < 6; k++)
-			if (!strcmp(argv[i], flags[k]))
-				f = k;
-		if (f < 0 || i + 1 >= argc)
-			return err_set(e, "usage: kv [--layers N --heads N --kv-heads N --head-dim N --tokens N --bytes N]");
-		if (cmd_parse_int(argv[++i], 1, limits[f], flags[f] + 2, &val[f], e))
-			return -1;
-		given[f] = true;
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_kv_entry, argc, argv, &a, e) != 0)
+		return -1;
+	/* the options in the order of kv_opts */
+	int val[6];
+	bool given[6];
+	for (int k = 0; k < 6; k++) {
+		given[k] = a.given[k];
+		val[k] = (int)a.num[k];
 	}
 	enum { LAYERS, HEADS, KVH, DHEAD, TOKENS, BYTES };
 	const struct model *m = s->model;
@@ -459,9 +454,20 @@ static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
+static const struct cmd_opt kv_opts[] = {
+	{ "--layers", CMD_OPT_INT, "N", 1, CFG_MAX_LAYERS, "layers" },
+	{ "--heads", CMD_OPT_INT, "N", 1, CFG_MAX_HEADS, "heads" },
+	{ "--kv-heads", CMD_OPT_INT, "N", 1, CFG_MAX_HEADS, "kv-heads" },
+	{ "--head-dim", CMD_OPT_INT, "N", 1, 1 << 16, "head-dim" },
+	{ "--tokens", CMD_OPT_INT, "N", 1, 1 << 30, "tokens" },
+	{ "--bytes", CMD_OPT_INT, "N", 1, 16, "bytes" },
+	{ NULL },
+};
+
 const struct cmd_entry cmd_kv_entry = {
 	.name = "kv",
-	.usage = "[--layers N --heads N --kv-heads N --head-dim N --tokens N --bytes N]",
+	.usage = "",
+	.opts = kv_opts,
 	.help = "KV-cache size under MHA, GQA and MQA for the loaded model or the given numbers",
 	.long_help = "Defaults come from the loaded model and the current text (bytes 4: float32, as\n"
 		     "the engine runs; --bytes 2 for fp16). Without --kv-heads every GQA group count\n"
@@ -469,7 +475,7 @@ const struct cmd_entry cmd_kv_entry = {
 		     "--head-dim and --tokens. Example: kv --layers 80 --heads 64 --kv-heads 8\n"
 		     "--head-dim 128 --tokens 4096 --bytes 2 (10 GiB MHA, 1.25 GiB GQA-8, 160 MiB MQA).",
 	.min_args = 0,
-	.max_args = 12,
+	.max_args = 0,
 	.exec = kv_exec,
 };
 

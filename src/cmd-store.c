@@ -560,27 +560,23 @@ static void print_table(FILE *f, const struct store_measurement *v, int n)
 	}
 }
 
+extern const struct cmd_entry cmd_measurements_entry;
+
 static int measurements_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	static const char usage[] = "usage: measurements [--csv] [--session ID|NAME] [--last N]";
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_measurements_entry, argc, argv, &a, e) != 0)
+		return -1;
 	if (need_store(s, e))
 		return -1;
-	bool csv = false;
+	const struct cmd_entry *c = &cmd_measurements_entry;
+	bool csv = cmd_has(c, &a, "--csv");
 	int64_t session = 0, last = -1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--csv")) {
-			csv = true;
-		} else if (!strcmp(a, "--session") && i + 1 < argc) {
-			if (store_find_session(s->store, argv[++i], &session, e) != 0)
-				return -1;
-		} else if (!strcmp(a, "--last") && i + 1 < argc) {
-			if (parse_count(argv[++i], "--last", &last, e) != 0)
-				return -1;
-		} else {
-			return err_set(e, "%s", usage);
-		}
-	}
+	if (cmd_has(c, &a, "--session") &&
+	    store_find_session(s->store, cmd_str(c, &a, "--session"), &session, e) != 0)
+		return -1;
+	if (cmd_has(c, &a, "--last") && parse_count(cmd_str(c, &a, "--last"), "--last", &last, e) != 0)
+		return -1;
 	/* a table on screen shows the last 20 unless told; CSV gives everything */
 	bool defaulted = !csv && last < 0;
 	if (defaulted)
@@ -605,19 +601,24 @@ static int measurements_exec(struct session *s, int argc, char **argv, struct er
 	return 0;
 }
 
-static const char *const measurements_words[] = { "--csv", "--session", "--last", NULL };
+static const struct cmd_opt measurements_opts[] = {
+	{ "--csv", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--session", CMD_OPT_WORD, "ID|NAME", 0, 0, "the session" },
+	{ "--last", CMD_OPT_WORD, "N", 0, 0, "--last" },
+	{ NULL },
+};
+
 const struct cmd_entry cmd_measurements_entry = {
 	.name = "measurements",
-	.usage = "[--csv] [--session ID|NAME] [--last N]",
+	.usage = "",
+	.opts = measurements_opts,
 	.help = "the recorded runs: options, text, loss, KL, top-1, KV bytes, time",
 	.long_help = "One row per finished forward pass. On screen the last 20 unless --last N is\n"
 		     "given; --csv prints every row (or the last N) as CSV with a header, for a\n"
 		     "spreadsheet or pandas. --session limits the rows to one session. The\n"
 		     "per-head numbers are in the head_stats table of the database.",
-	.complete = COMPLETE_WORDS,
-	.words = measurements_words,
 	.min_args = 0,
-	.max_args = 5,
+	.max_args = 0,
 	.exec = measurements_exec,
 };
 

@@ -4,6 +4,8 @@
  */
 #include "cmd.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +123,112 @@ int cmd_parse_int(const char *arg, int lo, int hi, const char *what, int *out, s
 
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size)
 {
-	snprintf(buf, size, "usage: %s%s%s", c->name, c->usage && c->usage[0] ? " " : "",
-		 c->usage ? c->usage : "");
+	snprintf(buf, size, "usage: ");
+	if (size > 7)
+		cmd_synopsis(c, buf + 7, size - 7);
+}
+
+void cmd_synopsis(const struct cmd_entry *c, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "%s%s%s", c->name, c->usage && c->usage[0] ? " " : "",
+				    c->usage ? c->usage : "");
+	for (int i = 0; c->opts && c->opts[i].name && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, " [%s%s%s]", c->opts[i].name,
+				      c->opts[i].arg ? " " : "", c->opts[i].arg ? c->opts[i].arg : "");
+}
+
+/* ---------------------------------------------------------- declared options */
+
+int cmd_opt_index(const struct cmd_entry *c, const char *name)
+{
+	for (int i = 0; c->opts && c->opts[i].name; i++)
+		if (!strcmp(c->opts[i].name, name))
+			return i;
+	return -1;
+}
+
+static int usage_error(const struct cmd_entry *c, struct err *e)
+{
+	char u[512];
+	cmd_usage(c, u, sizeof u);
+	return err_set(e, "%s", u);
+}
+
+/* Checks and stores the value v of option i. */
+static int opt_value(const struct cmd_opt *o, int i, const char *v, struct cmd_args *a,
+		     struct err *e)
+{
+	const char *what = o->what ? o->what : o->name;
+	if (o->kind == CMD_OPT_WORD) {
+		if (!v[0])
+			return err_set(e, "%s needs a value", o->name);
+		a->str[i] = v;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	bool whole = o->kind == CMD_OPT_INT;
+	if (end == v || *end || errno == ERANGE || !isfinite(x) || x < o->lo || x > o->hi ||
+	    (whole && x != floor(x)))
+		return err_set(e, "%.32s: %s must be a %s from %g to %g", v, what,
+			       whole ? "whole number" : "number", o->lo, o->hi);
+	a->num[i] = x;
+	return 0;
+}
+
+int cmd_args_parse(const struct cmd_entry *c, int argc, char **argv, struct cmd_args *a,
+		   struct err *e)
+{
+	memset(a, 0, sizeof *a);
+	for (int i = 1; i < argc; i++) {
+		const char *w = argv[i];
+		const char *eq = strncmp(w, "--", 2) ? NULL : strchr(w, '=');
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - w) : (int)strlen(w), w);
+		int k = strncmp(w, "--", 2) || !w[2] ? -1 : cmd_opt_index(c, name);
+		if (k < 0) {
+			if (!strncmp(w, "--", 2) && w[2])
+				return usage_error(c, e); /* an option it does not have */
+			if (a->n_pos == CMD_MAX_POS)
+				return usage_error(c, e);
+			a->pos[a->n_pos++] = w;
+			continue;
+		}
+		const struct cmd_opt *o = &c->opts[k];
+		a->given[k] = true;
+		if (o->kind == CMD_OPT_FLAG) {
+			if (eq)
+				return usage_error(c, e);
+			continue;
+		}
+		const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+		if (!v)
+			return usage_error(c, e);
+		if (opt_value(o, k, v, a, e) != 0)
+			return -1;
+	}
+	if (a->n_pos < c->min_args || (c->max_args >= 0 && a->n_pos > c->max_args))
+		return usage_error(c, e);
+	return 0;
+}
+
+bool cmd_has(const struct cmd_entry *c, const struct cmd_args *a, const char *name)
+{
+	int k = cmd_opt_index(c, name);
+	if (k < 0)
+		die("%s has no option %s", c->name, name);
+	return a->given[k];
+}
+
+double cmd_num(const struct cmd_entry *c, const struct cmd_args *a, const char *name, double def)
+{
+	return cmd_has(c, a, name) ? a->num[cmd_opt_index(c, name)] : def;
+}
+
+const char *cmd_str(const struct cmd_entry *c, const struct cmd_args *a, const char *name)
+{
+	return cmd_has(c, a, name) ? a->str[cmd_opt_index(c, name)] : NULL;
 }
 
 int cmd_run(struct session *s, int argc, char **argv, struct err *e)
@@ -133,7 +239,7 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 	if (!c)
 		return -1;
 	int nargs = argc - 1;
-	if (nargs < c->min_args || (c->max_args >= 0 && nargs > c->max_args)) {
+	if (!c->opts && (nargs < c->min_args || (c->max_args >= 0 && nargs > c->max_args))) {
 		char u[256];
 		cmd_usage(c, u, sizeof u);
 		return err_set(e, "%s", u);

@@ -347,7 +347,8 @@ static int words_before(const char *line, int start, char ***out)
  * (WORDS and MODEL and COMMAND only for the first argument), except that
  * "--format" is followed by export formats, "--out" by a path, a word
  * naming a head ("head", "heatmap") by head ids, and a word starting with
- * "-" completes to the --options in the command's usage line.
+ * "-" completes to the --options the command declares or names in its
+ * usage line.
  */
 static void fill_candidates(const char *text, int start)
 {
@@ -366,6 +367,8 @@ static void fill_candidates(const char *text, int start)
 		cands_files = true;
 	} else if (text[0] == '-') {
 		cands_add_usage_options(c->usage);
+		for (int i = 0; c->opts && c->opts[i].name; i++)
+			cands_add(c->opts[i].name);
 	} else if (n >= 2 && (strstr(prev, "head") || !strcmp(prev, "heatmap"))) {
 		cands_add_heads();
 	} else {

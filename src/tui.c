@@ -914,6 +914,8 @@ static void complete_line(struct tui *t, struct tui_line *l)
 		if ((c->complete == COMPLETE_WORDS && argc == 1) || c->complete == COMPLETE_HEAD)
 			for (int i = 0; c->words && c->words[i] && nc < 512; i++)
 				cands[nc++] = c->words[i];
+		for (int i = 0; c->opts && c->opts[i].name && nc < 512; i++)
+			cands[nc++] = c->opts[i].name;
 		bool want_heads = c->complete == COMPLETE_HEAD ||
 				  (argc >= 2 && (!strcmp(argv[argc - 1], "head") || !strcmp(argv[argc - 1], "heatmap")));
 		if (want_heads && t->s->model) {
