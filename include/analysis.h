@@ -27,6 +27,9 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
  * (min(k, V)). */
 int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob);
 
+/* The same for one row of V logits z. */
+int logits_top(const float *z, int V, int k, int *ids, double *prob);
+
 /* Probability of token id at position pos (batch 0). */
 double token_prob(const struct run *r, int pos, int id);
 

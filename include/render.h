@@ -78,8 +78,9 @@ void render_rgb(double v, unsigned char rgb[3]);
 void render_cell(struct render_buf *b, enum render_style st, double v, int width);
 
 /* Appends the shading legend, one line ending in '\n', e.g.
- * "scale: ' ' <0.01  '░' <0.25  '▒' <0.50  '▓' <0.75  '█' >=0.75". */
-void render_legend(struct render_buf *b, enum render_style st);
+ * "scale: ' ' <0.01  '░' <0.25  '▒' <0.50  '▓' <0.75  '█' >=0.75 (WHAT)",
+ * what naming the quantity ("attention weight"). */
+void render_legend(struct render_buf *b, enum render_style st, const char *what);
 
 /* --------------------------------------------------------------- pooling */
 

@@ -44,6 +44,7 @@ struct session {
 	bool base_valid;           /* base matches model + tokens */
 	bool run_valid;            /* run matches model + tokens + opt */
 	struct comparison cmp;     /* run vs base */
+	unsigned long run_gen;     /* counts the passes of run: caches derived from it key on it */
 	struct head_scores *scores; /* (L * H) heads.h scores of run with induction; owned */
 	bool scores_valid;         /* scores match run (see session_head_scores) */
 

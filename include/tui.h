@@ -87,6 +87,8 @@ enum tui_role {
 
 #define TUI_KEY_MS_KEEP 64 /* key-to-redraw times kept for the numbers view */
 
+struct lens;
+
 struct tui_state {
 	struct session *s;
 	int view;             /* index into tui_views[] */
@@ -105,6 +107,9 @@ struct tui_state {
 	int head_row0, head_col0;
 	struct tui_token_layout token;
 	bool token_all;       /* token view lists every layer */
+	struct lens *lens;    /* the lens view's lens of the run (owned), or NULL */
+	unsigned long lens_gen; /* the session's run_gen it was computed for */
+	int lens_col0;        /* first position shown */
 	int token_row0, token_key0;
 
 	char ran[192];        /* the command the last option key ran, or "" */

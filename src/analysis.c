@@ -52,8 +52,11 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
 
 int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob)
 {
-	int V = r->V;
-	const float *z = r->logits + (size_t)pos * V;
+	return logits_top(r->logits + (size_t)pos * r->V, r->V, k, ids, prob);
+}
+
+int logits_top(const float *z, int V, int k, int *ids, double *prob)
+{
 	double ln = log_norm(z, V);
 	if (k > V)
 		k = V;

@@ -13,7 +13,7 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	int v = 0;
 	if (argc == 2 && tui_view_parse(argv[1], &v) != 0)
-		return err_set(e, "%.32s: not a view (grid, head, token, numbers, or 1-4)", argv[1]);
+		return err_set(e, "%.32s: not a view (grid, head, token, numbers, lens, or 1-5)", argv[1]);
 	if (tui_active())
 		return err_set(e, "view: the visualizer is already running");
 	if (s->out)
@@ -21,13 +21,13 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 	return tui_run(s, v, 0, e);
 }
 
-static const char *const view_words[] = { "grid", "head", "token", "numbers", NULL };
+static const char *const view_words[] = { "grid", "head", "token", "numbers", "lens", NULL };
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
-	.usage = "[grid | head | token | numbers]",
+	.usage = "[grid | head | token | numbers | lens]",
 	.help = "the full-screen visualizer of every head (q returns here)",
-	.long_help = "Keys: Tab or 1-4 switch views (grid of every head, one head, one token\n"
-		     "across heads, numbers); arrows or hjkl move; Enter opens the selected head;\n"
+	.long_help = "Keys: Tab or 1-5 switch views (grid of every head, one head, one token\n"
+		     "across heads, numbers, the logit lens); arrows or hjkl move; Enter opens the selected head;\n"
 		     "g cycles MHA -> GQA -> MQA; n norm pre/post; m mask causal/none/window;\n"
 		     "s scaling; a ablates or restores the selected head, A restores all, r resets;\n"
 		     "e edits the text; : runs any command; x exports the view; ? lists every key;\n"

@@ -192,21 +192,21 @@ static void cells_row(struct render_buf *b, enum render_style st, const float *v
 		render_buf_puts(b, "\x1b[0m");
 }
 
-void render_legend(struct render_buf *b, enum render_style st)
+void render_legend(struct render_buf *b, enum render_style st, const char *what)
 {
 	if (st == RENDER_ANSI) {
 		render_buf_puts(b, "scale: 0 ");
 		for (int k = 0; k < render_levels(st); k++)
 			render_cell(b, st, k / (double)(render_levels(st) - 1), 2);
-		render_buf_puts(b, " 1 (attention weight)\n");
+		render_buf_printf(b, " 1 (%s)\n", what);
 		return;
 	}
 	int n = render_levels(st);
 	render_buf_printf(b, "scale: '%s' <%.2f", render_glyph(st, 0), RENDER_ZERO);
 	for (int k = 1; k < n - 1; k++)
 		render_buf_printf(b, "  '%s' <%.2f", render_glyph(st, k), (double)k / (n - 1));
-	render_buf_printf(b, "  '%s' >=%.2f (attention weight)\n", render_glyph(st, n - 1),
-			  (double)(n - 2) / (n - 1));
+	render_buf_printf(b, "  '%s' >=%.2f (%s)\n", render_glyph(st, n - 1),
+			  (double)(n - 2) / (n - 1), what);
 }
 
 /* --------------------------------------------------------------- pooling */
@@ -558,7 +558,7 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 	render_buf_repeat(b, fr->h, n * cw);
 	render_buf_printf(b, "%s\n", fr->br);
 	render_buf_printf(b, "rows: query tokens, columns: key tokens; ");
-	render_legend(b, st);
+	render_legend(b, st, "attention weight");
 	free(pooled);
 }
 
@@ -655,5 +655,5 @@ void render_grid(struct render_buf *b, const struct render_grid_spec *sp)
 	free(pooled);
 	render_buf_printf(b, "heads are LAYER.HEAD; [L.H] selected, %s ablated; rows: query, columns: key\n",
 			  ascii ? "x" : "\u2717");
-	render_legend(b, st);
+	render_legend(b, st, "attention weight");
 }

@@ -86,6 +86,7 @@ int session_update(struct session *s, struct err *e)
 		if (model_forward(s->model, &s->opt, s->tokens, NULL, 1, s->n_tokens, s->run, e) != 0)
 			return -1;
 		s->run_valid = true;
+		s->run_gen++;
 		s->scores_valid = false;
 		compare_runs(s->base, s->run, &s->cmp);
 		s->dirty |= DIRTY_RUN;

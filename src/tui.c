@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "lens.h"
 #include "render.h"
 #include "text-input.h"
 #include "tokenizer.h"
@@ -1384,7 +1385,7 @@ const char *tui_help_text(void)
 	       "\n"
 	       "Views\n"
 	       "  Tab, Shift-Tab   next / previous view\n"
-	       "  1 2 3 4          grid, head, token, numbers\n"
+	       "  1 2 3 4 5        grid, head, token, numbers, lens\n"
 	       "  Enter            open the selected head (again: back to the grid)\n"
 	       "  Esc              back to the grid\n"
 	       "\n"
@@ -1526,6 +1527,10 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	g_in_tui = false;
 	for (int i = 0; i < t->n_history; i++)
 		free(t->history[i]);
+	if (t->st.lens) {
+		lens_free(t->st.lens);
+		free(t->st.lens);
+	}
 	free(t);
 	return rc;
 }

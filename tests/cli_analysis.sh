@@ -87,6 +87,20 @@ else
 	fail compare-id
 fi
 
+# lens: a row per depth (embeddings, after 0, after 1: 2 layers) at the
+# chosen position, then the depth x position table
+run lens shakespeare -c "text $TEXT; lens at 3 --top 2"
+if [ $rc = 0 ] && has "^logit lens at position 3 'b'" && [ "$(grep -c '^embeddings \|^after [01] ' out)" = 6 ] &&
+   has '(the model.s output)$' && has '(probability)$'; then
+	ok lens
+else
+	fail lens
+fi
+run lens-bad-position shakespeare -c "text $TEXT; lens at 999"
+if [ $rc = 1 ] && grep -q 'the position must be a whole number from 0 to' err; then ok lens-bad-position; else fail lens-bad-position; fi
+run lens-bad-top shakespeare -c "text $TEXT; lens --top 0"
+if [ $rc = 1 ] && grep -q 'K must be a whole number from 1 to 10' err; then ok lens-bad-top; else fail lens-bad-top; fi
+
 run all-three shakespeare -c "text $TEXT; heads; sweep; compare variants"
 if [ $rc = 0 ]; then ok all-three; else fail all-three; fi
 

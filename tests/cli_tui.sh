@@ -218,6 +218,8 @@ check tui-head-view-cjk-rows 'screen | grep -qE "^0 床" && screen | grep -qE "^
 keys 3
 wait_for '3 token' 1 >/dev/null
 check tui-token-view 'screen | grep -q "text: 床前明月光疑是地上霜" && screen | grep -qE "^0\.3 "'
+keys 5
+check tui-lens-view 'wait_for "5 lens" 1 && screen | grep -q "^logit lens: p(the model.s prediction) by depth" && screen | grep -qE "^after 1 "'
 keys 1
 wait_for '1 grid' 1 >/dev/null
 

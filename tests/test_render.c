@@ -176,7 +176,7 @@ static void test_shading_thresholds(void **state)
 
 	struct render_buf buf;
 	render_buf_init(&buf);
-	render_legend(&buf, RENDER_UNICODE);
+	render_legend(&buf, RENDER_UNICODE, "attention weight");
 	assert_string_equal(buf.data, "scale: ' ' <0.01  '\u2591' <0.25  '\u2592' <0.50  '\u2593' <0.75  "
 				      "'\u2588' >=0.75 (attention weight)\n");
 	render_buf_free(&buf);

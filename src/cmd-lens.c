@@ -1,0 +1,128 @@
+/*
+ * cmd-lens.c — lens [--top K] [at I]: the logit lens (lens.h) at one
+ * position, depth by depth, and the probability of the model's prediction
+ * at every depth and position as a shaded table.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cmd.h"
+#include "lens.h"
+#include "render.h"
+#include "tokenizer.h"
+
+#define LENS_TOP_MAX 10
+#define LENS_COLS 64 /* positions the table shows: the last ones */
+
+extern const struct cmd_entry cmd_lens_entry;
+
+/* "embeddings" for depth 0, "after L" for the stream after block L. */
+static void depth_name(int d, char *buf, size_t size)
+{
+	if (d == 0)
+		snprintf(buf, size, "embeddings");
+	else
+		snprintf(buf, size, "after %d", d - 1);
+}
+
+static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_lens_entry, argc, argv, &a, e) != 0)
+		return -1;
+	if (session_need_run(s, e))
+		return -1;
+	int T = s->n_tokens, pos = T - 1, k = (int)cmd_num(&cmd_lens_entry, &a, "--top", 5);
+	if (a.n_pos == 2 && !strcmp(a.pos[0], "at")) {
+		if (cmd_parse_int(a.pos[1], 0, T - 1, "the position", &pos, e))
+			return -1;
+	} else if (a.n_pos != 0) {
+		char u[256];
+		cmd_usage(&cmd_lens_entry, u, sizeof u);
+		return err_set(e, "%s", u);
+	}
+	struct model *m = s->model;
+	int V = m->cfg.vocab_size;
+	struct lens ln;
+	lens_run(m, s->run, &ln);
+	char **lab = session_labels(s);
+	char want[64], got[64], opts[256];
+	int fin = ln.final[pos];
+	tok_label(m->tok, fin, want, sizeof want);
+	session_variant(s, opts, sizeof opts);
+
+	struct render_buf b;
+	render_buf_init(&b);
+	render_buf_printf(&b, "logit lens at position %d '%s' (%d tokens, options %s): the stream at "
+			      "each depth through the final norm and the output layer\n",
+			  pos, lab[pos], T, opts[0] ? opts : "native");
+	render_buf_printf(&b, "the model's prediction: '%s' (p %.3f)\n", want,
+			  (double)ln.p[(size_t)(ln.D - 1) * T + pos]);
+	render_buf_printf(&b, "%-11s %7s  top %d\n", "depth", "p", k);
+	float *z = xmalloc((size_t)V * sizeof *z);
+	for (int d = 0; d < ln.D; d++) {
+		char name[32];
+		depth_name(d, name, sizeof name);
+		render_buf_printf(&b, "%-11s %7.3f ", name, (double)ln.p[(size_t)d * T + pos]);
+		lens_logits(m, s->run, d, pos, z);
+		int ids[LENS_TOP_MAX];
+		double p[LENS_TOP_MAX];
+		int n = logits_top(z, V, k, ids, p);
+		for (int i = 0; i < n; i++) {
+			tok_label(m->tok, ids[i], got, sizeof got);
+			render_buf_printf(&b, " %s %.2f", got, p[i]);
+		}
+		render_buf_puts(&b, d == ln.D - 1 ? "   (the model's output)\n" : "\n");
+	}
+	free(z);
+
+	/* every depth and position: how sure each depth already is of the
+	 * model's prediction there */
+	int first = T > LENS_COLS ? T - LENS_COLS : 0, cw = 1;
+	for (int i = first; i < T; i++)
+		cw = render_width(lab[i]) > 1 ? 2 : cw; /* CJK labels take two columns */
+	render_buf_printf(&b, "\np(the model's prediction) by depth (rows) and position (columns%s):\n",
+			  first ? ", the last 64" : "");
+	render_buf_printf(&b, "%-11s ", "");
+	for (int i = first; i < T; i++)
+		render_pad(&b, lab[i], cw, RENDER_LEFT, true);
+	render_buf_puts(&b, "\n");
+	for (int d = 0; d < ln.D; d++) {
+		char name[32];
+		depth_name(d, name, sizeof name);
+		render_buf_printf(&b, "%-11s ", name);
+		for (int i = first; i < T; i++)
+			render_cell(&b, RENDER_UNICODE, ln.p[(size_t)d * T + i], cw);
+		render_buf_puts(&b, "\n");
+	}
+	render_legend(&b, RENDER_UNICODE, "probability");
+	render_buf_puts(&b, "\n");
+	fwrite(b.data, 1, b.len, s->out);
+	render_buf_free(&b);
+	render_labels_free(lab, T);
+	lens_free(&ln);
+	return 0;
+}
+
+static const struct cmd_opt lens_opts[] = {
+	{ "--top", CMD_OPT_INT, "K", 1, LENS_TOP_MAX, "K" },
+	{ NULL },
+};
+
+const struct cmd_entry cmd_lens_entry = {
+	.name = "lens",
+	.usage = "[at I]",
+	.opts = lens_opts,
+	.help = "the logit lens: what each depth of the residual stream would predict",
+	.long_help =
+		"The residual stream after each block (and the embeddings) read through the\n"
+		"final norm and the output layer, as if the model ended there: at position I\n"
+		"(default: the last) the probability each depth gives the model's own\n"
+		"prediction and its top K (5) tokens; then that probability at every depth\n"
+		"and position, shaded as the heatmaps are.  The last depth is the model's\n"
+		"output.  Under any option: a GQA conversion or an ablation shows its own lens.",
+	.min_args = 0,
+	.max_args = 2,
+	.exec = lens_exec,
+};

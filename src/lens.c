@@ -1,0 +1,73 @@
+/*
+ * lens.c — the logit lens (see lens.h): the final norm and the output
+ * layer applied to the residual stream kept at every depth of a run.
+ */
+#include "lens.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "ops.h"
+
+/* The stream at depth d, position i of batch 0: resid holds (L + 1, b, t, C). */
+static const float *stream(const struct run *r, int d, int i)
+{
+	return r->resid + ((size_t)d * r->b * r->t + (size_t)i) * r->C;
+}
+
+/* Lens logits of n rows x (each C wide, stride C) into z (n, V). */
+static void read_out(const struct model *m, const float *x, int n, float *z)
+{
+	const struct model_config *c = &m->cfg;
+	float *xn = xmalloc((size_t)n * c->d_model * sizeof *xn);
+	norm_forward(c->norm, xn, NULL, NULL, x, m->p[P_LNFW], m->p[P_LNFB], n, c->d_model,
+		     c->norm_eps);
+	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	matmul_forward(z, xn, wout, NULL, n, c->d_model, c->vocab_size);
+	free(xn);
+}
+
+void lens_logits(const struct model *m, const struct run *r, int d, int i, float *z)
+{
+	read_out(m, stream(r, d, i), 1, z);
+}
+
+void lens_run(const struct model *m, const struct run *r, struct lens *out)
+{
+	int L = m->cfg.n_layer, T = r->t, V = m->cfg.vocab_size;
+	out->D = L + 1;
+	out->T = T;
+	out->V = V;
+	out->final = xmalloc((size_t)T * sizeof *out->final);
+	out->p = xmalloc((size_t)out->D * T * sizeof *out->p);
+	out->top = xmalloc((size_t)out->D * T * sizeof *out->top);
+	float *z = xmalloc((size_t)T * V * sizeof *z);
+	for (int d = L; d >= 0; d--) {
+		/* batch 0's T rows at depth d are contiguous */
+		read_out(m, stream(r, d, 0), T, z);
+		for (int i = 0; i < T; i++) {
+			const float *zi = z + (size_t)i * V;
+			int best;
+			double pb;
+			logits_top(zi, V, 1, &best, &pb);
+			if (d == L)
+				out->final[i] = best;
+			out->top[(size_t)d * T + i] = best;
+			double mx = zi[best], sum = 0.0;
+			for (int j = 0; j < V; j++)
+				sum += exp((double)zi[j] - mx);
+			out->p[(size_t)d * T + i] = (float)(exp((double)zi[out->final[i]] - mx) / sum);
+		}
+	}
+	free(z);
+}
+
+void lens_free(struct lens *l)
+{
+	free(l->final);
+	free(l->p);
+	free(l->top);
+	memset(l, 0, sizeof *l);
+}

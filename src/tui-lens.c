@@ -1,0 +1,109 @@
+/*
+ * tui-lens.c — the lens view: the logit lens (lens.h) as a depth x
+ * position table, each cell shaded by the probability that depth's lens
+ * gives the model's own prediction at that position, and below it the
+ * selected position's most likely token at every depth.  Left/right move
+ * the position; the lens is computed once per run.
+ */
+#define _GNU_SOURCE
+#define NCURSES_WIDECHAR 1
+#include "tui.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "lens.h"
+#include "render.h"
+#include "tokenizer.h"
+
+/* The lens of the session's current run, computed when the run changed. */
+static const struct lens *current_lens(struct tui_state *t)
+{
+	struct session *s = t->s;
+	if (!t->lens || t->lens_gen != s->run_gen) {
+		if (t->lens)
+			lens_free(t->lens);
+		else
+			t->lens = xcalloc(1, sizeof *t->lens);
+		lens_run(s->model, s->run, t->lens);
+		t->lens_gen = s->run_gen;
+	}
+	return t->lens;
+}
+
+static void lens_draw(struct tui_state *t, const struct tui_rect *r)
+{
+	struct session *s = t->s;
+	if (!tui_need_run(s, r))
+		return;
+	const struct lens *ln = current_lens(t);
+	int T = ln->T, D = ln->D, q = s->sel_token;
+	bool wide;
+	char **lab = tui_token_labels(s, NULL, &wide);
+	int cw = wide ? 2 : 1, lw = 11;
+	int cols = (r->w - lw) / cw;
+	if (cols < 1)
+		cols = 1;
+	/* keep the selected position in view */
+	if (q < t->lens_col0)
+		t->lens_col0 = q;
+	if (q >= t->lens_col0 + cols)
+		t->lens_col0 = q - cols + 1;
+	if (t->lens_col0 > T - cols)
+		t->lens_col0 = T - cols > 0 ? T - cols : 0;
+	int c0 = t->lens_col0, c1 = c0 + cols < T ? c0 + cols : T, y = r->y;
+
+	char want[64];
+	tok_label(s->model->tok, ln->final[q], want, sizeof want);
+	tui_printf(y++, r->x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL,
+		   "logit lens: p(the model's prediction) by depth; position %d '%s' predicts '%s'", q,
+		   lab[q], want);
+	for (int i = c0; i < c1; i++)
+		tui_put(y, r->x + lw + (i - c0) * cw, cw, lab[i], i == q ? TUI_A_REVERSE | TUI_A_BOLD : TUI_A_BOLD,
+			i == q ? TUI_ROLE_SELECT : TUI_ROLE_LABEL);
+	y++;
+	for (int d = 0; d < D && y < r->y + r->h; d++, y++) {
+		char name[32];
+		snprintf(name, sizeof name, d ? "after %d" : "embeddings", d - 1);
+		tui_put(y, r->x, lw, name, 0, TUI_ROLE_LABEL);
+		for (int i = c0; i < c1; i++)
+			tui_heat(t, y, r->x + lw + (i - c0) * cw, cw, ln->p[(size_t)d * T + i],
+				 i == q ? TUI_A_BOLD : 0);
+	}
+	/* the selected position, depth by depth */
+	y++;
+	if (y < r->y + r->h)
+		tui_printf(y++, r->x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL,
+			   "at position %d: each depth's most likely next token", q);
+	for (int d = 0; d < D && y < r->y + r->h; d++, y++) {
+		char name[32], top[64];
+		snprintf(name, sizeof name, d ? "after %d" : "embeddings", d - 1);
+		tok_label(s->model->tok, ln->top[(size_t)d * T + q], top, sizeof top);
+		tui_put(y, r->x, lw, name, 0, TUI_ROLE_LABEL);
+		int x = r->x + lw + tui_put(y, r->x + lw, 12, top, TUI_A_BOLD, TUI_ROLE_NONE);
+		tui_printf(y, x, r->x + r->w - x, 0, TUI_ROLE_NONE, "  p(%s) %.3f", want,
+			   (double)ln->p[(size_t)d * T + q]);
+	}
+	render_labels_free(lab, T);
+}
+
+static void lens_arrows(struct tui_state *t, int dy, int dx)
+{
+	if (dx)
+		tui_select_token(t, t->s->sel_token + dx);
+	if (dy)
+		tui_step_head(t, dy);
+}
+
+static const struct tui_hint lens_hints[] = {
+	TUI_HINT_OPTIONS, { "\u2190\u2192", "hl", "position" }, { "x", "x", "export" }, TUI_HINT_END,
+};
+
+const struct tui_view_mode tui_lens_view = {
+	.name = "lens",
+	.export_what = "stats",
+	.hints = lens_hints,
+	.draw = lens_draw,
+	.arrows = lens_arrows,
+};
