@@ -6,7 +6,7 @@
  * degree-6 polynomial for e^r (the Cephes expf coefficients); relative error
  * below 2e-7 over the clamped range [-87.3, 88.3], which is where float exp
  * is finite and normal.  Inputs below the range give about 1e-38, above it
- * about 2e38 (never Inf or NaN for finite inputs).
+ * about 2e38 (never Inf or NaN for finite inputs); NaN gives NaN.
  */
 #ifndef ATTNSCOPE_FASTMATH_H
 #define ATTNSCOPE_FASTMATH_H
@@ -15,9 +15,13 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float fast_expf(float x)
+static inline float fast_expf(float in)
 {
-	x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
+	/* clamped so that the exponent below stays an int; a NaN goes to the
+	 * low end here (the conversion of a NaN would be undefined) and is
+	 * returned as it came at the end */
+	float x = in > -87.3f ? in : -87.3f;
+	x = x < 88.3f ? x : 88.3f;
 	float n = rintf(x * 1.44269504088896341f);
 	float r = x - n * 0.693359375f + n * 2.12194440e-4f;
 	float p = 1.9875691500e-4f;
@@ -30,7 +34,7 @@ static inline float fast_expf(float x)
 	int32_t bits = ((int32_t)n + 127) << 23;
 	float scale;
 	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
+	return in == in ? p * scale : in;
 }
 
 /* tanh(x) = 1 - 2 / (e^{2x} + 1); absolute error below 3e-7. */

@@ -19,7 +19,7 @@ extern const struct cmd_entry cmd_load_entry, cmd_text_entry, cmd_attn_entry, cm
 extern const struct cmd_entry cmd_heads_entry, cmd_sweep_entry, cmd_compare_entry;
 extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry,
 	cmd_replay_entry, cmd_measurements_entry;
-extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry;
+extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
@@ -35,6 +35,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_top_entry,
 	&cmd_generate_entry,
 	&cmd_lens_entry,
+	&cmd_patch_entry,
 	&cmd_stats_entry,
 	&cmd_heads_entry,
 	&cmd_sweep_entry,

@@ -588,6 +588,18 @@ static struct model *load_hf(const char *path, const struct load_opts *o, struct
 		err_prefix(e, "model.safetensors");
 		goto fail;
 	}
+	{
+		/* refuse, before allocating for it, a config that the file could not
+		 * fill by far (a few missing tensors are named by read_weights) */
+		uint64_t held = 0, need = config_param_count(&cfg);
+		for (int i = 0; i < f.n; i++)
+			held += f.t[i].n;
+		if (need / 2 > held) {
+			err_set(e, "config.json describes %" PRIu64 " parameters but model.safetensors "
+				   "holds %" PRIu64 " values", need, held);
+			goto fail;
+		}
+	}
 	m = model_new(&cfg, e);
 	if (!m) {
 		err_prefix(e, "config.json");

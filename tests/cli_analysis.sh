@@ -101,6 +101,13 @@ if [ $rc = 1 ] && grep -q 'the position must be a whole number from 0 to' err; t
 run lens-bad-top shakespeare -c "text $TEXT; lens --top 0"
 if [ $rc = 1 ] && grep -q 'K must be a whole number from 1 to 10' err; then ok lens-bad-top; else fail lens-bad-top; fi
 
+# patch: the corrupted text must have as many tokens, and the same text
+# cannot differ in its prediction
+run patch-length shakespeare -c "text abcdef; patch abcde"
+if [ $rc = 1 ] && grep -q 'the corrupted text is 5 tokens and the clean one 6' err; then ok patch-length; else fail patch-length; fi
+run patch-same shakespeare -c "text abcdef; patch abcdef"
+if [ $rc = 1 ] && grep -q 'same next token' err; then ok patch-same; else fail patch-same; fi
+
 run all-three shakespeare -c "text $TEXT; heads; sweep; compare variants"
 if [ $rc = 0 ]; then ok all-three; else fail all-three; fi
 

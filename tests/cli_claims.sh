@@ -186,6 +186,15 @@ check demo-tang-rhyme-jingyesi gt "$(rhyme 1)" 0.9
 check demo-tang-rhyme-chunxiao gt "$(rhyme 2)" 0.5
 check demo-tang-traditional-named sh -c "grep -q 'tang does not know 舉 頭 鄉' '$tmp/err'"
 
+# heads.cmds, patching: the two heads that restore most are the ones `heads`
+# labels induction, and after block 0 only the changed character's position
+# (14, the character after the earlier "m") restores much
+run induction -c 'text xqzvk jwpfy bmgd. xqzvk jwpfy bm; heads; patch xqzvk jwpfy bmtd. xqzvk jwpfy bm' </dev/null
+ind=$(awk '$2 == "induction" { print $1 }' "$tmp/out" | sort | tr '\n' ' ')
+top2=$(sed -n 's/^ranking: //p' "$tmp/out" | tr ',' '\n' | head -n 2 | awk '{ print $1 }' | sort | tr '\n' ' ')
+check demo-heads-patch-induction sh -c "[ $rc -eq 0 ] && [ -n '$ind' ] && [ '$ind' = '$top2' ]"
+check demo-heads-patch-position sh -c "[ \"\$(grep '^after 0 ' '$tmp/out' | cut -c10- | grep -o . | grep -n '[▓█]' | cut -d: -f1)\" = 15 ]"
+
 # every demo runs on the shipped models
 for d in "$root"/sessions/demos/*.cmds; do
 	n=$(basename "$d" .cmds)

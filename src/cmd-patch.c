@@ -1,0 +1,141 @@
+/*
+ * cmd-patch.c — patch TEXT...: activation patching (patch.h) from the
+ * current text (clean) into TEXT (corrupted, the same number of tokens):
+ * the share of the logit difference each head's output and each residual
+ * row restores, as tables and a ranking.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "loader.h"
+#include "patch.h"
+#include "render.h"
+#include "text-input.h"
+#include "tokenizer.h"
+
+#define PATCH_RANKED 8
+
+/* v, with -0.000 shown as 0.000. */
+static double shown(double v)
+{
+	return fabs(v) < 0.0005 ? 0.0 : v;
+}
+#define PATCH_COLS 64 /* positions the residual table shows: the last ones */
+
+static void print_heads(FILE *f, const struct patch_result *r)
+{
+	fprintf(f, "each head's output at every position (rows: layers, columns: heads):\nlayer ");
+	for (int h = 0; h < r->H; h++)
+		fprintf(f, " %6d", h);
+	fputc('\n', f);
+	for (int l = 0; l < r->L; l++) {
+		fprintf(f, "%5d ", l);
+		for (int h = 0; h < r->H; h++)
+			fprintf(f, " %6.3f", shown(r->heads[l * r->H + h]));
+		fputc('\n', f);
+	}
+	/* the heads that restore most, largest first */
+	int n = r->L * r->H, k = n < PATCH_RANKED ? n : PATCH_RANKED;
+	int *order = xmalloc((size_t)n * sizeof *order);
+	for (int i = 0; i < n; i++) {
+		int j = i;
+		while (j > 0 && r->heads[order[j - 1]] < r->heads[i]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	fprintf(f, "ranking:");
+	for (int i = 0; i < k; i++)
+		fprintf(f, "%s %d.%d %.3f", i ? "," : "", order[i] / r->H, order[i] % r->H,
+			shown(r->heads[order[i]]));
+	fputc('\n', f);
+	free(order);
+}
+
+static void print_resid(FILE *f, const struct patch_result *r, char **lab)
+{
+	int T = r->T, first = T > PATCH_COLS ? T - PATCH_COLS : 0, cw = 1;
+	for (int i = first; i < T; i++)
+		cw = render_width(lab[i]) > 1 ? 2 : cw;
+	struct render_buf b;
+	render_buf_init(&b);
+	render_buf_printf(&b, "\nthe residual stream after each block, one position at a time "
+			      "(rows: blocks, columns: positions%s):\n%-8s ",
+			  first ? ", the last 64" : "", "");
+	for (int i = first; i < T; i++)
+		render_pad(&b, lab[i], cw, RENDER_LEFT, true);
+	render_buf_puts(&b, "\n");
+	for (int l = 0; l < r->L; l++) {
+		render_buf_printf(&b, "after %-2d ", l);
+		for (int i = first; i < T; i++) {
+			double v = r->resid[(size_t)l * T + i];
+			render_cell(&b, RENDER_UNICODE, v < 0 ? 0 : v > 1 ? 1 : v, cw);
+		}
+		render_buf_puts(&b, "\n");
+	}
+	render_legend(&b, RENDER_UNICODE, "share restored, clipped to 0..1");
+	fwrite(b.data, 1, b.len, f);
+	render_buf_free(&b);
+}
+
+static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	(void)argc;
+	if (session_need_run(s, e))
+		return -1;
+	struct model *m = s->model;
+	char *text = text_unescape(argv[1]);
+	int *ids = NULL, n = 0, bad = 0, rc = -1;
+	if (model_tokenize(m, text, strlen(text), &ids, &n, &bad, e) != 0)
+		goto out;
+	if (n != s->n_tokens) {
+		err_set(e, "the corrupted text is %d tokens and the clean one %d: patching needs the "
+			   "same number", n, s->n_tokens);
+		goto out;
+	}
+	struct patch_result r;
+	if (patch_run(m, &s->opt, s->tokens, ids, n, s->cancel, &r, e) != 0)
+		goto out;
+	char ca[64], xa[64];
+	tok_label(m->tok, r.clean_answer, ca, sizeof ca);
+	tok_label(m->tok, r.corrupt_answer, xa, sizeof xa);
+	FILE *f = s->out;
+	fprintf(f, "activation patching, %d tokens: clean (the current text) answers '%s', "
+		   "corrupted answers '%s'\n", n, ca, xa);
+	fprintf(f, "metric: logit('%s') - logit('%s') at the last position: clean %.3f, corrupted "
+		   "%.3f\nshare restored by putting one clean activation into the corrupted run "
+		   "(0: none, 1: all):\n", ca, xa, r.ld_clean, r.ld_corrupt);
+	print_heads(f, &r);
+	char **lab = session_labels(s);
+	print_resid(f, &r, lab);
+	render_labels_free(lab, s->n_tokens);
+	patch_free(&r);
+	rc = 0;
+out:
+	free(ids);
+	free(text);
+	return rc;
+}
+
+const struct cmd_entry cmd_patch_entry = {
+	.name = "patch",
+	.usage = "TEXT...",
+	.help = "activation patching from the current text into TEXT: which heads and positions carry the answer",
+	.long_help =
+		"The current text is the clean run, TEXT (the rest of the line, escapes as in\n"
+		"text) the corrupted one; both must be the same number of tokens and lead to\n"
+		"different next tokens at the last position.  Metric: logit(clean answer) -\n"
+		"logit(corrupted answer) there.  For each site, the corrupted text runs with\n"
+		"that site's clean activations put back, and the share\n"
+		"  (metric patched - metric corrupted) / (metric clean - metric corrupted)\n"
+		"is printed: each head's output at every position (an L x H table and a\n"
+		"ranking), and the residual stream after each block at one position at a\n"
+		"time (shaded).  1 + L*H + L*T forward passes, under the current options.",
+	.flags = CMD_RAW,
+	.min_args = 1,
+	.max_args = 1,
+	.exec = patch_exec,
+};
