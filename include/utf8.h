@@ -18,4 +18,10 @@ int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp, int *bad);
  * and values past U+10FFFF encode as U+FFFD. */
 int utf8_encode(uint32_t cp, char *out);
 
+/* s[0..len) made safe for a terminal into buf (NUL-terminated, cut at a
+ * whole character to fit size): control characters (C0, DEL, C1) and bytes
+ * that are not valid UTF-8 become \xNN, a backslash becomes \\; the rest
+ * stays.  Returns the length written. */
+size_t utf8_printable(const char *s, size_t len, char *buf, size_t size);
+
 #endif

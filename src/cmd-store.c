@@ -13,6 +13,7 @@
 #include "cmd.h"
 #include "loader.h"
 #include "store.h"
+#include "utf8.h"
 
 static int need_store(const struct session *s, struct err *e)
 {
@@ -22,26 +23,6 @@ static int need_store(const struct session *s, struct err *e)
 		return err_set(e, "no session database (%s: the database could not be opened, see the "
 			       "warning at start)", s->store_note);
 	return err_set(e, "no session database (attnscope was started with --no-db)");
-}
-
-/* Prints len bytes with control characters shown as '?', cut to at most
- * max bytes (at a UTF-8 character boundary) with "..." when longer. */
-static void put_safe(FILE *f, const char *p, size_t len, size_t max)
-{
-	size_t n = len;
-	bool cut = false;
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80)
-			n--;
-		cut = true;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p[i];
-		fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
-	}
-	if (cut)
-		fputs("...", f);
 }
 
 /* Characters (not bytes) a UTF-8 string of len bytes shows as. */
@@ -54,16 +35,35 @@ static int width_of(const char *p, size_t len)
 }
 
 /* put_safe padded with blanks to `col` characters. */
+/* Prints len bytes made safe for a terminal (utf8_printable: control
+ * characters and invalid UTF-8 as \xNN), cut to at most max bytes (at a
+ * UTF-8 character boundary) with "..." when longer; returns the characters
+ * printed. */
+static int put_safe(FILE *f, const char *p, size_t len, size_t max)
+{
+	size_t n = len;
+	bool cut = false;
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80)
+			n--;
+		cut = true;
+	}
+	char *buf = xmalloc(4 * n + 1);
+	size_t k = utf8_printable(p, n, buf, 4 * n + 1);
+	fputs(buf, f);
+	int w = width_of(buf, k) + (cut ? 3 : 0);
+	free(buf);
+	if (cut)
+		fputs("...", f);
+	return w;
+}
+
 static void put_col(FILE *f, const char *p, size_t max, int col)
 {
 	if (!p)
 		p = "-";
-	size_t len = strlen(p);
-	size_t n = len > max ? max : len;
-	while (n < len && n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80)
-		n--;
-	put_safe(f, p, len, max);
-	int w = width_of(p, n) + (n < len ? 3 : 0);
+	int w = put_safe(f, p, strlen(p), max);
 	for (; w < col; w++)
 		fputc(' ', f);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "utf8.h"
 
 extern const struct cmd_entry cmd_load_entry, cmd_text_entry, cmd_attn_entry, cmd_norm_entry,
 	cmd_mask_entry, cmd_scale_entry, cmd_ablate_entry, cmd_restore_entry, cmd_reset_entry,
@@ -98,18 +99,20 @@ const struct cmd_entry *cmd_find(const char *name, struct err *e)
 			if (!strncmp(cmd_table[i]->name, name, strlen(name)) && n < sizeof list)
 				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
 						      cmd_table[i]->name);
-		err_set(e, "ambiguous command: %s, could be: %s", name, list);
+		err_set(e, "ambiguous command: %.64s, could be: %s", name, list);
 		return NULL;
 	}
+	char shown[96];
+	utf8_printable(name, strnlen(name, 64), shown, sizeof shown);
 	int limit = strlen(name) <= 3 ? 1 : 2;
 	for (int i = 0; cmd_table[i]; i++)
 		if (edit_distance(name, cmd_table[i]->name) <= limit && n < sizeof list)
 			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
 					      cmd_table[i]->name);
 	if (n)
-		err_set(e, "unknown command: %.64s (did you mean: %s?)", name, list);
+		err_set(e, "unknown command: %s (did you mean: %s?)", shown, list);
 	else
-		err_set(e, "unknown command: %.64s (type help for the list)", name);
+		err_set(e, "unknown command: %s (type help for the list)", shown);
 	return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loader.h"
 #include "tokenizer.h"
@@ -15,7 +16,10 @@
 void dump_config(FILE *out, const struct model *m)
 {
 	const struct model_config *c = &m->cfg;
-	fprintf(out, "model %s\n", m->name ? m->name : "?");
+	char name[256] = "?";
+	if (m->name) /* a name from a file's metadata is shown, never obeyed */
+		utf8_printable(m->name, strlen(m->name), name, sizeof name);
+	fprintf(out, "model %s\n", name);
 	fprintf(out, "config vocab %d d_model %d layers %d heads %d kv_heads %d d_head %d d_ff %d context %d\n",
 		c->vocab_size, c->d_model, c->n_layer, c->n_head, c->n_kv_head, cfg_d_head(c), c->d_ff,
 		c->context);

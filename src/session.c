@@ -202,6 +202,13 @@ int session_load(struct session *s, const char *spec, struct err *e)
 		model_free(m);
 		return -1;
 	}
+	if (m->name) { /* a name from a file's metadata is shown, never obeyed */
+		size_t n = strlen(m->name);
+		char *safe = xmalloc(4 * n + 1);
+		utf8_printable(m->name, n, safe, 4 * n + 1);
+		free(m->name);
+		m->name = safe;
+	}
 	model_free(s->model);
 	free(s->model_spec);
 	free(s->tokens);

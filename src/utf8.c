@@ -4,6 +4,9 @@
  */
 #include "utf8.h"
 
+#include <stdio.h>
+#include <string.h>
+
 /* Marks the byte at s[0] as invalid: U+FFFD, one byte consumed. */
 static int utf8_bad(uint32_t *cp, int *bad)
 {
@@ -88,4 +91,38 @@ int utf8_encode(uint32_t cp, char *out)
 	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
 	o[3] = (unsigned char)(0x80 | (cp & 0x3F));
 	return 4;
+}
+
+size_t utf8_printable(const char *s, size_t len, char *buf, size_t size)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t w = 0;
+	if (size == 0)
+		return 0;
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		int bad;
+		int k = utf8_decode(u + i, len - i, &cp, &bad);
+		char piece[20];
+		size_t n;
+		if (bad || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+			/* each byte of it, as \xNN */
+			n = 0;
+			for (int b = 0; b < k && n + 4 < sizeof piece; b++)
+				n += (size_t)snprintf(piece + n, sizeof piece - n, "\\x%02x", u[i + b]);
+		} else if (cp == '\\') {
+			memcpy(piece, "\\\\", 2);
+			n = 2;
+		} else {
+			memcpy(piece, u + i, (size_t)k);
+			n = (size_t)k;
+		}
+		if (w + n + 1 > size)
+			break;
+		memcpy(buf + w, piece, n);
+		w += n;
+		i += (size_t)k;
+	}
+	buf[w] = '\0';
+	return w;
 }
