@@ -51,7 +51,7 @@ static int parse_token(const struct session *s, const char *arg, int *out, struc
 	if (end == arg || *end)
 		return err_set(e, "%.32s: not a token index (see: show tokens)", arg);
 	if (v < 0 || v >= s->n_tokens)
-		return err_set(e, "token %ld does not exist (tokens 0-%d)", v, s->n_tokens - 1);
+		return err_set(e, "token %.32s does not exist (tokens 0-%d)", arg, s->n_tokens - 1);
 	*out = (int)v;
 	return 0;
 }

@@ -356,22 +356,40 @@ void session_summary(const struct session *s, char *buf, size_t size)
 		 s->cmp.kl, 100.0 * s->cmp.top1_agree, kv, s->run->forward_ms);
 }
 
+/* A whole number of at most 9 digits at *p, advancing *p; -1 when there is
+ * none (so that an id too long to be a head is refused, never wrapped). */
+static long head_part(const char **p)
+{
+	long v = 0;
+	int digits = 0;
+	while (**p >= '0' && **p <= '9' && digits < 10) {
+		v = v * 10 + (**p - '0');
+		(*p)++;
+		digits++;
+	}
+	return digits == 0 || digits > 9 ? -1 : v;
+}
+
 int session_parse_head(const struct session *s, const char *arg, int *layer, int *head,
 		       struct err *e)
 {
 	if (!s->model)
 		return err_set(e, "no model loaded");
-	int l, h, used = 0;
-	if (!((sscanf(arg, "%d.%d%n", &l, &h, &used) == 2 ||
-	       sscanf(arg, "L%dH%d%n", &l, &h, &used) == 2 ||
-	       sscanf(arg, "l%dh%d%n", &l, &h, &used) == 2) &&
-	      arg[used] == '\0'))
-		return err_set(e, "%s: not a head id (write LAYER.HEAD, e.g. 2.1)", arg);
+	/* LAYER.HEAD, or L<layer>H<head> in either case */
+	const char *p = arg;
+	bool lh = *p == 'L' || *p == 'l';
+	p += lh;
+	long l = head_part(&p);
+	bool sep = lh ? (*p == 'H' || *p == 'h') : *p == '.';
+	p += sep;
+	long h = sep ? head_part(&p) : -1;
+	if (l < 0 || h < 0 || *p)
+		return err_set(e, "%.32s: not a head id (write LAYER.HEAD, e.g. 2.1)", arg);
 	const struct model_config *c = &s->model->cfg;
-	if (l < 0 || l >= c->n_layer || h < 0 || h >= c->n_head)
-		return err_set(e, "head %d.%d does not exist (layers 0-%d, heads 0-%d)", l, h,
+	if (l >= c->n_layer || h >= c->n_head)
+		return err_set(e, "head %.32s does not exist (layers 0-%d, heads 0-%d)", arg,
 			       c->n_layer - 1, c->n_head - 1);
-	*layer = l;
-	*head = h;
+	*layer = (int)l;
+	*head = (int)h;
 	return 0;
 }

@@ -223,6 +223,14 @@ head -c 3000000 /dev/zero >"$tmp/zero.cmds"
 run --no-db -f "$tmp/zero.cmds" </dev/null
 check line-too-long-nul sh -c "[ $rc -eq 1 ] && grep -q '^$tmp/zero.cmds:1: line longer than $limit bytes$' '$tmp/err'"
 
+# ------------------------------------ messages quote what the user gave
+run --no-db -c 'text hi; ablate 99999999999999999999.1' </dev/null
+check head-overflow-quoted sh -c "[ $rc -eq 1 ] && grep -q '99999999999999999999.1: not a head id' '$tmp/err'"
+run --no-db -c 'text hi; ablate 7.0' </dev/null
+check head-missing-quoted sh -c "[ $rc -eq 1 ] && grep -q 'head 7.0 does not exist' '$tmp/err'"
+run --no-db -c 'text hi; show token 99999999999999999999' </dev/null
+check token-overflow-quoted sh -c "[ $rc -eq 1 ] && grep -q 'token 99999999999999999999 does not exist' '$tmp/err'"
+
 # ------------------------------------------------ what reaches the terminal
 # a model name with control characters in its metadata, an unknown command
 # of invalid UTF-8, a session name of invalid UTF-8: shown escaped (\xNN),
