@@ -33,19 +33,33 @@
 #include "util.h"
 
 /* Resolves spec to an existing path (file or directory) in out (size
- * bytes).  0, or -1 with a message listing where it looked. */
+ * bytes).  0, or -1 with a message listing where it looked, or saying what
+ * spec is when it is neither ("/dev/zero: is a character device, not a
+ * model file or directory"). */
 int model_resolve(const char *spec, char *out, size_t size, struct err *e);
 
-/* Resolves and loads.  NULL with a one-line message on failure. */
+/* Resolves and loads, with the tokenizer set by model_open_set_tokenizer
+ * (normally none: the one beside the model).  NULL with a one-line message
+ * on failure. */
 struct model *model_open(const char *spec, struct err *e);
+
+/* Makes model_open() use tokenizer as model_open_ex() would, until it is
+ * set back to NULL; tokenizer must stay valid meanwhile.  For callers that
+ * open a model through another module (`load MODEL --tokenizer PATH` and
+ * `attnscope MODEL --tokenizer PATH` go through session_load), around that
+ * one call. */
+void model_open_set_tokenizer(const char *tokenizer);
 
 /*
  * As model_open, and:
  *   tokenizer: NULL, or a tokenizer file or directory to use instead of the
- *              one found beside the model (--tokenizer): a GPT-2 directory
- *              (or tokenizer.json) for hf-gpt2 and llmc, a tokenizer.bin (or
- *              a directory holding one) for llama2c; ignored for our own
- *              safetensors, which carry their tokenizer.  It must exist.
+ *              one found beside the model (--tokenizer; an explicit choice,
+ *              so it wins without a warning): for hf-gpt2 and llmc a
+ *              directory with vocab.json + merges.txt or tokenizer.json, or
+ *              one of those files; for llama2c a tokenizer.bin (or a
+ *              directory holding one).  It must exist.  Refused for our own
+ *              safetensors, which carry their tokenizer (the model's ids
+ *              are that vocabulary's).
  *   format:    when not NULL, receives the format's name ("hf-gpt2", ...;
  *              a static string) on success.
  */

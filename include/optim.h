@@ -109,7 +109,8 @@ int optim_file_write(const char *path, const struct optim_file *f, struct err *e
 /* Reads and checks path: magic, version, header fields against each other
  * and the file length, the hash, finite weights and moments.  Allocates
  * the arrays and the JSON (free with optim_file_free).  0, or -1 with one
- * line "PATH: problem" (and nothing allocated). */
+ * line "PATH: problem" (and nothing allocated); a FIFO, device or
+ * directory is refused before it is opened. */
 int optim_file_read(const char *path, struct optim_file *f, struct err *e);
 void optim_file_free(struct optim_file *f);
 

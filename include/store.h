@@ -7,7 +7,9 @@
  * hooks (store_command_begin/end around every command line, store_measure
  * after every finished forward pass) never fail the caller: the first write
  * that fails prints one warning, stops recording (store_recording() turns
- * false) and puts "not recording" in s->store_note for the prompt.
+ * false) and puts "not recording" in s->store_note for the prompt.  The
+ * writes of analysis results (store_head_stats, store_sweep) stop it the
+ * same way but leave the one warning to their caller.
  *
  * Rules kept by store.c: WAL journal, synchronous=NORMAL (a committed row
  * survives a crash or kill -9 of the process), a busy timeout of
@@ -57,7 +59,8 @@ struct store;
 
 /* Opens (creating when missing) the database at path and brings its schema
  * up to date.  NULL with a one-line message when the file cannot be
- * created or written, is not a SQLite database or is corrupt (left as it
+ * created or written, is not a regular file ("PATH: is a directory, not a
+ * database file"), is not a SQLite database or is corrupt (left as it
  * was), belongs to another program, or has a newer schema (left as it
  * was). */
 struct store *store_open(const char *path, struct err *e);
@@ -117,7 +120,9 @@ int store_begin_session(struct session *s, struct err *e);
  * r->opt; measurement_id the store's last measurement, NULL when none) and
  * its L*H head entries and L layer entries (head NULL) in one transaction.
  * NAN numbers are stored as NULL.  Returns the sweep id, or -1 with a
- * message (recording is not stopped). */
+ * message.  A write that fails stops recording as a failed hook does, but
+ * prints nothing: the message ends "; recording stopped, attnscope goes on
+ * without it", and the caller's warning is the one warning. */
 struct sweep_result;
 int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
 		    const char *source, struct err *e);
@@ -135,7 +140,9 @@ struct store_head_row {
 	int sink_key, offset;
 };
 
-/* Inserts or updates head rows of measurement_id, in one transaction. */
+/* Inserts or updates head rows of measurement_id, in one transaction.
+ * 0, or -1 with a message; a write that fails stops recording, reported
+ * as by store_sweep. */
 int store_head_stats(struct store *st, int64_t measurement_id, const struct store_head_row *rows,
 		     int n, struct err *e);
 
@@ -267,10 +274,12 @@ struct store_train_run {
 	const char *args_json;   /* the flags */
 	uint64_t seed;
 	int threads;
-	int64_t resumed_from;    /* training_runs id, or 0 */
+	int64_t resumed_from;    /* the training_runs id of the run this one continues,
+				  * or 0; stored as NULL when there is no such row */
 };
 
-/* Inserts a run (status "running").  Returns its id (> 0), or -1. */
+/* Inserts a run (status "running") when it starts.  Returns its id (> 0),
+ * or -1. */
 int64_t store_training_run(struct store *st, const struct store_train_run *r, struct err *e);
 
 /* One optimizer step.  NAN val_loss: no validation at this step. */
@@ -281,8 +290,9 @@ struct store_train_step {
 	int n_layers;
 };
 
-/* Records steps (a resumed run may record a step again: the later wins),
- * all in one transaction.  0 or -1. */
+/* Records steps of a run, all in one transaction (the trainer commits them
+ * in batches as it goes; a step recorded again replaces the first).  0 or
+ * -1. */
 int store_training_steps(struct store *st, int64_t run_id, const struct store_train_step *steps,
 			 int n, struct err *e);
 

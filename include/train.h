@@ -4,10 +4,17 @@
  *
  * Interrupting (Ctrl-C, SIGTERM or --stop-after N) finishes the current
  * step and writes the checkpoint FILE plus its optimizer state FILE.optim;
+ * a second Ctrl-C or SIGTERM drops the step in progress and writes those
+ * of the last finished step; a third quits at once, writing nothing.
  * `attnscope train --resume FILE` then continues the run, giving the same
  * final weights, bit for bit, as an uninterrupted run with the same seed
  * and thread count.  A run that completes deletes FILE.optim unless
  * --keep-optim is given.
+ *
+ * With a session database (--db, $ATTNSCOPE_DB) the run is recorded as it
+ * trains (store.h, training_runs and training_steps): one row per session
+ * of the run, inserted before its first step and linked by resumed_from to
+ * the session it resumes; steps committed in batches.
  *
  * FILE.optim holds the exact F32 weights, the AdamW moments, the step
  * counter, the batch generator's state, the per-step history, the flags of
@@ -23,8 +30,10 @@
 /* Exit statuses of `attnscope train`. */
 enum {
 	TRAIN_EXIT_OK = 0,
-	TRAIN_EXIT_FAIL = 1,        /* data, files, diverged training */
-	TRAIN_EXIT_USAGE = 2,       /* bad flags or an impossible shape */
+	TRAIN_EXIT_FAIL = 1,        /* data, files, the database, diverged training,
+				     * quit without saving (a third Ctrl-C) */
+	TRAIN_EXIT_USAGE = 2,       /* flags wrong whatever the data: unknown or bad
+				     * values, an impossible shape, too big for memory */
 	TRAIN_EXIT_INTERRUPTED = 130, /* stopped early; checkpoint + FILE.optim written */
 };
 
@@ -36,7 +45,8 @@ int train_main(int argc, char **argv);
  * it is neither OK nor INTERRUPTED, the one-line message in e.  Progress
  * and the summary are still printed unless --quiet is given.  Besides the
  * documented flags, --stop-after N behaves as if Ctrl-C arrived during
- * step N of this session (tests use it to interrupt deterministically). */
+ * step N of this session, and --stop-now-at N as if it arrived twice
+ * during step N (tests use them to interrupt deterministically). */
 int train_run_args(int argc, char **argv, struct err *e);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "dump.h"
+#include "loader.h"
 #include "text-input.h"
 
 static void print_summary(struct session *s)
@@ -20,15 +21,30 @@ static void print_summary(struct session *s)
 	fprintf(s->out, "%s\n", line);
 }
 
+/* load MODEL [--tokenizer PATH] (the flag before or after MODEL). */
 static int load_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	(void)argc;
-	if (session_load(s, argv[1], e) != 0)
+	const char *spec = NULL, *tok = NULL;
+	for (int i = 1; i < argc; i++) {
+		bool flag = !strcmp(argv[i], "--tokenizer");
+		if (flag && i + 1 < argc && !tok)
+			tok = argv[++i];
+		else if (!flag && !spec)
+			spec = argv[i];
+		else
+			return err_set(e, "usage: load MODEL [--tokenizer PATH]");
+	}
+	if (!spec)
+		return err_set(e, "usage: load MODEL [--tokenizer PATH]");
+	model_open_set_tokenizer(tok);
+	int rc = session_load(s, spec, e);
+	model_open_set_tokenizer(NULL);
+	if (rc != 0)
 		return -1;
 	if (!s->quiet) {
 		const struct model_config *c = &s->model->cfg;
 		fprintf(s->out, "loaded %s: %d layers x %d heads (%d kv), d_model %d, vocab %d, context %d, %s %s-norm, %s, %s\n",
-			s->model->name ? s->model->name : argv[1], c->n_layer, c->n_head, c->n_kv_head,
+			s->model->name ? s->model->name : spec, c->n_layer, c->n_head, c->n_kv_head,
 			c->d_model, c->vocab_size, c->context, norm_type_name(c->norm),
 			norm_place_name(c->placement), pos_type_name(c->pos), mlp_type_name(c->mlp));
 		if (session_ready(s))
@@ -41,9 +57,20 @@ const struct cmd_entry cmd_load_entry = {
 	.name = "load",
 	.usage = "MODEL",
 	.help = "load a model file or a name in models/",
+	.long_help =
+		"load MODEL [--tokenizer PATH]\n"
+		"MODEL is a file or directory, found by its content: an attnscope .safetensors,\n"
+		"a Hugging Face GPT-2 directory, a llama2.c .bin or an llm.c GPT-2 .bin; or a\n"
+		"name in models/ (shakespeare -> models/shakespeare.safetensors); or hf:NAME,\n"
+		"a snapshot in the local Hugging Face cache (never downloaded).\n"
+		"--tokenizer PATH  the tokenizer to use instead of the one beside the model: for\n"
+		"                  a llama2.c .bin a tokenizer.bin; for an llm.c .bin or a GPT-2\n"
+		"                  directory, a directory with vocab.json + merges.txt or\n"
+		"                  tokenizer.json (or that file).  An attnscope .safetensors\n"
+		"                  carries its own tokenizer, so --tokenizer is refused for it.",
 	.complete = COMPLETE_MODEL,
 	.min_args = 1,
-	.max_args = 1,
+	.max_args = 3,
 	.exec = load_exec,
 };
 

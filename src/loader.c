@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "filekind.h"
 #include "loaders.h"
 #include "tokenizer.h"
 
@@ -171,7 +172,16 @@ void ld_one_line(struct err *e)
 
 struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err *e)
 {
-	const char *where = opt ? opt : dir;
+	/* --tokenizer DIR/vocab.json or DIR/merges.txt names the pair in DIR */
+	char *pair_dir = NULL;
+	if (opt && ld_is_file(opt)) {
+		char *base = ld_basename(opt, NULL);
+		if (!strcmp(base, "vocab.json") || !strcmp(base, "merges.txt"))
+			pair_dir = ld_dirname(opt);
+		free(base);
+	}
+	struct tokenizer *t = NULL;
+	const char *where = pair_dir ? pair_dir : opt ? opt : dir;
 	char *v = ld_join(where, "vocab.json"), *j = ld_join(where, "tokenizer.json");
 	bool here = ld_is_file(where) || ld_is_file(v) || ld_is_file(j);
 	free(v);
@@ -183,9 +193,11 @@ struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err
 		else
 			err_set(e, "no GPT-2 tokenizer beside the model (vocab.json and merges.txt, "
 				"or tokenizer.json, in %s); give one with --tokenizer DIR", dir);
-		return NULL;
+	} else {
+		t = tok_bpe_load(where, e);
 	}
-	return tok_bpe_load(where, e);
+	free(pair_dir);
+	return t;
 }
 
 /* ------------------------------------------------ attnscope safetensors */
@@ -220,7 +232,12 @@ static bool probe_safetensors(const char *path, char *why, size_t n)
 static struct model *load_safetensors(const char *path, const struct load_opts *o,
 				      struct err *e)
 {
-	(void)o; /* our checkpoints carry their tokenizer: --tokenizer does not apply */
+	if (o->tokenizer) { /* its ids are the model's own: another vocabulary cannot fit */
+		err_set(e, "--tokenizer %s: %s is an attnscope checkpoint, which carries its own "
+			"tokenizer (--tokenizer is for llm.c, llama2.c and Hugging Face models)",
+			o->tokenizer, path);
+		return NULL;
+	}
 	return checkpoint_load(path, e);
 }
 
@@ -363,6 +380,8 @@ int model_resolve(const char *spec, char *out, size_t size, struct err *e)
 {
 	if (strncmp(spec, "hf:", 3) == 0)
 		return hf_resolve(spec, out, size, e);
+	if (file_refuse_special(spec, true, "a model file or directory", e))
+		return -1;
 	if (ld_is_file(spec) || ld_is_dir(spec)) {
 		if (strlen(spec) >= size)
 			return err_set(e, "%.60s...: path too long", spec);
@@ -394,6 +413,11 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 
 	if (model_resolve(spec, path, sizeof path, e) != 0)
 		return NULL;
+	struct err te;
+	if (tokenizer && file_refuse_special(tokenizer, true, "a tokenizer file or directory", &te)) {
+		err_set(e, "--tokenizer %s", te.msg);
+		return NULL;
+	}
 	if (tokenizer && !ld_is_file(tokenizer) && !ld_is_dir(tokenizer)) {
 		err_set(e, "--tokenizer %s: no such file or directory", tokenizer);
 		return NULL;
@@ -421,9 +445,17 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 	return NULL;
 }
 
+/* The tokenizer model_open() passes on (model_open_set_tokenizer). */
+static const char *open_tokenizer;
+
+void model_open_set_tokenizer(const char *tokenizer)
+{
+	open_tokenizer = tokenizer;
+}
+
 struct model *model_open(const char *spec, struct err *e)
 {
-	return model_open_ex(spec, NULL, NULL, e);
+	return model_open_ex(spec, open_tokenizer, NULL, e);
 }
 
 int model_tokenize(const struct model *m, const char *text, size_t len, int **ids, int *n,

@@ -26,17 +26,23 @@
 #define DEFAULT_DB "sessions/attnscope.db"
 
 static const char usage[] =
-	"usage: attnscope [MODEL] [-m MODEL] [-t TEXT] [-c \"CMD; CMD\"] [-f FILE] [--batch]\n"
-	"                 [--tui] [--db PATH | --no-db] [--threads N] [--dump] [--help] [--version]\n"
+	"usage: attnscope [MODEL] [-m MODEL] [--tokenizer PATH] [-t TEXT] [-c \"CMD; CMD\"]\n"
+	"                 [-f FILE] [--batch] [--tui] [--db PATH | --no-db] [--threads N] [--dump]\n"
+	"                 [--help] [--version]\n"
 	"       attnscope train [options]      (attnscope train --help)\n"
 	"\n"
 	"Runs a transformer language model on text and shows what every attention\n"
 	"head does with it.\n"
 	"\n"
-	"  MODEL, -m MODEL   a .safetensors file, or a name in models/ (default: " DEFAULT_MODEL ").\n"
+	"  MODEL, -m MODEL   a model file or directory (.safetensors, llama2.c or llm.c .bin,\n"
+	"                    Hugging Face GPT-2), or a name in models/ (default: " DEFAULT_MODEL ").\n"
 	"                    A MODEL given here must load.  When the default is missing,\n"
 	"                    attnscope starts without a model (a script or `load MODEL` can\n"
 	"                    load one) and tells why the first time a command fails without one.\n"
+	"  --tokenizer PATH  the tokenizer of MODEL, instead of the one beside it: for a llama2.c\n"
+	"                    .bin a tokenizer.bin; for an llm.c .bin or a Hugging Face GPT-2\n"
+	"                    directory, a directory with vocab.json + merges.txt or tokenizer.json\n"
+	"                    (or that file).  An attnscope .safetensors carries its own: refused\n"
 	"  -t, --text TEXT   the text to run (needs a model)\n"
 	"  -c CMDS           run commands separated by ';' (\\; is a literal ';'), then exit;\n"
 	"                    the first failing command stops the run (status 1)\n"
@@ -68,6 +74,7 @@ struct script_arg {
 
 struct cli {
 	const char *model_spec;  /* NULL: the default */
+	const char *tokenizer;   /* --tokenizer for model_spec, or NULL */
 	const char *text;
 	int threads;
 	bool dump, batch, tui;
@@ -131,7 +138,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		} else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
 			   !strcmp(a, "--text") || !strcmp(a, "-c") || !strcmp(a, "--command") ||
 			   !strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "--db") ||
-			   !strcmp(a, "--threads")) {
+			   !strcmp(a, "--threads") || !strcmp(a, "--tokenizer")) {
 			const char *v = inline_val;
 			if (!v) {
 				if (i + 1 >= argc)
@@ -150,6 +157,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				c->scripts[c->n_scripts++] = (struct script_arg){ 'f', v };
 			} else if (!strcmp(a, "--db")) {
 				c->db_path = v;
+			} else if (!strcmp(a, "--tokenizer")) {
+				if (!v[0])
+					return usage_error("%s needs a value", a);
+				c->tokenizer = v;
 			} else {
 				char *end;
 				long n = strtol(v, &end, 10);
@@ -164,6 +175,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		if (inline_val)
 			return usage_error("%s takes no value", a);
 	}
+	if (c->tokenizer && !c->model_spec)
+		return usage_error("--tokenizer %s: give the MODEL it is for "
+				   "(attnscope MODEL --tokenizer PATH)", c->tokenizer);
 	return -1;
 }
 
@@ -171,7 +185,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 static int run_dump(const struct cli *c)
 {
 	struct err e;
-	struct model *m = model_open(c->model_spec ? c->model_spec : DEFAULT_MODEL, &e);
+	struct model *m = model_open_ex(c->model_spec ? c->model_spec : DEFAULT_MODEL, c->tokenizer,
+					NULL, &e);
 	if (!m) {
 		fprintf(stderr, "attnscope: %s\n", e.msg);
 		return 1;
@@ -224,7 +239,10 @@ static int run_session(const struct cli *c, struct session *s)
 	s->threads = c->threads;
 	s->cancel = &cancel_flag;
 
-	if (session_load(s, c->model_spec ? c->model_spec : DEFAULT_MODEL, &e) != 0) {
+	model_open_set_tokenizer(c->tokenizer);
+	int lrc = session_load(s, c->model_spec ? c->model_spec : DEFAULT_MODEL, &e);
+	model_open_set_tokenizer(NULL);
+	if (lrc != 0) {
 		if (c->model_spec) {
 			fprintf(stderr, "attnscope: %s\n", e.msg);
 			return 1;

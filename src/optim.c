@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "filekind.h"
 
 bool optim_param_decays(enum param_id i)
 {
@@ -253,6 +254,8 @@ void optim_file_free(struct optim_file *f)
 int optim_file_read(const char *path, struct optim_file *f, struct err *e)
 {
 	memset(f, 0, sizeof *f);
+	if (file_refuse_special(path, false, "a regular file", e))
+		return -1;
 	size_t len;
 	unsigned char *file = (unsigned char *)read_file(path, &len, e);
 	if (!file)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "filekind.h"
 #include "heads.h"
 #include "session.h"
 #include "version.h"
@@ -301,7 +302,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[S_INS_TRAIN] =
 		"INSERT INTO training_runs (created_at, status, model_path, data_path, data_bytes, "
 		"data_hash, config, args, seed, threads, resumed_from, version) "
-		"VALUES (" NOW ", 'running', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+		"VALUES (" NOW ", 'running', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+		"(SELECT id FROM training_runs WHERE id = ?9), ?10)",
 	[S_INS_STEP] = "INSERT OR REPLACE INTO training_steps (run_id, step, loss, lr, grad_norm, "
 		       "val_loss, layer_grad_norms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[S_FINISH_TRAIN] =
@@ -869,6 +871,8 @@ struct store *store_open(const char *path, struct err *e)
 		err_set(e, "no database path");
 		return NULL;
 	}
+	if (file_refuse_special(path, false, "a database file", e))
+		return NULL;
 	int lockfd = init_lock(path);
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
@@ -1160,17 +1164,37 @@ static int ensure_session(struct store *st, const struct session *s, const struc
 static void stop_recording(struct session *s, const struct err *e)
 {
 	struct store *st = s->store;
-	if (st->dead)
-		return;
+	if (!st->dead)
+		fprintf(stderr, "attnscope: warning: %s; recording stopped, attnscope goes on "
+			"without it\n", e->msg);
 	st->dead = true;
-	fprintf(stderr, "attnscope: warning: %s; recording stopped, attnscope goes on without it\n",
-		e->msg);
 	snprintf(s->store_note, sizeof s->store_note, "not recording");
 }
 
-static bool live(const struct session *s)
+/* The first failed write of a result whose caller reports failures itself
+ * (store_head_stats, store_sweep): recording stops as in stop_recording,
+ * and the message in e, which the caller prints as the one warning, says
+ * so.  Returns -1. */
+static int stop_recording_reported(struct store *st, struct err *e)
 {
-	return s && s->store && !s->store->dead;
+	if (!st->dead && e) {
+		char msg[ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		err_set(e, "%s; recording stopped, attnscope goes on without it", msg);
+	}
+	st->dead = true;
+	return -1;
+}
+
+/* Whether s records.  When recording has stopped, makes sure the prompt
+ * says so (stop_recording_reported has no session at hand). */
+static bool live(struct session *s)
+{
+	if (!s || !s->store)
+		return false;
+	if (s->store->dead)
+		snprintf(s->store_note, sizeof s->store_note, "not recording");
+	return !s->store->dead;
 }
 
 int store_begin_session(struct session *s, struct err *e)
@@ -1243,7 +1267,7 @@ void store_command_end(struct session *s, int64_t seq, int rc_cmd, const char *m
 	struct store *st = s->store;
 	if (st->depth > 0 && st->stack[st->depth - 1] == seq)
 		st->depth--;
-	if (st->dead)
+	if (!live(s))
 		return;
 	struct err e;
 	sqlite3_stmt *q = stmt(st, S_END_COMMAND, &e);
@@ -1427,11 +1451,13 @@ int store_head_stats(struct store *st, int64_t measurement_id, const struct stor
 {
 	if (!st)
 		return err_set(e, "no session database");
+	if (st->dead)
+		return err_set(e, "not recording: an earlier write to %s failed", st->path);
 	if (tx_begin(st, e) != 0)
-		return -1;
+		return stop_recording_reported(st, e);
 	if (put_heads(st, measurement_id, rows, n, e) != 0 || tx_commit(st, e) != 0) {
 		tx_rollback(st);
-		return -1;
+		return stop_recording_reported(st, e);
 	}
 	return 0;
 }
@@ -1832,7 +1858,7 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	if (st->dead)
 		return err_set(e, "not recording: an earlier write to %s failed", st->path);
 	if (store_begin_session(s, e) != 0)
-		return -1;
+		goto stop;
 	/* the variant description of the sweep's (unablated) options */
 	char options[512];
 	session_variant_of(s, &r->opt, options, sizeof options);
@@ -1842,7 +1868,7 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	sqlite3_stmt *q = stmt(st, S_INS_SWEEP, e);
 	sqlite3_stmt *qe = q ? stmt(st, S_INS_SWEEP_ENTRY, e) : NULL;
 	if (!qe || tx_begin(st, e) != 0)
-		return -1;
+		goto stop;
 	int rc = SQLITE_OK;
 	B(sqlite3_bind_int64(q, 1, st->session_id));
 	B(bind_id(q, 2, st->last_measurement));
@@ -1872,7 +1898,9 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	return id;
 fail:
 	tx_rollback(st);
-	return -1;
+stop:
+	snprintf(s->store_note, sizeof s->store_note, "not recording");
+	return stop_recording_reported(st, e);
 }
 
 /* --------------------------------------------------------------- training */

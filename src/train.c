@@ -27,6 +27,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "dataset.h"
+#include "filekind.h"
 #include "model.h"
 #include "optim.h"
 #include "store.h"
@@ -43,12 +44,12 @@ struct opts {
 	enum pos_type pos;
 	enum mlp_type mlp;
 	bool no_bias, untied;
-	long steps, warmup, val_every, log_every, stop_after;
+	long steps, warmup, val_every, log_every, stop_after, stop_now_at;
 	int batch, val_batches, threads;
 	double lr, min_lr_frac, weight_decay, clip, val_fraction;
 	long long seed;
 	enum ckpt_dtype dtype;
-	bool keep_optim, quiet, help;
+	bool keep_optim, quiet, help, no_db;
 	bool line_starts, repeat_random;
 	double repeat;
 	int repeat_min, repeat_max;
@@ -146,8 +147,11 @@ static const struct flag flags[] = {
 	{ "--log-every", F_LONG, O(log_every), 1, 1e8, true, "N", "log line every N steps when not on a terminal (100)" },
 	{ "--keep-optim", F_BOOL, O(keep_optim), 0, 0, true, NULL, "keep FILE.optim after a complete run" },
 	{ "--stop-after", F_LONG, O(stop_after), 1, 1e8, false, "N", "stop as if interrupted after N steps of this session" },
+	{ "--stop-now-at", F_LONG, O(stop_now_at), 1, 1e8, false, "N",
+	  "stop as if interrupted twice during step N of this session (it is dropped)" },
 	{ "--db", F_STR, O(db), 0, 0, false, "PATH",
-	  "also record the run and its steps in this session database ($ATTNSCOPE_DB)" },
+	  "record the run here as it trains ($ATTNSCOPE_DB)" },
+	{ "--no-db", F_BOOL, O(no_db), 0, 0, false, NULL, "record nothing, even with $ATTNSCOPE_DB set" },
 	{ "--quiet", F_BOOL, O(quiet), 0, 0, false, NULL, "no progress or summary" },
 	{ "--help", F_BOOL, O(help), 0, 0, false, NULL, "this help" },
 };
@@ -160,8 +164,12 @@ static void usage(FILE *f)
 	      "       attnscope train --resume FILE [options that override the stored ones]\n"
 	      "Trains a character-level transformer on a UTF-8 text and writes a checkpoint.\n"
 	      "Ctrl-C (or SIGTERM) finishes the current step and saves FILE and FILE.optim;\n"
-	      "--resume FILE then continues exactly where the run stopped.\n"
-	      "Exit status: 0 done, 1 failure, 2 bad usage, 130 stopped early (resumable).\n\n",
+	      "a second one drops the step in progress and saves the last finished one; a\n"
+	      "third quits at once without saving.  --resume FILE then continues exactly\n"
+	      "where the run stopped.\n"
+	      "Exit status: 0 done; 1 failure (the data, a file, the database, training\n"
+	      "diverged, or quit without saving); 2 bad flags (wrong whatever the data);\n"
+	      "130 stopped early and saved (resumable).\n\n",
 	      f);
 	for (size_t i = 0; i < N_FLAGS; i++) {
 		char left[64];
@@ -390,6 +398,16 @@ static void fmt_duration(char *buf, size_t size, double s)
 
 /* --------------------------------------------------------- run state */
 
+/* The run's rows in the session database (--db, else $ATTNSCOPE_DB; none
+ * with --no-db); see "session database" below. */
+struct recorder {
+	struct store *st;        /* NULL: not recording (none asked for, or stopped) */
+	char *real;              /* the database's path with links resolved, or NULL */
+	int64_t run_id;          /* this run's training_runs id; 0 before rec_begin */
+	size_t next;             /* history row of the first step not yet committed */
+	double last_ms;          /* when steps were last committed */
+};
+
 /* Everything a training run carries from step to step. */
 struct trainer {
 	struct opts o;
@@ -408,6 +426,7 @@ struct trainer {
 	size_t val_n, val_cap;
 	struct strv args;        /* replayable flags of the run */
 	struct strv cmds;        /* command lines that ran it */
+	struct recorder rec;
 };
 
 static void hist_push(struct trainer *t, const float *row)
@@ -440,6 +459,8 @@ static void trainer_free(struct trainer *t)
 	free(t->val);
 	strv_free(&t->args);
 	strv_free(&t->cmds);
+	store_close(t->rec.st);
+	free(t->rec.real);
 }
 
 /* Mean training loss over the last 10% of the steps done (at least one). */
@@ -512,7 +533,9 @@ static char *jdump(json_t *j, size_t flags)
 
 /* Writes the trainer's state to path (format in optim.h).  The JSON run
  * description holds the replayable flags ("args"), every command line that
- * ran the run ("commands") and the model config ("config"). */
+ * ran the run ("commands"), the model config ("config") and, when the run
+ * has a row in a session database, where ("db": {"path", "run"}), so that
+ * the run resuming it can link its own row to it. */
 static int optim_save(const struct trainer *t, const char *path, struct err *e)
 {
 	json_t *root = jcheck(json_object());
@@ -521,6 +544,13 @@ static int optim_save(const struct trainer *t, const char *path, struct err *e)
 	char *cj = checkpoint_config_json(&t->cfg);
 	jset(root, "config", json_string(cj));
 	free(cj);
+	json_t *dbp = t->rec.real && t->rec.run_id > 0 ? json_string(t->rec.real) : NULL;
+	if (dbp) { /* (NULL too for a path that is not UTF-8: then no link) */
+		json_t *db = jcheck(json_object());
+		jset(db, "path", dbp);
+		jset(db, "run", json_integer((json_int_t)t->rec.run_id));
+		jset(root, "db", db);
+	}
 	struct optim_file f = {
 		.n_layer = (uint32_t)t->cfg.n_layer,
 		.n_params = t->m->n_params,
@@ -550,6 +580,8 @@ struct saved {
 	struct optim_file f;
 	struct strv args, cmds;
 	char *config;
+	char *db_path;    /* the database holding the stored run's row, or NULL */
+	int64_t db_run;   /* that row's id */
 };
 
 static void saved_free(struct saved *s)
@@ -558,6 +590,7 @@ static void saved_free(struct saved *s)
 	strv_free(&s->args);
 	strv_free(&s->cmds);
 	free(s->config);
+	free(s->db_path);
 }
 
 static int strv_from_json(struct strv *s, json_t *a)
@@ -588,6 +621,12 @@ static int optim_read(const char *path, struct saved *s, struct err *e)
 		return err_set(e, "%s: damaged run description", path);
 	}
 	s->config = xstrdup(json_string_value(cfg));
+	json_t *db = json_object_get(root, "db");
+	json_t *dbp = json_object_get(db, "path"), *dbr = json_object_get(db, "run");
+	if (json_is_string(dbp) && json_is_integer(dbr) && json_integer_value(dbr) > 0) {
+		s->db_path = xstrdup(json_string_value(dbp));
+		s->db_run = (int64_t)json_integer_value(dbr);
+	}
 	json_decref(root);
 	return 0;
 }
@@ -757,60 +796,140 @@ static int check_memory(const struct model_config *c, int B, int T, struct err *
 	return 0;
 }
 
-/* Records the finished (or interrupted) run and its per-step history in the
- * session database given with --db or $ATTNSCOPE_DB; nothing without one.
- * A database problem is a warning: the checkpoint is what matters. */
-static void record_in_db(const struct trainer *t, double seconds, bool stopped)
+/* ------------------------------------------------- session database */
+
+/* Steps are committed REC_STEPS at a time, or REC_MS after the last commit,
+ * and at every validation, interrupt and end. */
+#define REC_STEPS 50
+#define REC_MS 2000.0
+
+/*
+ * The run's rows in the session database: its training_runs row is
+ * inserted before the first step (status "running"), its steps are
+ * committed in batches as they are done (a kill -9 loses at most the last
+ * batch), and the row is finished at the end (finished_at, status, losses).
+ * A database that cannot be opened or written is refused before training;
+ * a write that fails later is one warning and recording stops, because
+ * the checkpoint is what matters.
+ */
+
+/* Opens the database of --db; else, on --resume, the one the resumed run
+ * recorded in (when it is still there); else $ATTNSCOPE_DB; none with
+ * --no-db.  0 (also when there is none), or -1 with a message. */
+static int rec_open(struct recorder *r, const struct opts *o, const struct saved *saved,
+		    struct err *e)
 {
-	const struct opts *o = &t->o;
-	const char *path = o->db ? o->db : getenv("ATTNSCOPE_DB");
-	if (!path || !*path)
-		return;
-	struct err e;
-	struct store *st = store_open(path, &e);
-	if (!st) {
-		fprintf(stderr, "attnscope train: warning: not recorded in the database: %s\n", e.msg);
-		return;
+	const char *env = getenv(STORE_ENV), *path = o->db, *from = "--db";
+	if (!path && o->resume && saved->db_path) {
+		path = saved->db_path;
+		from = "the database of the run resumed";
+		if (access(path, F_OK) != 0) {
+			fprintf(stderr, "attnscope train: warning: %s, %s, is gone; this run is not "
+				"recorded (--db PATH records it elsewhere)\n", from, path);
+			return 0;
+		}
 	}
+	if (!path && env && *env) {
+		path = env;
+		from = "$" STORE_ENV;
+	}
+	if (!path || o->no_db)
+		return 0;
+	r->st = store_open(path, e);
+	if (!r->st) {
+		char msg[ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
+		return err_set(e, "%s: %s%s", from, msg, o->db ? "" : " (--no-db records nothing)");
+	}
+	r->real = realpath(path, NULL);
+	return 0;
+}
+
+/* The first write that fails: one warning, and nothing more is recorded. */
+static void rec_stop(struct recorder *r, const struct err *e)
+{
+	fprintf(stderr, "attnscope train: warning: %s; recording stopped, training goes on\n", e->msg);
+	store_close(r->st);
+	r->st = NULL;
+}
+
+/* Inserts the run's row (status "running"), linked by resumed_from to the
+ * row of the run that saved the state it resumes when that row is in the
+ * same database.  Steps already done (restored on --resume) belong to that
+ * run and are not recorded again.  0 (also without a database), or -1. */
+static int rec_begin(struct trainer *t, const struct saved *saved, struct err *e)
+{
+	struct recorder *r = &t->rec;
+	const struct opts *o = &t->o;
+	r->next = t->hist_n;
+	r->last_ms = now_ms();
+	if (!r->st)
+		return 0;
 	char hash[24];
 	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)t->d.hash);
 	char *cj = checkpoint_config_json(&t->cfg);
 	json_t *aj = jstrv(&t->args);
-	char *args = json_dumps(aj, JSON_COMPACT);
+	char *args = jdump(aj, JSON_COMPACT);
 	json_decref(aj);
+	bool linked = saved && saved->db_path && r->real && strcmp(saved->db_path, r->real) == 0;
 	struct store_train_run run = {
 		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)t->d.bytes,
 		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
 		.threads = o->threads > 0 ? o->threads : cpu_count(),
+		.resumed_from = linked ? saved->db_run : 0,
 	};
-	int64_t id = store_training_run(st, &run, &e);
-	int rc = id > 0 ? 0 : -1;
-	if (rc == 0 && t->hist_n > 0) {
-		struct store_train_step *steps = xcalloc(t->hist_n, sizeof *steps);
-		for (size_t i = 0; i < t->hist_n; i++) {
-			const float *row = t->hist + i * (size_t)t->hw;
-			steps[i] = (struct store_train_step){
-				.step = (int64_t)i + 1, .loss = row[0], .lr = row[1], .grad_norm = row[2],
-				.val_loss = NAN, .layer_grad_norms = row + 3, .n_layers = t->cfg.n_layer,
-			};
-		}
-		for (size_t i = 0; i < t->val_n; i++) {
-			size_t step = (size_t)t->val[2 * i];
-			if (step >= 1 && step <= t->hist_n)
-				steps[step - 1].val_loss = t->val[2 * i + 1];
-		}
-		rc = store_training_steps(st, id, steps, (int)t->hist_n, &e);
-		free(steps);
-	}
-	if (rc == 0)
-		rc = store_training_finish(st, id, stopped ? "interrupted" : "done", t->step,
-					   (int64_t)t->tokens, final_train_loss(t), last_val_loss(t),
-					   seconds, NULL, &e);
-	if (rc != 0)
-		fprintf(stderr, "attnscope train: warning: not recorded in the database: %s\n", e.msg);
+	r->run_id = store_training_run(r->st, &run, e);
 	free(cj);
 	free(args);
-	store_close(st);
+	return r->run_id > 0 ? 0 : -1;
+}
+
+/* Commits the steps done since the last commit: always when force, else
+ * once REC_STEPS are waiting or REC_MS have passed. */
+static void rec_flush(struct trainer *t, bool force)
+{
+	struct recorder *r = &t->rec;
+	size_t n = t->hist_n - r->next;
+	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
+		return;
+	struct store_train_step *steps = xcalloc(n, sizeof *steps);
+	for (size_t i = 0; i < n; i++) {
+		const float *row = t->hist + (r->next + i) * (size_t)t->hw;
+		steps[i] = (struct store_train_step){
+			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
+			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
+			.n_layers = t->cfg.n_layer,
+		};
+	}
+	for (size_t i = t->val_n; i-- > 0;) { /* validations, newest first */
+		size_t step = (size_t)t->val[2 * i];
+		if (step <= r->next)
+			break;
+		if (step <= t->hist_n)
+			steps[step - 1 - r->next].val_loss = t->val[2 * i + 1];
+	}
+	struct err e;
+	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
+		rec_stop(r, &e);
+	else
+		r->next = t->hist_n;
+	r->last_ms = now_ms();
+	free(steps);
+}
+
+/* Commits the last steps and finishes the run's row: status "done",
+ * "interrupted" or "failed" (with message). */
+static void rec_finish(struct trainer *t, const char *status, double seconds, const char *message)
+{
+	struct recorder *r = &t->rec;
+	if (r->run_id <= 0)
+		return;
+	rec_flush(t, true);
+	struct err e;
+	if (r->st && store_training_finish(r->st, r->run_id, status, t->step, (int64_t)t->tokens,
+					   final_train_loss(t), last_val_loss(t), seconds, message,
+					   &e) != 0)
+		rec_stop(r, &e);
 }
 
 /* "--out" without directory and ".safetensors". */
@@ -827,22 +946,67 @@ static char *default_name(const char *out)
 
 /* ------------------------------------------------------------ signals */
 
-static volatile sig_atomic_t stop_requested;
+/*
+ * SIGINT and SIGTERM while training.  The first asks the loop to stop
+ * after the current step (stop_level 1); the second to stop at once
+ * (stop_level 2): the step in progress is dropped before it changes the
+ * weights, and the last finished step is saved; the third quits at once,
+ * saving nothing, with status TRAIN_EXIT_FAIL.  While the checkpoint and
+ * FILE.optim are written (saving), a signal only says so: the files are
+ * always finished.
+ */
+static volatile sig_atomic_t stop_level;
+static volatile sig_atomic_t saving;
 
-/* First SIGINT or SIGTERM: ask the loop to stop after the current step.
- * Second: the default action (terminate). */
+static void say(const char *msg, size_t len)
+{
+	ssize_t w = write(STDERR_FILENO, msg, len);
+	(void)w;
+}
+#define SAY(s) say(s, sizeof s - 1)
+
 static void on_stop_signal(int sig)
 {
-	if (stop_requested) {
-		signal(sig, SIG_DFL);
-		raise(sig);
+	(void)sig;
+	if (saving) {
+		SAY("\nattnscope train: writing the checkpoint; it will be complete in a moment\n");
 		return;
 	}
-	stop_requested = 1;
-	static const char msg[] =
-		"\nattnscope train: interrupted: finishing this step and saving (again to abort)\n";
-	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-	(void)w;
+	if (stop_level >= 2) {
+		SAY("\nattnscope train: quit without saving: the checkpoint and FILE.optim are as "
+		    "they were before this run\n");
+		_exit(TRAIN_EXIT_FAIL);
+	}
+	if (++stop_level == 1)
+		SAY("\nattnscope train: interrupted: finishing this step and saving (again: stop "
+		    "now, saving the last finished step)\n");
+	else
+		SAY("\nattnscope train: stopping now: saving the last finished step (again: quit "
+		    "without saving)\n");
+}
+
+/* The handlers in place from the first step until the files are written. */
+struct stop_signals {
+	struct sigaction old_int, old_term;
+};
+
+static void stop_signals_catch(struct stop_signals *s)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	stop_level = 0;
+	saving = 0;
+	sigaction(SIGINT, &sa, &s->old_int);
+	sigaction(SIGTERM, &sa, &s->old_term);
+}
+
+static void stop_signals_release(const struct stop_signals *s)
+{
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	saving = 0;
 }
 
 /* ----------------------------------------------------------------- loop */
@@ -856,13 +1020,16 @@ struct loop {
 	struct run_options ro;
 };
 
-/* Mean validation loss over the fixed validation batches. */
+/* Mean validation loss over the fixed validation batches.  0, 1 when a
+ * stop at once was asked for (the validation is dropped), or -1. */
 static int evaluate(struct trainer *t, struct loop *lp, double *loss, struct err *e)
 {
 	int B = t->o.batch, T = t->cfg.context;
 	double sum = 0;
 	long count = 0;
 	for (int i = 0; i < t->o.val_batches; i++) {
+		if (stop_level >= 2)
+			return 1;
 		dataset_val_batch(&t->d, i, t->o.val_batches, B, T, lp->tokens, lp->targets);
 		if (model_forward(t->m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e))
 			return -1;
@@ -873,16 +1040,25 @@ static int evaluate(struct trainer *t, struct loop *lp, double *loss, struct err
 	return 0;
 }
 
-/* One optimizer step; appends its history row. */
+/* One optimizer step; appends its history row.  0, 1 when a stop at once
+ * was asked for before the update (the step is dropped: nothing of it is
+ * kept, the batch generator is set back), or -1. */
 static int train_step(struct trainer *t, struct loop *lp, struct err *e)
 {
 	struct model *m = t->m;
 	int B = t->o.batch, T = t->cfg.context;
+	struct rng before = t->rng;
 	dataset_sample(&t->d, &t->rng, B, T, lp->tokens, lp->targets);
 	memset(lp->grads, 0, m->n_params * sizeof(float));
-	if (model_forward(m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e) ||
+	if (model_forward(m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e))
+		return -1;
+	if (stop_level < 2 &&
 	    model_backward(m, &lp->ro, lp->tokens, lp->targets, lp->run, lp->grads, lp->bs, e))
 		return -1;
+	if (stop_level >= 2) {
+		t->rng = before;
+		return 1;
+	}
 	float row[3 + CFG_MAX_LAYERS];
 	double gnorm = grad_norms(m, lp->grads, row + 3);
 	double loss = lp->run->loss;
@@ -934,8 +1110,9 @@ static void progress(const struct trainer *t, long session_steps, double session
 	fflush(stderr);
 }
 
-/* The training loop of one session.  Returns 0 when all steps are done,
- * 1 when stopped early (interrupt or --stop-after), -1 on error. */
+/* The training loop of one session, with the stop signals caught by the
+ * caller.  Returns 0 when all steps are done, 1 when stopped early
+ * (interrupt or --stop-after), -1 on error. */
 static int run_loop(struct trainer *t, struct err *e)
 {
 	const struct opts *o = &t->o;
@@ -950,44 +1127,38 @@ static int run_loop(struct trainer *t, struct err *e)
 
 	bool tty = !o->quiet && isatty(STDERR_FILENO);
 	bool show = !o->quiet;
-	struct sigaction sa, old_int, old_term;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	stop_requested = 0;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
 
 	int rc = 0;
 	long session = 0;
 	double t0 = now_ms();
 	while (t->step < o->steps) {
-		if (train_step(t, &lp, e)) {
-			rc = -1;
+		if (o->stop_now_at && session + 1 == o->stop_now_at)
+			stop_level = 2;
+		rc = train_step(t, &lp, e);
+		if (rc != 0)
 			break;
-		}
 		session++;
 		bool validate = t->d.n_val > 0 &&
 			((o->val_every > 0 && t->step % o->val_every == 0) || t->step == o->steps);
 		if (validate) {
 			double vl;
-			if (evaluate(t, &lp, &vl, e)) {
-				rc = -1;
+			rc = evaluate(t, &lp, &vl, e);
+			if (rc < 0)
 				break;
-			}
-			val_push(t, t->step, (float)vl);
+			if (rc == 0)
+				val_push(t, t->step, (float)vl);
 		}
 		if (show)
 			progress(t, session, (now_ms() - t0) / 1000, tty, validate && !tty);
-		if (t->step < o->steps && (stop_requested || (o->stop_after && session >= o->stop_after))) {
+		rec_flush(t, validate);
+		rc = 0;
+		if (t->step < o->steps && (stop_level || (o->stop_after && session >= o->stop_after))) {
 			rc = 1;
 			break;
 		}
 	}
-	if (tty)
+	if (tty && session > 0)
 		fputc('\n', stderr);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	run_free(lp.run);
 	backward_free(lp.bs);
 	free(lp.grads);
@@ -1017,55 +1188,54 @@ static void build_config(const struct opts *o, int vocab, struct model_config *c
 	c->tied = !o->untied;
 }
 
-int train_run_args(int argc, char **argv, struct err *e)
+/* The flags (on --resume: the stored ones, then those given) and whatever
+ * can be checked from them alone.  Returns -1 to go on, else the exit
+ * status: TRAIN_EXIT_OK for --help, TRAIN_EXIT_USAGE for bad flags,
+ * TRAIN_EXIT_FAIL when FILE.optim cannot be read. */
+static int read_flags(struct trainer *t, int argc, char **argv, struct saved *saved,
+		      struct err *e)
 {
-	struct trainer t;
-	memset(&t, 0, sizeof t);
-	struct saved saved;
-	memset(&saved, 0, sizeof saved);
+	struct opts *o = &t->o;
 	struct strv replay = { 0 };
-	char *name = NULL, *opath = NULL;
 	int status = TRAIN_EXIT_USAGE;
-	double t_start = now_ms();
-
-	opts_default(&t.o);
-	if (parse_args(&t.o, argc - 1, argv + 1, &replay, e))
+	opts_default(o);
+	if (parse_args(o, argc - 1, argv + 1, &replay, e))
 		goto out;
-	if (t.o.help) {
+	if (o->help) {
 		usage(stdout);
 		status = TRAIN_EXIT_OK;
 		goto out;
 	}
-	if (t.o.resume) {
+	if (o->resume) {
 		/* replay the stored flags, then the ones given now */
-		const char *resume = t.o.resume;
-		opath = optim_path(resume);
-		if (optim_read(opath, &saved, e)) {
+		const char *resume = o->resume;
+		char *opath = optim_path(resume);
+		int rc = optim_read(opath, saved, e);
+		if (rc == 0) {
+			opts_default(o);
+			rc = parse_args(o, saved->args.n, saved->args.v, NULL, e);
+			if (rc != 0)
+				err_prefix(e, "%s: stored flags", opath);
+		}
+		free(opath);
+		if (rc != 0) {
 			status = TRAIN_EXIT_FAIL;
 			goto out;
 		}
-		opts_default(&t.o);
-		if (parse_args(&t.o, saved.args.n, saved.args.v, NULL, e)) {
-			err_prefix(e, "%s: stored flags", opath);
-			status = TRAIN_EXIT_FAIL;
-			goto out;
-		}
-		t.o.out = resume;
-		parse_args(&t.o, argc - 1, argv + 1, NULL, e);
-		t.o.resume = resume;
-		for (int i = 0; i < saved.args.n; i++)
-			strv_push(&t.args, saved.args.v[i]);
-		for (int i = 0; i < saved.cmds.n; i++)
-			strv_push(&t.cmds, saved.cmds.v[i]);
+		o->out = resume;
+		parse_args(o, argc - 1, argv + 1, NULL, e);
+		o->resume = resume;
+		for (int i = 0; i < saved->args.n; i++)
+			strv_push(&t->args, saved->args.v[i]);
+		for (int i = 0; i < saved->cmds.n; i++)
+			strv_push(&t->cmds, saved->cmds.v[i]);
 	}
 	for (int i = 0; i < replay.n; i++)
-		strv_push(&t.args, replay.v[i]);
+		strv_push(&t->args, replay.v[i]);
 	char *cmd = command_line(argc, argv);
-	strv_push(&t.cmds, cmd);
+	strv_push(&t->cmds, cmd);
 	free(cmd);
 
-	/* flags and shape, before touching any file */
-	struct opts *o = &t.o;
 	if (!o->data) {
 		err_set(e, "--data FILE is required (see attnscope train --help)");
 		goto out;
@@ -1074,109 +1244,155 @@ int train_run_args(int argc, char **argv, struct err *e)
 		err_set(e, "--out FILE is required (see attnscope train --help)");
 		goto out;
 	}
-	build_config(o, 256, &t.cfg);
-	if (config_validate(&t.cfg, e)) {
+	build_config(o, 256, &t->cfg);
+	if (config_validate(&t->cfg, e)) {
 		err_prefix(e, "impossible shape");
 		goto out;
 	}
-	status = TRAIN_EXIT_FAIL;
-	/* util.h's rules for written files, checked before any training */
-	if (out_check(o->out, 0, e))
-		goto out;
-
-	/* data */
-	if (dataset_load(&t.d, o->data, o->min_count, o->val_fraction, e))
-		goto out;
-	if (dataset_check_context(&t.d, o->data, o->context, e)) {
-		status = TRAIN_EXIT_USAGE;
+	if (o->repeat > 0 && (o->repeat_min > o->repeat_max || 2 * o->repeat_max > o->context + 1)) {
+		err_set(e, "--repeat-min %d, --repeat-max %d: repeated spans do not fit twice in a "
+			"window of --context %d + 1 tokens", o->repeat_min, o->repeat_max, o->context);
 		goto out;
 	}
-	if (dataset_set_windows(&t.d, o->context, o->line_starts, o->repeat, o->repeat_min,
+	status = -1;
+out:
+	strv_free(&replay);
+	return status;
+}
+
+/* Files, data, the database and the model, everything before the first
+ * step.  Problems found in the data are failures (TRAIN_EXIT_FAIL), even
+ * when other flags would avoid them (a smaller --context); only the
+ * machine's memory for the shape asked for is a usage error.  Returns -1
+ * to go on, else the exit status. */
+static int prepare(struct trainer *t, struct saved *saved, struct err *e)
+{
+	struct opts *o = &t->o;
+	/* util.h's rules for written files, and the files read, before any work */
+	if (out_check(o->out, 0, e) || file_refuse_special(o->data, false, "a regular file", e))
+		return TRAIN_EXIT_FAIL;
+	if (rec_open(&t->rec, o, saved, e))
+		return TRAIN_EXIT_FAIL;
+	if (dataset_load(&t->d, o->data, o->min_count, o->val_fraction, e) ||
+	    dataset_check_context(&t->d, o->data, o->context, e))
+		return TRAIN_EXIT_FAIL;
+	if (dataset_set_windows(&t->d, o->context, o->line_starts, o->repeat, o->repeat_min,
 				o->repeat_max, o->repeat_random, e)) {
 		err_prefix(e, "%s", o->data);
-		status = TRAIN_EXIT_USAGE;
-		goto out;
+		return TRAIN_EXIT_FAIL;
 	}
-	build_config(o, t.d.tok->vocab_size, &t.cfg);
-	if (config_validate(&t.cfg, e) || check_memory(&t.cfg, o->batch, o->context, e)) {
-		status = TRAIN_EXIT_USAGE;
-		goto out;
+	build_config(o, t->d.tok->vocab_size, &t->cfg);
+	if (config_validate(&t->cfg, e)) {
+		err_prefix(e, "%s: vocabulary of %d characters", o->data, t->cfg.vocab_size);
+		return TRAIN_EXIT_FAIL;
 	}
+	if (check_memory(&t->cfg, o->batch, o->context, e))
+		return TRAIN_EXIT_USAGE;
 
-	/* model and optimizer */
-	t.m = model_new(&t.cfg, e);
-	if (!t.m)
-		goto out;
-	model_init_random(t.m, (uint64_t)o->seed);
-	t.m->tok = t.d.tok;
-	t.d.tok = NULL;
-	name = o->name ? xstrdup(o->name) : default_name(o->out);
-	t.m->name = xstrdup(name);
-	adamw_init(&t.opt, t.m, (float)o->weight_decay);
-	rng_seed(&t.rng, (uint64_t)o->seed ^ 0x0DA7A5EEDull);
-	t.hw = 3 + t.cfg.n_layer;
-	if (o->resume && optim_restore(&t, &saved, opath, e))
-		goto out;
+	t->m = model_new(&t->cfg, e);
+	if (!t->m)
+		return TRAIN_EXIT_FAIL;
+	model_init_random(t->m, (uint64_t)o->seed);
+	t->m->tok = t->d.tok;
+	t->d.tok = NULL;
+	t->m->name = o->name ? xstrdup(o->name) : default_name(o->out);
+	adamw_init(&t->opt, t->m, (float)o->weight_decay);
+	rng_seed(&t->rng, (uint64_t)o->seed ^ 0x0DA7A5EEDull);
+	t->hw = 3 + t->cfg.n_layer;
+	if (o->resume) {
+		char *opath = optim_path(o->resume);
+		int rc = optim_restore(t, saved, opath, e);
+		free(opath);
+		if (rc)
+			return TRAIN_EXIT_FAIL;
+	}
 	engine_set_threads(o->threads);
+	if (rec_begin(t, o->resume ? saved : NULL, e))
+		return TRAIN_EXIT_FAIL;
+	return -1;
+}
 
-	if (!o->quiet) {
-		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
-			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
-			o->data, t.d.n, t.d.n_train, t.d.n_val, t.cfg.vocab_size, t.m->n_params,
-			o->resume ? "resuming at" : "starting at", t.step + 1, o->steps);
-	}
-
-	int lrc = run_loop(&t, e);
-	double seconds = t.prev_seconds + (now_ms() - t_start) / 1000;
-	if (lrc < 0) {
-		status = TRAIN_EXIT_FAIL;
-		goto out;
-	}
-	bool stopped = lrc == 1;
-	free(t.m->train_meta);
-	t.m->train_meta = train_record(&t, seconds, !stopped);
-	if (checkpoint_save(t.m, o->out, o->dtype, e))
-		goto out;
-	record_in_db(&t, seconds, stopped);
-	free(opath);
-	opath = optim_path(o->out);
+/* Writes the checkpoint, and FILE.optim when stopped early or with
+ * --keep-optim (else removes a stale one).  0 or -1. */
+static int save_run(struct trainer *t, double seconds, bool stopped, struct err *e)
+{
+	const struct opts *o = &t->o;
+	free(t->m->train_meta);
+	t->m->train_meta = train_record(t, seconds, !stopped);
+	if (checkpoint_save(t->m, o->out, o->dtype, e))
+		return -1;
+	char *opath = optim_path(o->out);
+	int rc = 0;
 	if (stopped || o->keep_optim) {
-		t.prev_seconds = seconds;
-		if (optim_save(&t, opath, e))
-			goto out;
+		t->prev_seconds = seconds;
+		rc = optim_save(t, opath, e);
 	} else if (unlink(opath) != 0 && errno != ENOENT) {
 		fprintf(stderr, "attnscope train: warning: cannot remove stale %s: %s\n", opath,
 			strerror(errno));
 	}
+	free(opath);
+	return rc;
+}
+
+/* Trains, saves and reports.  Returns the exit status. */
+static int train_and_save(struct trainer *t, double t_start, struct err *e)
+{
+	const struct opts *o = &t->o;
+	if (!o->quiet)
+		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
+			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
+			o->data, t->d.n, t->d.n_train, t->d.n_val, t->cfg.vocab_size, t->m->n_params,
+			o->resume ? "resuming at" : "starting at", t->step + 1, o->steps);
+	struct stop_signals sigs;
+	stop_signals_catch(&sigs);
+	int lrc = run_loop(t, e);
+	double seconds = t->prev_seconds + (now_ms() - t_start) / 1000;
+	bool stopped = lrc == 1;
+	saving = 1;
+	int rc = lrc < 0 ? -1 : save_run(t, seconds, stopped, e);
+	rec_finish(t, rc < 0 ? "failed" : stopped ? "interrupted" : "done", seconds,
+		   rc < 0 ? e->msg : NULL);
+	stop_signals_release(&sigs);
+	if (rc < 0)
+		return TRAIN_EXIT_FAIL;
 	if (stopped) {
 		struct sbuf b = { 0 };
 		sb_shell_quote(&b, o->out);
 		if (!o->quiet)
-			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and %s\n"
-				"resume with: attnscope train --resume %s\n",
-				t.step, o->steps, o->out, opath, b.s);
+			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and "
+				"%s.optim\nresume with: attnscope train --resume %s\n",
+				t->step, o->steps, o->out, o->out, b.s);
 		free(b.s);
-		status = TRAIN_EXIT_INTERRUPTED;
-		goto out;
+		return TRAIN_EXIT_INTERRUPTED;
 	}
 	if (!o->quiet) {
 		char wall[32], val[32] = "- (no validation split)";
 		fmt_duration(wall, sizeof wall, seconds);
-		if (t.val_n)
-			snprintf(val, sizeof val, "%.4f", last_val_loss(&t));
+		if (t->val_n)
+			snprintf(val, sizeof val, "%.4f", last_val_loss(t));
 		printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"
 		       "final train loss %.4f (mean of the last 10%% of steps), val loss %s\n"
 		       "wall time %s; wrote %s (%s)\n",
-		       name, t.m->n_params, t.step, (unsigned long long)t.tokens,
-		       final_train_loss(&t), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
+		       t->m->name, t->m->n_params, t->step, (unsigned long long)t->tokens,
+		       final_train_loss(t), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
 		if (stream_flush(stdout, e))
-			goto out;
+			return TRAIN_EXIT_FAIL;
 	}
-	status = TRAIN_EXIT_OK;
-out:
-	free(name);
-	free(opath);
-	strv_free(&replay);
+	return TRAIN_EXIT_OK;
+}
+
+int train_run_args(int argc, char **argv, struct err *e)
+{
+	struct trainer t;
+	memset(&t, 0, sizeof t);
+	struct saved saved;
+	memset(&saved, 0, sizeof saved);
+	double t_start = now_ms();
+	int status = read_flags(&t, argc, argv, &saved, e);
+	if (status < 0)
+		status = prepare(&t, &saved, e);
+	if (status < 0)
+		status = train_and_save(&t, t_start, e);
 	saved_free(&saved);
 	trainer_free(&t);
 	return status;

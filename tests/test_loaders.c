@@ -626,6 +626,41 @@ static void test_llmc_tokenizer_option(void **state)
 	free(bin);
 }
 
+/* --tokenizer is refused for our own checkpoints (their ids are their own
+ * vocabulary's); DIR/vocab.json or DIR/merges.txt names the pair in DIR;
+ * model_open() uses the tokenizer model_open_set_tokenizer() set, until it
+ * is set back.  A FIFO or a device, as the model or the tokenizer, is named
+ * for what it is (and never opened: a FIFO would block). */
+static void test_tokenizer_choice_and_special_files(void **state)
+{
+	char *bin = xstrdup(path_of("llmc-bare/m.bin"));
+	char *hf = xstrdup(path_of("hf"));
+	open_fails(path_of("tiny.safetensors"), hf, "carries its own tokenizer");
+	struct model *m = open_ok(bin, path_of("hf/vocab.json"), "llmc");
+	model_free(m);
+	m = open_ok(bin, path_of("hf/merges.txt"), "llmc");
+	model_free(m);
+
+	struct err e = { "" };
+	model_open_set_tokenizer(hf);
+	m = model_open(bin, &e);
+	assert_non_null(m);
+	model_free(m);
+	model_open_set_tokenizer(NULL);
+	assert_null(model_open(bin, &e));
+	assert_non_null(strstr(e.msg, "give one with --tokenizer"));
+
+	char *fifo = xstrdup(path_of("fifo"));
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	open_fails(fifo, NULL, "fifo: is a FIFO, not a model file or directory");
+	open_fails("/dev/zero", NULL, "/dev/zero: is a character device, not a model file");
+	open_fails(bin, fifo, "--tokenizer");
+	open_fails(bin, fifo, "fifo: is a FIFO, not a tokenizer file or directory");
+	free(fifo);
+	free(hf);
+	free(bin);
+}
+
 /* --------------------------------------------------------------- llama2.c */
 
 #define LD 32
@@ -1065,6 +1100,7 @@ int main(void)
 		cmocka_unit_test(test_gpt2_variants),
 		cmocka_unit_test(test_hf_cache),
 		cmocka_unit_test(test_llmc_tokenizer_option),
+		cmocka_unit_test(test_tokenizer_choice_and_special_files),
 		cmocka_unit_test(test_llama2c),
 		cmocka_unit_test(test_damaged_config),
 		cmocka_unit_test(test_damaged_safetensors),

@@ -1240,6 +1240,23 @@ static void test_training_and_scores(void **state)
 	assert_string_equal(stt, "done");
 	free(stt);
 	sqlite3_close(db);
+
+	/* a resumed run links to the run it continues; a link to a run that is
+	 * not there is stored as NULL (the foreign key holds) */
+	st = store_open(path, &e);
+	assert_non_null(st);
+	r.resumed_from = id;
+	int64_t id2 = store_training_run(st, &r, &e);
+	assert_true(id2 > id);
+	r.resumed_from = id + 1000;
+	int64_t id3 = store_training_run(st, &r, &e);
+	assert_true(id3 > id2);
+	store_close(st);
+	db = raw_open(path);
+	assert_int_equal(q_int(db, "SELECT resumed_from FROM training_runs WHERE id = ?1", id2), id);
+	assert_int_equal(q_int(db, "SELECT resumed_from IS NULL FROM training_runs WHERE id = ?1", id3),
+			 1);
+	sqlite3_close(db);
 }
 
 /* ------------------------------------------------------------------ sweeps */

@@ -296,16 +296,65 @@ static void test_resume_identical(void **state)
 	check_resume("2", "r2.safetensors");
 }
 
+/* Steps done according to a checkpoint's training record. */
+static long steps_done(const char *path)
+{
+	struct model *m = load(path);
+	json_t *j = training_record(m);
+	long n = (long)json_integer_value(json_object_get(j, "steps_done"));
+	json_decref(j);
+	model_free(m);
+	return n;
+}
+
+/* Property: stopping at once (a second Ctrl-C) drops the step in progress
+ * and saves the ones before it, and the run resumes from there to the
+ * same final weights, history and validation losses, bit for bit, as an
+ * uninterrupted one; also when the first step of a session is dropped. */
+static void test_stop_now_identical(void **state)
+{
+	struct err e;
+	char a[192], b[256], bo[272];
+	snprintf(a, sizeof a, "%s", tmp("n.safetensors"));
+	snprintf(b, sizeof b, "%s.pieces", a);
+	snprintf(bo, sizeof bo, "%s.optim", b);
+	assert_int_equal(train(&e, "--data", text_path, "--out", a, "--steps", "20", "--warmup", "5",
+			       "--val-every", "5", NULL), 0);
+	assert_int_equal(train(&e, "--data", text_path, "--out", b, "--steps", "20", "--warmup", "5",
+			       "--val-every", "5", "--stop-now-at", "8", NULL), TRAIN_EXIT_INTERRUPTED);
+	assert_int_equal(steps_done(b), 7);
+	assert_int_equal(access(bo, F_OK), 0);
+	assert_int_equal(train(&e, "--resume", b, "--stop-now-at", "1", NULL), TRAIN_EXIT_INTERRUPTED);
+	assert_int_equal(steps_done(b), 7);
+	assert_int_equal(train(&e, "--resume", b, NULL), 0);
+
+	struct model *ma = load(a), *mb = load(b);
+	assert_memory_equal(ma->params, mb->params, ma->n_params * sizeof(float));
+	json_t *ja = training_record(ma), *jb = training_record(mb);
+	assert_true(json_equal(json_object_get(ja, "history"), json_object_get(jb, "history")));
+	assert_true(json_equal(json_object_get(ja, "val"), json_object_get(jb, "val")));
+	json_decref(ja);
+	json_decref(jb);
+	model_free(ma);
+	model_free(mb);
+}
+
 /* Property (d): bad inputs fail before training with a one-line message
- * and the documented status, without crashing: missing data file, empty
- * file, non-UTF-8 file, heads not dividing d_model, a context longer than
- * the data, unknown flags, missing --out, and --resume without state. */
+ * and the documented status, without crashing: what is wrong with the data
+ * is status 1 (missing data file, empty, 1-byte or non-UTF-8 file, a
+ * context longer than the data or its validation split), what is wrong
+ * with the flags alone status 2 (heads not dividing d_model, repeated
+ * spans that cannot fit the context, unknown flags, missing --out), and
+ * --resume without state is status 1. */
 static void test_bad_inputs(void **state)
 {
 	struct err e;
 	const char *out = tmp("bad.safetensors");
 	const char *empty = tmp("empty.txt"), *binary = tmp("binary.txt"), *small = tmp("small.txt");
+	char one[192]; /* tmp() keeps four names at a time */
+	snprintf(one, sizeof one, "%s/one.txt", tmpdir);
 	write_text(empty, "", 0);
+	write_text(one, "a", 1);
 	write_text(binary, "abc\xff\xfe def", 9);
 	write_text(small, "hello world, this is short\n", 27);
 
@@ -313,14 +362,19 @@ static void test_bad_inputs(void **state)
 	assert_non_null(strstr(e.msg, "missing.txt"));
 	assert_int_equal(train(&e, "--data", empty, "--out", out, NULL), 1);
 	assert_non_null(strstr(e.msg, "empty"));
+	assert_int_equal(train(&e, "--data", one, "--out", out, NULL), 1);
+	assert_non_null(strstr(e.msg, "has 1 tokens"));
 	assert_int_equal(train(&e, "--data", binary, "--out", out, NULL), 1);
 	assert_non_null(strstr(e.msg, "UTF-8"));
 	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--heads", "3", NULL), 2);
 	assert_non_null(strstr(e.msg, "divisible"));
-	assert_int_equal(train(&e, "--data", small, "--out", out, NULL), 2);
+	assert_int_equal(train(&e, "--data", small, "--out", out, NULL), 1);
 	assert_non_null(strstr(e.msg, "context"));
-	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--context", "20000", NULL), 2);
+	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--context", "20000", NULL), 1);
 	assert_non_null(strstr(e.msg, "validation split"));
+	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--repeat", "0.5",
+			       "--repeat-max", "20", NULL), 2);
+	assert_non_null(strstr(e.msg, "--repeat-max 20"));
 	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--bogus", NULL), 2);
 	assert_non_null(strstr(e.msg, "--bogus"));
 	assert_int_equal(train(&e, "--data", text_path, "--out", out, "--lr", "abc", NULL), 2);
@@ -381,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_loss_falls),
 		cmocka_unit_test(test_checkpoint_exact),
 		cmocka_unit_test(test_resume_identical),
+		cmocka_unit_test(test_stop_now_identical),
 		cmocka_unit_test(test_damaged_state),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
