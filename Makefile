@@ -44,7 +44,7 @@ MODEL   ?= shakespeare
 
 .SECONDARY: $(SUPPOBJS)
 
-.PHONY: all run test check test-asan bench deps models clean
+.PHONY: all run test check check-layers test-asan bench deps models clean
 
 all: $(BIN)
 
@@ -85,7 +85,12 @@ test: deps
 	@$(MAKE) --no-print-directory check
 
 check: $(BIN) $(TESTBINS) $(TOOLBINS)
+	@sh tests/check-layers.sh $(BUILD)
 	@ATTNSCOPE=./$(BIN) TOOLS=$(BUILD)/tests sh tests/run.sh $(TESTBINS)
+
+# Modules depend one way (tests/check-layers.sh reads the object files).
+check-layers: $(LIB)
+	@sh tests/check-layers.sh $(BUILD)
 
 # The whole suite again under AddressSanitizer + UBSan, in its own tree.
 test-asan: deps

@@ -38,17 +38,9 @@
  * model file or directory"). */
 int model_resolve(const char *spec, char *out, size_t size, struct err *e);
 
-/* Resolves and loads, with the tokenizer set by model_open_set_tokenizer
- * (normally none: the one beside the model).  NULL with a one-line message
- * on failure. */
+/* model_open_ex(spec, NULL, NULL, e): the tokenizer beside the model.
+ * NULL with a one-line message on failure. */
 struct model *model_open(const char *spec, struct err *e);
-
-/* Makes model_open() use tokenizer as model_open_ex() would, until it is
- * set back to NULL; tokenizer must stay valid meanwhile.  For callers that
- * open a model through another module (`load MODEL --tokenizer PATH` and
- * `attnscope MODEL --tokenizer PATH` go through session_load), around that
- * one call. */
-void model_open_set_tokenizer(const char *tokenizer);
 
 /*
  * As model_open, and:

@@ -34,7 +34,7 @@ struct model_format {
 extern const struct model_format format_safetensors, format_hf_gpt2, format_llama2c,
 	format_llmc;
 
-/* ------------------------------------------------------------ helpers */
+/* ------------------------------------------ helpers (loader-common.c) */
 
 bool ld_is_file(const char *p);
 bool ld_is_dir(const char *p);

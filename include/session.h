@@ -56,6 +56,8 @@ struct session {
 	bool quiet;                /* suppress the summary line after changes */
 	volatile sig_atomic_t *cancel; /* set by SIGINT during long work; may be NULL */
 	struct store *store;       /* recording; NULL when off */
+	void (*on_run)(struct session *s); /* called after each new run (store_attach sets
+					    * the recorder); NULL: nothing */
 	int threads;
 	char store_note[96];       /* "not recording" when a database was asked for but
 				    * nothing is recorded (prompt, status line); else "" */
@@ -67,10 +69,11 @@ void session_init(struct session *s, FILE *out);
 /* Frees everything the session owns (not the store). */
 void session_free(struct session *s);
 
-/* Loads a model (see loader.h), replacing the current one; options reset to
+/* Loads a model (see loader.h; tokenizer: --tokenizer PATH, or NULL for
+ * the one beside the model), replacing the current one; options reset to
  * the new model's native ones; the text is re-encoded and run when set.
  * On failure the session is unchanged. 0 or -1. */
-int session_load(struct session *s, const char *spec, struct err *e);
+int session_load(struct session *s, const char *spec, const char *tokenizer, struct err *e);
 
 /* Replaces the text and runs the model on it.  An empty text clears it.
  * On failure (too long, no model) the session is unchanged. 0 or -1. */

@@ -104,9 +104,14 @@ void store_command_end(struct session *s, int64_t seq, int rc, const char *messa
 
 /* Records the session's finished run (options, text, numbers and one
  * head_stats row per head with the heads.h scores of the run; induction and
- * role stay NULL until store_head_scores adds them).  Called by
- * session_update after each new forward pass.  No-op without a store. */
+ * role stay NULL until store_head_scores adds them).  session_update calls
+ * it after each new forward pass through s->on_run (store_attach).  No-op
+ * without a store. */
 void store_measure(struct session *s);
+
+/* Makes st the session's recorder (NULL: none): s->store, and
+ * store_measure called after each run.  The session does not own st. */
+void store_attach(struct session *s, struct store *st);
 
 /* Makes sure the session has its row (recording its current state as the
  * start state).  0, or -1 with a message. */

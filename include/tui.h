@@ -209,7 +209,7 @@ struct tui_view_mode {
 extern const struct tui_view_mode *const tui_views[];
 extern const int tui_n_views;
 
-/* Selection shared by the views (tui-views.c), clamped to the model and
+/* Selection shared by the views (tui-draw.c), clamped to the model and
  * the text; each marks the session DIRTY_SELECT. */
 void tui_select_head(struct tui_state *t, int l, int h);
 void tui_step_head(struct tui_state *t, int d); /* layer-major, wrapping */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define ERR_MAX 512
 
@@ -109,6 +110,24 @@ void out_abort(struct out_file *o);
  * write them to standard output (through stdout, flushed).  0, or -1 with
  * e set ("error writing standard output: REASON" for standard output). */
 int write_file_atomic(const char *path, const void *buf, size_t len, struct err *e);
+
+/* What a path is, for refusing special files before opening them: opening
+ * a FIFO for reading blocks until a writer comes, and a device such as
+ * /dev/zero never ends.  Readers of user-named files (train --data,
+ * FILE.optim, model files and --tokenizer, the session database) call
+ * file_refuse_special() first. */
+/* "a directory", "a FIFO", "a character device", "a block device",
+ * "a socket", or "a regular file"; "a special file" for anything else. */
+const char *file_kind(mode_t mode);
+
+/*
+ * Checks path (symbolic links followed) without opening it.  0 when it
+ * does not exist (the caller's open reports that) or is a regular file, or
+ * a directory when dir_ok.  Otherwise -1 with "PATH: is a FIFO, not WHAT"
+ * in e, WHAT being what the caller reads ("a regular file", "a model file
+ * or directory").
+ */
+int file_refuse_special(const char *path, bool dir_ok, const char *what, struct err *e);
 
 /* Flushes f and tells whether every write to it so far succeeded.  0, or
  * -1 with "error writing standard output: REASON" in e ("error writing

@@ -36,10 +36,7 @@ static int load_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if (!spec)
 		return err_set(e, "usage: load MODEL [--tokenizer PATH]");
-	model_open_set_tokenizer(tok);
-	int rc = session_load(s, spec, e);
-	model_open_set_tokenizer(NULL);
-	if (rc != 0)
+	if (session_load(s, spec, tok, e) != 0)
 		return -1;
 	if (!s->quiet) {
 		const struct model_config *c = &s->model->cfg;

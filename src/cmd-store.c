@@ -255,13 +255,13 @@ static int restore_state(struct session *s, const struct store_state *ss, struct
 	const char *load_arg = NULL;
 	if (pick_model(s, ss, &load_arg, e) != 0)
 		return -1;
-	if (session_load(s, load_arg, e) != 0) {
+	if (session_load(s, load_arg, NULL, e) != 0) {
 		/* the current text may not suit that model: try again without it */
 		if (!s->text)
 			return -1;
 		char *old = xstrdup(s->text);
 		struct err e2;
-		if (session_set_text(s, "", &e2) != 0 || session_load(s, load_arg, e) != 0) {
+		if (session_set_text(s, "", &e2) != 0 || session_load(s, load_arg, NULL, e) != 0) {
 			if (s->model)
 				session_set_text(s, old, &e2);
 			free(old);

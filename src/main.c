@@ -239,9 +239,7 @@ static int run_session(const struct cli *c, struct session *s)
 	s->threads = c->threads;
 	s->cancel = &cancel_flag;
 
-	model_open_set_tokenizer(c->tokenizer);
-	int lrc = session_load(s, c->model_spec ? c->model_spec : DEFAULT_MODEL, &e);
-	model_open_set_tokenizer(NULL);
+	int lrc = session_load(s, c->model_spec ? c->model_spec : DEFAULT_MODEL, c->tokenizer, &e);
 	if (lrc != 0) {
 		if (c->model_spec) {
 			fprintf(stderr, "attnscope: %s\n", e.msg);
@@ -316,14 +314,14 @@ static int run(int argc, char **argv)
 	struct session s;
 	session_init(&s, stdout);
 	char warning[ERR_MAX + 256];
-	s.store = store_open_default(c.db_path, c.db_path == NULL, warning, sizeof warning);
+	store_attach(&s, store_open_default(c.db_path, c.db_path == NULL, warning, sizeof warning));
 	if (warning[0]) {
 		fprintf(stderr, "attnscope: warning: %s\n", warning);
 		snprintf(s.store_note, sizeof s.store_note, "not recording");
 	}
 	rc = run_session(&c, &s);
 	store_close(s.store);
-	s.store = NULL;
+	store_attach(&s, NULL);
 	session_free(&s);
 	script_set_no_model_note(NULL);
 	free(c.scripts);

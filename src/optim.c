@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "dataset.h"
-#include "filekind.h"
 
 bool optim_param_decays(enum param_id i)
 {

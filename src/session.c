@@ -10,7 +10,6 @@
 
 #include "loader.h"
 #include "render.h"
-#include "store.h"
 #include "tokenizer.h"
 
 void session_init(struct session *s, FILE *out)
@@ -90,8 +89,8 @@ int session_update(struct session *s, struct err *e)
 		s->scores_valid = false;
 		compare_runs(s->base, s->run, &s->cmp);
 		s->dirty |= DIRTY_RUN;
-		if (s->store)
-			store_measure(s);
+		if (s->on_run)
+			s->on_run(s);
 	}
 	if (s->sel_token >= s->n_tokens)
 		s->sel_token = s->n_tokens - 1;
@@ -190,9 +189,9 @@ const struct head_scores *session_head_scores(struct session *s, struct err *e)
 	return s->scores;
 }
 
-int session_load(struct session *s, const char *spec, struct err *e)
+int session_load(struct session *s, const char *spec, const char *tokenizer, struct err *e)
 {
-	struct model *m = model_open(spec, e);
+	struct model *m = model_open_ex(spec, tokenizer, NULL, e);
 	if (!m)
 		return -1;
 	int *ids = NULL, n = 0;

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "analysis.h"
-#include "filekind.h"
 #include "heads.h"
 #include "session.h"
 #include "version.h"
@@ -1330,6 +1329,12 @@ static int put_heads(struct store *st, int64_t mid, const struct store_head_row 
 			return -1;
 	}
 	return 0;
+}
+
+void store_attach(struct session *s, struct store *st)
+{
+	s->store = st;
+	s->on_run = st ? store_measure : NULL;
 }
 
 void store_measure(struct session *s)

@@ -27,7 +27,6 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "dataset.h"
-#include "filekind.h"
 #include "model.h"
 #include "optim.h"
 #include "store.h"

@@ -1,7 +1,7 @@
 /*
- * tui-draw.c — the drawing primitives every view of the visualizer uses
- * (ncursesw): text clipped to the screen, heat cells and half blocks,
- * bars, token labels cut to a width.  The views themselves are
+ * tui-draw.c — what every view of the visualizer uses (ncursesw): text
+ * clipped to the screen, heat cells and half blocks, bars, token labels
+ * cut to a width, and moving the selection.  The views themselves are
  * tui-grid.c, tui-head.c, tui-token.c and tui-numbers.c.
  *
  * Heat: 256 colours use the render ramp (render_color256) over 10 levels,
@@ -342,4 +342,38 @@ double tui_last_key_ms(const struct tui_state *t)
 {
 	int n = t->n_key_ms < TUI_KEY_MS_KEEP ? t->n_key_ms : TUI_KEY_MS_KEEP;
 	return n ? t->key_ms[n - 1] : NAN;
+}
+
+/* ---------------------------------------------------------- selection */
+
+static int clamp_sel(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void tui_select_head(struct tui_state *t, int l, int h)
+{
+	struct session *s = t->s;
+	if (!s->model)
+		return;
+	const struct model_config *c = &s->model->cfg;
+	s->sel_layer = clamp_sel(l, 0, c->n_layer - 1);
+	s->sel_head = clamp_sel(h, 0, c->n_head - 1);
+	s->dirty |= DIRTY_SELECT;
+}
+
+void tui_step_head(struct tui_state *t, int d)
+{
+	struct session *s = t->s;
+	if (!s->model)
+		return;
+	int L = s->model->cfg.n_layer, H = s->model->cfg.n_head, n = L * H;
+	int i = ((s->sel_layer * H + s->sel_head + d) % n + n) % n;
+	tui_select_head(t, i / H, i % H);
+}
+
+void tui_select_token(struct tui_state *t, int q)
+{
+	struct session *s = t->s;
+	if (s->n_tokens <= 0)
+		return;
+	s->sel_token = clamp_sel(q, 0, s->n_tokens - 1);
+	s->dirty |= DIRTY_SELECT;
 }

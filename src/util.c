@@ -185,18 +185,29 @@ static char *read_link(const char *path)
 	}
 }
 
+const char *file_kind(mode_t mode)
+{
+	return S_ISREG(mode)    ? "a regular file"
+	       : S_ISDIR(mode)  ? "a directory"
+	       : S_ISFIFO(mode) ? "a FIFO"
+	       : S_ISCHR(mode)  ? "a character device"
+	       : S_ISBLK(mode)  ? "a block device"
+	       : S_ISSOCK(mode) ? "a socket"
+				: "a special file";
+}
+
+int file_refuse_special(const char *path, bool dir_ok, const char *what, struct err *e)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || (dir_ok && S_ISDIR(st.st_mode)))
+		return 0;
+	return err_set(e, "%s: is %s, not %s", path, file_kind(st.st_mode), what);
+}
+
 /* Refuses a file that is not regular: "PATH: is a FIFO, not a regular file". */
 static int refuse_kind(const char *path, mode_t m, struct err *e)
 {
-	const char *kind = S_ISDIR(m)    ? "a directory"
-			   : S_ISCHR(m)  ? "a character device"
-			   : S_ISBLK(m)  ? "a block device"
-			   : S_ISFIFO(m) ? "a FIFO"
-			   : S_ISSOCK(m) ? "a socket"
-					 : NULL;
-	if (!kind)
-		return err_set(e, "%s: is not a regular file", path);
-	return err_set(e, "%s: is %s, not a regular file", path, kind);
+	return err_set(e, "%s: is %s, not a regular file", path, file_kind(m));
 }
 
 /*

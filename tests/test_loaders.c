@@ -628,8 +628,7 @@ static void test_llmc_tokenizer_option(void **state)
 
 /* --tokenizer is refused for our own checkpoints (their ids are their own
  * vocabulary's); DIR/vocab.json or DIR/merges.txt names the pair in DIR;
- * model_open() uses the tokenizer model_open_set_tokenizer() set, until it
- * is set back.  A FIFO or a device, as the model or the tokenizer, is named
+ * model_open() uses the tokenizer beside the model.  A FIFO or a device, as the model or the tokenizer, is named
  * for what it is (and never opened: a FIFO would block). */
 static void test_tokenizer_choice_and_special_files(void **state)
 {
@@ -642,11 +641,6 @@ static void test_tokenizer_choice_and_special_files(void **state)
 	model_free(m);
 
 	struct err e = { "" };
-	model_open_set_tokenizer(hf);
-	m = model_open(bin, &e);
-	assert_non_null(m);
-	model_free(m);
-	model_open_set_tokenizer(NULL);
 	assert_null(model_open(bin, &e));
 	assert_non_null(strstr(e.msg, "give one with --tokenizer"));
 

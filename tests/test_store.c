@@ -93,14 +93,14 @@ static void fixture_init(struct fixture *f, struct store *st)
 	memset(f, 0, sizeof *f);
 	f->out = open_memstream(&f->outbuf, &f->outlen);
 	session_init(&f->s, f->out);
-	f->s.store = st;
+	store_attach(&f->s, st);
 	f->s.threads = 1;
 }
 
 static void fixture_free(struct fixture *f)
 {
 	store_close(f->s.store);
-	f->s.store = NULL;
+	store_attach(&f->s, NULL);
 	session_free(&f->s);
 	fclose(f->out);
 	free(f->outbuf);

@@ -1,0 +1,195 @@
+/*
+ * loader-common.c — what the model loaders share (loaders.h): paths, reads
+ * that name what went wrong, float tensors in F32 or BF16, filling a new
+ * model from a file, and finding a GPT-2 tokenizer.  Below the format
+ * table (loader.c) and every format (loader-*.c, checkpoint.c): it calls
+ * none of them.
+ */
+#define _GNU_SOURCE
+#include "loaders.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tokenizer.h"
+
+bool ld_is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ld_is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *ld_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *s = xmalloc(n);
+	snprintf(s, n, "%s/%s", dir, name);
+	return s;
+}
+
+char *ld_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+char *ld_basename(const char *path, const char *suffix)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	const char *base = path;
+	for (size_t i = 0; i < n; i++)
+		if (path[i] == '/' && i + 1 < n)
+			base = path + i + 1;
+	size_t len = (size_t)(path + n - base), s = suffix ? strlen(suffix) : 0;
+	if (s && len > s && strncmp(base + len - s, suffix, s) == 0)
+		len -= s;
+	return xstrndup(base, len);
+}
+
+int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_set(e, "read failed: %s", strerror(errno));
+		}
+		if (r == 0)
+			return err_set(e, "unexpected end of file (truncated?)");
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+#define CHUNK 16384
+
+int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char *name,
+		   struct err *e)
+{
+	if (!bf16) {
+		if (ld_pread(fd, dst, n * sizeof(float), off, e))
+			return -1;
+	} else {
+		uint16_t buf[CHUNK];
+		for (size_t i = 0; i < n; i += CHUNK) {
+			size_t k = n - i < CHUNK ? n - i : CHUNK;
+			if (ld_pread(fd, buf, k * 2, off + (off_t)(i * 2), e))
+				return -1;
+			for (size_t j = 0; j < k; j++)
+				dst[i + j] = bf16_to_f32(buf[j]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(dst[i]))
+			return err_set(e, "tensor %s has a non-finite value at element %zu", name, i);
+	return 0;
+}
+
+bool ld_read_ints(const char *path, int32_t *h, int n, off_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	bool ok = false;
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*size = st.st_size;
+		ok = pread(fd, h, (size_t)n * 4, 0) == (ssize_t)n * 4;
+	}
+	close(fd);
+	return ok;
+}
+
+struct model *ld_load_model(const char *path, const struct model_config *cfg,
+			    struct tokenizer *tok, const char *suffix, ld_read_fn read,
+			    const void *ctx, struct err *e)
+{
+	struct model *m = model_new(cfg, e);
+	int fd = -1;
+
+	if (!m) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set(e, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (read(fd, m, ctx, e)) {
+		err_prefix(e, "%s", path);
+		goto fail;
+	}
+	close(fd);
+	m->tok = tok;
+	m->path = xstrdup(path);
+	m->name = ld_basename(path, suffix);
+	return m;
+fail:
+	if (fd >= 0)
+		close(fd);
+	tok_free(tok);
+	model_free(m);
+	return NULL;
+}
+
+void ld_one_line(struct err *e)
+{
+	if (!e)
+		return;
+	for (unsigned char *p = (unsigned char *)e->msg; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err *e)
+{
+	/* --tokenizer DIR/vocab.json or DIR/merges.txt names the pair in DIR */
+	char *pair_dir = NULL;
+	if (opt && ld_is_file(opt)) {
+		char *base = ld_basename(opt, NULL);
+		if (!strcmp(base, "vocab.json") || !strcmp(base, "merges.txt"))
+			pair_dir = ld_dirname(opt);
+		free(base);
+	}
+	struct tokenizer *t = NULL;
+	const char *where = pair_dir ? pair_dir : opt ? opt : dir;
+	char *v = ld_join(where, "vocab.json"), *j = ld_join(where, "tokenizer.json");
+	bool here = ld_is_file(where) || ld_is_file(v) || ld_is_file(j);
+	free(v);
+	free(j);
+	if (!here) {
+		if (opt)
+			err_set(e, "--tokenizer %s: no GPT-2 tokenizer there (vocab.json and "
+				"merges.txt, or tokenizer.json)", opt);
+		else
+			err_set(e, "no GPT-2 tokenizer beside the model (vocab.json and merges.txt, "
+				"or tokenizer.json, in %s); give one with --tokenizer DIR", dir);
+	} else {
+		t = tok_bpe_load(where, e);
+	}
+	free(pair_dir);
+	return t;
+}
