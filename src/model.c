@@ -340,6 +340,59 @@ void model_heads_site(const struct run_hook *hook, const struct run_options *o, 
 		hook->fn(hook->ctx, HOOK_HEADS, l, x, B, T, pos0, H * D);
 }
 
+/* Token embeddings plus learned positions (position i % T of each row)
+ * into x (B*T, C). */
+static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, N = B * T;
+	for (int i = 0; i < N; i++) {
+		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
+		float *xi = x + (size_t)i * C;
+		if (c->pos == POS_LEARNED) {
+			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
+			for (int j = 0; j < C; j++)
+				xi[j] = te[j] + pe[j];
+		} else {
+			memcpy(xi, te, (size_t)C * sizeof(float));
+		}
+	}
+}
+
+/* The final norm of the last block's output, and with RUN_LOGITS the
+ * logits and the NLL of targets (NULL: tokens shifted left).  0, or -1 for
+ * a target outside the vocabulary. */
+static int output_forward(const struct model *m, const int *tokens, const int *targets, int B,
+			  int T, struct run *r, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, L = c->n_layer, N = B * T;
+	norm_forward(c->norm, r->lnf, r->lnf_mean, r->lnf_rstd, r->resid + (size_t)L * N * C,
+		     m->p[P_LNFW], m->p[P_LNFB], N, C, c->norm_eps);
+	r->loss = NAN;
+	r->n_targets = 0;
+	if (r->flags & RUN_LOGITS) {
+		const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+		matmul_forward(r->logits, r->lnf, wout, NULL, N, C, c->vocab_size);
+		int *tg = NULL;
+		if (!targets) {
+			tg = xmalloc((size_t)N * sizeof(int));
+			for (int i = 0; i < N; i++)
+				tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+			targets = tg;
+		}
+		for (int i = 0; i < N; i++)
+			if (targets[i] >= c->vocab_size) {
+				free(tg);
+				return err_set(e, "target %d at position %d is outside the vocabulary", targets[i], i);
+			}
+		double sum = crossentropy_forward(r->nll, r->logits, targets, N, c->vocab_size, &r->n_targets);
+		r->loss = r->n_targets ? sum / r->n_targets : NAN;
+		free(tg);
+	}
+	return 0;
+}
+
 int model_forward(struct model *m, const struct run_options *o, const int *tokens,
 		  const int *targets, int B, int T, struct run *r, struct err *e)
 {
@@ -377,19 +430,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	r->t = T;
 	r->opt = *o;
 
-	/* embeddings */
-	float *x = r->resid;
-	for (int i = 0; i < N; i++) {
-		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
-		float *xi = x + (size_t)i * C;
-		if (c->pos == POS_LEARNED) {
-			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
-			for (int j = 0; j < C; j++)
-				xi[j] = te[j] + pe[j];
-		} else {
-			memcpy(xi, te, (size_t)C * sizeof(float));
-		}
-	}
+	embed_forward(m, tokens, B, T, r->resid);
 
 	for (int l = 0; l < L; l++) {
 		const float *in = r->resid + (size_t)l * N * C;
@@ -450,29 +491,8 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	}
 
 	/* final norm and output projection */
-	norm_forward(c->norm, r->lnf, r->lnf_mean, r->lnf_rstd, r->resid + (size_t)L * N * C,
-		     m->p[P_LNFW], m->p[P_LNFB], N, C, c->norm_eps);
-	r->loss = NAN;
-	r->n_targets = 0;
-	if (r->flags & RUN_LOGITS) {
-		const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
-		matmul_forward(r->logits, r->lnf, wout, NULL, N, C, c->vocab_size);
-		int *tg = NULL;
-		if (!targets) {
-			tg = xmalloc((size_t)N * sizeof(int));
-			for (int i = 0; i < N; i++)
-				tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
-			targets = tg;
-		}
-		for (int i = 0; i < N; i++)
-			if (targets[i] >= c->vocab_size) {
-				free(tg);
-				return err_set(e, "target %d at position %d is outside the vocabulary", targets[i], i);
-			}
-		double sum = crossentropy_forward(r->nll, r->logits, targets, N, c->vocab_size, &r->n_targets);
-		r->loss = r->n_targets ? sum / r->n_targets : NAN;
-		free(tg);
-	}
+	if (output_forward(m, tokens, targets, B, T, r, e) != 0)
+		return -1;
 	r->forward_ms = now_ms() - t0;
 	return 0;
 }

@@ -120,12 +120,98 @@ static float rd_f32(const unsigned char *p)
  * Parses a tokenizer.bin image (taking ownership of buf).  want > 0: exactly
  * that many pieces.  Messages start with where.
  */
+/* First pass over the pieces after the header of buf (len bytes): checks
+ * each and counts them (exactly want when want > 0) and their bytes into
+ * *n and *total; raises b->max_len to the longest.  0, or -1 with e set. */
+static int count_pieces(const unsigned char *buf, size_t len, int want, const char *where,
+			struct l2c_impl *b, int *n_out, size_t *total, struct err *e)
+{
+	size_t at = 4;
+	int n = 0;
+	*total = 0;
+	while (want > 0 ? n < want : at < len) {
+		if (len - at < 8) {
+			if (want > 0)
+				return err_set(e, "%s: ends after %d pieces, but the model's vocabulary "
+					       "has %d (truncated, or the tokenizer of another model?)",
+					       where, n, want);
+			return err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
+		}
+		float s = rd_f32(buf + at);
+		int32_t l = rd_i32(buf + at + 4);
+		if (!isfinite(s))
+			return err_set(e, "%s: piece %d has a non-finite score", where, n);
+		if (l < 0 || l > PIECE_MAX)
+			return err_set(e, "%s: piece %d has length %d, outside 0..%d", where, n, l,
+				       PIECE_MAX);
+		if (l > b->max_len) /* the header's bound is advice only; keep the truth */
+			b->max_len = l;
+		if (len - at - 8 < (size_t)l)
+			return err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
+		at += 8 + (size_t)l;
+		*total += (size_t)l;
+		if (++n > PIECES_MAX)
+			return err_set(e, "%s: more than %d pieces", where, PIECES_MAX);
+	}
+	if (at != len)
+		return err_set(e, "%s: has more than the model's %d pieces (%zu bytes left): the "
+			       "tokenizer of another model?", where, want, len - at);
+	if (n == 0)
+		return err_set(e, "%s: no pieces", where);
+	*n_out = n;
+	return 0;
+}
+
+/* Enters piece i (l bytes at p) into b and t at blob offset *o: a control
+ * piece (<s>, </s>, <unk>, bare or as llama2.c's export writes them), a
+ * byte piece (<0xNN>), or text found by lookup. */
+static void add_piece(struct l2c_impl *b, struct tokenizer *t, int i, const char *p, size_t l,
+		      size_t *o)
+{
+	if ((l == 5 && !memcmp(p, "\n<s>\n", 5)) || (l == 3 && !memcmp(p, "<s>", 3))) {
+		memcpy(b->blob + *o, "<s>", 3);
+		*o += 3;
+		b->kind[i] = PK_CONTROL;
+		if (t->bos_id < 0)
+			t->bos_id = i;
+		return;
+	}
+	if ((l == 6 && !memcmp(p, "\n</s>\n", 6)) || (l == 4 && !memcmp(p, "</s>", 4))) {
+		memcpy(b->blob + *o, "</s>", 4);
+		*o += 4;
+		b->kind[i] = PK_CONTROL;
+		if (b->eos_id < 0)
+			b->eos_id = i;
+		return;
+	}
+	if (l == 5 && !memcmp(p, "<unk>", 5)) {
+		memcpy(b->blob + *o, p, 5);
+		*o += 5;
+		b->kind[i] = PK_CONTROL;
+		if (t->unk_id < 0)
+			t->unk_id = i;
+		return;
+	}
+	if (l == 6 && p[0] == '<' && p[1] == '0' && p[2] == 'x' && p[5] == '>' &&
+	    hexval(p[3]) >= 0 && hexval(p[4]) >= 0) {
+		int byte = hexval(p[3]) * 16 + hexval(p[4]);
+		b->blob[(*o)++] = (char)byte;
+		b->kind[i] = PK_BYTE;
+		if (b->byte_id[byte] < 0)
+			b->byte_id[byte] = i;
+		return;
+	}
+	memcpy(b->blob + *o, p, l);
+	*o += l;
+	if (l && lookup(b, p, l) < 0)
+		tok_vtab_add(b->vtab, b->vmask, p, l, i);
+}
+
 static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, const char *where,
 				   struct err *e)
 {
 	struct l2c_impl *b = xcalloc(1, sizeof *b);
-	struct tokenizer *t;
-	size_t at = 4, total = 0;
+	size_t total = 0;
 	int n = 0;
 
 	b->raw = buf;
@@ -141,52 +227,8 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 			where, b->max_len, PIECE_MAX);
 		goto fail;
 	}
-	/* First pass: count and check. */
-	while (want > 0 ? n < want : at < len) {
-		int32_t l;
-		float s;
-
-		if (len - at < 8) {
-			if (want > 0)
-				err_set(e, "%s: ends after %d pieces, but the model's vocabulary has %d "
-					"(truncated, or the tokenizer of another model?)", where, n, want);
-			else
-				err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
-			goto fail;
-		}
-		s = rd_f32(buf + at);
-		l = rd_i32(buf + at + 4);
-		if (!isfinite(s)) {
-			err_set(e, "%s: piece %d has a non-finite score", where, n);
-			goto fail;
-		}
-		if (l < 0 || l > PIECE_MAX) {
-			err_set(e, "%s: piece %d has length %d, outside 0..%d", where, n, l,
-				PIECE_MAX);
-			goto fail;
-		}
-		if (l > b->max_len) /* the header's bound is advice only; keep the truth */
-			b->max_len = l;
-		if (len - at - 8 < (size_t)l) {
-			err_set(e, "%s: piece %d is cut short (truncated?)", where, n);
-			goto fail;
-		}
-		at += 8 + (size_t)l;
-		total += (size_t)l;
-		if (++n > PIECES_MAX) {
-			err_set(e, "%s: more than %d pieces", where, PIECES_MAX);
-			goto fail;
-		}
-	}
-	if (at != len) {
-		err_set(e, "%s: has more than the model's %d pieces (%zu bytes left): the "
-			"tokenizer of another model?", where, want, len - at);
+	if (count_pieces(buf, len, want, where, b, &n, &total, e) != 0)
 		goto fail;
-	}
-	if (n == 0) {
-		err_set(e, "%s: no pieces", where);
-		goto fail;
-	}
 
 	b->n = n;
 	b->blob = xmalloc(total + 1);
@@ -197,60 +239,18 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 	for (int c = 0; c < 256; c++)
 		b->byte_id[c] = -1;
 
-	t = xcalloc(1, sizeof *t);
+	struct tokenizer *t = xcalloc(1, sizeof *t);
 	t->ops = &l2c_ops;
 	t->bos_id = t->unk_id = b->eos_id = -1;
 	t->impl = b;
 
-	size_t o = 0;
-	at = 4;
+	size_t o = 0, at = 4;
 	for (int i = 0; i < n; i++) {
-		float s = rd_f32(buf + at);
 		size_t l = (size_t)rd_i32(buf + at + 4);
-		const char *p = (const char *)buf + at + 8;
-
-		at += 8 + l;
-		b->score[i] = s;
+		b->score[i] = rd_f32(buf + at);
 		b->off[i] = (uint32_t)o;
-		/* control pieces, written bare or as llama2.c's export writes them */
-		if ((l == 5 && !memcmp(p, "\n<s>\n", 5)) || (l == 3 && !memcmp(p, "<s>", 3))) {
-			memcpy(b->blob + o, "<s>", 3);
-			o += 3;
-			b->kind[i] = PK_CONTROL;
-			if (t->bos_id < 0)
-				t->bos_id = i;
-			continue;
-		}
-		if ((l == 6 && !memcmp(p, "\n</s>\n", 6)) || (l == 4 && !memcmp(p, "</s>", 4))) {
-			memcpy(b->blob + o, "</s>", 4);
-			o += 4;
-			b->kind[i] = PK_CONTROL;
-			if (b->eos_id < 0)
-				b->eos_id = i;
-			continue;
-		}
-		if (l == 5 && !memcmp(p, "<unk>", 5)) {
-			memcpy(b->blob + o, p, 5);
-			o += 5;
-			b->kind[i] = PK_CONTROL;
-			if (t->unk_id < 0)
-				t->unk_id = i;
-			continue;
-		}
-		if (l == 6 && p[0] == '<' && p[1] == '0' && p[2] == 'x' && p[5] == '>' &&
-		    hexval(p[3]) >= 0 && hexval(p[4]) >= 0) {
-			int byte = hexval(p[3]) * 16 + hexval(p[4]);
-
-			b->blob[o++] = (char)byte;
-			b->kind[i] = PK_BYTE;
-			if (b->byte_id[byte] < 0)
-				b->byte_id[byte] = i;
-			continue;
-		}
-		memcpy(b->blob + o, p, l);
-		o += l;
-		if (l && lookup(b, p, l) < 0)
-			tok_vtab_add(b->vtab, b->vmask, p, l, i);
+		add_piece(b, t, i, (const char *)buf + at + 8, l, &o);
+		at += 8 + l;
 	}
 	b->off[n] = (uint32_t)o;
 	b->space_id = lookup(b, " ", 1);

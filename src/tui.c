@@ -962,6 +962,48 @@ static void complete_line(struct tui *t, struct tui_line *l)
 	free(pre);
 }
 
+/* Draws the prompt's line being edited on the row above the bottom one
+ * (scrolled so the cursor shows; newlines as ⏎) and, on the bottom row,
+ * the message or what the keys do.  Returns the cursor's column. */
+static int draw_prompt(struct tui *t, const char *prompt, const struct tui_line *l, int *first,
+		       enum prompt_kind kind)
+{
+	int y = LINES - 2;
+	tui_blank(y, 0, COLS, 0, TUI_ROLE_NONE);
+	int pw = tui_put(y, 0, COLS, prompt, TUI_A_BOLD, TUI_ROLE_LABEL);
+	*first = tui_line_scroll(l, *first, COLS - pw);
+	int x = pw, cx = pw;
+	for (int i = *first; i < l->n; i++) {
+		char u[8];
+		uint32_t cp = l->cp[i];
+		int cw = render_cp_width(cp);
+		if (cp == '\n')
+			snprintf(u, sizeof u, "%s", t->st.utf8 ? "\u23ce" : "|"), cw = 1;
+		else
+			u[utf8_encode(cp, u)] = '\0';
+		if (x + cw > COLS)
+			break;
+		if (i == l->cur)
+			cx = x;
+		tui_put(y, x, cw, u, 0, TUI_ROLE_NONE);
+		x += cw;
+	}
+	if (l->cur >= l->n)
+		cx = x;
+	tui_blank(LINES - 1, 0, COLS, 0, TUI_ROLE_NONE);
+	if (t->msg_kind != MSG_NONE) /* completions, or what went wrong */
+		tui_put(LINES - 1, 0, COLS, t->msg, 0, TUI_ROLE_HINT);
+	else if (kind == PROMPT_TEXT)
+		tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Ctrl-O newline, Esc cancels, "
+			"Ctrl-U clears, \u2190\u2192 Home End move", TUI_A_DIM, TUI_ROLE_NONE);
+	else if (kind == PROMPT_COMMAND)
+		tui_put(LINES - 1, 0, COLS, "any command: Enter runs, Tab completes, \u2191\u2193 history, Esc cancels",
+			TUI_A_DIM, TUI_ROLE_NONE);
+	else
+		tui_put(LINES - 1, 0, COLS, "Enter accepts, Esc cancels", TUI_A_DIM, TUI_ROLE_NONE);
+	return cx;
+}
+
 /*
  * Edits one line on the info row under the screen.  Enter returns the
  * line (malloc'd UTF-8); Esc or Ctrl-C returns NULL.  Commands get Tab
@@ -976,40 +1018,7 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 	char *saved = NULL; /* the line being typed while browsing history */
 	for (;;) {
 		draw_screen(t);
-		int y = LINES - 2;
-		tui_blank(y, 0, COLS, 0, TUI_ROLE_NONE);
-		int pw = tui_put(y, 0, COLS, prompt, TUI_A_BOLD, TUI_ROLE_LABEL);
-		int w = COLS - pw;
-		first = tui_line_scroll(&l, first, w);
-		int x = pw, cx = pw;
-		for (int i = first; i < l.n; i++) {
-			char u[8];
-			uint32_t cp = l.cp[i];
-			int cw = render_cp_width(cp);
-			if (cp == '\n')
-				snprintf(u, sizeof u, "%s", t->st.utf8 ? "\u23ce" : "|"), cw = 1;
-			else
-				u[utf8_encode(cp, u)] = '\0';
-			if (x + cw > COLS)
-				break;
-			if (i == l.cur)
-				cx = x;
-			tui_put(y, x, cw, u, 0, TUI_ROLE_NONE);
-			x += cw;
-		}
-		if (l.cur >= l.n)
-			cx = x;
-		tui_blank(LINES - 1, 0, COLS, 0, TUI_ROLE_NONE);
-		if (t->msg_kind != MSG_NONE) /* completions, or what went wrong */
-			tui_put(LINES - 1, 0, COLS, t->msg, 0, TUI_ROLE_HINT);
-		else if (kind == PROMPT_TEXT)
-			tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Ctrl-O newline, Esc cancels, "
-				"Ctrl-U clears, \u2190\u2192 Home End move", TUI_A_DIM, TUI_ROLE_NONE);
-		else if (kind == PROMPT_COMMAND)
-			tui_put(LINES - 1, 0, COLS, "any command: Enter runs, Tab completes, \u2191\u2193 history, Esc cancels",
-				TUI_A_DIM, TUI_ROLE_NONE);
-		else
-			tui_put(LINES - 1, 0, COLS, "Enter accepts, Esc cancels", TUI_A_DIM, TUI_ROLE_NONE);
+		int y = LINES - 2, cx = draw_prompt(t, prompt, &l, &first, kind);
 		move(y, cx < COLS ? cx : COLS - 1);
 		curs_set(1);
 		refresh();
