@@ -112,34 +112,41 @@ clean:
 # make fuzz: builds every fuzz/fuzz_*.c with clang's libFuzzer, ASan and
 # UBSan against the library sources (compiled again with clang into
 # build-fuzz/obj, not the gcc library), then runs each for FUZZ_SECONDS
-# seconds.  New inputs go to build-fuzz/corpus/NAME (seeded from
-# sessions/demos); a crash leaves build-fuzz/crash-* and stops make.
+# seconds.  New inputs go to build-fuzz/corpus/NAME; the seeds of
+# fuzz_NAME are fuzz/seeds/NAME when that directory exists, and
+# sessions/demos for the targets that read command lines or text
+# (FUZZDEMOS).  A crash leaves build-fuzz/crash-* and stops make.
 FUZZ_SECONDS ?= 60
 FUZZCC       ?= clang
 FUZZDIR      := build-fuzz
 FUZZSRCS     := $(wildcard fuzz/fuzz_*.c)
 FUZZBINS     := $(FUZZSRCS:fuzz/%.c=$(FUZZDIR)/%)
 FUZZOBJS     := $(LIBSRCS:src/%.c=$(FUZZDIR)/obj/%.o)
+FUZZDEMOS    := fuzz_cmdsplit fuzz_script fuzz_script_model fuzz_tokenizer
 FUZZFLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=undefined -std=c11 -fopenmp-simd -Iinclude \
 		$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 
 .PHONY: fuzz
+.SECONDARY: $(FUZZOBJS)
 
 fuzz: $(FUZZBINS)
 	@for f in $(FUZZBINS); do \
 		n=$$(basename $$f); \
 		mkdir -p $(FUZZDIR)/corpus/$$n || exit 1; \
+		seeds=; \
+		if [ -d fuzz/seeds/$${n#fuzz_} ]; then seeds=$(CURDIR)/fuzz/seeds/$${n#fuzz_}; fi; \
+		case " $(FUZZDEMOS) " in *" $$n "*) seeds="$$seeds $(CURDIR)/sessions/demos";; esac; \
 		echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
 		$(CURDIR)/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=$(CURDIR)/$(FUZZDIR)/ \
-			$(CURDIR)/$(FUZZDIR)/corpus/$$n $(CURDIR)/sessions/demos || exit 1; \
+			$(CURDIR)/$(FUZZDIR)/corpus/$$n $$seeds || exit 1; \
 	done
 
 $(FUZZDIR)/obj/%.o: src/%.c | $(FUZZDIR)/obj
 	$(FUZZCC) $(FUZZFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
-$(FUZZDIR)/fuzz_%: fuzz/fuzz_%.c $(FUZZOBJS) | $(FUZZDIR)/obj
+$(FUZZDIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz-common.h $(FUZZOBJS) | $(FUZZDIR)/obj
 	$(FUZZCC) $(FUZZFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZOBJS) $(LDLIBS)
 
 $(FUZZDIR)/obj:

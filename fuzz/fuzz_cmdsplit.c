@@ -11,15 +11,7 @@
  *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */
 #define _GNU_SOURCE
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "cmd.h"
-#include "script.h"
-
-/* Stops the run with a crash that libFuzzer reports with the input. */
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
+#include "fuzz-common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

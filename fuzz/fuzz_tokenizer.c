@@ -8,21 +8,10 @@
  * NUL-terminated valid UTF-8 within their buffer, and a JSON description
  * that parses serialises back to one that gives the same tokenizer.
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -std=c11 -Iinclude \
- *         fuzz/fuzz_tokenizer.c src/tokenizer.c src/tok-char.c src/util.c \
- *         $(pkg-config --cflags --libs jansson) -lm -o build/fuzz_tokenizer
- *   ./build/fuzz_tokenizer -max_total_time=60
+ *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */
-#define _POSIX_C_SOURCE 200809L
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "tokenizer.h"
-
-/* Stops the run with a crash that libFuzzer reports with the input. */
-#define CHECK(x) do { if (!(x)) __builtin_trap(); } while (0)
+#define _GNU_SOURCE
+#include "fuzz-common.h"
 
 static const char vocab_text[] = "abc xyz\n\t\x7f\x01<>"
 	"床前明月光，疑是地上霜。\xef\xbf\xbd\xf0\x9f\x98\x80";
@@ -129,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tok_free(u);
 		tok_free(t);
 	} else {
-		CHECK(e.msg[0] != '\0' && !strchr(e.msg, '\n'));
+		fuzz_check_error(&e, NULL);
 	}
 	return 0;
 }

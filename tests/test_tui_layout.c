@@ -486,7 +486,7 @@ static void test_hints(void **state)
 	assert_int_equal(tui_n_views, 5);
 	for (int v = 0; v < 5; v++) {
 		int got = -1;
-		char num[4];
+		char num[16];
 		snprintf(num, sizeof num, "%d", v + 1);
 		assert_int_equal(tui_view_parse(names[v], &got), 0);
 		assert_int_equal(got, v);

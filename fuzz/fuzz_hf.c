@@ -1,0 +1,81 @@
+/*
+ * fuzz_hf.c — libFuzzer target for the Hugging Face GPT-2 directory reader
+ * (loader-hf.c: config.json and model.safetensors) and the GPT-2 BPE
+ * tokenizer files it reads through tok_bpe_load() (vocab.json and
+ * merges.txt, or tokenizer.json).
+ *
+ * Each input is a directory in one: its parts, separated by the line
+ * "--8<--" (FUZZ_SEP in fuzz-common.h), are written to a private temporary
+ * directory as
+ *   config.json, vocab.json, merges.txt, model.safetensors, tokenizer.json
+ * (an empty or missing part leaves its file out; a sixth part, if any, is
+ * the rest of tokenizer.json).  The loader is then called as `attnscope
+ * DIR` would call it, through model_open_ex(): on the directory, or, when
+ * the input's length is odd, on DIR/model.safetensors (the HF probe takes
+ * such a file only with GPT-2's names and config.json beside it, else the
+ * attnscope reader gets it); with bit 1 of the length set and a
+ * tokenizer.json present, that file is passed as --tokenizer.
+ *
+ * Every failure is fine as long as it is one line.  A model that loads must
+ * be whole: a valid config, finite weights, a tokenizer that fits the
+ * vocabulary and encodes, and a forward pass over a few tokens that runs
+ * (fuzz_exercise_model() in fuzz-common.h; the logits may be Inf or NaN).
+ *
+ * config.json alone gives the size of the model, and a few edited digits
+ * ask for gigabytes.  The loader refuses a config.json that describes more
+ * parameters than model.safetensors holds before it allocates the model,
+ * so what it allocates follows the input's size and no bound is needed
+ * here: an out-of-memory report from libFuzzer is a finding.
+ *
+ * Seeds: fuzz/seeds/hf, three tiny GPT-2s (1-2 layers, 2 heads, n_embd 4
+ * or 8, context 4 or 8) over a byte-level vocabulary of 256 bytes, 3 merges
+ * and <|endoftext|>: F32 with the "transformer." prefix and attn.bias
+ * buffers; F16, untied (lm_head.weight) with n_inner; BF16 with the
+ * tokenizer as tokenizer.json.
+ *
+ *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
+ */
+#define _GNU_SOURCE
+#include "fuzz-common.h"
+
+static const char *const part_names[] = {
+	"config.json", "vocab.json", "merges.txt", "model.safetensors", "tokenizer.json",
+};
+#define N_PARTS ((int)(sizeof part_names / sizeof part_names[0]))
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	return fuzz_initialize(argc, argv, true);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *part[N_PARTS];
+	size_t len[N_PARTS];
+	char path[128], tokpath[128];
+	bool has_tok = false;
+
+	int n_parts = fuzz_split(data, size, N_PARTS, part, len);
+	for (int i = 0; i < n_parts; i++)
+		if (len[i] > 0) {
+			fuzz_path(path, sizeof path, part_names[i]);
+			fuzz_put_file(path, part[i], len[i]);
+			has_tok |= i == N_PARTS - 1;
+		}
+
+	if (size & 1)
+		fuzz_path(path, sizeof path, "model.safetensors");
+	else
+		snprintf(path, sizeof path, "%s", fuzz_tmpdir);
+	fuzz_path(tokpath, sizeof tokpath, "tokenizer.json");
+	const char *format = NULL;
+	struct model *m = fuzz_open_model(path, has_tok && (size & 2) ? tokpath : NULL, &format);
+	if (m) {
+		CHECK(format && (!strcmp(format, "hf-gpt2") || !strcmp(format, "safetensors")));
+		CHECK(m->tok || strcmp(format, "hf-gpt2"));
+		fuzz_exercise_model(m);
+		model_free(m);
+	}
+	fuzz_empty_dir(fuzz_tmpdir);
+	return 0;
+}
