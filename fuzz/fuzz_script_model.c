@@ -154,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct err e = { "" };
 
 	fuzz_session_init(&s);
-	CHECK(session_load(&s, model_path[k], &e) == 0);
+	CHECK(session_load(&s, model_path[k], NULL, &e) == 0);
 	if (!verbose)
 		stderr = fuzz_devnull();
 	fuzz_run_script(&s, text, size, flags);
