@@ -222,6 +222,21 @@ float *run_att(const struct run *r, int l, int b, int h);
 int model_forward(struct model *m, const struct run_options *o, const int *tokens,
 		  const int *targets, int B, int T, struct run *r, struct err *e);
 
+/* One block's weights, as views into the model's parameters (biases and
+ * the norms' shifts NULL when the model has none). */
+struct layer_weights {
+	const float *ln1w, *ln1b, *ln2w, *ln2b; /* (C) */
+	const float *qkvw, *qkvb;   /* (QKV, C), (QKV) for the pass's K/V heads */
+	const float *projw, *projb; /* (C, C), (C) */
+	const float *fcw, *fcb;     /* (FF, C), (FF) */
+	const float *fpw, *fpb;     /* (C, F), (C) */
+};
+
+/* Block l's weights, its QKV rows taken from qkvw / qkvb (model_qkv_for's,
+ * for G K/V heads). */
+void model_layer(const struct model *m, int l, const float *qkvw, const float *qkvb, int G,
+		 struct layer_weights *w);
+
 /* The fused QKV weights/biases a pass with G K/V heads uses: the native ones
  * when G == K, else the cached conversion (built here on first use). */
 void model_qkv_for(struct model *m, int kv_heads, const float **w, const float **b);

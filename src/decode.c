@@ -85,12 +85,12 @@ size_t decoder_cache_bytes(const struct decoder *d)
 /* Attention sub-block of layer l for the new position: reads d->xn (the
  * block's input, normed or not), appends its key and value to the cache
  * and leaves the projected output in d->tmp. */
-static void attend(struct decoder *d, struct model *m, int l, const float *wq, const float *bq)
+static void attend(struct decoder *d, struct model *m, int l, const struct layer_weights *w)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
-	matmul_forward(d->qkv, d->xn, wq, bq, 1, C, QKV);
+	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
 	if (c->pos == POS_ROPE)
 		rope_rotate(d->qkv, H + G, D, pos, c->rope_theta);
 	size_t row = (size_t)G * D, base = (size_t)l * d->cap * row;
@@ -101,9 +101,7 @@ static void attend(struct decoder *d, struct model *m, int l, const float *wq, c
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, pos + 1, (int)row, H, G,
 		       D, lo, scale);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
-	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
-	const float *projb = m->p[P_ATTPROJB] ? m->p[P_ATTPROJB] + (size_t)l * C : NULL;
-	matmul_forward(d->tmp, d->atty, projw, projb, 1, C, C);
+	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, C, C);
 }
 
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
@@ -113,8 +111,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		return err_set(e, "token %d is outside the vocabulary (%d)", token, c->vocab_size);
 	if (d->n >= d->cap)
 		return err_set(e, "the cache holds %d positions and is full", d->cap);
-	int C = d->C, L = d->L, F = c->d_ff, FF = cfg_ff_rows(c), pos = d->n;
-	int QKV = cfg_qkv_rows(c, d->G);
+	int C = d->C, L = d->L, pos = d->n;
 	bool post = d->opt.placement == PLACE_POST;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, d->G, &qkvw, &qkvb);
@@ -124,31 +121,24 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		d->x[j] = te[j] + (c->pos == POS_LEARNED ? m->p[P_WPE][(size_t)pos * C + j] : 0.0f);
 
 	for (int l = 0; l < L; l++) {
-		const float *ln1w = m->p[P_LN1W] + (size_t)l * C;
-		const float *ln1b = m->p[P_LN1B] ? m->p[P_LN1B] + (size_t)l * C : NULL;
-		const float *ln2w = m->p[P_LN2W] + (size_t)l * C;
-		const float *ln2b = m->p[P_LN2B] ? m->p[P_LN2B] + (size_t)l * C : NULL;
-		const float *wq = qkvw + (size_t)l * QKV * C, *bq = qkvb ? qkvb + (size_t)l * QKV : NULL;
-		const float *fcw = m->p[P_FCW] + (size_t)l * FF * C;
-		const float *fcb = m->p[P_FCB] ? m->p[P_FCB] + (size_t)l * FF : NULL;
-		const float *fpw = m->p[P_FCPROJW] + (size_t)l * C * F;
-		const float *fpb = m->p[P_FCPROJB] ? m->p[P_FCPROJB] + (size_t)l * C : NULL;
+		struct layer_weights w;
+		model_layer(m, l, qkvw, qkvb, d->G, &w);
 
 		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)) */
-			norm_forward(c->norm, d->xn, NULL, NULL, d->x, ln1w, ln1b, 1, C, c->norm_eps);
-			attend(d, m, l, wq, bq);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
+			attend(d, m, l, &w);
 			residual_forward(d->ar, d->x, d->tmp, C);
-			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, ln2w, ln2b, 1, C, c->norm_eps);
-			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, fcw, fcb, fpw, fpb, 1);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
+			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
 			residual_forward(d->x, d->ar, d->tmp, C);
 		} else { /* x <- norm1(x + attn(x)); x <- norm2(x + mlp(x)) */
 			memcpy(d->xn, d->x, (size_t)C * sizeof(float));
-			attend(d, m, l, wq, bq);
+			attend(d, m, l, &w);
 			residual_forward(d->ar, d->x, d->tmp, C);
-			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, ln1w, ln1b, 1, C, c->norm_eps);
-			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, fcw, fcb, fpw, fpb, 1);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln1w, w.ln1b, 1, C, c->norm_eps);
+			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
 			residual_forward(d->ar, d->xn, d->tmp, C);
-			norm_forward(c->norm, d->x, NULL, NULL, d->ar, ln2w, ln2b, 1, C, c->norm_eps);
+			norm_forward(c->norm, d->x, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
 		}
 		if (d->hook && d->hook->fn)
 			d->hook->fn(d->hook->ctx, HOOK_RESID, l, d->x, 1, 1, pos, C);

@@ -340,6 +340,28 @@ void model_heads_site(const struct run_hook *hook, const struct run_options *o, 
 		hook->fn(hook->ctx, HOOK_HEADS, l, x, B, T, pos0, H * D);
 }
 
+void model_layer(const struct model *m, int l, const float *qkvw, const float *qkvb, int G,
+		 struct layer_weights *w)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, FF = (size_t)cfg_ff_rows(c);
+	size_t QKV = (size_t)cfg_qkv_rows(c, G);
+#define AT(id, n) (m->p[id] ? m->p[id] + (size_t)l * (n) : NULL)
+	w->ln1w = AT(P_LN1W, C);
+	w->ln1b = AT(P_LN1B, C);
+	w->ln2w = AT(P_LN2W, C);
+	w->ln2b = AT(P_LN2B, C);
+	w->projw = AT(P_ATTPROJW, C * C);
+	w->projb = AT(P_ATTPROJB, C);
+	w->fcw = AT(P_FCW, FF * C);
+	w->fcb = AT(P_FCB, FF);
+	w->fpw = AT(P_FCPROJW, C * F);
+	w->fpb = AT(P_FCPROJB, C);
+#undef AT
+	w->qkvw = qkvw + (size_t)l * QKV * C;
+	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
+}
+
 /* Token embeddings plus learned positions (position i % T of each row)
  * into x (B*T, C). */
 static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x)
@@ -421,7 +443,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	 * with more output rows may round differently in the BLAS kernel). */
 	int G = o->kv_heads > c->n_kv_head && o->kv_heads % c->n_kv_head == 0 ? c->n_kv_head
 									   : o->kv_heads;
-	int QKV = cfg_qkv_rows(c, G), F = c->d_ff, FF = cfg_ff_rows(c);
+	int QKV = cfg_qkv_rows(c, G);
 	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	const float *qkvw, *qkvb;
@@ -442,25 +464,16 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		float *att_res = r->att_res + l * r->lstride_c, *mlp_res = r->mlp_res + l * r->lstride_c;
 		float *fch = r->fch + l * r->lstride_ff, *fch_act = r->fch_act + l * r->lstride_f;
 		float *att = r->att + (capture_att ? (size_t)l * N * H * T : 0);
-		const float *ln1w = m->p[P_LN1W] + (size_t)l * C;
-		const float *ln1b = m->p[P_LN1B] ? m->p[P_LN1B] + (size_t)l * C : NULL;
-		const float *ln2w = m->p[P_LN2W] + (size_t)l * C;
-		const float *ln2b = m->p[P_LN2B] ? m->p[P_LN2B] + (size_t)l * C : NULL;
-		const float *wq = qkvw + (size_t)l * QKV * C, *bq = qkvb ? qkvb + (size_t)l * QKV : NULL;
-		const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
-		const float *projb = m->p[P_ATTPROJB] ? m->p[P_ATTPROJB] + (size_t)l * C : NULL;
-		const float *fcw = m->p[P_FCW] + (size_t)l * FF * C;
-		const float *fcb = m->p[P_FCB] ? m->p[P_FCB] + (size_t)l * FF : NULL;
-		const float *fpw = m->p[P_FCPROJW] + (size_t)l * C * F;
-		const float *fpb = m->p[P_FCPROJB] ? m->p[P_FCPROJB] + (size_t)l * C : NULL;
+		struct layer_weights w;
+		model_layer(m, l, qkvw, qkvb, G, &w);
 
 		/* attention sub-block: att_res = in + attn(pre ? norm1(in) : in) */
 		const float *attn_in = in;
 		if (!post) {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, ln1w, ln1b, N, C, c->norm_eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, N, C, c->norm_eps);
 			attn_in = ln1;
 		}
-		matmul_forward(qkv, attn_in, wq, bq, N, C, QKV);
+		matmul_forward(qkv, attn_in, w.qkvw, w.qkvb, N, C, QKV);
 		if (c->pos == POS_ROPE)
 			rope_forward(qkv, B, T, H + G, D, QKV, c->rope_theta);
 		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale);
@@ -469,20 +482,20 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 			for (int h = 0; h < H; h++)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T,
 					  atty + (size_t)b * T * C + (size_t)h * D, T, D, C);
-		matmul_forward(r->scratch, atty, projw, projb, N, C, C);
+		matmul_forward(r->scratch, atty, w.projw, w.projb, N, C, C);
 		residual_forward(att_res, in, r->scratch, (long)N * C);
 
 		/* MLP sub-block */
 		if (!post) {
-			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, ln2w, ln2b, N, C, c->norm_eps);
-			mlp_forward(c, fch, fch_act, r->scratch, ln2, fcw, fcb, fpw, fpb, N);
+			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
+			mlp_forward(c, fch, fch_act, r->scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, N);
 			residual_forward(mlp_res, att_res, r->scratch, (long)N * C);
 			memcpy(out, mlp_res, (size_t)N * C * sizeof(float));
 		} else {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, ln1w, ln1b, N, C, c->norm_eps);
-			mlp_forward(c, fch, fch_act, r->scratch, ln1, fcw, fcb, fpw, fpb, N);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, N, C, c->norm_eps);
+			mlp_forward(c, fch, fch_act, r->scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, N);
 			residual_forward(mlp_res, ln1, r->scratch, (long)N * C);
-			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, ln2w, ln2b, N, C, c->norm_eps);
+			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
 			memcpy(out, ln2, (size_t)N * C * sizeof(float));
 		}
 		if (r->hook && r->hook->fn)

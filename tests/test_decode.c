@@ -37,37 +37,11 @@
 
 #include "decode.h"
 #include "model.h"
+#include "randmodel.h"
 #include "sampler.h"
 
 enum { V = 19, T = 12 };
 
-static struct model *make_model(bool llama, int kv_heads, uint64_t seed)
-{
-	struct model_config c;
-	config_default(&c);
-	c.vocab_size = V;
-	c.d_model = 32;
-	c.n_layer = 2;
-	c.n_head = 4;
-	c.n_kv_head = kv_heads;
-	c.d_ff = 48;
-	c.context = 16;
-	if (llama) {
-		c.norm = NORM_RMS;
-		c.pos = POS_ROPE;
-		c.mlp = MLP_SWIGLU;
-		c.bias = false;
-		c.tied = false;
-	}
-	struct err e;
-	struct model *m = model_new(&c, &e);
-	if (!m)
-		fail_msg("model_new: %s", e.msg);
-	model_init_random(m, seed);
-	for (size_t i = 0; i < m->psize[P_QKVW]; i++) /* sharper attention */
-		m->p[P_QKVW][i] *= 8.0f;
-	return m;
-}
 
 /* Worst |decoder - forward| over every position and logit, relative to
  * 1e-4 + 1e-4 |ref|; fails the test above 1. */
@@ -103,7 +77,7 @@ static void test_decoder_matches_forward(void **state)
 	(void)state;
 	for (int llama = 0; llama <= 1; llama++) {
 		int K = llama ? 2 : 4;
-		struct model *m = make_model(llama, K, 7 + llama);
+		struct model *m = randmodel_new(llama, 2, K, V, 8.0f, 7 + llama);
 		struct run_options native;
 		run_options_native(m, &native);
 		struct run_options cases[8];
@@ -132,7 +106,7 @@ static void test_decoder_matches_forward(void **state)
 static void test_decoder_reset_and_limits(void **state)
 {
 	(void)state;
-	struct model *m = make_model(false, 4, 3);
+	struct model *m = randmodel_new(false, 2, 4, V, 8.0f, 3);
 	struct run_options o;
 	run_options_native(m, &o);
 	o.kv_heads = 2;
@@ -159,7 +133,7 @@ static void test_decoder_reset_and_limits(void **state)
 
 	/* going up by a whole factor computes with the native heads */
 	o.kv_heads = 4;
-	struct model *g = make_model(true, 2, 4);
+	struct model *g = randmodel_new(true, 2, 2, V, 8.0f, 4);
 	d = decoder_new(g, &o, 0, &e);
 	assert_non_null(d);
 	assert_int_equal(d->G, 2);
@@ -209,7 +183,7 @@ static void zero_head(void *ctx, enum hook_site site, int layer, float *x, int B
 static void test_hooks(void **state)
 {
 	(void)state;
-	struct model *m = make_model(true, 2, 11);
+	struct model *m = randmodel_new(true, 2, 2, V, 8.0f, 11);
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, Tn = 10, clean[10], bad[10];
 	for (int i = 0; i < Tn; i++) {

@@ -25,33 +25,15 @@
 
 #include "lens.h"
 #include "model.h"
+#include "randmodel.h"
 
 enum { V = 23, T = 9 };
 
+/* A random model of 3 layers whose final norm is not all ones. */
 static struct model *make_model(bool llama, uint64_t seed)
 {
-	struct model_config c;
-	config_default(&c);
-	c.vocab_size = V;
-	c.d_model = 32;
-	c.n_layer = 3;
-	c.n_head = 4;
-	c.n_kv_head = 4;
-	c.d_ff = 48;
-	c.context = 16;
-	if (llama) {
-		c.norm = NORM_RMS;
-		c.pos = POS_ROPE;
-		c.mlp = MLP_SWIGLU;
-		c.bias = false;
-		c.tied = false;
-	}
-	struct err e;
-	struct model *m = model_new(&c, &e);
-	if (!m)
-		fail_msg("model_new: %s", e.msg);
-	model_init_random(m, seed);
-	for (size_t i = 0; i < m->psize[P_LNFW]; i++) /* a final norm that is not all ones */
+	struct model *m = randmodel_new(llama, 3, 4, V, 1.0f, seed);
+	for (size_t i = 0; i < m->psize[P_LNFW]; i++)
 		m->p[P_LNFW][i] = 0.5f + (float)(i % 7) * 0.1f;
 	return m;
 }

@@ -23,29 +23,10 @@
 
 #include "model.h"
 #include "patch.h"
+#include "randmodel.h"
 
 enum { V = 17, T = 8 };
 
-static struct model *make_model(uint64_t seed)
-{
-	struct model_config c;
-	config_default(&c);
-	c.vocab_size = V;
-	c.d_model = 32;
-	c.n_layer = 2;
-	c.n_head = 4;
-	c.n_kv_head = 4;
-	c.d_ff = 48;
-	c.context = 16;
-	struct err e;
-	struct model *m = model_new(&c, &e);
-	if (!m)
-		fail_msg("model_new: %s", e.msg);
-	model_init_random(m, seed);
-	for (size_t i = 0; i < m->psize[P_QKVW]; i++)
-		m->p[P_QKVW][i] *= 8.0f;
-	return m;
-}
 
 /* Two texts that differ in one token and lead to different predictions. */
 static void find_texts(struct model *m, const struct run_options *o, int *clean, int *corrupt)
@@ -75,7 +56,7 @@ static void find_texts(struct model *m, const struct run_options *o, int *clean,
 static void test_patch_known_answers(void **state)
 {
 	(void)state;
-	struct model *m = make_model(21);
+	struct model *m = randmodel_new(false, 2, 4, V, 8.0f, 21);
 	int C = m->cfg.d_model, D = C / 4;
 	/* head 0.2 writes nothing: its columns of the output projection are zero */
 	for (int o = 0; o < C; o++)

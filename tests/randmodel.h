@@ -1,0 +1,21 @@
+/*
+ * randmodel.h — seeded random models for the unit tests: the GPT-2 family
+ * (LayerNorm, learned positions, GELU, biases, tied) or the Llama family
+ * (RMSNorm, RoPE, SwiGLU, no biases, untied), d_model 32, d_ff 48,
+ * context 16, with the QKV weights scaled up so that attention is sharp
+ * enough to differ from uniform.  No tokenizer.
+ */
+#ifndef ATTNSCOPE_TEST_RANDMODEL_H
+#define ATTNSCOPE_TEST_RANDMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* A model of L layers, 4 query heads and kv_heads K/V heads over V tokens
+ * (llama: the Llama family), initialised from seed, QKV weights times
+ * qkv_gain.  Aborts when the shape is invalid (a broken fixture). */
+struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_gain, uint64_t seed);
+
+#endif
