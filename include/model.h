@@ -186,6 +186,10 @@ struct run {
 	float *scratch;     /* (B, T, C) */
 };
 
+/* The default targets of B sequences of T tokens: each token's next one,
+ * -1 at the last position of each sequence.  malloc'd (B * T ints). */
+int *next_token_targets(const int *tokens, int B, int T);
+
 /* Allocates activations for up to B x T tokens of model config c.
  * Never returns NULL (out of memory is fatal). */
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags);

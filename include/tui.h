@@ -207,6 +207,9 @@ struct tui_view_mode {
 };
 
 extern const struct tui_view_mode *const tui_views[];
+
+/* A view mode's side: the side panel whenever there is room (tui-draw.c). */
+bool tui_side_always(struct tui_state *t);
 extern const int tui_n_views;
 
 /* Selection shared by the views (tui-draw.c), clamped to the model and

@@ -497,13 +497,9 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		if (tokens[i] < 0 || tokens[i] >= V)
 			return err_set(e, "backward: token %d at position %d is outside the vocabulary",
 				       tokens[i], i);
-	int *tg = NULL;
-	if (!targets) {
-		tg = xmalloc((size_t)N * sizeof(int));
-		for (int i = 0; i < N; i++)
-			tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+	int *tg = targets ? NULL : next_token_targets(tokens, B, T);
+	if (tg)
 		targets = tg;
-	}
 	int count = 0;
 	for (int i = 0; i < N; i++) {
 		if (targets[i] >= V) {

@@ -362,6 +362,14 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
 }
 
+int *next_token_targets(const int *tokens, int B, int T)
+{
+	int N = B * T, *tg = xmalloc((size_t)(N > 0 ? N : 1) * sizeof *tg);
+	for (int i = 0; i < N; i++)
+		tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+	return tg;
+}
+
 /* Token embeddings plus learned positions (position i % T of each row)
  * into x (B*T, C). */
 static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x)
@@ -396,13 +404,9 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 	if (r->flags & RUN_LOGITS) {
 		const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 		matmul_forward(r->logits, r->lnf, wout, NULL, N, C, c->vocab_size);
-		int *tg = NULL;
-		if (!targets) {
-			tg = xmalloc((size_t)N * sizeof(int));
-			for (int i = 0; i < N; i++)
-				tg[i] = (i % T == T - 1) ? -1 : tokens[i + 1];
+		int *tg = targets ? NULL : next_token_targets(tokens, B, T);
+		if (tg)
 			targets = tg;
-		}
 		for (int i = 0; i < N; i++)
 			if (targets[i] >= c->vocab_size) {
 				free(tg);

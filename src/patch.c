@@ -101,34 +101,26 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 	out->heads = xmalloc((size_t)L * H * sizeof *out->heads);
 	out->resid = xmalloc((size_t)L * T * sizeof *out->resid);
 	r->hook = &hook;
-	for (int l = 0; l < L; l++)
-		for (int h = 0; h < H; h++) {
-			if (cancel && *cancel) {
-				err_set(e, "patch cancelled");
-				goto out;
-			}
-			p.mode = PUT_HEAD;
-			p.layer = l;
-			p.head = h;
-			if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
-				goto out;
-			out->heads[l * H + h] =
-				(logit_diff(r, out->clean_answer, out->corrupt_answer) - out->ld_corrupt) / span;
+	/* every site: heads (l, h), then residual rows (l, t) */
+	int n_heads = L * H, n_sites = n_heads + L * T;
+	for (int k = 0; k < n_sites; k++) {
+		if (cancel && *cancel) {
+			err_set(e, "patch cancelled");
+			goto out;
 		}
-	for (int l = 0; l < L; l++)
-		for (int t = 0; t < T; t++) {
-			if (cancel && *cancel) {
-				err_set(e, "patch cancelled");
-				goto out;
-			}
-			p.mode = PUT_ROW;
-			p.layer = l;
-			p.row = t;
-			if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
-				goto out;
-			out->resid[(size_t)l * T + t] =
-				(logit_diff(r, out->clean_answer, out->corrupt_answer) - out->ld_corrupt) / span;
-		}
+		bool head = k < n_heads;
+		int i = head ? k : k - n_heads, per = head ? H : T;
+		p.mode = head ? PUT_HEAD : PUT_ROW;
+		p.layer = i / per;
+		p.head = p.row = i % per;
+		if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
+			goto out;
+		double share = (logit_diff(r, out->clean_answer, out->corrupt_answer) - out->ld_corrupt) / span;
+		if (head)
+			out->heads[i] = share;
+		else
+			out->resid[i] = share;
+	}
 	rc = 0;
 out:
 	if (rc != 0)

@@ -377,3 +377,9 @@ void tui_select_token(struct tui_state *t, int q)
 	s->sel_token = clamp_sel(q, 0, s->n_tokens - 1);
 	s->dirty |= DIRTY_SELECT;
 }
+
+bool tui_side_always(struct tui_state *t)
+{
+	(void)t;
+	return true;
+}

@@ -162,12 +162,6 @@ static enum tui_key_result head_key(struct tui_state *t, int ch, bool fn)
 	return TUI_KEY_REFRESH;
 }
 
-static bool head_side(struct tui_state *t)
-{
-	(void)t;
-	return true;
-}
-
 static const struct tui_hint head_hints[] = {
 	TUI_HINT_OPTIONS, { "\u2191\u2193", "jk", "query" }, { "\u2190\u2192", "hl", "key" },
 	{ "[ ]", "[ ]", "head" }, { "x", "x", "export" }, TUI_HINT_END,
@@ -177,7 +171,7 @@ const struct tui_view_mode tui_head_view = {
 	.name = "head",
 	.export_what = "heatmap",
 	.hints = head_hints,
-	.side = head_side,
+	.side = tui_side_always,
 	.draw = head_draw,
 	.arrows = head_move,
 	.click = head_click,

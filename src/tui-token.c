@@ -148,12 +148,6 @@ static enum tui_key_result token_key(struct tui_state *t, int ch, bool fn)
 	return TUI_KEY_REFRESH;
 }
 
-static bool token_side(struct tui_state *t)
-{
-	(void)t;
-	return true;
-}
-
 static const struct tui_hint token_hints[] = {
 	TUI_HINT_OPTIONS, { "\u2190\u2192", "hl", "token" }, { "\u2191\u2193", "jk", "head" },
 	{ "z", "z", "layers" }, { "x", "x", "export" }, TUI_HINT_END,
@@ -163,7 +157,7 @@ const struct tui_view_mode tui_token_view = {
 	.name = "token",
 	.export_what = "grid",
 	.hints = token_hints,
-	.side = token_side,
+	.side = tui_side_always,
 	.draw = token_draw,
 	.arrows = token_move,
 	.click = token_click,

@@ -19,12 +19,7 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
 fi
 q() { sqlite3 "$tmp/runs.db" "$1" 2>/dev/null; }
 
-i=0
-: >text.txt
-while [ $i -lt 400 ]; do
-	echo "the cat sat on the mat $((i % 10)); the dog ran to the log $((i % 7))." >>text.txt
-	i=$((i + 1))
-done
+training_text text.txt
 tiny="--layers 1 --heads 2 --d-model 16 --context 16 --batch 4 --threads 1"
 
 # ------------------------------------------------- kill -9 mid-training

@@ -15,12 +15,7 @@ mkmodel "$tmp/models/shakespeare.safetensors"
 cd "$tmp" || exit 1
 unset ATTNSCOPE_DB
 
-i=0
-: >text.txt
-while [ $i -lt 400 ]; do
-	echo "the cat sat on the mat $((i % 10)); the dog ran to the log $((i % 7))." >>text.txt
-	i=$((i + 1))
-done
+training_text text.txt
 tiny="--layers 1 --heads 2 --d-model 16 --context 16 --batch 4 --threads 1 --quiet"
 train() { run train --out m.safetensors $tiny "$@"; }
 

@@ -68,3 +68,14 @@ check() {
 has_out() { grep -q -- "$1" "$tmp/out"; }
 has_err() { grep -q -- "$1" "$tmp/err"; }
 status() { [ "$rc" -eq "$1" ]; }
+
+# training_text FILE: 400 lines of a small repetitive English text, enough
+# for a tiny model (context 16) to train on in a few steps.
+training_text() {
+	i=0
+	: >"$1"
+	while [ $i -lt 400 ]; do
+		echo "the cat sat on the mat $((i % 10)); the dog ran to the log $((i % 7))." >>"$1"
+		i=$((i + 1))
+	done
+}

@@ -58,6 +58,24 @@ static float *offset_pattern(int T, int k)
 	return a;
 }
 
+/* Rows i >= k put `band` on key i - k and the rest evenly on keys 0..i;
+ * earlier rows look at themselves. */
+static float *band_pattern(int T, int k, float band)
+{
+	float *a = zeros(T);
+	for (int i = 0; i < T; i++) {
+		float *row = a + (size_t)i * T;
+		if (i < k) {
+			row[i] = 1.0f;
+			continue;
+		}
+		row[i - k] = band;
+		for (int j = 0; j <= i; j++)
+			row[j] += (1.0f - band) / (float)(i + 1);
+	}
+	return a;
+}
+
 static void test_offset(void **state)
 {
 	(void)state;
@@ -95,33 +113,14 @@ static void test_offset(void **state)
 	assert_int_equal(s.role, HEAD_OFFSET);
 	free(a);
 
-	/* a band holding half of each row, the rest uniform: not an offset head */
-	a = zeros(T);
-	for (int i = 0; i < T; i++) {
-		float *row = a + (size_t)i * T;
-		if (i < 5) {
-			row[i] = 1.0f;
-			continue;
-		}
-		row[i - 5] = 0.5f;
-		for (int j = 0; j <= i; j++)
-			row[j] += 0.5f / (float)(i + 1);
-	}
+	/* a band 5 back holding a share of each row, the rest uniform: an
+	 * offset head just above half, not one below */
+	a = band_pattern(T, 5, 0.5f);
 	heads_score_pattern(a, T, NULL, &s);
 	assert_int_equal(s.offset, 5);
 	assert_true(s.offset_weight > 0.5 && s.offset_weight < 0.55);
 	free(a);
-	a = zeros(T);
-	for (int i = 0; i < T; i++) {
-		float *row = a + (size_t)i * T;
-		if (i < 5) {
-			row[i] = 1.0f;
-			continue;
-		}
-		row[i - 5] = 0.45f;
-		for (int j = 0; j <= i; j++)
-			row[j] += 0.55f / (float)(i + 1);
-	}
+	a = band_pattern(T, 5, 0.45f);
 	heads_score_pattern(a, T, NULL, &s);
 	assert_int_equal(s.offset, 5);
 	assert_true(s.offset_weight < 0.5);
