@@ -106,7 +106,7 @@ deps:
 clean:
 	rm -rf build build-asan build-fuzz attnscope
 
--include $(OBJS:.o=.d) $(BUILD)/main.d
+-include $(OBJS:.o=.d) $(BUILD)/main.d $(SUPPOBJS:.o=.d) $(TESTBINS:=.d) $(TOOLBINS:=.d)
 
 # ----------------------------------------------------------------- fuzzing
 # make fuzz: builds every fuzz/fuzz_*.c with clang's libFuzzer, ASan and

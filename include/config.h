@@ -23,13 +23,22 @@ enum norm_place { PLACE_PRE, PLACE_POST };
 enum pos_type { POS_LEARNED, POS_ROPE };
 enum mlp_type { MLP_GELU, MLP_SWIGLU };
 
+/* Which keys a query sees (run options and a model's native mask):
+ *   CAUSAL         keys 0..i, softmax over them
+ *   NONE           every key (bidirectional)
+ *   WINDOW         keys i-window..i
+ *   AFTER_SOFTMAX  the pitfall: softmax over every key, then the weights of
+ *                  keys after i set to 0, so rows no longer sum to 1 and
+ *                  future keys still shape the normalisation */
+enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW, MASK_AFTER_SOFTMAX };
+
 struct model_config {
 	int vocab_size;       /* V */
 	int d_model;          /* C */
 	int n_layer;          /* L */
 	int n_head;           /* H */
 	int n_kv_head;        /* K, native; divides H */
-	int d_ff;             /* F */
+	int d_ff;             /* F; 0 = no MLP (attention-only blocks) */
 	int context;          /* S */
 	enum norm_type norm;
 	float norm_eps;
@@ -39,6 +48,11 @@ struct model_config {
 	enum mlp_type mlp;
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
+	/* How the model was trained (all true / causal for ordinary models;
+	 * the lab's experiments switch them off): */
+	bool residual;        /* sub-blocks add to the stream (false: replace it) */
+	bool scale;           /* native 1/sqrt(D) on the scores */
+	enum mask_kind mask;  /* native mask: CAUSAL, NONE or AFTER_SOFTMAX */
 };
 
 /* Limits that keep every size computation far from overflow. */
@@ -59,12 +73,12 @@ struct model_config {
  *   QKVB     (L, QKV)      bias only
  *   ATTPROJW (L, C, C)     output projection, input index = h*D + d
  *   ATTPROJB (L, C)
- *   LN2W     (L, C)        norm around the MLP
- *   LN2B     (L, C)
- *   FCW      (L, FF, C)
- *   FCB      (L, FF)
- *   FCPROJW  (L, C, F)
- *   FCPROJB  (L, C)
+ *   LN2W     (L, C)        norm around the MLP     } absent without
+ *   LN2B     (L, C)                                } an MLP (F = 0)
+ *   FCW      (L, FF, C)                            }
+ *   FCB      (L, FF)                               }
+ *   FCPROJW  (L, C, F)                             }
+ *   FCPROJB  (L, C)                                }
  *   LNFW     (C)           final norm
  *   LNFB     (C)
  *   LMHEAD   (V, C)        untied output only
@@ -104,7 +118,8 @@ static inline int cfg_ff_rows(const struct model_config *c)
 int config_validate(const struct model_config *c, struct err *e);
 
 /* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
- * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE). */
+ * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE),
+ * residual connections, scaled scores, causal mask. */
 void config_default(struct model_config *c);
 
 /* Short names used in metadata, flags and README ("layernorm", "pre", ...);
@@ -113,9 +128,11 @@ const char *norm_type_name(enum norm_type t);
 const char *norm_place_name(enum norm_place p);
 const char *pos_type_name(enum pos_type p);
 const char *mlp_type_name(enum mlp_type m);
+const char *mask_kind_name(enum mask_kind m);
 int norm_type_parse(const char *s, enum norm_type *out);
 int norm_place_parse(const char *s, enum norm_place *out);
 int pos_type_parse(const char *s, enum pos_type *out);
 int mlp_type_parse(const char *s, enum mlp_type *out);
+int mask_kind_parse(const char *s, enum mask_kind *out);
 
 #endif

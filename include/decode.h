@@ -9,7 +9,7 @@
  * next-token logits in d->logits.  The numbers are those of model_forward
  * over the whole sequence (tests/test_decode.c holds it to that), with one
  * difference by construction: a step cannot see tokens that do not exist
- * yet, so `mask none` decodes as causal.
+ * yet, so `mask none` and `mask after-softmax` decode as causal.
  *
  * The cache honours the run options it was made for: G key/value heads
  * (the converted K/V weights of model_qkv_for; going up by a whole factor

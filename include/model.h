@@ -21,8 +21,6 @@ struct tokenizer;
 
 /* ------------------------------------------------------------ run options */
 
-enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW };
-
 #define ABLATE_WORDS 64 /* 4096 (layer, head) pairs */
 
 /* How one forward pass is computed.  Plain data: copy it freely. */
@@ -75,11 +73,8 @@ void model_free(struct model *m);
 /* Drops cached K/V conversions (call after changing the weights). */
 void model_clear_cache(struct model *m);
 
-/* "causal", "none" or "window". */
-const char *mask_kind_name(enum mask_kind m);
-
-/* The options that reproduce the model as trained: native K, native
- * placement, causal mask, scaling on, nothing ablated. */
+/* The options that reproduce the model as trained: native K, placement,
+ * mask and scaling (config.h), nothing ablated. */
 void run_options_native(const struct model *m, struct run_options *o);
 
 /* Checks options against a model: G divides H, window >= 0, ablated bits

@@ -45,7 +45,8 @@ void rope_rotate(float *row, int n_rot, int D, int pos, float theta);
  * t = row % T. */
 void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta);
 
-/* Visible keys [*lo, *hi] of query i under a mask (see model.h). */
+/* Keys [*lo, *hi] of query i whose weights may be non-zero under a mask
+ * (config.h); under AFTER_SOFTMAX the softmax itself runs over all T. */
 static inline void mask_range(enum mask_kind mask, int window, int i, int T, int *lo, int *hi)
 {
 	switch (mask) {
@@ -58,7 +59,8 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
 /*
  * Multi-head attention for B sequences of T tokens.
  *   out (B, T, H*D)   heads' outputs, concatenated
- *   att (B, H, T, T)  post-softmax weights (masked entries exactly 0)
+ *   att (B, H, T, T)  post-softmax weights (masked entries exactly 0; rows
+ *                     sum to less than 1 under MASK_AFTER_SOFTMAX)
  *   qkv (B, T, ld)    per row: H query heads, then G key heads, then G value heads
  * Query head h reads key/value head h / (H / G).  scale multiplies the scores.
  */
@@ -83,7 +85,8 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 		 const float *inp, const float *fcw, const float *fcb, const float *projw,
 		 const float *projb, int N);
 
-/* out[i] = a[i] + b[i]; out may alias a or b. */
+/* out[i] = a[i] + b[i], or b[i] when a is NULL (a block without its
+ * residual connection); out may alias a or b. */
 void residual_forward(float *out, const float *a, const float *b, long n);
 
 /* nll[i] = logsumexp(logits[i]) - logits[i][targets[i]], NAN where

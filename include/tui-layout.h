@@ -222,7 +222,8 @@ int tui_next_kv_heads(int H, int cur);
  * "attn mha"). */
 void tui_sharing_command(int H, int cur, char *buf, size_t size);
 
-/* The command `m` runs: causal -> none -> window TUI_WINDOW -> causal. */
+/* The command `m` runs: causal -> none -> window TUI_WINDOW -> after-softmax
+ * -> causal. */
 void tui_mask_command(enum mask_kind mask, char *buf, size_t size);
 
 /* "MHA", "GQA 2" or "MQA" for G of H heads. */

@@ -1,7 +1,8 @@
 /*
  * backward.c — gradients of the mean next-token loss for the model as
- * configured (native K/V heads, native placement, causal mask, 1/sqrt(D)
- * scale, nothing ablated), from the activations a RUN_TRAIN forward saved.
+ * configured (its native K/V heads, placement, mask and scaling, with or
+ * without residual connections and MLP, nothing ablated), from the
+ * activations a RUN_TRAIN forward saved.
  *
  * Each layer has a kernel X_backward(dinp, dweight, dbias, dout, saved...,
  * dims) after llm.c's train_gpt2.c: outputs first, dimensions last, every
@@ -31,6 +32,7 @@ struct backward_state {
 	float *datty;      /* (B, T, C) gradient of the heads' concatenated outputs */
 	float *dqkv;       /* (B, T, QKV) native QKV rows */
 	float *datt;       /* (T, T) gradient of one head's weights, then scores */
+	float *patt;       /* (T, T) one head's unmasked softmax (after-softmax mask) */
 	float *dfch;       /* (B, T, FF) */
 	float *dfch_act;   /* (B, T, F) */
 };
@@ -53,6 +55,7 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->datty = xmalloc_aligned(bt * s->C * sizeof(float));
 	s->dqkv = xmalloc_aligned(bt * s->QKV * sizeof(float));
 	s->datt = xmalloc_aligned((size_t)T * T * sizeof(float));
+	s->patt = xmalloc_aligned((size_t)T * T * sizeof(float));
 	s->dfch = xmalloc_aligned(bt * s->FF * sizeof(float));
 	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
 	return s;
@@ -69,6 +72,7 @@ void backward_free(struct backward_state *s)
 	free(s->datty);
 	free(s->dqkv);
 	free(s->datt);
+	free(s->patt);
 	free(s->dfch);
 	free(s->dfch_act);
 	free(s);
@@ -230,19 +234,46 @@ static void rope_backward(float *dx, int B, int T, int n_rot, int D, int ld, flo
 	}
 }
 
+/* The softmax of query i's scores over every key, for the after-softmax
+ * mask, recomputed from the saved queries and keys: p (T) for one head. */
+static void full_softmax_row(float *p, const float *q, const float *k, int T, int D, int ld,
+			     float scale)
+{
+	float mx = -INFINITY;
+	for (int j = 0; j < T; j++) {
+		const float *kj = k + (size_t)j * ld;
+		float z = 0.0f;
+		for (int d = 0; d < D; d++)
+			z += q[d] * kj[d];
+		p[j] = z * scale;
+		mx = p[j] > mx ? p[j] : mx;
+	}
+	float sum = 0.0f;
+	for (int j = 0; j < T; j++) {
+		p[j] = expf(p[j] - mx);
+		sum += p[j];
+	}
+	for (int j = 0; j < T; j++)
+		p[j] /= sum;
+}
+
 /*
- * Causal multi-head attention, the inverse of attention_forward with the
- * causal mask: dqkv (B, T, ld) += the gradients of the (post-RoPE) query,
- * key and value rows, from dout (B, T, H*D), the saved qkv and the saved
- * post-softmax weights att (B, H, T, T).  Query heads that share K/V head
- * h / (H / G) add their key and value gradients into it.  datt is (T, T)
- * scratch.  For one head, with A the weights, O = A V and S the scores:
- *   dA = dO V^T,  dV += A^T dO,  dS = A * (dA - rowsum(dA * A)),
+ * Multi-head attention, the inverse of attention_forward under the mask:
+ * dqkv (B, T, ld) += the gradients of the (post-RoPE) query, key and value
+ * rows, from dout (B, T, H*D), the saved qkv and the saved weights att
+ * (B, H, T, T).  Query heads that share K/V head h / (H / G) add their key
+ * and value gradients into it.  datt and patt are (T, T) scratch.  For one
+ * head, with A the weights, O = A V, S the scores and P = softmax(S) over
+ * the keys in the softmax:
+ *   dA = dO V^T,  dV += A^T dO,  dS = P * (dP - rowsum(dP * P)),
  *   dQ += scale dS K,  dK += scale dS^T Q.
- * Masked weights are exactly 0, so their dS is 0 too.
+ * Usually A = P and dP = dA, and weights outside the mask are exactly 0,
+ * so their dS is 0 too.  Under the after-softmax mask A = P * M: then
+ * dP = dA * M, while P (recomputed into patt) spans every key.
  */
-static void attention_backward(float *dqkv, float *datt, const float *dout, const float *qkv,
-			       const float *att, int B, int T, int H, int G, int D, float scale)
+static void attention_backward(float *dqkv, float *datt, float *patt, const float *dout,
+			       const float *qkv, const float *att, int B, int T, int H, int G,
+			       int D, enum mask_kind mask, int window, float scale)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
 	for (int b = 0; b < B; b++) {
@@ -258,20 +289,32 @@ static void attention_backward(float *dqkv, float *datt, const float *dout, cons
 			float *dv = dbase + (size_t)(H + G + g) * D;
 			const float *a = att + ((size_t)b * H + h) * T * T;
 			const float *dy = dout + (size_t)b * T * C + (size_t)h * D;
-
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
 				    1.0f, dy, C, v, ld, 0.0f, datt, T);
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T,
 				    1.0f, a, T, dy, C, 1.0f, dv, ld);
 			for (int i = 0; i < T; i++) {
-				const float *ai = a + (size_t)i * T;
+				int lo, hi;
+				mask_range(mask, window, i, T, &lo, &hi);
+				const float *pi = a + (size_t)i * T;
 				float *di = datt + (size_t)i * T;
+				if (mask == MASK_AFTER_SOFTMAX) {
+					float *p = patt + (size_t)i * T;
+					full_softmax_row(p, q + (size_t)i * ld, k, T, D, ld, scale);
+					for (int j = hi + 1; j < T; j++)
+						di[j] = 0.0f;
+					pi = p;
+					lo = 0;
+					hi = T - 1;
+				}
 				float dot = 0.0f;
-				for (int j = 0; j <= i; j++)
-					dot += ai[j] * di[j];
-				for (int j = 0; j <= i; j++)
-					di[j] = ai[j] * (di[j] - dot);
-				for (int j = i + 1; j < T; j++)
+				for (int j = lo; j <= hi; j++)
+					dot += pi[j] * di[j];
+				for (int j = 0; j < lo; j++)
+					di[j] = 0.0f;
+				for (int j = lo; j <= hi; j++)
+					di[j] = pi[j] * (di[j] - dot);
+				for (int j = hi + 1; j < T; j++)
 					di[j] = 0.0f;
 			}
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
@@ -343,6 +386,12 @@ static float *grad_at(const struct model *m, float *grads, enum param_id id, siz
 	return m->p[id] ? grads + (m->p[id] - m->params) + off : NULL;
 }
 
+/* The same for the weights themselves. */
+static const float *param_at(const struct model *m, enum param_id id, size_t off)
+{
+	return m->p[id] ? m->p[id] + off : NULL;
+}
+
 static void layer_setup(struct layer_ctx *x, const struct model *m, const struct run *r,
 			float *grads, int l)
 {
@@ -351,12 +400,12 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	size_t FF = (size_t)cfg_ff_rows(c), F = (size_t)c->d_ff, N = (size_t)r->b * r->t;
 	size_t H = (size_t)c->n_head, T = (size_t)r->t;
 
-	x->ln1w = m->p[P_LN1W] + l * C;
-	x->ln2w = m->p[P_LN2W] + l * C;
-	x->qkvw = m->p[P_QKVW] + l * QKV * C;
-	x->projw = m->p[P_ATTPROJW] + l * C * C;
-	x->fcw = m->p[P_FCW] + l * FF * C;
-	x->fpw = m->p[P_FCPROJW] + l * C * F;
+	x->ln1w = param_at(m, P_LN1W, l * C);
+	x->ln2w = param_at(m, P_LN2W, l * C);
+	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
+	x->projw = param_at(m, P_ATTPROJW, l * C * C);
+	x->fcw = param_at(m, P_FCW, l * FF * C);
+	x->fpw = param_at(m, P_FCPROJW, l * C * F);
 	x->dln1w = grad_at(m, grads, P_LN1W, l * C);
 	x->dln1b = grad_at(m, grads, P_LN1B, l * C);
 	x->dln2w = grad_at(m, grads, P_LN2W, l * C);
@@ -395,12 +444,13 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 {
 	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
 	int QKV = cfg_qkv_rows(c, G), N = B * T;
-	float scale = 1.0f / sqrtf((float)D);
+	float scale = c->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 
 	memset(s->datty, 0, (size_t)N * C * sizeof(float));
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, C, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
-	attention_backward(s->dqkv, s->datt, s->datty, x->qkv, x->att, B, T, H, G, D, scale);
+	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
+			   c->mask, 0, scale);
 	if (c->pos == POS_ROPE)
 		rope_backward(s->dqkv, B, T, H + G, D, QKV, c->rope_theta);
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
@@ -428,39 +478,60 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
  * gradient of the block's output; on return, of its input.
  *   pre:  att_res = in + attn(norm1(in));  out = att_res + mlp(norm2(att_res))
  *   post: att_res = in + attn(in);  ln1 = norm1(att_res);
- *         mlp_res = ln1 + mlp(ln1);  out = norm2(mlp_res) */
+ *         mlp_res = ln1 + mlp(ln1);  out = norm2(mlp_res)
+ * Without residual connections the "x +" terms go, and with them the
+ * gradient that flows around each sub-block; without an MLP the block ends
+ * at att_res (pre) or ln1 (post). */
 static void block_backward(const struct layer_ctx *x, const struct model_config *c,
 			   struct backward_state *s, int B, int T)
 {
 	int C = c->d_model, N = B * T;
 	size_t bytes = (size_t)N * C * sizeof(float);
 	enum norm_type nt = c->norm;
+	bool skip = c->residual, mlp = c->d_ff > 0;
 
 	if (c->placement == PLACE_PRE) {
 		/* dresidual is d(out) and, through the skip, part of d(att_res) */
-		memset(s->dbuf1, 0, bytes);
-		mlp_block_backward(s->dbuf1, s->dresidual, x->ln2, x, c, s, N);
-		norm_backward(nt, s->dresidual, x->dln2w, x->dln2b, s->dbuf1, x->att_res,
-			      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
+		if (mlp) {
+			memset(s->dbuf1, 0, bytes);
+			mlp_block_backward(s->dbuf1, s->dresidual, x->ln2, x, c, s, N);
+			if (!skip)
+				memset(s->dresidual, 0, bytes);
+			norm_backward(nt, s->dresidual, x->dln2w, x->dln2b, s->dbuf1, x->att_res,
+				      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
+		}
 		/* dresidual is now d(att_res), and through the skip part of d(in) */
 		memset(s->dbuf1, 0, bytes);
 		attn_block_backward(s->dbuf1, s->dresidual, x->ln1, x, c, s, B, T);
+		if (!skip)
+			memset(s->dresidual, 0, bytes);
 		norm_backward(nt, s->dresidual, x->dln1w, x->dln1b, s->dbuf1, x->in,
 			      x->ln1w, x->ln1_mean, x->ln1_rstd, N, C);
 	} else {
-		/* dbuf1 = d(mlp_res) */
-		memset(s->dbuf1, 0, bytes);
-		norm_backward(nt, s->dbuf1, x->dln2w, x->dln2b, s->dresidual, x->mlp_res,
-			      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
-		/* dbuf2 = d(ln1): the skip plus the MLP's input gradient */
-		memcpy(s->dbuf2, s->dbuf1, bytes);
-		mlp_block_backward(s->dbuf2, s->dbuf1, x->ln1, x, c, s, N);
+		/* dbuf2 = d(ln1): without an MLP, d(out) itself */
+		if (mlp) {
+			/* dbuf1 = d(mlp_res) */
+			memset(s->dbuf1, 0, bytes);
+			norm_backward(nt, s->dbuf1, x->dln2w, x->dln2b, s->dresidual, x->mlp_res,
+				      x->ln2w, x->ln2_mean, x->ln2_rstd, N, C);
+			/* the skip plus the MLP's input gradient */
+			if (skip)
+				memcpy(s->dbuf2, s->dbuf1, bytes);
+			else
+				memset(s->dbuf2, 0, bytes);
+			mlp_block_backward(s->dbuf2, s->dbuf1, x->ln1, x, c, s, N);
+		} else {
+			memcpy(s->dbuf2, s->dresidual, bytes);
+		}
 		/* dbuf1 = d(att_res) */
 		memset(s->dbuf1, 0, bytes);
 		norm_backward(nt, s->dbuf1, x->dln1w, x->dln1b, s->dbuf2, x->att_res,
 			      x->ln1w, x->ln1_mean, x->ln1_rstd, N, C);
 		/* dresidual = d(in): the skip plus the attention's input gradient */
-		memcpy(s->dresidual, s->dbuf1, bytes);
+		if (skip)
+			memcpy(s->dresidual, s->dbuf1, bytes);
+		else
+			memset(s->dresidual, 0, bytes);
 		attn_block_backward(s->dresidual, s->dbuf1, x->in, x, c, s, B, T);
 	}
 }
@@ -478,7 +549,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		return err_set(e, "backward: the run was not made for training (RUN_TRAIN)");
 	if (!run_options_equal(o, &native) || !run_options_equal(&r->opt, &native))
 		return err_set(e, "backward: only the model's native options are supported "
-			       "(native K/V heads and placement, causal mask, scaling, no ablation)");
+			       "(its K/V heads, placement, mask and scaling, no ablation)");
 	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
 	    r->H != c->n_head || r->F != c->d_ff || r->FF != cfg_ff_rows(c))
 		return err_set(e, "backward: the run was made for another model shape");

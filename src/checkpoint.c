@@ -56,7 +56,7 @@
 static const char *const cfg_keys[] = {
 	"vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff",
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
-	"bias", "tied",
+	"bias", "tied", "residual", "scale", "mask",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -109,6 +109,14 @@ static json_t *config_to_json(const struct model_config *c)
 	obj_set(o, "mlp", json_string(mlp_type_name(c->mlp)));
 	obj_set(o, "bias", json_boolean(c->bias));
 	obj_set(o, "tied", json_boolean(c->tied));
+	/* the lab's switches, written only when off, so that ordinary models'
+	 * configs stay as they were */
+	if (!c->residual)
+		obj_set(o, "residual", json_false());
+	if (!c->scale)
+		obj_set(o, "scale", json_false());
+	if (c->mask != MASK_CAUSAL)
+		obj_set(o, "mask", json_string(mask_kind_name(c->mask)));
 	return o;
 }
 
@@ -224,6 +232,14 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 	CFG_ENUM(o, "mlp", mlp_type_parse, &c->mlp, e);
 	if (cfg_bool(o, "bias", &c->bias, e) || cfg_bool(o, "tied", &c->tied, e))
 		return -1;
+	/* optional: absent means an ordinary model */
+	c->residual = c->scale = true;
+	c->mask = MASK_CAUSAL;
+	if ((json_object_get(o, "residual") && cfg_bool(o, "residual", &c->residual, e)) ||
+	    (json_object_get(o, "scale") && cfg_bool(o, "scale", &c->scale, e)))
+		return -1;
+	if (json_object_get(o, "mask"))
+		CFG_ENUM(o, "mask", mask_kind_parse, &c->mask, e);
 	return 0;
 }
 

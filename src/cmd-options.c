@@ -3,6 +3,7 @@
  * mask, scale, ablate, restore, reset.  Each re-runs the forward pass and
  * prints the one-line summary.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,32 @@ const struct cmd_entry cmd_norm_entry = {
 	.exec = norm_exec,
 };
 
+/* After `mask after-softmax`: what the pitfall did to the rows, over every
+ * layer, head and query of the current text. */
+static void print_row_sums(struct session *s)
+{
+	const struct run *r = s->run;
+	int L = s->model->cfg.n_layer, H = s->model->cfg.n_head, T = r->t;
+	double sum = 0.0, lo = INFINITY;
+	int lo_l = 0, lo_h = 0, lo_i = 0;
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++) {
+			const float *a = run_att(r, l, 0, h);
+			for (int i = 0; i < T; i++) {
+				double row = 0.0;
+				for (int j = 0; j < T; j++)
+					row += a[(size_t)i * T + j];
+				sum += row;
+				if (row < lo)
+					lo = row, lo_l = l, lo_h = h, lo_i = i;
+			}
+		}
+	fprintf(s->out, "rows of attention now sum to %.3f on average, %.3f at least (head %d.%d, "
+		"query %d); only the last row still sums to 1: the softmax normalised over "
+		"later tokens too, then their weights were dropped\n",
+		sum / ((double)L * H * T), lo, lo_l, lo_h, lo_i);
+}
+
 static int mask_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_model(s, e))
@@ -94,21 +121,28 @@ static int mask_exec(struct session *s, int argc, char **argv, struct err *e)
 		o.mask = MASK_CAUSAL;
 	} else if (!strcmp(argv[1], "none") && argc == 2) {
 		o.mask = MASK_NONE;
+	} else if (!strcmp(argv[1], "after-softmax") && argc == 2) {
+		o.mask = MASK_AFTER_SOFTMAX;
 	} else if (!strcmp(argv[1], "window") && argc == 3) {
 		o.mask = MASK_WINDOW;
 		if (cmd_parse_int(argv[2], 0, CFG_MAX_CONTEXT, "the window", &o.window, e))
 			return -1;
 	} else {
-		return err_set(e, "usage: mask causal | mask none | mask window N");
+		return err_set(e, "usage: mask causal | none | window N | after-softmax");
 	}
-	return apply(s, &o, e);
+	if (apply(s, &o, e) != 0)
+		return -1;
+	if (o.mask == MASK_AFTER_SOFTMAX && !s->quiet && session_ready(s) && s->run->t > 1)
+		print_row_sums(s);
+	return 0;
 }
 
-static const char *const mask_words[] = { "causal", "none", "window", NULL };
+static const char *const mask_words[] = { "causal", "none", "window", "after-softmax", NULL };
 const struct cmd_entry cmd_mask_entry = {
 	.name = "mask",
-	.usage = "causal | none | window N",
-	.help = "attention mask: causal, none (every token sees every token), or a causal window of N back",
+	.usage = "causal | none | window N | after-softmax",
+	.help = "attention mask: causal, none (every token sees every token), a causal window of N back, "
+		"or the pitfall of masking after the softmax",
 	.complete = COMPLETE_WORDS,
 	.words = mask_words,
 	.min_args = 1,

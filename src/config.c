@@ -41,15 +41,18 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	switch (i) {
 	case P_WTE: d0 = V; d1 = C; n = 2; break;
 	case P_WPE: if (c->pos == POS_LEARNED) { d0 = S; d1 = C; n = 2; } break;
-	case P_LN1W: case P_LN2W: d0 = C; n = 1; break;
-	case P_LN1B: case P_LN2B: if (ln_bias) { d0 = C; n = 1; } break;
+	case P_LN1W: d0 = C; n = 1; break;
+	case P_LN1B: if (ln_bias) { d0 = C; n = 1; } break;
+	case P_LN2W: if (F) { d0 = C; n = 1; } break;
+	case P_LN2B: if (ln_bias && F) { d0 = C; n = 1; } break;
 	case P_QKVW: d0 = QKV; d1 = C; n = 2; break;
 	case P_QKVB: if (c->bias) { d0 = QKV; n = 1; } break;
 	case P_ATTPROJW: d0 = C; d1 = C; n = 2; break;
-	case P_ATTPROJB: case P_FCPROJB: if (c->bias) { d0 = C; n = 1; } break;
-	case P_FCW: d0 = FF; d1 = C; n = 2; break;
-	case P_FCB: if (c->bias) { d0 = FF; n = 1; } break;
-	case P_FCPROJW: d0 = C; d1 = F; n = 2; break;
+	case P_ATTPROJB: if (c->bias) { d0 = C; n = 1; } break;
+	case P_FCPROJB: if (c->bias && F) { d0 = C; n = 1; } break;
+	case P_FCW: if (F) { d0 = FF; d1 = C; n = 2; } break;
+	case P_FCB: if (c->bias && F) { d0 = FF; n = 1; } break;
+	case P_FCPROJW: if (F) { d0 = C; d1 = F; n = 2; } break;
 	case P_LNFW: d0 = C; n = 1; break;
 	case P_LNFB: if (ln_bias) { d0 = C; n = 1; } break;
 	case P_LMHEAD: if (!c->tied) { d0 = V; d1 = C; n = 2; } break;
@@ -96,7 +99,7 @@ int config_validate(const struct model_config *c, struct err *e)
 	RANGE(n_layer, 1, CFG_MAX_LAYERS);
 	RANGE(n_head, 1, CFG_MAX_HEADS);
 	RANGE(n_kv_head, 1, CFG_MAX_HEADS);
-	RANGE(d_ff, 1, CFG_MAX_DFF);
+	RANGE(d_ff, 0, CFG_MAX_DFF);
 	RANGE(context, 1, CFG_MAX_CONTEXT);
 #undef RANGE
 	if (c->d_model % c->n_head != 0)
@@ -106,6 +109,8 @@ int config_validate(const struct model_config *c, struct err *e)
 	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
 	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_SWIGLU)
 		return err_set(e, "config: unknown norm, placement, positions or MLP kind");
+	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
+		return err_set(e, "config: the native mask must be causal, none or after-softmax");
 	if (c->pos == POS_ROPE && cfg_d_head(c) % 2 != 0)
 		return err_set(e, "config: RoPE needs an even d_head, got %d", cfg_d_head(c));
 	if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f))
@@ -141,6 +146,9 @@ void config_default(struct model_config *c)
 	c->mlp = MLP_GELU;
 	c->bias = true;
 	c->tied = true;
+	c->residual = true;
+	c->scale = true;
+	c->mask = MASK_CAUSAL;
 }
 
 /* ------------------------------------------------------------------- names */
@@ -149,6 +157,7 @@ static const char *const norm_names[] = { "layernorm", "rmsnorm" };
 static const char *const place_names[] = { "pre", "post" };
 static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu" };
+static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -162,11 +171,15 @@ const char *norm_type_name(enum norm_type t) { return (unsigned)t <= NORM_RMS ? 
 const char *norm_place_name(enum norm_place p) { return (unsigned)p <= PLACE_POST ? place_names[p] : "?"; }
 const char *pos_type_name(enum pos_type p) { return (unsigned)p <= POS_ROPE ? pos_names[p] : "?"; }
 const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_SWIGLU ? mlp_names[m] : "?"; }
+const char *mask_kind_name(enum mask_kind m)
+{
+	return (unsigned)m <= MASK_AFTER_SOFTMAX ? mask_names[m] : "?";
+}
 
 #define PARSER(fn, type, names) \
 	int fn(const char *s, type *out) \
 	{ \
-		int i = lookup(names, 2, s); \
+		int i = lookup(names, (int)(sizeof names / sizeof names[0]), s); \
 		if (i < 0) \
 			return -1; \
 		*out = (type)i; \
@@ -176,4 +189,5 @@ PARSER(norm_type_parse, enum norm_type, norm_names)
 PARSER(norm_place_parse, enum norm_place, place_names)
 PARSER(pos_type_parse, enum pos_type, pos_names)
 PARSER(mlp_type_parse, enum mlp_type, mlp_names)
+PARSER(mask_kind_parse, enum mask_kind, mask_names)
 #undef PARSER

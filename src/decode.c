@@ -124,21 +124,30 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		struct layer_weights w;
 		model_layer(m, l, qkvw, qkvb, d->G, &w);
 
+		const float *skip = c->residual ? d->x : NULL;
 		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)) */
 			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
 			attend(d, m, l, &w);
-			residual_forward(d->ar, d->x, d->tmp, C);
-			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
-			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
-			residual_forward(d->x, d->ar, d->tmp, C);
+			residual_forward(d->ar, skip, d->tmp, C);
+			if (c->d_ff) {
+				norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
+				mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
+				residual_forward(d->x, c->residual ? d->ar : NULL, d->tmp, C);
+			} else {
+				memcpy(d->x, d->ar, (size_t)C * sizeof(float));
+			}
 		} else { /* x <- norm1(x + attn(x)); x <- norm2(x + mlp(x)) */
 			memcpy(d->xn, d->x, (size_t)C * sizeof(float));
 			attend(d, m, l, &w);
-			residual_forward(d->ar, d->x, d->tmp, C);
+			residual_forward(d->ar, skip, d->tmp, C);
 			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln1w, w.ln1b, 1, C, c->norm_eps);
-			mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
-			residual_forward(d->ar, d->xn, d->tmp, C);
-			norm_forward(c->norm, d->x, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
+			if (c->d_ff) {
+				mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
+				residual_forward(d->ar, c->residual ? d->xn : NULL, d->tmp, C);
+				norm_forward(c->norm, d->x, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
+			} else {
+				memcpy(d->x, d->xn, (size_t)C * sizeof(float));
+			}
 		}
 		if (d->hook && d->hook->fn)
 			d->hook->fn(d->hook->ctx, HOOK_RESID, l, d->x, 1, 1, pos, C);

@@ -27,8 +27,12 @@ void dump_config(FILE *out, const struct model *m)
 		(double)c->norm_eps, norm_place_name(c->placement), pos_type_name(c->pos));
 	if (c->pos == POS_ROPE)
 		fprintf(out, " theta %g", (double)c->rope_theta);
-	fprintf(out, " mlp %s bias %s tied %s params %zu\n", mlp_type_name(c->mlp),
-		c->bias ? "yes" : "no", c->tied ? "yes" : "no", m->n_params);
+	fprintf(out, " mlp %s bias %s tied %s", c->d_ff ? mlp_type_name(c->mlp) : "none",
+		c->bias ? "yes" : "no", c->tied ? "yes" : "no");
+	if (!c->residual || !c->scale || c->mask != MASK_CAUSAL) /* the lab's switches */
+		fprintf(out, " residual %s scale %s mask %s", c->residual ? "yes" : "no",
+			c->scale ? "yes" : "no", mask_kind_name(c->mask));
+	fprintf(out, " params %zu\n", m->n_params);
 }
 
 int dump_run(FILE *out, struct model *m, const char *text, size_t len, struct err *e)

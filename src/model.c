@@ -173,19 +173,14 @@ void model_qkv_for(struct model *m, int G, const float **w, const float **b)
 
 /* ---------------------------------------------------------------- options */
 
-const char *mask_kind_name(enum mask_kind m)
-{
-	return m == MASK_NONE ? "none" : m == MASK_WINDOW ? "window" : "causal";
-}
-
 void run_options_native(const struct model *m, struct run_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->kv_heads = m->cfg.n_kv_head;
 	o->placement = m->cfg.placement;
-	o->mask = MASK_CAUSAL;
+	o->mask = m->cfg.mask;
 	o->window = 0;
-	o->scale = true;
+	o->scale = m->cfg.scale;
 }
 
 int run_options_validate(const struct model *m, const struct run_options *o, struct err *e)
@@ -195,7 +190,7 @@ int run_options_validate(const struct model *m, const struct run_options *o, str
 		return err_set(e, "%d key/value heads: must divide the %d query heads", o->kv_heads, c->n_head);
 	if ((unsigned)o->placement > PLACE_POST)
 		return err_set(e, "unknown norm placement");
-	if ((unsigned)o->mask > MASK_WINDOW)
+	if ((unsigned)o->mask > MASK_AFTER_SOFTMAX)
 		return err_set(e, "unknown mask");
 	if (o->mask == MASK_WINDOW && o->window < 0)
 		return err_set(e, "window %d: must be 0 or more", o->window);
@@ -271,8 +266,9 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->ln2, per * bt * C },
 		{ &r->ln2_mean, per * bt },
 		{ &r->ln2_rstd, per * bt },
-		{ &r->fch, per * bt * r->FF },
-		{ &r->fch_act, per * bt * r->F },
+		/* one float at least, so that per-layer offsets never start from NULL */
+		{ &r->fch, per * bt * r->FF + 1 },
+		{ &r->fch_act, per * bt * r->F + 1 },
 		{ &r->mlp_res, per * bt * C },
 		{ &r->lnf, bt * C },
 		{ &r->lnf_mean, bt },
@@ -449,6 +445,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 									   : o->kv_heads;
 	int QKV = cfg_qkv_rows(c, G);
 	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
+	bool skip = c->residual;
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
@@ -471,7 +468,8 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		struct layer_weights w;
 		model_layer(m, l, qkvw, qkvb, G, &w);
 
-		/* attention sub-block: att_res = in + attn(pre ? norm1(in) : in) */
+		/* attention sub-block: att_res = in + attn(pre ? norm1(in) : in),
+		 * without "in +" when the model has no residual connections */
 		const float *attn_in = in;
 		if (!post) {
 			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, N, C, c->norm_eps);
@@ -487,20 +485,28 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T,
 					  atty + (size_t)b * T * C + (size_t)h * D, T, D, C);
 		matmul_forward(r->scratch, atty, w.projw, w.projb, N, C, C);
-		residual_forward(att_res, in, r->scratch, (long)N * C);
+		residual_forward(att_res, skip ? in : NULL, r->scratch, (long)N * C);
 
-		/* MLP sub-block */
+		/* MLP sub-block (none when F = 0: the block ends after attention) */
 		if (!post) {
-			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
-			mlp_forward(c, fch, fch_act, r->scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, N);
-			residual_forward(mlp_res, att_res, r->scratch, (long)N * C);
-			memcpy(out, mlp_res, (size_t)N * C * sizeof(float));
+			const float *end = att_res;
+			if (c->d_ff) {
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
+				mlp_forward(c, fch, fch_act, r->scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, N);
+				residual_forward(mlp_res, skip ? att_res : NULL, r->scratch, (long)N * C);
+				end = mlp_res;
+			}
+			memcpy(out, end, (size_t)N * C * sizeof(float));
 		} else {
 			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, N, C, c->norm_eps);
-			mlp_forward(c, fch, fch_act, r->scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, N);
-			residual_forward(mlp_res, ln1, r->scratch, (long)N * C);
-			norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
-			memcpy(out, ln2, (size_t)N * C * sizeof(float));
+			const float *end = ln1;
+			if (c->d_ff) {
+				mlp_forward(c, fch, fch_act, r->scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, N);
+				residual_forward(mlp_res, skip ? ln1 : NULL, r->scratch, (long)N * C);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
+				end = ln2;
+			}
+			memcpy(out, end, (size_t)N * C * sizeof(float));
 		}
 		if (r->hook && r->hook->fn)
 			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, B, T, 0, C);

@@ -157,7 +157,12 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 			for (int i = 0; i < T; i++) {
 				int lo, hi;
 				mask_range(mask, window, i, T, &lo, &hi);
-				masked_softmax_row(a + (size_t)i * T, T, lo, hi);
+				if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
+					masked_softmax_row(a + (size_t)i * T, T, 0, T - 1);
+					memset(a + (size_t)i * T + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
+				} else {
+					masked_softmax_row(a + (size_t)i * T, T, lo, hi);
+				}
 			}
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
 				    1.0f, a, T, v, ld, 0.0f, out + (size_t)b * T * C + (size_t)h * D, C);
@@ -206,6 +211,11 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 
 void residual_forward(float *out, const float *a, const float *b, long n)
 {
+	if (!a) {
+		if (out != b)
+			memmove(out, b, (size_t)n * sizeof(float));
+		return;
+	}
 	for (long i = 0; i < n; i++)
 		out[i] = a[i] + b[i];
 }

@@ -327,12 +327,12 @@ void session_variant_of(const struct session *s, const struct run_options *o, ch
 	}
 	if (o->placement != s->native.placement)
 		ADD("%s%s-norm", n ? " " : "", norm_place_name(o->placement));
-	if (o->mask == MASK_NONE)
-		ADD("%smask:none", n ? " " : "");
-	else if (o->mask == MASK_WINDOW)
+	if (o->mask == MASK_WINDOW)
 		ADD("%smask:window%d", n ? " " : "", o->window);
-	if (!o->scale)
-		ADD("%sscale:off", n ? " " : "");
+	else if (o->mask != s->native.mask)
+		ADD("%smask:%s", n ? " " : "", mask_kind_name(o->mask));
+	if (o->scale != s->native.scale)
+		ADD("%sscale:%s", n ? " " : "", o->scale ? "on" : "off");
 	for (int bit = 0; bit < c->n_layer * c->n_head && bit < ABLATE_WORDS * 64; bit++)
 		if (opt_is_ablated(o, bit))
 			ADD("%s-%d.%d", n ? " " : "", bit / c->n_head, bit % c->n_head);

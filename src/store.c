@@ -1618,9 +1618,8 @@ int store_get_state(struct store *st, int64_t session_id, bool saved, struct sto
 		char *norm = col_str(q, 6), *mask = col_str(q, 7);
 		if (!norm || norm_place_parse(norm, &out->opt.placement) != 0)
 			out->opt.placement = PLACE_PRE;
-		out->opt.mask = mask && !strcmp(mask, "none")     ? MASK_NONE
-				: mask && !strcmp(mask, "window") ? MASK_WINDOW
-								  : MASK_CAUSAL;
+		if (!mask || mask_kind_parse(mask, &out->opt.mask) != 0)
+			out->opt.mask = MASK_CAUSAL;
 		free(norm);
 		free(mask);
 		out->opt.window = (int)col_int(q, 8, 0);

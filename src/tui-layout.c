@@ -371,6 +371,8 @@ void tui_mask_command(enum mask_kind mask, char *buf, size_t size)
 		snprintf(buf, size, "mask none");
 	else if (mask == MASK_NONE)
 		snprintf(buf, size, "mask window %d", TUI_WINDOW);
+	else if (mask == MASK_WINDOW)
+		snprintf(buf, size, "mask after-softmax");
 	else
 		snprintf(buf, size, "mask causal");
 }
@@ -388,6 +390,8 @@ void tui_status_text(const char *name, int L, int H, const struct run_options *o
 		snprintf(mask, sizeof mask, "causal");
 	else if (o->mask == MASK_NONE)
 		snprintf(mask, sizeof mask, "no mask");
+	else if (o->mask == MASK_AFTER_SOFTMAX)
+		snprintf(mask, sizeof mask, "mask after softmax");
 	else
 		snprintf(mask, sizeof mask, "window %d", o->window);
 	int n_abl = opt_ablated_count(o);

@@ -88,14 +88,22 @@ static void rope(double *v, int D, int t, double theta)
 	}
 }
 
-static bool key_visible(const struct run_options *o, int i, int j)
+/* Whether key j takes part in query i's softmax ... */
+static bool key_in_softmax(const struct run_options *o, int i, int j)
 {
 	switch (o->mask) {
 	case MASK_CAUSAL: return j <= i;
 	case MASK_NONE:   return true;
 	case MASK_WINDOW: return j <= i && j >= i - o->window;
+	case MASK_AFTER_SOFTMAX: return true;
 	}
 	return false;
+}
+
+/* ... and whether its weight is kept afterwards. */
+static bool key_kept(const struct run_options *o, int i, int j)
+{
+	return o->mask == MASK_AFTER_SOFTMAX ? j <= i : key_in_softmax(o, i, j);
 }
 
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
@@ -241,7 +249,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				const double *qi = q + ((size_t)i * H + h) * D;
 				double mx = -INFINITY;
 				for (int j = 0; j < T; j++) {
-					if (!key_visible(o, i, j))
+					if (!key_in_softmax(o, i, j))
 						continue;
 					const double *kj = k + ((size_t)j * G + g) * D;
 					double s = 0.0;
@@ -254,7 +262,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				}
 				double sum = 0.0;
 				for (int j = 0; j < T; j++) {
-					if (!key_visible(o, i, j)) {
+					if (!key_in_softmax(o, i, j)) {
 						p[j] = 0.0;
 						continue;
 					}
@@ -262,7 +270,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					sum += p[j];
 				}
 				for (int j = 0; j < T; j++)
-					p[j] /= sum;
+					p[j] = key_kept(o, i, j) ? p[j] / sum : 0.0;
 				if (att)
 					for (int j = 0; j < T; j++)
 						att[(((size_t)l * H + h) * T + i) * T + j] = p[j];
@@ -283,7 +291,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				double s = pb ? (double)pb[c] : 0.0;
 				for (int kk = 0; kk < C; kk++)
 					s += (double)pw[(size_t)c * C + kk] * y[(size_t)t * C + kk];
-				ares[(size_t)t * C + c] = x[(size_t)t * C + c] + s;
+				ares[(size_t)t * C + c] = (cfg->residual ? x[(size_t)t * C + c] : 0.0) + s;
 			}
 		if (trace && trace->att_res)
 			memcpy(trace->att_res + (size_t)l * T * C, ares, sizeof(double) * T * C);
@@ -292,10 +300,19 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 		for (int t = 0; t < T; t++) {
 			double *ar = ares + (size_t)t * C;
 			double *in = h1 + (size_t)t * C; /* MLP input */
+			double *xo = x + (size_t)t * C;
+			if (o->placement == PLACE_PRE && F == 0) { /* attention-only block */
+				memcpy(xo, ar, sizeof(double) * C);
+				continue;
+			}
 			if (o->placement == PLACE_PRE)
 				ref_norm(cfg, ar, in, ln2w, ln2b);
 			else
 				ref_norm(cfg, ar, in, ln1w, ln1b); /* h1 = norm1(x + attn(x)) */
+			if (F == 0) {
+				memcpy(xo, in, sizeof(double) * C);
+				continue;
+			}
 			for (int f = 0; f < FF; f++) {
 				double s = fcb ? (double)fcb[f] : 0.0;
 				for (int c = 0; c < C; c++)
@@ -310,13 +327,13 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					s += (double)fpw[(size_t)c * F + f] * act[f];
 				mo[c] = s;
 			}
-			double *xo = x + (size_t)t * C;
+			double skip = cfg->residual ? 1.0 : 0.0;
 			if (o->placement == PLACE_PRE) {
 				for (int c = 0; c < C; c++)
-					xo[c] = ar[c] + mo[c];
+					xo[c] = skip * ar[c] + mo[c];
 			} else {
 				for (int c = 0; c < C; c++)
-					tmp[c] = in[c] + mo[c];
+					tmp[c] = skip * in[c] + mo[c];
 				ref_norm(cfg, tmp, xo, ln2w, ln2b);
 			}
 		}

@@ -58,14 +58,19 @@ struct combo {
 	enum mlp_type mlp;
 	int kv;
 	bool bias, tied, explicit_targets;
+	/* the lab's switches (all off in combo_of's 48) */
+	bool no_residual, no_scale, no_mlp;
+	enum mask_kind mask;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
 {
-	snprintf(buf, n, "%-9s %-4s %-7s %-6s kv=%d %-6s %-6s %s", norm_type_name(k->norm),
+	snprintf(buf, n, "%-9s %-4s %-7s %-6s kv=%d %-6s %-6s %s%s%s%s%s%s", norm_type_name(k->norm),
 		 norm_place_name(k->place), pos_type_name(k->pos), mlp_type_name(k->mlp), k->kv,
 		 k->bias ? "bias" : "nobias", k->tied ? "tied" : "untied",
-		 k->explicit_targets ? "targets" : "shifted");
+		 k->explicit_targets ? "targets" : "shifted", k->no_residual ? " no-residual" : "",
+		 k->no_scale ? " no-scale" : "", k->no_mlp ? " no-mlp" : "",
+		 k->mask != MASK_CAUSAL ? " mask " : "", k->mask != MASK_CAUSAL ? mask_kind_name(k->mask) : "");
 }
 
 /* The combination with index idx in 0..47: norm x placement x positions x
@@ -76,6 +81,7 @@ static struct combo combo_of(int idx)
 {
 	static const int kvs[3] = { TH, 2, 1 };
 	struct combo k;
+	memset(&k, 0, sizeof k);
 	k.kv = kvs[idx % 3];
 	k.mlp = (enum mlp_type)((idx / 3) % 2);
 	k.pos = (enum pos_type)((idx / 6) % 2);
@@ -107,6 +113,11 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.mlp = k->mlp;
 	c.bias = k->bias;
 	c.tied = k->tied;
+	c.residual = !k->no_residual;
+	c.scale = !k->no_scale;
+	c.mask = k->mask;
+	if (k->no_mlp)
+		c.d_ff = 0;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -283,6 +294,36 @@ static void fd_group(enum norm_type norm, enum norm_place place)
 			 norm_type_name(norm), norm_place_name(place), FD_TOL);
 }
 
+/* The lab's switches, each alone and two together, under both placements:
+ * blocks without residual connections, unscaled scores, attention-only
+ * blocks, and models trained with no mask or the mask after the softmax. */
+static void test_fd_lab_switches(void **state)
+{
+	(void)state;
+	int failures = 0;
+	char name[160];
+	for (int sw = 0; sw < 7; sw++)
+		for (int pl = 0; pl < 2; pl++) {
+			struct combo k = combo_of(sw * 7 % 48);
+			k.place = pl ? PLACE_POST : PLACE_PRE;
+			k.no_residual = sw == 0 || sw == 5;
+			k.no_scale = sw == 1;
+			k.no_mlp = sw == 2 || sw == 5;
+			k.mask = sw == 3 ? MASK_NONE : sw == 4 || sw == 6 ? MASK_AFTER_SOFTMAX : MASK_CAUSAL;
+			k.no_scale |= sw == 6;
+			struct fd_result w = fd_check(&k, 7000 + (uint64_t)(sw * 2 + pl) * 31);
+			combo_name(&k, name, sizeof name);
+			bool bad = !(w.err < FD_TOL);
+			print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+				      bad ? "FAIL" : "  ok", name, w.err,
+				      param_name((enum param_id)w.tensor), w.elem, (double)w.analytic,
+				      (double)w.numeric);
+			failures += bad;
+		}
+	if (failures)
+		fail_msg("%d switch combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* The finite differences run tens of thousands of forward passes over 10
  * tokens, where starting and joining threads costs more than the work: they
  * run on one thread (the other tests use two). */
@@ -362,16 +403,20 @@ static void batch_check(const struct combo *k, uint64_t seed)
 static void test_batch_mean(void **state)
 {
 	(void)state;
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true }, 7);
-	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true }, 8);
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false }, 9);
+	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
+				     false, false, false, MASK_CAUSAL }, 7);
+	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
+				     false, false, false, MASK_CAUSAL }, 8);
+	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
+				     false, false, false, MASK_CAUSAL }, 9);
 }
 
 /* Gradients are added: two backward passes give twice one. */
 static void test_accumulates(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false };
+	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
+			   false, false, false, MASK_CAUSAL };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -423,7 +468,8 @@ static void expect_refusal(struct model *m, const struct run_options *o, const i
 static void test_refuses(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false };
+	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
+			   false, false, false, MASK_CAUSAL };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -484,6 +530,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_layernorm_post, one_thread),
 		cmocka_unit_test_setup(test_fd_rmsnorm_pre, one_thread),
 		cmocka_unit_test_setup(test_fd_rmsnorm_post, one_thread),
+		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),

@@ -103,6 +103,44 @@ static void test_decoder_matches_forward(void **state)
 	}
 }
 
+/* Blocks without residual connections or without an MLP decode as the
+ * full pass computes them, under both placements; an after-softmax model
+ * decodes as its causal pass (a step has no future keys to normalise over). */
+static void test_decoder_lab_architectures(void **state)
+{
+	(void)state;
+	for (int sw = 1; sw < 4; sw++)
+		for (int llama = 0; llama <= 1; llama++) {
+			struct model *base = randmodel_new(llama, 2, 2, V, 8.0f, 20 + sw);
+			struct model_config c = base->cfg;
+			model_free(base);
+			c.residual = !(sw & 1);
+			if (sw & 2)
+				c.d_ff = 0;
+			struct err e;
+			struct model *m = model_new(&c, &e);
+			if (!m)
+				fail_msg("model_new: %s", e.msg);
+			model_init_random(m, 30 + sw);
+			for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+				m->p[P_QKVW][i] *= 8.0f;
+			struct run_options o;
+			run_options_native(m, &o);
+			for (int pl = 0; pl < 2; pl++) {
+				o.placement = pl ? PLACE_POST : PLACE_PRE;
+				double w = compare(m, &o, &o);
+				print_message("%s residual %d mlp %d %s: worst %.3f of tolerance\n",
+					      llama ? "llama" : "gpt2 ", c.residual, c.d_ff > 0,
+					      norm_place_name(o.placement), w);
+				assert_true(w <= 1.0);
+			}
+			struct run_options after = o;
+			after.mask = MASK_AFTER_SOFTMAX;
+			assert_true(compare(m, &after, &o) <= 1.0);
+			model_free(m);
+		}
+}
+
 static void test_decoder_reset_and_limits(void **state)
 {
 	(void)state;
@@ -278,6 +316,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decoder_matches_forward),
+		cmocka_unit_test(test_decoder_lab_architectures),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),

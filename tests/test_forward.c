@@ -42,6 +42,7 @@ struct variant {
 	int kv;
 	bool bias, tied;
 	float eps; /* 0: 1e-5 */
+	bool no_residual, no_mlp; /* the lab's switches */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -67,6 +68,9 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->mlp = v->mlp;
 	c->bias = v->bias;
 	c->tied = v->tied;
+	c->residual = !v->no_residual;
+	if (v->no_mlp)
+		c->d_ff = 0;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -116,17 +120,20 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	 * silently agree with a wrong table). */
 	assert_true((m->psize[P_LN1B] > 0) == (v->bias && v->norm == NORM_LAYER));
 	assert_true((m->psize[P_QKVB] > 0) == v->bias);
-	assert_true((m->psize[P_FCB] > 0) == v->bias);
+	assert_true((m->psize[P_FCB] > 0) == (v->bias && !v->no_mlp));
 	assert_true((m->psize[P_WPE] > 0) == (v->pos == POS_LEARNED));
 	assert_true((m->psize[P_LMHEAD] > 0) == !v->tied);
 	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (TH + 2 * v->kv) * (TC / TH) * TC);
-	assert_int_equal(m->psize[P_FCW], (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
+	assert_int_equal(m->psize[P_FCW],
+			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
+	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
 	return m;
 }
 
 static struct variant default_variant(void)
 {
-	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f };
+	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
+			     false, false };
 	return v;
 }
 
@@ -138,6 +145,7 @@ static const char *mask_name(const struct run_options *o, char *buf, size_t n)
 	case MASK_CAUSAL: return "causal";
 	case MASK_NONE: return "none";
 	case MASK_WINDOW: snprintf(buf, n, "window%d", o->window); return buf;
+	case MASK_AFTER_SOFTMAX: return "after-softmax";
 	}
 	return "?";
 }
@@ -153,10 +161,11 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 			used += snprintf(ab + used, sizeof ab - used, "%s%d.%d",
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
-		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g} "
+		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
-		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v), o->kv_heads,
+		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
+		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "", o->kv_heads,
 		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
 }
@@ -314,6 +323,7 @@ static void run_matrix(enum norm_type norm, enum pos_type pos)
 		for (int mi = 0; mi < 2; mi++)
 			for (int ki = 0; ki < 3; ki++) {
 				struct variant v;
+				memset(&v, 0, sizeof v);
 				v.norm = norm;
 				v.place = pl ? PLACE_POST : PLACE_PRE;
 				v.pos = pos;
@@ -328,14 +338,16 @@ static void run_matrix(enum norm_type norm, enum pos_type pos)
 				struct model *m = make_model(&v, seed);
 				for (int gi = 0; gi < 3; gi++)
 					for (int rp = 0; rp < 2; rp++)
-						for (int mk = 0; mk < 3; mk++)
+						for (int mk = 0; mk < 4; mk++)
 							for (int sc = 0; sc < 2; sc++)
 								for (int ab = 0; ab < 2; ab++) {
 					struct run_options o;
 					base_options(m, &o);
 					o.kv_heads = gs[gi];
 					o.placement = rp ? PLACE_POST : PLACE_PRE;
-					o.mask = mk == 0 ? MASK_CAUSAL : mk == 1 ? MASK_NONE : MASK_WINDOW;
+					static const enum mask_kind masks[4] = {
+						MASK_CAUSAL, MASK_NONE, MASK_WINDOW, MASK_AFTER_SOFTMAX };
+					o.mask = masks[mk];
 					o.window = 2;
 					o.scale = sc == 0;
 					if (ab)
@@ -352,6 +364,43 @@ static void run_matrix(enum norm_type norm, enum pos_type pos)
 	engine_set_threads(0);
 	print_message("matrix %s/%s: %d runs, %d mismatches\n", norm_type_name(norm),
 		      pos_type_name(pos), runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* The lab's architecture switches: blocks without residual connections,
+ * without an MLP, and both, under each placement and native mask, against
+ * the reference. */
+static void test_lab_architectures(void **s)
+{
+	(void)s;
+	static const enum mask_kind masks[3] = { MASK_CAUSAL, MASK_NONE, MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (int sw = 1; sw < 4; sw++)
+		for (int norm = 0; norm < 2; norm++)
+			for (int pl = 0; pl < 2; pl++) {
+				struct variant v = default_variant();
+				v.norm = norm ? NORM_RMS : NORM_LAYER;
+				v.pos = norm ? POS_ROPE : POS_LEARNED;
+				v.place = pl ? PLACE_POST : PLACE_PRE;
+				v.no_residual = sw & 1;
+				v.no_mlp = sw & 2;
+				struct model *m = make_model(&v, 5000u + (uint64_t)(sw * 4 + norm * 2 + pl));
+				for (int mk = 0; mk < 3; mk++)
+					for (int sc = 0; sc < 2; sc++) {
+						struct run_options o;
+						base_options(m, &o);
+						o.mask = masks[mk];
+						o.scale = sc == 0;
+						runs++;
+						if (!check_against_ref(m, &v, &o, (RUN_LOGITS | RUN_ATTN | RUN_TRAIN),
+								       test_tokens, TT))
+							failures++;
+					}
+				model_free(m);
+			}
+	engine_set_threads(0);
+	print_message("lab architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -943,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_matrix_layer_rope),
 		cmocka_unit_test(test_matrix_rms_learned),
 		cmocka_unit_test(test_matrix_rms_rope),
+		cmocka_unit_test(test_lab_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),
 		cmocka_unit_test(test_causal_zero_above_diagonal),

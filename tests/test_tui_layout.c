@@ -429,6 +429,8 @@ static void test_mask_cycle(void **state)
 	tui_mask_command(MASK_NONE, buf, sizeof buf);
 	assert_string_equal(buf, "mask window 4");
 	tui_mask_command(MASK_WINDOW, buf, sizeof buf);
+	assert_string_equal(buf, "mask after-softmax");
+	tui_mask_command(MASK_AFTER_SOFTMAX, buf, sizeof buf);
 	assert_string_equal(buf, "mask causal");
 }
 
