@@ -41,6 +41,11 @@ struct dataset {
  * [0, 1) is the share of tokens, taken from the end, kept for validation. */
 int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
 		 struct err *e);
+/* As dataset_load, encoded with tok (an existing model's vocabulary;
+ * taken: d owns it on success, it is freed on failure). */
+int dataset_load_tok(struct dataset *d, const char *path, struct tokenizer *tok,
+		     double val_fraction, struct err *e);
+
 void dataset_free(struct dataset *d);
 
 /* Checks that both splits hold at least one window of T + 1 tokens (the

@@ -38,30 +38,34 @@ static int check_text(const char *text, size_t len, const char *path, struct err
 	return 0;
 }
 
-int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
-		 struct err *e)
+/* dataset_load and dataset_load_tok: tok is the vocabulary to encode with
+ * (taken), or NULL to build one of the text's characters. */
+static int load(struct dataset *d, const char *path, struct tokenizer *tok, int min_count,
+		double val_fraction, struct err *e)
 {
 	memset(d, 0, sizeof *d);
 	size_t len;
 	char *text = read_file(path, &len, e);
-	if (!text)
+	if (!text) {
+		tok_free(tok);
 		return -1;
-	if (len == 0) {
-		free(text);
-		return err_set(e, "%s: empty file", path);
 	}
-	if (len > (size_t)1 << 31) {
+	int rc = 0;
+	if (len == 0)
+		rc = err_set(e, "%s: empty file", path);
+	else if (len > (size_t)1 << 31)
+		rc = err_set(e, "%s: %zu bytes is more than the 2 GiB a training text may have",
+			     path, len);
+	else
+		rc = check_text(text, len, path, e);
+	if (rc) {
 		free(text);
-		return err_set(e, "%s: %zu bytes is more than the 2 GiB a training text may have",
-			       path, len);
-	}
-	if (check_text(text, len, path, e)) {
-		free(text);
+		tok_free(tok);
 		return -1;
 	}
 	d->bytes = len;
 	d->hash = dataset_fnv1a(text, len);
-	d->tok = tok_char_from_text(text, len, min_count, 0, e);
+	d->tok = tok ? tok : tok_char_from_text(text, len, min_count, 0, e);
 	if (!d->tok) {
 		free(text);
 		return err_prefix(e, "%s", path);
@@ -84,6 +88,18 @@ int dataset_load(struct dataset *d, const char *path, int min_count, double val_
 	for (size_t i = 0; i < d->n; i++)
 		d->n_unk += d->ids[i] == d->tok->unk_id;
 	return 0;
+}
+
+int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
+		 struct err *e)
+{
+	return load(d, path, NULL, min_count, val_fraction, e);
+}
+
+int dataset_load_tok(struct dataset *d, const char *path, struct tokenizer *tok,
+		     double val_fraction, struct err *e)
+{
+	return load(d, path, tok, 1, val_fraction, e);
 }
 
 void dataset_free(struct dataset *d)

@@ -27,6 +27,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "dataset.h"
+#include "loader.h"
 #include "model.h"
 #include "optim.h"
 #include "store.h"
@@ -35,7 +36,7 @@
 /* ------------------------------------------------------------------ flags */
 
 struct opts {
-	const char *data, *out, *resume, *name, *db;
+	const char *data, *out, *resume, *name, *db, *from;
 	int min_count;
 	int layers, heads, kv_heads, d_model, d_ff, context; /* kv_heads, d_ff: 0 = default */
 	enum norm_type norm;
@@ -43,6 +44,9 @@ struct opts {
 	enum pos_type pos;
 	enum mlp_type mlp;
 	bool no_bias, untied;
+	bool no_residual, no_scale, no_mlp; /* the lab's switches */
+	enum mask_kind mask;
+	const char *shape_flag;  /* the first flag given that --from would override */
 	long steps, warmup, val_every, log_every, stop_after, stop_now_at;
 	int batch, val_batches, threads;
 	double lr, min_lr_frac, weight_decay, clip, val_fraction;
@@ -84,7 +88,8 @@ static void opts_default(struct opts *o)
 	o->repeat_max = 100;
 }
 
-enum flag_kind { F_STR, F_INT, F_LONG, F_SEED, F_DOUBLE, F_BOOL, F_NORM, F_PLACE, F_POS, F_MLP, F_DTYPE };
+enum flag_kind { F_STR, F_INT, F_LONG, F_SEED, F_DOUBLE, F_BOOL, F_NORM, F_PLACE, F_POS, F_MLP,
+		 F_MASK, F_DTYPE };
 
 struct flag {
 	const char *name;
@@ -103,7 +108,8 @@ static const struct flag flags[] = {
 	{ "--layers", F_INT, O(layers), 1, CFG_MAX_LAYERS, true, "N", "transformer blocks (4)" },
 	{ "--heads", F_INT, O(heads), 1, CFG_MAX_HEADS, true, "N", "query heads (4)" },
 	{ "--kv-heads", F_INT, O(kv_heads), 1, CFG_MAX_HEADS, true, "N",
-	  "key/value heads: = heads MHA, 1 MQA, else GQA (heads)" },
+	  "key/value heads: = heads MHA, 1 MQA, else GQA (heads); with --from, MODEL's\n"
+	  "                                 K/V heads mean-pooled (or replicated) to N first" },
 	{ "--d-model", F_INT, O(d_model), 1, CFG_MAX_DMODEL, true, "N", "model width (128)" },
 	{ "--d-ff", F_INT, O(d_ff), 1, CFG_MAX_DFF, true, "N", "MLP width (4 x d-model)" },
 	{ "--context", F_INT, O(context), 1, CFG_MAX_CONTEXT, true, "N",
@@ -114,6 +120,16 @@ static const struct flag flags[] = {
 	{ "--mlp", F_MLP, O(mlp), 0, 0, true, "gelu|swiglu", "MLP kind (gelu)" },
 	{ "--no-bias", F_BOOL, O(no_bias), 0, 0, true, NULL, "no biases in linear layers and norms" },
 	{ "--untied", F_BOOL, O(untied), 0, 0, true, NULL, "separate output projection (tied to wte)" },
+	{ "--no-residual", F_BOOL, O(no_residual), 0, 0, true, NULL,
+	  "blocks without residual connections: each sub-block replaces the stream" },
+	{ "--no-scale", F_BOOL, O(no_scale), 0, 0, true, NULL, "scores not multiplied by 1/sqrt(d_head)" },
+	{ "--mask", F_MASK, O(mask), 0, 0, true, "causal|none|after-softmax",
+	  "the mask the model trains with (causal); none and after-softmax\n"
+	  "                                 let a position see the token it must predict" },
+	{ "--no-mlp", F_BOOL, O(no_mlp), 0, 0, true, NULL, "attention-only blocks (no MLP)" },
+	{ "--from", F_STR, O(from), 0, 0, true, "MODEL",
+	  "start from MODEL's weights, shape and tokenizer (a name in models/ or a\n"
+	  "                                 path); the shape flags above cannot be given with it" },
 	{ "--steps", F_LONG, O(steps), 1, 1e8, true, "N", "optimizer steps (2000)" },
 	{ "--batch", F_INT, O(batch), 1, 65536, true, "N", "windows per step (16)" },
 	{ "--lr", F_DOUBLE, O(lr), 1e-9, 10, true, "X", "peak learning rate (2e-3)" },
@@ -237,6 +253,11 @@ static int set_flag(struct opts *o, const struct flag *f, const char *v, struct 
 	case F_PLACE: rc = norm_place_parse(v, (enum norm_place *)base); break;
 	case F_POS: rc = pos_type_parse(v, (enum pos_type *)base); break;
 	case F_MLP: rc = mlp_type_parse(v, (enum mlp_type *)base); break;
+	case F_MASK:
+		rc = mask_kind_parse(v, (enum mask_kind *)base);
+		if (rc == 0 && *(enum mask_kind *)base == MASK_WINDOW)
+			rc = -1;
+		break;
 	case F_DTYPE:
 		if (strcmp(v, "f32") == 0 || strcmp(v, "F32") == 0)
 			*(enum ckpt_dtype *)base = CKPT_F32;
@@ -274,6 +295,21 @@ static void strv_free(struct strv *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* Flags that decide the architecture or the vocabulary: --from MODEL
+ * takes them from MODEL instead. */
+static bool is_shape_flag(const char *name)
+{
+	static const char *const shape[] = {
+		"--min-count", "--layers", "--heads", "--d-model", "--d-ff", "--context", "--norm",
+		"--placement", "--pos", "--mlp", "--no-bias", "--untied", "--no-residual",
+		"--no-scale", "--mask", "--no-mlp",
+	};
+	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
+		if (strcmp(name, shape[i]) == 0)
+			return true;
+	return false;
+}
+
 /* Parses args[0..n) onto o (later flags win).  Accepts "--flag value" and
  * "--flag=value".  When replay is not NULL, the flags marked replayable are
  * appended to it as "--flag=value" / "--flag".  The values point into args,
@@ -306,6 +342,8 @@ static int parse_args(struct opts *o, int n, char **args, struct strv *replay, s
 		}
 		if (set_flag(o, f, v, e))
 			return -1;
+		if (!o->shape_flag && is_shape_flag(f->name))
+			o->shape_flag = f->name;
 		if (replay && f->replay) {
 			if (v) {
 				size_t len = strlen(f->name) + strlen(v) + 2;
@@ -693,6 +731,10 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 	}
 	json_t *data = json_string(o->data);
 	jset(r, "data", data ? data : json_null());
+	if (o->from) {
+		json_t *from = json_string(o->from);
+		jset(r, "from", from ? from : json_null());
+	}
 	jset(r, "data_bytes", json_integer((json_int_t)t->d.bytes));
 	jset(r, "data_tokens", json_integer((json_int_t)t->d.n));
 	jset(r, "train_tokens", json_integer((json_int_t)t->d.n_train));
@@ -1185,6 +1227,11 @@ static void build_config(const struct opts *o, int vocab, struct model_config *c
 	c->mlp = o->mlp;
 	c->bias = !o->no_bias;
 	c->tied = !o->untied;
+	c->residual = !o->no_residual;
+	c->scale = !o->no_scale;
+	c->mask = o->mask;
+	if (o->no_mlp)
+		c->d_ff = 0;
 }
 
 /* The flags (on --resume: the stored ones, then those given) and whatever
@@ -1243,8 +1290,13 @@ static int read_flags(struct trainer *t, int argc, char **argv, struct saved *sa
 		err_set(e, "--out FILE is required (see attnscope train --help)");
 		goto out;
 	}
+	if (o->from && o->shape_flag) {
+		err_set(e, "--from MODEL takes the shape and vocabulary from MODEL; %s cannot be "
+			"given with it", o->shape_flag);
+		goto out;
+	}
 	build_config(o, 256, &t->cfg);
-	if (config_validate(&t->cfg, e)) {
+	if (!o->from && config_validate(&t->cfg, e)) { /* --from: checked against MODEL */
 		err_prefix(e, "impossible shape");
 		goto out;
 	}
@@ -1257,6 +1309,49 @@ static int read_flags(struct trainer *t, int argc, char **argv, struct saved *sa
 out:
 	strv_free(&replay);
 	return status;
+}
+
+/* --from MODEL: opens it and fills c with its config, with --kv-heads G
+ * key/value heads when given.  The model keeps its tokenizer (the caller
+ * takes it).  NULL with a message on failure. */
+static struct model *from_model(const struct opts *o, struct model_config *c, struct err *e)
+{
+	struct model *src = model_open(o->from, e);
+	if (!src) {
+		err_prefix(e, "--from");
+		return NULL;
+	}
+	if (!src->tok) {
+		model_free(src);
+		return err_set(e, "--from %s: the model has no tokenizer", o->from), NULL;
+	}
+	*c = src->cfg;
+	if (o->kv_heads) {
+		int H = c->n_head;
+		if (H % o->kv_heads != 0) {
+			model_free(src);
+			return err_set(e, "--kv-heads %d does not divide %s's %d query heads",
+				       o->kv_heads, o->from, H), NULL;
+		}
+		c->n_kv_head = o->kv_heads;
+	}
+	return src;
+}
+
+/* Copies src's weights into m, whose config is src's with n_kv_head
+ * possibly changed: the K/V rows are the engine's conversion to that many
+ * heads (model_qkv_for: mean-pooled within each group, or replicated). */
+static void copy_weights(struct model *m, struct model *src)
+{
+	const float *qkvw, *qkvb;
+	model_qkv_for(src, m->cfg.n_kv_head, &qkvw, &qkvb);
+	for (int i = 0; i < N_PARAMS; i++) {
+		if (!m->psize[i])
+			continue;
+		const float *from = i == P_QKVW ? qkvw : i == P_QKVB ? qkvb : src->p[i];
+		memcpy(m->p[i], from, m->psize[i] * sizeof(float));
+	}
+	model_clear_cache(m);
 }
 
 /* Files, data, the database and the model, everything before the first
@@ -1272,26 +1367,53 @@ static int prepare(struct trainer *t, struct saved *saved, struct err *e)
 		return TRAIN_EXIT_FAIL;
 	if (rec_open(&t->rec, o, saved, e))
 		return TRAIN_EXIT_FAIL;
-	if (dataset_load(&t->d, o->data, o->min_count, o->val_fraction, e) ||
-	    dataset_check_context(&t->d, o->data, o->context, e))
+	struct model *src = NULL;
+	if (o->from) {
+		src = from_model(o, &t->cfg, e);
+		if (!src)
+			return TRAIN_EXIT_FAIL;
+		if (dataset_load_tok(&t->d, o->data, src->tok, o->val_fraction, e)) {
+			src->tok = NULL;
+			model_free(src);
+			return TRAIN_EXIT_FAIL;
+		}
+		src->tok = NULL;
+	} else if (dataset_load(&t->d, o->data, o->min_count, o->val_fraction, e)) {
 		return TRAIN_EXIT_FAIL;
-	if (dataset_set_windows(&t->d, o->context, o->line_starts, o->repeat, o->repeat_min,
+	}
+	int T = src ? t->cfg.context : o->context;
+	if (dataset_check_context(&t->d, o->data, T, e)) {
+		model_free(src);
+		return TRAIN_EXIT_FAIL;
+	}
+	if (dataset_set_windows(&t->d, T, o->line_starts, o->repeat, o->repeat_min,
 				o->repeat_max, o->repeat_random, e)) {
 		err_prefix(e, "%s", o->data);
+		model_free(src);
 		return TRAIN_EXIT_FAIL;
 	}
-	build_config(o, t->d.tok->vocab_size, &t->cfg);
+	if (!src)
+		build_config(o, t->d.tok->vocab_size, &t->cfg);
 	if (config_validate(&t->cfg, e)) {
 		err_prefix(e, "%s: vocabulary of %d characters", o->data, t->cfg.vocab_size);
+		model_free(src);
 		return TRAIN_EXIT_FAIL;
 	}
-	if (check_memory(&t->cfg, o->batch, o->context, e))
+	if (check_memory(&t->cfg, o->batch, T, e)) {
+		model_free(src);
 		return TRAIN_EXIT_USAGE;
+	}
 
 	t->m = model_new(&t->cfg, e);
-	if (!t->m)
+	if (!t->m) {
+		model_free(src);
 		return TRAIN_EXIT_FAIL;
-	model_init_random(t->m, (uint64_t)o->seed);
+	}
+	if (src)
+		copy_weights(t->m, src);
+	else
+		model_init_random(t->m, (uint64_t)o->seed);
+	model_free(src);
 	t->m->tok = t->d.tok;
 	t->d.tok = NULL;
 	t->m->name = o->name ? xstrdup(o->name) : default_name(o->out);
