@@ -1,13 +1,12 @@
 /*
- * train.c — `attnscope train`: flags, the training loop, progress, the
+ * train.c — `attnscope train`: flags, the loop over trainer_step
+ * (trainer.h) with validation, progress, signals and the database, the
  * training record (m->train_meta) and the resumable optimizer state
  * FILE.optim (format documented in train.h).
  *
- * One step: B random windows of T + 1 tokens from the training split,
- * gradients zeroed, forward (RUN_TRAIN), backward, global-norm clipping,
- * AdamW with a warmup + cosine learning rate.  Everything that decides the
- * next step (weights, moments, step counter, batch generator) is saved on
- * an interrupt, so a resumed run repeats the uninterrupted one exactly.
+ * Everything that decides the next step (weights, moments, step counter,
+ * batch generator) is saved on an interrupt, so a resumed run repeats the
+ * uninterrupted one exactly.
  */
 #define _GNU_SOURCE
 #include "train.h"
@@ -32,6 +31,7 @@
 #include "optim.h"
 #include "store.h"
 #include "tokenizer.h"
+#include "trainer.h"
 
 /* ------------------------------------------------------------------ flags */
 
@@ -445,78 +445,29 @@ struct recorder {
 	double last_ms;          /* when steps were last committed */
 };
 
-/* Everything a training run carries from step to step. */
-struct trainer {
+/* A training job: the flags, the model and data, the trainer (trainer.h)
+ * and what the command adds around it. */
+struct job {
 	struct opts o;
 	struct model_config cfg;
 	struct model *m;
 	struct dataset d;
-	struct adamw opt;
-	struct rng rng;
-	long step;               /* steps done */
-	uint64_t tokens;         /* tokens seen */
+	struct trainer tr;       /* weights' moments, step, history */
 	double prev_seconds;     /* wall time of earlier sessions */
-	int hw;                  /* history row width: 3 + L */
-	float *hist;             /* step rows: loss, lr, grad norm, L layer norms */
-	size_t hist_n, hist_cap;
-	float *val;              /* (step, loss) pairs */
-	size_t val_n, val_cap;
 	struct strv args;        /* replayable flags of the run */
 	struct strv cmds;        /* command lines that ran it */
 	struct recorder rec;
 };
 
-static void hist_push(struct trainer *t, const float *row)
+static void job_free(struct job *t)
 {
-	if (t->hist_n == t->hist_cap) {
-		t->hist_cap = t->hist_cap ? 2 * t->hist_cap : 1024;
-		t->hist = xrealloc(t->hist, t->hist_cap * (size_t)t->hw * sizeof(float));
-	}
-	memcpy(t->hist + t->hist_n * (size_t)t->hw, row, (size_t)t->hw * sizeof(float));
-	t->hist_n++;
-}
-
-static void val_push(struct trainer *t, long step, float loss)
-{
-	if (t->val_n == t->val_cap) {
-		t->val_cap = t->val_cap ? 2 * t->val_cap : 64;
-		t->val = xrealloc(t->val, t->val_cap * 2 * sizeof(float));
-	}
-	t->val[2 * t->val_n] = (float)step;
-	t->val[2 * t->val_n + 1] = loss;
-	t->val_n++;
-}
-
-static void trainer_free(struct trainer *t)
-{
+	trainer_release(&t->tr);
 	model_free(t->m);
 	dataset_free(&t->d);
-	adamw_free(&t->opt);
-	free(t->hist);
-	free(t->val);
 	strv_free(&t->args);
 	strv_free(&t->cmds);
 	store_close(t->rec.st);
 	free(t->rec.real);
-}
-
-/* Mean training loss over the last 10% of the steps done (at least one). */
-static double final_train_loss(const struct trainer *t)
-{
-	if (t->hist_n == 0)
-		return NAN;
-	size_t k = t->hist_n / 10;
-	if (k < 1)
-		k = 1;
-	double s = 0;
-	for (size_t i = t->hist_n - k; i < t->hist_n; i++)
-		s += t->hist[i * (size_t)t->hw];
-	return s / (double)k;
-}
-
-static double last_val_loss(const struct trainer *t)
-{
-	return t->val_n ? t->val[2 * t->val_n - 1] : NAN;
 }
 
 /* ------------------------------------------------ FILE.optim (optim.h) */
@@ -573,7 +524,7 @@ static char *jdump(json_t *j, size_t flags)
  * ran the run ("commands"), the model config ("config") and, when the run
  * has a row in a session database, where ("db": {"path", "run"}), so that
  * the run resuming it can link its own row to it. */
-static int optim_save(const struct trainer *t, const char *path, struct err *e)
+static int optim_save(const struct job *t, const char *path, struct err *e)
 {
 	json_t *root = jcheck(json_object());
 	jset(root, "args", jstrv(&t->args));
@@ -591,20 +542,20 @@ static int optim_save(const struct trainer *t, const char *path, struct err *e)
 	struct optim_file f = {
 		.n_layer = (uint32_t)t->cfg.n_layer,
 		.n_params = t->m->n_params,
-		.step = (uint64_t)t->step,
-		.rng = t->rng.state,
-		.tokens = t->tokens,
+		.step = (uint64_t)t->tr.step,
+		.rng = t->tr.rng.state,
+		.tokens = t->tr.tokens,
 		.data_bytes = t->d.bytes,
 		.data_hash = t->d.hash,
 		.seconds = t->prev_seconds,
-		.hist_n = t->hist_n,
-		.val_n = t->val_n,
+		.hist_n = t->tr.hist_n,
+		.val_n = t->tr.val_n,
 		.json = jdump(root, JSON_COMPACT),
 		.params = t->m->params,
-		.m = t->opt.m,
-		.v = t->opt.v,
-		.hist = t->hist,
-		.val = t->val,
+		.m = t->tr.opt.m,
+		.v = t->tr.opt.v,
+		.hist = t->tr.hist,
+		.val = t->tr.val,
 	};
 	json_decref(root);
 	int rc = optim_file_write(path, &f, e);
@@ -671,7 +622,7 @@ static int optim_read(const char *path, struct saved *s, struct err *e)
 /* Takes over the stored state into a trainer whose model was built from
  * the stored flags, after checking that the model, the data and the step
  * count agree. */
-static int optim_restore(struct trainer *t, struct saved *s, const char *path, struct err *e)
+static int optim_restore(struct job *t, struct saved *s, const char *path, struct err *e)
 {
 	struct optim_file *f = &s->f;
 	char *cj = checkpoint_config_json(&t->cfg);
@@ -687,19 +638,19 @@ static int optim_restore(struct trainer *t, struct saved *s, const char *path, s
 			       path, (unsigned long long)f->step);
 	size_t P = t->m->n_params;
 	memcpy(t->m->params, f->params, P * sizeof(float));
-	memcpy(t->opt.m, f->m, P * sizeof(float));
-	memcpy(t->opt.v, f->v, P * sizeof(float));
-	free(t->hist);
-	free(t->val);
-	t->hist = f->hist;
-	t->hist_n = t->hist_cap = f->hist_n;
-	t->val = f->val;
-	t->val_n = t->val_cap = f->val_n;
+	memcpy(t->tr.opt.m, f->m, P * sizeof(float));
+	memcpy(t->tr.opt.v, f->v, P * sizeof(float));
+	free(t->tr.hist);
+	free(t->tr.val);
+	t->tr.hist = f->hist;
+	t->tr.hist_n = t->tr.hist_cap = f->hist_n;
+	t->tr.val = f->val;
+	t->tr.val_n = t->tr.val_cap = f->val_n;
 	f->hist = f->val = NULL;
-	t->step = (long)f->step;
-	t->opt.step = (long)f->step;
-	t->rng.state = f->rng;
-	t->tokens = f->tokens;
+	t->tr.step = (long)f->step;
+	t->tr.opt.step = (long)f->step;
+	t->tr.rng.state = f->rng;
+	t->tr.tokens = f->tokens;
 	t->prev_seconds = f->seconds;
 	model_clear_cache(t->m);
 	return 0;
@@ -715,7 +666,7 @@ static json_t *jreal(double x)
 /* The JSON training record stored as the checkpoint's "training" metadata:
  * what ran, on what, for how long, the outcome, and a history of at most
  * ~1000 steps (every k-th step, plus the last). */
-static char *train_record(const struct trainer *t, double seconds, bool complete)
+static char *train_record(const struct job *t, double seconds, bool complete)
 {
 	const struct opts *o = &t->o;
 	json_t *r = jcheck(json_object());
@@ -750,7 +701,7 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 	}
 	jset(r, "seed", json_integer((json_int_t)o->seed));
 	jset(r, "steps", json_integer(o->steps));
-	jset(r, "steps_done", json_integer(t->step));
+	jset(r, "steps_done", json_integer(t->tr.step));
 	jset(r, "complete", json_boolean(complete));
 	jset(r, "batch", json_integer(o->batch));
 	jset(r, "context", json_integer(t->cfg.context));
@@ -761,14 +712,14 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 	jset(r, "clip", json_real(o->clip));
 	jset(r, "val_fraction", json_real(o->val_fraction));
 	jset(r, "params", json_integer((json_int_t)t->m->n_params));
-	jset(r, "tokens_seen", json_integer((json_int_t)t->tokens));
-	jset(r, "final_train_loss", jreal(final_train_loss(t)));
-	jset(r, "final_val_loss", jreal(last_val_loss(t)));
+	jset(r, "tokens_seen", json_integer((json_int_t)t->tr.tokens));
+	jset(r, "final_train_loss", jreal(trainer_final_loss(&t->tr)));
+	jset(r, "final_val_loss", jreal(trainer_last_val(&t->tr)));
 	jset(r, "wall_seconds", json_real(round(seconds * 10) / 10));
 	jset(r, "threads", json_integer(o->threads > 0 ? o->threads : cpu_count()));
 	jset(r, "cores", json_integer(cpu_count()));
 
-	size_t n = t->hist_n, k = n > 1000 ? (n + 999) / 1000 : 1;
+	size_t n = t->tr.hist_n, k = n > 1000 ? (n + 999) / 1000 : 1;
 	json_t *h = jcheck(json_object());
 	json_t *hs = jcheck(json_array()), *hl = jcheck(json_array()), *hr = jcheck(json_array());
 	json_t *hg = jcheck(json_array()), *hy = jcheck(json_array());
@@ -779,7 +730,7 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 		rows[nr++] = n - 1;
 	for (size_t ri = 0; ri < nr; ri++) {
 		size_t j = rows[ri];
-		const float *row = t->hist + j * (size_t)t->hw;
+		const float *row = t->tr.hist + j * (size_t)t->tr.hw;
 		japp(hs, json_integer((json_int_t)j + 1));
 		japp(hl, jreal(row[0]));
 		japp(hr, jreal(row[1]));
@@ -798,9 +749,9 @@ static char *train_record(const struct trainer *t, double seconds, bool complete
 	jset(h, "layer_grad_norm", hy);
 	jset(r, "history", h);
 	json_t *v = jcheck(json_object()), *vs = jcheck(json_array()), *vl = jcheck(json_array());
-	for (size_t i = 0; i < t->val_n; i++) {
-		japp(vs, json_integer((json_int_t)t->val[2 * i]));
-		japp(vl, jreal(t->val[2 * i + 1]));
+	for (size_t i = 0; i < t->tr.val_n; i++) {
+		japp(vs, json_integer((json_int_t)t->tr.val[2 * i]));
+		japp(vl, jreal(t->tr.val[2 * i + 1]));
 	}
 	jset(v, "step", vs);
 	jset(v, "loss", vl);
@@ -898,11 +849,11 @@ static void rec_stop(struct recorder *r, const struct err *e)
  * row of the run that saved the state it resumes when that row is in the
  * same database.  Steps already done (restored on --resume) belong to that
  * run and are not recorded again.  0 (also without a database), or -1. */
-static int rec_begin(struct trainer *t, const struct saved *saved, struct err *e)
+static int rec_begin(struct job *t, const struct saved *saved, struct err *e)
 {
 	struct recorder *r = &t->rec;
 	const struct opts *o = &t->o;
-	r->next = t->hist_n;
+	r->next = t->tr.hist_n;
 	r->last_ms = now_ms();
 	if (!r->st)
 		return 0;
@@ -927,48 +878,48 @@ static int rec_begin(struct trainer *t, const struct saved *saved, struct err *e
 
 /* Commits the steps done since the last commit: always when force, else
  * once REC_STEPS are waiting or REC_MS have passed. */
-static void rec_flush(struct trainer *t, bool force)
+static void rec_flush(struct job *t, bool force)
 {
 	struct recorder *r = &t->rec;
-	size_t n = t->hist_n - r->next;
+	size_t n = t->tr.hist_n - r->next;
 	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
 		return;
 	struct store_train_step *steps = xcalloc(n, sizeof *steps);
 	for (size_t i = 0; i < n; i++) {
-		const float *row = t->hist + (r->next + i) * (size_t)t->hw;
+		const float *row = t->tr.hist + (r->next + i) * (size_t)t->tr.hw;
 		steps[i] = (struct store_train_step){
 			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
 			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
 			.n_layers = t->cfg.n_layer,
 		};
 	}
-	for (size_t i = t->val_n; i-- > 0;) { /* validations, newest first */
-		size_t step = (size_t)t->val[2 * i];
+	for (size_t i = t->tr.val_n; i-- > 0;) { /* validations, newest first */
+		size_t step = (size_t)t->tr.val[2 * i];
 		if (step <= r->next)
 			break;
-		if (step <= t->hist_n)
-			steps[step - 1 - r->next].val_loss = t->val[2 * i + 1];
+		if (step <= t->tr.hist_n)
+			steps[step - 1 - r->next].val_loss = t->tr.val[2 * i + 1];
 	}
 	struct err e;
 	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
 		rec_stop(r, &e);
 	else
-		r->next = t->hist_n;
+		r->next = t->tr.hist_n;
 	r->last_ms = now_ms();
 	free(steps);
 }
 
 /* Commits the last steps and finishes the run's row: status "done",
  * "interrupted" or "failed" (with message). */
-static void rec_finish(struct trainer *t, const char *status, double seconds, const char *message)
+static void rec_finish(struct job *t, const char *status, double seconds, const char *message)
 {
 	struct recorder *r = &t->rec;
 	if (r->run_id <= 0)
 		return;
 	rec_flush(t, true);
 	struct err e;
-	if (r->st && store_training_finish(r->st, r->run_id, status, t->step, (int64_t)t->tokens,
-					   final_train_loss(t), last_val_loss(t), seconds, message,
+	if (r->st && store_training_finish(r->st, r->run_id, status, t->tr.step, (int64_t)t->tr.tokens,
+					   trainer_final_loss(&t->tr), trainer_last_val(&t->tr), seconds, message,
 					   &e) != 0)
 		rec_stop(r, &e);
 }
@@ -1052,94 +1003,27 @@ static void stop_signals_release(const struct stop_signals *s)
 
 /* ----------------------------------------------------------------- loop */
 
-/* Buffers of the training loop. */
-struct loop {
-	struct run *run;
-	struct backward_state *bs;
-	float *grads;
-	int *tokens, *targets;
-	struct run_options ro;
-};
-
-/* Mean validation loss over the fixed validation batches.  0, 1 when a
- * stop at once was asked for (the validation is dropped), or -1. */
-static int evaluate(struct trainer *t, struct loop *lp, double *loss, struct err *e)
-{
-	int B = t->o.batch, T = t->cfg.context;
-	double sum = 0;
-	long count = 0;
-	for (int i = 0; i < t->o.val_batches; i++) {
-		if (stop_level >= 2)
-			return 1;
-		dataset_val_batch(&t->d, i, t->o.val_batches, B, T, lp->tokens, lp->targets);
-		if (model_forward(t->m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e))
-			return -1;
-		sum += lp->run->loss * lp->run->n_targets;
-		count += lp->run->n_targets;
-	}
-	*loss = count ? sum / (double)count : NAN;
-	return 0;
-}
-
-/* One optimizer step; appends its history row.  0, 1 when a stop at once
- * was asked for before the update (the step is dropped: nothing of it is
- * kept, the batch generator is set back), or -1. */
-static int train_step(struct trainer *t, struct loop *lp, struct err *e)
-{
-	struct model *m = t->m;
-	int B = t->o.batch, T = t->cfg.context;
-	struct rng before = t->rng;
-	dataset_sample(&t->d, &t->rng, B, T, lp->tokens, lp->targets);
-	memset(lp->grads, 0, m->n_params * sizeof(float));
-	if (model_forward(m, &lp->ro, lp->tokens, lp->targets, B, T, lp->run, e))
-		return -1;
-	if (stop_level < 2 &&
-	    model_backward(m, &lp->ro, lp->tokens, lp->targets, lp->run, lp->grads, lp->bs, e))
-		return -1;
-	if (stop_level >= 2) {
-		t->rng = before;
-		return 1;
-	}
-	float row[3 + CFG_MAX_LAYERS];
-	double gnorm = grad_norms(m, lp->grads, row + 3);
-	double loss = lp->run->loss;
-	if (!isfinite(loss) || !isfinite(gnorm))
-		return err_set(e, "step %ld: the loss is not finite (training diverged); try a lower --lr",
-			       t->step + 1);
-	float lr = lr_schedule(t->step, t->o.steps, t->o.warmup, (float)t->o.lr,
-			       (float)t->o.min_lr_frac);
-	adamw_update(&t->opt, m, lp->grads, clip_scale(gnorm, (float)t->o.clip), lr);
-	model_clear_cache(m);
-	row[0] = (float)loss;
-	row[1] = lr;
-	row[2] = (float)gnorm;
-	hist_push(t, row);
-	t->step++;
-	t->tokens += (uint64_t)B * T;
-	return 0;
-}
-
 /* Progress: one line redrawn in place on a terminal, else a log line every
  * --log-every steps and after each validation, prefixed with the model name
  * (several runs may share one log). */
-static void progress(const struct trainer *t, long session_steps, double session_s,
+static void progress(const struct job *t, long session_steps, double session_s,
 		     bool tty, bool force)
 {
 	static double last_draw;
 	double now = now_ms();
-	bool log = t->step % t->o.log_every == 0 || t->step == t->o.steps;
-	if (tty && !force && now - last_draw < 100 && t->step != t->o.steps)
+	bool log = t->tr.step % t->o.log_every == 0 || t->tr.step == t->o.steps;
+	if (tty && !force && now - last_draw < 100 && t->tr.step != t->o.steps)
 		return;
 	if (!tty && !force && !log)
 		return;
 	last_draw = now;
-	const float *row = t->hist + (t->hist_n - 1) * (size_t)t->hw;
+	const float *row = t->tr.hist + (t->tr.hist_n - 1) * (size_t)t->tr.hw;
 	double tps = session_s > 0 ? (double)session_steps * t->o.batch * t->cfg.context / session_s : 0;
-	double eta = session_steps ? session_s / (double)session_steps * (double)(t->o.steps - t->step) : NAN;
+	double eta = session_steps ? session_s / (double)session_steps * (double)(t->o.steps - t->tr.step) : NAN;
 	char etas[32], val[32];
 	fmt_duration(etas, sizeof etas, eta);
-	if (t->val_n)
-		snprintf(val, sizeof val, "%.4f", last_val_loss(t));
+	if (t->tr.val_n)
+		snprintf(val, sizeof val, "%.4f", trainer_last_val(&t->tr));
 	else
 		snprintf(val, sizeof val, "-");
 	if (tty)
@@ -1147,64 +1031,50 @@ static void progress(const struct trainer *t, long session_steps, double session
 	else
 		fprintf(stderr, "%s: ", t->m->name);
 	fprintf(stderr, "step %ld/%ld  loss %.4f  val %s  lr %.2e  gnorm %.3f  %.0f tok/s  ETA %s%s",
-		t->step, t->o.steps, row[0], val, row[1], row[2], tps, etas, tty ? "" : "\n");
+		t->tr.step, t->o.steps, row[0], val, row[1], row[2], tps, etas, tty ? "" : "\n");
 	fflush(stderr);
 }
 
 /* The training loop of one session, with the stop signals caught by the
  * caller.  Returns 0 when all steps are done, 1 when stopped early
  * (interrupt or --stop-after), -1 on error. */
-static int run_loop(struct trainer *t, struct err *e)
+static int run_loop(struct job *t, struct err *e)
 {
 	const struct opts *o = &t->o;
-	int B = o->batch, T = t->cfg.context;
-	struct loop lp = { 0 };
-	lp.run = run_new(&t->cfg, B, T, RUN_TRAIN);
-	lp.bs = backward_new(&t->cfg, B, T);
-	lp.grads = xmalloc_aligned(t->m->n_params * sizeof(float));
-	lp.tokens = xmalloc((size_t)B * T * sizeof(int));
-	lp.targets = xmalloc((size_t)B * T * sizeof(int));
-	run_options_native(t->m, &lp.ro);
-
+	t->tr.stop = &stop_level;
 	bool tty = !o->quiet && isatty(STDERR_FILENO);
 	bool show = !o->quiet;
 
 	int rc = 0;
 	long session = 0;
 	double t0 = now_ms();
-	while (t->step < o->steps) {
+	while (t->tr.step < o->steps) {
 		if (o->stop_now_at && session + 1 == o->stop_now_at)
 			stop_level = 2;
-		rc = train_step(t, &lp, e);
+		rc = trainer_step(&t->tr, e);
 		if (rc != 0)
 			break;
 		session++;
 		bool validate = t->d.n_val > 0 &&
-			((o->val_every > 0 && t->step % o->val_every == 0) || t->step == o->steps);
+			((o->val_every > 0 && t->tr.step % o->val_every == 0) || t->tr.step == o->steps);
 		if (validate) {
 			double vl;
-			rc = evaluate(t, &lp, &vl, e);
+			rc = trainer_validate(&t->tr, &vl, e);
 			if (rc < 0)
 				break;
-			if (rc == 0)
-				val_push(t, t->step, (float)vl);
 		}
 		if (show)
 			progress(t, session, (now_ms() - t0) / 1000, tty, validate && !tty);
 		rec_flush(t, validate);
 		rc = 0;
-		if (t->step < o->steps && (stop_level || (o->stop_after && session >= o->stop_after))) {
+		if (t->tr.step < o->steps && (stop_level || (o->stop_after && session >= o->stop_after))) {
 			rc = 1;
 			break;
 		}
 	}
 	if (tty && session > 0)
 		fputc('\n', stderr);
-	run_free(lp.run);
-	backward_free(lp.bs);
-	free(lp.grads);
-	free(lp.tokens);
-	free(lp.targets);
+	t->tr.stop = NULL;
 	return rc;
 }
 
@@ -1238,7 +1108,7 @@ static void build_config(const struct opts *o, int vocab, struct model_config *c
  * can be checked from them alone.  Returns -1 to go on, else the exit
  * status: TRAIN_EXIT_OK for --help, TRAIN_EXIT_USAGE for bad flags,
  * TRAIN_EXIT_FAIL when FILE.optim cannot be read. */
-static int read_flags(struct trainer *t, int argc, char **argv, struct saved *saved,
+static int read_flags(struct job *t, int argc, char **argv, struct saved *saved,
 		      struct err *e)
 {
 	struct opts *o = &t->o;
@@ -1359,7 +1229,7 @@ static void copy_weights(struct model *m, struct model *src)
  * when other flags would avoid them (a smaller --context); only the
  * machine's memory for the shape asked for is a usage error.  Returns -1
  * to go on, else the exit status. */
-static int prepare(struct trainer *t, struct saved *saved, struct err *e)
+static int prepare(struct job *t, struct saved *saved, struct err *e)
 {
 	struct opts *o = &t->o;
 	/* util.h's rules for written files, and the files read, before any work */
@@ -1417,9 +1287,12 @@ static int prepare(struct trainer *t, struct saved *saved, struct err *e)
 	t->m->tok = t->d.tok;
 	t->d.tok = NULL;
 	t->m->name = o->name ? xstrdup(o->name) : default_name(o->out);
-	adamw_init(&t->opt, t->m, (float)o->weight_decay);
-	rng_seed(&t->rng, (uint64_t)o->seed ^ 0x0DA7A5EEDull);
-	t->hw = 3 + t->cfg.n_layer;
+	struct train_hparams hp = {
+		.batch = o->batch, .steps = o->steps, .warmup = o->warmup, .lr = o->lr,
+		.min_lr_frac = o->min_lr_frac, .weight_decay = o->weight_decay, .clip = o->clip,
+		.val_batches = o->val_batches, .seed = (uint64_t)o->seed,
+	};
+	trainer_init(&t->tr, t->m, &t->d, &hp);
 	if (o->resume) {
 		char *opath = optim_path(o->resume);
 		int rc = optim_restore(t, saved, opath, e);
@@ -1435,7 +1308,7 @@ static int prepare(struct trainer *t, struct saved *saved, struct err *e)
 
 /* Writes the checkpoint, and FILE.optim when stopped early or with
  * --keep-optim (else removes a stale one).  0 or -1. */
-static int save_run(struct trainer *t, double seconds, bool stopped, struct err *e)
+static int save_run(struct job *t, double seconds, bool stopped, struct err *e)
 {
 	const struct opts *o = &t->o;
 	free(t->m->train_meta);
@@ -1456,14 +1329,14 @@ static int save_run(struct trainer *t, double seconds, bool stopped, struct err 
 }
 
 /* Trains, saves and reports.  Returns the exit status. */
-static int train_and_save(struct trainer *t, double t_start, struct err *e)
+static int train_and_save(struct job *t, double t_start, struct err *e)
 {
 	const struct opts *o = &t->o;
 	if (!o->quiet)
 		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
 			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
 			o->data, t->d.n, t->d.n_train, t->d.n_val, t->cfg.vocab_size, t->m->n_params,
-			o->resume ? "resuming at" : "starting at", t->step + 1, o->steps);
+			o->resume ? "resuming at" : "starting at", t->tr.step + 1, o->steps);
 	struct stop_signals sigs;
 	stop_signals_catch(&sigs);
 	int lrc = run_loop(t, e);
@@ -1482,20 +1355,20 @@ static int train_and_save(struct trainer *t, double t_start, struct err *e)
 		if (!o->quiet)
 			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and "
 				"%s.optim\nresume with: attnscope train --resume %s\n",
-				t->step, o->steps, o->out, o->out, b.s);
+				t->tr.step, o->steps, o->out, o->out, b.s);
 		free(b.s);
 		return TRAIN_EXIT_INTERRUPTED;
 	}
 	if (!o->quiet) {
 		char wall[32], val[32] = "- (no validation split)";
 		fmt_duration(wall, sizeof wall, seconds);
-		if (t->val_n)
-			snprintf(val, sizeof val, "%.4f", last_val_loss(t));
+		if (t->tr.val_n)
+			snprintf(val, sizeof val, "%.4f", trainer_last_val(&t->tr));
 		printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"
 		       "final train loss %.4f (mean of the last 10%% of steps), val loss %s\n"
 		       "wall time %s; wrote %s (%s)\n",
-		       t->m->name, t->m->n_params, t->step, (unsigned long long)t->tokens,
-		       final_train_loss(t), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
+		       t->m->name, t->m->n_params, t->tr.step, (unsigned long long)t->tr.tokens,
+		       trainer_final_loss(&t->tr), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
 		if (stream_flush(stdout, e))
 			return TRAIN_EXIT_FAIL;
 	}
@@ -1504,7 +1377,7 @@ static int train_and_save(struct trainer *t, double t_start, struct err *e)
 
 int train_run_args(int argc, char **argv, struct err *e)
 {
-	struct trainer t;
+	struct job t;
 	memset(&t, 0, sizeof t);
 	struct saved saved;
 	memset(&saved, 0, sizeof saved);
@@ -1515,7 +1388,7 @@ int train_run_args(int argc, char **argv, struct err *e)
 	if (status < 0)
 		status = train_and_save(&t, t_start, e);
 	saved_free(&saved);
-	trainer_free(&t);
+	job_free(&t);
 	return status;
 }
 
