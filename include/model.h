@@ -158,6 +158,9 @@ struct run {
 	struct run_options opt; /* options of the last pass */
 	const struct run_hook *hook; /* called at each site of each pass; NULL: none.
 				      * Set by the caller, not owned. */
+	const int *key_len; /* (b) a padding mask: keys at or after key_len[i] are hidden
+			     * from every query of sequence i; NULL: none.  Set by the
+			     * caller, not owned; forward only (backward refuses it). */
 
 	/* saved activations (per layer: lstride apart) */
 	size_t lstride_c, lstride_qkv, lstride_ff, lstride_f, lstride_bt;

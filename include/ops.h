@@ -63,9 +63,11 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
  *                     sum to less than 1 under MASK_AFTER_SOFTMAX)
  *   qkv (B, T, ld)    per row: H query heads, then G key heads, then G value heads
  * Query head h reads key/value head h / (H / G).  scale multiplies the scores.
+ * key_len (B, or NULL): a padding mask, keys key_len[b] .. T-1 of sequence b
+ * are hidden as well (a query with no key left sees the last real one).
  */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
-		       int D, enum mask_kind mask, int window, float scale);
+		       int D, enum mask_kind mask, int window, float scale, const int *key_len);
 
 /*
  * Attention of one query over n cached positions (the step decoder's):

@@ -49,7 +49,7 @@
 struct session;
 struct store;
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_APPLICATION_ID 0x4154534e /* "ATSN" */
 #define STORE_DEFAULT_PATH "sessions/attnscope.db"
 #define STORE_ENV "ATTNSCOPE_DB"
@@ -136,6 +136,21 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 
 /* One head of a measurement.  A NAN number or a NULL role is stored as NULL
  * and, for an existing row, keeps the value already there. */
+/* One run of a lab experiment (lab.h), recorded in lab_runs. */
+struct store_lab_row {
+	const char *experiment;  /* "norm" */
+	const char *size;        /* "quick" or "full" */
+	const char *data_path;   /* the training text, or NULL */
+	const char *status;      /* "done", "cancelled" or "failed" */
+	double seconds;
+	int threads;
+	const char *result_json; /* lab_result.json */
+};
+
+/* Records a lab run in the session's database.  Returns its id, or -1
+ * with a message (recording stops, as for every other write). */
+int64_t store_lab_run(struct session *s, const struct store_lab_row *r, struct err *e);
+
 struct store_head_row {
 	int layer, head;
 	double entropy, max_weight;

@@ -547,6 +547,8 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	run_options_native(m, &native);
 	if (!(r->flags & RUN_TRAIN))
 		return err_set(e, "backward: the run was not made for training (RUN_TRAIN)");
+	if (r->key_len)
+		return err_set(e, "backward: a padding mask (run.key_len) is not supported");
 	if (!run_options_equal(o, &native) || !run_options_equal(&r->opt, &native))
 		return err_set(e, "backward: only the model's native options are supported "
 			       "(its K/V heads, placement, mask and scaling, no ablation)");

@@ -478,7 +478,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		matmul_forward(qkv, attn_in, w.qkvw, w.qkvb, N, C, QKV);
 		if (c->pos == POS_ROPE)
 			rope_forward(qkv, B, T, H + G, D, QKV, c->rope_theta);
-		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale);
+		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale, r->key_len);
 		model_heads_site(r->hook, o, l, atty, B, T, 0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)

@@ -141,11 +141,12 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 }
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
-		       int D, enum mask_kind mask, int window, float scale)
+		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
 	for (int b = 0; b < B; b++) {
 		const float *base = qkv + (size_t)b * T * ld;
+		int last = key_len && key_len[b] < T ? key_len[b] - 1 : T - 1; /* last real key */
 		for (int h = 0; h < H; h++) {
 			int g = h / group;
 			const float *q = base + (size_t)h * D;
@@ -157,8 +158,10 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 			for (int i = 0; i < T; i++) {
 				int lo, hi;
 				mask_range(mask, window, i, T, &lo, &hi);
+				hi = hi < last ? hi : last;
+				lo = lo < hi ? lo : hi;
 				if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
-					masked_softmax_row(a + (size_t)i * T, T, 0, T - 1);
+					masked_softmax_row(a + (size_t)i * T, T, 0, last);
 					memset(a + (size_t)i * T + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
 				} else {
 					masked_softmax_row(a + (size_t)i * T, T, lo, hi);

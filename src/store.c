@@ -187,6 +187,21 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE head_stats ADD COLUMN offset_k INTEGER;\n"
 	"ALTER TABLE head_stats ADD COLUMN offset_weight REAL;\n"
 	"PRAGMA user_version = 3;\n",
+	/* 3 -> 4: the lab's experiments (lab.h) */
+	"CREATE TABLE lab_runs (\n"
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id),\n"
+	"  created_at TEXT NOT NULL,\n"
+	"  experiment TEXT NOT NULL,\n"
+	"  size TEXT NOT NULL,\n"
+	"  data_path TEXT,\n"
+	"  status TEXT NOT NULL,\n"
+	"  seconds REAL NOT NULL,\n"
+	"  threads INTEGER NOT NULL,\n"
+	"  result TEXT NOT NULL\n"
+	");\n"
+	"CREATE INDEX lab_runs_session ON lab_runs(session_id);\n"
+	"PRAGMA user_version = 4;\n",
 };
 
 /* ---------------------------------------------------------- statements */
@@ -219,6 +234,7 @@ enum stmt_id {
 	S_PUT_HASH,
 	S_INS_SWEEP,
 	S_INS_SWEEP_ENTRY,
+	S_INS_LAB,
 	N_STMT
 };
 
@@ -318,6 +334,8 @@ static const char *const stmt_sql[N_STMT] = {
 			"VALUES (?1, ?2, " NOW ", ?3, ?4, ?5, ?6, ?7, ?8)",
 	[S_INS_SWEEP_ENTRY] = "INSERT INTO sweep_entries (sweep_id, layer, head, delta_loss, kl, "
 			      "top1_agree) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_INS_LAB] = "INSERT INTO lab_runs (session_id, created_at, experiment, size, data_path, "
+		      "status, seconds, threads, result) VALUES (?1, " NOW ", ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 };
 
 /* ------------------------------------------------------------------ store */
@@ -1902,6 +1920,42 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	return id;
 fail:
 	tx_rollback(st);
+stop:
+	snprintf(s->store_note, sizeof s->store_note, "not recording");
+	return stop_recording_reported(st, e);
+}
+
+/* -------------------------------------------------------------------- lab */
+
+int64_t store_lab_run(struct session *s, const struct store_lab_row *r, struct err *e)
+{
+	if (!s->store)
+		return err_set(e, "no session database");
+	struct store *st = s->store;
+	if (st->dead)
+		return err_set(e, "not recording: an earlier write to %s failed", st->path);
+	if (store_begin_session(s, e) != 0)
+		goto stop;
+	sqlite3_stmt *q = stmt(st, S_INS_LAB, e);
+	if (!q)
+		goto stop;
+	int rc = SQLITE_OK;
+	B(sqlite3_bind_int64(q, 1, st->session_id));
+	B(bind_str(q, 2, r->experiment));
+	B(bind_str(q, 3, r->size));
+	B(r->data_path ? bind_str(q, 4, r->data_path) : sqlite3_bind_null(q, 4));
+	B(bind_str(q, 5, r->status));
+	B(sqlite3_bind_double(q, 6, r->seconds));
+	B(sqlite3_bind_int(q, 7, r->threads));
+	B(bind_str(q, 8, r->result_json));
+	if (rc != SQLITE_OK) {
+		done(q);
+		db_err(st, e, "binding a lab run");
+		goto stop;
+	}
+	if (run_stmt(st, q, "recording a lab run", e) != 0)
+		goto stop;
+	return sqlite3_last_insert_rowid(st->db);
 stop:
 	snprintf(s->store_note, sizeof s->store_note, "not recording");
 	return stop_recording_reported(st, e);

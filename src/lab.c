@@ -1,0 +1,214 @@
+/*
+ * lab.c — the lab's shared machinery (lab-arm.h): arms trained with
+ * progress and cancelling, held-out losses, attention entropy, result
+ * tables, findings and their JSON record.  The experiments and their
+ * registry are in lab-exps.c.
+ */
+#include "lab-arm.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tokenizer.h"
+
+void lab_result_free(struct lab_result *r)
+{
+	for (int i = 0; i < r->table.rows * r->table.cols; i++)
+		free(r->table.cells[i]);
+	free(r->table.cells);
+	for (int i = 0; i < r->n_findings; i++)
+		free(r->findings[i]);
+	free(r->json);
+	memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------ arms */
+
+struct model *lab_model(const struct model_config *c, const struct dataset *d, uint64_t seed,
+			struct err *e)
+{
+	struct model_config cfg = *c;
+	cfg.vocab_size = d->tok->vocab_size;
+	if (config_validate(&cfg, e))
+		return NULL;
+	struct model *m = model_new(&cfg, e);
+	if (m)
+		model_init_random(m, seed);
+	return m;
+}
+
+static void say(const struct lab_ctx *ctx, const char *line)
+{
+	if (ctx->progress)
+		ctx->progress(ctx->progress_ctx, line);
+}
+
+int lab_train(const struct lab_ctx *ctx, const char *exp, const char *label, struct model *m,
+	      const struct dataset *d, const struct train_hparams *hp, struct trainer *tr,
+	      struct err *e)
+{
+	engine_set_threads(ctx->threads);
+	trainer_init(tr, m, d, hp);
+	double t0 = now_ms(), last = 0;
+	while (tr->step < hp->steps) {
+		if (ctx->cancel && *ctx->cancel)
+			return 1;
+		if (trainer_step(tr, e))
+			return -1;
+		double now = now_ms();
+		if (now - last >= 100 || tr->step == hp->steps) {
+			last = now;
+			double per = (now - t0) / 1000 / (double)tr->step;
+			char line[256];
+			snprintf(line, sizeof line, "lab %s: %s: step %ld/%ld  loss %.3f  %.0fs left",
+				 exp, label, tr->step, hp->steps, (double)trainer_last_row(tr)[HIST_LOSS],
+				 per * (double)(hp->steps - tr->step));
+			say(ctx, line);
+		}
+	}
+	say(ctx, NULL);
+	return 0;
+}
+
+int lab_held_out(struct model *m, const struct run_options *o, const struct dataset *d, int B,
+		 int n_batches, double *loss, struct err *e)
+{
+	int T = m->cfg.context;
+	*loss = NAN;
+	if (d->n_val < (size_t)T + 1)
+		return 0;
+	struct run *r = run_new(&m->cfg, B, T, RUN_LOGITS);
+	int *tokens = xmalloc((size_t)B * T * sizeof *tokens);
+	int *targets = xmalloc((size_t)B * T * sizeof *targets);
+	double sum = 0;
+	long count = 0;
+	int rc = 0;
+	for (int i = 0; i < n_batches && rc == 0; i++) {
+		dataset_val_batch(d, i, n_batches, B, T, tokens, targets);
+		rc = model_forward(m, o, tokens, targets, B, T, r, e);
+		sum += r->loss * r->n_targets;
+		count += r->n_targets;
+	}
+	if (rc == 0 && count)
+		*loss = sum / (double)count;
+	free(tokens);
+	free(targets);
+	run_free(r);
+	return rc;
+}
+
+double lab_attention_entropy(struct model *m, const struct dataset *d, struct err *e)
+{
+	int T = m->cfg.context, L = m->cfg.n_layer, H = m->cfg.n_head;
+	if (d->n_val < (size_t)T + 1)
+		return NAN;
+	int *tokens = xmalloc((size_t)T * sizeof *tokens), *targets = xmalloc((size_t)T * sizeof *targets);
+	dataset_val_batch(d, 0, 1, 1, T, tokens, targets);
+	struct run *r = run_new(&m->cfg, 1, T, RUN_ATTN);
+	struct run_options o;
+	run_options_native(m, &o);
+	double sum = NAN;
+	if (model_forward(m, &o, tokens, NULL, 1, T, r, e) == 0) {
+		sum = 0;
+		for (int l = 0; l < L; l++)
+			for (int h = 0; h < H; h++) {
+				const float *a = run_att(r, l, 0, h);
+				for (size_t k = 0; k < (size_t)T * T; k++)
+					if (a[k] > 0)
+						sum -= (double)a[k] * log((double)a[k]);
+			}
+		sum /= (double)L * H * T;
+	}
+	run_free(r);
+	free(tokens);
+	free(targets);
+	return sum;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+void lab_table_header(struct lab_table *t, int cols, const char *const *names)
+{
+	t->cols = cols;
+	t->rows = 1;
+	t->cells = xmalloc((size_t)cols * sizeof *t->cells);
+	for (int i = 0; i < cols; i++)
+		t->cells[i] = xstrdup(names[i]);
+}
+
+void lab_table_row(struct lab_table *t, ...)
+{
+	t->cells = xrealloc(t->cells, (size_t)(t->rows + 1) * t->cols * sizeof *t->cells);
+	va_list ap;
+	va_start(ap, t);
+	for (int i = 0; i < t->cols; i++) {
+		const char *s = va_arg(ap, const char *);
+		t->cells[(size_t)t->rows * t->cols + i] = xstrdup(s ? s : "");
+	}
+	va_end(ap);
+	t->rows++;
+}
+
+void lab_finding(struct lab_result *r, const char *fmt, ...)
+{
+	if (r->n_findings == LAB_MAX_FINDINGS)
+		return;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	r->findings[r->n_findings++] = xstrdup(buf);
+}
+
+const char *lab_num(char *buf, size_t size, double x, int decimals)
+{
+	if (!isfinite(x))
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%.*f", decimals, x);
+	return buf;
+}
+
+static json_t *jnew(json_t *v)
+{
+	if (!v)
+		die("out of memory building JSON");
+	return v;
+}
+
+static json_t *jstr(const char *s)
+{
+	json_t *v = json_string(s);
+	return v ? v : jnew(json_null()); /* text that is not UTF-8 is left out */
+}
+
+void lab_result_json(struct lab_result *r, const char *name, bool quick)
+{
+	json_t *o = jnew(json_object()), *rows = jnew(json_array()), *f = jnew(json_array());
+	for (int i = 0; i < r->table.rows; i++) {
+		json_t *row = jnew(json_array());
+		for (int j = 0; j < r->table.cols; j++)
+			json_array_append_new(row, jstr(r->table.cells[(size_t)i * r->table.cols + j]));
+		json_array_append_new(rows, row);
+	}
+	for (int i = 0; i < r->n_findings; i++)
+		json_array_append_new(f, jstr(r->findings[i]));
+	json_object_set_new(o, "experiment", jstr(name));
+	json_object_set_new(o, "size", jstr(quick ? "quick" : "full"));
+	json_object_set_new(o, "partial", json_boolean(r->partial));
+	json_object_set_new(o, "table", rows);
+	json_object_set_new(o, "findings", f);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		die("out of memory serialising JSON");
+	free(r->json);
+	r->json = xstrdup(s);
+	free(s);
+}

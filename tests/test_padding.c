@@ -1,0 +1,116 @@
+/*
+ * test_padding.c — the padding mask (model.h run.key_len) and the padding
+ * lesson (padding.h), on seeded random models:
+ *  - with the mask, every text of a right-padded batch gets the attention
+ *    and loss of its own run (to float rounding) and pads get exactly 0
+ *    weight, under every mask kind;
+ *  - without it, under `mask none`, the shorter texts attend to the pads
+ *    and their losses move, while the longest (no pads) is unchanged;
+ *  - under the causal mask the pads are never seen, mask or not;
+ *  - bad lengths are refused.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "model.h"
+#include "padding.h"
+#include "randmodel.h"
+
+enum { V = 13 };
+
+static int t1[3] = { 1, 5, 2 }, t2[6] = { 3, 3, 7, 1, 9, 4 }, t3[9] = { 2, 8, 6, 4, 1, 1, 5, 12, 3 };
+
+static void run3(struct model *m, const struct run_options *o, struct pad_result *r)
+{
+	int *texts[3] = { t1, t2, t3 }, lens[3] = { 3, 6, 9 };
+	struct err e;
+	if (pad_run(m, o, 3, texts, lens, 0, r, &e) != 0)
+		fail_msg("pad_run: %s", e.msg);
+	assert_int_equal(r->T, 9);
+}
+
+static void test_mask_makes_batch_equal_alone(void **state)
+{
+	(void)state;
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 2, 2, V, 8.0f, 40 + llama);
+		for (int k = 0; k < 4; k++) {
+			struct run_options o;
+			run_options_native(m, &o);
+			o.mask = masks[k];
+			o.window = 2;
+			struct pad_result r;
+			run3(m, &o, &r);
+			for (int i = 0; i < 3; i++) {
+				const struct pad_text *p = &r.texts[i];
+				assert_true(p->pad_masked == 0.0);
+				assert_true(p->diff_masked < 1e-5);
+				assert_true(fabs(p->loss_masked - p->loss_alone) < 1e-5);
+			}
+			pad_result_free(&r);
+		}
+		model_free(m);
+	}
+}
+
+static void test_without_mask(void **state)
+{
+	(void)state;
+	struct model *m = randmodel_new(false, 2, 4, V, 8.0f, 44);
+	struct run_options o;
+	run_options_native(m, &o);
+	struct pad_result r;
+	run3(m, &o, &r); /* causal: the pads come after every real token */
+	for (int i = 0; i < 3; i++) {
+		assert_true(r.texts[i].pad_unmasked == 0.0);
+		assert_true(fabs(r.texts[i].loss_unmasked - r.texts[i].loss_alone) < 1e-5);
+	}
+	pad_result_free(&r);
+	o.mask = MASK_NONE;
+	run3(m, &o, &r);
+	for (int i = 0; i < 2; i++) { /* the padded ones */
+		print_message("text %d: weight on pads %.3f, loss %.4f alone %.4f\n", i,
+			      r.texts[i].pad_unmasked, r.texts[i].loss_unmasked, r.texts[i].loss_alone);
+		assert_true(r.texts[i].pad_unmasked > 0.01);
+		assert_true(r.texts[i].diff_unmasked > 1e-3);
+		assert_true(fabs(r.texts[i].loss_unmasked - r.texts[i].loss_alone) > 1e-4);
+	}
+	assert_true(r.texts[2].pad_unmasked == 0.0); /* the longest has no pads */
+	assert_true(r.texts[2].diff_unmasked < 1e-5);
+	pad_result_free(&r);
+	model_free(m);
+}
+
+static void test_refuses(void **state)
+{
+	(void)state;
+	struct model *m = randmodel_new(false, 1, 4, V, 1.0f, 45);
+	struct run_options o;
+	run_options_native(m, &o);
+	int *texts[2] = { t1, t2 }, lens[2] = { 3, 0 };
+	struct pad_result r;
+	struct err e;
+	assert_int_equal(pad_run(m, &o, 2, texts, lens, 0, &r, &e), -1);
+	lens[1] = m->cfg.context + 1;
+	assert_int_equal(pad_run(m, &o, 2, texts, lens, 0, &r, &e), -1);
+	print_message("%s\n", e.msg);
+	model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mask_makes_batch_equal_alone),
+		cmocka_unit_test(test_without_mask),
+		cmocka_unit_test(test_refuses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
