@@ -151,7 +151,13 @@ check demo-scaling-back sh -c "[ '$(summary kl 3)' = 0.0000 ]"
 run -f "$root/sessions/demos/causal.cmds" </dev/null
 check demo-causal-none-kl gt "$(summary kl 3)" 0
 check demo-causal-window-kl gt "$(summary kl 4)" 0
-check demo-causal-back sh -c "[ '$(summary kl 5)' = 0.0000 ]"
+check demo-causal-after-softmax-kl gt "$(summary kl 5)" 0
+rowsum=$(sed -n 's/^rows of attention now sum to \([0-9.]*\) on average.*/\1/p' "$tmp/out")
+check "demo-causal-after-softmax-rows-below-1 ($rowsum)" gt 1 "${rowsum:-1}"
+check demo-causal-padding-unseen-under-causal grep -q 'pads get no weight either' "$tmp/out"
+check demo-causal-padding-mask-matters-under-none \
+	grep -qE 'real tokens put up to [0-9.]+ of their attention on pads' "$tmp/out"
+check demo-causal-back sh -c "[ '$(summary kl 8)' = 0.0000 ]"
 
 # gqa.cmds: MQA moves the predictions more than GQA 2 ("the biggest
 # change"); the KV-cache figures it narrates
