@@ -171,7 +171,8 @@ $(FUZZDIR)/obj:
 # text becomes <unk>); the rarest character of 床前明月光，疑是地上霜。
 # 举头望明月，低头思故乡。 (床) occurs 1023 times, so all of them stay.
 CORPORA        ?= ../shared/corpora
-MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction
+MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction \
+		  shakespeare-rmsnorm shakespeare-gqa-uptrained
 MODELS_BASE    := --layers 4 --heads 4 --d-model 128 --norm layernorm --pos learned \
 		  --mlp gelu --seed 1337 --threads 1 --dtype f16 --val-every 250
 MODELS_SHAKES  := $(MODELS_BASE) --data $(CORPORA)/tinyshakespeare.txt --context 256 \
@@ -180,6 +181,15 @@ MODELS_FLAGS_shakespeare          := $(MODELS_SHAKES)
 MODELS_FLAGS_shakespeare-gqa      := $(MODELS_SHAKES) --kv-heads 2
 MODELS_FLAGS_shakespeare-mqa      := $(MODELS_SHAKES) --kv-heads 1
 MODELS_FLAGS_shakespeare-postnorm := $(MODELS_SHAKES) --placement post
+MODELS_FLAGS_shakespeare-rmsnorm  := $(MODELS_SHAKES) --norm rmsnorm
+
+# shakespeare-gqa-uptrained: shakespeare with its K/V heads mean-pooled to 2
+# (what `attn gqa 2` runs), then trained on for 150 steps, 5% of the
+# original 3000 (Ainslie et al. 2023 uptrain for 5%).
+MODELS_FLAGS_shakespeare-gqa-uptrained := --from models/shakespeare.safetensors --kv-heads 2 \
+		--data $(CORPORA)/tinyshakespeare.txt --batch 8 --steps 150 --lr 1e-3 --warmup 15 \
+		--seed 1337 --threads 1 --dtype f16 --val-every 50
+models/shakespeare-gqa-uptrained.safetensors: | models/shakespeare.safetensors
 MODELS_FLAGS_tang := $(MODELS_BASE) --data $(CORPORA)/tang_poems.simp.txt --min-count 100 \
 		     --context 128 --batch 16 --steps 6000 --lr 2.5e-3 --warmup 200 --line-starts
 

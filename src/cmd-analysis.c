@@ -479,7 +479,8 @@ const struct cmd_entry cmd_sweep_entry = {
 /* ---------------------------------------------------------------- compare */
 
 /* Natively trained members of the shakespeare family. */
-static const char *const family[] = { "shakespeare", "shakespeare-gqa", "shakespeare-mqa",
+static const char *const family[] = { "shakespeare", "shakespeare-gqa", "shakespeare-gqa-uptrained",
+				      "shakespeare-mqa", "shakespeare-rmsnorm",
 				      "shakespeare-postnorm" };
 #define FAMILY_N (int)(sizeof family / sizeof *family)
 
@@ -521,14 +522,14 @@ static bool same_vocab(const struct model *a, const struct model *b)
 	return true;
 }
 
-static void variant_print(FILE *f, const struct variant_row *v)
+static void variant_print(FILE *f, const struct variant_row *v, int w)
 {
 	char kv[32], loss[16], ppl[16], kl[16];
 	format_bytes(v->kv_bytes, kv, sizeof kv);
 	fmt_num(v->loss, false, loss, sizeof loss);
 	snprintf(ppl, sizeof ppl, isnan(v->ppl) ? "-" : v->ppl < 1e5 ? "%.2f" : "%.3g", v->ppl);
 	fmt_num(v->kl, false, kl, sizeof kl);
-	fprintf(f, "%-30s %7s %9s %8s %6.1f%% %10s %7.2f\n", v->name, loss, ppl, kl,
+	fprintf(f, "%-*s %7s %9s %8s %6.1f%% %10s %7.2f\n", w, v->name, loss, ppl, kl,
 		100.0 * v->top1_agree, kv, v->forward_ms);
 }
 
@@ -613,10 +614,13 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	FILE *f = s->out;
 	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
 		src.desc, m->name ? m->name : "the model");
-	fprintf(f, "%-30s %7s %9s %8s %7s %10s %7s\n", "variant", "loss", "ppl", "KL", "top-1",
+	int w = 30; /* the name column: as wide as the longest name */
+	for (int i = 0; i < n; i++)
+		w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
+	fprintf(f, "%-*s %7s %9s %8s %7s %10s %7s\n", w, "variant", "loss", "ppl", "KL", "top-1",
 		"KV cache", "ms");
 	for (int i = 0; i < n; i++)
-		variant_print(f, &rows[i]);
+		variant_print(f, &rows[i], w);
 	fprintf(f, "KL = KL(native || variant), nats, mean over positions; KV cache: float32 for %d tokens;\n"
 		   "ms: one forward pass, the faster of two.  Conversions use the same weights (no training).\n",
 		T);

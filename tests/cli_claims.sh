@@ -158,12 +158,21 @@ check demo-causal-padding-unseen-under-causal grep -q 'pads get no weight either
 check demo-causal-padding-mask-matters-under-none \
 	grep -qE 'real tokens put up to [0-9.]+ of their attention on pads' "$tmp/out"
 check demo-causal-back sh -c "[ '$(summary kl 8)' = 0.0000 ]"
+# README's padding paragraph: with the mask each text matches its own run to
+# 2e-6; without it (mask none) losses move by up to 2.6
+with=$(sed -n 's/^  loss match its own run to \([0-9.e-]*\)$/\1/p' "$tmp/out" | tail -1)
+moved=$(sed -n 's/^  attention and loss move by up to \([0-9.]*\)$/\1/p' "$tmp/out" | tail -1)
+check "readme-padding-matches-alone ($with)" gt 1e-5 "${with:-1}"
+check "readme-padding-moves-2.6 ($moved)" sh -c "[ '$moved' = 2.6 ]"
 
 # gqa.cmds: MQA moves the predictions more than GQA 2 ("the biggest
 # change"); the KV-cache figures it narrates
 run -f "$root/sessions/demos/gqa.cmds" </dev/null
 check demo-gqa-kl gt "$(summary kl 3)" 0
 check demo-gqa-mqa-biggest gt "$(summary kl 4)" "$(summary kl 3)"
+conv=$(summary loss 3) up=$(summary loss 5) native=$(summary loss 1)
+check "demo-gqa-uptrained-recovers-most ($native, $conv -> $up)" \
+	awk -v n="$native" -v c="$conv" -v u="$up" 'BEGIN { exit !(u - n < (c - n) / 4) }'
 check demo-gqa-kv sh -c "grep -qE '^  MHA +64 kv heads +10 GiB$' '$tmp/out' &&
 	grep -qE '^  GQA-8 +8 kv heads +1.25 GiB$' '$tmp/out' && grep -qE '^  MQA +1 kv head +160 MiB$' '$tmp/out'"
 
