@@ -382,9 +382,12 @@ static int run_mask(const struct lab_ctx *ctx, struct lab_result *out, struct er
 			char verdict[160];
 			if (gap > 0.02)
 				snprintf(verdict, sizeof verdict, "%.3f lower: %s", gap, how[i]);
+			else if (gap >= -0.02)
+				snprintf(verdict, sizeof verdict, "about the same (within 0.02, "
+					 "run-to-run noise here)");
 			else
-				snprintf(verdict, sizeof verdict, "%s (a difference under 0.02 is "
-					 "within run-to-run noise here)", gap > 0 ? "barely lower" : "not lower");
+				snprintf(verdict, sizeof verdict, "higher: at this size it has not "
+					 "learned to use what it sees");
 			lab_finding(out, "Trained with mask %s: training loss %.3f against %.3f causal, "
 				    "%s.  Run causally, as text is generated, its held-out loss is %.3f "
 				    "(the causal model's: %.3f).", mask_kind_name(masks[i]), train[i],

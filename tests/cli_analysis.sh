@@ -115,7 +115,7 @@ if [ $rc = 0 ]; then ok all-three; else fail all-three; fi
 # the norm demo still runs
 "$TOOLS/tool_mkmodel" models/shakespeare-postnorm.safetensors --placement post --seed 5 >/dev/null 2>&1
 run compare-trained shakespeare -c "text $TEXT; compare variants"
-if [ $rc = 0 ] && has '^shakespeare-postnorm \[trained\]' && has 'shakespeare-gqa, shakespeare-mqa: not found'; then
+if [ $rc = 0 ] && has '^shakespeare-postnorm \[trained\]' && has 'shakespeare-gqa, shakespeare-gqa-uptrained, shakespeare-mqa, shakespeare-rmsnorm: not found'; then
 	ok compare-trained
 else
 	fail compare-trained

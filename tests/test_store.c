@@ -1383,6 +1383,7 @@ static void test_migration_from_one(void **state)
 	/* back to version 1 by hand */
 	sqlite3 *db = raw_open(path);
 	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE sweep_entries; DROP TABLE sweeps; "
+					  "DROP TABLE lab_runs; "
 					  "ALTER TABLE head_stats DROP COLUMN delim; "
 					  "ALTER TABLE head_stats DROP COLUMN delim_share; "
 					  "ALTER TABLE head_stats DROP COLUMN sink; "
