@@ -164,7 +164,9 @@ $(FUZZDIR)/obj:
 # took 15-19 min each; tang's 6000 steps 24 min 41 s and induction's 5000
 # 6 min 27 s, each beside one other training run).  Validation loss after
 # 3000 steps: shakespeare 1.628 nats/char, gqa 1.628, mqa 1.618, postnorm
-# 1.580 (2500 steps gave 1.667); tang 4.900, induction 1.950.  Runs train into
+# 1.580 (2500 steps gave 1.667), rmsnorm 1.626 (11 min 51 s beside a 54 s
+# gqa-uptrained run and test suites); tang 4.900, induction 1.950;
+# gqa-uptrained 1.664 after its 150 steps from shakespeare.  Runs train into
 # $(BUILD)/models/ and are moved to models/ when complete; after a Ctrl-C
 # the next `make models` resumes the interrupted run where it stopped.
 # tang keeps every character seen >= 100 times (2719 of 9176, 2.8% of the
