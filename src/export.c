@@ -126,6 +126,37 @@ static char **labels_and_options(const struct session *s, char *opts, size_t siz
 	return session_labels(s);
 }
 
+/* ----------------------------------------------------------------- ascii */
+
+/* Rewrites b from byte `from` on as ASCII, in place, keeping every
+ * character's width: the space and newline labels become '_' and '$', any
+ * other character one '?' per column it takes. */
+static void to_ascii(struct render_buf *b, size_t from)
+{
+	size_t w = from;
+	for (size_t r = from; r < b->len;) {
+		unsigned char c = (unsigned char)b->data[r];
+		if (c < 0x80) {
+			b->data[w++] = b->data[r++];
+			continue;
+		}
+		uint32_t cp;
+		int bad;
+		int n = utf8_decode((const unsigned char *)b->data + r, b->len - r, &cp, &bad);
+		r += (size_t)n;
+		if (cp == 0x2423)
+			b->data[w++] = '_';
+		else if (cp == 0x23CE)
+			b->data[w++] = '$';
+		else
+			for (int k = render_cp_width(cp); k > 0; k--)
+				b->data[w++] = '?';
+	}
+	b->len = w;
+	if (b->data)
+		b->data[w] = '\0';
+}
+
 /* ------------------------------------------------------------------- csv */
 
 static void csv_quoted(struct render_buf *b, const char *s)
@@ -443,6 +474,7 @@ static enum render_style text_style(enum export_format f)
 int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
 		   struct render_buf *out, struct err *e)
 {
+	size_t start = out->len;
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
@@ -487,12 +519,15 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		break;
 	}
 	render_labels_free(labels, T);
+	if (f == EXPORT_ASCII)
+		to_ascii(out, start);
 	return 0;
 }
 
 int export_grid(const struct session *s, enum export_format f, struct render_buf *out,
 		struct err *e)
 {
+	size_t start = out->len;
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
@@ -549,6 +584,8 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		break;
 	}
 	render_labels_free(labels, T);
+	if (f == EXPORT_ASCII)
+		to_ascii(out, start);
 	return 0;
 }
 
@@ -618,8 +655,9 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 		 struct err *e)
 {
 	if (f == EXPORT_ANSI || f == EXPORT_SVG)
-		return err_set(e, "export stats: format %s is not available (use txt, csv or json)",
+		return err_set(e, "export stats: format %s is not available (use txt, ascii, csv or json)",
 			       export_format_name(f));
+	size_t start = out->len;
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
@@ -630,6 +668,8 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 
 	if (f == EXPORT_TXT || f == EXPORT_ASCII) {
 		export_stats_txt(s, false, out);
+		if (f == EXPORT_ASCII)
+			to_ascii(out, start);
 		return 0;
 	}
 	if (f == EXPORT_CSV) {

@@ -150,6 +150,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 					return usage_error("%s: the model is already given", a);
 				c->model_spec = v;
 			} else if (!strcmp(a, "-t") || !strcmp(a, "--text")) {
+				if (!v[0])
+					return usage_error("%s '': the text is empty; there is nothing to run", a);
 				c->text = v;
 			} else if (!strcmp(a, "-c") || !strcmp(a, "--command")) {
 				c->scripts[c->n_scripts++] = (struct script_arg){ 'c', v };

@@ -158,7 +158,24 @@ err_check "error: bad head" "does not exist" "text $text; export heatmap 9.9"
 err_check "error: bad format" "unknown format" "text $text; export grid --format pdf"
 err_check "error: unwritable --out" "export: " "text $text; export stats --out nodir/stats.csv"
 err_check "error: no text" "no text" "export grid"
-err_check "error: stats as svg" "not available" "text $text; export stats --format svg"
+err_check "error: stats as svg names the formats it has" "use txt, ascii, csv or json" \
+	"text $text; export stats --format svg"
+
+# --format ascii is ASCII only, also for spaces, newlines and CJK labels
+for what in "heatmap 0.0" grid stats; do
+	run --no-db shakespeare -c "text To be, or\\nnot; export $what --format ascii" </dev/null
+	if [ $rc = 0 ] && [ -s "$tmp/out" ] && ! LC_ALL=C grep -q '[^ -~]' "$tmp/out"; then
+		ok "export $what --format ascii is printable ASCII"
+	else
+		fail "export $what --format ascii is printable ASCII"
+	fi
+done
+run --no-db tang -c "text 床前明月光; export heatmap 0.0 --format ascii" </dev/null
+if [ $rc = 0 ] && ! LC_ALL=C grep -q '[^ -~]' "$tmp/out" && grep -q '^0 ?? |' "$tmp/out"; then
+	ok "CJK labels become one ? per column in ascii"
+else
+	fail "CJK labels become one ? per column in ascii"
+fi
 if [ ! -e nodir ]; then ok "no file left by a failed export"; else fail "no file left by a failed export"; fi
 
 [ $failures = 0 ]

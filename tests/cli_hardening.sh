@@ -258,4 +258,8 @@ run --db "$tmp/names.db" -c "$(printf 'save \377\376')" </dev/null
 check save-name-escaped sh -c "[ $rc -eq 0 ] && grep -q 'saved session 1 \"\\\\xff\\\\xfe\"' '$tmp/out'"
 check save-name-stored sh -c "[ \"\$(sqlite3 '$tmp/names.db' 'SELECT hex(name) FROM sessions')\" = FFFE ]"
 
+# an empty -t is a usage error that says so, not a silent success
+run --no-db shakespeare -t '' </dev/null
+check empty-text-refused sh -c "[ $rc -eq 2 ] && grep -q \"^attnscope: -t '': the text is empty\" '$tmp/err'"
+
 [ "$failures" -eq 0 ]
