@@ -47,8 +47,10 @@ bool size_mul(size_t a, size_t b, size_t *out);
 /* Prints "attnscope: fatal: ..." and aborts.  For broken invariants only. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Reads a whole file.  On success returns a malloc'd buffer (NUL-terminated
- * one past *len) that the caller frees; on failure returns NULL and sets e. */
+/* Reads a whole regular file (a FIFO, device or directory is refused before
+ * it is opened: file_refuse_special).  On success returns a malloc'd buffer
+ * (NUL-terminated one past *len) that the caller frees; on failure returns
+ * NULL and sets e. */
 char *read_file(const char *path, size_t *len, struct err *e);
 
 /*

@@ -123,6 +123,8 @@ bool size_mul(size_t a, size_t b, size_t *out)
 
 char *read_file(const char *path, size_t *len, struct err *e)
 {
+	if (file_refuse_special(path, false, "a regular file", e)) /* a FIFO would block in fopen */
+		return NULL;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		err_set(e, "%s: %s", path, strerror(errno));

@@ -258,6 +258,13 @@ run --db "$tmp/names.db" -c "$(printf 'save \377\376')" </dev/null
 check save-name-escaped sh -c "[ $rc -eq 0 ] && grep -q 'saved session 1 \"\\\\xff\\\\xfe\"' '$tmp/out'"
 check save-name-stored sh -c "[ \"\$(sqlite3 '$tmp/names.db' 'SELECT hex(name) FROM sessions')\" = FFFE ]"
 
+# text --file and sweep --corpus on a FIFO: refused at once, not blocked in open
+mkfifo "$tmp/fifo"
+run --no-db shakespeare -c "text --file $tmp/fifo" </dev/null
+check text-file-fifo-refused sh -c "[ $rc -eq 1 ] && grep -q 'fifo: is a FIFO, not a regular file' '$tmp/err'"
+run --no-db shakespeare -c "text hi; sweep --corpus $tmp/fifo --tokens 8" </dev/null
+check sweep-corpus-fifo-refused sh -c "[ $rc -eq 1 ] && grep -q 'fifo: is a FIFO, not a regular file' '$tmp/err'"
+
 # an empty -t is a usage error that says so, not a silent success
 run --no-db shakespeare -t '' </dev/null
 check empty-text-refused sh -c "[ $rc -eq 2 ] && grep -q \"^attnscope: -t '': the text is empty\" '$tmp/err'"
