@@ -259,7 +259,7 @@ check save-name-escaped sh -c "[ $rc -eq 0 ] && grep -q 'saved session 1 \"\\\\x
 check save-name-stored sh -c "[ \"\$(sqlite3 '$tmp/names.db' 'SELECT hex(name) FROM sessions')\" = FFFE ]"
 
 # text --file and sweep --corpus on a FIFO: refused at once, not blocked in open
-mkfifo "$tmp/fifo"
+[ -p "$tmp/fifo" ] || mkfifo "$tmp/fifo"
 run --no-db shakespeare -c "text --file $tmp/fifo" </dev/null
 check text-file-fifo-refused sh -c "[ $rc -eq 1 ] && grep -q 'fifo: is a FIFO, not a regular file' '$tmp/err'"
 run --no-db shakespeare -c "text hi; sweep --corpus $tmp/fifo --tokens 8" </dev/null
