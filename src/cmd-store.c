@@ -34,7 +34,6 @@ static int width_of(const char *p, size_t len)
 	return w;
 }
 
-/* put_safe padded with blanks to `col` characters. */
 /* Prints len bytes made safe for a terminal (utf8_printable: control
  * characters and invalid UTF-8 as \xNN), cut to at most max bytes (at a
  * UTF-8 character boundary) with "..." when longer; returns the characters
@@ -59,10 +58,14 @@ static int put_safe(FILE *f, const char *p, size_t len, size_t max)
 	return w;
 }
 
+/* put_safe padded with blanks to `col` characters, cut short enough that
+ * at least one blank always separates it from the next column. */
 static void put_col(FILE *f, const char *p, size_t max, int col)
 {
 	if (!p)
 		p = "-";
+	if (col >= 5 && max + 4 > (size_t)col)
+		max = (size_t)col - 4;
 	int w = put_safe(f, p, strlen(p), max);
 	for (; w < col; w++)
 		fputc(' ', f);

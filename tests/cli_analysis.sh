@@ -80,6 +80,15 @@ fi
 run compare-corpus shakespeare -c "compare variants --corpus corpus.txt"
 if [ $rc = 0 ] && has 'the last 64 tokens of corpus.txt'; then ok compare-corpus; else fail compare-corpus; fi
 
+# two stored measurements side by side: long texts are cut with a blank
+# left between the columns
+"$A" shakespeare --db cmp.db -c "text To be or not to be that is the question; text O Romeo Romeo wherefore art thou Romeo; compare 1 2" >out 2>err
+if grep -q '^text  *To be or not to be [a-z]*\.\.\. \+O Romeo' out; then
+	ok compare-id-columns
+else
+	fail compare-id-columns
+fi
+
 run compare-id shakespeare -c "text $TEXT; compare 1 2"
 if [ $rc = 1 ] && grep -q 'no session database' err; then
 	ok compare-id
