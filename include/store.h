@@ -68,7 +68,10 @@ struct store *store_open(const char *path, struct err *e);
 /*
  * The command-line policy.  no_db: returns NULL, warning "".  Otherwise the
  * path is db_flag (--db), else $ATTNSCOPE_DB when set and not empty, else
- * STORE_DEFAULT_PATH (whose sessions/ directory is created when missing).
+ * STORE_DEFAULT_PATH when the current directory has a sessions/ directory
+ * (a checkout, where the demos live), else
+ * $XDG_DATA_HOME/attnscope/attnscope.db ($XDG_DATA_HOME: ~/.local/share),
+ * its directories created.
  * When the database cannot be used, returns NULL with one line in warning
  * (say what and that attnscope goes on without recording); warning is ""
  * when all is well.  The caller prints it and keeps working.

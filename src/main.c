@@ -23,7 +23,6 @@
 #include "version.h"
 
 #define DEFAULT_MODEL "shakespeare"
-#define DEFAULT_DB "sessions/attnscope.db"
 
 static const char usage[] =
 	"usage: attnscope [MODEL] [-m MODEL] [--tokenizer PATH] [-t TEXT] [-c \"CMD; CMD\"]\n"
@@ -54,7 +53,10 @@ static const char usage[] =
 	"                    Implied when standard input is not a terminal (it is then read\n"
 	"                    only when no -c or -f is given)\n"
 	"  --tui             the full-screen visualizer\n"
-	"  --db PATH         session database (default: $ATTNSCOPE_DB, else " DEFAULT_DB ")\n"
+	"  --db PATH         session database (default: $ATTNSCOPE_DB, else\n"
+	"                    sessions/attnscope.db where a sessions/ directory exists,\n"
+	"                    else $XDG_DATA_HOME/attnscope/attnscope.db, by default\n"
+	"                    ~/.local/share/attnscope/attnscope.db)\n"
 	"  --no-db           record nothing\n"
 	"  --dump            print the config, tokens and every head's attention rows\n"
 	"  --threads N       threads for matrix products (default: all cores)\n"
@@ -78,7 +80,8 @@ struct cli {
 	const char *text;
 	int threads;
 	bool dump, batch, tui;
-	const char *db_path;     /* database for the storage work; NULL with --no-db */
+	const char *db_path;     /* --db or $ATTNSCOPE_DB; NULL: the default place */
+	bool no_db;              /* --no-db */
 	struct script_arg *scripts;
 	int n_scripts;
 };
@@ -96,7 +99,7 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_args(int argc, char **argv, struct cli *c)
 {
 	const char *env_db = getenv("ATTNSCOPE_DB");
-	c->db_path = env_db && env_db[0] ? env_db : DEFAULT_DB;
+	c->db_path = env_db && env_db[0] ? env_db : NULL;
 	c->scripts = xmalloc((size_t)(argc + 1) * sizeof *c->scripts);
 	bool options_done = false;
 	for (int i = 1; i < argc; i++) {
@@ -134,7 +137,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		} else if (!strcmp(a, "--tui")) {
 			c->tui = true;
 		} else if (!strcmp(a, "--no-db")) {
-			c->db_path = NULL;
+			c->no_db = true;
 		} else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
 			   !strcmp(a, "--text") || !strcmp(a, "-c") || !strcmp(a, "--command") ||
 			   !strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "--db") ||
@@ -316,7 +319,7 @@ static int run(int argc, char **argv)
 	struct session s;
 	session_init(&s, stdout);
 	char warning[ERR_MAX + 256];
-	store_attach(&s, store_open_default(c.db_path, c.db_path == NULL, warning, sizeof warning));
+	store_attach(&s, store_open_default(c.db_path, c.no_db, warning, sizeof warning));
 	if (warning[0]) {
 		fprintf(stderr, "attnscope: warning: %s\n", warning);
 		snprintf(s.store_note, sizeof s.store_note, "not recording");

@@ -949,6 +949,51 @@ fail:
 	return NULL;
 }
 
+/* Creates each missing directory of path's directory part (mode 0777 less
+ * the umask); failures show when the database is opened. */
+static void make_parents(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return;
+	*slash = '\0';
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(dir, 0777);
+			*p = '/';
+		}
+	mkdir(dir, 0777);
+}
+
+/* The database when neither --db nor $ATTNSCOPE_DB names one: in a
+ * directory that has sessions/ (a checkout of attnscope, where the demos
+ * live) STORE_DEFAULT_PATH; elsewhere $XDG_DATA_HOME/attnscope/attnscope.db,
+ * $XDG_DATA_HOME defaulting to ~/.local/share, so that running attnscope
+ * from any directory neither litters it nor splits the history.  The
+ * directories are created.  NULL with a message without a home. */
+static const char *default_path(char *buf, size_t size, struct err *e)
+{
+	struct stat sb;
+	if (stat("sessions", &sb) == 0 && S_ISDIR(sb.st_mode))
+		return STORE_DEFAULT_PATH;
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, size, "%s/attnscope/attnscope.db", xdg);
+	else if (home && home[0])
+		n = snprintf(buf, size, "%s/.local/share/attnscope/attnscope.db", home);
+	else
+		return err_set(e, "no sessions/ directory here and no $HOME for the default database"),
+		       NULL;
+	if (n < 0 || (size_t)n >= size)
+		return err_set(e, "the default database path is too long"), NULL;
+	make_parents(buf);
+	return buf;
+}
+
 struct store *store_open_default(const char *db_flag, bool no_db, char *warning, size_t size)
 {
 	if (size)
@@ -956,17 +1001,20 @@ struct store *store_open_default(const char *db_flag, bool no_db, char *warning,
 	if (no_db)
 		return NULL;
 	const char *path = db_flag;
+	char home_db[PATH_MAX];
 	if (!path) {
 		const char *env = getenv(STORE_ENV);
-		path = env && env[0] ? env : STORE_DEFAULT_PATH;
+		path = env && env[0] ? env : NULL;
 	}
-	if (!strcmp(path, STORE_DEFAULT_PATH)) {
-		char dir[sizeof STORE_DEFAULT_PATH];
-		snprintf(dir, sizeof dir, "%s", STORE_DEFAULT_PATH);
-		*strrchr(dir, '/') = '\0';
-		struct stat sb;
-		if (stat(dir, &sb) != 0 && errno == ENOENT)
-			mkdir(dir, 0777); /* a failure shows when the database is opened */
+	if (!path) {
+		struct err he;
+		path = default_path(home_db, sizeof home_db, &he);
+		if (!path) {
+			if (size)
+				snprintf(warning, size, "%s; going on without recording sessions (--db PATH "
+					 "chooses a file, --no-db turns recording off)", he.msg);
+			return NULL;
+		}
 	}
 	struct err e;
 	struct store *st = store_open(path, &e);

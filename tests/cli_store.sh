@@ -49,8 +49,23 @@ if [ ! -f "$tmp/probe.db" ]; then
 fi
 
 # ------------------------------------------------- default, env, --no-db
+# the default place: sessions/attnscope.db where a sessions/ directory
+# exists (a checkout), else under $XDG_DATA_HOME, else ~/.local/share;
+# never a new sessions/ directory in whatever directory attnscope runs in
 run -c 'text hello' </dev/null
-check default-path sh -c "[ $rc -eq 0 ] && [ -f '$tmp/sessions/attnscope.db' ] && [ ! -s '$tmp/err' ]"
+check default-path-home sh -c "[ $rc -eq 0 ] && [ -f '$tmp/home/.local/share/attnscope/attnscope.db' ] &&
+	[ ! -e '$tmp/sessions' ] && [ ! -s '$tmp/err' ]"
+XDG_DATA_HOME=$tmp/xdg
+export XDG_DATA_HOME
+run -c 'text hello' </dev/null
+unset XDG_DATA_HOME
+check default-path-xdg sh -c "[ $rc -eq 0 ] && [ -f '$tmp/xdg/attnscope/attnscope.db' ]"
+mkdir "$tmp/sessions"
+run -c 'text hello' </dev/null
+check default-path-checkout sh -c "[ $rc -eq 0 ] && [ -f '$tmp/sessions/attnscope.db' ] && [ ! -s '$tmp/err' ]"
+(HOME= ; unset HOME; cd "$tmp/home" && $TIMEOUT "$A" shakespeare -c 'text hello' </dev/null >"$tmp/out" 2>"$tmp/err")
+rc=$?
+check default-path-no-home sh -c "[ $rc -eq 0 ] && grep -q 'no \$HOME for the default database' '$tmp/err'"
 ATTNSCOPE_DB=$tmp/env.db run -c 'text hello' </dev/null
 check env-path sh -c "[ $rc -eq 0 ] && [ -f '$tmp/env.db' ]"
 ATTNSCOPE_DB=$tmp/env2.db run --db "$tmp/flag.db" -c 'text hello' </dev/null
