@@ -224,6 +224,14 @@ struct store_session_info {
 	int64_t n_commands, n_measurements;
 };
 int store_list_sessions(struct store *st, struct store_session_info **out, int *n, struct err *e);
+
+/* Deletes session id and everything recorded under it (commands,
+ * measurements and their head scores, sweeps, lab runs, and the saved
+ * states no other session uses), in one transaction.  The session being
+ * recorded is refused.  0 with the commands and measurements deleted
+ * counted, or -1 with a message ("no session 7"). */
+int store_forget_session(struct store *st, int64_t id, int64_t *n_commands,
+			 int64_t *n_measurements, struct err *e);
 void store_sessions_free(struct store_session_info *v, int n);
 
 /* One command of a session's log. */

@@ -155,10 +155,15 @@ const struct cmd_entry cmd_save_entry = {
 
 /* --------------------------------------------------------------- sessions */
 
+extern const struct cmd_entry cmd_sessions_entry;
+
 static int sessions_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	(void)argc;
-	(void)argv;
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_sessions_entry, argc, argv, &a, e) != 0)
+		return -1;
+	bool named = cmd_has(&cmd_sessions_entry, &a, "--named");
+	int last = (int)cmd_num(&cmd_sessions_entry, &a, "--last", 0);
 	if (need_store(s, e))
 		return -1;
 	struct store_session_info *v;
@@ -171,10 +176,30 @@ static int sessions_exec(struct session *s, int argc, char **argv, struct err *e
 		return 0;
 	}
 	int64_t cur = store_session_id(s->store);
+	/* the rows shown: named ones only with --named, the last N with --last */
+	int first = 0, shown = 0;
+	for (int i = n - 1; i >= 0; i--) {
+		if (named && !v[i].name)
+			continue;
+		if (last && shown == last)
+			break;
+		shown++;
+		first = i;
+	}
+	if (shown == 0) {
+		fprintf(s->out, "no named sessions in %s (save NAME names this one)\n",
+			store_path(s->store));
+		store_sessions_free(v, n);
+		return 0;
+	}
 	fprintf(s->out, "%6s  %-20s %-16s  %-16s %8s %12s  %s\n", "id", "name", "created (UTC)",
 		"model", "commands", "measurements", "saved");
-	for (int i = 0; i < n; i++) {
+	bool cur_shown = false;
+	for (int i = first; i < n; i++) {
 		const struct store_session_info *r = &v[i];
+		if (named && !r->name)
+			continue;
+		cur_shown |= r->id == cur;
 		fprintf(s->out, "%5lld%c  ", (long long)r->id, r->id == cur ? '*' : ' ');
 		if (r->name) {
 			/* names may hold any bytes, NULs included */
@@ -189,15 +214,52 @@ static int sessions_exec(struct session *s, int argc, char **argv, struct err *e
 		fprintf(s->out, " %8lld %12lld  %.16s\n", (long long)r->n_commands,
 			(long long)r->n_measurements, r->saved_at ? r->saved_at : "-");
 	}
-	if (cur)
+	if (cur_shown)
 		fprintf(s->out, "(* this session)\n");
+	if (shown < n)
+		fprintf(s->out, "(%d of %d sessions; sessions without options lists them all)\n", shown, n);
 	store_sessions_free(v, n);
 	return 0;
 }
 
+static int forget_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	(void)argc;
+	if (need_store(s, e))
+		return -1;
+	int64_t id, nc, nm;
+	if (store_find_session(s->store, argv[1], &id, e) != 0 ||
+	    store_forget_session(s->store, id, &nc, &nm, e) != 0)
+		return -1;
+	if (!s->quiet)
+		fprintf(s->out, "forgot session %lld: %lld command%s, %lld measurement%s\n",
+			(long long)id, (long long)nc, nc == 1 ? "" : "s", (long long)nm,
+			nm == 1 ? "" : "s");
+	return 0;
+}
+
+const struct cmd_entry cmd_forget_entry = {
+	.name = "forget",
+	.usage = "ID|NAME",
+	.help = "delete a recorded session and everything recorded in it",
+	.long_help = "Deletes the session (by id, or by name: the latest with that name) with its\n"
+		     "commands, measurements, head scores, sweeps and lab runs, in one\n"
+		     "transaction.  The session being recorded now cannot be forgotten.",
+	.min_args = 1,
+	.max_args = 1,
+	.exec = forget_exec,
+};
+
+static const struct cmd_opt sessions_opts[] = {
+	{ "--named", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--last", CMD_OPT_INT, "N", 1, 1e9, "the number of sessions" },
+	{ NULL },
+};
+
 const struct cmd_entry cmd_sessions_entry = {
 	.name = "sessions",
 	.usage = "",
+	.opts = sessions_opts,
 	.help = "list the recorded sessions: id, name, date, model, commands, measurements",
 	.min_args = 0,
 	.max_args = 0,

@@ -1721,6 +1721,60 @@ static void read_session_info(sqlite3_stmt *q, void *row)
 	r->n_measurements = sqlite3_column_int64(q, 6);
 }
 
+int store_forget_session(struct store *st, int64_t id, int64_t *n_commands,
+			 int64_t *n_measurements, struct err *e)
+{
+	if (st->dead)
+		return err_set(e, "not recording: an earlier write to %s failed", st->path);
+	if (id == st->session_id)
+		return err_set(e, "session %lld is this one, still being recorded", (long long)id);
+	/* children first (foreign keys are on); then the states no session uses */
+	static const char *const del[] = {
+		"DELETE FROM sweep_entries WHERE sweep_id IN (SELECT id FROM sweeps WHERE session_id = ?1)",
+		"DELETE FROM sweeps WHERE session_id = ?1",
+		"DELETE FROM head_stats WHERE measurement_id IN "
+		"(SELECT id FROM measurements WHERE session_id = ?1)",
+		"DELETE FROM measurements WHERE session_id = ?1",
+		"DELETE FROM commands WHERE session_id = ?1",
+		"DELETE FROM lab_runs WHERE session_id = ?1",
+		"DELETE FROM sessions WHERE id = ?1",
+		"DELETE FROM states WHERE id NOT IN (SELECT start_state FROM sessions WHERE "
+		"start_state IS NOT NULL UNION SELECT saved_state FROM sessions WHERE saved_state IS NOT NULL)",
+	};
+	if (tx_begin(st, e) != 0)
+		return -1;
+	int64_t changed[8] = { 0 };
+	for (size_t i = 0; i < sizeof del / sizeof del[0]; i++) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(st->db, del[i], -1, &q, NULL) != SQLITE_OK) {
+			db_err(st, e, "forgetting a session");
+			tx_rollback(st);
+			return -1;
+		}
+		if (strstr(del[i], "?1"))
+			sqlite3_bind_int64(q, 1, id);
+		int rc = sqlite3_step(q);
+		sqlite3_finalize(q);
+		if (rc != SQLITE_DONE) {
+			db_err(st, e, "forgetting a session");
+			tx_rollback(st);
+			return -1;
+		}
+		changed[i] = sqlite3_changes(st->db);
+	}
+	if (changed[6] == 0) {
+		tx_rollback(st);
+		return err_set(e, "no session %lld", (long long)id);
+	}
+	if (tx_commit(st, e) != 0) {
+		tx_rollback(st);
+		return -1;
+	}
+	*n_commands = changed[4];
+	*n_measurements = changed[3];
+	return 0;
+}
+
 int store_list_sessions(struct store *st, struct store_session_info **out, int *n, struct err *e)
 {
 	*out = NULL;

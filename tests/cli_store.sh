@@ -144,6 +144,28 @@ if [ -n "$SQLITE" ]; then
 	check hostile-name-bytes cmp -s "$tmp/hostile-name.want" "$tmp/hostile-name.got"
 fi
 
+# ------------------------------------------ listing and forgetting sessions
+FDB=$tmp/forget.db
+run --db "$FDB" -c 'text one' </dev/null
+run --db "$FDB" -c 'text two; save kept' </dev/null
+run --db "$FDB" -c 'text three' </dev/null
+run --db "$FDB" -c 'sessions --named' </dev/null
+check sessions-named sh -c "[ $rc -eq 0 ] && grep -q '^    2   kept ' '$tmp/out' &&
+	! grep -q '^    1 ' '$tmp/out' && grep -q '(1 of 4 sessions' '$tmp/out'"
+run --db "$FDB" -c 'sessions --last 2' </dev/null
+check sessions-last sh -c "[ $rc -eq 0 ] && grep -q '^    4 ' '$tmp/out' && grep -q '^    5\\*' '$tmp/out' &&
+	! grep -q '^    3 ' '$tmp/out'"
+run --db "$FDB" -c 'forget kept; forget 1' </dev/null
+check forget-sessions sh -c "[ $rc -eq 0 ] && grep -q '^forgot session 2: 2 commands, 1 measurement\$' '$tmp/out'"
+if [ -n "$SQLITE" ]; then
+	check forget-rows-gone sh -c "[ \"\$($SQLITE '$FDB' 'SELECT count(*) FROM sessions WHERE id IN (1, 2); SELECT count(*) FROM measurements WHERE session_id IN (1, 2); SELECT count(*) FROM commands WHERE session_id IN (1, 2); PRAGMA foreign_key_check' | tr '\n' ' ')\" = '0 0 0 ' ]"
+	check forget-others-kept sh -c "[ \"\$($SQLITE '$FDB' 'SELECT count(*) FROM measurements WHERE session_id = 3')\" = 1 ]"
+fi
+run --db "$FDB" -c 'forget 99' </dev/null
+check forget-unknown sh -c "[ $rc -eq 1 ] && grep -q 'no session 99' '$tmp/err'"
+run --db "$FDB" -c 'text x; forget 8' </dev/null
+check forget-current-refused sh -c "[ $rc -eq 1 ] && grep -q 'is this one, still being recorded' '$tmp/err'"
+
 # ---------------------------------------------------- unusable paths
 printf 'my notes, not a database\n' >"$tmp/notes.txt"
 cp "$tmp/notes.txt" "$tmp/notes.orig"
