@@ -441,6 +441,28 @@ static const char *line_command(const char *line)
 	return c ? c->name : "";
 }
 
+/* Whether a command line writes a file of the user's: an --out, --csv or
+ * --svg option (export, lab, curves). */
+static bool line_writes_file(const char *line)
+{
+	int argc;
+	char **argv;
+	if (cmd_split(line, &argc, &argv, NULL) != 0)
+		return false;
+	bool writes = false;
+	static const char *const opts[] = { "--out", "--csv", "--svg" };
+	for (int i = 1; i < argc && !writes; i++)
+		for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+			size_t n = strlen(opts[k]);
+			if (!strncmp(argv[i], opts[k], n) && (argv[i][n] == '\0' || argv[i][n] == '='))
+				writes = true;
+		}
+	cmd_free_argv(argc, argv);
+	return writes;
+}
+
+#define REPLAY_WRITE " --write"
+
 static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	(void)argc;
@@ -448,7 +470,13 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 		return -1;
 	if (store_replaying(s->store))
 		return err_set(e, "replay cannot run inside a replay");
-	char *ref = xstrndup(argv[1], raw_len(argv[1]));
+	size_t len = raw_len(argv[1]), wl = strlen(REPLAY_WRITE);
+	bool write = len > wl && !strncmp(argv[1] + len - wl, REPLAY_WRITE, wl);
+	if (write)
+		len -= wl;
+	while (len > 0 && (argv[1][len - 1] == ' ' || argv[1][len - 1] == '\t'))
+		len--;
+	char *ref = xstrndup(argv[1], len);
 	int64_t id;
 	int rc = store_find_session(s->store, ref, &id, e);
 	free(ref);
@@ -471,7 +499,7 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 	store_suppress(s->store, -1);
 	if (rc != 0)
 		err_prefix(e, "replay %lld: the state it started in", (long long)id);
-	int ran = 0, skipped = 0, not_ok = 0;
+	int ran = 0, skipped = 0, not_ok = 0, unwritten = 0;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		const struct store_command *c = &cmds[i];
 		if (strlen(c->line) != c->line_len) { /* cannot come from a command line */
@@ -485,6 +513,15 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 		const char *name = line_command(c->line);
 		if (!strcmp(name, "replay") || !strcmp(name, "save") || !strcmp(name, "quit")) {
 			skipped++;
+			continue;
+		}
+		if (!write && line_writes_file(c->line)) {
+			if (!s->quiet) {
+				fputs("> (not run: it writes a file; replay ... --write runs it) ", s->out);
+				put_safe(s->out, c->line, c->line_len, 4096);
+				fputc('\n', s->out);
+			}
+			unwritten++;
 			continue;
 		}
 		if (s->cancel && *s->cancel) {
@@ -515,6 +552,9 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 			fprintf(s->out, ", %d skipped (save, replay, quit)", skipped);
 		if (not_ok)
 			fprintf(s->out, ", %d not run (failed or unfinished when recorded)", not_ok);
+		if (unwritten)
+			fprintf(s->out, ", %d not run because %s a file (--write runs %s)", unwritten,
+				unwritten == 1 ? "it writes" : "they write", unwritten == 1 ? "it" : "them");
 		fputc('\n', s->out);
 	}
 	store_state_free(&start);
@@ -524,14 +564,15 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_replay_entry = {
 	.name = "replay",
-	.usage = "ID|NAME",
+	.usage = "ID|NAME [--write]",
 	.help = "run a recorded session's commands again, from the state it started in",
 	.long_help = "Restores the model, text and options the session started with, then runs\n"
 		     "its command log in order, as a script in batch mode (pause does not wait,\n"
 		     "the first failing command stops the replay). Skipped: replay, save and quit\n"
 		     "lines, and commands that failed or never finished when they were recorded\n"
-		     "(they changed nothing). open lines run. The commands are recorded in this\n"
-		     "session.",
+		     "(they changed nothing), and, unless --write is given, commands that write a\n"
+		     "file (--out, --csv, --svg), so that a replay never overwrites one unasked.\n"
+		     "open lines run. The commands are recorded in this session.",
 	.flags = CMD_RAW,
 	.min_args = 1,
 	.max_args = 1,

@@ -120,7 +120,7 @@ check open-summary has_out '^opened session 2: shakespeare, 39 tokens, gqa2 post
 
 # replay in a new process: the same measurements
 run --db "$DB" -c 'replay demo' </dev/null
-check replay sh -c "[ $rc -eq 0 ] && grep -q '^replayed session 2: 7 commands run, 1 skipped' '$tmp/out'"
+check replay sh -c "[ $rc -eq 0 ] && grep -q '^replayed session 2: 5 commands run, 1 skipped (save, replay, quit), 2 not run because they write a file' '$tmp/out'"
 run --db "$DB" -c 'measurements --csv --last 4' </dev/null
 numbers <"$tmp/out" >"$tmp/replay.numbers"
 check replay-measurements cmp -s "$tmp/orig.numbers" "$tmp/replay.numbers"
@@ -165,6 +165,16 @@ run --db "$FDB" -c 'forget 99' </dev/null
 check forget-unknown sh -c "[ $rc -eq 1 ] && grep -q 'no session 99' '$tmp/err'"
 run --db "$FDB" -c 'text x; forget 8' </dev/null
 check forget-current-refused sh -c "[ $rc -eq 1 ] && grep -q 'is this one, still being recorded' '$tmp/err'"
+
+# replay does not overwrite files unless told to
+RDB=$tmp/replay-write.db
+run --db "$RDB" -c "text hi there; export stats --out $tmp/stats.txt" </dev/null
+echo mine >"$tmp/stats.txt"
+run --db "$RDB" -c 'replay 1' </dev/null
+check replay-keeps-files sh -c "[ $rc -eq 0 ] && [ \"\$(cat '$tmp/stats.txt')\" = mine ] &&
+	grep -q '1 not run because it writes a file (--write runs it)' '$tmp/out'"
+run --db "$RDB" -c 'replay 1 --write' </dev/null
+check replay-write sh -c "[ $rc -eq 0 ] && grep -q '^model  *shakespeare' '$tmp/stats.txt'"
 
 # ---------------------------------------------------- unusable paths
 printf 'my notes, not a database\n' >"$tmp/notes.txt"
