@@ -19,7 +19,8 @@ struct comparison {
 	double delta_loss;  /* run loss - baseline loss (NAN without targets) */
 };
 
-/* Compares batch 0 of two runs over the same T tokens (both RUN_LOGITS). */
+/* Compares two runs over the same B x T tokens (both RUN_LOGITS): KL and
+ * agreement averaged over every position of every sequence. */
 void compare_runs(const struct run *base, const struct run *run, struct comparison *out);
 
 /* The k most likely next tokens at position pos (batch 0): ids[k] and
@@ -50,6 +51,7 @@ struct ablation {
  * layer's heads together, each compared with the unablated run. */
 struct sweep_result {
 	int L, H, T;
+	int B;                   /* windows of T tokens, averaged over */
 	struct run_options opt;  /* the unablated options: the caller's, ablations cleared */
 	double base_loss;        /* loss of the unablated run */
 	struct ablation *head;   /* (L * H) head l.h alone at [l * H + h]; owned */
@@ -63,14 +65,15 @@ typedef void (*sweep_progress_fn)(void *ctx, int done, int total);
 
 /*
  * Runs the sweep of model m under options o (its ablations are cleared
- * first) on tokens (T >= 2, within the context), with runs of its own: the
+ * first) on tokens: B sequences of T (T >= 2, within the context), whose
+ * losses and KLs are averaged over every position, with runs of its own: the
  * caller's runs and options are never touched.  *cancel (may be NULL) is
  * polled before every forward pass; when set, the sweep stops, out keeps
  * what finished (the rest NAN), out->cancelled is set and -1 is returned
  * with "sweep cancelled".  0, or -1 with a message.  Free out with
  * sweep_free (also after -1).
  */
-int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int T,
+int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int B, int T,
 	      volatile sig_atomic_t *cancel, sweep_progress_fn progress, void *ctx,
 	      struct sweep_result *out, struct err *e);
 void sweep_free(struct sweep_result *r);
@@ -109,11 +112,12 @@ struct variant_row {
  * (at most max). */
 int variant_list(const struct model *m, struct variant_row *rows, int max);
 
-/* Runs m with options o on tokens (T) in work (RUN_LOGITS, room for T) and
- * fills out's numbers, comparing with ref: a finished RUN_LOGITS run on the
- * same T tokens of a model with the same vocabulary (for conversions, m's
- * native run).  name and trained are left alone.  0 or -1. */
-int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int T,
+/* Runs m with options o on tokens (B sequences of T) in work (RUN_LOGITS,
+ * room for B x T) and fills out's numbers, comparing with ref: a finished
+ * RUN_LOGITS run on the same tokens of a model with the same vocabulary
+ * (for conversions, m's native run).  The KV bytes are one sequence's.
+ * name and trained are left alone.  0 or -1. */
+int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int B, int T,
 		    const struct run *ref, struct run *work, struct variant_row *out, struct err *e);
 
 #endif

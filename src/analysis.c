@@ -32,7 +32,7 @@ static int argmax(const float *z, int V)
 
 void compare_runs(const struct run *base, const struct run *run, struct comparison *out)
 {
-	int T = run->t, V = run->V;
+	int T = run->b * run->t, V = run->V; /* every position of every sequence */
 	double kl = 0.0;
 	int agree = 0;
 	for (int i = 0; i < T; i++) {
@@ -119,7 +119,7 @@ static void ablation_unset(struct ablation *a)
 	a->delta_loss = a->kl = a->top1_agree = NAN;
 }
 
-int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int T,
+int sweep_run(struct model *m, const struct run_options *o, const int *tokens, int B, int T,
 	      volatile sig_atomic_t *cancel, sweep_progress_fn progress, void *ctx,
 	      struct sweep_result *out, struct err *e)
 {
@@ -129,6 +129,7 @@ int sweep_run(struct model *m, const struct run_options *o, const int *tokens, i
 	out->L = L;
 	out->H = H;
 	out->T = T;
+	out->B = B;
 	out->base_loss = NAN;
 	out->opt = *o;
 	memset(out->opt.ablated, 0, sizeof out->opt.ablated);
@@ -147,13 +148,13 @@ int sweep_run(struct model *m, const struct run_options *o, const int *tokens, i
 	if (run_options_validate(m, &out->opt, e) != 0)
 		return -1;
 
-	struct run *base = run_new(c, 1, T, RUN_LOGITS), *work = run_new(c, 1, T, RUN_LOGITS);
+	struct run *base = run_new(c, B, T, RUN_LOGITS), *work = run_new(c, B, T, RUN_LOGITS);
 	int rc = 0;
 	struct comparison cmp;
 	struct run_options ab;
 	if (cancel && *cancel)
 		goto cancelled;
-	if (model_forward(m, &out->opt, tokens, NULL, 1, T, base, e) != 0)
+	if (model_forward(m, &out->opt, tokens, NULL, B, T, base, e) != 0)
 		goto fail;
 	out->base_loss = base->loss;
 	out->done++;
@@ -169,7 +170,7 @@ int sweep_run(struct model *m, const struct run_options *o, const int *tokens, i
 			for (int h = 0; h < H; h++)
 				opt_set_ablated(&ab, (pass - L * H) * H + h, true);
 		}
-		if (model_forward(m, &ab, tokens, NULL, 1, T, work, e) != 0)
+		if (model_forward(m, &ab, tokens, NULL, B, T, work, e) != 0)
 			goto fail;
 		compare_runs(base, work, &cmp);
 		ablation_from(pass < L * H ? &out->head[pass] : &out->layer[pass - L * H], &cmp);
@@ -286,12 +287,12 @@ int variant_list(const struct model *m, struct variant_row *rows, int max)
 	return n;
 }
 
-int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int T,
+int variant_measure(struct model *m, const struct run_options *o, const int *tokens, int B, int T,
 		    const struct run *ref, struct run *work, struct variant_row *out, struct err *e)
 {
 	double best = INFINITY;
 	for (int pass = 0; pass < 2; pass++) {
-		if (model_forward(m, o, tokens, NULL, 1, T, work, e) != 0)
+		if (model_forward(m, o, tokens, NULL, B, T, work, e) != 0)
 			return -1;
 		best = work->forward_ms < best ? work->forward_ms : best;
 	}

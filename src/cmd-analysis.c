@@ -39,10 +39,11 @@ static void describe_options(const struct session *s, const struct run_options *
 
 /* The tokens sweep and compare run on: the session's text, or the last N
  * tokens of a file (no BOS; the end of a training file is its validation
- * split, so for a model trained on FILE the slice is held out). */
+ * split, so for a model trained on FILE the slice is held out), cut into
+ * B windows of T = the model's context when N is longer. */
 struct source {
-	int *tokens;   /* owned when `owned` */
-	int T;
+	int *tokens;   /* (B, T); owned when `owned` */
+	int B, T;
 	bool owned;
 	char desc[320];
 };
@@ -64,6 +65,7 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 		if (session_need_run(s, e))
 			return -1;
 		src->tokens = s->tokens;
+		src->B = 1;
 		src->T = s->n_tokens;
 		snprintf(src->desc, sizeof src->desc, "%d tokens of the current text", s->n_tokens);
 		return 0;
@@ -74,8 +76,6 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	int S = m->cfg.context;
 	if (ntok == 0)
 		ntok = S < CORPUS_TOKENS ? S : CORPUS_TOKENS;
-	if (ntok > S)
-		return err_set(e, "--tokens %d: at most the model's context, %d", ntok, S);
 	if (!m->tok)
 		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
 	size_t len;
@@ -93,14 +93,22 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 		free(ids);
 		return err_set(e, "%s: %d token%s; at least 2 are needed", corpus, n, n == 1 ? "" : "s");
 	}
-	int T = n < ntok ? n : ntok;
-	src->tokens = xmalloc((size_t)T * sizeof *src->tokens);
-	memcpy(src->tokens, ids + (n - T), (size_t)T * sizeof *ids);
+	/* the last min(N, n) tokens, in windows of at most the context */
+	int want = n < ntok ? n : ntok, T = want < S ? want : S, B = want / T;
+	src->tokens = xmalloc((size_t)B * T * sizeof *src->tokens);
+	memcpy(src->tokens, ids + (n - (size_t)B * T), (size_t)B * T * sizeof *ids);
 	free(ids);
+	src->B = B;
 	src->T = T;
 	src->owned = true;
-	snprintf(src->desc, sizeof src->desc, "the last %d tokens of %.200s%s", T, corpus,
-		 T < ntok ? " (the whole file)" : "");
+	if (B == 1)
+		snprintf(src->desc, sizeof src->desc, "the last %d tokens of %.200s%s", T, corpus,
+			 T < ntok && T == n ? " (the whole file)" : "");
+	else
+		snprintf(src->desc, sizeof src->desc, "the last %d tokens of %.200s, as %d windows of "
+			 "%d (the context)%s", B * T, corpus, B, T,
+			 want < ntok ? ", all the file has in whole windows"
+			 : B * T < want ? ", --tokens rounded down to whole windows" : "");
 	return 0;
 }
 
@@ -396,7 +404,8 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 		return -1;
 	struct sweep_result r;
 	bool tty = isatty(STDERR_FILENO);
-	int rc = sweep_run(s->model, &s->opt, src.tokens, src.T, s->cancel, tty ? sweep_progress : NULL,
+	int rc = sweep_run(s->model, &s->opt, src.tokens, src.B, src.T, s->cancel,
+			   tty ? sweep_progress : NULL,
 			   NULL, &r, e);
 	if (tty && rc != 0)
 		sweep_progress(NULL, 1, 1); /* clear the progress line */
@@ -467,7 +476,9 @@ const struct cmd_entry cmd_sweep_entry = {
 		"or KL(unablated || ablated) (--metric kl); heads are ranked by it.  A head can\n"
 		"be \"removed for under 1% loss increase\" when its ablation alone raises the\n"
 		"loss by less than 1% of the unablated loss.  --corpus FILE runs on the last N\n"
-		"tokens of FILE (default N = min(context, 256)) instead of the current text.\n"
+		"tokens of FILE (default N = min(context, 256)) instead of the current text;\n"
+		"more than the context are cut into windows of the context, run as one batch,\n"
+		"and every number is averaged over all their positions.\n"
 		"Ctrl-C cancels; the session is left as it was.",
 	.complete = COMPLETE_WORDS,
 	.words = sweep_words,
@@ -546,17 +557,17 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (source_get(s, corpus, ntok, &src, e) != 0)
 		return -1;
 	struct model *m = s->model;
-	int T = src.T;
-	struct run *ref = run_new(&m->cfg, 1, T, RUN_LOGITS), *work = run_new(&m->cfg, 1, T, RUN_LOGITS);
+	int B = src.B, T = src.T;
+	struct run *ref = run_new(&m->cfg, B, T, RUN_LOGITS), *work = run_new(&m->cfg, B, T, RUN_LOGITS);
 	struct variant_row rows[VARIANTS_MAX];
 	int n = variant_list(m, rows, VARIANTS_MAX), rc = 0;
 	char notes[4][400];
 	int n_notes = 0;
 
-	if (model_forward(m, &rows[0].opt, src.tokens, NULL, 1, T, ref, e) != 0)
+	if (model_forward(m, &rows[0].opt, src.tokens, NULL, B, T, ref, e) != 0)
 		goto fail;
 	for (int i = 0; i < n; i++)
-		if (variant_measure(m, &rows[i].opt, src.tokens, T, ref, work, &rows[i], e) != 0) {
+		if (variant_measure(m, &rows[i].opt, src.tokens, B, T, ref, work, &rows[i], e) != 0) {
 			err_prefix(e, "%s", rows[i].name);
 			goto fail;
 		}
@@ -594,10 +605,10 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 			memset(v, 0, sizeof *v);
 			snprintf(v->name, sizeof v->name, "%s [trained]", family[k]);
 			v->trained = true;
-			struct run *w2 = run_new(&o->cfg, 1, T, RUN_LOGITS);
+			struct run *w2 = run_new(&o->cfg, B, T, RUN_LOGITS);
 			struct run_options nat;
 			run_options_native(o, &nat);
-			int r2 = variant_measure(o, &nat, src.tokens, T, ref, w2, v, &e2);
+			int r2 = variant_measure(o, &nat, src.tokens, B, T, ref, w2, v, &e2);
 			run_free(w2);
 			model_free(o);
 			if (r2 != 0) {

@@ -1998,7 +1998,7 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	B(bind_id(q, 2, st->last_measurement));
 	B(bind_str(q, 3, metric ? metric : "loss"));
 	B(bind_str(q, 4, source ? source : "text"));
-	B(sqlite3_bind_int(q, 5, r->T));
+	B(sqlite3_bind_int(q, 5, r->B * r->T));
 	B(bind_str(q, 6, options));
 	B(bind_num(q, 7, r->base_loss));
 	B(sqlite3_bind_int(q, 8, r->cancelled));

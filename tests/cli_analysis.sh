@@ -68,6 +68,13 @@ while [ $i -lt 30 ]; do
 done >corpus.txt
 run sweep-corpus shakespeare -c "sweep --corpus corpus.txt --tokens 40"
 if [ $rc = 0 ] && has 'the last 40 tokens of corpus.txt'; then ok sweep-corpus; else fail sweep-corpus; fi
+# more tokens than the context: whole windows of the context, averaged
+run sweep-windows shakespeare -c "sweep --corpus corpus.txt --tokens 600"
+if [ $rc = 0 ] && has 'the last [0-9]* tokens of corpus.txt, as [0-9]* windows of [0-9]* (the context)'; then
+	ok sweep-windows
+else
+	fail sweep-windows
+fi
 
 run compare shakespeare -c "text $TEXT; compare variants"
 if [ $rc = 0 ] && has '^native (mha)' && has '^gqa 2 ' && has '^mqa ' && has '^post-norm ' &&

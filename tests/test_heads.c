@@ -489,7 +489,7 @@ static void test_sweep_zero_head(void **state)
 	struct fixture *f = fixture_new(m, "To be, or not to be, that is the question:");
 	struct sweep_result r;
 	struct err e;
-	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, f->s.n_tokens, NULL, NULL, NULL, &r, &e), 0);
+	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, 1, f->s.n_tokens, NULL, NULL, NULL, &r, &e), 0);
 	assert_int_equal(r.L * r.H, 8);
 	assert_int_equal(r.done, r.total);
 	assert_int_equal(r.total, 1 + 8 + 2);
@@ -546,6 +546,33 @@ static void cancel_after_3(void *ctx, int done, int total)
 		cancel_flag = 1;
 }
 
+/* A sweep over two windows at once averages them: every loss change and
+ * KL is the mean of the two windows' own sweeps (same number of positions
+ * each), and agreement too. */
+static void test_sweep_windows_average(void **state)
+{
+	(void)state;
+	struct model *m = make_random(2, 4, 4, 0, 12);
+	struct fixture *f = fixture_new(m, "To be, or not to be, that is the question:");
+	int T = f->s.n_tokens / 2;
+	struct sweep_result both, a, b;
+	struct err e;
+	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, 2, T, NULL, NULL, NULL, &both, &e), 0);
+	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, 1, T, NULL, NULL, NULL, &a, &e), 0);
+	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens + T, 1, T, NULL, NULL, NULL, &b, &e), 0);
+	assert_int_equal(both.B, 2);
+	assert_true(fabs(both.base_loss - (a.base_loss + b.base_loss) / 2) < 1e-5);
+	for (int i = 0; i < both.L * both.H; i++) {
+		assert_true(fabs(both.head[i].delta_loss - (a.head[i].delta_loss + b.head[i].delta_loss) / 2) < 1e-5);
+		assert_true(fabs(both.head[i].kl - (a.head[i].kl + b.head[i].kl) / 2) < 1e-6);
+		assert_true(fabs(both.head[i].top1_agree - (a.head[i].top1_agree + b.head[i].top1_agree) / 2) < 1e-9);
+	}
+	sweep_free(&both);
+	sweep_free(&a);
+	sweep_free(&b);
+	fixture_free(f);
+}
+
 static void test_sweep_cancel(void **state)
 {
 	(void)state;
@@ -569,7 +596,7 @@ static void test_sweep_cancel(void **state)
 	/* half way through */
 	cancel_flag = 0;
 	struct sweep_result r;
-	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, f->s.n_tokens, &cancel_flag, cancel_after_3,
+	assert_int_equal(sweep_run(m, &f->s.opt, f->s.tokens, 1, f->s.n_tokens, &cancel_flag, cancel_after_3,
 				   NULL, &r, &e), -1);
 	assert_true(r.cancelled);
 	assert_int_equal(r.done, 3);
@@ -636,7 +663,7 @@ static void test_compare_identical_kv(void **state)
 		struct err e;
 		assert_int_equal(model_forward(m, &rows[0].opt, f->s.tokens, NULL, 1, T, ref, &e), 0);
 		for (int i = 0; i < n; i++) {
-			assert_int_equal(variant_measure(m, &rows[i].opt, f->s.tokens, T, ref, w, &rows[i], &e), 0);
+			assert_int_equal(variant_measure(m, &rows[i].opt, f->s.tokens, 1, T, ref, w, &rows[i], &e), 0);
 			print_message("K=%d %-14s loss %.6f KL %.3g top-1 %.3f\n", K, rows[i].name, rows[i].loss,
 				      rows[i].kl, rows[i].top1_agree);
 			bool sharing = rows[i].opt.placement == m->cfg.placement && rows[i].opt.mask == MASK_CAUSAL;
@@ -783,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_induction_tokens),
 		cmocka_unit_test(test_circuit_roles),
 		cmocka_unit_test(test_sweep_zero_head),
+		cmocka_unit_test(test_sweep_windows_average),
 		cmocka_unit_test(test_sweep_cancel),
 		cmocka_unit_test(test_compare_identical_kv),
 		cmocka_unit_test(test_compare_args_and_corpus),

@@ -1288,7 +1288,7 @@ static void test_sweep_recorded(void **state)
 
 	/* the same sweep, run directly: the numbers the rows must hold */
 	struct sweep_result r;
-	assert_int_equal(sweep_run(f.s.model, &f.s.opt, f.s.tokens, f.s.n_tokens, NULL, NULL, NULL, &r, &e), 0);
+	assert_int_equal(sweep_run(f.s.model, &f.s.opt, f.s.tokens, 1, f.s.n_tokens, NULL, NULL, NULL, &r, &e), 0);
 	int L = r.L, H = r.H;
 	assert_int_equal(L, 2);
 	assert_int_equal(H, 4);
