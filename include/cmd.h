@@ -91,6 +91,10 @@ const struct cmd_entry *cmd_find(const char *name, struct err *e);
  * usage line on a mismatch).  0, CMD_QUIT or -1 with e set. */
 int cmd_run(struct session *s, int argc, char **argv, struct err *e);
 
+/* Columns available on s->out: the terminal's width, else $COLUMNS, else
+ * 80 (what wide layouts fit themselves to). */
+int cmd_out_width(const struct session *s);
+
 /* Splits a line into words: blanks separate, '...' and "..." quote, a
  * backslash escapes the next character, '#' at the start of a word begins a
  * comment.  For a CMD_RAW command the rest of the line after the name (one

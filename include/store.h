@@ -332,6 +332,24 @@ int store_training_finish(struct store *st, int64_t run_id, const char *status, 
 			  int64_t tokens_seen, double final_loss, double val_loss, double wall_s,
 			  const char *message, struct err *e);
 
+/* One recorded step read back (curves --run): NAN where nothing was
+ * stored; layer_grad_norms malloc'd (n_layers values, NAN for null) or
+ * NULL. */
+struct store_train_row {
+	int64_t step;
+	double loss, lr, grad_norm, val_loss;
+	double *layer_grad_norms;
+	int n_layers;
+};
+
+/* The steps of training run run_id in step order (*rows malloc'd: free
+ * with store_train_rows_free), and the run's status and model path
+ * (malloc'd strings, NULL when not stored).  0, or -1 with "no training
+ * run N in PATH" or a database message; st NULL: "no session database". */
+int store_get_training_steps(struct store *st, int64_t run_id, struct store_train_row **rows,
+			     int *n, char **status, char **model_path, struct err *e);
+void store_train_rows_free(struct store_train_row *v, int n);
+
 /* ---------------------------------------------------------------- helpers */
 
 /* True when the len bytes are valid UTF-8 (no overlongs, surrogates or

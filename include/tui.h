@@ -47,8 +47,9 @@ enum {
  */
 int tui_run(struct session *s, int first, unsigned flags, struct err *e);
 
-/* The name of view v ("grid", "head", "token", "numbers"; "?" for none)
- * and the view a name or a number 1..4 names: 0, or -1 when unknown. */
+/* The name of view v ("grid", "head", "token", "numbers", "lens",
+ * "curves"; "?" for none) and the view a name or a number 1..6 names: 0,
+ * or -1 when unknown. */
 const char *tui_view_name(int v);
 int tui_view_parse(const char *s, int *out);
 
@@ -111,6 +112,8 @@ struct tui_state {
 	unsigned long lens_gen; /* the session's run_gen it was computed for */
 	int lens_col0;        /* first position shown */
 	int token_row0, token_key0;
+	int curves_what;      /* the curves view's curve: 0 loss, 1 learning rate, 2 grad norm */
+	int curves_scale;     /* its y scale: 0 automatic, 1 log, 2 linear */
 
 	char ran[192];        /* the command the last option key ran, or "" */
 
@@ -183,7 +186,8 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
 /*
  * A view of the visualizer (after tmux's window modes): what the body
  * shows and what moving and clicking do there.  Each lives in its own file
- * (tui-grid.c, tui-head.c, tui-token.c, tui-numbers.c) and is listed once
+ * (tui-grid.c, tui-head.c, tui-token.c, tui-numbers.c, tui-lens.c,
+ * tui-curves.c) and is listed once
  * in tui_views[] (tui-views.c); its state is its own fields of struct
  * tui_state.  Handlers change only view state and the session's selection.
  */

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "analysis.h"
 #include "cmd.h"
@@ -23,18 +21,6 @@
 #define LABEL_COLS 12    /* widest token label in tables */
 
 /* ---------------------------------------------------------------- helpers */
-
-/* Columns available on s->out: the terminal's width, else $COLUMNS, else 80. */
-static int out_width(const struct session *s)
-{
-	int fd = s->out ? fileno(s->out) : -1;
-	struct winsize ws;
-	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col;
-	const char *c = getenv("COLUMNS");
-	int n = c ? atoi(c) : 0;
-	return n > 0 ? n : 80;
-}
 
 /* Writes a finished buffer to s->out. */
 static void emit(struct session *s, struct render_buf *b)
@@ -93,7 +79,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	struct render_grid_spec sp = {
 		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl, .badges = badges,
 		.sel_layer = s->sel_layer, .sel_head = s->sel_head,
-		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = out_width(s),
+		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = cmd_out_width(s),
 	};
 	render_grid(b, &sp);
 	if (sc)
@@ -115,7 +101,7 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 	char **labels = session_labels(s);
 	struct render_head_spec sp = {
 		.att = run_att(s->run, l, 0, h), .T = s->n_tokens, .labels = labels,
-		.style = RENDER_UNICODE, .max_width = out_width(s), .title = title,
+		.style = RENDER_UNICODE, .max_width = cmd_out_width(s), .title = title,
 	};
 	render_head(b, &sp);
 	render_labels_free(labels, s->n_tokens);

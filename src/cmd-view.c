@@ -13,7 +13,7 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	int v = 0;
 	if (argc == 2 && tui_view_parse(argv[1], &v) != 0)
-		return err_set(e, "%.32s: not a view (grid, head, token, numbers, lens, or 1-5)", argv[1]);
+		return err_set(e, "%.32s: not a view (grid, head, token, numbers, lens, curves, or 1-6)", argv[1]);
 	if (tui_active())
 		return err_set(e, "view: the visualizer is already running");
 	if (s->out)
@@ -21,17 +21,19 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 	return tui_run(s, v, 0, e);
 }
 
-static const char *const view_words[] = { "grid", "head", "token", "numbers", "lens", NULL };
+static const char *const view_words[] = { "grid", "head", "token", "numbers", "lens", "curves",
+					  NULL };
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
-	.usage = "[grid | head | token | numbers | lens]",
+	.usage = "[grid | head | token | numbers | lens | curves]",
 	.help = "the full-screen visualizer of every head (q returns here)",
-	.long_help = "Keys: Tab or 1-5 switch views (grid of every head, one head, one token\n"
-		     "across heads, numbers, the logit lens); arrows or hjkl move; Enter opens the selected head;\n"
-		     "g cycles MHA -> GQA -> MQA; n norm pre/post; m mask causal/none/window;\n"
-		     "s scaling; a ablates or restores the selected head, A restores all, r resets;\n"
-		     "e edits the text; : runs any command; x exports the view; ? lists every key;\n"
-		     "q returns. Needs a terminal; colour follows the terminal (none with NO_COLOR).",
+	.long_help = "Keys: Tab or 1-6 switch views (grid of every head, one head, one token\n"
+		     "across heads, numbers, the logit lens, the training curves); arrows or hjkl\n"
+		     "move; Enter opens the selected head; g cycles MHA -> GQA -> MQA; n norm\n"
+		     "pre/post; m mask causal/none/window; s scaling; a ablates or restores the\n"
+		     "selected head, A restores all, r resets; e edits the text; : runs any\n"
+		     "command; x exports the view; ? lists every key; q returns. Needs a terminal;\n"
+		     "colour follows the terminal (none with NO_COLOR).",
 	.complete = COMPLETE_WORDS,
 	.words = view_words,
 	.min_args = 0,

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "utf8.h"
@@ -21,7 +23,7 @@ extern const struct cmd_entry cmd_heads_entry, cmd_sweep_entry, cmd_compare_entr
 extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry,
 	cmd_replay_entry, cmd_measurements_entry;
 extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry;
-extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry;
+extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
@@ -39,6 +41,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_lens_entry,
 	&cmd_patch_entry,
 	&cmd_batch_entry,
+	&cmd_curves_entry,
 	&cmd_stats_entry,
 	&cmd_heads_entry,
 	&cmd_sweep_entry,
@@ -254,6 +257,19 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 		return err_set(e, "%s", u);
 	}
 	return c->exec(s, argc, argv, e);
+}
+
+/* ------------------------------------------------------------------ output */
+
+int cmd_out_width(const struct session *s)
+{
+	int fd = s->out ? fileno(s->out) : -1;
+	struct winsize ws;
+	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	int n = c ? atoi(c) : 0;
+	return n > 0 ? n : 80;
 }
 
 /* --------------------------------------------------------------- splitting */

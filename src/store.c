@@ -230,6 +230,8 @@ enum stmt_id {
 	S_INS_TRAIN,
 	S_INS_STEP,
 	S_FINISH_TRAIN,
+	S_GET_TRAIN,
+	S_GET_STEPS,
 	S_GET_HASH,
 	S_PUT_HASH,
 	S_INS_SWEEP,
@@ -325,6 +327,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE training_runs SET finished_at = " NOW ", status = ?2, steps_done = ?3, "
 		"tokens_seen = ?4, final_loss = ?5, val_loss = ?6, wall_s = ?7, message = ?8 "
 		"WHERE id = ?1",
+	[S_GET_TRAIN] = "SELECT status, model_path FROM training_runs WHERE id = ?1",
+	[S_GET_STEPS] = "SELECT step, loss, lr, grad_norm, val_loss, layer_grad_norms "
+			"FROM training_steps WHERE run_id = ?1 ORDER BY step",
 	[S_GET_HASH] = "SELECT sha256 FROM model_files WHERE path = ?1 AND size = ?2 AND "
 		       "mtime_ns = ?3 AND inode = ?4",
 	[S_PUT_HASH] = "INSERT OR REPLACE INTO model_files (path, size, mtime_ns, inode, sha256, "
@@ -2157,6 +2162,92 @@ fail:
 	free(json);
 	tx_rollback(st);
 	return -1;
+}
+
+/* "[1.5,null,2]" as written by store_training_steps: NAN for null; what
+ * does not parse ends the list. */
+static void read_layer_norms(const char *s, struct store_train_row *r)
+{
+	r->layer_grad_norms = NULL;
+	r->n_layers = 0;
+	if (!s || *s++ != '[')
+		return;
+	int cap = 0;
+	while (*s && *s != ']' && r->n_layers < 1 << 16) {
+		double v = NAN;
+		char *end = (char *)s;
+		if (!strncmp(s, "null", 4))
+			end = (char *)s + 4;
+		else
+			v = strtod(s, &end);
+		if (end == s)
+			break;
+		if (r->n_layers == cap) {
+			cap = cap ? 2 * cap : 16;
+			r->layer_grad_norms = xrealloc(r->layer_grad_norms, (size_t)cap * sizeof(double));
+		}
+		r->layer_grad_norms[r->n_layers++] = v;
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
+static void read_train_row(sqlite3_stmt *q, void *row)
+{
+	struct store_train_row *r = row;
+	r->step = sqlite3_column_int64(q, 0);
+	r->loss = col_num(q, 1);
+	r->lr = col_num(q, 2);
+	r->grad_norm = col_num(q, 3);
+	r->val_loss = col_num(q, 4);
+	read_layer_norms((const char *)sqlite3_column_text(q, 5), r);
+}
+
+int store_get_training_steps(struct store *st, int64_t run_id, struct store_train_row **rows,
+			     int *n, char **status, char **model_path, struct err *e)
+{
+	*rows = NULL;
+	*n = 0;
+	*status = *model_path = NULL;
+	if (!st)
+		return err_set(e, "no session database");
+	sqlite3_stmt *q = stmt(st, S_GET_TRAIN, e);
+	if (!q)
+		return -1;
+	sqlite3_bind_int64(q, 1, run_id);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		*status = col_str(q, 0);
+		*model_path = col_str(q, 1);
+	}
+	done(q);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? err_set(e, "no training run %lld in %s", (long long)run_id,
+						   st->path)
+					 : db_err(st, e, "reading a training run");
+	if (!(q = stmt(st, S_GET_STEPS, e)))
+		goto fail;
+	sqlite3_bind_int64(q, 1, run_id);
+	void *v = NULL;
+	if (step_rows(q, sizeof **rows, 256, read_train_row, &v, n) != SQLITE_DONE) {
+		store_train_rows_free(v, *n);
+		*n = 0;
+		db_err(st, e, "reading training steps");
+		goto fail;
+	}
+	*rows = v;
+	return 0;
+fail:
+	free(*status);
+	free(*model_path);
+	*status = *model_path = NULL;
+	return -1;
+}
+
+void store_train_rows_free(struct store_train_row *v, int n)
+{
+	for (int i = 0; v && i < n; i++)
+		free(v[i].layer_grad_norms);
+	free(v);
 }
 
 int store_training_finish(struct store *st, int64_t run_id, const char *status, int64_t steps_done,
