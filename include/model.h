@@ -243,6 +243,11 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
  * when G == K, else the cached conversion (built here on first use). */
 void model_qkv_for(struct model *m, int kv_heads, const float **w, const float **b);
 
+/* The K/V heads a pass under o computes with, which its qkv rows hold:
+ * o->kv_heads, or the native count when o asks for a whole multiple of it
+ * (replicated heads give the same numbers). */
+int run_kv_heads(const struct model *m, const struct run_options *o);
+
 /* Sets the BLAS threads (0 = the number of cores present).  Matrix products
  * are the only threaded work: OpenBLAS's pool sleeps between calls, where a
  * second pool (OpenMP) spinning beside it made whole passes several times

@@ -358,6 +358,16 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
 }
 
+int run_kv_heads(const struct model *m, const struct run_options *o)
+{
+	/* Going up by a whole factor only replicates native K/V heads, and
+	 * query head h would read a copy of native head h / (H / K): computing
+	 * with the native heads gives the same numbers, bit for bit (a product
+	 * with more output rows may round differently in the BLAS kernel). */
+	int K = m->cfg.n_kv_head;
+	return o->kv_heads > K && o->kv_heads % K == 0 ? K : o->kv_heads;
+}
+
 int *next_token_targets(const int *tokens, int B, int T)
 {
 	int N = B * T, *tg = xmalloc((size_t)(N > 0 ? N : 1) * sizeof *tg);
@@ -437,12 +447,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 
 	double t0 = now_ms();
 	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
-	/* Going up by a whole factor only replicates native K/V heads, and
-	 * query head h would read a copy of native head h / (H / K): computing
-	 * with the native heads gives the same numbers, bit for bit (a product
-	 * with more output rows may round differently in the BLAS kernel). */
-	int G = o->kv_heads > c->n_kv_head && o->kv_heads % c->n_kv_head == 0 ? c->n_kv_head
-									   : o->kv_heads;
+	int G = run_kv_heads(m, o);
 	int QKV = cfg_qkv_rows(c, G);
 	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
 	bool skip = c->residual;

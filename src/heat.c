@@ -1,0 +1,218 @@
+/*
+ * heat.c — weights, scores, value-weighted norms and rollout (heat.h),
+ * from one forward pass that keeps every layer's queries, keys and values.
+ */
+#include "heat.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+static const char *const kind_names[HEAT_KINDS] = { "weights", "scores", "norms", "rollout" };
+
+const char *heat_kind_name(enum heat_kind k)
+{
+	return (unsigned)k < HEAT_KINDS ? kind_names[k] : "?";
+}
+
+int heat_kind_parse(const char *s, enum heat_kind *out)
+{
+	for (int k = 0; k < HEAT_KINDS; k++)
+		if (strcmp(s, kind_names[k]) == 0) {
+			*out = (enum heat_kind)k;
+			return 0;
+		}
+	return -1;
+}
+
+const char *heat_kind_about(enum heat_kind k)
+{
+	switch (k) {
+	case HEAT_WEIGHTS:
+		return "attention weight A_ij after the softmax";
+	case HEAT_SCORES:
+		return "score before the softmax (scaled q.k), per row from its lowest (0) to its highest (1)";
+	case HEAT_NORMS:
+		return "norm of what key j adds to query i, ||A_ij W_O v_j||, as a share of its row";
+	case HEAT_ROLLOUT:
+		return "attention rollout from the input to this layer, (A + I)/2 multiplied up the layers, "
+		       "head-averaged";
+	default:
+		return "?";
+	}
+}
+
+void heat_free(struct heat *h)
+{
+	free(h->v);
+	memset(h, 0, sizeof *h);
+}
+
+/* Scores of every head of layer l from its saved (post-RoPE) queries and
+ * keys; keys the mask hides are NAN. */
+static void scores(const struct model *m, const struct run_options *o, const struct run *r, int l,
+		   int G, float *out)
+{
+	const struct model_config *c = &m->cfg;
+	int T = r->t, H = c->n_head, D = cfg_d_head(c), ld = cfg_qkv_rows(c, G), group = H / G;
+	const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
+	float s = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	for (int h = 0; h < H; h++) {
+		float *a = out + (size_t)h * T * T;
+		for (int i = 0; i < T; i++) {
+			int lo, hi;
+			mask_range(o->mask, o->window, i, T, &lo, &hi);
+			const float *q = qkv + (size_t)i * ld + (size_t)h * D;
+			for (int j = 0; j < T; j++) {
+				const float *k = qkv + (size_t)j * ld + (size_t)(H + h / group) * D;
+				double dot = 0;
+				for (int d = 0; d < D; d++)
+					dot += (double)q[d] * k[d];
+				a[(size_t)i * T + j] = j < lo || j > hi ? NAN : (float)(dot * s);
+			}
+		}
+	}
+}
+
+/* ||A_ij W_O^h v_j|| for every head of layer l. */
+static void norms(const struct model *m, const struct run_options *o, const struct run *r, int l,
+		  int G, float *out)
+{
+	const struct model_config *c = &m->cfg;
+	int T = r->t, C = c->d_model, H = c->n_head, D = cfg_d_head(c);
+	int ld = cfg_qkv_rows(c, G), group = H / G;
+	const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
+	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * C; /* (C, C), input h*D + d */
+	double *u = xmalloc((size_t)T * sizeof *u);
+	for (int h = 0; h < H; h++) {
+		const float *a = run_att(r, l, 0, h);
+		float *n = out + (size_t)h * T * T;
+		bool ablated = opt_is_ablated(o, l * H + h);
+		for (int j = 0; j < T; j++) { /* u_j = ||W_O^h v_j|| */
+			const float *v = qkv + (size_t)j * ld + (size_t)(H + G + h / group) * D;
+			double sq = 0;
+			for (int row = 0; row < C; row++) {
+				const float *w = wo + (size_t)row * C + (size_t)h * D;
+				double y = 0;
+				for (int d = 0; d < D; d++)
+					y += (double)w[d] * v[d];
+				sq += y * y;
+			}
+			u[j] = ablated ? 0.0 : sqrt(sq);
+		}
+		for (int i = 0; i < T; i++)
+			for (int j = 0; j < T; j++)
+				n[(size_t)i * T + j] = (float)(a[(size_t)i * T + j] * u[j]);
+	}
+	free(u);
+}
+
+/* Rollout up to every layer, written to each head of the layer. */
+static void rollout(const struct run *r, int L, int H, float *out)
+{
+	int T = r->t;
+	size_t TT = (size_t)T * T;
+	double *R = xcalloc(TT, sizeof *R), *A = xmalloc(TT * sizeof *A), *P = xmalloc(TT * sizeof *P);
+	for (int l = 0; l < L; l++) {
+		/* Â = rows of (mean over heads + I) / 2, each divided by its sum */
+		for (size_t k = 0; k < TT; k++)
+			A[k] = 0;
+		for (int h = 0; h < H; h++) {
+			const float *a = run_att(r, l, 0, h);
+			for (size_t k = 0; k < TT; k++)
+				A[k] += (double)a[k] / H;
+		}
+		for (int i = 0; i < T; i++) {
+			double *row = A + (size_t)i * T, sum = 0;
+			row[i] += 1.0;
+			for (int j = 0; j < T; j++)
+				sum += row[j] *= 0.5;
+			for (int j = 0; j < T; j++)
+				row[j] /= sum;
+		}
+		if (l == 0) {
+			memcpy(R, A, TT * sizeof *R);
+		} else { /* R <- Â R */
+			for (int i = 0; i < T; i++)
+				for (int j = 0; j < T; j++) {
+					double s = 0;
+					for (int k = 0; k < T; k++)
+						s += A[(size_t)i * T + k] * R[(size_t)k * T + j];
+					P[(size_t)i * T + j] = s;
+				}
+			memcpy(R, P, TT * sizeof *R);
+		}
+		for (int h = 0; h < H; h++)
+			for (size_t k = 0; k < TT; k++)
+				out[((size_t)l * H + h) * TT + k] = (float)R[k];
+	}
+	free(R);
+	free(A);
+	free(P);
+}
+
+int heat_compute(struct model *m, const struct run_options *o, const int *tokens, int T,
+		 enum heat_kind kind, struct heat *out, struct err *e)
+{
+	memset(out, 0, sizeof *out);
+	if ((unsigned)kind >= HEAT_KINDS)
+		return err_set(e, "unknown heatmap kind");
+	const struct model_config *c = &m->cfg;
+	int L = c->n_layer, H = c->n_head;
+	/* RUN_TRAIN keeps every layer's queries, keys and values */
+	struct run *r = run_new(c, 1, T, kind == HEAT_WEIGHTS || kind == HEAT_ROLLOUT ? RUN_ATTN : RUN_TRAIN);
+	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
+		run_free(r);
+		return -1;
+	}
+	size_t TT = (size_t)T * T;
+	out->kind = kind;
+	out->L = L;
+	out->H = H;
+	out->T = T;
+	out->v = xmalloc((size_t)L * H * TT * sizeof *out->v);
+	int G = run_kv_heads(m, o);
+	for (int l = 0; l < L && kind != HEAT_ROLLOUT; l++) {
+		float *dst = out->v + (size_t)l * H * TT;
+		if (kind == HEAT_WEIGHTS)
+			for (int h = 0; h < H; h++)
+				memcpy(dst + (size_t)h * TT, run_att(r, l, 0, h), TT * sizeof *dst);
+		else if (kind == HEAT_SCORES)
+			scores(m, o, r, l, G, dst);
+		else
+			norms(m, o, r, l, G, dst);
+	}
+	if (kind == HEAT_ROLLOUT)
+		rollout(r, L, H, out->v);
+	run_free(r);
+	return 0;
+}
+
+void heat_display(const struct heat *h, int l, int hd, float *out)
+{
+	int T = h->T;
+	const float *v = heat_at(h, l, hd);
+	for (int i = 0; i < T; i++) {
+		const float *row = v + (size_t)i * T;
+		float *o = out + (size_t)i * T;
+		double lo = INFINITY, hi = -INFINITY, sum = 0;
+		for (int j = 0; j < T; j++)
+			if (!isnan(row[j])) {
+				lo = row[j] < lo ? row[j] : lo;
+				hi = row[j] > hi ? row[j] : hi;
+				sum += row[j];
+			}
+		for (int j = 0; j < T; j++) {
+			double x = row[j];
+			if (!isnan(x)) {
+				if (h->kind == HEAT_SCORES)
+					x = hi > lo ? (x - lo) / (hi - lo) : 1.0;
+				else if (h->kind == HEAT_NORMS)
+					x = sum > 0 ? x / sum : 0.0;
+			}
+			o[j] = (float)x;
+		}
+	}
+}
