@@ -36,8 +36,11 @@ enum heat_kind { HEAT_WEIGHTS, HEAT_SCORES, HEAT_NORMS, HEAT_ROLLOUT, HEAT_KINDS
 const char *heat_kind_name(enum heat_kind k);
 int heat_kind_parse(const char *s, enum heat_kind *out);
 
-/* One line saying exactly what kind k shows (help, legends). */
+/* One line saying exactly what kind k shows (help). */
 const char *heat_kind_about(enum heat_kind k);
+
+/* A few words naming what a heatmap of kind k shades (legends). */
+const char *heat_kind_legend(enum heat_kind k);
 
 struct heat {
 	enum heat_kind kind;

@@ -63,7 +63,11 @@ int render_levels(enum render_style st);
 /* Glyph of level k for the unicode or ascii ramp (a UTF-8 string). */
 const char *render_glyph(enum render_style st, int k);
 
-/* Glyph for value v (unicode or ascii ramp). */
+/* A cell the attention mask hides (a NAN value): not a zero weight. */
+#define RENDER_MASKED_UNICODE "\u00b7"
+#define RENDER_MASKED_ASCII "/"
+
+/* Glyph for value v (unicode or ascii ramp); NAN is a masked cell. */
 const char *render_shade(enum render_style st, double v);
 
 /* xterm-256 colour index for v (11-step perceptual ramp). */
@@ -74,7 +78,7 @@ void render_rgb(double v, unsigned char rgb[3]);
 
 /* Appends one cell of value v, `width` columns wide: the glyph repeated
  * (unicode/ascii), or blanks on the ramp's background colour (ANSI, with
- * the colour reset after the cell). */
+ * the colour reset after the cell); NAN draws the masked glyph. */
 void render_cell(struct render_buf *b, enum render_style st, double v, int width);
 
 /* Appends the shading legend, one line ending in '\n', e.g.
@@ -96,7 +100,8 @@ int render_pool_factor(int n, int cells);
 /* Pools a rows x cols matrix m (row stride ld floats) by fy rows and fx
  * columns per cell into out, which receives ceil(rows/fy) x ceil(cols/fx)
  * values (row-major, stride ceil(cols/fx)).  Edge cells cover what is
- * left; a mean is taken over the entries a cell actually covers. */
+ * left; a mean is taken over the entries a cell actually covers.  NAN
+ * entries (masked) are left out; a cell of nothing but them is NAN. */
 void render_pool(const float *m, int rows, int cols, int ld, int fy, int fx,
 		 enum render_pool_mode mode, float *out);
 
@@ -148,6 +153,7 @@ struct render_head_spec {
 	enum render_style style;
 	int max_width;             /* 0 = no limit */
 	const char *title;         /* first line, or NULL for none */
+	const char *what;          /* the legend's quantity; NULL: "attention weight" */
 };
 void render_head(struct render_buf *b, const struct render_head_spec *sp);
 
@@ -165,6 +171,7 @@ struct render_grid_spec {
 	enum render_style style;
 	int cell;                  /* largest heatmap side in characters (>= 1) */
 	int max_width;             /* 0 = no limit */
+	const char *what;          /* the legend's quantity; NULL: "attention weight" */
 };
 void render_grid(struct render_buf *b, const struct render_grid_spec *sp);
 

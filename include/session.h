@@ -15,6 +15,7 @@
 
 #include "analysis.h"
 #include "heads.h"
+#include "heat.h"
 #include "model.h"
 #include "util.h"
 
@@ -47,6 +48,10 @@ struct session {
 	unsigned long run_gen;     /* counts the passes of run: caches derived from it key on it */
 	struct head_scores *scores; /* (L * H) heads.h scores of run with induction; owned */
 	bool scores_valid;         /* scores match run (see session_head_scores) */
+
+	enum heat_kind heat;       /* what heatmaps show (`heat`); weights by default */
+	struct heat heat_vals;     /* heat of the current run when it is not weights */
+	float *heat_disp;          /* (L, H, T, T) heat_display of heat_vals; owned */
 
 	int sel_layer, sel_head, sel_token;
 	unsigned dirty;
@@ -92,6 +97,18 @@ int session_update(struct session *s, struct err *e);
  * run and kept until the next.  The pointer stays owned by the session.
  * NULL with e set when there is no run or the induction pass fails. */
 const struct head_scores *session_head_scores(struct session *s, struct err *e);
+
+/* What heatmaps show from now on (heat.h); computed for the current run
+ * and after every new one.  0 or -1 (session unchanged). */
+int session_set_heat(struct session *s, enum heat_kind k, struct err *e);
+
+/* Layer l, head h's (T, T) heatmap of the current run as views draw it:
+ * the weights, or heat_display of the chosen quantity (NAN: masked). */
+const float *session_att(const struct session *s, int l, int h);
+
+/* The same as computed (scores unscaled, norms not row-normalised): what
+ * CSV and JSON exports write. */
+const float *session_heat_values(const struct session *s, int l, int h);
 
 /* True when there is a model and a text with a finished run. */
 bool session_ready(const struct session *s);

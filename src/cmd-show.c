@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +64,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	bool *abl = xmalloc((size_t)L * H * sizeof *abl);
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++) {
-			att[l * H + h] = run_att(s->run, l, 0, h);
+			att[l * H + h] = session_att(s, l, h);
 			abl[l * H + h] = session_head_ablated(s, l, h);
 		}
 	/* role badges; a failed induction pass only costs the badges */
@@ -80,6 +81,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl, .badges = badges,
 		.sel_layer = s->sel_layer, .sel_head = s->sel_head,
 		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = cmd_out_width(s),
+		.what = heat_kind_legend(s->heat),
 	};
 	render_grid(b, &sp);
 	if (sc)
@@ -95,13 +97,15 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 {
 	char opts[512], title[1024];
 	export_describe_options(s, opts, sizeof opts);
-	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, %d tokens; options: %s", l, h,
+	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s%s%s, %d tokens; options: %s", l, h,
 		 l, h, session_head_ablated(s, l, h) ? " ablated (output zeroed; attention shown)" : "",
+		 s->heat != HEAT_WEIGHTS ? ": " : "", s->heat != HEAT_WEIGHTS ? heat_kind_name(s->heat) : "",
 		 s->n_tokens, opts);
 	char **labels = session_labels(s);
 	struct render_head_spec sp = {
-		.att = run_att(s->run, l, 0, h), .T = s->n_tokens, .labels = labels,
+		.att = session_att(s, l, h), .T = s->n_tokens, .labels = labels,
 		.style = RENDER_UNICODE, .max_width = cmd_out_width(s), .title = title,
+		.what = heat_kind_legend(s->heat),
 	};
 	render_head(b, &sp);
 	render_labels_free(labels, s->n_tokens);
@@ -124,16 +128,17 @@ static void show_token(struct session *s, int q, struct render_buf *b)
 	int T = s->n_tokens, k = T < SHOW_TOKEN_K ? T : SHOW_TOKEN_K;
 	char **labels = session_labels(s);
 	int lw = label_cols(labels, T), iw = snprintf(NULL, 0, "%d", T - 1);
-	render_buf_printf(b, "token %d \"%s\" (id %d) attends to, strongest keys first (index label weight):\n",
-			  q, labels[q], s->tokens[q]);
+	render_buf_printf(b, "token %d \"%s\" (id %d) attends to, strongest keys first (index label %s):\n",
+			  q, labels[q], s->tokens[q],
+			  s->heat == HEAT_WEIGHTS ? "weight" : heat_kind_legend(s->heat));
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++) {
-			const float *row = run_att(s->run, l, 0, h) + (size_t)q * T;
+			const float *row = session_att(s, l, h) + (size_t)q * T;
 			int best[SHOW_TOKEN_K];
 			int n = 0;
-			/* insertion into the top-k list; earlier keys win ties */
+			/* insertion into the top-k list; earlier keys win ties; masked keys never */
 			for (int j = 0; j < T; j++) {
-				if (n == k && row[j] <= row[best[n - 1]])
+				if (isnan(row[j]) || (n == k && row[j] <= row[best[n - 1]]))
 					continue;
 				int i = n < k ? n++ : n - 1;
 				while (i > 0 && row[best[i - 1]] < row[j]) {

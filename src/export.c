@@ -190,8 +190,11 @@ static void csv_rows(struct render_buf *b, const float *a, char **labels, int T,
 		if (with_head)
 			render_buf_printf(b, "%d,%d,", l, h);
 		csv_quoted(b, labels[i]);
-		for (int j = 0; j < T; j++)
-			render_buf_printf(b, ",%.9g", (double)a[(size_t)i * T + j]);
+		for (int j = 0; j < T; j++) /* a masked cell (NAN) is empty */
+			if (isnan(a[(size_t)i * T + j]))
+				render_buf_puts(b, ",");
+			else
+				render_buf_printf(b, ",%.9g", (double)a[(size_t)i * T + j]);
 		render_buf_puts(b, "\n");
 	}
 }
@@ -295,6 +298,10 @@ static void xml_text(struct render_buf *b, const char *s)
 
 static void svg_color(char out[8], double v)
 {
+	if (isnan(v)) { /* a masked cell */
+		snprintf(out, 8, "#d9d9d9");
+		return;
+	}
 	unsigned char rgb[3];
 	render_rgb(v, rgb);
 	snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
@@ -336,8 +343,14 @@ static void svg_heading(struct render_buf *b, const char *line1, const char *lin
 	render_buf_puts(b, "</text>\n");
 }
 
-/* A vertical colour scale (1 at the top) at x, y of height h. */
-static void svg_scale(struct render_buf *b, int x, int y, int h)
+/* What an SVG's colour scale is named. */
+static const char *scale_name(const struct session *s)
+{
+	return s->heat == HEAT_WEIGHTS ? "weight" : heat_kind_name(s->heat);
+}
+
+/* A vertical colour scale (1 at the top) at x, y of height h, named what. */
+static void svg_scale(struct render_buf *b, int x, int y, int h, const char *what)
 {
 	render_buf_puts(b, "<defs><linearGradient id=\"ramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
 	for (int k = 0; k <= 8; k++) {
@@ -352,7 +365,7 @@ static void svg_scale(struct render_buf *b, int x, int y, int h)
 	for (int k = 0; k < 3; k++)
 		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" dominant-baseline=\"middle\">%s</text>\n",
 				  x + 18, y + k * h / 2, ticks[k]);
-	render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">weight</text>\n", x, y + h + 14);
+	render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%s</text>\n", x, y + h + 14, what);
 }
 
 static int imax(int a, int b)
@@ -364,7 +377,7 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 			char **labels, const char *opts)
 {
 	int T = s->n_tokens;
-	const float *a = run_att(s->run, layer, 0, head);
+	const float *a = session_att(s, layer, head);
 	int cs = imax(4, 640 / T > 20 ? 20 : 640 / T);
 	int fs = cs >= 12 ? 11 : imax(4, cs - 1);
 	int lw = 1;
@@ -417,7 +430,7 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 	render_buf_puts(b, "</g>\n");
 	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
 			  left, top, side, side);
-	svg_scale(b, left + side + 16, top, barh);
+	svg_scale(b, left + side + 16, top, barh, scale_name(s));
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -448,7 +461,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			/* the background carries weight 0; only other cells get a rect */
 			render_buf_printf(b, "<g><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
 					  x0, y0, side, side, zero);
-			const float *a = run_att(s->run, l, 0, hd);
+			const float *a = session_att(s, l, hd);
 			for (int i = 0; i < T; i++)
 				for (int j = 0; j < T; j++) {
 					char col[8];
@@ -460,7 +473,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"/></g>\n",
 					  x0, y0, side, side, sel ? "#d62728" : "#000000", sel ? "2" : "0.5");
 		}
-	svg_scale(b, 16 + H * (bw + gap), top + 14, 100);
+	svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s));
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -482,7 +495,8 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		return err_set(e, "head %d.%d does not exist (layers 0-%d, heads 0-%d)", layer, head,
 			       c->n_layer - 1, c->n_head - 1);
 	int T = s->n_tokens;
-	const float *a = run_att(s->run, layer, 0, head);
+	const float *a = session_att(s, layer, head), *raw = session_heat_values(s, layer, head);
+	const char *key = s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat);
 	char opts[512];
 	char **labels = labels_and_options(s, opts, sizeof opts);
 
@@ -491,26 +505,28 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 	case EXPORT_ASCII:
 	case EXPORT_ANSI: {
 		char title[1024];
-		snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s, model %s, %d tokens\noptions: %s",
+		snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s%s%s, model %s, %d tokens\noptions: %s",
 			 layer, head, layer, head,
 			 session_head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
+			 s->heat != HEAT_WEIGHTS ? ": " : "", s->heat != HEAT_WEIGHTS ? key : "",
 			 model_name(s), T, opts);
 		struct render_head_spec sp = {
 			.att = a, .T = T, .labels = labels, .style = text_style(f),
-			.max_width = 0, .title = title,
+			.max_width = 0, .title = title, .what = heat_kind_legend(s->heat),
 		};
 		render_head(out, &sp);
 		break;
 	}
 	case EXPORT_CSV:
 		csv_header(out, labels, T, false);
-		csv_rows(out, a, labels, T, layer, head, false);
+		csv_rows(out, raw, labels, T, layer, head, false);
 		break;
 	case EXPORT_JSON: {
 		json_t *root = json_head_obj(s, labels, true);
 		json_object_set_new(root, "layer", json_integer(layer));
 		json_object_set_new(root, "head", json_integer(head));
-		json_object_set_new(root, "weights", json_matrix(a, T));
+		json_object_set_new(root, "heat", json_string(heat_kind_name(s->heat)));
+		json_object_set_new(root, key, json_matrix(raw, T));
 		json_emit(out, root);
 		break;
 	}
@@ -543,7 +559,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		bool *abl = xmalloc((size_t)L * H * sizeof *abl);
 		for (int l = 0; l < L; l++)
 			for (int h = 0; h < H; h++) {
-				att[l * H + h] = run_att(s->run, l, 0, h);
+				att[l * H + h] = session_att(s, l, h);
 				abl[l * H + h] = session_head_ablated(s, l, h);
 			}
 		render_buf_printf(out, "model %s, %d tokens\noptions: %s\n", model_name(s), T, opts);
@@ -551,6 +567,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 			.att = att, .L = L, .H = H, .T = T, .ablated = abl,
 			.sel_layer = s->sel_layer, .sel_head = s->sel_head,
 			.style = text_style(f), .cell = 16, .max_width = 0,
+			.what = heat_kind_legend(s->heat),
 		};
 		render_grid(out, &sp);
 		free(att);
@@ -561,7 +578,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		csv_header(out, labels, T, true);
 		for (int l = 0; l < L; l++)
 			for (int h = 0; h < H; h++)
-				csv_rows(out, run_att(s->run, l, 0, h), labels, T, l, h, true);
+				csv_rows(out, session_heat_values(s, l, h), labels, T, l, h, true);
 		break;
 	case EXPORT_JSON: {
 		json_t *root = json_head_obj(s, labels, true);
@@ -572,7 +589,8 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 				json_object_set_new(o, "layer", json_integer(l));
 				json_object_set_new(o, "head", json_integer(h));
 				json_object_set_new(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
-				json_object_set_new(o, "weights", json_matrix(run_att(s->run, l, 0, h), T));
+				json_object_set_new(o, s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat),
+						    json_matrix(session_heat_values(s, l, h), T));
 				json_array_append_new(heads, o);
 			}
 		json_object_set_new(root, "heads", heads);

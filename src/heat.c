@@ -44,6 +44,17 @@ const char *heat_kind_about(enum heat_kind k)
 	}
 }
 
+const char *heat_kind_legend(enum heat_kind k)
+{
+	static const char *const legend[HEAT_KINDS] = {
+		"attention weight",
+		"score, per row from lowest to highest",
+		"share of the row's value-weighted norm",
+		"rollout from the input, head-averaged",
+	};
+	return (unsigned)k < HEAT_KINDS ? legend[k] : "?";
+}
+
 void heat_free(struct heat *h)
 {
 	free(h->v);

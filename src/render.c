@@ -133,6 +133,8 @@ const char *render_glyph(enum render_style st, int k)
 
 const char *render_shade(enum render_style st, double v)
 {
+	if (isnan(v)) /* a cell the mask hides */
+		return st == RENDER_ASCII ? RENDER_MASKED_ASCII : RENDER_MASKED_UNICODE;
 	if (st == RENDER_ANSI)
 		st = RENDER_UNICODE;
 	return render_glyph(st, render_level(v, render_levels(st)));
@@ -162,7 +164,9 @@ void render_rgb(double v, unsigned char rgb[3])
 
 void render_cell(struct render_buf *b, enum render_style st, double v, int width)
 {
-	if (st == RENDER_ANSI) {
+	if (st == RENDER_ANSI && isnan(v)) {
+		render_buf_repeat(b, RENDER_MASKED_UNICODE, width);
+	} else if (st == RENDER_ANSI) {
 		render_buf_printf(b, "\x1b[48;5;%dm", render_color256(v));
 		render_buf_repeat(b, " ", width);
 		render_buf_puts(b, "\x1b[0m");
@@ -182,6 +186,13 @@ static void cells_row(struct render_buf *b, enum render_style st, const float *v
 	}
 	int last = -1;
 	for (int j = 0; j < n; j++) {
+		if (isnan(v[j])) { /* masked: no colour */
+			if (last != -2)
+				render_buf_puts(b, "\x1b[0m");
+			last = -2;
+			render_buf_repeat(b, RENDER_MASKED_UNICODE, cw);
+			continue;
+		}
 		int c = render_color256(v[j]);
 		if (c != last)
 			render_buf_printf(b, "\x1b[48;5;%dm", c);
@@ -209,6 +220,20 @@ void render_legend(struct render_buf *b, enum render_style st, const char *what)
 			  (double)(n - 2) / (n - 1), what);
 }
 
+/* The legend of a heatmap of what (NULL: attention weight), naming the
+ * masked glyph when any of the n values of v is NAN. */
+static void legend_masked(struct render_buf *b, enum render_style st, const char *what,
+			  const float *v, size_t n)
+{
+	bool masked = false;
+	for (size_t i = 0; v && i < n && !masked; i++)
+		masked = isnan(v[i]);
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s%s%s%s", what ? what : "attention weight",
+		 masked ? "; '" : "", masked ? render_shade(st, NAN) : "", masked ? "' masked" : "");
+	render_legend(b, st, buf);
+}
+
 /* --------------------------------------------------------------- pooling */
 
 int render_pool_factor(int n, int cells)
@@ -227,17 +252,21 @@ void render_pool(const float *m, int rows, int cols, int ld, int fy, int fx,
 		for (int oj = 0; oj < ocols; oj++) {
 			int j0 = oj * fx, j1 = j0 + fx < cols ? j0 + fx : cols;
 			double acc = mode == RENDER_POOL_MAX ? -INFINITY : 0.0;
+			int seen = 0; /* cells that are not masked (NAN) */
 			for (int i = i0; i < i1; i++)
 				for (int j = j0; j < j1; j++) {
 					double v = m[(size_t)i * ld + j];
+					if (isnan(v))
+						continue;
+					seen++;
 					if (mode == RENDER_POOL_MEAN)
 						acc += v;
 					else if (v > acc)
 						acc = v;
 				}
-			if (mode == RENDER_POOL_MEAN)
-				acc /= (double)(i1 - i0) * (j1 - j0);
-			out[(size_t)oi * ocols + oj] = (float)acc;
+			if (mode == RENDER_POOL_MEAN && seen)
+				acc /= seen;
+			out[(size_t)oi * ocols + oj] = seen ? (float)acc : NAN;
 		}
 	}
 }
@@ -558,7 +587,7 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 	render_buf_repeat(b, fr->h, n * cw);
 	render_buf_printf(b, "%s\n", fr->br);
 	render_buf_printf(b, "rows: query tokens, columns: key tokens; ");
-	render_legend(b, st, "attention weight");
+	legend_masked(b, st, sp->what, sp->att, (size_t)sp->T * sp->T);
 	free(pooled);
 }
 
@@ -655,5 +684,9 @@ void render_grid(struct render_buf *b, const struct render_grid_spec *sp)
 	free(pooled);
 	render_buf_printf(b, "heads are LAYER.HEAD; [L.H] selected, %s ablated; rows: query, columns: key\n",
 			  ascii ? "x" : "\u2717");
-	render_legend(b, st, "attention weight");
+	bool masked = false;
+	for (int k = 0; k < sp->L * sp->H && !masked; k++)
+		for (size_t i = 0; i < (size_t)sp->T * sp->T && !masked; i++)
+			masked = isnan(sp->att[k][i]);
+	legend_masked(b, st, sp->what, masked ? (const float[]){ NAN } : NULL, 1);
 }

@@ -29,6 +29,8 @@ void session_free(struct session *s)
 	run_free(s->run);
 	run_free(s->base);
 	free(s->scores);
+	heat_free(&s->heat_vals);
+	free(s->heat_disp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -68,6 +70,61 @@ static void ensure_runs(struct session *s, int n)
 	}
 }
 
+/* Computes the chosen heat of the current run (nothing for weights). */
+static int refresh_heat(struct session *s, struct err *e)
+{
+	heat_free(&s->heat_vals);
+	free(s->heat_disp);
+	s->heat_disp = NULL;
+	if (s->heat == HEAT_WEIGHTS || !s->run_valid)
+		return 0;
+	struct heat h;
+	if (heat_compute(s->model, &s->opt, s->tokens, s->n_tokens, s->heat, &h, e) != 0)
+		return -1;
+	size_t TT = (size_t)h.T * h.T;
+	s->heat_disp = xmalloc((size_t)h.L * h.H * TT * sizeof *s->heat_disp);
+	for (int l = 0; l < h.L; l++)
+		for (int hd = 0; hd < h.H; hd++)
+			heat_display(&h, l, hd, s->heat_disp + ((size_t)l * h.H + hd) * TT);
+	s->heat_vals = h;
+	return 0;
+}
+
+int session_set_heat(struct session *s, enum heat_kind k, struct err *e)
+{
+	enum heat_kind old = s->heat;
+	s->heat = k;
+	if (refresh_heat(s, e) != 0) {
+		s->heat = old;
+		struct err ignore;
+		refresh_heat(s, &ignore);
+		return -1;
+	}
+	s->dirty |= DIRTY_RUN;
+	return 0;
+}
+
+/* Whether heat_disp belongs to the current run (a failed update or a new
+ * model leaves it behind until the next run). */
+static bool heat_current(const struct session *s)
+{
+	return s->heat_disp && s->run_valid && s->heat_vals.T == s->n_tokens &&
+	       s->heat_vals.L == s->model->cfg.n_layer && s->heat_vals.H == s->model->cfg.n_head;
+}
+
+const float *session_att(const struct session *s, int l, int h)
+{
+	if (!heat_current(s))
+		return run_att(s->run, l, 0, h);
+	size_t TT = (size_t)s->n_tokens * s->n_tokens;
+	return s->heat_disp + ((size_t)l * s->model->cfg.n_head + h) * TT;
+}
+
+const float *session_heat_values(const struct session *s, int l, int h)
+{
+	return heat_current(s) ? heat_at(&s->heat_vals, l, h) : run_att(s->run, l, 0, h);
+}
+
 int session_update(struct session *s, struct err *e)
 {
 	if (session_need_model(s, e))
@@ -88,6 +145,8 @@ int session_update(struct session *s, struct err *e)
 		s->run_gen++;
 		s->scores_valid = false;
 		compare_runs(s->base, s->run, &s->cmp);
+		if (refresh_heat(s, e) != 0)
+			return -1;
 		s->dirty |= DIRTY_RUN;
 		if (s->on_run)
 			s->on_run(s);

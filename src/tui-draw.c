@@ -196,7 +196,7 @@ void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned
 	utf8_decode((const unsigned char *)g, strlen(g), &cp, &bad);
 	wchar_t ws[2] = { (wchar_t)cp, 0 };
 	cchar_t c;
-	setcchar(&c, ws, at, g_colors ? heat_pair(tui_level(v, g_levels), 0) : 0, NULL);
+	setcchar(&c, ws, at, g_colors && !isnan(v) ? heat_pair(tui_level(v, g_levels), 0) : 0, NULL);
 	for (int i = x; i < x + w && i < COLS; i++)
 		if (i >= 0)
 			mvadd_wch(y, i, &c);

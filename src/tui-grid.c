@@ -91,7 +91,7 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 				}
 			}
 			/* the heatmap */
-			render_pool(run_att(s->run, l, 0, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,
+			render_pool(session_att(s, l, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,
 				    pooled);
 			for (int row = 0; row < g->map_rows; row++) {
 				int yy = y + 1 + row;

@@ -36,7 +36,7 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 	tui_head_layout(r, T, lw, wide, q, k, t->head_row0, t->head_col0, h);
 	t->head_row0 = h->row0;
 	t->head_col0 = h->col0;
-	const float *att = run_att(s->run, l, 0, hd);
+	const float *att = session_att(s, l, hd);
 	char a[64], b[64];
 
 	/* title */

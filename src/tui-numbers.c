@@ -97,7 +97,7 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 	if (y < y_end)
 		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " entropy %.3f, max %.3f" : "  entropy %.4f nats, max %.3f", ent, mx);
 	y++;
-	const float *row = run_att(s->run, l, 0, hd) + (size_t)q * T;
+	const float *row = session_heat_values(s, l, hd) + (size_t)q * T;
 	int best[TUI_HEAD_TOPK];
 	int m = tui_top_keys(row, T, compact ? 3 : TUI_HEAD_TOPK, best);
 	char ql[64];

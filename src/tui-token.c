@@ -73,7 +73,7 @@ static void token_draw(struct tui_state *t, const struct tui_rect *r)
 					sel ? TUI_ROLE_SELECT : TUI_ROLE_NONE);
 		if (session_head_ablated(s, l, h))
 			tui_put(y, xx, 1, tui_mark_ablated(), TUI_A_BOLD, TUI_ROLE_ABLATED);
-		const float *row = run_att(s->run, l, 0, h) + (size_t)q * T;
+		const float *row = session_att(s, l, h) + (size_t)q * T;
 		for (int j = tk->key0; j < tk->key0 + tk->keys_vis; j++) {
 			int lev = tui_bar_level(row[j]);
 			int xj = tk->bars.x + (j - tk->key0) * tk->cw;

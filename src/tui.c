@@ -742,6 +742,15 @@ static void draw_status(struct tui *t, const struct tui_rect *r)
 		if (render_width(line) > r->w - rw - 2) /* the sizes are in the views too */
 			tui_status_text(name, c->n_layer, c->n_head, &s->opt, t->st.utf8, false, line,
 					sizeof line);
+		if (s->heat != HEAT_WEIGHTS) { /* what the heatmaps show, after the model */
+			const char *sep = t->st.utf8 ? " \u2502 " : " | ";
+			char *at = strstr(line, sep), rest[sizeof line];
+			if (at) {
+				snprintf(rest, sizeof rest, "%s", at);
+				snprintf(at, sizeof line - (size_t)(at - line), "%s%s%s", sep,
+					 heat_kind_name(s->heat), rest);
+			}
+		}
 	} else {
 		snprintf(line, sizeof line, "attnscope: no model loaded");
 	}
@@ -1349,7 +1358,7 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 	}
 	/* the option keys: each is a command */
 	if (!s->model) {
-		if (strchr("gnmsaAr", (int)ch)) {
+		if (strchr("gnmsaArw", (int)ch)) {
 			set_msg(t, MSG_ERROR, "error: no model loaded (press : and type load NAME)");
 			return REFRESH;
 		}
@@ -1379,6 +1388,9 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		break;
 	case 'r':
 		snprintf(line, sizeof line, "reset");
+		break;
+	case 'w':
+		snprintf(line, sizeof line, "heat %s", heat_kind_name((enum heat_kind)((s->heat + 1) % HEAT_KINDS)));
 		break;
 	default:
 		return HANDLED;
@@ -1413,11 +1425,12 @@ const char *tui_help_text(void)
 	       "it runs is shown at the end of the info line)\n"
 	       "  g                sharing: MHA -> GQA (each group count, descending) -> MQA -> MHA\n"
 	       "  n                norm placement: pre <-> post\n"
-	       "  m                mask: causal -> none -> window 4 -> causal\n"
+	       "  m                mask: causal -> none -> window 4 -> after-softmax -> causal\n"
 	       "  s                1/sqrt(d_head) scaling on <-> off\n"
 	       "  a                ablate / restore the selected head\n"
 	       "  A                restore every head\n"
 	       "  r                reset every option to the model's native ones\n"
+	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
 	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
 	       "\n"
 	       "Commands\n"

@@ -186,6 +186,20 @@ keys 1
 keys g
 if wait_for 'MHA' 1 && wait_for ' KL 0\.0000 ' 23; then ok tui-g-cycles-to-mha; else fail tui-g-cycles-to-mha; fi
 
+# ------------------------------------------- w: what the heatmaps show
+wait_stable
+heat_weights=$(heat_rows 24)
+keys w
+if wait_for 'scores' 1 && wait_stable; then ok tui-w-scores-in-status; else fail tui-w-scores-in-status; fi
+check tui-w-scores-grid-changes '[ "$(heat_rows 24)" != "$heat_weights" ]'
+keys w w w
+if wait_for 'no ablations' 1 && ! line 1 | grep -q 'rollout' && wait_stable; then
+	ok tui-w-cycles-to-weights
+else
+	fail tui-w-cycles-to-weights
+fi
+check tui-w-weights-grid-back '[ "$(heat_rows 24)" = "$heat_weights" ]'
+
 # ------------------------------------------------- ablate head 0.0
 keys a
 if wait_for '\[0\.0\]✗' && wait_for 'ablated 0\.0' 1; then ok tui-ablate-marked; else fail tui-ablate-marked; fi

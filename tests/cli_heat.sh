@@ -1,0 +1,35 @@
+#!/bin/sh
+# heat: what the heatmaps show, in show, exports and the listing (run by
+# tests/run.sh).  The quantities themselves are checked against direct
+# computations in test_heat.c; here: the command, masked cells marked
+# apart, and exports writing the values as computed.
+. "$(dirname "$0")/lib-cli.sh"
+make_tmp cli-heat
+RUN_ARGS="--no-db"
+
+run shakespeare -c "heat"
+check "heat lists the four kinds, the current one starred" \
+	sh -c "[ $rc -eq 0 ] && grep -q '^\* weights ' '$tmp/out' && [ \$(grep -cE '^[ *] (weights|scores|norms|rollout) ' '$tmp/out') -eq 4 ]"
+
+run shakespeare -c "text To be, or not; heat scores; show head 0.0"
+check "heat scores: the head's title and legend say so, masked keys are marked" \
+	sh -c "[ $rc -eq 0 ] && grep -q '^head 0.0 (layer 0, head 0): scores' '$tmp/out' &&
+	grep -q \"'·' masked\" '$tmp/out' && grep -q '^ 0 T │██··' '$tmp/out'"
+run shakespeare -c "text To be, or not; mask none; heat scores; show head 0.0"
+check "under mask none no key is masked" sh -c "[ $rc -eq 0 ] && ! grep -q '·' '$tmp/out'"
+run shakespeare -c "text To be; heat scores; export heatmap 0.0 --format csv"
+check "a CSV of scores holds the raw scores, masked cells empty" \
+	sh -c "[ $rc -eq 0 ] && grep -qE '^\"T\",-?[0-9.]+,,,,$' '$tmp/out'"
+run shakespeare -c "text To be; heat norms; export heatmap 1.2 --format json"
+check "a JSON export names the quantity" \
+	sh -c "[ $rc -eq 0 ] && grep -q '\"heat\": *\"norms\"' '$tmp/out' && grep -q '\"norms\": *\[' '$tmp/out'"
+run shakespeare -c "text To be; heat rollout; export grid --format ascii"
+check "an ASCII grid of rollout is ASCII and says what it shades" \
+	sh -c "[ $rc -eq 0 ] && ! LC_ALL=C grep -q '[^ -~]' '$tmp/out' && grep -q 'rollout from the input' '$tmp/out'"
+run shakespeare -c "text To be; heat scores; text O Romeo; show head 0.1"
+check "the kind stays across texts" sh -c "[ $rc -eq 0 ] && grep -q ': scores, 7 tokens' '$tmp/out'"
+run shakespeare -c "heat colours"
+check "an unknown kind is one line naming it" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'heat: \"colours\" is not one of' '$tmp/err'"
+
+exit $((failures > 0))
