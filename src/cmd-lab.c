@@ -185,13 +185,6 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 	struct progress p = { stderr, s->interactive && isatty(STDERR_FILENO), 0 };
 	ctx.progress = on_progress;
 	ctx.progress_ctx = &p;
-	if (!s->quiet)
-		print_wrapped(s->out, x->measures, 80, "  ", "");
-	if (!s->quiet)
-		fprintf(s->out, "  %s size, on %s; about %d s here\n", ctx.quick ? "quick" : "full",
-			data, ctx.quick ? x->quick_s : x->full_s);
-	fflush(s->out);
-
 	struct sigaction old;
 	bool own = s->cancel && sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_DFL;
 	if (own) {
@@ -202,6 +195,13 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 		lab_cancel = s->cancel;
 		sigaction(SIGINT, &sa, NULL);
 	}
+	/* after the handler: a Ctrl-C once this shows is caught */
+	if (!s->quiet)
+		print_wrapped(s->out, x->measures, 80, "  ", "");
+	if (!s->quiet)
+		fprintf(s->out, "  %s size, on %s; about %d s here\n", ctx.quick ? "quick" : "full",
+			data, ctx.quick ? x->quick_s : x->full_s);
+	fflush(s->out);
 	struct lab_result r;
 	memset(&r, 0, sizeof r);
 	double t0 = now_ms();

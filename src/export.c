@@ -525,7 +525,8 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		json_t *root = json_head_obj(s, labels, true);
 		json_object_set_new(root, "layer", json_integer(layer));
 		json_object_set_new(root, "head", json_integer(head));
-		json_object_set_new(root, "heat", json_string(heat_kind_name(s->heat)));
+		if (s->heat != HEAT_WEIGHTS) /* the weights' JSON stays as it always was */
+			json_object_set_new(root, "heat", json_string(heat_kind_name(s->heat)));
 		json_object_set_new(root, key, json_matrix(raw, T));
 		json_emit(out, root);
 		break;

@@ -162,6 +162,8 @@ err_check "error: stats as svg names the formats it has" "use txt, ascii, csv or
 	"text $text; export stats --format svg"
 
 # --format ascii is ASCII only, also for spaces, newlines and CJK labels
+ATTNSCOPE_MODELS=$root/models
+export ATTNSCOPE_MODELS
 for what in "heatmap 0.0" grid stats; do
 	run --no-db shakespeare -c "text To be, or\\nnot; export $what --format ascii" </dev/null
 	if [ $rc = 0 ] && [ -s "$tmp/out" ] && ! LC_ALL=C grep -q '[^ -~]' "$tmp/out"; then

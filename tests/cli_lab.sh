@@ -88,7 +88,9 @@ check "a missing training text is refused before any work" \
 # Ctrl-C in batch mode: the arms that finished are shown, marked as partial
 $TIMEOUT "$A" --no-db -c "lab norm --data $tmp/text.txt" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-sleep 4
+i=0 # until it has started (slow under the sanitizers), then a moment more
+while [ $i -lt 300 ] && ! grep -q 'full size, on' "$tmp/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+sleep 1
 kill -INT $pid 2>/dev/null
 wait $pid
 rc=$?

@@ -63,7 +63,7 @@ check default-path-xdg sh -c "[ $rc -eq 0 ] && [ -f '$tmp/xdg/attnscope/attnscop
 mkdir "$tmp/sessions"
 run -c 'text hello' </dev/null
 check default-path-checkout sh -c "[ $rc -eq 0 ] && [ -f '$tmp/sessions/attnscope.db' ] && [ ! -s '$tmp/err' ]"
-(HOME= ; unset HOME; cd "$tmp/home" && $TIMEOUT "$A" shakespeare -c 'text hello' </dev/null >"$tmp/out" 2>"$tmp/err")
+(HOME= ; unset HOME; cd "$tmp/home" && $TIMEOUT "$A" -c 'echo hello' </dev/null >"$tmp/out" 2>"$tmp/err")
 rc=$?
 check default-path-no-home sh -c "[ $rc -eq 0 ] && grep -q 'no \$HOME for the default database' '$tmp/err'"
 ATTNSCOPE_DB=$tmp/env.db run -c 'text hello' </dev/null
