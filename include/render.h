@@ -90,6 +90,7 @@ void render_legend(struct render_buf *b, enum render_style st, const char *what)
 
 enum render_pool_mode {
 	RENDER_POOL_MAX,  /* a cell shows its strongest weight: patterns stay sharp */
+	RENDER_POOL_ABSMAX, /* the entry farthest from 0, sign kept (changes) */
 	RENDER_POOL_MEAN, /* a cell shows the average of the weights it covers */
 };
 
@@ -154,6 +155,9 @@ struct render_head_spec {
 	int max_width;             /* 0 = no limit */
 	const char *title;         /* first line, or NULL for none */
 	const char *what;          /* the legend's quantity; NULL: "attention weight" */
+	bool diverging;            /* att holds changes in -1..1 (show diff): each cell is
+				    * its sign and tenths ("+3", "-7"), coloured red / blue
+				    * under ANSI; blank within 0.05 */
 };
 void render_head(struct render_buf *b, const struct render_head_spec *sp);
 

@@ -122,6 +122,47 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 	s->dirty |= DIRTY_SELECT;
 }
 
+/* Head l.h's weights in this run minus the baseline's (the native run on
+ * the same tokens): what an option or ablation changed. */
+static void show_diff(struct session *s, int l, int h, struct render_buf *b)
+{
+	int T = s->n_tokens;
+	const float *a = run_att(s->run, l, 0, h), *base = run_att(s->base, l, 0, h);
+	float *d = xmalloc((size_t)T * T * sizeof *d);
+	double worst = 0;
+	int wi = 0, wj = 0;
+	for (int i = 0; i < T; i++)
+		for (int j = 0; j < T; j++) {
+			size_t k = (size_t)i * T + j;
+			d[k] = a[k] - base[k];
+			if (fabs(d[k]) > fabs(worst)) {
+				worst = d[k];
+				wi = i;
+				wj = j;
+			}
+		}
+	char opts[256], title[512];
+	session_variant(s, opts, sizeof opts);
+	snprintf(title, sizeof title, "head %d.%d: weights under %s minus the native run's, %d tokens",
+		 l, h, opts[0] ? opts : "the native options (nothing differs)", T);
+	char **labels = session_labels(s);
+	struct render_head_spec sp = {
+		.att = d, .T = T, .labels = labels, .style = RENDER_UNICODE,
+		.max_width = cmd_out_width(s), .title = title, .diverging = true,
+		.what = "the weight under these options is",
+	};
+	render_head(b, &sp);
+	if (worst != 0)
+		render_buf_printf(b, "largest change %+.3f: query %d '%s' on key %d '%s' (%.3f -> %.3f)\n",
+				  worst, wi, labels[wi], wj, labels[wj], (double)base[(size_t)wi * T + wj],
+				  (double)a[(size_t)wi * T + wj]);
+	render_labels_free(labels, T);
+	free(d);
+	s->sel_layer = l;
+	s->sel_head = h;
+	s->dirty |= DIRTY_SELECT;
+}
+
 static void show_token(struct session *s, int q, struct render_buf *b)
 {
 	const struct model_config *c = &s->model->cfg;
@@ -175,10 +216,12 @@ static void show_tokens(struct session *s, struct render_buf *b)
 static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	const char *what = argv[1];
-	bool is_head = !strcmp(what, "head"), is_token = !strcmp(what, "token");
+	bool is_diff = !strcmp(what, "diff");
+	bool is_head = !strcmp(what, "head") || is_diff, is_token = !strcmp(what, "token");
 	if (!(((is_head || is_token) && argc == 3) ||
 	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
-		return err_set(e, "usage: show grid | show head L.H|ROLE | show token I | show tokens");
+		return err_set(e, "usage: show grid | show head L.H|ROLE | show diff L.H|ROLE | "
+			       "show token I | show tokens");
 	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;
@@ -207,7 +250,10 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 			render_buf_free(&b);
 			return -1;
 		}
-		show_head(s, l, h, &b);
+		if (is_diff)
+			show_diff(s, l, h, &b);
+		else
+			show_head(s, l, h, &b);
 	} else if (is_token) {
 		int q;
 		if (parse_token(s, argv[2], &q, e) != 0)
@@ -222,19 +268,23 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const show_words[] = { "grid", "head", "token", "tokens", NULL };
+static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", NULL };
 const struct cmd_entry cmd_show_entry = {
 	.name = "show",
-	.usage = "grid | head L.H|ROLE | token I | tokens",
-	.help = "print every head's heatmap, one head with token labels, one token's keys, or the tokens",
+	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens",
+	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, or the tokens",
 	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
 		     "               selected head, \u2717 an ablated one)\n"
 		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
 		     "show head ROLE the head `heads` gives ROLE (previous-token, offset, sink,\n"
 		     "               delimiter, self, local, induction) most strongly on this text\n"
+		     "show diff L.H  the head's weights under the current options minus the native\n"
+		     "               run's on the same text: +k / -k is about k tenths up / down\n"
+		     "               (red / blue in colour), blank within 0.05; selects it\n"
 		     "show token I   the 3 keys token I attends to most in every head; selects it\n"
 		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
-		     "Shading is the attention weight: ' ' <0.01 '\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
+		     "Shading is what `heat` chooses (the attention weight by default): ' ' <0.01\n"
+		     "'\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
 	.complete = COMPLETE_WORDS,
 	.words = show_words,
 	.min_args = 1,

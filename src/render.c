@@ -175,6 +175,27 @@ void render_cell(struct render_buf *b, enum render_style st, double v, int width
 	}
 }
 
+/* One cell of a change d in -1..1, cw (1 or 2) columns: the sign and the
+ * tenths ("+3", "-#" for 0.95 or more), blank within 0.05; under ANSI on
+ * a red (up) or blue (down) background as strong as the change. */
+static void diverging_cell(struct render_buf *b, enum render_style st, double d, int cw)
+{
+	static const int up[5] = { 224, 217, 210, 203, 196 }, down[5] = { 189, 147, 111, 75, 33 };
+	double a = fabs(d);
+	if (isnan(d) || a < 0.05) {
+		render_buf_repeat(b, isnan(d) ? render_shade(st, d) : " ", cw);
+		return;
+	}
+	int tenths = (int)(a * 10 + 0.5), k = (int)ceil(a * 5) - 1;
+	char cell[3] = { d > 0 ? '+' : '-', tenths >= 10 ? '#' : (char)('0' + tenths), 0 };
+	if (cw < 2)
+		cell[1] = 0;
+	if (st == RENDER_ANSI)
+		render_buf_printf(b, "\x1b[48;5;%dm%s\x1b[0m", (d > 0 ? up : down)[k < 0 ? 0 : k > 4 ? 4 : k], cell);
+	else
+		render_buf_puts(b, cell);
+}
+
 /* Appends n cells of values v, each cw columns wide.  ANSI colours are
  * switched only where they change and reset once after the row. */
 static void cells_row(struct render_buf *b, enum render_style st, const float *v, int n, int cw)
@@ -261,6 +282,8 @@ void render_pool(const float *m, int rows, int cols, int ld, int fy, int fx,
 					seen++;
 					if (mode == RENDER_POOL_MEAN)
 						acc += v;
+					else if (mode == RENDER_POOL_ABSMAX)
+						acc = seen == 1 || fabs(v) > fabs(acc) ? v : acc;
 					else if (v > acc)
 						acc = v;
 				}
@@ -557,7 +580,8 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 	const float *m = sp->att;
 	if (f > 1) {
 		pooled = xmalloc((size_t)n * n * sizeof *pooled);
-		render_pool(sp->att, T, T, T, f, f, RENDER_POOL_MAX, pooled);
+		render_pool(sp->att, T, T, T, f, f, sp->diverging ? RENDER_POOL_ABSMAX : RENDER_POOL_MAX,
+			    pooled);
 		m = pooled;
 	}
 	render_buf_repeat(b, " ", left);
@@ -579,7 +603,11 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 			render_buf_printf(b, "%*s ", left - 1, range);
 		}
 		render_buf_puts(b, fr->v);
-		cells_row(b, st, m + (size_t)i * n, n, cw);
+		if (sp->diverging)
+			for (int j = 0; j < n; j++)
+				diverging_cell(b, st, m[(size_t)i * n + j], cw);
+		else
+			cells_row(b, st, m + (size_t)i * n, n, cw);
 		render_buf_printf(b, "%s\n", fr->v);
 	}
 	render_buf_repeat(b, " ", left);
@@ -587,7 +615,11 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 	render_buf_repeat(b, fr->h, n * cw);
 	render_buf_printf(b, "%s\n", fr->br);
 	render_buf_printf(b, "rows: query tokens, columns: key tokens; ");
-	legend_masked(b, st, sp->what, sp->att, (size_t)sp->T * sp->T);
+	if (sp->diverging)
+		render_buf_printf(b, "cells: +k / -k, %s about k tenths higher / lower ('#' ten); "
+				  "blank: within 0.05\n", sp->what ? sp->what : "the weight");
+	else
+		legend_masked(b, st, sp->what, sp->att, (size_t)sp->T * sp->T);
 	free(pooled);
 }
 

@@ -28,6 +28,15 @@ check "an ASCII grid of rollout is ASCII and says what it shades" \
 	sh -c "[ $rc -eq 0 ] && ! LC_ALL=C grep -q '[^ -~]' '$tmp/out' && grep -q 'rollout from the input' '$tmp/out'"
 run shakespeare -c "text To be; heat scores; text O Romeo; show head 0.1"
 check "the kind stays across texts" sh -c "[ $rc -eq 0 ] && grep -q ': scores, 7 tokens' '$tmp/out'"
+# show diff: what the options changed in one head
+run shakespeare -c "text To be, or not to be; show diff 0.1"
+check "show diff under the native options: nothing differs, no cell marked" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'nothing differs' '$tmp/out' && ! grep -qE '│.*[+-][1-9#]' '$tmp/out'"
+run shakespeare -c "text To be, or not to be; attn mqa; show diff 0.1"
+check "show diff under MQA marks changes and names the largest" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'weights under mqa minus' '$tmp/out' && grep -qE '│.*[+-][1-9#]' '$tmp/out' &&
+	grep -qE '^largest change [+-]0\.[0-9]+: query 1 ' '$tmp/out'"
+
 run shakespeare -c "heat colours"
 check "an unknown kind is one line naming it" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'heat: \"colours\" is not one of' '$tmp/err'"
