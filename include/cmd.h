@@ -95,6 +95,12 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e);
  * 80 (what wide layouts fit themselves to). */
 int cmd_out_width(const struct session *s);
 
+/* Prints text (words separated by blanks) starting at column col of the
+ * current line, wrapped to width columns at blanks; continuation lines
+ * start with indent blanks; ends the line.  A word longer than a line is
+ * printed whole. */
+void cmd_wrap(FILE *f, const char *text, int col, int indent, int width);
+
 /* Splits a line into words: blanks separate, '...' and "..." quote, a
  * backslash escapes the next character, '#' at the start of a word begins a
  * comment.  For a CMD_RAW command the rest of the line after the name (one

@@ -21,9 +21,6 @@ extern const struct cmd_entry cmd_lab_entry;
 #define LAB_CORPUS_ENV "ATTNSCOPE_CORPUS"
 #define LAB_CORPUS_DEFAULT "../shared/corpora/tinyshakespeare.txt"
 
-static void print_wrapped(FILE *f, const char *text, int width, const char *indent,
-			  const char *first);
-
 static void list(struct session *s)
 {
 	fprintf(s->out, "lab NAME runs one (--quick: the small size the tests run):\n");
@@ -32,7 +29,8 @@ static void list(struct session *s)
 		snprintf(line, sizeof line, "%s (about %d s quick, %d s full here)", x->claim,
 			 x->quick_s, x->full_s);
 		snprintf(first, sizeof first, "  %-9s ", x->name);
-		print_wrapped(s->out, line, 80, "            ", first);
+		fputs(first, s->out);
+		cmd_wrap(s->out, line, (int)strlen(first), 12, 80);
 	}
 }
 
@@ -73,29 +71,6 @@ static void print_table(FILE *f, const struct lab_table *t)
 		}
 		fputc('\n', f);
 	}
-}
-
-/* Prints text wrapped at width columns, each line indented by indent. */
-static void print_wrapped(FILE *f, const char *text, int width, const char *indent,
-			  const char *first)
-{
-	int col = fprintf(f, "%s", first);
-	const char *p = text;
-	while (*p) {
-		const char *sp = strchr(p, ' ');
-		int n = sp ? (int)(sp - p) : (int)strlen(p);
-		if (col + n + 1 > width && col > (int)strlen(indent)) {
-			col = fprintf(f, "\n%s", indent) - 1;
-		} else if (p != text) {
-			fputc(' ', f);
-			col++;
-		}
-		col += fprintf(f, "%.*s", n, p);
-		p += n;
-		while (*p == ' ')
-			p++;
-	}
-	fputc('\n', f);
 }
 
 static int write_csv(const char *path, const struct lab_table *t, struct err *e)
@@ -197,7 +172,7 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	/* after the handler: a Ctrl-C once this shows is caught */
 	if (!s->quiet)
-		print_wrapped(s->out, x->measures, 80, "  ", "");
+		cmd_wrap(s->out, x->measures, 0, 2, 80);
 	if (!s->quiet)
 		fprintf(s->out, "  %s size, on %s; about %d s here\n", ctx.quick ? "quick" : "full",
 			data, ctx.quick ? x->quick_s : x->full_s);
@@ -216,11 +191,13 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 		return err_prefix(e, "lab %s", x->name);
 	}
 	lab_result_json(&r, x->name, ctx.quick);
-	fprintf(s->out, "lab %s (%s, %.0f s)%s — the tutorial: %s\n", x->name,
-		ctx.quick ? "quick" : "full", seconds, r.partial ? ", stopped early" : "", x->claim);
+	char head[512];
+	snprintf(head, sizeof head, "lab %s (%s, %.0f s)%s — the tutorial: %s", x->name,
+		 ctx.quick ? "quick" : "full", seconds, r.partial ? ", stopped early" : "", x->claim);
+	cmd_wrap(s->out, head, 0, 2, 80);
 	print_table(s->out, &r.table);
 	for (int i = 0; i < r.n_findings; i++)
-		print_wrapped(s->out, r.findings[i], 80, "  ", "- ");
+		fputs("- ", s->out), cmd_wrap(s->out, r.findings[i], 2, 2, 80);
 	record(s, x, &ctx, r.partial ? "cancelled" : "done", seconds, r.json);
 	int wrc = csv ? write_csv(csv, &r.table, e) : 0;
 	lab_result_free(&r);

@@ -212,13 +212,19 @@ static int help_exec(struct session *s, int argc, char **argv, struct err *e)
 			fprintf(s->out, "\n%s\n", c->long_help);
 		return 0;
 	}
+	int width = cmd_out_width(s);
+	width = width < 60 ? 60 : width;
 	for (int i = 0; cmd_table[i]; i++) {
 		const struct cmd_entry *c = cmd_table[i];
 		cmd_synopsis(c, u, sizeof u);
-		if (strlen(u) <= 34)
-			fprintf(s->out, "  %-34s %s\n", u, c->help);
-		else
-			fprintf(s->out, "  %s\n  %-34s %s\n", u, "", c->help);
+		if (strlen(u) <= 34) {
+			fprintf(s->out, "  %-34s ", u);
+		} else { /* the synopsis on lines of its own */
+			fputs("  ", s->out);
+			cmd_wrap(s->out, u, 2, 6, width);
+			fprintf(s->out, "  %-34s ", "");
+		}
+		cmd_wrap(s->out, c->help, 37, 37, width);
 	}
 	fprintf(s->out, "Heads are written LAYER.HEAD, counting from 0 (e.g. 2.1). help CMD tells more.\n");
 	return 0;

@@ -274,6 +274,31 @@ int cmd_out_width(const struct session *s)
 	return n > 0 ? n : 80;
 }
 
+void cmd_wrap(FILE *f, const char *text, int col, int indent, int width)
+{
+	const char *p = text;
+	bool first = true;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		int n = (int)strcspn(p, " ");
+		if (!first && col + 1 + n > width) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (!first) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", n, p);
+		col += n;
+		p += n;
+		first = false;
+	}
+	fputc('\n', f);
+}
+
 /* --------------------------------------------------------------- splitting */
 
 static bool is_blank(char c)

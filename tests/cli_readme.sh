@@ -5,7 +5,7 @@ A=${ATTNSCOPE:-./attnscope}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$A" --no-db -c help >"$tmp/help" 2>"$tmp/err"
+COLUMNS=80 "$A" --no-db -c help >"$tmp/help" 2>"$tmp/err"
 sed -n '/^<!-- help -->$/,/^<!-- \/help -->$/p' README.md | sed '1,2d;$d' | sed '$d' >"$tmp/readme"
 if cmp -s "$tmp/help" "$tmp/readme"; then
 	echo "ok readme-command-list"
