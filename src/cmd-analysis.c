@@ -112,36 +112,17 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	return 0;
 }
 
-/* Parses [--corpus FILE] [--tokens N] (and --metric when metric != NULL)
- * from argv[first..). */
-static int parse_source_args(struct session *s, int argc, char **argv, int first, const char *usage,
-			     const char **corpus, int *ntok, bool *by_kl, struct err *e)
+/* The source options both sweep and compare declare. */
+#define SOURCE_OPTS \
+	{ "--corpus", CMD_OPT_WORD, "FILE", 0, 0, "the corpus file" }, \
+	{ "--tokens", CMD_OPT_INT, "N", 2, 1e8, "the number of tokens" }
+
+/* --corpus and --tokens from declared options a of command c. */
+static void source_args(const struct cmd_entry *c, const struct cmd_args *a, const char **corpus,
+			int *ntok)
 {
-	(void)s;
-	*corpus = NULL;
-	*ntok = 0;
-	for (int i = first; i < argc; i++) {
-		const char *a = argv[i];
-		if (i + 1 >= argc)
-			return err_set(e, "usage: %s", usage);
-		if (!strcmp(a, "--corpus")) {
-			*corpus = argv[++i];
-		} else if (!strcmp(a, "--tokens")) {
-			if (cmd_parse_int(argv[++i], 2, CFG_MAX_CONTEXT, "--tokens", ntok, e))
-				return -1;
-		} else if (by_kl && !strcmp(a, "--metric")) {
-			const char *v = argv[++i];
-			if (!strcmp(v, "loss"))
-				*by_kl = false;
-			else if (!strcmp(v, "kl"))
-				*by_kl = true;
-			else
-				return err_set(e, "--metric %.32s: use loss or kl", v);
-		} else {
-			return err_set(e, "usage: %s", usage);
-		}
-	}
-	return 0;
+	*corpus = cmd_str(c, a, "--corpus");
+	*ntok = (int)cmd_num(c, a, "--tokens", 0);
 }
 
 /* A number in at most 7 characters: 4 decimals, fewer when large. */
@@ -391,14 +372,19 @@ static void sweep_record(struct session *s, const struct sweep_result *r, bool b
 		fprintf(stderr, "attnscope: warning: sweep not recorded: %s\n", se.msg);
 }
 
+extern const struct cmd_entry cmd_sweep_entry, cmd_compare_entry;
+
 static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	static const char usage[] = "sweep [--metric loss|kl] [--corpus FILE --tokens N]";
-	const char *corpus;
-	int ntok;
-	bool by_kl = false;
-	if (parse_source_args(s, argc, argv, 1, usage, &corpus, &ntok, &by_kl, e))
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_sweep_entry, argc, argv, &a, e) != 0)
 		return -1;
+	const char *corpus, *metric = cmd_str(&cmd_sweep_entry, &a, "--metric");
+	int ntok;
+	source_args(&cmd_sweep_entry, &a, &corpus, &ntok);
+	if (metric && strcmp(metric, "loss") && strcmp(metric, "kl"))
+		return err_set(e, "--metric %.32s: use loss or kl", metric);
+	bool by_kl = metric && !strcmp(metric, "kl");
 	struct source src;
 	if (source_get(s, corpus, ntok, &src, e) != 0)
 		return -1;
@@ -464,10 +450,16 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 	return session_update(s, e);
 }
 
-static const char *const sweep_words[] = { "--metric", "loss", "kl", "--corpus", "--tokens", NULL };
+static const char *const sweep_words[] = { "loss", "kl", NULL };
+static const struct cmd_opt sweep_opts[] = {
+	{ "--metric", CMD_OPT_WORD, "loss|kl", 0, 0, "the metric" },
+	SOURCE_OPTS,
+	{ NULL },
+};
 const struct cmd_entry cmd_sweep_entry = {
 	.name = "sweep",
-	.usage = "[--metric loss|kl] [--corpus FILE --tokens N]",
+	.usage = "",
+	.opts = sweep_opts,
 	.help = "ablate every head alone and every layer's heads together; which heads matter",
 	.long_help =
 		"Runs the model once unablated (the current options with every ablation cleared)\n"
@@ -483,7 +475,7 @@ const struct cmd_entry cmd_sweep_entry = {
 	.complete = COMPLETE_WORDS,
 	.words = sweep_words,
 	.min_args = 0,
-	.max_args = 6,
+	.max_args = 0,
 	.exec = sweep_exec,
 };
 
@@ -546,13 +538,21 @@ static void variant_print(FILE *f, const struct variant_row *v, int w)
 
 static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	static const char usage[] = "compare variants [--corpus FILE --tokens N]";
-	if (strcmp(argv[1], "variants"))
-		return store_cmd_compare(s, argc, argv, e);
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_compare_entry, argc, argv, &a, e) != 0)
+		return -1;
 	const char *corpus;
 	int ntok;
-	if (parse_source_args(s, argc, argv, 2, usage, &corpus, &ntok, NULL, e))
-		return -1;
+	source_args(&cmd_compare_entry, &a, &corpus, &ntok);
+	if (a.n_pos == 0)
+		return err_set(e, "usage: compare variants [--corpus FILE] [--tokens N] | compare ID ID");
+	if (strcmp(a.pos[0], "variants")) {
+		if (corpus || ntok)
+			return err_set(e, "compare ID ID takes no --corpus or --tokens");
+		return store_cmd_compare(s, argc, argv, e);
+	}
+	if (a.n_pos != 1)
+		return err_set(e, "usage: compare variants [--corpus FILE] [--tokens N]");
 	struct source src;
 	if (source_get(s, corpus, ntok, &src, e) != 0)
 		return -1;
@@ -649,10 +649,15 @@ done:
 	return rc;
 }
 
-static const char *const compare_words[] = { "variants", "--corpus", "--tokens", NULL };
+static const char *const compare_words[] = { "variants", NULL };
+static const struct cmd_opt compare_opts[] = {
+	SOURCE_OPTS,
+	{ NULL },
+};
 const struct cmd_entry cmd_compare_entry = {
 	.name = "compare",
-	.usage = "variants [--corpus FILE --tokens N] | ID ID",
+	.usage = "variants | ID ID",
+	.opts = compare_opts,
 	.help = "every variant in one table (loss, ppl, KL, top-1, KV, ms), or two stored measurements side by side",
 	.long_help =
 		"Rows: the native model; every other number of key/value heads G dividing\n"
@@ -665,6 +670,6 @@ const struct cmd_entry cmd_compare_entry = {
 	.complete = COMPLETE_WORDS,
 	.words = compare_words,
 	.min_args = 1,
-	.max_args = -1,
+	.max_args = 2,
 	.exec = compare_exec,
 };

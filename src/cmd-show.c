@@ -522,33 +522,24 @@ const struct cmd_entry cmd_kv_entry = {
 
 /* ----------------------------------------------------------------- export */
 
+extern const struct cmd_entry cmd_export_entry;
+
 static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	static const char usage[] =
-		"usage: export heatmap L.H | export grid | export stats [--format txt|ascii|ansi|csv|json|svg] [--out FILE]";
-	const char *what = argv[1], *head = NULL, *fmt = NULL, *path = NULL;
-	int i = 2;
-	if (!strcmp(what, "heatmap")) {
-		if (argc < 3 || argv[2][0] == '-')
-			return err_set(e, "%s", usage);
-		head = argv[i++];
-	} else if (strcmp(what, "grid") && strcmp(what, "stats")) {
-		return err_set(e, "%s", usage);
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_export_entry, argc, argv, &a, e) != 0)
+		return -1;
+	const char *what = a.n_pos ? a.pos[0] : "", *head = NULL;
+	const char *fmt = cmd_str(&cmd_export_entry, &a, "--format");
+	const char *path = cmd_str(&cmd_export_entry, &a, "--out");
+	bool heatmap = !strcmp(what, "heatmap");
+	if (!(heatmap ? a.n_pos == 2 : a.n_pos == 1 && (!strcmp(what, "grid") || !strcmp(what, "stats")))) {
+		char u[256];
+		cmd_usage(&cmd_export_entry, u, sizeof u);
+		return err_set(e, "%s", u);
 	}
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--format") && i + 1 < argc) {
-			fmt = argv[++i];
-		} else if (!strcmp(a, "--out") && i + 1 < argc) {
-			path = argv[++i];
-		} else if (!strncmp(a, "--format=", 9)) {
-			fmt = a + 9;
-		} else if (!strncmp(a, "--out=", 6)) {
-			path = a + 6;
-		} else {
-			return err_set(e, "%s", usage);
-		}
-	}
+	if (heatmap)
+		head = a.pos[1];
 	enum export_format f = EXPORT_TXT;
 	if (fmt) {
 		if (export_format_parse(fmt, &f, e) != 0)
@@ -596,11 +587,17 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const export_words[] = { "heatmap", "grid", "stats", "--format", "--out",
-					    "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
+static const char *const export_words[] = { "heatmap", "grid", "stats", "txt", "ascii", "ansi", "csv",
+					    "json", "svg", NULL };
+static const struct cmd_opt export_opts[] = {
+	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg", 0, 0, "the format" },
+	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
+	{ NULL },
+};
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | grid | stats [--format txt|ascii|ansi|csv|json|svg] [--out FILE]",
+	.usage = "heatmap L.H | grid | stats",
+	.opts = export_opts,
 	.help = "write one head, every head, or the numbers as text, CSV, JSON or SVG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .txt), else txt.\n"
@@ -611,6 +608,6 @@ const struct cmd_entry cmd_export_entry = {
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,
-	.max_args = -1,
+	.max_args = 2,
 	.exec = export_exec,
 };
