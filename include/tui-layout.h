@@ -129,6 +129,7 @@ bool tui_grid_joined(int H, int G, int h);
 
 #define TUI_HEAD_LABEL_MAX 10 /* widest query label on the left */
 #define TUI_PANEL_W 26        /* the cursor's top keys, on the right... */
+#define TUI_PANEL_MIN_W 22    /* ...narrowed to this when that shows every key */
 #define TUI_PANEL_ROWS 7      /* ...or below the matrix when narrow */
 #define TUI_HEAD_TOPK 5
 

@@ -186,10 +186,13 @@ void tui_head_layout(const struct tui_rect *area, int T, int label_w, bool wide,
 	int header = 3;
 	int cw_min = wide ? 2 : 1;
 	int mat_w, mat_h;
-	if (area->w - left - (TUI_PANEL_W + 1) >= imin(T * cw_min, 16)) {
-		h->panel = (struct tui_rect){ area->y + 1, area->x + area->w - TUI_PANEL_W, area->h - 1,
-					      TUI_PANEL_W };
-		mat_w = area->w - left - TUI_PANEL_W - 1;
+	/* a narrower panel when that is what it takes to show every key */
+	int pw = TUI_PANEL_W, spare = area->w - left - 2 * T - 1;
+	if (spare < TUI_PANEL_W && spare >= TUI_PANEL_MIN_W)
+		pw = spare;
+	if (area->w - left - (pw + 1) >= imin(T * cw_min, 16)) {
+		h->panel = (struct tui_rect){ area->y + 1, area->x + area->w - pw, area->h - 1, pw };
+		mat_w = area->w - left - pw - 1;
 		mat_h = area->h - header;
 	} else if (area->h - header - TUI_PANEL_ROWS >= 3) {
 		h->panel = (struct tui_rect){ area->y + area->h - TUI_PANEL_ROWS, area->x, TUI_PANEL_ROWS,

@@ -316,6 +316,13 @@ static void test_head_layout(void **state)
 	/* labels longer than the limit are cut */
 	tui_head_layout(&f.body, 20, 40, false, 0, 0, 0, 0, &h);
 	assert_int_equal(h.label_w, TUI_HEAD_LABEL_MAX);
+	/* a 24-character poem (double width) at 80 columns: the panel narrows
+	 * so that every key shows, key 0 included, with the cursor on the last */
+	tui_head_layout(&f.body, 24, 2, true, 23, 23, 0, 0, &h);
+	assert_int_equal(h.cols_vis, 24);
+	assert_int_equal(h.col0, 0);
+	assert_true(h.panel.w >= TUI_PANEL_MIN_W && h.panel.w < TUI_PANEL_W);
+	assert_true(h.panel.x >= h.matrix.x + h.matrix.w && h.panel.x + h.panel.w <= 80);
 }
 
 /* -------------------------------------------------------- token view */
