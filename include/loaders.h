@@ -1,6 +1,7 @@
 /*
  * loaders.h — private to the loader-*.c files (and checkpoint.c, the
- * attnscope safetensors loader): the format table's entries and the
+ * attnscope safetensors loader, and safetensors.c, the container reader
+ * both safetensors formats use): the format table's entries and the
  * helpers they share.  Users call model_open_ex() (loader.h).
  *
  * Each format has a probe, which looks at the content (never the name) and
@@ -49,9 +50,10 @@ char *ld_basename(const char *path, const char *suffix);
  * shrank since it was checked) is reported as truncation. */
 int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
 
-/* Reads n little-endian floats at off into dst: F32 (esize 4) or BF16
- * (esize 2, converted); rejects NaN/Inf, naming the tensor. */
-int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char *name,
+/* Reads n little-endian elements of type dt (F32, F16 or BF16; util.h)
+ * at off into dst as floats; rejects NaN/Inf, naming the tensor.  0, or
+ * -1 + e. */
+int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const char *name,
 		   struct err *e);
 
 /* Reads the first n int32 of the regular file path (as stored) into h and

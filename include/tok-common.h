@@ -47,11 +47,10 @@ void tok_vtab_add(int32_t *vtab, uint32_t mask, const char *s, size_t n, int32_t
  * and returns len. */
 int tok_copy_piece(const char *p, size_t len, char *buf, size_t size);
 
-/* Returns j, dying when it is NULL (a jansson constructor out of memory). */
-json_t *tok_json_checked(json_t *j);
-
-/* Serialises root compactly, keys in order, into a malloc'd string (the
- * caller frees it with free()) and drops the reference to root. */
+/* Serialises root compactly, keys in order (every kind's to_json), into
+ * a malloc'd string (the caller frees it with free()) and drops the
+ * reference to root.  Builders use json-util.h, which dies when jansson
+ * runs out of memory. */
 char *tok_json_dump(json_t *root);
 
 /*

@@ -161,4 +161,18 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);
 
+/* The element types weight files store, as the readers see them.
+ * DTYPE_OTHER is any other (a U8 mask buffer in a Hugging Face file, say):
+ * listed by a reader, never converted. */
+enum dtype { DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_OTHER };
+
+/* Bytes per element: 4, 2, 2, and 0 for DTYPE_OTHER. */
+size_t dtype_size(enum dtype t);
+
+/* Converts n elements of type t, little-endian bytes at src (any
+ * alignment), to floats in dst[0..n).  src and dst must not overlap.  The
+ * one conversion every reader uses; NaN and Inf pass through (the readers
+ * refuse them after).  DTYPE_OTHER is a broken invariant (die). */
+void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t);
+
 #endif

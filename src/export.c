@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "analysis.h"
+#include "json-util.h"
 #include "tokenizer.h"
 
 /* --------------------------------------------------------------- formats */
@@ -201,11 +202,6 @@ static void csv_rows(struct render_buf *b, const float *a, char **labels, int T,
 
 /* ------------------------------------------------------------------ json */
 
-static json_t *json_number(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *json_str(const char *s)
 {
 	char *c = clean_text(s);
@@ -217,52 +213,52 @@ static json_t *json_str(const char *s)
 /* "model", "tokens" (when with_tokens), "shape", "options" of a session. */
 static json_t *json_head_obj(const struct session *s, char **labels, bool with_tokens)
 {
-	json_t *root = json_object();
-	json_object_set_new(root, "model", json_str(model_name(s)));
+	json_t *root = ju_check(json_object());
+	ju_set(root, "model", json_str(model_name(s)));
 	int T = s->n_tokens;
 	if (with_tokens) {
-		json_t *toks = json_array();
+		json_t *toks = ju_check(json_array());
 		for (int i = 0; i < T; i++) {
-			json_t *t = json_object();
-			json_object_set_new(t, "id", json_integer(s->tokens[i]));
-			json_object_set_new(t, "label", json_str(labels[i]));
-			json_array_append_new(toks, t);
+			json_t *t = ju_check(json_object());
+			ju_set(t, "id", json_integer(s->tokens[i]));
+			ju_set(t, "label", json_str(labels[i]));
+			ju_append(toks, t);
 		}
-		json_object_set_new(root, "tokens", toks);
-		json_t *shape = json_array();
-		json_array_append_new(shape, json_integer(T));
-		json_array_append_new(shape, json_integer(T));
-		json_object_set_new(root, "shape", shape);
+		ju_set(root, "tokens", toks);
+		json_t *shape = ju_check(json_array());
+		ju_append(shape, json_integer(T));
+		ju_append(shape, json_integer(T));
+		ju_set(root, "shape", shape);
 	}
 	const struct run_options *o = &s->opt;
 	const struct model_config *c = &s->model->cfg;
-	json_t *opt = json_object();
-	json_object_set_new(opt, "kv_heads", json_integer(o->kv_heads));
-	json_object_set_new(opt, "placement", json_string(norm_place_name(o->placement)));
-	json_object_set_new(opt, "mask", json_string(mask_kind_name(o->mask)));
-	json_object_set_new(opt, "window", o->mask == MASK_WINDOW ? json_integer(o->window) : json_null());
-	json_object_set_new(opt, "scale", json_boolean(o->scale));
-	json_t *abl = json_array();
+	json_t *opt = ju_check(json_object());
+	ju_set(opt, "kv_heads", json_integer(o->kv_heads));
+	ju_set(opt, "placement", json_string(norm_place_name(o->placement)));
+	ju_set(opt, "mask", json_string(mask_kind_name(o->mask)));
+	ju_set(opt, "window", o->mask == MASK_WINDOW ? json_integer(o->window) : json_null());
+	ju_set(opt, "scale", json_boolean(o->scale));
+	json_t *abl = ju_check(json_array());
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++)
 			if (session_head_ablated(s, l, h)) {
 				char id[32];
 				snprintf(id, sizeof id, "%d.%d", l, h);
-				json_array_append_new(abl, json_string(id));
+				ju_append(abl, json_string(id));
 			}
-	json_object_set_new(opt, "ablated", abl);
-	json_object_set_new(root, "options", opt);
+	ju_set(opt, "ablated", abl);
+	ju_set(root, "options", opt);
 	return root;
 }
 
 static json_t *json_matrix(const float *a, int T)
 {
-	json_t *rows = json_array();
+	json_t *rows = ju_check(json_array());
 	for (int i = 0; i < T; i++) {
-		json_t *row = json_array();
+		json_t *row = ju_check(json_array());
 		for (int j = 0; j < T; j++)
-			json_array_append_new(row, json_number((double)a[(size_t)i * T + j]));
-		json_array_append_new(rows, row);
+			ju_append(row, ju_real((double)a[(size_t)i * T + j]));
+		ju_append(rows, row);
 	}
 	return rows;
 }
@@ -270,9 +266,7 @@ static json_t *json_matrix(const float *a, int T)
 /* Appends root as compact JSON plus a newline and releases it. */
 static void json_emit(struct render_buf *b, json_t *root)
 {
-	char *txt = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(9));
-	if (!txt)
-		die("json_dumps: out of memory");
+	char *txt = ju_dump(root, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	render_buf_puts(b, txt);
 	render_buf_puts(b, "\n");
 	free(txt);
@@ -523,11 +517,11 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		break;
 	case EXPORT_JSON: {
 		json_t *root = json_head_obj(s, labels, true);
-		json_object_set_new(root, "layer", json_integer(layer));
-		json_object_set_new(root, "head", json_integer(head));
+		ju_set(root, "layer", json_integer(layer));
+		ju_set(root, "head", json_integer(head));
 		if (s->heat != HEAT_WEIGHTS) /* the weights' JSON stays as it always was */
-			json_object_set_new(root, "heat", json_string(heat_kind_name(s->heat)));
-		json_object_set_new(root, key, json_matrix(raw, T));
+			ju_set(root, "heat", json_string(heat_kind_name(s->heat)));
+		ju_set(root, key, json_matrix(raw, T));
 		json_emit(out, root);
 		break;
 	}
@@ -583,18 +577,18 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		break;
 	case EXPORT_JSON: {
 		json_t *root = json_head_obj(s, labels, true);
-		json_t *heads = json_array();
+		json_t *heads = ju_check(json_array());
 		for (int l = 0; l < L; l++)
 			for (int h = 0; h < H; h++) {
-				json_t *o = json_object();
-				json_object_set_new(o, "layer", json_integer(l));
-				json_object_set_new(o, "head", json_integer(h));
-				json_object_set_new(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
-				json_object_set_new(o, s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat),
-						    json_matrix(session_heat_values(s, l, h), T));
-				json_array_append_new(heads, o);
+				json_t *o = ju_check(json_object());
+				ju_set(o, "layer", json_integer(l));
+				ju_set(o, "head", json_integer(h));
+				ju_set(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
+				ju_set(o, s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat),
+				       json_matrix(session_heat_values(s, l, h), T));
+				ju_append(heads, o);
 			}
-		json_object_set_new(root, "heads", heads);
+		ju_set(root, "heads", heads);
 		json_emit(out, root);
 		break;
 	}
@@ -717,29 +711,29 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 	}
 	/* json */
 	json_t *root = json_head_obj(s, NULL, false);
-	json_object_set_new(root, "n_tokens", json_integer(s->n_tokens));
-	json_object_set_new(root, "loss", json_number(m.loss));
-	json_object_set_new(root, "baseline_loss", json_number(m.base_loss));
-	json_object_set_new(root, "delta_loss", json_number(m.dloss));
-	json_object_set_new(root, "perplexity", json_number(m.ppl));
-	json_object_set_new(root, "kl_vs_baseline", json_number(m.kl));
-	json_object_set_new(root, "top1_agree", json_number(m.top1));
-	json_object_set_new(root, "kv_cache_bytes", json_integer((json_int_t)m.kv));
-	json_object_set_new(root, "kv_cache_bytes_native", json_integer((json_int_t)m.kv_native));
-	json_t *heads = json_array();
+	ju_set(root, "n_tokens", json_integer(s->n_tokens));
+	ju_set(root, "loss", ju_real(m.loss));
+	ju_set(root, "baseline_loss", ju_real(m.base_loss));
+	ju_set(root, "delta_loss", ju_real(m.dloss));
+	ju_set(root, "perplexity", ju_real(m.ppl));
+	ju_set(root, "kl_vs_baseline", ju_real(m.kl));
+	ju_set(root, "top1_agree", ju_real(m.top1));
+	ju_set(root, "kv_cache_bytes", json_integer((json_int_t)m.kv));
+	ju_set(root, "kv_cache_bytes_native", json_integer((json_int_t)m.kv_native));
+	json_t *heads = ju_check(json_array());
 	for (int l = 0; l < c->n_layer; l++)
 		for (int h = 0; h < c->n_head; h++) {
 			double ent, mx;
 			head_entropy(s->run, l, h, &ent, &mx);
-			json_t *o = json_object();
-			json_object_set_new(o, "layer", json_integer(l));
-			json_object_set_new(o, "head", json_integer(h));
-			json_object_set_new(o, "entropy", json_number(ent));
-			json_object_set_new(o, "max_weight", json_number(mx));
-			json_object_set_new(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
-			json_array_append_new(heads, o);
+			json_t *o = ju_check(json_object());
+			ju_set(o, "layer", json_integer(l));
+			ju_set(o, "head", json_integer(h));
+			ju_set(o, "entropy", ju_real(ent));
+			ju_set(o, "max_weight", ju_real(mx));
+			ju_set(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
+			ju_append(heads, o);
 		}
-	json_object_set_new(root, "heads", heads);
+	ju_set(root, "heads", heads);
 	json_emit(out, root);
 	return 0;
 }

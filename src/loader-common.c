@@ -1,6 +1,6 @@
 /*
  * loader-common.c — what the model loaders share (loaders.h): paths, reads
- * that name what went wrong, float tensors in F32 or BF16, filling a new
+ * that name what went wrong, float tensors in F32, F16 or BF16, filling a new
  * model from a file, and finding a GPT-2 tokenizer.  Below the format
  * table (loader.c) and every format (loader-*.c, checkpoint.c): it calls
  * none of them.
@@ -83,22 +83,23 @@ int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e)
 	return 0;
 }
 
+/* Elements converted per read when a tensor is 16-bit. */
 #define CHUNK 16384
 
-int ld_read_floats(int fd, off_t off, float *dst, size_t n, int bf16, const char *name,
+int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const char *name,
 		   struct err *e)
 {
-	if (!bf16) {
+	if (dt == DTYPE_F32) { /* little-endian hosts: the bytes are the floats */
 		if (ld_pread(fd, dst, n * sizeof(float), off, e))
 			return -1;
 	} else {
-		uint16_t buf[CHUNK];
+		unsigned char buf[CHUNK * 2];
+		size_t es = dtype_size(dt);
 		for (size_t i = 0; i < n; i += CHUNK) {
 			size_t k = n - i < CHUNK ? n - i : CHUNK;
-			if (ld_pread(fd, buf, k * 2, off + (off_t)(i * 2), e))
+			if (ld_pread(fd, buf, k * es, off + (off_t)(i * es), e))
 				return -1;
-			for (size_t j = 0; j < k; j++)
-				dst[i + j] = bf16_to_f32(buf[j]);
+			dtype_to_f32(dst + i, buf, k, dt);
 		}
 	}
 	for (size_t i = 0; i < n; i++)

@@ -18,276 +18,31 @@
  * weights are stored [in, out]; they are transposed into our (out, in).
  * The attention-mask buffers h.N.attn.bias / h.N.attn.masked_bias are
  * ignored; any other unknown name is an error.  F32, F16 and BF16 read.
- * The safetensors header is checked as checkpoint.c checks ours: length
- * within the file, JSON object, every entry's dtype, shape and byte range,
- * sizes that agree, no overlaps.
+ * The safetensors container is checked by the reader checkpoint.c uses too
+ * (safetensors.h); tensors of other dtypes are listed rather than refused,
+ * as files carry the mask buffers in U8 or BOOL, and refused when wanted.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "config.h"
+#include "json-util.h"
 #include "loaders.h"
+#include "safetensors.h"
 
-#define HEADER_MAX ((uint64_t)100000000)
-#define MAX_DIMS 8
-
-/* ------------------------------------------------------- safetensors */
-
-enum { DT_F32, DT_F16, DT_BF16, DT_OTHER };
-
-struct st_ent {
-	const char *name;	/* key in the header JSON */
-	int dtype;
-	size_t esize;		/* bytes per element; 0 for an unknown dtype */
-	int ndim;
-	uint64_t shape[MAX_DIMS];
-	uint64_t begin, end, n;
-	bool used;
-};
-
-struct st_file {
-	int fd;
-	uint64_t data_off;	/* 8 + header length */
-	json_t *root;
-	struct st_ent *t;
-	int n;
-};
-
-static const struct {
-	const char *name;
-	size_t size;
-	int dtype;
-} dtypes[] = {
-	{ "F32", 4, DT_F32 }, { "F16", 2, DT_F16 }, { "BF16", 2, DT_BF16 },
-	{ "F64", 8, DT_OTHER }, { "I64", 8, DT_OTHER }, { "U64", 8, DT_OTHER },
-	{ "I32", 4, DT_OTHER }, { "U32", 4, DT_OTHER }, { "I16", 2, DT_OTHER },
-	{ "U16", 2, DT_OTHER }, { "I8", 1, DT_OTHER }, { "U8", 1, DT_OTHER },
-	{ "BOOL", 1, DT_OTHER }, { "F8_E4M3", 1, DT_OTHER }, { "F8_E5M2", 1, DT_OTHER },
-};
-
-static int cmp_begin(const void *a, const void *b)
-{
-	const struct st_ent *x = *(const struct st_ent *const *)a;
-	const struct st_ent *y = *(const struct st_ent *const *)b;
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
-}
-
-static void fmt_shape(char *buf, size_t size, const uint64_t *shape, int ndim)
-{
-	size_t len = (size_t)snprintf(buf, size, "[");
-	for (int d = 0; d < ndim && len < size; d++)
-		len += (size_t)snprintf(buf + len, size - len, "%s%" PRIu64, d ? ", " : "", shape[d]);
-	if (len < size)
-		snprintf(buf + len, size - len, "]");
-}
-
-static int parse_entry(const char *name, json_t *v, uint64_t data_size, struct st_ent *t,
-		       struct err *e)
-{
-	t->name = name;
-	if (!json_is_object(v))
-		return err_set(e, "tensor %.60s: entry is not an object", name);
-	json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape");
-	json_t *of = json_object_get(v, "data_offsets");
-	if (!json_is_string(dt))
-		return err_set(e, "tensor %.60s: dtype missing or not a string", name);
-	t->dtype = -1;
-	for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-		if (strcmp(json_string_value(dt), dtypes[i].name) == 0) {
-			t->dtype = dtypes[i].dtype;
-			t->esize = dtypes[i].size;
-		}
-	if (t->dtype < 0) {
-		t->dtype = DT_OTHER;
-		t->esize = 0;
-	}
-	if (!json_is_array(sh) || json_array_size(sh) > MAX_DIMS)
-		return err_set(e, "tensor %.60s: shape is not a list of at most %d integers", name,
-			       MAX_DIMS);
-	t->ndim = (int)json_array_size(sh);
-	t->n = 1;
-	for (int d = 0; d < t->ndim; d++) {
-		json_t *x = json_array_get(sh, (size_t)d);
-		if (!json_is_integer(x) || json_integer_value(x) < 0)
-			return err_set(e, "tensor %.60s: shape holds a non-integer or negative", name);
-		t->shape[d] = (uint64_t)json_integer_value(x);
-		if (t->shape[d] && t->n > UINT64_MAX / 16 / t->shape[d])
-			return err_set(e, "tensor %.60s: shape is absurdly large", name);
-		t->n *= t->shape[d];
-	}
-	if (!json_is_array(of) || json_array_size(of) != 2 ||
-	    !json_is_integer(json_array_get(of, 0)) || !json_is_integer(json_array_get(of, 1)) ||
-	    json_integer_value(json_array_get(of, 0)) < 0 ||
-	    json_integer_value(json_array_get(of, 1)) < 0)
-		return err_set(e, "tensor %.60s: data_offsets must be two non-negative integers", name);
-	t->begin = (uint64_t)json_integer_value(json_array_get(of, 0));
-	t->end = (uint64_t)json_integer_value(json_array_get(of, 1));
-	if (t->begin > t->end || t->end > data_size)
-		return err_set(e, "tensor %.60s: data_offsets [%" PRIu64 ", %" PRIu64 "] are outside "
-			       "the data (%" PRIu64 " bytes; truncated?)", name, t->begin, t->end,
-			       data_size);
-	if (t->esize && t->end - t->begin != t->n * t->esize)
-		return err_set(e, "tensor %.60s: data_offsets span %" PRIu64 " bytes, but %" PRIu64
-			       " %s elements take %" PRIu64, name, t->end - t->begin, t->n,
-			       json_string_value(dt), t->n * t->esize);
-	return 0;
-}
-
-/* Opens and checks a safetensors file.  Messages without the path. */
-static int st_open(const char *path, struct st_file *f, struct err *e)
-{
-	memset(f, 0, sizeof *f);
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0)
-		return err_set(e, "%s", strerror(errno));
-	struct stat st;
-	unsigned char w[8];
-	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
-		return err_set(e, "not a regular file");
-	uint64_t fsize = (uint64_t)st.st_size, n = 0;
-	if (fsize < 8)
-		return err_set(e, "file too short (%" PRIu64 " bytes; truncated?)", fsize);
-	if (ld_pread(f->fd, w, 8, 0, e))
-		return -1;
-	for (int i = 7; i >= 0; i--)
-		n = n << 8 | w[i];
-	if (n > fsize - 8)
-		return err_set(e, "header length %" PRIu64 " runs past the end of the file "
-			       "(%" PRIu64 " bytes; truncated?)", n, fsize);
-	if (n > HEADER_MAX || n < 2)
-		return err_set(e, "header length %" PRIu64 " is absurd", n);
-	char *hdr = xmalloc((size_t)n + 1);
-	if (ld_pread(f->fd, hdr, (size_t)n, 8, e)) {
-		free(hdr);
-		return -1;
-	}
-	json_error_t jerr;
-	f->root = json_loadb(hdr, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
-	free(hdr);
-	if (!f->root)
-		return err_set(e, "header is not valid JSON (line %d, column %d: %s)", jerr.line,
-			       jerr.column, jerr.text);
-	if (!json_is_object(f->root))
-		return err_set(e, "header is not a JSON object");
-	f->data_off = 8 + n;
-	uint64_t data_size = fsize - 8 - n;
-	f->t = xcalloc(json_object_size(f->root) + 1, sizeof *f->t);
-	const char *key;
-	json_t *v;
-	json_object_foreach(f->root, key, v) {
-		if (strcmp(key, "__metadata__") == 0)
-			continue;
-		if (parse_entry(key, v, data_size, &f->t[f->n], e))
-			return -1;
-		f->n++;
-	}
-	/* no two tensors share bytes */
-	struct st_ent **s = xmalloc(((size_t)f->n + 1) * sizeof *s);
-	int k = 0;
-	for (int i = 0; i < f->n; i++)
-		if (f->t[i].esize && f->t[i].end > f->t[i].begin)
-			s[k++] = &f->t[i];
-	qsort(s, (size_t)k, sizeof *s, cmp_begin);
-	int rc = 0;
-	for (int i = 1; i < k && !rc; i++)
-		if (s[i]->begin < s[i - 1]->end)
-			rc = err_set(e, "tensors %.60s and %.60s overlap", s[i - 1]->name, s[i]->name);
-	free(s);
-	return rc;
-}
-
-static void st_close(struct st_file *f)
-{
-	if (f->fd >= 0)
-		close(f->fd);
-	json_decref(f->root);
-	free(f->t);
-	memset(f, 0, sizeof *f);
-	f->fd = -1;
-}
-
-static struct st_ent *st_find(struct st_file *f, const char *name)
-{
-	for (int i = 0; i < f->n; i++)
-		if (strcmp(f->t[i].name, name) == 0)
-			return &f->t[i];
-	return NULL;
-}
-
-/* Reads tensor t (F32/F16/BF16) as floats into dst (t->n of them). */
-static int st_read(struct st_file *f, const struct st_ent *t, float *dst, struct err *e)
-{
-	off_t off = (off_t)(f->data_off + t->begin);
-	if (t->dtype == DT_F16) {
-		uint16_t buf[8192];
-		for (uint64_t i = 0; i < t->n; i += 8192) {
-			size_t k = t->n - i < 8192 ? (size_t)(t->n - i) : 8192;
-			if (ld_pread(f->fd, buf, k * 2, off + (off_t)(i * 2), e))
-				return -1;
-			for (size_t j = 0; j < k; j++)
-				dst[i + j] = f16_to_f32(buf[j]);
-		}
-		for (uint64_t i = 0; i < t->n; i++)
-			if (!isfinite(dst[i]))
-				return err_set(e, "tensor %s has a non-finite value at element %" PRIu64,
-					       t->name, i);
-		return 0;
-	}
-	return ld_read_floats(f->fd, off, dst, (size_t)t->n, t->dtype == DT_BF16, t->name, e);
-}
+/* model.safetensors as GPT-2 files come: mask buffers of any dtype. */
+static const struct st_checks hf_checks = { .other_dtypes = true };
 
 /* ------------------------------------------------------------ config.json */
 
-static int cfg_int(json_t *o, const char *key, bool required, int *out, struct err *e)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v)) {
-		if (required)
-			return err_set(e, "config.json: missing key \"%s\"", key);
-		return 1;
-	}
-	if (!json_is_integer(v))
-		return err_set(e, "config.json: \"%s\" must be an integer", key);
-	json_int_t x = json_integer_value(v);
-	if (x <= 0 || x > (1 << 30))
-		return err_set(e, "config.json: \"%s\" = %lld is out of range", key, (long long)x);
-	*out = (int)x;
-	return 0;
-}
-
-static int cfg_bool(json_t *o, const char *key, bool *out, struct err *e)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v)
-		return 1;
-	if (!json_is_boolean(v))
-		return err_set(e, "config.json: \"%s\" must be true or false", key);
-	*out = json_is_true(v);
-	return 0;
-}
-
-static int cfg_str(json_t *o, const char *key, const char **out, struct err *e)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v)
-		return 1;
-	if (!json_is_string(v))
-		return err_set(e, "config.json: \"%s\" must be a string", key);
-	*out = json_string_value(v);
-	return 0;
-}
+/* The sizes: positive integers up to 2^30; null is absent (n_inner). */
+#define HF_INT(o, key, flags, out, e) \
+	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
 
 static int parse_config(const char *path, struct model_config *c, struct err *e)
 {
@@ -307,38 +62,31 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 		err_set(e, "config.json: not a JSON object");
 		goto out;
 	}
-	int r = cfg_str(o, "model_type", &s, e);
+	int r = ju_get_str(o, "model_type", "config.json", 0, &s, e);
 	if (r < 0)
 		goto out;
 	if (r == 0 && strcmp(s, "gpt2") != 0) {
 		err_set(e, "config.json: model_type \"%.40s\" is not supported (GPT-2 only)", s);
 		goto out;
 	}
-	if (cfg_int(o, "n_layer", true, &c->n_layer, e) < 0 ||
-	    cfg_int(o, "n_head", true, &c->n_head, e) < 0 ||
-	    cfg_int(o, "n_embd", true, &c->d_model, e) < 0 ||
-	    cfg_int(o, "vocab_size", true, &c->vocab_size, e) < 0)
+	if (HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||
+	    HF_INT(o, "n_head", JU_REQUIRED, &c->n_head, e) < 0 ||
+	    HF_INT(o, "n_embd", JU_REQUIRED, &c->d_model, e) < 0 ||
+	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0)
 		goto out;
-	r = cfg_int(o, "n_positions", false, &c->context, e);
-	if (r < 0 || (r > 0 && cfg_int(o, "n_ctx", true, &c->context, e) < 0)) {
+	r = HF_INT(o, "n_positions", 0, &c->context, e);
+	if (r < 0 || (r > 0 && HF_INT(o, "n_ctx", JU_REQUIRED, &c->context, e) < 0)) {
 		if (r > 0)
 			err_set(e, "config.json: missing key \"n_positions\"");
 		goto out;
 	}
 	c->n_kv_head = c->n_head;
 	c->d_ff = 4 * c->d_model;
-	if (cfg_int(o, "n_inner", false, &c->d_ff, e) < 0)
+	if (HF_INT(o, "n_inner", 0, &c->d_ff, e) < 0 ||
+	    ju_get_float(o, "layer_norm_epsilon", "config.json", 0, &c->norm_eps, e) < 0)
 		goto out;
-	json_t *eps = json_object_get(o, "layer_norm_epsilon");
-	if (eps) {
-		if (!json_is_number(eps)) {
-			err_set(e, "config.json: \"layer_norm_epsilon\" must be a number");
-			goto out;
-		}
-		c->norm_eps = (float)json_number_value(eps);
-	}
 	s = NULL;
-	if (cfg_str(o, "activation_function", &s, e) < 0)
+	if (ju_get_str(o, "activation_function", "config.json", 0, &s, e) < 0)
 		goto out;
 	if (s && strcmp(s, "gelu_new") && strcmp(s, "gelu_pytorch_tanh") && strcmp(s, "gelu_fast")) {
 		err_set(e, "config.json: activation_function \"%.40s\" is not supported (the "
@@ -346,11 +94,11 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 		goto out;
 	}
 	b = true;
-	if (cfg_bool(o, "tie_word_embeddings", &b, e) < 0)
+	if (ju_get_bool(o, "tie_word_embeddings", "config.json", 0, &b, e) < 0)
 		goto out;
 	c->tied = b;
 	b = true;
-	if (cfg_bool(o, "scale_attn_weights", &b, e) < 0)
+	if (ju_get_bool(o, "scale_attn_weights", "config.json", 0, &b, e) < 0)
 		goto out;
 	if (!b) {
 		err_set(e, "config.json: scale_attn_weights false is not supported");
@@ -360,7 +108,7 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 						   "add_cross_attention" };
 	for (size_t i = 0; i < 2; i++) {
 		b = false;
-		if (cfg_bool(o, unsupported[i], &b, e) < 0)
+		if (ju_get_bool(o, unsupported[i], "config.json", 0, &b, e) < 0)
 			goto out;
 		if (b) {
 			err_set(e, "config.json: %s true is not supported", unsupported[i]);
@@ -386,12 +134,12 @@ out:
 
 /* Looks up prefix+name, checks its shape is {d0, d1} (d1 = 0: 1-D) and
  * its dtype readable.  Returns the entry, or NULL with e set. */
-static struct st_ent *want(struct st_file *f, const char *prefix, const char *name,
-			   uint64_t d0, uint64_t d1, bool conv1d, struct err *e)
+static struct st_tensor *want(struct st_file *f, const char *prefix, const char *name,
+			      uint64_t d0, uint64_t d1, bool conv1d, struct err *e)
 {
 	char full[160];
 	snprintf(full, sizeof full, "%s%s", prefix, name);
-	struct st_ent *t = st_find(f, full);
+	struct st_tensor *t = st_find(f, full);
 	if (!t) {
 		err_set(e, "model.safetensors: missing tensor \"%s\"", full);
 		return NULL;
@@ -401,8 +149,8 @@ static struct st_ent *want(struct st_file *f, const char *prefix, const char *na
 	bool ok = t->ndim == ndim && t->shape[0] == d0 && (ndim == 1 || t->shape[1] == d1);
 	if (!ok) {
 		char got[96], exp[64];
-		fmt_shape(got, sizeof got, t->shape, t->ndim);
-		fmt_shape(exp, sizeof exp, shape, ndim);
+		st_shape_str(got, sizeof got, t->shape, t->ndim);
+		st_shape_str(exp, sizeof exp, shape, ndim);
 		if (conv1d && t->ndim == 2 && t->shape[0] == d1 && t->shape[1] == d0)
 			err_set(e, "model.safetensors: %s has shape %s, transposed: a GPT-2 Conv1D "
 				"weight is [in, out] = %s", full, got, exp);
@@ -411,12 +159,11 @@ static struct st_ent *want(struct st_file *f, const char *prefix, const char *na
 				full, got, exp);
 		return NULL;
 	}
-	if (t->dtype == DT_OTHER) {
+	if (t->dtype == DTYPE_OTHER) {
 		err_set(e, "model.safetensors: %s has a dtype attnscope does not read "
 			"(F32, F16, BF16 only)", full);
 		return NULL;
 	}
-	t->used = true;
 	return t;
 }
 
@@ -424,7 +171,7 @@ static struct st_ent *want(struct st_file *f, const char *prefix, const char *na
 static int read_plain(struct st_file *f, const char *prefix, const char *name, uint64_t d0,
 		      uint64_t d1, float *dst, struct err *e)
 {
-	struct st_ent *t = want(f, prefix, name, d0, d1, false, e);
+	struct st_tensor *t = want(f, prefix, name, d0, d1, false, e);
 	if (!t)
 		return -1;
 	if (st_read(f, t, dst, e))
@@ -436,7 +183,7 @@ static int read_plain(struct st_file *f, const char *prefix, const char *name, u
 static int read_conv1d(struct st_file *f, const char *prefix, const char *name, uint64_t in,
 		       uint64_t out, float *dst, float *tmp, struct err *e)
 {
-	struct st_ent *t = want(f, prefix, name, in, out, true, e);
+	struct st_tensor *t = want(f, prefix, name, in, out, true, e);
 	if (!t)
 		return -1;
 	if (st_read(f, t, tmp, e))
@@ -497,8 +244,7 @@ static int read_weights(struct st_file *f, struct model *m, struct err *e)
 	PLAIN("ln_f.weight", C, 0, m->p[P_LNFW]);
 	PLAIN("ln_f.bias", C, 0, m->p[P_LNFB]);
 	if (!c->tied) {
-		struct st_ent *t = st_find(f, "lm_head.weight");
-		if (!t) {
+		if (!st_find(f, "lm_head.weight")) {
 			err_set(e, "model.safetensors: missing tensor \"lm_head.weight\" "
 				"(config.json: tie_word_embeddings is false)");
 			goto out;
@@ -508,7 +254,7 @@ static int read_weights(struct st_file *f, struct model *m, struct err *e)
 #undef PLAIN
 #undef CONV
 	for (int i = 0; i < f->n; i++)
-		if (!f->t[i].used && !ignorable(f->t[i].name, prefix, c->tied)) {
+		if (!f->t[i].read && !ignorable(f->t[i].name, prefix, c->tied)) {
 			err_set(e, "model.safetensors: unexpected tensor \"%.60s\" (not GPT-2's)",
 				f->t[i].name);
 			goto out;
@@ -538,9 +284,10 @@ static bool probe_hf(const char *path, char *why, size_t n)
 	if (ld_is_file(cfg)) {
 		struct st_file f;
 		struct err e;
-		if (st_open(path, &f, &e) == 0)
+		if (st_open(&f, path, &hf_checks, &e) == 0) {
 			ok = st_find(&f, "wte.weight") || st_find(&f, "transformer.wte.weight");
-		st_close(&f);
+			st_close(&f);
+		}
 	}
 	free(dir);
 	free(cfg);
@@ -584,7 +331,7 @@ static struct model *load_hf(const char *path, const struct load_opts *o, struct
 			tok->vocab_size, cfg.vocab_size);
 		goto fail;
 	}
-	if (st_open(stp, &f, e)) {
+	if (st_open(&f, stp, &hf_checks, e)) {
 		err_prefix(e, "model.safetensors");
 		goto fail;
 	}

@@ -118,7 +118,8 @@ static int read_layers(int fd, off_t *off, float *dst, size_t dst_stride, size_t
 		       int L, const char *name, struct err *e)
 {
 	for (int l = 0; l < L; l++) {
-		if (ld_read_floats(fd, *off, dst + (size_t)l * dst_stride, per_layer, 0, name, e))
+		if (ld_read_floats(fd, *off, dst + (size_t)l * dst_stride, per_layer, DTYPE_F32,
+				   name, e))
 			return -1;
 		*off += (off_t)(per_layer * 4);
 	}
@@ -141,7 +142,8 @@ static int read_weights(int fd, struct model *m, const void *ctx, struct err *e)
 	int L = s->L, H = s->H, K = s->K;
 	size_t qkv = (size_t)(H + 2 * K) * D; /* rows of one layer's fused qkvw */
 	off_t off = 28;
-	int rc = ld_read_floats(fd, off, m->p[P_WTE], V * C, 0, "token_embedding_table", e);
+	int rc = ld_read_floats(fd, off, m->p[P_WTE], V * C, DTYPE_F32,
+				"token_embedding_table", e);
 	off += (off_t)(V * C * 4);
 	rc = rc ? rc : read_layers(fd, &off, m->p[P_LN1W], C, C, L, "rms_att_weight", e);
 	rc = rc ? rc : read_layers(fd, &off, m->p[P_QKVW], qkv * C, (size_t)H * D * C, L, "wq", e);
@@ -154,12 +156,13 @@ static int read_weights(int fd, struct model *m, const void *ctx, struct err *e)
 	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW], 2 * F * C, F * C, L, "w1", e);
 	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCPROJW], C * F, C * F, L, "w2", e);
 	rc = rc ? rc : read_layers(fd, &off, m->p[P_FCW] + F * C, 2 * F * C, F * C, L, "w3", e);
-	rc = rc ? rc : ld_read_floats(fd, off, m->p[P_LNFW], C, 0, "rms_final_weight", e);
+	rc = rc ? rc : ld_read_floats(fd, off, m->p[P_LNFW], C, DTYPE_F32,
+					      "rms_final_weight", e);
 	off += (off_t)(C * 4);
 	if (s->has_freq)
 		off += (off_t)(s->freq * 4);
 	if (!rc && !s->tied)
-		rc = ld_read_floats(fd, off, m->p[P_LMHEAD], V * C, 0, "wcls", e);
+		rc = ld_read_floats(fd, off, m->p[P_LMHEAD], V * C, DTYPE_F32, "wcls", e);
 	return rc;
 }
 

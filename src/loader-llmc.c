@@ -67,7 +67,8 @@ static int read_weights(int fd, struct model *m, const void *ctx, struct err *e)
 		size_t n = m->psize[i];
 		if (!n)
 			continue;
-		if (ld_read_floats(fd, off, m->p[i], n, s->bf16, param_name((enum param_id)i), e))
+		if (ld_read_floats(fd, off, m->p[i], n, s->bf16 ? DTYPE_BF16 : DTYPE_F32,
+				   param_name((enum param_id)i), e))
 			return -1;
 		off += (off_t)(n * s->esize);
 		if (i == P_WTE) /* skip the padding rows */

@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include "tokenizer.h"
 #include "tok-common.h"
+#include "json-util.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -689,14 +690,13 @@ static char *id_key(const struct bpe_impl *b, int id, const uint32_t b2u[256])
 static char *bpe_to_json(const struct tokenizer *t)
 {
 	const struct bpe_impl *b = t->impl;
-	json_t *root = tok_json_checked(json_object()), *vocab = tok_json_checked(json_object());
-	json_t *merges = tok_json_checked(json_array());
+	json_t *root = ju_check(json_object()), *vocab = ju_check(json_object());
+	json_t *merges = ju_check(json_array());
 	char **keys = xmalloc((size_t)b->n * sizeof *keys);
 
 	for (int i = 0; i < b->n; i++) {
 		keys[i] = id_key(b, i, b->b2u);
-		if (json_object_set_new(vocab, keys[i], tok_json_checked(json_integer(i))))
-			die("out of memory building tokenizer JSON");
+		ju_set(vocab, keys[i], json_integer(i));
 	}
 	for (int r = 0; r < b->nmerges; r++) {
 		size_t la = strlen(keys[b->ma[r]]), lb = strlen(keys[b->mb[r]]);
@@ -705,17 +705,15 @@ static char *bpe_to_json(const struct tokenizer *t)
 		memcpy(m, keys[b->ma[r]], la);
 		m[la] = ' ';
 		memcpy(m + la + 1, keys[b->mb[r]], lb + 1);
-		if (json_array_append_new(merges, tok_json_checked(json_string(m))))
-			die("out of memory building tokenizer JSON");
+		ju_append(merges, json_string(m));
 		free(m);
 	}
 	for (int i = 0; i < b->n; i++)
 		free(keys[i]);
 	free(keys);
-	if (json_object_set_new(root, "type", tok_json_checked(json_string("gpt2-bpe"))) ||
-	    json_object_set_new(root, "vocab", vocab) ||
-	    json_object_set_new(root, "merges", merges))
-		die("out of memory building tokenizer JSON");
+	ju_set(root, "type", json_string("gpt2-bpe"));
+	ju_set(root, "vocab", vocab);
+	ju_set(root, "merges", merges);
 	return tok_json_dump(root);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "tokenizer.h"
 #include "tok-common.h"
+#include "json-util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -312,17 +313,15 @@ static int char_piece(const struct tokenizer *t, int id, char *buf, size_t size)
 static char *char_to_json(const struct tokenizer *t)
 {
 	const struct char_impl *c = t->impl;
-	json_t *root = tok_json_checked(json_object());
-	json_t *chars = tok_json_checked(json_array());
+	json_t *root = ju_check(json_object());
+	json_t *chars = ju_check(json_array());
 	int i;
 
 	for (i = 0; i < c->n; i++)
-		if (json_array_append_new(chars, tok_json_checked(json_integer(c->cps[i]))))
-			die("out of memory building tokenizer JSON");
-	if (json_object_set_new(root, "type", tok_json_checked(json_string("char"))) ||
-	    json_object_set_new(root, "bos", tok_json_checked(json_boolean(t->bos_id >= 0))) ||
-	    json_object_set_new(root, "chars", chars))
-		die("out of memory building tokenizer JSON");
+		ju_append(chars, json_integer(c->cps[i]));
+	ju_set(root, "type", json_string("char"));
+	ju_set(root, "bos", json_boolean(t->bos_id >= 0));
+	ju_set(root, "chars", chars);
 	return tok_json_dump(root);
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "util.h"
 
 uint32_t tok_hash_bytes(const char *s, size_t n)
@@ -65,25 +66,10 @@ int tok_copy_piece(const char *p, size_t len, char *buf, size_t size)
 	return (int)len;
 }
 
-json_t *tok_json_checked(json_t *j)
-{
-	if (!j)
-		die("out of memory building tokenizer JSON");
-	return j;
-}
-
 char *tok_json_dump(json_t *root)
 {
-	size_t len = json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	char *out;
+	char *out = ju_dump(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
-	/* Dumped into our own buffer so that the caller can free() it. */
-	if (!len)
-		die("cannot serialise tokenizer JSON");
-	out = xmalloc(len + 1);
-	if (json_dumpb(root, out, len, JSON_COMPACT | JSON_PRESERVE_ORDER) != len)
-		die("cannot serialise tokenizer JSON");
-	out[len] = '\0';
 	json_decref(root);
 	return out;
 }

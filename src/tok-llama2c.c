@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include "tokenizer.h"
 #include "tok-common.h"
+#include "json-util.h"
 
 #include <limits.h>
 #include <math.h>
@@ -464,12 +465,11 @@ static char *l2c_to_json(const struct tokenizer *t)
 {
 	const struct l2c_impl *b = t->impl;
 	char *data = base64_encode(b->raw, b->raw_len);
-	json_t *root = json_object();
+	json_t *root = ju_check(json_object());
 
-	if (!root || json_object_set_new(root, "type", json_string("llama2c")) ||
-	    json_object_set_new(root, "pieces", json_integer(b->n)) ||
-	    json_object_set_new(root, "data", json_string(data)))
-		die("out of memory building tokenizer JSON");
+	ju_set(root, "type", json_string("llama2c"));
+	ju_set(root, "pieces", json_integer(b->n));
+	ju_set(root, "data", json_string(data));
 	free(data);
 	return tok_json_dump(root);
 }

@@ -1,7 +1,8 @@
 /*
  * util.c — allocation, error messages, whole-file I/O and the rules for
  * the files attnscope writes, write errors on standard output, clocks, a
- * seeded random generator and half-precision conversions.
+ * seeded random generator, half-precision conversions and the one loop
+ * that turns a weight file's F16, BF16 or F32 bytes into floats.
  */
 #define _GNU_SOURCE
 #include "util.h"
@@ -558,4 +559,32 @@ uint16_t f32_to_f16(float f)
 float bf16_to_f32(uint16_t h)
 {
 	return bits_f32((uint32_t)h << 16);
+}
+
+size_t dtype_size(enum dtype t)
+{
+	return t == DTYPE_F32 ? 4 : t == DTYPE_F16 || t == DTYPE_BF16 ? 2 : 0;
+}
+
+void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t)
+{
+	const unsigned char *p = src;
+	switch (t) {
+	case DTYPE_F32:
+		for (size_t i = 0; i < n; i++, p += 4)
+			dst[i] = bits_f32((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+					  (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		return;
+	case DTYPE_F16:
+		for (size_t i = 0; i < n; i++, p += 2)
+			dst[i] = f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+		return;
+	case DTYPE_BF16:
+		for (size_t i = 0; i < n; i++, p += 2)
+			dst[i] = bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+		return;
+	case DTYPE_OTHER:
+		break;
+	}
+	die("dtype_to_f32: no conversion for dtype %d", (int)t);
 }
