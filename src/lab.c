@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "json-util.h"
 #include "tokenizer.h"
 
 void lab_result_free(struct lab_result *r)
@@ -175,40 +176,29 @@ const char *lab_num(char *buf, size_t size, double x, int decimals)
 	return buf;
 }
 
-static json_t *jnew(json_t *v)
-{
-	if (!v)
-		die("out of memory building JSON");
-	return v;
-}
-
 static json_t *jstr(const char *s)
 {
 	json_t *v = json_string(s);
-	return v ? v : jnew(json_null()); /* text that is not UTF-8 is left out */
+	return v ? v : ju_check(json_null()); /* text that is not UTF-8 is left out */
 }
 
 void lab_result_json(struct lab_result *r, const char *name, bool quick)
 {
-	json_t *o = jnew(json_object()), *rows = jnew(json_array()), *f = jnew(json_array());
+	json_t *o = ju_check(json_object()), *rows = ju_check(json_array()), *f = ju_check(json_array());
 	for (int i = 0; i < r->table.rows; i++) {
-		json_t *row = jnew(json_array());
+		json_t *row = ju_check(json_array());
 		for (int j = 0; j < r->table.cols; j++)
-			json_array_append_new(row, jstr(r->table.cells[(size_t)i * r->table.cols + j]));
-		json_array_append_new(rows, row);
+			ju_append(row, jstr(r->table.cells[(size_t)i * r->table.cols + j]));
+		ju_append(rows, row);
 	}
 	for (int i = 0; i < r->n_findings; i++)
-		json_array_append_new(f, jstr(r->findings[i]));
-	json_object_set_new(o, "experiment", jstr(name));
-	json_object_set_new(o, "size", jstr(quick ? "quick" : "full"));
-	json_object_set_new(o, "partial", json_boolean(r->partial));
-	json_object_set_new(o, "table", rows);
-	json_object_set_new(o, "findings", f);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (!s)
-		die("out of memory serialising JSON");
+		ju_append(f, jstr(r->findings[i]));
+	ju_set(o, "experiment", jstr(name));
+	ju_set(o, "size", jstr(quick ? "quick" : "full"));
+	ju_set(o, "partial", json_boolean(r->partial));
+	ju_set(o, "table", rows);
+	ju_set(o, "findings", f);
 	free(r->json);
-	r->json = xstrdup(s);
-	free(s);
+	r->json = ju_dump(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
 }

@@ -26,6 +26,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "dataset.h"
+#include "json-util.h"
 #include "loader.h"
 #include "model.h"
 #include "optim.h"
@@ -480,45 +481,6 @@ static char *optim_path(const char *out)
 	return p;
 }
 
-static json_t *jcheck(json_t *j)
-{
-	if (!j)
-		die("out of memory building JSON");
-	return j;
-}
-
-static void jset(json_t *o, const char *k, json_t *v)
-{
-	if (json_object_set_new(o, k, jcheck(v)))
-		die("out of memory building JSON");
-}
-
-static void japp(json_t *a, json_t *v)
-{
-	if (json_array_append_new(a, jcheck(v)))
-		die("out of memory building JSON");
-}
-
-static json_t *jstrv(const struct strv *s)
-{
-	json_t *a = jcheck(json_array());
-	for (int i = 0; i < s->n; i++) {
-		json_t *v = json_string(s->v[i]);
-		japp(a, v ? v : json_string("?")); /* invalid UTF-8 in an argument */
-	}
-	return a;
-}
-
-static char *jdump(json_t *j, size_t flags)
-{
-	char *s = json_dumps(j, flags);
-	if (!s)
-		die("cannot serialise JSON");
-	char *out = xstrdup(s);
-	free(s);
-	return out;
-}
-
 /* Writes the trainer's state to path (format in optim.h).  The JSON run
  * description holds the replayable flags ("args"), every command line that
  * ran the run ("commands"), the model config ("config") and, when the run
@@ -526,18 +488,18 @@ static char *jdump(json_t *j, size_t flags)
  * the run resuming it can link its own row to it. */
 static int optim_save(const struct job *t, const char *path, struct err *e)
 {
-	json_t *root = jcheck(json_object());
-	jset(root, "args", jstrv(&t->args));
-	jset(root, "commands", jstrv(&t->cmds));
+	json_t *root = ju_check(json_object());
+	ju_set(root, "args", ju_strings(t->args.v, t->args.n));
+	ju_set(root, "commands", ju_strings(t->cmds.v, t->cmds.n));
 	char *cj = checkpoint_config_json(&t->cfg);
-	jset(root, "config", json_string(cj));
+	ju_set(root, "config", json_string(cj));
 	free(cj);
 	json_t *dbp = t->rec.real && t->rec.run_id > 0 ? json_string(t->rec.real) : NULL;
 	if (dbp) { /* (NULL too for a path that is not UTF-8: then no link) */
-		json_t *db = jcheck(json_object());
-		jset(db, "path", dbp);
-		jset(db, "run", json_integer((json_int_t)t->rec.run_id));
-		jset(root, "db", db);
+		json_t *db = ju_check(json_object());
+		ju_set(db, "path", dbp);
+		ju_set(db, "run", json_integer((json_int_t)t->rec.run_id));
+		ju_set(root, "db", db);
 	}
 	struct optim_file f = {
 		.n_layer = (uint32_t)t->cfg.n_layer,
@@ -550,7 +512,7 @@ static int optim_save(const struct job *t, const char *path, struct err *e)
 		.seconds = t->prev_seconds,
 		.hist_n = t->tr.hist_n,
 		.val_n = t->tr.val_n,
-		.json = jdump(root, JSON_COMPACT),
+		.json = ju_dump(root, JSON_COMPACT),
 		.params = t->m->params,
 		.m = t->tr.opt.m,
 		.v = t->tr.opt.v,
@@ -658,71 +620,66 @@ static int optim_restore(struct job *t, struct saved *s, const char *path, struc
 
 /* ------------------------------------------------------ training record */
 
-static json_t *jreal(double x)
-{
-	return isfinite(x) ? json_real(x) : json_null();
-}
-
 /* The JSON training record stored as the checkpoint's "training" metadata:
  * what ran, on what, for how long, the outcome, and a history of at most
  * ~1000 steps (every k-th step, plus the last). */
 static char *train_record(const struct job *t, double seconds, bool complete)
 {
 	const struct opts *o = &t->o;
-	json_t *r = jcheck(json_object());
+	json_t *r = ju_check(json_object());
 	json_t *cmd = json_string(t->cmds.n ? t->cmds.v[0] : "?");
-	jset(r, "command", cmd ? cmd : json_null());
+	ju_set(r, "command", cmd ? cmd : json_null());
 	if (t->cmds.n > 1) {
-		json_t *a = jcheck(json_array());
+		json_t *a = ju_check(json_array());
 		for (int i = 1; i < t->cmds.n; i++) {
 			json_t *v = json_string(t->cmds.v[i]);
-			japp(a, v ? v : json_null());
+			ju_append(a, v ? v : json_null());
 		}
-		jset(r, "resumed", a);
+		ju_set(r, "resumed", a);
 	}
 	json_t *data = json_string(o->data);
-	jset(r, "data", data ? data : json_null());
+	ju_set(r, "data", data ? data : json_null());
 	if (o->from) {
 		json_t *from = json_string(o->from);
-		jset(r, "from", from ? from : json_null());
+		ju_set(r, "from", from ? from : json_null());
 	}
-	jset(r, "data_bytes", json_integer((json_int_t)t->d.bytes));
-	jset(r, "data_tokens", json_integer((json_int_t)t->d.n));
-	jset(r, "train_tokens", json_integer((json_int_t)t->d.n_train));
-	jset(r, "val_tokens", json_integer((json_int_t)t->d.n_val));
-	jset(r, "unk_tokens", json_integer((json_int_t)t->d.n_unk));
-	jset(r, "min_count", json_integer(o->min_count));
-	jset(r, "line_starts", json_boolean(o->line_starts));
-	jset(r, "repeat", json_real(o->repeat));
+	ju_set(r, "data_bytes", json_integer((json_int_t)t->d.bytes));
+	ju_set(r, "data_tokens", json_integer((json_int_t)t->d.n));
+	ju_set(r, "train_tokens", json_integer((json_int_t)t->d.n_train));
+	ju_set(r, "val_tokens", json_integer((json_int_t)t->d.n_val));
+	ju_set(r, "unk_tokens", json_integer((json_int_t)t->d.n_unk));
+	ju_set(r, "min_count", json_integer(o->min_count));
+	ju_set(r, "line_starts", json_boolean(o->line_starts));
+	ju_set(r, "repeat", json_real(o->repeat));
 	if (o->repeat > 0) {
-		jset(r, "repeat_min", json_integer(o->repeat_min));
-		jset(r, "repeat_max", json_integer(o->repeat_max));
-		jset(r, "repeat_random", json_boolean(o->repeat_random));
+		ju_set(r, "repeat_min", json_integer(o->repeat_min));
+		ju_set(r, "repeat_max", json_integer(o->repeat_max));
+		ju_set(r, "repeat_random", json_boolean(o->repeat_random));
 	}
-	jset(r, "seed", json_integer((json_int_t)o->seed));
-	jset(r, "steps", json_integer(o->steps));
-	jset(r, "steps_done", json_integer(t->tr.step));
-	jset(r, "complete", json_boolean(complete));
-	jset(r, "batch", json_integer(o->batch));
-	jset(r, "context", json_integer(t->cfg.context));
-	jset(r, "lr", json_real(o->lr));
-	jset(r, "warmup", json_integer(o->warmup));
-	jset(r, "min_lr_frac", json_real(o->min_lr_frac));
-	jset(r, "weight_decay", json_real(o->weight_decay));
-	jset(r, "clip", json_real(o->clip));
-	jset(r, "val_fraction", json_real(o->val_fraction));
-	jset(r, "params", json_integer((json_int_t)t->m->n_params));
-	jset(r, "tokens_seen", json_integer((json_int_t)t->tr.tokens));
-	jset(r, "final_train_loss", jreal(trainer_final_loss(&t->tr)));
-	jset(r, "final_val_loss", jreal(trainer_last_val(&t->tr)));
-	jset(r, "wall_seconds", json_real(round(seconds * 10) / 10));
-	jset(r, "threads", json_integer(o->threads > 0 ? o->threads : cpu_count()));
-	jset(r, "cores", json_integer(cpu_count()));
+	ju_set(r, "seed", json_integer((json_int_t)o->seed));
+	ju_set(r, "steps", json_integer(o->steps));
+	ju_set(r, "steps_done", json_integer(t->tr.step));
+	ju_set(r, "complete", json_boolean(complete));
+	ju_set(r, "batch", json_integer(o->batch));
+	ju_set(r, "context", json_integer(t->cfg.context));
+	ju_set(r, "lr", json_real(o->lr));
+	ju_set(r, "warmup", json_integer(o->warmup));
+	ju_set(r, "min_lr_frac", json_real(o->min_lr_frac));
+	ju_set(r, "weight_decay", json_real(o->weight_decay));
+	ju_set(r, "clip", json_real(o->clip));
+	ju_set(r, "val_fraction", json_real(o->val_fraction));
+	ju_set(r, "params", json_integer((json_int_t)t->m->n_params));
+	ju_set(r, "tokens_seen", json_integer((json_int_t)t->tr.tokens));
+	ju_set(r, "final_train_loss", ju_real(trainer_final_loss(&t->tr)));
+	ju_set(r, "final_val_loss", ju_real(trainer_last_val(&t->tr)));
+	ju_set(r, "wall_seconds", json_real(round(seconds * 10) / 10));
+	ju_set(r, "threads", json_integer(o->threads > 0 ? o->threads : cpu_count()));
+	ju_set(r, "cores", json_integer(cpu_count()));
 
 	size_t n = t->tr.hist_n, k = n > 1000 ? (n + 999) / 1000 : 1;
-	json_t *h = jcheck(json_object());
-	json_t *hs = jcheck(json_array()), *hl = jcheck(json_array()), *hr = jcheck(json_array());
-	json_t *hg = jcheck(json_array()), *hy = jcheck(json_array());
+	json_t *h = ju_check(json_object());
+	json_t *hs = ju_check(json_array()), *hl = ju_check(json_array()), *hr = ju_check(json_array());
+	json_t *hg = ju_check(json_array()), *hy = ju_check(json_array());
 	size_t *rows = xmalloc((n / k + 2) * sizeof *rows), nr = 0;
 	for (size_t i = 0; i < n; i += k)
 		rows[nr++] = i;
@@ -731,32 +688,32 @@ static char *train_record(const struct job *t, double seconds, bool complete)
 	for (size_t ri = 0; ri < nr; ri++) {
 		size_t j = rows[ri];
 		const float *row = t->tr.hist + j * (size_t)t->tr.hw;
-		japp(hs, json_integer((json_int_t)j + 1));
-		japp(hl, jreal(row[0]));
-		japp(hr, jreal(row[1]));
-		japp(hg, jreal(row[2]));
-		json_t *ly = jcheck(json_array());
+		ju_append(hs, json_integer((json_int_t)j + 1));
+		ju_append(hl, ju_real(row[0]));
+		ju_append(hr, ju_real(row[1]));
+		ju_append(hg, ju_real(row[2]));
+		json_t *ly = ju_check(json_array());
 		for (int l = 0; l < t->cfg.n_layer; l++)
-			japp(ly, jreal(row[3 + l]));
-		japp(hy, ly);
+			ju_append(ly, ju_real(row[3 + l]));
+		ju_append(hy, ly);
 	}
 	free(rows);
-	jset(h, "every", json_integer((json_int_t)k));
-	jset(h, "step", hs);
-	jset(h, "loss", hl);
-	jset(h, "lr", hr);
-	jset(h, "grad_norm", hg);
-	jset(h, "layer_grad_norm", hy);
-	jset(r, "history", h);
-	json_t *v = jcheck(json_object()), *vs = jcheck(json_array()), *vl = jcheck(json_array());
+	ju_set(h, "every", json_integer((json_int_t)k));
+	ju_set(h, "step", hs);
+	ju_set(h, "loss", hl);
+	ju_set(h, "lr", hr);
+	ju_set(h, "grad_norm", hg);
+	ju_set(h, "layer_grad_norm", hy);
+	ju_set(r, "history", h);
+	json_t *v = ju_check(json_object()), *vs = ju_check(json_array()), *vl = ju_check(json_array());
 	for (size_t i = 0; i < t->tr.val_n; i++) {
-		japp(vs, json_integer((json_int_t)t->tr.val[2 * i]));
-		japp(vl, jreal(t->tr.val[2 * i + 1]));
+		ju_append(vs, json_integer((json_int_t)t->tr.val[2 * i]));
+		ju_append(vl, ju_real(t->tr.val[2 * i + 1]));
 	}
-	jset(v, "step", vs);
-	jset(v, "loss", vl);
-	jset(r, "val", v);
-	char *s = jdump(r, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	ju_set(v, "step", vs);
+	ju_set(v, "loss", vl);
+	ju_set(r, "val", v);
+	char *s = ju_dump(r, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 	json_decref(r);
 	return s;
 }
@@ -860,8 +817,8 @@ static int rec_begin(struct job *t, const struct saved *saved, struct err *e)
 	char hash[24];
 	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)t->d.hash);
 	char *cj = checkpoint_config_json(&t->cfg);
-	json_t *aj = jstrv(&t->args);
-	char *args = jdump(aj, JSON_COMPACT);
+	json_t *aj = ju_strings(t->args.v, t->args.n);
+	char *args = ju_dump(aj, JSON_COMPACT);
 	json_decref(aj);
 	bool linked = saved && saved->db_path && r->real && strcmp(saved->db_path, r->real) == 0;
 	struct store_train_run run = {
