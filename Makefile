@@ -25,8 +25,11 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 
 BUILD   ?= build
 BIN     ?= attnscope
-SRCS    := $(wildcard src/*.c)
-LIBSRCS := $(filter-out src/main.c,$(SRCS))
+# src/ is layered, each folder using only the ones before it (base, text,
+# engine, formats, analysis, store, faces; tests/check-layers.sh)
+LAYERS  := base text engine formats analysis store faces
+SRCS    := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+LIBSRCS := $(filter-out src/faces/main.c,$(SRCS))
 OBJS    := $(LIBSRCS:src/%.c=$(BUILD)/%.o)
 LIB     := $(BUILD)/libattnscope.a
 
@@ -48,7 +51,7 @@ MODEL   ?= shakespeare
 
 all: $(BIN)
 
-$(BIN): $(BUILD)/main.o $(LIB)
+$(BIN): $(BUILD)/faces/main.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LIB): $(OBJS)
@@ -56,6 +59,7 @@ $(LIB): $(OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # cmocka's test functions take a state pointer most tests do not use
@@ -106,7 +110,7 @@ deps:
 clean:
 	rm -rf build build-asan build-fuzz attnscope
 
--include $(OBJS:.o=.d) $(BUILD)/main.d $(SUPPOBJS:.o=.d) $(TESTBINS:=.d) $(TOOLBINS:=.d)
+-include $(OBJS:.o=.d) $(BUILD)/faces/main.d $(SUPPOBJS:.o=.d) $(TESTBINS:=.d) $(TOOLBINS:=.d)
 
 # ----------------------------------------------------------------- fuzzing
 # make fuzz: builds every fuzz/fuzz_*.c with clang's libFuzzer, ASan and
@@ -144,6 +148,7 @@ fuzz: $(FUZZBINS)
 	done
 
 $(FUZZDIR)/obj/%.o: src/%.c | $(FUZZDIR)/obj
+	@mkdir -p $(@D)
 	$(FUZZCC) $(FUZZFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 $(FUZZDIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz-common.h $(FUZZOBJS) | $(FUZZDIR)/obj

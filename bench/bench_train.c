@@ -8,7 +8,7 @@
  *      with the default thread count and with 1 thread;
  *   3. for a Shakespeare-sized model at B 16 x T 256 and a GPT-2-small-shaped
  *      one at B 4 x T 256, each with the default threads and with 1 thread:
- *      the median time of one full optimizer step as src/train.c does it
+ *      the median time of one full optimizer step as trainer_step (src/engine/trainer.c) does it
  *      (zero the gradients, forward with RUN_TRAIN, backward, global grad
  *      norm and clipping factor, AdamW update), tokens/s, the FLOPs of a
  *      step, the achieved GFLOP/s and its ratio to the sgemm rate measured

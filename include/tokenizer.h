@@ -100,7 +100,7 @@ int32_t tok_char_codepoint(const struct tokenizer *t, int id);
 
 /* ------------------------------------------- GPT-2 byte-level BPE, llama2.c */
 
-/* GPT-2 byte-level BPE ("gpt2-bpe", src/tok-bpe.c) from a Hugging Face
+/* GPT-2 byte-level BPE ("gpt2-bpe", src/text/tok-bpe.c) from a Hugging Face
  * directory holding vocab.json and merges.txt, or tokenizer.json; path may
  * also name a tokenizer.json file.  NULL + one-line e on error. */
 struct tokenizer *tok_bpe_load(const char *path, struct err *e);

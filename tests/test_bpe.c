@@ -1,5 +1,5 @@
 /*
- * test_bpe.c — GPT-2 byte-level BPE (src/tok-bpe.c) against
+ * test_bpe.c — GPT-2 byte-level BPE (src/text/tok-bpe.c) against
  * ../shared/tokenizers/gpt2 (override the shared directory with
  * ATTNSCOPE_SHARED).
  *
