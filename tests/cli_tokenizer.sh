@@ -93,4 +93,19 @@ run llama2c.bin --tokenizer "$gpt2" -c "text hi"
 check "a GPT-2 tokenizer for a llama2.c model is refused" sh -c \
 	"[ $rc -eq 1 ] && grep -q 'no tokenizer.bin there' err"
 
+# damaged vocabularies: the messages quote what is there
+mkdir gap nul
+python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); del v["!"]; json.dump(v,open("gap/vocab.json","w"))' \
+	"$gpt2/vocab.json" 2>/dev/null && cp "$gpt2/merges.txt" gap/
+if [ -f gap/vocab.json ]; then
+	run llmc.bin --tokenizer gap -c "text hi"
+	check "a vocabulary with an id missing names that id, not the last token" sh -c \
+		"[ $rc -eq 1 ] && grep -q 'no token has id 0 (the 50256 ids must run from 0 without gaps)' err"
+fi
+cp "$gpt2/vocab.json" nul/
+{ sed -n 1,3p "$gpt2/merges.txt"; printf 'a\000 b\n'; sed -n '4,$p' "$gpt2/merges.txt"; } >nul/merges.txt
+run llmc.bin --tokenizer nul -c "text hi"
+check "a merge holding a NUL byte is quoted with it" sh -c \
+	"[ $rc -eq 1 ] && grep -q 'merges.txt:4: token \"a\\\\x00\" is not in the vocabulary' err"
+
 exit $((failures > 0))

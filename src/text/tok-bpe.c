@@ -221,6 +221,27 @@ static int build_vocab(struct bpe_impl *b, const json_t *vocab, const char *wher
 	if (n > (size_t)VOCAB_MAX)
 		return err_set(e, "%s: %zu tokens is too many", where, n);
 	byte_map(b2u, u2b);
+	/* ids must run 0..n-1: an id past that means one below is missing,
+	 * which is the one to name */
+	json_object_foreach((json_t *)vocab, key, v) {
+		if (json_is_integer(v) && json_integer_value(v) >= (json_int_t)n) {
+			bool *seen = xcalloc(n, 1);
+			const char *k2;
+			json_t *v2;
+			json_object_foreach((json_t *)vocab, k2, v2)
+				if (json_is_integer(v2) && json_integer_value(v2) >= 0 &&
+				    json_integer_value(v2) < (json_int_t)n)
+					seen[json_integer_value(v2)] = true;
+			size_t gap = 0;
+			while (gap < n && seen[gap])
+				gap++;
+			free(seen);
+			if (gap < n)
+				return err_set(e, "%s: no token has id %zu (the %zu ids must run from 0 "
+					       "without gaps)", where, gap, n);
+			break;
+		}
+	}
 	keys = xcalloc(n, sizeof *keys);
 	klens = xcalloc(n, sizeof *klens);
 	json_object_foreach((json_t *)vocab, key, v) {
@@ -313,11 +334,10 @@ static int add_merge(struct bpe_impl *b, const char *x, size_t xl, const char *y
 	out = vocab_find(b, buf, al + bl);
 	free(buf);
 	if (a < 0 || c < 0) {
-		const char *what = a < 0 ? x : y;
-		int wl = (int)(a < 0 ? xl : yl);
-
-		return err_set(e, "%s:%ld: token \"%.*s\" is not in the vocabulary", where, line,
-			       wl > 40 ? 40 : wl, what);
+		char q[4 * 40 + 1]; /* the token as given, NULs and all, made printable */
+		utf8_printable(a < 0 ? x : y, (a < 0 ? xl : yl) > 40 ? 40 : (a < 0 ? xl : yl), q,
+			       sizeof q);
+		return err_set(e, "%s:%ld: token \"%s\" is not in the vocabulary", where, line, q);
 	}
 	if (out < 0)
 		return err_set(e, "%s:%ld: the merge of \"%.*s\" and \"%.*s\" is not in the "
