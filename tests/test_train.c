@@ -1,6 +1,6 @@
 /*
  * test_train.c — `attnscope train` through its internal entry point
- * train_run_args(): the loss falls, the F32 checkpoint holds the trained
+ * train_run_args() and the trainer library: the loss falls, the F32 checkpoint holds the trained
  * weights exactly, an interrupted + resumed run equals an uninterrupted one
  * bit for bit, bad inputs fail with a message, and the optimizer pieces
  * (schedule, clipping, decay mask) do what optim.h says.
@@ -26,9 +26,11 @@
 #include <jansson.h>
 
 #include "checkpoint.h"
+#include "dataset.h"
 #include "model.h"
 #include "optim.h"
 #include "train.h"
+#include "trainer.h"
 #include "util.h"
 
 #define TEXT_BYTES 120000
@@ -427,12 +429,73 @@ static void test_optim_pieces(void **state)
 		     optim_param_decays(P_LNFB) || optim_param_decays(P_FCB));
 }
 
+/* The trainer as a library (trainer.h), driven step by step as the lab
+ * drives it: the loss falls, two trainers with one seed end with the same
+ * weights bit for bit, validation is recorded at its step, and a stop at
+ * once drops the step in progress without changing anything. */
+static void test_trainer_library(void **state)
+{
+	(void)state;
+	struct dataset d;
+	struct err e;
+	assert_int_equal(dataset_load(&d, text_path, 1, 0.1, &e), 0);
+	assert_int_equal(dataset_set_windows(&d, 32, false, 0, 1, 1, false, &e), 0);
+	struct model_config c;
+	config_default(&c);
+	c.vocab_size = d.tok->vocab_size;
+	c.n_layer = 2;
+	c.d_model = 32;
+	c.n_head = c.n_kv_head = 4;
+	c.d_ff = 64;
+	c.context = 32;
+	struct model *a = model_new(&c, &e), *b = model_new(&c, &e);
+	model_init_random(a, 7);
+	model_init_random(b, 7);
+	struct train_hparams hp;
+	train_hparams_default(&hp, 60);
+	hp.batch = 4;
+	hp.warmup = 5;
+	struct trainer ta, tb;
+	trainer_init(&ta, a, &d, &hp);
+	trainer_init(&tb, b, &d, &hp);
+	for (int i = 0; i < 60; i++) {
+		assert_int_equal(trainer_step(&ta, &e), 0);
+		assert_int_equal(trainer_step(&tb, &e), 0);
+	}
+	assert_int_equal(ta.step, 60);
+	assert_int_equal(ta.hist_n, 60);
+	double first = ta.hist[HIST_LOSS], last = trainer_final_loss(&ta);
+	print_message("trainer: loss %.3f at step 1, %.3f over the last 6 steps\n", first, last);
+	assert_true(last < first - 0.5);
+	assert_memory_equal(a->params, b->params, a->n_params * sizeof(float));
+	double val;
+	assert_int_equal(trainer_validate(&ta, &val, &e), 0);
+	assert_true(isfinite(val) && ta.val_n == 1 && ta.val[0] == 60.0f);
+	/* a stop at once: the step is dropped, the weights and batches kept */
+	volatile sig_atomic_t stop = 2;
+	tb.stop = &stop;
+	float *before = malloc(b->n_params * sizeof(float));
+	memcpy(before, b->params, b->n_params * sizeof(float));
+	uint64_t rng = tb.rng.state;
+	assert_int_equal(trainer_step(&tb, &e), 1);
+	assert_int_equal(tb.step, 60);
+	assert_true(tb.rng.state == rng);
+	assert_memory_equal(before, b->params, b->n_params * sizeof(float));
+	free(before);
+	trainer_release(&ta);
+	trainer_release(&tb);
+	model_free(a);
+	model_free(b);
+	dataset_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_optim_pieces),
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_loss_falls),
+		cmocka_unit_test(test_trainer_library),
 		cmocka_unit_test(test_checkpoint_exact),
 		cmocka_unit_test(test_resume_identical),
 		cmocka_unit_test(test_stop_now_identical),

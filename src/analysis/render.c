@@ -496,46 +496,13 @@ static bool has_wide(const char *s)
 	return false;
 }
 
-void render_head(struct render_buf *b, const struct render_head_spec *sp)
+/* render_head's column header: the key labels stacked (f == 1), or the
+ * start index of each pooled column, stacked. */
+static void head_columns(struct render_buf *b, const struct render_head_spec *sp, int left,
+			 int cw, int f, int n)
 {
 	int T = sp->T;
-	enum render_style st = sp->style;
-	bool ascii = st == RENDER_ASCII;
-	const struct frame *fr = frame_for(st, false);
-	int iw = digits(T > 0 ? T - 1 : 0);
-	int lw = 1;
-	bool wide = false;
-	for (int i = 0; i < T; i++) {
-		int w = render_width(sp->labels[i]);
-		lw = w > lw ? w : lw;
-		wide |= has_wide(sp->labels[i]);
-	}
-	if (lw > HEAD_LABEL_COLS)
-		lw = HEAD_LABEL_COLS;
-
-	/* cell width 2, else 1, else pooled */
-	int left = iw + 1 + lw + 1, cw = 2, f = 1;
-	if (sp->max_width > 0 && left + 2 + 2 * T > sp->max_width) {
-		cw = 1;
-		if (wide || left + 2 + T > sp->max_width) {
-			left = 2 * iw + 2;
-			int avail = sp->max_width - left - 2;
-			f = render_pool_factor(T, avail > 0 ? avail : 1);
-			if (f == 1)
-				f = 2;
-		}
-	}
-	int n = (T + f - 1) / f;
-
-	if (sp->title)
-		render_buf_printf(b, "%s\n", sp->title);
-	if (f > 1) {
-		const char *times = ascii ? "x" : "\u00d7";
-		render_buf_printf(b, "pooled %d%s (each cell: the strongest of %d%s%d weights; axes show token index ranges)\n",
-				  f, times, f, times, f);
-	}
-
-	/* column header: stacked key labels, or stacked start indexes */
+	bool ascii = sp->style == RENDER_ASCII;
 	if (f == 1) {
 		char *(*stack)[HEAD_LABEL_ROWS] = xcalloc((size_t)(T > 0 ? T : 1), sizeof *stack);
 		int *nrows = xcalloc((size_t)(T > 0 ? T : 1), sizeof *nrows), hrows = 1;
@@ -575,6 +542,48 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 			render_buf_puts(b, "\n");
 		}
 	}
+}
+
+void render_head(struct render_buf *b, const struct render_head_spec *sp)
+{
+	int T = sp->T;
+	enum render_style st = sp->style;
+	bool ascii = st == RENDER_ASCII;
+	const struct frame *fr = frame_for(st, false);
+	int iw = digits(T > 0 ? T - 1 : 0);
+	int lw = 1;
+	bool wide = false;
+	for (int i = 0; i < T; i++) {
+		int w = render_width(sp->labels[i]);
+		lw = w > lw ? w : lw;
+		wide |= has_wide(sp->labels[i]);
+	}
+	if (lw > HEAD_LABEL_COLS)
+		lw = HEAD_LABEL_COLS;
+
+	/* cell width 2, else 1, else pooled */
+	int left = iw + 1 + lw + 1, cw = 2, f = 1;
+	if (sp->max_width > 0 && left + 2 + 2 * T > sp->max_width) {
+		cw = 1;
+		if (wide || left + 2 + T > sp->max_width) {
+			left = 2 * iw + 2;
+			int avail = sp->max_width - left - 2;
+			f = render_pool_factor(T, avail > 0 ? avail : 1);
+			if (f == 1)
+				f = 2;
+		}
+	}
+	int n = (T + f - 1) / f;
+
+	if (sp->title)
+		render_buf_printf(b, "%s\n", sp->title);
+	if (f > 1) {
+		const char *times = ascii ? "x" : "\u00d7";
+		render_buf_printf(b, "pooled %d%s (each cell: the strongest of %d%s%d weights; axes show token index ranges)\n",
+				  f, times, f, times, f);
+	}
+
+	head_columns(b, sp, left, cw, f, n);
 
 	float *pooled = NULL;
 	const float *m = sp->att;

@@ -536,6 +536,63 @@ static void variant_print(FILE *f, const struct variant_row *v, int w)
 		100.0 * v->top1_agree, kv, v->forward_ms);
 }
 
+/* Notes under the variant table ("skipped X: why"), at most NOTES_MAX. */
+#define NOTES_MAX 4
+#define NOTE_LEN 400
+
+/* Appends a row for each natively trained member of m's family found in
+ * models/ to rows[n..], measured on src against ref; members missing,
+ * unreadable or not comparable get a note instead.  Returns the new n. */
+static int measure_family(struct model *m, const struct source *src, const struct run *ref,
+			  struct variant_row *rows, int n, char (*notes)[NOTE_LEN], int *n_notes)
+{
+	int B = src->B, T = src->T;
+	char missing[300] = "";
+	size_t nm = 0;
+	for (int k = 0; k < FAMILY_N && n < VARIANTS_MAX; k++) {
+		if (!strcmp(family[k], m->name))
+			continue;
+		char path[4096];
+		if (find_member(m, family[k], path, sizeof path) != 0) {
+			if (nm < sizeof missing)
+				nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s",
+						       nm ? ", " : "", family[k]);
+			continue;
+		}
+		struct err e2;
+		struct model *o = model_open(path, &e2);
+		const char *why = NULL;
+		if (!o)
+			why = e2.msg;
+		else if (!same_vocab(m, o))
+			why = "a different vocabulary, so KL vs this model means nothing";
+		else if (T > o->cfg.context)
+			why = "its context is shorter than the text";
+		int r2 = -1;
+		if (!why) {
+			struct variant_row *v = &rows[n];
+			memset(v, 0, sizeof *v);
+			snprintf(v->name, sizeof v->name, "%s [trained]", family[k]);
+			v->trained = true;
+			struct run *w2 = run_new(&o->cfg, B, T, RUN_LOGITS);
+			struct run_options nat;
+			run_options_native(o, &nat);
+			r2 = variant_measure(o, &nat, src->tokens, B, T, ref, w2, v, &e2);
+			run_free(w2);
+			if (r2 != 0)
+				why = e2.msg;
+		}
+		model_free(o);
+		if (r2 == 0)
+			n++;
+		else if (*n_notes < NOTES_MAX)
+			snprintf(notes[(*n_notes)++], NOTE_LEN, "skipped %s: %.300s", family[k], why);
+	}
+	if (nm && *n_notes < NOTES_MAX)
+		snprintf(notes[(*n_notes)++], NOTE_LEN, "natively trained %.300s: not found", missing);
+	return n;
+}
+
 static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	struct cmd_args a;
@@ -561,7 +618,7 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	struct run *ref = run_new(&m->cfg, B, T, RUN_LOGITS), *work = run_new(&m->cfg, B, T, RUN_LOGITS);
 	struct variant_row rows[VARIANTS_MAX];
 	int n = variant_list(m, rows, VARIANTS_MAX), rc = 0;
-	char notes[4][400];
+	char notes[NOTES_MAX][NOTE_LEN];
 	int n_notes = 0;
 
 	if (model_forward(m, &rows[0].opt, src.tokens, NULL, B, T, ref, e) != 0)
@@ -573,54 +630,8 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 		}
 
 	/* natively trained variants of the shakespeare family */
-	if (in_family(m->name)) {
-		char missing[300] = "";
-		size_t nm = 0;
-		for (int k = 0; k < FAMILY_N && n < VARIANTS_MAX; k++) {
-			if (!strcmp(family[k], m->name))
-				continue;
-			char path[4096];
-			if (find_member(m, family[k], path, sizeof path) != 0) {
-				if (nm < sizeof missing)
-					nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s",
-							       nm ? ", " : "", family[k]);
-				continue;
-			}
-			struct err e2;
-			struct model *o = model_open(path, &e2);
-			const char *why = NULL;
-			if (!o)
-				why = e2.msg;
-			else if (!same_vocab(m, o))
-				why = "a different vocabulary, so KL vs this model means nothing";
-			else if (T > o->cfg.context)
-				why = "its context is shorter than the text";
-			if (why) {
-				if (n_notes < 4)
-					snprintf(notes[n_notes++], sizeof notes[0], "skipped %s: %.300s", family[k], why);
-				model_free(o);
-				continue;
-			}
-			struct variant_row *v = &rows[n];
-			memset(v, 0, sizeof *v);
-			snprintf(v->name, sizeof v->name, "%s [trained]", family[k]);
-			v->trained = true;
-			struct run *w2 = run_new(&o->cfg, B, T, RUN_LOGITS);
-			struct run_options nat;
-			run_options_native(o, &nat);
-			int r2 = variant_measure(o, &nat, src.tokens, B, T, ref, w2, v, &e2);
-			run_free(w2);
-			model_free(o);
-			if (r2 != 0) {
-				if (n_notes < 4)
-					snprintf(notes[n_notes++], sizeof notes[0], "skipped %s: %.300s", family[k], e2.msg);
-				continue;
-			}
-			n++;
-		}
-		if (nm && n_notes < 4)
-			snprintf(notes[n_notes++], sizeof notes[0], "natively trained %.300s: not found", missing);
-	}
+	if (in_family(m->name))
+		n = measure_family(m, &src, ref, rows, n, notes, &n_notes);
 
 	FILE *f = s->out;
 	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
