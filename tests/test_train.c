@@ -1,7 +1,7 @@
 /*
  * test_train.c — `attnscope train` through its internal entry point
- * train_run_args() and the trainer library: the loss falls, the F32 checkpoint holds the trained
- * weights exactly, an interrupted + resumed run equals an uninterrupted one
+ * train_run_args(), and the trainer library (trainer.h) step by step: the
+ * loss falls, the F32 checkpoint holds the trained weights exactly, an interrupted + resumed run equals an uninterrupted one
  * bit for bit, bad inputs fail with a message, and the optimizer pieces
  * (schedule, clipping, decay mask) do what optim.h says.
  *
