@@ -2,8 +2,9 @@
  * test_train.c — `attnscope train` through its internal entry point
  * train_run_args(), and the trainer library (trainer.h) step by step: the
  * loss falls, the F32 checkpoint holds the trained weights exactly, an
- * interrupted + resumed run equals an uninterrupted one bit for bit, bad inputs fail with a message, and the optimizer pieces
- * (schedule, clipping, decay mask) do what optim.h says.
+ * interrupted + resumed run equals an uninterrupted one bit for bit, bad
+ * inputs fail with a message, and the optimizer pieces (schedule,
+ * clipping, decay mask) do what optim.h says.
  *
  * Data: the first TEXT_BYTES of tinyshakespeare.txt from $CORPORA or
  * ../shared/corpora.  When neither exists the tests use a generated text
