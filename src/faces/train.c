@@ -71,17 +71,19 @@ static void opts_default(struct opts *o)
 	o->placement = PLACE_PRE;
 	o->pos = POS_LEARNED;
 	o->mlp = MLP_GELU;
-	o->steps = 2000;
-	o->batch = 16;
-	o->lr = 2e-3;
-	o->warmup = 100;
-	o->min_lr_frac = 0.1;
-	o->weight_decay = 0.1;
-	o->clip = 1.0;
+	struct train_hparams hp; /* the trainer's defaults (trainer.h) */
+	train_hparams_default(&hp, 2000);
+	o->steps = hp.steps;
+	o->batch = hp.batch;
+	o->lr = hp.lr;
+	o->warmup = hp.warmup;
+	o->min_lr_frac = hp.min_lr_frac;
+	o->weight_decay = hp.weight_decay;
+	o->clip = hp.clip;
+	o->val_batches = hp.val_batches;
+	o->seed = (long long)hp.seed;
 	o->val_fraction = 0.1;
 	o->val_every = 250;
-	o->val_batches = 8;
-	o->seed = 1337;
 	o->threads = 0;
 	o->dtype = CKPT_F32;
 	o->log_every = 100;
