@@ -1113,15 +1113,7 @@ static void xml_text(struct render_buf *b, const char *s)
 	size_t n = strlen(s) * 4 + 1;
 	char *c = xmalloc(n);
 	utf8_printable(s, strlen(s), c, n);
-	for (const char *p = c; *p; p++)
-		switch (*p) {
-		case '&': render_buf_puts(b, "&amp;"); break;
-		case '<': render_buf_puts(b, "&lt;"); break;
-		case '>': render_buf_puts(b, "&gt;"); break;
-		case '"': render_buf_puts(b, "&quot;"); break;
-		case '\'': render_buf_puts(b, "&apos;"); break;
-		default: render_buf_put(b, p, 1);
-		}
+	render_xml_escape(b, c);
 	free(c);
 }
 

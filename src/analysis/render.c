@@ -255,6 +255,19 @@ static void legend_masked(struct render_buf *b, enum render_style st, const char
 	render_legend(b, st, buf);
 }
 
+void render_xml_escape(struct render_buf *b, const char *s)
+{
+	for (const char *p = s; *p; p++)
+		switch (*p) {
+		case '&': render_buf_puts(b, "&amp;"); break;
+		case '<': render_buf_puts(b, "&lt;"); break;
+		case '>': render_buf_puts(b, "&gt;"); break;
+		case '"': render_buf_puts(b, "&quot;"); break;
+		case '\'': render_buf_puts(b, "&apos;"); break;
+		default: render_buf_put(b, p, 1);
+		}
+}
+
 /* --------------------------------------------------------------- pooling */
 
 int render_pool_factor(int n, int cells)

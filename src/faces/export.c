@@ -278,15 +278,7 @@ static void json_emit(struct render_buf *b, json_t *root)
 static void xml_text(struct render_buf *b, const char *s)
 {
 	char *c = clean_text(s);
-	for (const char *p = c; *p; p++)
-		switch (*p) {
-		case '&': render_buf_puts(b, "&amp;"); break;
-		case '<': render_buf_puts(b, "&lt;"); break;
-		case '>': render_buf_puts(b, "&gt;"); break;
-		case '"': render_buf_puts(b, "&quot;"); break;
-		case '\'': render_buf_puts(b, "&apos;"); break;
-		default: render_buf_put(b, p, 1);
-		}
+	render_xml_escape(b, c);
 	free(c);
 }
 
