@@ -55,7 +55,7 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 	} else {
 		ROW("KV cache", "current %s (%.0f B)   native %s (%.0f B)", cur, kvc, nat, kvn);
 	}
-	ROW("forward", "%.2f ms (the last pass)", run->forward_ms);
+	ROW("forward", compact ? "%.2f ms" : "%.2f ms (the last pass)", run->forward_ms);
 	double last = tui_last_key_ms(t);
 	if (isnan(last))
 		ROW(compact ? "redraw" : "key\u2192redraw", "- (press a key)");
