@@ -63,6 +63,11 @@ void export_describe_options(const struct session *s, char *buf, size_t size);
  */
 int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
 		   struct render_buf *out, struct err *e);
+/* The head's weights under the current options minus the native run's
+ * (show diff): signed tenths in text, red / blue in SVG and ANSI, the
+ * values in CSV and JSON ("diff"). */
+int export_heatmap_diff(const struct session *s, int layer, int head, enum export_format f,
+			struct render_buf *out, struct err *e);
 int export_grid(const struct session *s, enum export_format f, struct render_buf *out,
 		struct err *e);
 int export_stats(const struct session *s, enum export_format f, struct render_buf *out,

@@ -110,6 +110,11 @@ const float *session_att(const struct session *s, int l, int h);
  * CSV and JSON exports write. */
 const float *session_heat_values(const struct session *s, int l, int h);
 
+/* Layer l, head h's weights in the current run minus the native run's on
+ * the same tokens (T, T), malloc'd: what the options changed.  Needs a
+ * finished run. */
+float *session_diff(const struct session *s, int l, int h);
+
 /* True when there is a model and a text with a finished run. */
 bool session_ready(const struct session *s);
 

@@ -39,6 +39,17 @@ check "show diff under MQA marks changes and names the largest" \
 check "README's example: head 0.1 moves 0.191 of query 1's weight off token 0" \
 	grep -q "^largest change -0.191: query 1 'o' on key 0 'T'" "$tmp/out"
 
+# export heatmap --diff: the values are run minus native, so each row of a
+# causal head sums to 0 (both rows sum to 1)
+run shakespeare -c "text To be or not; attn mqa; export heatmap 0.1 --diff --format csv"
+check "export heatmap --diff: every row of changes sums to 0" sh -c "[ $rc -eq 0 ] && sed 1d '$tmp/out' |
+	awk -F, '{ s = 0; for (i = 2; i <= NF; i++) s += \$i; if (s > 1e-5 || s < -1e-5) bad = 1; n++ }
+	END { exit !(n == 12 && !bad) }'"
+run shakespeare -c "text To be or not; attn mqa; export heatmap 0.1 --diff --format svg"
+check "an SVG of changes says so" sh -c "[ $rc -eq 0 ] && grep -q 'Change in the attention of head 0.1' '$tmp/out'"
+run shakespeare -c "text To be; export grid --diff"
+check "--diff goes with heatmap only" sh -c "[ $rc -ne 0 ] && grep -q -- '--diff goes with heatmap' '$tmp/err'"
+
 run shakespeare -c "heat colours"
 check "an unknown kind is one line naming it" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'heat: \"colours\" is not one of' '$tmp/err'"

@@ -128,13 +128,12 @@ static void show_diff(struct session *s, int l, int h, struct render_buf *b)
 {
 	int T = s->n_tokens;
 	const float *a = run_att(s->run, l, 0, h), *base = run_att(s->base, l, 0, h);
-	float *d = xmalloc((size_t)T * T * sizeof *d);
+	float *d = session_diff(s, l, h);
 	double worst = 0;
 	int wi = 0, wj = 0;
 	for (int i = 0; i < T; i++)
 		for (int j = 0; j < T; j++) {
 			size_t k = (size_t)i * T + j;
-			d[k] = a[k] - base[k];
 			if (fabs(d[k]) > fabs(worst)) {
 				worst = d[k];
 				wi = i;
@@ -540,6 +539,8 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if (heatmap)
 		head = a.pos[1];
+	else if (cmd_has(&cmd_export_entry, &a, "--diff"))
+		return err_set(e, "export: --diff goes with heatmap L.H");
 	enum export_format f = EXPORT_TXT;
 	if (fmt) {
 		if (export_format_parse(fmt, &f, e) != 0)
@@ -560,8 +561,9 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 		int l, h;
 		if (session_parse_head(s, head, &l, &h, e) != 0)
 			return -1;
-		rc = export_heatmap(s, l, h, f, &b, e);
-		snprintf(desc, sizeof desc, "heatmap %d.%d", l, h);
+		bool diff = cmd_has(&cmd_export_entry, &a, "--diff");
+		rc = diff ? export_heatmap_diff(s, l, h, f, &b, e) : export_heatmap(s, l, h, f, &b, e);
+		snprintf(desc, sizeof desc, "heatmap %d.%d%s", l, h, diff ? " diff" : "");
 	} else if (!strcmp(what, "grid")) {
 		rc = export_grid(s, f, &b, e);
 		snprintf(desc, sizeof desc, "grid");
@@ -592,6 +594,7 @@ static const char *const export_words[] = { "heatmap", "grid", "stats", "txt", "
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg", 0, 0, "the format" },
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
+	{ "--diff", CMD_OPT_FLAG, NULL, 0, 0, NULL },
 	{ NULL },
 };
 const struct cmd_entry cmd_export_entry = {

@@ -282,6 +282,18 @@ static void xml_text(struct render_buf *b, const char *s)
 	free(c);
 }
 
+/* A change in -1..1: white at 0, red up, blue down. */
+static void svg_diverging(char out[8], double d)
+{
+	if (isnan(d)) {
+		snprintf(out, 8, "#d9d9d9");
+		return;
+	}
+	double a = fabs(d) > 1 ? 1 : fabs(d);
+	int hi = 255, lo = (int)floor(255 * (1 - a) + 0.5);
+	snprintf(out, 8, "#%02x%02x%02x", d > 0 ? hi : lo, lo, d > 0 ? lo : hi);
+}
+
 static void svg_color(char out[8], double v)
 {
 	if (isnan(v)) { /* a masked cell */
@@ -335,22 +347,26 @@ static const char *scale_name(const struct session *s)
 	return s->heat == HEAT_WEIGHTS ? "weight" : heat_kind_name(s->heat);
 }
 
-/* A vertical colour scale (1 at the top) at x, y of height h, named what. */
-static void svg_scale(struct render_buf *b, int x, int y, int h, const char *what)
+/* A vertical colour scale (1 at the top, 0 or, diverging, -1 at the
+ * bottom) at x, y of height h, named what. */
+static void svg_scale(struct render_buf *b, int x, int y, int h, const char *what, bool diverging)
 {
 	render_buf_puts(b, "<defs><linearGradient id=\"ramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
 	for (int k = 0; k <= 8; k++) {
 		char col[8];
-		svg_color(col, k / 8.0);
+		if (diverging)
+			svg_diverging(col, k / 4.0 - 1);
+		else
+			svg_color(col, k / 8.0);
 		render_buf_printf(b, "<stop offset=\"%g%%\" stop-color=\"%s\"/>", k * 12.5, col);
 	}
 	render_buf_puts(b, "</linearGradient></defs>\n");
 	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" fill=\"url(#ramp)\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
 			  x, y, h);
-	static const char *const ticks[] = { "1", "0.5", "0" };
+	static const char *const ticks[] = { "1", "0.5", "0" }, *const dticks[] = { "+1", "0", "-1" };
 	for (int k = 0; k < 3; k++)
 		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" dominant-baseline=\"middle\">%s</text>\n",
-				  x + 18, y + k * h / 2, ticks[k]);
+				  x + 18, y + k * h / 2, diverging ? dticks[k] : ticks[k]);
 	render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%s</text>\n", x, y + h + 14, what);
 }
 
@@ -359,11 +375,12 @@ static int imax(int a, int b)
 	return a > b ? a : b;
 }
 
+/* One head's map a (T, T) as a figure; diverging: a holds changes in
+ * -1..1 (export heatmap --diff). */
 static void svg_heatmap(struct render_buf *b, const struct session *s, int layer, int head,
-			char **labels, const char *opts)
+			char **labels, const char *opts, const float *a, bool diverging)
 {
 	int T = s->n_tokens;
-	const float *a = session_att(s, layer, head);
 	int cs = imax(4, 640 / T > 20 ? 20 : 640 / T);
 	int fs = cs >= 12 ? 11 : imax(4, cs - 1);
 	int lw = 1;
@@ -380,8 +397,9 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 	int side = T * cs, barh = imax(100, side < 240 ? side : 240);
 
 	char line1[256], line2[128], line3[600], title[1024];
-	snprintf(line1, sizeof line1, "Attention of head %d.%d (layer %d, head %d)%s: %s", layer, head,
-		 layer, head, session_head_ablated(s, layer, head) ? " [ablated]" : "", model_name(s));
+	snprintf(line1, sizeof line1, "%s of head %d.%d (layer %d, head %d)%s: %s",
+		 diverging ? "Change in the attention" : "Attention", layer, head, layer, head,
+		 session_head_ablated(s, layer, head) ? " [ablated]" : "", model_name(s));
 	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens", T);
 	snprintf(line3, sizeof line3, "options: %s", opts);
 	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
@@ -409,14 +427,17 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 	for (int i = 0; i < T; i++)
 		for (int j = 0; j < T; j++) {
 			char col[8];
-			svg_color(col, a[(size_t)i * T + j]);
+			if (diverging)
+				svg_diverging(col, a[(size_t)i * T + j]);
+			else
+				svg_color(col, a[(size_t)i * T + j]);
 			render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
 					  left + j * cs, top + i * cs, cs, cs, col);
 		}
 	render_buf_puts(b, "</g>\n");
 	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
 			  left, top, side, side);
-	svg_scale(b, left + side + 16, top, barh, scale_name(s));
+	svg_scale(b, left + side + 16, top, barh, diverging ? "change" : scale_name(s), diverging);
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -459,7 +480,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"/></g>\n",
 					  x0, y0, side, side, sel ? "#d62728" : "#000000", sel ? "2" : "0.5");
 		}
-	svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s));
+	svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s), false);
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -470,7 +491,8 @@ static enum render_style text_style(enum export_format f)
 	return f == EXPORT_ASCII ? RENDER_ASCII : f == EXPORT_ANSI ? RENDER_ANSI : RENDER_UNICODE;
 }
 
-int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
+/* export_heatmap, or with diff its change against the native run. */
+static int heatmap(const struct session *s, int layer, int head, enum export_format f, bool diff,
 		   struct render_buf *out, struct err *e)
 {
 	size_t start = out->len;
@@ -481,8 +503,10 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		return err_set(e, "head %d.%d does not exist (layers 0-%d, heads 0-%d)", layer, head,
 			       c->n_layer - 1, c->n_head - 1);
 	int T = s->n_tokens;
-	const float *a = session_att(s, layer, head), *raw = session_heat_values(s, layer, head);
-	const char *key = s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat);
+	float *d = diff ? session_diff(s, layer, head) : NULL;
+	const float *a = d ? d : session_att(s, layer, head);
+	const float *raw = d ? d : session_heat_values(s, layer, head);
+	const char *key = d ? "diff" : s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat);
 	char opts[512];
 	char **labels = labels_and_options(s, opts, sizeof opts);
 
@@ -494,11 +518,13 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s%s%s, model %s, %d tokens\noptions: %s",
 			 layer, head, layer, head,
 			 session_head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
-			 s->heat != HEAT_WEIGHTS ? ": " : "", s->heat != HEAT_WEIGHTS ? key : "",
+			 d || s->heat != HEAT_WEIGHTS ? ": " : "",
+			 d ? "weights minus the native run's" : s->heat != HEAT_WEIGHTS ? key : "",
 			 model_name(s), T, opts);
 		struct render_head_spec sp = {
 			.att = a, .T = T, .labels = labels, .style = text_style(f),
-			.max_width = 0, .title = title, .what = heat_kind_legend(s->heat),
+			.max_width = 0, .title = title,
+			.what = d ? "the weight is" : heat_kind_legend(s->heat), .diverging = d != NULL,
 		};
 		render_head(out, &sp);
 		break;
@@ -511,20 +537,33 @@ int export_heatmap(const struct session *s, int layer, int head, enum export_for
 		json_t *root = json_head_obj(s, labels, true);
 		ju_set(root, "layer", json_integer(layer));
 		ju_set(root, "head", json_integer(head));
-		if (s->heat != HEAT_WEIGHTS) /* the weights' JSON stays as it always was */
+		if (s->heat != HEAT_WEIGHTS && !d) /* the weights' JSON stays as it always was */
 			ju_set(root, "heat", json_string(heat_kind_name(s->heat)));
 		ju_set(root, key, json_matrix(raw, T));
 		json_emit(out, root);
 		break;
 	}
 	case EXPORT_SVG:
-		svg_heatmap(out, s, layer, head, labels, opts);
+		svg_heatmap(out, s, layer, head, labels, opts, a, d != NULL);
 		break;
 	}
 	render_labels_free(labels, T);
+	free(d);
 	if (f == EXPORT_ASCII)
 		to_ascii(out, start);
 	return 0;
+}
+
+int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
+		   struct render_buf *out, struct err *e)
+{
+	return heatmap(s, layer, head, f, false, out, e);
+}
+
+int export_heatmap_diff(const struct session *s, int layer, int head, enum export_format f,
+			struct render_buf *out, struct err *e)
+{
+	return heatmap(s, layer, head, f, true, out, e);
 }
 
 int export_grid(const struct session *s, enum export_format f, struct render_buf *out,

@@ -125,6 +125,16 @@ const float *session_heat_values(const struct session *s, int l, int h)
 	return heat_current(s) ? heat_at(&s->heat_vals, l, h) : run_att(s->run, l, 0, h);
 }
 
+float *session_diff(const struct session *s, int l, int h)
+{
+	size_t TT = (size_t)s->n_tokens * s->n_tokens;
+	const float *a = run_att(s->run, l, 0, h), *b = run_att(s->base, l, 0, h);
+	float *d = xmalloc((TT ? TT : 1) * sizeof *d);
+	for (size_t k = 0; k < TT; k++)
+		d[k] = a[k] - b[k];
+	return d;
+}
+
 int session_update(struct session *s, struct err *e)
 {
 	if (session_need_model(s, e))
