@@ -83,6 +83,8 @@ enum tui_role {
 	TUI_ROLE_HINT,     /* key names in the hint line */
 	TUI_ROLE_GROUP,    /* rules joining heads that share a KV head */
 	TUI_ROLE_LABEL,    /* axis labels and headings */
+	TUI_ROLE_UP,       /* a weight that rose (head view, d) */
+	TUI_ROLE_DOWN,     /* a weight that fell */
 	TUI_N_ROLES
 };
 
@@ -105,6 +107,7 @@ struct tui_state {
 	int grid_layer0, grid_head0;
 	struct tui_head_layout head;
 	int head_key;         /* the key column of the head view's cursor */
+	bool head_diff;       /* the head view shows run minus native (d) */
 	int head_row0, head_col0;
 	struct tui_token_layout token;
 	bool token_all;       /* token view lists every layer */
@@ -146,6 +149,11 @@ void tui_colors_init(struct tui_state *t);
 /* Draws one glyph in the heat colour of v (bold when asked) when the
  * terminal has colour, else plain. */
 void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold);
+
+/* A change d in -1..1 in w (1 or 2) columns at (y, x): its sign and
+ * tenths ("+3", "-#" from 0.95), red when up, blue when down, bold from
+ * 0.5; blank within 0.05. */
+void tui_change(int y, int x, int w, double d, unsigned attr);
 
 /* One half-block character for the weights of two query rows, top and
  * bottom (NAN: nothing). */

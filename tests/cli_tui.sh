@@ -200,6 +200,24 @@ else
 fi
 check tui-w-weights-grid-back '[ "$(heat_rows 24)" = "$heat_weights" ]'
 
+# ----------------------------- d in the head view: what MQA changed
+keys : 'attn mqa' Enter
+wait_for 'MQA' 1 >/dev/null
+keys 2
+wait_for '2 head' 1 >/dev/null
+keys d
+if wait_for 'minus native' 2 && screen | grep -qE '^ *[0-9]+ .* [+-][1-9#]'; then
+	ok tui-head-diff
+else
+	fail tui-head-diff
+fi
+keys d
+if wait_for '2 head' 1 && ! line 2 | grep -q 'minus native'; then ok tui-head-diff-off; else fail tui-head-diff-off; fi
+keys r
+wait_for 'MHA' 1 >/dev/null
+keys 1
+wait_for '1 grid' 1 >/dev/null
+
 # ------------------------------------------------- ablate head 0.0
 keys a
 if wait_for '\[0\.0\]✗' && wait_for 'ablated 0\.0' 1; then ok tui-ablate-marked; else fail tui-ablate-marked; fi

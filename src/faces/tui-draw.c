@@ -72,6 +72,8 @@ void tui_colors_init(struct tui_state *t)
 	init_pair(TUI_ROLE_HINT, COLOR_CYAN, bg);
 	init_pair(TUI_ROLE_GROUP, COLOR_MAGENTA, bg);
 	init_pair(TUI_ROLE_LABEL, COLOR_YELLOW, bg);
+	init_pair(TUI_ROLE_UP, COLOR_RED, bg);
+	init_pair(TUI_ROLE_DOWN, COLOR_BLUE, bg);
 	for (int f = 0; f < g_levels; f++)
 		for (int b = 0; b < g_levels; b++)
 			init_pair(heat_pair(f, b), f ? level_color(f) : (g_default_bg ? -1 : COLOR_WHITE),
@@ -200,6 +202,20 @@ void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned
 	for (int i = x; i < x + w && i < COLS; i++)
 		if (i >= 0)
 			mvadd_wch(y, i, &c);
+}
+
+void tui_change(int y, int x, int w, double d, unsigned attr)
+{
+	double a = fabs(d);
+	if (isnan(d) || a < 0.05) {
+		tui_blank(y, x, w, attr, TUI_ROLE_NONE);
+		return;
+	}
+	int tenths = (int)(a * 10 + 0.5);
+	char cell[3] = { d > 0 ? '+' : '-', tenths >= 10 ? '#' : (char)('0' + tenths), 0 };
+	if (w < 2)
+		cell[1] = 0;
+	tui_put(y, x, w, cell, attr | (a >= 0.5 ? TUI_A_BOLD : 0), d > 0 ? TUI_ROLE_UP : TUI_ROLE_DOWN);
 }
 
 void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold)

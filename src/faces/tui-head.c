@@ -36,7 +36,8 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 	tui_head_layout(r, T, lw, wide, q, k, t->head_row0, t->head_col0, h);
 	t->head_row0 = h->row0;
 	t->head_col0 = h->col0;
-	const float *att = session_att(s, l, hd);
+	float *diff = t->head_diff ? session_diff(s, l, hd) : NULL;
+	const float *att = diff ? diff : session_att(s, l, hd);
 	char a[64], b[64];
 
 	/* title */
@@ -47,6 +48,8 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 	if (session_head_ablated(s, l, hd))
 		x += tui_printf(r->y, x, r->x + r->w - x, TUI_A_BOLD, TUI_ROLE_ABLATED, " %s ablated",
 				tui_mark_ablated());
+	if (diff)
+		x += tui_printf(r->y, x, r->x + r->w - x, TUI_A_BOLD, TUI_ROLE_UP, " minus native");
 	tui_printf(r->y, x, r->x + r->w - x, 0, TUI_ROLE_NONE,
 		   "  %d tokens%s  query %d '%s' %s key %d '%s': %.3f", T,
 		   h->rows_vis < T || h->cols_vis < T ? " (scrolls)" : "", q, a, tui_utf8() ? "\u2192" : "->",
@@ -84,8 +87,12 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 		tui_put(y, xx, h->label_w, cut, at | (cur ? 0 : TUI_A_BOLD), cur ? role : TUI_ROLE_LABEL);
 		const float *row = att + (size_t)i * T;
 		for (int j = h->col0; j < h->col0 + h->cols_vis; j++)
-			tui_heat(t, y, h->matrix.x + (j - h->col0) * h->cw, h->cw, row[j],
-				 cur && j == k ? TUI_A_REVERSE : 0);
+			if (diff)
+				tui_change(y, h->matrix.x + (j - h->col0) * h->cw, h->cw, row[j],
+					   cur && j == k ? TUI_A_REVERSE : 0);
+			else
+				tui_heat(t, y, h->matrix.x + (j - h->col0) * h->cw, h->cw, row[j],
+					 cur && j == k ? TUI_A_REVERSE : 0);
 	}
 
 	/* panel: the cursor row's strongest keys */
@@ -100,7 +107,10 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 				ent -= row[j] * log(row[j]);
 		bool side = p->h > TUI_PANEL_ROWS;
 		tui_printf(y++, p->x, p->w, TUI_A_BOLD, TUI_ROLE_LABEL, "query %d '%s'", q, a);
-		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
+		if (diff)
+			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its largest rises:");
+		else
+			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
 		for (int i = 0; i < m && y < p->y + p->h; i++) {
 			char kl[64];
 			tui_short_label(lab[best[i]], 6, kl, sizeof kl);
@@ -120,15 +130,20 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 			if (y + 1 < p->y + p->h) {
 				y++;
 				tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
-				/* the scale: weights 0, 0.1, ..., 1 */
-				tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
-				for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
-					tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
-				tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+				if (diff) {
+					tui_put(y, p->x, p->w, "+k/-k: k tenths up/down", TUI_A_DIM,
+						TUI_ROLE_NONE);
+				} else { /* the scale: weights 0, 0.1, ..., 1 */
+					tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+					for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
+						tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
+					tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+				}
 			}
 		}
 	}
 	render_labels_free(lab, T);
+	free(diff);
 }
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -155,6 +170,10 @@ static enum tui_key_result head_click(struct tui_state *t, int y, int x, bool *o
 
 static enum tui_key_result head_key(struct tui_state *t, int ch, bool fn)
 {
+	if (!fn && ch == 'd') { /* the weights, or what the options changed in them */
+		t->head_diff = !t->head_diff;
+		return TUI_KEY_REFRESH;
+	}
 	if (!fn || (ch != KEY_PPAGE && ch != KEY_NPAGE) || !session_ready(t->s))
 		return TUI_KEY_IGNORED;
 	int page = t->head.rows_vis > 1 ? t->head.rows_vis - 1 : 1;
@@ -164,7 +183,7 @@ static enum tui_key_result head_key(struct tui_state *t, int ch, bool fn)
 
 static const struct tui_hint head_hints[] = {
 	TUI_HINT_OPTIONS, { "\u2191\u2193", "jk", "query" }, { "\u2190\u2192", "hl", "key" },
-	{ "[ ]", "[ ]", "head" }, { "x", "x", "export" }, TUI_HINT_END,
+	{ "[ ]", "[ ]", "head" }, { "d", "d", "diff" }, { "x", "x", "export" }, TUI_HINT_END,
 };
 
 const struct tui_view_mode tui_head_view = {

@@ -1431,6 +1431,8 @@ const char *tui_help_text(void)
 	       "  A                restore every head\n"
 	       "  r                reset every option to the model's native ones\n"
 	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
+	       "  d                head view: the weights, or run minus native (what the\n"
+	       "                   options changed: +k / -k tenths, red up, blue down)\n"
 	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
 	       "\n"
 	       "Commands\n"
