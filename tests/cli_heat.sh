@@ -50,6 +50,18 @@ check "an SVG of changes says so" sh -c "[ $rc -eq 0 ] && grep -q 'Change in the
 run shakespeare -c "text To be; export grid --diff"
 check "--diff goes with heatmap only" sh -c "[ $rc -ne 0 ] && grep -q -- '--diff goes with heatmap' '$tmp/err'"
 
+# beside: one head in two runs, side by side
+run shakespeare -c "text To be, or not to be; beside 0.1 shakespeare-gqa"
+check "beside MODEL: both models' maps on the same lines, one legend" \
+	sh -c "[ $rc -eq 0 ] && grep -qE '^shakespeare 0.1 +shakespeare-gqa 0.1$' '$tmp/out' &&
+	grep -qE '^18 e │.*│ +18 e │' '$tmp/out' && [ \$(grep -c '^rows: query tokens' '$tmp/out') -eq 1 ]"
+run shakespeare -c "text To be, or not to be; beside 1.1 text O Romeo, Romeo"
+check "beside text: the current text and the other one" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'the current text (19 tokens) .*the other text (14 tokens)' '$tmp/out'"
+run shakespeare -c "text To be; beside 0.1 tang"
+check "beside a model of another vocabulary is refused" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'tang has another vocabulary' '$tmp/err'"
+
 run shakespeare -c "heat colours"
 check "an unknown kind is one line naming it" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'heat: \"colours\" is not one of' '$tmp/err'"
