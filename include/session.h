@@ -17,6 +17,7 @@
 #include "heads.h"
 #include "heat.h"
 #include "model.h"
+#include "patch.h"
 #include "util.h"
 
 enum {
@@ -52,6 +53,9 @@ struct session {
 	enum heat_kind heat;       /* what heatmaps show (`heat`); weights by default */
 	struct heat heat_vals;     /* heat of the current run when it is not weights */
 	float *heat_disp;          /* (L, H, T, T) heat_display of heat_vals; owned */
+	struct patch_result patch; /* the last `patch` (L = 0: none yet); owned */
+	unsigned long patch_gen;   /* run_gen of the run it patched from */
+	char *patch_text;          /* its corrupted text; owned */
 
 	int sel_layer, sel_head, sel_token;
 	unsigned dirty;

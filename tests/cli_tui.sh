@@ -200,6 +200,12 @@ else
 fi
 check tui-w-weights-grid-back '[ "$(heat_rows 24)" = "$heat_weights" ]'
 
+# ------------------------------------- 7: the last patch of this run
+keys 7
+if wait_for 'nothing patched yet' 2; then ok tui-patch-view-empty; else fail tui-patch-view-empty; fi
+keys 1
+wait_for '1 grid' 1 >/dev/null
+
 # ----------------------------- d in the head view: what MQA changed
 keys : 'attn mqa' Enter
 wait_for 'MQA' 1 >/dev/null
@@ -377,5 +383,19 @@ if [ -n "$dl" ]; then
 else
 	fail tui-role-badge "heads finds no delimiter head on the shipped shakespeare model"
 fi
+
+# ------------------------------ the patch view after `patch`, shipped model
+start patch 80 24 "ATTNSCOPE_MODELS='$root/models'" "--tui shakespeare --no-db -t 'First Citizen'"
+wait_for 'MHA' 1 >/dev/null
+keys : 'patch First Citize.' Enter
+wait_for 'lines 1-' >/dev/null
+keys q 7
+if wait_for "patching into \"First Citize.\": clean answers ':'" 2 && wait_for '^layer 3 ' &&
+	wait_for '^after 3 '; then
+	ok tui-patch-view
+else
+	fail tui-patch-view
+fi
+keys q
 
 [ "$failures" -eq 0 ]

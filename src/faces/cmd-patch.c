@@ -112,7 +112,13 @@ static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
 	char **lab = session_labels(s);
 	print_resid(f, &r, lab);
 	render_labels_free(lab, s->n_tokens);
-	patch_free(&r);
+	/* kept for the visualizer's patch view */
+	patch_free(&s->patch);
+	free(s->patch_text);
+	s->patch = r;
+	s->patch_gen = s->run_gen;
+	s->patch_text = xstrdup(text);
+	s->dirty |= DIRTY_RUN;
 	rc = 0;
 out:
 	free(ids);

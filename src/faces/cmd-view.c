@@ -22,13 +22,14 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 }
 
 static const char *const view_words[] = { "grid", "head", "token", "numbers", "lens", "curves",
-					  NULL };
+					  "patch", NULL };
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
-	.usage = "[grid | head | token | numbers | lens | curves]",
+	.usage = "[grid | head | token | numbers | lens | curves | patch]",
 	.help = "the full-screen visualizer of every head (q returns here)",
-	.long_help = "Keys: Tab or 1-6 switch views (grid of every head, one head, one token\n"
-		     "across heads, numbers, the logit lens, the training curves); arrows or hjkl\n"
+	.long_help = "Keys: Tab or 1-7 switch views (grid of every head, one head, one token\n"
+		     "across heads, numbers, the logit lens, the training curves, the last\n"
+		     "patch); arrows or hjkl\n"
 		     "move; Enter opens the selected head; g cycles MHA -> GQA -> MQA; n norm\n"
 		     "pre/post; m mask causal/none/window; s scaling; a ablates or restores the\n"
 		     "selected head, A restores all, r resets; e edits the text; : runs any\n"

@@ -1,6 +1,6 @@
 /*
  * tui-views.c — the visualizer's views in order (1 grid, 2 head, 3 token,
- * 4 numbers, 5 lens, 6 curves: the keys 1-6, Tab, `view NAME`).  A new view is a
+ * 4 numbers, 5 lens, 6 curves, 7 patch: the keys 1-7, Tab, `view NAME`).  A new view is a
  * file with its struct tui_view_mode and one line here.
  */
 #include "tui.h"
@@ -9,7 +9,7 @@
 #include <string.h>
 
 extern const struct tui_view_mode tui_grid_view, tui_head_view, tui_token_view, tui_numbers_view,
-	tui_lens_view, tui_curves_view;
+	tui_lens_view, tui_curves_view, tui_patch_view;
 
 const struct tui_view_mode *const tui_views[] = {
 	&tui_grid_view,
@@ -18,6 +18,7 @@ const struct tui_view_mode *const tui_views[] = {
 	&tui_numbers_view,
 	&tui_lens_view,
 	&tui_curves_view,
+	&tui_patch_view,
 };
 const int tui_n_views = (int)(sizeof tui_views / sizeof tui_views[0]);
 

@@ -1406,7 +1406,7 @@ const char *tui_help_text(void)
 	       "\n"
 	       "Views\n"
 	       "  Tab, Shift-Tab   next / previous view\n"
-	       "  1 2 3 4 5 6      grid, head, token, numbers, lens, curves\n"
+	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
 	       "  Enter            open the selected head (again: back to the grid)\n"
 	       "  Esc              back to the grid\n"
 	       "\n"

@@ -31,6 +31,8 @@ void session_free(struct session *s)
 	free(s->scores);
 	heat_free(&s->heat_vals);
 	free(s->heat_disp);
+	patch_free(&s->patch);
+	free(s->patch_text);
 	memset(s, 0, sizeof *s);
 }
 
