@@ -86,6 +86,10 @@ void render_cell(struct render_buf *b, enum render_style st, double v, int width
  * what naming the quantity ("attention weight"). */
 void render_legend(struct render_buf *b, enum render_style st, const char *what);
 
+/* Appends s as one CSV field: as it is, or quoted (quotes doubled) when it
+ * holds a comma, a quote or a line break. */
+void render_csv_field(struct render_buf *b, const char *s);
+
 /* Appends s with XML's five special characters escaped (SVG text and
  * attributes); s should already be printable. */
 void render_xml_escape(struct render_buf *b, const char *s);

@@ -1004,20 +1004,6 @@ void curves_grid_text(const struct curves_grid *g, bool color, struct render_buf
 
 /* ------------------------------------------------------------------- CSV */
 
-static void csv_field(struct render_buf *b, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		render_buf_puts(b, s);
-		return;
-	}
-	render_buf_puts(b, "\"");
-	for (const char *p = s; *p; p++) {
-		if (*p == '"')
-			render_buf_puts(b, "\"");
-		render_buf_put(b, p, 1);
-	}
-	render_buf_puts(b, "\"");
-}
 
 /* A point of a series in step order: ties keep the series' order. */
 struct point {
@@ -1064,7 +1050,7 @@ void curves_csv(const struct curve *const *series, int n, struct render_buf *b)
 	render_buf_puts(b, "step");
 	for (int s = 0; s < n; s++) {
 		render_buf_puts(b, ",");
-		csv_field(b, series[s]->name);
+		render_csv_field(b, series[s]->name);
 	}
 	render_buf_puts(b, "\n");
 	for (size_t k = 0; k < m; k++) {

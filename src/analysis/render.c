@@ -255,6 +255,21 @@ static void legend_masked(struct render_buf *b, enum render_style st, const char
 	render_legend(b, st, buf);
 }
 
+void render_csv_field(struct render_buf *b, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		render_buf_puts(b, s);
+		return;
+	}
+	render_buf_puts(b, "\"");
+	for (const char *p = s; *p; p++) {
+		if (*p == '"')
+			render_buf_puts(b, "\"");
+		render_buf_put(b, p, 1);
+	}
+	render_buf_puts(b, "\"");
+}
+
 void render_xml_escape(struct render_buf *b, const char *s)
 {
 	for (const char *p = s; *p; p++)

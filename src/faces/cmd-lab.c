@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "lab.h"
+#include "render.h"
 #include "store.h"
 
 extern const struct cmd_entry cmd_lab_entry;
@@ -75,30 +76,15 @@ static void print_table(FILE *f, const struct lab_table *t)
 
 static int write_csv(const char *path, const struct lab_table *t, struct err *e)
 {
-	size_t cap = 256, len = 0;
-	char *buf = xmalloc(cap);
+	struct render_buf b;
+	render_buf_init(&b);
 	for (int i = 0; i < t->rows; i++)
 		for (int j = 0; j < t->cols; j++) {
-			const char *c = t->cells[(size_t)i * t->cols + j];
-			size_t need = len + 2 * strlen(c) + 4;
-			if (need > cap) {
-				cap = 2 * need;
-				buf = xrealloc(buf, cap);
-			}
-			bool quote = strpbrk(c, ",\"\n") != NULL;
-			if (quote)
-				buf[len++] = '"';
-			for (const char *q = c; *q; q++) {
-				if (*q == '"')
-					buf[len++] = '"';
-				buf[len++] = *q;
-			}
-			if (quote)
-				buf[len++] = '"';
-			buf[len++] = j + 1 < t->cols ? ',' : '\n';
+			render_csv_field(&b, t->cells[(size_t)i * t->cols + j]);
+			render_buf_puts(&b, j + 1 < t->cols ? "," : "\n");
 		}
-	int rc = write_file_atomic(path, buf, len, e);
-	free(buf);
+	int rc = write_file_atomic(path, b.data ? b.data : "", b.len, e);
+	render_buf_free(&b);
 	return rc;
 }
 
