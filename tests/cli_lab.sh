@@ -86,7 +86,11 @@ check "a missing training text is refused before any work" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'missing.txt' '$tmp/err'"
 
 # Ctrl-C in batch mode: the arms that finished are shown, marked as partial
-$TIMEOUT "$A" --no-db -c "lab norm --data $tmp/text.txt" >"$tmp/out" 2>"$tmp/err" &
+# (timeout --foreground passes the signal to attnscope alone, where plain
+# timeout would send it to its whole process group, a second Ctrl-C that
+# quits at once; and a shell starts background jobs with Ctrl-C ignored,
+# which timeout's own handler undoes)
+timeout --foreground 120 "$A" --no-db -c "lab norm --data $tmp/text.txt" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 i=0 # until it has started (slow under the sanitizers), then a moment more
 while [ $i -lt 300 ] && ! grep -q 'full size, on' "$tmp/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
