@@ -155,6 +155,16 @@ else
 	diff "$tmp/fresh" "$tmp/back" | sed 's/^/  diff: /' | head -20
 fi
 
+# at 160 columns the side panel's lines are whole, none cut at the edge
+T resize-window -t "$S" -x 160 -y 48
+keys 2
+if wait_for '│ forward ' && wait_stable; then ok tui-resize-160x48; else fail tui-resize-160x48; fi
+check tui-side-panel-whole 'screen | grep "│ forward " | grep -qE "[0-9] ms *$"' "$(screen | grep '│ forward ')"
+keys 1
+T resize-window -t "$S" -x 80 -y 24
+wait_for '1 grid' 1 >/dev/null
+wait_stable
+
 # ---------------------------------------------------- g until MQA
 keys 4
 wait_for 'KV cache' >/dev/null
