@@ -95,6 +95,12 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e);
  * 80 (what wide layouts fit themselves to). */
 int cmd_out_width(const struct session *s);
 
+/* How heatmaps printed to s->out are drawn: in colour (RENDER_ANSI, the
+ * 256-colour ramp) when s->out is a terminal whose TERM or COLORTERM says
+ * it has 256 colours and NO_COLOR is unset, else shading characters
+ * (RENDER_UNICODE). */
+int cmd_style(const struct session *s);
+
 /* Prints text (words separated by blanks) starting at column col of the
  * current line, wrapped to width columns at blanks; continuation lines
  * start with indent blanks; ends the line.  A word longer than a line is

@@ -146,4 +146,25 @@ expect repl-history-recalled '^shakespeare> quit$'
 keys C-u C-d
 if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok repl-ctrl-d-status-0; else fail repl-ctrl-d-status-0; fi
 
+# heatmaps at the prompt: the 256-colour ramp on a terminal that has it,
+# shading characters with NO_COLOR
+for nc in "" 1; do
+	S=colour$nc
+	T new-session -d -s "$S" -x 100 -y 30 \
+		"cd '$tmp' && env HOME='$tmp/home' TERM=xterm-256color NO_COLOR=$nc '$A' shakespeare --no-db; sleep 60"
+	wait_for '^shakespeare> *$' >/dev/null
+	keys 'text To be' Enter 'show head 0.0' Enter
+	wait_for '^rows: query tokens' >/dev/null
+	coloured=0
+	T capture-pane -p -e -t "$S" | grep -q "48;5;" && coloured=1
+	if [ -z "$nc" ]; then
+		if [ $coloured = 1 ]; then ok repl-heatmap-colour; else fail repl-heatmap-colour; fi
+	elif [ $coloured = 0 ] && screen | grep -q "█"; then
+		ok repl-heatmap-no-colour
+	else
+		fail repl-heatmap-no-colour
+	fi
+	T kill-session -t "$S" >/dev/null 2>&1
+done
+
 [ "$failures" -eq 0 ]

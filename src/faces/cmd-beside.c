@@ -65,9 +65,9 @@ static char *cut_legend(struct render_buf *b)
 }
 
 /* One head's map of a run of m on tokens into b, titled title, max_width
- * columns wide. */
+ * columns wide, drawn in style (cmd_style). */
 static int head_of(struct model *m, const int *tokens, int T, int l, int h, const char *title,
-		   int max_width, struct render_buf *b, struct err *e)
+		   int max_width, int style, struct render_buf *b, struct err *e)
 {
 	if (l >= m->cfg.n_layer || h >= m->cfg.n_head)
 		return err_set(e, "%s has no head %d.%d (%d layers, %d heads)",
@@ -79,7 +79,7 @@ static int head_of(struct model *m, const int *tokens, int T, int l, int h, cons
 	if (rc == 0) {
 		char **labels = render_labels(m->tok, tokens, T);
 		struct render_head_spec sp = {
-			.att = run_att(r, l, 0, h), .T = T, .labels = labels, .style = RENDER_UNICODE,
+			.att = run_att(r, l, 0, h), .T = T, .labels = labels, .style = (enum render_style)style,
 			.max_width = max_width, .title = title,
 		};
 		render_head(b, &sp);
@@ -141,10 +141,11 @@ static int beside_exec(struct session *s, int argc, char **argv, struct err *e)
 		snprintf(ta, sizeof ta, "%s %d.%d", name, l, h);
 		snprintf(tb, sizeof tb, "%s %d.%d", other->name ? other->name : argv[2], l, h);
 	}
-	rc = head_of(s->model, s->tokens, s->n_tokens, l, h, ta, half, &a, e);
+	int style = cmd_style(s);
+	rc = head_of(s->model, s->tokens, s->n_tokens, l, h, ta, half, style, &a, e);
 	if (rc == 0)
 		rc = head_of(other ? other : s->model, other ? s->tokens : ids, other ? s->n_tokens : n,
-			     l, h, tb, half, &b, e);
+			     l, h, tb, half, style, &b, e);
 	if (rc == 0) {
 		/* one legend for both, under them */
 		char *legend = cut_legend(&a);

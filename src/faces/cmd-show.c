@@ -80,7 +80,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	struct render_grid_spec sp = {
 		.att = att, .L = L, .H = H, .T = s->n_tokens, .ablated = abl, .badges = badges,
 		.sel_layer = s->sel_layer, .sel_head = s->sel_head,
-		.style = RENDER_UNICODE, .cell = GRID_CELL, .max_width = cmd_out_width(s),
+		.style = (enum render_style)cmd_style(s), .cell = GRID_CELL, .max_width = cmd_out_width(s),
 		.what = heat_kind_legend(s->heat),
 	};
 	render_grid(b, &sp);
@@ -104,7 +104,7 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 	char **labels = session_labels(s);
 	struct render_head_spec sp = {
 		.att = session_att(s, l, h), .T = s->n_tokens, .labels = labels,
-		.style = RENDER_UNICODE, .max_width = cmd_out_width(s), .title = title,
+		.style = (enum render_style)cmd_style(s), .max_width = cmd_out_width(s), .title = title,
 		.what = heat_kind_legend(s->heat),
 	};
 	render_head(b, &sp);
@@ -146,7 +146,7 @@ static void show_diff(struct session *s, int l, int h, struct render_buf *b)
 		 l, h, opts[0] ? opts : "the native options (nothing differs)", T);
 	char **labels = session_labels(s);
 	struct render_head_spec sp = {
-		.att = d, .T = T, .labels = labels, .style = RENDER_UNICODE,
+		.att = d, .T = T, .labels = labels, .style = (enum render_style)cmd_style(s),
 		.max_width = cmd_out_width(s), .title = title, .diverging = true,
 		.what = "the weight under these options is",
 	};

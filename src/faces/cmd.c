@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "render.h"
 #include "store.h"
 #include "utf8.h"
 
@@ -273,6 +274,16 @@ int cmd_out_width(const struct session *s)
 	const char *c = getenv("COLUMNS");
 	int n = c ? atoi(c) : 0;
 	return n > 0 ? n : 80;
+}
+
+int cmd_style(const struct session *s)
+{
+	int fd = s->out ? fileno(s->out) : -1;
+	const char *term = getenv("TERM"), *ct = getenv("COLORTERM"), *nc = getenv("NO_COLOR");
+	bool many = (term && strstr(term, "256color")) || (ct && *ct);
+	if (fd >= 0 && isatty(fd) && many && !(nc && *nc))
+		return RENDER_ANSI;
+	return RENDER_UNICODE;
 }
 
 void cmd_wrap(FILE *f, const char *text, int col, int indent, int width)
