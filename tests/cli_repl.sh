@@ -167,4 +167,19 @@ for nc in "" 1; do
 	T kill-session -t "$S" >/dev/null 2>&1
 done
 
+# heads at a terminal narrower than its full table: the main scores, and
+# the prose wrapped between words within the width
+S=narrow
+T new-session -d -s "$S" -x 80 -y 40 "cd '$tmp' && env HOME='$tmp/home' '$A' shakespeare --no-db; sleep 60"
+wait_for '^shakespeare> *$' >/dev/null
+keys 'text To be, or not to be' Enter 'heads' Enter
+if wait_for '^head   role            entropy    max   prev   sink  delim  offset  induct$' &&
+	wait_for 'help heads defines every score' &&
+	! screen | grep -qE '^[a-z]+ > [0-9.]+ at offset K;$|^ffw'; then
+	ok repl-heads-fits-80
+else
+	fail repl-heads-fits-80
+fi
+T kill-session -t "$S" >/dev/null 2>&1
+
 [ "$failures" -eq 0 ]

@@ -213,13 +213,20 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	char opts[256];
 	describe_options(s, &s->opt, opts, sizeof opts);
 	FILE *f = s->out;
-	fprintf(f, "heads on %d tokens; options: %s; ", s->n_tokens, opts);
+	bool tty = isatty(fileno(f));
+	fprintf(f, "heads on %d tokens; options: %s;%s", s->n_tokens, opts, tty ? "\n" : " ");
 	if (n > 0)
 		fprintf(f, "induction on %d random tokens repeated twice\n", n);
 	else
 		fprintf(f, "induction not measured (context or vocabulary too small)\n");
-	fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  delim"
-		   "   sink  key  offset  offw  induct\n");
+	/* at a terminal narrower than the full table, the main scores only
+	 * (piped, the table stays whole for scripts) */
+	bool compact = tty && cmd_out_width(s) < 113;
+	if (compact)
+		fprintf(f, "head   role            entropy    max   prev   sink  delim  offset  induct\n");
+	else
+		fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  delim"
+			   "   sink  key  offset  offw  induct\n");
 	int count[HEAD_N_ROLES] = { 0 };
 	for (int l = 0; l < L; l++) {
 		if (only >= 0 && l != only)
@@ -233,10 +240,15 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 			else
 				snprintf(ind, sizeof ind, "%.3f", x->induction);
 			heads_role_text(x, role, sizeof role);
-			fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.2f %6.3f %6.3f %4d "
-				   "%7d %5.3f %7s\n", id, role, x->entropy, x->max_weight, x->prev_token,
-				x->first_token, x->self, x->local, x->mean_distance, x->delim, x->sink,
-				x->sink_key, x->offset, x->offset_weight, ind);
+			if (compact)
+				fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %7d %7s\n", id, role,
+					x->entropy, x->max_weight, x->prev_token, x->sink, x->delim, x->offset,
+					ind);
+			else
+				fprintf(f, "%-6s %-14s %8.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.2f %6.3f %6.3f "
+					   "%4d %7d %5.3f %7s\n", id, role, x->entropy, x->max_weight,
+					x->prev_token, x->first_token, x->self, x->local, x->mean_distance,
+					x->delim, x->sink, x->sink_key, x->offset, x->offset_weight, ind);
 			count[x->role]++;
 		}
 	}
@@ -258,16 +270,33 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 			char why[256], lab[64];
 			tok_label(s->model->tok, s->tokens[x->sink_key], lab, sizeof lab);
 			heads_describe(x, &uni, &keys, s->n_tokens, lab, why, sizeof why);
-			fprintf(f, "  %d.%d %s\n", l, h, why);
+			if (tty) { /* at a terminal, wrapped between words */
+				char head[16];
+				int n = snprintf(head, sizeof head, "  %d.%d ", l, h);
+				fputs(head, f);
+				cmd_wrap(f, why, n, n, cmd_out_width(s));
+			} else {
+				fprintf(f, "  %d.%d %s\n", l, h, why);
+			}
 		}
-	fprintf(f, "labels, first match wins: induction induct >= %.2f; previous-token / offset K: "
-		   "offw > %.2f at offset K;\nsink > %.2f; delimiter delim >= %.2f and >= %.0fx the "
-		   "delimiters' share of the keys (here %.2f);\nself > %.2f; local >= %.2f; else broad.  "
-		   "Uniform attention on this text: prev %.2f, sink %.2f, self %.2f, local %.2f.\n"
-		   "help heads defines every score.\n",
-		HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_DELIM_MIN, HEADS_DELIM_LIFT,
-		uni.delim_share, HEADS_SELF_MIN, HEADS_LOCAL_MIN, uni.prev_token, uni.sink, uni.self,
-		uni.local);
+	char legend[1024];
+	snprintf(legend, sizeof legend,
+		 "labels, first match wins: induction induct >= %.2f; previous-token / offset K: "
+		 "offw > %.2f at offset K;\nsink > %.2f; delimiter delim >= %.2f and >= %.0fx the "
+		 "delimiters' share of the keys (here %.2f);\nself > %.2f; local >= %.2f; else broad.  "
+		 "Uniform attention on this text: prev %.2f, sink %.2f, self %.2f, local %.2f.\n"
+		 "help heads defines every score.\n",
+		 HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_DELIM_MIN, HEADS_DELIM_LIFT,
+		 uni.delim_share, HEADS_SELF_MIN, HEADS_LOCAL_MIN, uni.prev_token, uni.sink, uni.self,
+		 uni.local);
+	if (tty) { /* one paragraph, wrapped between words */
+		for (char *p = legend; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		cmd_wrap(f, legend, 0, 0, cmd_out_width(s));
+	} else {
+		fputs(legend, f);
+	}
 	free(delim);
 	return 0;
 }
