@@ -170,7 +170,7 @@ done
 # heads at a terminal narrower than its full table: the main scores, and
 # the prose wrapped between words within the width
 S=narrow
-T new-session -d -s "$S" -x 80 -y 40 "cd '$tmp' && env HOME='$tmp/home' '$A' shakespeare --no-db; sleep 60"
+T new-session -d -s "$S" -x 80 -y 40 "cd '$tmp' && env HOME='$tmp/home' '$A' shakespeare --db '$tmp/narrow.db'; sleep 60"
 wait_for '^shakespeare> *$' >/dev/null
 keys 'text To be, or not to be' Enter 'heads' Enter
 if wait_for '^head   role            entropy    max   prev   sink  delim  offset  induct$' &&
@@ -179,6 +179,13 @@ if wait_for '^head   role            entropy    max   prev   sink  delim  offset
 	ok repl-heads-fits-80
 else
 	fail repl-heads-fits-80
+fi
+keys 'measurements' Enter
+if wait_for '^    id variant          tokens      loss     dloss       KL  top-1  text$' &&
+	wait_for '^     1 native  .* To be, o\.\.\.$'; then
+	ok repl-measurements-fit-80
+else
+	fail repl-measurements-fit-80
 fi
 T kill-session -t "$S" >/dev/null 2>&1
 

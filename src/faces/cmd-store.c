@@ -629,6 +629,33 @@ static void print_csv(FILE *f, const struct store_measurement *v, int n)
 	}
 }
 
+/* The table at a terminal narrower than the full one: id, variant and
+ * the numbers, the text cut to the width that is left. */
+static void print_compact(FILE *f, const struct store_measurement *v, int n, int width)
+{
+	fprintf(f, "%6s %-16s %6s %9s %9s %8s %6s  %s\n", "id", "variant", "tokens", "loss", "dloss",
+		"KL", "top-1", "text");
+	int left = width - 72 > 8 ? width - 72 : 8; /* room for "..." */
+	for (int i = 0; i < n; i++) {
+		const struct store_measurement *m = &v[i];
+		fprintf(f, "%6lld ", (long long)m->id);
+		put_col(f, m->variant, 16, 17);
+		fprintf(f, "%6d ", m->n_tokens);
+		put_num(f, "%*.4f", m->loss, 9);
+		if (isnan(m->delta_loss))
+			fprintf(f, " %9s ", "-");
+		else
+			fprintf(f, " %+9.4f ", m->delta_loss);
+		put_num(f, "%*.4f", m->kl_vs_baseline, 8);
+		if (isnan(m->top1_agree))
+			fprintf(f, " %6s  ", "-");
+		else
+			fprintf(f, " %5.1f%%  ", 100.0 * m->top1_agree);
+		put_safe(f, m->text ? m->text : "", m->text ? m->text_len : 0, (size_t)left);
+		fputc('\n', f);
+	}
+}
+
 static void print_table(FILE *f, const struct store_measurement *v, int n)
 {
 	fprintf(f, "%6s %5s  %-19s %-14s %-24s %6s %9s %9s %8s %6s %10s %8s  %s\n", "id", "sess",
@@ -695,6 +722,8 @@ static int measurements_exec(struct session *s, int argc, char **argv, struct er
 		print_csv(s->out, v, n);
 	} else if (n == 0) {
 		fprintf(s->out, "no measurements%s\n", session ? " in that session" : " yet");
+	} else if (isatty(fileno(s->out)) && cmd_out_width(s) < 150) {
+		print_compact(s->out, v, n, cmd_out_width(s));
 	} else {
 		print_table(s->out, v, n);
 		int64_t total = 0;
