@@ -187,6 +187,13 @@ if wait_for '^    id variant          tokens      loss     dloss       KL  top-1
 else
 	fail repl-measurements-fit-80
 fi
+keys 'compare variants' Enter
+if wait_for '^variant  *loss  *KL  *top-1  *KV cache$' && wait_for 'Conversions use the same weights' &&
+	! screen | grep -q '^raining'; then
+	ok repl-compare-fits-80
+else
+	fail repl-compare-fits-80
+fi
 T kill-session -t "$S" >/dev/null 2>&1
 
 [ "$failures" -eq 0 ]

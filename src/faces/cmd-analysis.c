@@ -554,15 +554,19 @@ static bool same_vocab(const struct model *a, const struct model *b)
 	return true;
 }
 
-static void variant_print(FILE *f, const struct variant_row *v, int w)
+/* One row; compact (a narrow terminal): without perplexity and time. */
+static void variant_print(FILE *f, const struct variant_row *v, int w, bool compact)
 {
 	char kv[32], loss[16], ppl[16], kl[16];
 	format_bytes(v->kv_bytes, kv, sizeof kv);
 	fmt_num(v->loss, false, loss, sizeof loss);
 	snprintf(ppl, sizeof ppl, isnan(v->ppl) ? "-" : v->ppl < 1e5 ? "%.2f" : "%.3g", v->ppl);
 	fmt_num(v->kl, false, kl, sizeof kl);
-	fprintf(f, "%-*s %7s %9s %8s %6.1f%% %10s %7.2f\n", w, v->name, loss, ppl, kl,
-		100.0 * v->top1_agree, kv, v->forward_ms);
+	if (compact)
+		fprintf(f, "%-*s %7s %8s %6.1f%% %10s\n", w, v->name, loss, kl, 100.0 * v->top1_agree, kv);
+	else
+		fprintf(f, "%-*s %7s %9s %8s %6.1f%% %10s %7.2f\n", w, v->name, loss, ppl, kl,
+			100.0 * v->top1_agree, kv, v->forward_ms);
 }
 
 /* Notes under the variant table ("skipped X: why"), at most NOTES_MAX. */
@@ -668,13 +672,25 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	int w = 30; /* the name column: as wide as the longest name */
 	for (int i = 0; i < n; i++)
 		w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
-	fprintf(f, "%-*s %7s %9s %8s %7s %10s %7s\n", w, "variant", "loss", "ppl", "KL", "top-1",
-		"KV cache", "ms");
+	/* at a terminal too narrow for every column: without ppl and ms */
+	bool compact = isatty(fileno(f)) && w + 52 > cmd_out_width(s);
+	if (compact)
+		fprintf(f, "%-*s %7s %8s %7s %10s\n", w, "variant", "loss", "KL", "top-1", "KV cache");
+	else
+		fprintf(f, "%-*s %7s %9s %8s %7s %10s %7s\n", w, "variant", "loss", "ppl", "KL", "top-1",
+			"KV cache", "ms");
 	for (int i = 0; i < n; i++)
-		variant_print(f, &rows[i], w);
-	fprintf(f, "KL = KL(native || variant), nats, mean over positions; KV cache: float32 for %d tokens;\n"
-		   "ms: one forward pass, the faster of two.  Conversions use the same weights (no training).\n",
-		T);
+		variant_print(f, &rows[i], w, compact);
+	if (compact) {
+		char foot[256];
+		snprintf(foot, sizeof foot, "KL = KL(native || variant), nats, mean over positions; KV "
+			 "cache: float32 for %d tokens. Conversions use the same weights (no training).", T);
+		cmd_wrap(f, foot, 0, 0, cmd_out_width(s));
+	} else {
+		fprintf(f, "KL = KL(native || variant), nats, mean over positions; KV cache: float32 for %d tokens;\n"
+			   "ms: one forward pass, the faster of two.  Conversions use the same weights (no training).\n",
+			T);
+	}
 	for (int i = 0; i < n_notes; i++)
 		fprintf(f, "%s\n", notes[i]);
 	goto done;
