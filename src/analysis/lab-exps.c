@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "loader.h"
 #include "ops.h"
 
@@ -555,11 +557,13 @@ static int run_gqa(const struct lab_ctx *ctx, struct lab_result *out, struct err
 		done++;
 	}
 	if (done == 2) {
+		/* the share of the original run's steps, from its training record */
 		double frac = 0;
-		const char *meta = base->train_meta;
-		const char *p = meta ? strstr(meta, "\"steps_done\":") : NULL;
-		if (p && atol(p + 13) > 0)
-			frac = 100.0 * (double)steps / (double)atol(p + 13);
+		json_t *rec = base->train_meta ? json_loads(base->train_meta, 0, NULL) : NULL;
+		json_t *done = rec ? json_object_get(rec, "steps_done") : NULL;
+		if (json_is_integer(done) && json_integer_value(done) > 0)
+			frac = 100.0 * (double)steps / (double)json_integer_value(done);
+		json_decref(rec);
 		char share[64] = "";
 		if (frac > 0)
 			snprintf(share, sizeof share, " (%.1f%% of the original run's steps)", frac);
