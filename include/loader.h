@@ -17,6 +17,10 @@
  *   "hf-gpt2"      a Hugging Face GPT-2 directory: config.json,
  *                  model.safetensors, vocab.json + merges.txt or
  *                  tokenizer.json (or the model.safetensors file inside one)
+ *   "hf-llama"     a Hugging Face Llama, Qwen2 or Mistral directory:
+ *                  config.json, model.safetensors or a sharded
+ *                  model.safetensors.index.json, a GPT-2-style byte-level
+ *                  tokenizer (loaders.h: the rotate-half Q/K row order)
  *   "llama2c"      a llama2.c checkpoint (.bin, 7-int header), with
  *                  tokenizer.bin (or tok<V>.bin) beside it or --tokenizer
  *   "llmc"         an llm.c GPT-2 checkpoint (.bin, 256-int header, magic

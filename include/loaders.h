@@ -32,8 +32,13 @@ struct model_format {
 	struct model *(*load)(const char *path, const struct load_opts *o, struct err *e);
 };
 
-extern const struct model_format format_safetensors, format_hf_gpt2, format_llama2c,
-	format_llmc;
+extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,
+	format_llama2c, format_llmc;
+
+/* Where row r of a Hugging Face Llama Q or K projection (heads of D rows,
+ * rotate-half RoPE: pairs (i, i + D/2)) goes in the engine's layout
+ * (interleaved RoPE: pairs (2i, 2i + 1)), within its head. */
+int llama_rope_row(int r, int D);
 
 /* ------------------------------------------ helpers (loader-common.c) */
 

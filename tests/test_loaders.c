@@ -39,6 +39,8 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "loader.h"
+#include "loaders.h"
+#include "ops.h"
 #include "model.h"
 #include "ref_forward.h"
 #include "tokenizer.h"
@@ -947,7 +949,8 @@ static void test_damaged_config(void **state)
 		  "missing key \"n_positions\"" },
 		{ "{\"n_layer\": 2, \"n_head\": 5, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265}", "not divisible by n_head" },
-		{ "{\"model_type\": \"llama\", \"n_layer\": 2}", "model_type \"llama\" is not supported" },
+		{ "{\"model_type\": \"gpt_neox\", \"n_layer\": 2}", "model_type \"gpt_neox\" is not supported" },
+		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
 		{ "{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265, \"activation_function\": \"relu\"}",
 		  "activation_function \"relu\" is not supported" },
@@ -1087,6 +1090,44 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Hugging Face's Llama turns each head's dimension pairs (i, i + D/2) by
+ * pos * theta^(-2i/D) (rotate-half); the engine turns (2i, 2i + 1) by the
+ * same angle.  With the rows permuted as the hf-llama loader permutes them
+ * (llama_rope_row), the engine's rotation of the permuted vector is the
+ * permuted HF rotation, computed here from HF's formula in double. */
+static void test_llama_rope_layout(void **state)
+{
+	(void)state;
+	enum { D = 16 };
+	struct rng r;
+	rng_seed(&r, 5);
+	for (int pos = 0; pos < 40; pos += 7) {
+		double hf[D], out[D];
+		float engine[D];
+		for (int i = 0; i < D; i++)
+			hf[i] = rng_normal(&r);
+		for (int i = 0; i < D / 2; i++) {
+			double a = pos * pow(10000.0, -2.0 * i / D), c = cos(a), s = sin(a);
+			out[i] = hf[i] * c - hf[i + D / 2] * s;
+			out[i + D / 2] = hf[i + D / 2] * c + hf[i] * s;
+		}
+		for (int i = 0; i < D; i++)
+			engine[llama_rope_row(i, D)] = (float)hf[i];
+		rope_rotate(engine, 1, D, pos, 10000.0f);
+		for (int i = 0; i < D; i++)
+			assert_true(fabs(engine[llama_rope_row(i, D)] - out[i]) < 1e-4);
+	}
+	/* a permutation within each head */
+	int seen[3 * D] = { 0 };
+	for (int i = 0; i < 3 * D; i++) {
+		int j = llama_rope_row(i, D);
+		assert_true(j / D == i / D);
+		seen[j]++;
+	}
+	for (int i = 0; i < 3 * D; i++)
+		assert_int_equal(seen[i], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1096,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_llmc_tokenizer_option),
 		cmocka_unit_test(test_tokenizer_choice_and_special_files),
 		cmocka_unit_test(test_llama2c),
+		cmocka_unit_test(test_llama_rope_layout),
 		cmocka_unit_test(test_damaged_config),
 		cmocka_unit_test(test_damaged_safetensors),
 		cmocka_unit_test(test_damaged_tokenizer_files),

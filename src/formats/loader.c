@@ -70,7 +70,7 @@ const struct model_format format_safetensors = {
 /* The HF probe comes before ours: it claims a model.safetensors file only
  * when it has GPT-2's names and a config.json beside it. */
 static const struct model_format *const formats[] = {
-	&format_hf_gpt2, &format_safetensors, &format_llmc, &format_llama2c,
+	&format_hf_llama, &format_hf_gpt2, &format_safetensors, &format_llmc, &format_llama2c,
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 

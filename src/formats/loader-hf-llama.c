@@ -1,0 +1,394 @@
+/*
+ * loader-hf-llama.c — Hugging Face Llama-family directories ("hf-llama"):
+ * config.json with model_type "llama", "qwen2" or "mistral" (Llama 2/3,
+ * TinyLlama, SmolLM/SmolLM2, Qwen2, Mistral).
+ *
+ * config.json maps to our config as
+ *   num_hidden_layers, num_attention_heads, num_key_value_heads (default:
+ *   the heads), hidden_size, intermediate_size, vocab_size,
+ *   max_position_embeddings; RMSNorm with rms_norm_eps, pre-norm, RoPE with
+ *   rope_theta (10000), SwiGLU (hidden_act silu), tied unless
+ *   tie_word_embeddings is false; head_dim, when given, must be
+ *   hidden_size / heads.  Qwen2's Q/K/V biases are read (the engine's other
+ *   biases stay 0, which is exact).  Mistral's sliding_window, when smaller
+ *   than the context, becomes the context: within it the window is exact.
+ *   rope_scaling, attention_bias on every projection and other hidden_act
+ *   values are refused by name.
+ *
+ * Weights (model.safetensors, or the shards a model.safetensors.index.json
+ * names): model.embed_tokens, model.layers.N.{input_layernorm,
+ * self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj},
+ * model.norm, lm_head.  HF's rotary embedding turns dimension pairs
+ * (i, i + D/2) of each head; the engine turns (2i, 2i + 1) with the same
+ * frequency: the rows of each Q and K head are permuted on load
+ * (llama_rope_row), after which the numbers are the same.
+ *
+ * The tokenizer must be GPT-2's kind of byte-level BPE (vocab.json +
+ * merges.txt, or a tokenizer.json whose pre-tokenizer is ByteLevel alone);
+ * other pre-tokenizers (Llama 3 and Qwen2's Split patterns, SmolLM2's
+ * Digits) and sentencepiece vocabularies are refused by name: --tokenizer
+ * gives another.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "json-util.h"
+#include "loaders.h"
+#include "safetensors.h"
+
+#define MAX_SHARDS 64
+
+int llama_rope_row(int r, int D)
+{
+	int i = r % D, head = r - i;
+	return head + (i < D / 2 ? 2 * i : 2 * (i - D / 2) + 1);
+}
+
+/* ------------------------------------------------------------ config.json */
+
+static const char *const families[] = { "llama", "qwen2", "mistral" };
+
+/* model_type of config.json at path when it is one of ours, else NULL
+ * (the string lives in *root, which the caller frees). */
+static const char *family_of(const char *path, json_t **root)
+{
+	*root = json_load_file(path, 0, NULL);
+	json_t *t = json_object_get(*root, "model_type");
+	for (size_t i = 0; json_is_string(t) && i < sizeof families / sizeof *families; i++)
+		if (!strcmp(json_string_value(t), families[i]))
+			return families[i];
+	return NULL;
+}
+
+#define HF_INT(o, key, flags, out, e) \
+	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
+
+static int parse_config(json_t *o, const char *family, struct model_config *c, bool *qkv_bias,
+			struct err *e)
+{
+	config_default(c);
+	if (HF_INT(o, "num_hidden_layers", JU_REQUIRED, &c->n_layer, e) < 0 ||
+	    HF_INT(o, "num_attention_heads", JU_REQUIRED, &c->n_head, e) < 0 ||
+	    HF_INT(o, "hidden_size", JU_REQUIRED, &c->d_model, e) < 0 ||
+	    HF_INT(o, "intermediate_size", JU_REQUIRED, &c->d_ff, e) < 0 ||
+	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0 ||
+	    HF_INT(o, "max_position_embeddings", JU_REQUIRED, &c->context, e) < 0)
+		return -1;
+	c->n_kv_head = c->n_head;
+	int hd = 0, window = 0;
+	if (HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
+	    HF_INT(o, "head_dim", 0, &hd, e) < 0 || HF_INT(o, "sliding_window", 0, &window, e) < 0)
+		return -1;
+	if (hd && hd * c->n_head != c->d_model)
+		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "
+			       "(%d); the engine needs that", hd, c->d_model / c->n_head);
+	if (window && window < c->context) /* exact up to the window */
+		c->context = window;
+	float eps = 1e-6f, theta = 10000.0f;
+	if (ju_get_float(o, "rms_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0 ||
+	    ju_get_float(o, "rope_theta", "config.json", JU_NULL_ABSENT, &theta, e) < 0)
+		return -1;
+	const char *act = NULL;
+	if (ju_get_str(o, "hidden_act", "config.json", JU_NULL_ABSENT, &act, e) < 0)
+		return -1;
+	if (act && strcmp(act, "silu"))
+		return err_set(e, "config.json: hidden_act \"%.40s\" is not supported (SwiGLU with "
+			       "silu only)", act);
+	json_t *rs = json_object_get(o, "rope_scaling");
+	if (rs && !json_is_null(rs))
+		return err_set(e, "config.json: rope_scaling is not supported");
+	bool b = false;
+	if (ju_get_bool(o, "attention_bias", "config.json", JU_NULL_ABSENT, &b, e) < 0)
+		return -1;
+	if (b)
+		return err_set(e, "config.json: attention_bias true is not supported");
+	b = true;
+	if (ju_get_bool(o, "tie_word_embeddings", "config.json", JU_NULL_ABSENT, &b, e) < 0)
+		return -1;
+	c->tied = b;
+	c->norm = NORM_RMS;
+	c->norm_eps = eps;
+	c->placement = PLACE_PRE;
+	c->pos = POS_ROPE;
+	c->rope_theta = theta;
+	c->mlp = MLP_SWIGLU;
+	*qkv_bias = !strcmp(family, "qwen2");
+	c->bias = *qkv_bias; /* the other biases exist, all 0 */
+	if (config_validate(c, e) != 0)
+		return err_prefix(e, "config.json");
+	return 0;
+}
+
+/* ---------------------------------------------------------------- weights */
+
+/* The open shards; tensor name -> shard by search. */
+struct shards {
+	struct st_file f[MAX_SHARDS];
+	char *path[MAX_SHARDS]; /* each shard's path, owned (NULL: model.safetensors) */
+	int n;
+};
+
+static struct st_tensor *find(struct shards *s, const char *name, struct st_file **in)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct st_tensor *t = st_find(&s->f[i], name);
+		if (t) {
+			*in = &s->f[i];
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* Reads name, shaped {d0, d1} (d1 = 0: 1-D), into dst. */
+static int read_tensor(struct shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
+		       struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = find(s, name, &f);
+	if (!t)
+		return err_set(e, "missing tensor \"%s\"", name);
+	uint64_t shape[2] = { d0, d1 };
+	int nd = d1 ? 2 : 1;
+	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+		char got[96], want[64];
+		st_shape_str(got, sizeof got, t->shape, t->ndim);
+		st_shape_str(want, sizeof want, shape, nd);
+		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
+	}
+	return st_read(f, t, dst, e);
+}
+
+/* Reads a Q or K projection (rows heads x D, cols C) into dst with each
+ * head's rows in the engine's RoPE order; bias likewise when b is set. */
+static int read_rope_rows(struct shards *s, const char *name, int heads, int D, int C, float *dst,
+			  float *tmp, struct err *e)
+{
+	if (read_tensor(s, name, (uint64_t)heads * D, (uint64_t)C, tmp, e))
+		return -1;
+	for (int r = 0; r < heads * D; r++)
+		memcpy(dst + (size_t)llama_rope_row(r, D) * C, tmp + (size_t)r * C, (size_t)C * sizeof(float));
+	return 0;
+}
+
+static int read_rope_bias(struct shards *s, const char *name, int heads, int D, float *dst,
+			  float *tmp, struct err *e)
+{
+	if (read_tensor(s, name, (uint64_t)heads * D, 0, tmp, e))
+		return -1;
+	for (int r = 0; r < heads * D; r++)
+		dst[llama_rope_row(r, D)] = tmp[r];
+	return 0;
+}
+
+static int read_weights(struct shards *s, struct model *m, bool qkv_bias, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), F = c->d_ff;
+	size_t QKV = (size_t)cfg_qkv_rows(c, K);
+	float *tmp = xmalloc_aligned((size_t)(F > C ? F : C) * C * sizeof(float));
+	char name[128];
+	int rc = -1;
+#define N(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, l), name)
+	if (read_tensor(s, "model.embed_tokens.weight", (uint64_t)c->vocab_size, (uint64_t)C,
+			m->p[P_WTE], e))
+		goto out;
+	for (int l = 0; l < c->n_layer; l++) {
+		float *qkv = m->p[P_QKVW] + (size_t)l * QKV * C;
+		float *qb = qkv_bias ? m->p[P_QKVB] + (size_t)l * QKV : NULL;
+		float *fc = m->p[P_FCW] + (size_t)l * 2 * F * C;
+		if (read_tensor(s, N("input_layernorm.weight"), (uint64_t)C, 0, m->p[P_LN1W] + (size_t)l * C, e) ||
+		    read_rope_rows(s, N("self_attn.q_proj.weight"), H, D, C, qkv, tmp, e) ||
+		    read_rope_rows(s, N("self_attn.k_proj.weight"), K, D, C, qkv + (size_t)H * D * C, tmp, e) ||
+		    read_tensor(s, N("self_attn.v_proj.weight"), (uint64_t)K * D, (uint64_t)C,
+				qkv + (size_t)(H + K) * D * C, e) ||
+		    read_tensor(s, N("self_attn.o_proj.weight"), (uint64_t)C, (uint64_t)C,
+				m->p[P_ATTPROJW] + (size_t)l * C * C, e) ||
+		    read_tensor(s, N("post_attention_layernorm.weight"), (uint64_t)C, 0,
+				m->p[P_LN2W] + (size_t)l * C, e) ||
+		    read_tensor(s, N("mlp.gate_proj.weight"), (uint64_t)F, (uint64_t)C, fc, e) ||
+		    read_tensor(s, N("mlp.up_proj.weight"), (uint64_t)F, (uint64_t)C, fc + (size_t)F * C, e) ||
+		    read_tensor(s, N("mlp.down_proj.weight"), (uint64_t)C, (uint64_t)F,
+				m->p[P_FCPROJW] + (size_t)l * C * F, e))
+			goto out;
+		if (qb && (read_rope_bias(s, N("self_attn.q_proj.bias"), H, D, qb, tmp, e) ||
+			   read_rope_bias(s, N("self_attn.k_proj.bias"), K, D, qb + (size_t)H * D, tmp, e) ||
+			   read_tensor(s, N("self_attn.v_proj.bias"), (uint64_t)K * D, 0,
+				       qb + (size_t)(H + K) * D, e)))
+			goto out;
+	}
+#undef N
+	if (read_tensor(s, "model.norm.weight", (uint64_t)C, 0, m->p[P_LNFW], e))
+		goto out;
+	if (!c->tied && read_tensor(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
+				    m->p[P_LMHEAD], e))
+		goto out;
+	for (int i = 0; i < s->n; i++) /* every tensor read, but a tied lm_head copy */
+		for (int j = 0; j < s->f[i].n; j++) {
+			const struct st_tensor *t = &s->f[i].t[j];
+			if (!t->read && !(c->tied && !strcmp(t->name, "lm_head.weight")) &&
+			    !strstr(t->name, "rotary_emb.inv_freq")) {
+				err_set(e, "unexpected tensor \"%.60s\"", t->name);
+				goto out;
+			}
+		}
+	rc = 0;
+out:
+	free(tmp);
+	return rc;
+}
+
+/* Opens model.safetensors, or every shard model.safetensors.index.json
+ * names.  0, or -1 + e. */
+static int open_shards(const char *dir, struct shards *s, struct err *e)
+{
+	static const struct st_checks checks = { .other_dtypes = true };
+	s->n = 0;
+	char *one = ld_join(dir, "model.safetensors"), *idx = ld_join(dir, "model.safetensors.index.json");
+	int rc = -1;
+	if (ld_is_file(one)) {
+		if (st_open(&s->f[0], one, &checks, e) == 0) {
+			s->path[0] = NULL;
+			s->n = 1;
+			rc = 0;
+		} else {
+			err_prefix(e, "model.safetensors");
+		}
+	} else if (ld_is_file(idx)) {
+		json_t *root = json_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
+		const char *key;
+		json_t *v;
+		rc = json_is_object(map) ? 0 : err_set(e, "model.safetensors.index.json: no weight_map");
+		json_object_foreach(map, key, v) {
+			if (rc || !json_is_string(v) || strchr(json_string_value(v), '/')) {
+				rc = rc ? rc : err_set(e, "model.safetensors.index.json: \"%.60s\" names no "
+						       "file beside it", key);
+				break;
+			}
+			bool seen = false; /* each shard once */
+			char *path = ld_join(dir, json_string_value(v));
+			for (int i = 0; i < s->n && !seen; i++)
+				seen = !strcmp(s->path[i], path);
+			if (!seen) {
+				if (s->n == MAX_SHARDS)
+					rc = err_set(e, "more than %d shards", MAX_SHARDS);
+				else if (st_open(&s->f[s->n], path, &checks, e) != 0)
+					rc = err_prefix(e, "%s", json_string_value(v));
+				else
+					s->path[s->n++] = xstrdup(path);
+			}
+			free(path);
+		}
+		json_decref(root);
+	} else {
+		err_set(e, "no model.safetensors or model.safetensors.index.json");
+	}
+	free(one);
+	free(idx);
+	return rc;
+}
+
+static void close_shards(struct shards *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		free(s->path[i]);
+		st_close(&s->f[i]);
+	}
+	s->n = 0;
+}
+
+/* The tokenizer beside the model, refused when it is not GPT-2's kind. */
+static struct tokenizer *tokenizer_for(const char *opt, const char *dir, struct err *e)
+{
+	char *tj = ld_join(opt ? opt : dir, "tokenizer.json");
+	if (ld_is_file(tj)) {
+		json_t *root = json_load_file(tj, 0, NULL);
+		json_t *pre = json_object_get(root, "pre_tokenizer");
+		json_t *type = json_object_get(pre, "type");
+		bool ok = json_is_string(type) && !strcmp(json_string_value(type), "ByteLevel");
+		const char *what = json_is_string(type) ? json_string_value(type) : "none";
+		char buf[64];
+		snprintf(buf, sizeof buf, "%.40s", what);
+		json_decref(root);
+		if (!ok) {
+			free(tj);
+			err_set(e, "%s/tokenizer.json: pre_tokenizer %s is not supported yet (GPT-2's "
+				"ByteLevel only); give another with --tokenizer", opt ? opt : dir, buf);
+			return NULL;
+		}
+	}
+	free(tj);
+	return ld_gpt2_tokenizer(opt, dir, e);
+}
+
+/* ----------------------------------------------------------------- format */
+
+static bool probe_llama(const char *path, char *why, size_t n)
+{
+	if (!ld_is_dir(path)) {
+		snprintf(why, n, "not a directory");
+		return false;
+	}
+	char *cfg = ld_join(path, "config.json");
+	json_t *root = NULL;
+	bool ok = ld_is_file(cfg) && family_of(cfg, &root);
+	json_decref(root);
+	free(cfg);
+	if (!ok)
+		snprintf(why, n, "no config.json of a Llama, Qwen2 or Mistral model");
+	return ok;
+}
+
+static struct model *load_llama(const char *path, const struct load_opts *o, struct err *e)
+{
+	char *cfgp = ld_join(path, "config.json");
+	json_t *root = NULL;
+	const char *family = family_of(cfgp, &root);
+	struct model_config cfg;
+	struct model *m = NULL;
+	struct tokenizer *tok = NULL;
+	struct shards sh = { .n = 0 };
+	bool qkv_bias = false;
+	if (!family || parse_config(root, family, &cfg, &qkv_bias, e))
+		goto fail;
+	tok = tokenizer_for(o->tokenizer, path, e);
+	if (!tok)
+		goto fail_noprefix;
+	if (tok->vocab_size > cfg.vocab_size) {
+		err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
+			tok->vocab_size, cfg.vocab_size);
+		goto fail;
+	}
+	if (open_shards(path, &sh, e))
+		goto fail;
+	m = model_new(&cfg, e);
+	if (!m || read_weights(&sh, m, qkv_bias, e))
+		goto fail;
+	close_shards(&sh);
+	m->tok = tok;
+	m->path = xstrdup(path);
+	m->name = ld_basename(path, NULL);
+	json_decref(root);
+	free(cfgp);
+	return m;
+fail:
+	err_prefix(e, "%s", path);
+fail_noprefix:
+	close_shards(&sh);
+	tok_free(tok);
+	model_free(m);
+	json_decref(root);
+	free(cfgp);
+	return NULL;
+}
+
+const struct model_format format_hf_llama = {
+	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Mistral)", probe_llama,
+	load_llama,
+};
