@@ -176,7 +176,8 @@ if command -v tmux >/dev/null 2>&1; then
 		failures=$((failures + 1))
 	fi
 	T send-keys -t v c
-	if wait_for '^shakespeare: learning rate by step' && screen | grep -q '● learning rate'; then
+	# the legend is drawn after the title: wait for it, not the title
+	if wait_for '^● learning rate' && screen | grep -q '^shakespeare: learning rate by step'; then
 		ok "the curves view: c shows the learning rate"
 	else
 		echo "FAIL the curves view: c shows the learning rate"
