@@ -29,6 +29,10 @@ enum ckpt_dtype { CKPT_F32, CKPT_F16 };
  * with one line "PATH: problem".  Nothing leaks on failure. */
 struct model *checkpoint_load(const char *path, struct err *e);
 
+/* The config of the checkpoint at path, from its header alone (no tensor
+ * is read or checked against it).  0, or -1 with one line "PATH: problem". */
+int checkpoint_describe(const char *path, struct model_config *c, struct err *e);
+
 /* Writes m to path under the rules for the files attnscope writes (util.h:
  * atomically, links followed, the mode kept, anything but a regular file
  * refused).  0 or -1 with a message. */

@@ -1,16 +1,7 @@
 /*
- * loader.h — finds and opens a model given what a user typed.
+ * loader.h — opens a model given what a user typed.
  *
- * A spec is
- *   - a path to a file or directory;
- *   - a name resolved in the models/ directory (`shakespeare` ->
- *     models/shakespeare.safetensors; also models/NAME, a file or an HF
- *     directory), looked up in $ATTNSCOPE_MODELS when set, else first
- *     under the current directory and then beside the executable;
- *   - `hf:NAME` or `hf:ORG/NAME`: a snapshot in the local Hugging Face cache
- *     ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub;
- *     models--ORG--NAME/snapshots/<refs/main, else the newest>).  Nothing is
- *     ever downloaded.
+ * A spec is resolved to a path as resolve.h says.
  *
  * The format is found by content, through a table of formats (probe + load):
  *   "safetensors"  attnscope's own checkpoint (checkpoint.h)
@@ -34,13 +25,8 @@
 #include <stddef.h>
 
 #include "model.h"
+#include "resolve.h"
 #include "util.h"
-
-/* Resolves spec to an existing path (file or directory) in out (size
- * bytes).  0, or -1 with a message listing where it looked, or saying what
- * spec is when it is neither ("/dev/zero: is a character device, not a
- * model file or directory"). */
-int model_resolve(const char *spec, char *out, size_t size, struct err *e);
 
 /* model_open_ex(spec, NULL, NULL, e): the tokenizer beside the model.
  * NULL with a one-line message on failure. */
@@ -66,8 +52,17 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
  * or the name itself when unknown. */
 const char *model_format_desc(const char *format);
 
-/* The models/ directory in use (for completion and listings), or NULL. */
-const char *models_dir(void);
+/* The config of the model spec names, from its header or config.json
+ * alone (no weights are read), and its format's name.  0, or -1 with the
+ * message model_open_ex() would give for a spec it cannot resolve or
+ * recognise. */
+int model_describe(const char *spec, struct model_config *c, const char **format,
+		   struct err *e);
+
+/* Bytes the engine needs to hold a model of config c (its weights as
+ * float32), which model_open_ex() compares with the memory available
+ * before reading any weight. */
+double model_weight_bytes(const struct model_config *c);
 
 /*
  * Encodes text for model m (BOS first when the vocabulary has one).

@@ -30,6 +30,10 @@ struct model_format {
 	/* true when path is of this format; else a few words in why */
 	bool (*probe)(const char *path, char *why, size_t why_size);
 	struct model *(*load)(const char *path, const struct load_opts *o, struct err *e);
+	/* Optional: the config alone, from the header or config.json, without
+	 * reading weights or the tokenizer (listings, the memory estimate).
+	 * 0, or -1 + e; may be NULL. */
+	int (*describe)(const char *path, struct model_config *c, struct err *e);
 };
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,

@@ -156,7 +156,4 @@ double session_kv_bytes(const struct session *s, const struct run_options *o);
 int session_parse_head(const struct session *s, const char *arg, int *layer, int *head,
 		       struct err *e);
 
-/* Formats a byte count with binary units ("1.25 GiB", "160 MiB", "896 B"). */
-void format_bytes(double bytes, char *buf, size_t size);
-
 #endif

@@ -175,4 +175,11 @@ size_t dtype_size(enum dtype t);
  * refuse them after).  DTYPE_OTHER is a broken invariant (die). */
 void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t);
 
+/* Formats a byte count with binary units ("1.25 GiB", "160 MiB", "896 B"). */
+void format_bytes(double bytes, char *buf, size_t size);
+
+/* Levenshtein distance between a and b (bytes); 99 when either is longer
+ * than 98 bytes.  For "did you mean" suggestions. */
+int edit_distance(const char *a, const char *b);
+
 #endif

@@ -114,6 +114,19 @@ static struct model *open_ok(const char *spec, const char *tokenizer, const char
 	assert_non_null(m);
 	assert_non_null(fmt);
 	assert_string_equal(fmt, format);
+
+	/* model_describe (for listings and the memory estimate) reads the same
+	 * config from the header alone */
+	struct model_config c;
+	const char *dfmt = NULL;
+	if (model_describe(spec, &c, &dfmt, &e) != 0)
+		print_error("describe %s: %s\n", spec, e.msg);
+	assert_non_null(dfmt);
+	assert_string_equal(dfmt, format);
+	char *want = checkpoint_config_json(&m->cfg), *got = checkpoint_config_json(&c);
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
 	return m;
 }
 

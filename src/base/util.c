@@ -588,3 +588,44 @@ void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t)
 	}
 	die("dtype_to_f32: no conversion for dtype %d", (int)t);
 }
+
+void format_bytes(double bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+	while (bytes >= 1024.0 && u < 5) {
+		bytes /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%.0f B", bytes);
+	else if (fabs(bytes - round(bytes)) < 0.005)
+		snprintf(buf, size, "%.0f %s", bytes, units[u]);
+	else
+		snprintf(buf, size, "%.2f %s", bytes, units[u]);
+}
+
+int edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 98 || m > 98)
+		return 99;
+	int row[99];
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= n; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= m; j++) {
+			int up = row[j];
+			int best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[m];
+}

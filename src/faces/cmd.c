@@ -25,10 +25,11 @@ extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry
 	cmd_replay_entry, cmd_measurements_entry;
 extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
-	cmd_heat_entry, cmd_beside_entry;
+	cmd_heat_entry, cmd_beside_entry, cmd_models_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
+	&cmd_models_entry,
 	&cmd_text_entry,
 	&cmd_attn_entry,
 	&cmd_norm_entry,
@@ -68,25 +69,6 @@ const struct cmd_entry *const cmd_table[] = {
 };
 
 /* ------------------------------------------------------------------ lookup */
-
-static int edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 32 || lb > 32)
-		return 99;
-	int d[33][33];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	return d[la][lb];
-}
 
 const struct cmd_entry *cmd_find(const char *name, struct err *e)
 {

@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include "repl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -259,21 +258,12 @@ static void cands_add_heads(void)
 
 static void cands_add_models(void)
 {
-	static const char ext[] = ".safetensors";
-	const char *dir = models_dir();
-	DIR *d = dir ? opendir(dir) : NULL;
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n > sizeof ext - 1 && !strcmp(de->d_name + n - (sizeof ext - 1), ext)) {
-			char *name = xstrndup(de->d_name, n - (sizeof ext - 1));
-			cands_add(name);
-			free(name);
-		}
-	}
-	closedir(d);
+	struct model_place *p;
+	int n;
+	model_places(&p, &n);
+	for (int i = 0; i < n; i++)
+		cands_add(p[i].name);
+	model_places_free(p, n);
 }
 
 /* The --options named in a usage line, e.g. "[--layers N --heads N]". */

@@ -387,6 +387,18 @@ struct model *checkpoint_load(const char *path, struct err *e)
 	return m;
 }
 
+int checkpoint_describe(const char *path, struct model_config *c, struct err *e)
+{
+	const struct st_checks checks = { .meta = check_metadata, .other_dtypes = true, .ctx = c };
+	struct st_file f;
+	if (st_open(&f, path, &checks, e)) {
+		err_prefix(e, "%s", path);
+		return -1;
+	}
+	st_close(&f);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ save */
 
 static int write_all(int fd, const void *buf, size_t n, struct err *e)

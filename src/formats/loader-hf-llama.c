@@ -134,6 +134,18 @@ struct shards {
 	int n;
 };
 
+/* Values with bytes behind them in all shards: a config that asks for far
+ * more is refused before the model is allocated for it. */
+static uint64_t values_held(const struct shards *s)
+{
+	uint64_t held = 0;
+	for (int i = 0; i < s->n; i++)
+		for (int j = 0; j < s->f[i].n; j++)
+			if (s->f[i].t[j].esize && held <= UINT64_MAX - s->f[i].t[j].n)
+				held += s->f[i].t[j].n;
+	return held;
+}
+
 static struct st_tensor *find(struct shards *s, const char *name, struct st_file **in)
 {
 	for (int i = 0; i < s->n; i++) {
@@ -345,6 +357,21 @@ static bool probe_llama(const char *path, char *why, size_t n)
 	return ok;
 }
 
+static int describe_llama(const char *path, struct model_config *c, struct err *e)
+{
+	char *cfgp = ld_join(path, "config.json");
+	json_t *root = NULL;
+	const char *family = family_of(cfgp, &root);
+	bool qkv_bias;
+	int rc = family ? parse_config(root, family, c, &qkv_bias, e)
+			: err_set(e, "config.json: not a Llama, Qwen2 or Mistral model");
+	if (rc)
+		err_prefix(e, "%s", path);
+	json_decref(root);
+	free(cfgp);
+	return rc;
+}
+
 static struct model *load_llama(const char *path, const struct load_opts *o, struct err *e)
 {
 	char *cfgp = ld_join(path, "config.json");
@@ -367,6 +394,12 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 	}
 	if (open_shards(path, &sh, e))
 		goto fail;
+	uint64_t held = values_held(&sh), need = config_param_count(&cfg);
+	if (need / 2 > held) {
+		err_set(e, "config.json describes %" PRIu64 " parameters but the weights hold %" PRIu64
+			" values", need, held);
+		goto fail;
+	}
 	m = model_new(&cfg, e);
 	if (!m || read_weights(&sh, m, qkv_bias, e))
 		goto fail;
@@ -390,5 +423,5 @@ fail_noprefix:
 
 const struct model_format format_hf_llama = {
 	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Mistral)", probe_llama,
-	load_llama,
+	load_llama, describe_llama,
 };

@@ -391,6 +391,18 @@ fail_noprefix:
 	return NULL;
 }
 
+static int describe_hf(const char *path, struct model_config *c, struct err *e)
+{
+	char *dir = ld_is_dir(path) ? xstrdup(path) : ld_dirname(path);
+	char *cfgp = ld_join(dir, "config.json");
+	int rc = parse_config(cfgp, c, e);
+	if (rc)
+		err_prefix(e, "%s", dir);
+	free(dir);
+	free(cfgp);
+	return rc;
+}
+
 const struct model_format format_hf_gpt2 = {
-	"hf-gpt2", "Hugging Face GPT-2 directory", probe_hf, load_hf,
+	"hf-gpt2", "Hugging Face GPT-2 directory", probe_hf, load_hf, describe_hf,
 };

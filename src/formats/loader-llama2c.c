@@ -82,6 +82,44 @@ static bool probe_llama2c(const char *path, char *why, size_t n)
 	return !bad;
 }
 
+/* The config a plausible header describes: run.c's model. */
+static void header_config(const int32_t h[7], struct model_config *c)
+{
+	config_default(c);
+	c->d_model = h[0];
+	c->d_ff = h[1];
+	c->n_layer = h[2];
+	c->n_head = h[3];
+	c->n_kv_head = h[4];
+	c->vocab_size = h[5] > 0 ? h[5] : -h[5];
+	c->context = h[6];
+	c->norm = NORM_RMS;
+	c->norm_eps = 1e-5f;
+	c->placement = PLACE_PRE;
+	c->pos = POS_ROPE;
+	c->rope_theta = 10000.0f;
+	c->mlp = MLP_SWIGLU;
+	c->bias = false;
+	c->tied = h[5] > 0;
+}
+
+static int describe_llama2c(const char *path, struct model_config *c, struct err *e)
+{
+	int32_t h[7];
+	off_t size;
+	char buf[96];
+	if (!ld_read_ints(path, h, 7, &size))
+		return err_set(e, "%s: cannot read a llama2.c header", path);
+	const char *bad = (uint32_t)h[0] == AK42_MAGIC ? "export version 2 (\"ak42\")"
+						       : implausible(h, buf, sizeof buf);
+	if (bad)
+		return err_set(e, "%s: not a llama2.c checkpoint this build reads: %s", path, bad);
+	header_config(h, c);
+	if (config_validate(c, e))
+		return err_prefix(e, "%s: header", path);
+	return 0;
+}
+
 /* The tokenizer: --tokenizer, else beside the model. */
 static struct tokenizer *find_tokenizer(const char *opt, const char *dir, int V, struct err *e)
 {
@@ -194,22 +232,7 @@ static struct model *load_llama2c(const char *path, const struct load_opts *o, s
 	int V = tied ? h[5] : -h[5];
 	int hs = dim / H;
 	struct model_config cfg;
-	config_default(&cfg);
-	cfg.vocab_size = V;
-	cfg.d_model = dim;
-	cfg.n_layer = L;
-	cfg.n_head = H;
-	cfg.n_kv_head = K;
-	cfg.d_ff = hid;
-	cfg.context = S;
-	cfg.norm = NORM_RMS;
-	cfg.norm_eps = 1e-5f;
-	cfg.placement = PLACE_PRE;
-	cfg.pos = POS_ROPE;
-	cfg.rope_theta = 10000.0f;
-	cfg.mlp = MLP_SWIGLU;
-	cfg.bias = false;
-	cfg.tied = tied;
+	header_config(h, &cfg);
 	if (config_validate(&cfg, e) != 0) {
 		err_prefix(e, "%s: header", path);
 		goto fail;
@@ -244,4 +267,5 @@ fail:
 
 const struct model_format format_llama2c = {
 	"llama2c", "llama2.c checkpoint", probe_llama2c, load_llama2c,
+	describe_llama2c,
 };

@@ -51,6 +51,30 @@ static bool probe_llmc(const char *path, char *why, size_t n)
 	return false;
 }
 
+/* The GPT-2 config of an llm.c header (ints 2..6). */
+static void header_config(const int32_t h[HEADER_INTS], struct model_config *c)
+{
+	config_default(c);
+	c->context = h[2];
+	c->vocab_size = h[3];
+	c->n_layer = h[4];
+	c->n_head = c->n_kv_head = h[5];
+	c->d_model = h[6];
+	c->d_ff = h[6] > 0 && h[6] <= CFG_MAX_DFF / 4 ? 4 * h[6] : -1;
+}
+
+static int describe_llmc(const char *path, struct model_config *c, struct err *e)
+{
+	int32_t h[HEADER_INTS];
+	off_t size;
+	if (!ld_read_ints(path, h, HEADER_INTS, &size) || h[0] != LLMC_MAGIC)
+		return err_set(e, "%s: not an llm.c GPT-2 checkpoint with a 1024-byte header", path);
+	header_config(h, c);
+	if (config_validate(c, e))
+		return err_prefix(e, "%s: header", path);
+	return 0;
+}
+
 /* What read_weights needs of the header. */
 struct llmc_shape {
 	int bf16;
@@ -115,13 +139,7 @@ static struct model *load_llmc(const char *path, const struct load_opts *o, stru
 		goto fail;
 	}
 	struct model_config cfg;
-	config_default(&cfg);
-	cfg.vocab_size = V;
-	cfg.context = maxT;
-	cfg.n_layer = L;
-	cfg.n_head = cfg.n_kv_head = NH;
-	cfg.d_model = C;
-	cfg.d_ff = C > 0 && C <= CFG_MAX_DFF / 4 ? 4 * C : -1;
+	header_config(h, &cfg);
 	if (config_validate(&cfg, e) != 0 || Vp > CFG_MAX_VOCAB) {
 		if (Vp > CFG_MAX_VOCAB)
 			err_set(e, "padded vocabulary %d is out of range", Vp);
@@ -160,5 +178,5 @@ fail:
 }
 
 const struct model_format format_llmc = {
-	"llmc", "llm.c GPT-2 checkpoint", probe_llmc, load_llmc,
+	"llmc", "llm.c GPT-2 checkpoint", probe_llmc, load_llmc, describe_llmc,
 };

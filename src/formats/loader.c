@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,11 @@ static bool probe_safetensors(const char *path, char *why, size_t n)
 	return ok;
 }
 
+static int describe_safetensors(const char *path, struct model_config *c, struct err *e)
+{
+	return checkpoint_describe(path, c, e);
+}
+
 static struct model *load_safetensors(const char *path, const struct load_opts *o,
 				      struct err *e)
 {
@@ -65,6 +71,7 @@ static struct model *load_safetensors(const char *path, const struct load_opts *
 
 const struct model_format format_safetensors = {
 	"safetensors", "attnscope safetensors checkpoint", probe_safetensors, load_safetensors,
+	describe_safetensors,
 };
 
 /* The HF probe comes before ours: it claims a model.safetensors file only
@@ -82,149 +89,105 @@ const char *model_format_desc(const char *format)
 	return format ? format : "?";
 }
 
-/* -------------------------------------------------------------- resolving */
-
-const char *models_dir(void)
-{
-	static char dir[PATH_MAX];
-	const char *env = getenv("ATTNSCOPE_MODELS");
-	if (env && *env)
-		return ld_is_dir(env) ? env : NULL;
-	if (ld_is_dir("models"))
-		return "models";
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	snprintf(dir, sizeof dir, "%.*s/models", (int)(sizeof dir - 8), exe);
-	return ld_is_dir(dir) ? dir : NULL;
-}
-
-/* The hub directory of the local Hugging Face cache. */
-static void hf_hub_dir(char *out, size_t size)
-{
-	const char *v = getenv("HF_HUB_CACHE");
-	if (v && *v) {
-		snprintf(out, size, "%s", v);
-		return;
-	}
-	v = getenv("HF_HOME");
-	if (v && *v) {
-		snprintf(out, size, "%s/hub", v);
-		return;
-	}
-	v = getenv("XDG_CACHE_HOME");
-	if (v && *v) {
-		snprintf(out, size, "%s/huggingface/hub", v);
-		return;
-	}
-	v = getenv("HOME");
-	snprintf(out, size, "%s/.cache/huggingface/hub", v && *v ? v : ".");
-}
-
-/* hf:NAME or hf:ORG/NAME -> a snapshot directory holding config.json:
- * the one refs/main names, else the most recently modified. */
-static int hf_resolve(const char *spec, char *out, size_t size, struct err *e)
-{
-	const char *id = spec + 3;
-	char hub[PATH_MAX], repo[PATH_MAX + 272], snaps[PATH_MAX + 288], ref[256];
-	size_t n = strlen(id);
-
-	if (n == 0 || n > 200 || id[0] == '/' || id[n - 1] == '/' || strstr(id, "..") ||
-	    strchr(id, '/') != strrchr(id, '/'))
-		return err_set(e, "%s: expected hf:NAME or hf:ORG/NAME", spec);
-	hf_hub_dir(hub, sizeof hub);
-	char flat[256];
-	size_t k = 0;
-	for (const char *p = id; *p && k + 3 < sizeof flat; p++) {
-		if (*p == '/') {
-			flat[k++] = '-';
-			flat[k++] = '-';
-		} else {
-			flat[k++] = *p;
-		}
-	}
-	flat[k] = '\0';
-	snprintf(repo, sizeof repo, "%s/models--%s", hub, flat);
-	snprintf(snaps, sizeof snaps, "%s/snapshots", repo);
-
-	/* refs/main first */
-	char refpath[PATH_MAX + 288];
-	snprintf(refpath, sizeof refpath, "%s/refs/main", repo);
-	FILE *f = fopen(refpath, "r");
-	if (f) {
-		if (fgets(ref, sizeof ref, f)) {
-			ref[strcspn(ref, "\r\n")] = '\0';
-			int k = snprintf(out, size, "%s/%s", snaps, ref);
-			char *cfg = ld_join(out, "config.json");
-			bool ok = ref[0] && !strchr(ref, '/') && k > 0 && (size_t)k < size &&
-				  ld_is_file(cfg);
-			free(cfg);
-			if (ok) {
-				fclose(f);
-				return 0;
-			}
-		}
-		fclose(f);
-	}
-	DIR *d = opendir(snaps);
-	double best = -1;
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			char *dir = ld_join(snaps, de->d_name), *cfg = ld_join(dir, "config.json");
-			struct stat st;
-			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && ld_is_file(cfg) &&
-			    (double)st.st_mtime > best && strlen(dir) < size) {
-				best = (double)st.st_mtime;
-				snprintf(out, size, "%s", dir);
-			}
-			free(dir);
-			free(cfg);
-		}
-		closedir(d);
-	}
-	if (best >= 0)
-		return 0;
-	return err_set(e, "%s: not in the local Hugging Face cache (no snapshot with config.json "
-		       "in %s); attnscope never downloads: fetch it once with network access, "
-		       "e.g. `huggingface-cli download %s`, or set HF_HOME", spec, snaps, id);
-}
-
-int model_resolve(const char *spec, char *out, size_t size, struct err *e)
-{
-	if (strncmp(spec, "hf:", 3) == 0)
-		return hf_resolve(spec, out, size, e);
-	if (file_refuse_special(spec, true, "a model file or directory", e))
-		return -1;
-	if (ld_is_file(spec) || ld_is_dir(spec)) {
-		if (strlen(spec) >= size)
-			return err_set(e, "%.60s...: path too long", spec);
-		snprintf(out, size, "%s", spec);
-		return 0;
-	}
-	const char *dir = models_dir();
-	if (dir && !strchr(spec, '/')) {
-		static const char *const suffixes[] = { ".safetensors", "", ".bin" };
-		for (size_t i = 0; i < 3; i++) {
-			int n = snprintf(out, size, "%s/%s%s", dir, spec, suffixes[i]);
-			if (n > 0 && (size_t)n < size && (ld_is_file(out) || ld_is_dir(out)))
-				return 0;
-		}
-	}
-	if (dir && !strchr(spec, '/'))
-		return err_set(e, "%s: no such model file, and no %s/%s.safetensors", spec, dir, spec);
-	return err_set(e, "%s: no such model file", spec);
-}
-
 /* ---------------------------------------------------------------- opening */
+
+double model_weight_bytes(const struct model_config *c)
+{
+	return 4.0 * (double)config_param_count(c);
+}
+
+/* Bytes this process may still allocate: the kernel's MemAvailable, less
+ * when an address-space limit (ulimit -v) is nearer.  < 0 when unknown. */
+static double memory_available(void)
+{
+	double avail = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			avail = 1024.0 * (double)kb;
+	if (f)
+		fclose(f);
+	struct rlimit r;
+	unsigned long long pages = 0;
+	f = fopen("/proc/self/statm", "r");
+	if (f && fscanf(f, "%llu", &pages) != 1)
+		pages = 0;
+	if (f)
+		fclose(f);
+	if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+		double left = (double)r.rlim_cur - (double)pages * (double)sysconf(_SC_PAGESIZE);
+		if (left < 0)
+			left = 0;
+		if (avail < 0 || left < avail)
+			avail = left;
+	}
+	return avail;
+}
+
+/* Refuses, before a weight is read, a model whose weights will not fit. */
+static int check_fits(const char *path, const struct model_format *fmt, struct err *e)
+{
+	struct model_config c;
+	struct err ignore;
+	if (!fmt->describe || fmt->describe(path, &c, &ignore))
+		return 0; /* the load names what is wrong */
+	double need = model_weight_bytes(&c), avail = memory_available();
+	if (avail < 0 || need <= avail)
+		return 0;
+	char n[32], a[32];
+	format_bytes(need, n, sizeof n);
+	format_bytes(avail, a, sizeof a);
+	return err_set(e, "%s: its %zu parameters need %s as float32, and %s of memory is "
+		       "available; it will not fit", path, config_param_count(&c), n, a);
+}
+
+static const struct model_format *format_of(const char *path, char whys[][96])
+{
+	for (size_t i = 0; i < N_FORMATS; i++) {
+		whys[i][0] = '\0';
+		if (formats[i]->probe(path, whys[i], sizeof whys[i]))
+			return formats[i];
+	}
+	return NULL;
+}
+
+/* "PATH: not a model format attnscope knows (one reason per format)" */
+static int unknown_format(const char *path, char whys[][96], struct err *e)
+{
+	char msg[ERR_MAX];
+	size_t k = (size_t)snprintf(msg, sizeof msg, "%s: not a model format attnscope knows (", path);
+	for (size_t i = 0; i < N_FORMATS && k < sizeof msg; i++)
+		k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s: %s", i ? "; " : "",
+				      formats[i]->name, whys[i]);
+	if (k < sizeof msg)
+		snprintf(msg + k, sizeof msg - k, ")");
+	err_set(e, "%s", msg);
+	ld_one_line(e);
+	return -1;
+}
+
+int model_describe(const char *spec, struct model_config *c, const char **format,
+		   struct err *e)
+{
+	char path[PATH_MAX];
+	char whys[N_FORMATS][96];
+	if (model_resolve(spec, path, sizeof path, e) != 0)
+		return -1;
+	const struct model_format *fmt = format_of(path, whys);
+	if (!fmt)
+		return unknown_format(path, whys, e);
+	if (format)
+		*format = fmt->name;
+	if (!fmt->describe)
+		return err_set(e, "%s: a %s cannot be described without loading it", path, fmt->desc);
+	if (fmt->describe(path, c, e)) {
+		ld_one_line(e);
+		return -1;
+	}
+	return 0;
+}
 
 struct model *model_open_ex(const char *spec, const char *tokenizer, const char **format,
 			    struct err *e)
@@ -244,27 +207,19 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 		err_set(e, "--tokenizer %s: no such file or directory", tokenizer);
 		return NULL;
 	}
-	for (size_t i = 0; i < N_FORMATS; i++) {
-		whys[i][0] = '\0';
-		if (!formats[i]->probe(path, whys[i], sizeof whys[i]))
-			continue;
-		struct model *m = formats[i]->load(path, &o, e);
-		if (m && format)
-			*format = formats[i]->name;
-		if (!m)
-			ld_one_line(e);
-		return m;
+	const struct model_format *fmt = format_of(path, whys);
+	if (!fmt) {
+		unknown_format(path, whys, e);
+		return NULL;
 	}
-	char msg[ERR_MAX];
-	size_t k = (size_t)snprintf(msg, sizeof msg, "%s: not a model format attnscope knows (", path);
-	for (size_t i = 0; i < N_FORMATS && k < sizeof msg; i++)
-		k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s: %s", i ? "; " : "",
-				      formats[i]->name, whys[i]);
-	if (k < sizeof msg)
-		snprintf(msg + k, sizeof msg - k, ")");
-	err_set(e, "%s", msg);
-	ld_one_line(e);
-	return NULL;
+	if (check_fits(path, fmt, e))
+		return NULL;
+	struct model *m = fmt->load(path, &o, e);
+	if (m && format)
+		*format = fmt->name;
+	if (!m)
+		ld_one_line(e);
+	return m;
 }
 
 struct model *model_open(const char *spec, struct err *e)

@@ -348,22 +348,6 @@ double session_kv_bytes(const struct session *s, const struct run_options *o)
 	return kv_cache_bytes(c->n_layer, o->kv_heads, s->n_tokens, cfg_d_head(c), 4);
 }
 
-void format_bytes(double bytes, char *buf, size_t size)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int u = 0;
-	while (bytes >= 1024.0 && u < 5) {
-		bytes /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, size, "%.0f B", bytes);
-	else if (fabs(bytes - round(bytes)) < 0.005)
-		snprintf(buf, size, "%.0f %s", bytes, units[u]);
-	else
-		snprintf(buf, size, "%.2f %s", bytes, units[u]);
-}
-
 bool session_head_ablated(const struct session *s, int l, int h)
 {
 	int bit = l * s->model->cfg.n_head + h;

@@ -1,0 +1,124 @@
+/*
+ * cmd-models.c — models: the models there are to load, from the models
+ * directory and the local Hugging Face cache (resolve.h), each described
+ * from its header or config.json alone (loader.h), never loaded.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "loader.h"
+#include "utf8.h"
+
+/* "812 K", "1.2 M", "135 M", "1.5 B": a parameter count at a glance. */
+static void format_count(double n, char *buf, size_t size)
+{
+	static const char *const units[] = { "", " K", " M", " B" };
+	int u = 0;
+	while (n >= 1000.0 && u < 3) {
+		n /= 1000.0;
+		u++;
+	}
+	snprintf(buf, size, n < 10 && u ? "%.1f%s" : "%.0f%s", n, units[u]);
+}
+
+/* Three significant digits with binary units: "3.18 MiB", "517 MiB". */
+static void format_size(double bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+	while (bytes >= 1000.0 && u < 4) {
+		bytes /= 1024.0;
+		u++;
+	}
+	snprintf(buf, size, bytes < 10 && u ? "%.2f %s" : bytes < 100 && u ? "%.1f %s" : "%.0f %s",
+		 bytes, units[u]);
+}
+
+/* Whether path is the file or directory the session's model came from. */
+static bool is_loaded(const struct session *s, const char *path)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	return s->model && s->model->path && realpath(path, a) && realpath(s->model->path, b) &&
+	       !strcmp(a, b);
+}
+
+static void print_place(struct session *s, const struct model_place *p, int name_w)
+{
+	char name[4 * 64 + 1], why[ERR_MAX];
+	utf8_printable(p->name, strlen(p->name), name, sizeof name);
+	struct model_config c;
+	const char *format = NULL;
+	struct err e;
+	char mark = is_loaded(s, p->path) ? '*' : ' ';
+	if (model_describe(p->path, &c, &format, &e) != 0) {
+		/* what a load would say, without the path it starts with */
+		const char *msg = e.msg;
+		size_t n = strlen(p->path);
+		if (!strncmp(msg, p->path, n) && !strncmp(msg + n, ": ", 2))
+			msg += n + 2;
+		utf8_printable(msg, strlen(msg), why, sizeof why);
+		fprintf(s->out, "%c %-*.*s  (%s)\n", mark, name_w, name_w, name,
+			format ? format : "not a model");
+		fprintf(s->out, "    %.*s\n", cmd_out_width(s) - 5, why);
+		return;
+	}
+	char params[16], bytes[16];
+	format_count((double)config_param_count(&c), params, sizeof params);
+	format_size(model_weight_bytes(&c), bytes, sizeof bytes);
+	fprintf(s->out, "%c %-*.*s  %-11s %3d %3d %3d %5d %5d %6s %8s\n", mark, name_w, name_w,
+		name, format, c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.context, params, bytes);
+}
+
+static int models_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	(void)argc;
+	(void)argv;
+	(void)e;
+	struct model_place *p;
+	int n;
+	model_places(&p, &n);
+	const char *dir = models_dir();
+	char hub[PATH_MAX];
+	hf_hub_dir(hub, sizeof hub);
+	fprintf(s->out, "models directory    %s\nHugging Face cache  %s\n",
+		dir ? dir : "(none: no models/ here or beside attnscope)", hub);
+	int name_w = 4;
+	for (int i = 0; i < n; i++) {
+		int w = (int)strlen(p[i].name);
+		if (w > name_w)
+			name_w = w;
+	}
+	int room = cmd_out_width(s) - 55; /* the columns after the name take 53 */
+	if (name_w > room)
+		name_w = room < 12 ? 12 : room;
+	fprintf(s->out, "  %-*s  %-11s %3s %3s %3s %5s %5s %6s %8s\n", name_w, "name", "format",
+		"L", "H", "KV", "d", "ctx", "params", "memory");
+	for (int i = 0; i < n; i++)
+		print_place(s, &p[i], name_w);
+	if (n == 0)
+		fprintf(s->out, "  (none)\n");
+	else
+		fprintf(s->out, "* loaded.  L layers, H query heads, KV key/value heads, d width, "
+			"ctx context;\nmemory: the weights as float32, as attnscope holds them.\n");
+	model_places_free(p, n);
+	return 0;
+}
+
+const struct cmd_entry cmd_models_entry = {
+	.name = "models",
+	.help = "list the models in models/ and the local Hugging Face cache",
+	.long_help =
+		"Lists what load can open by name: the models directory ($ATTNSCOPE_MODELS when\n"
+		"set, else models/) and the snapshots of the local Hugging Face cache\n"
+		"($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub) as hf:ORG/NAME.  Each\n"
+		"is described from its header or config.json without loading it: its format,\n"
+		"layers, query and key/value heads, width, context, parameters and the memory\n"
+		"its weights take as float32.  What attnscope cannot open says why.  Nothing is\n"
+		"downloaded.",
+	.min_args = 0,
+	.max_args = 0,
+	.exec = models_exec,
+};
