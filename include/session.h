@@ -42,8 +42,13 @@ struct session {
 	struct run_options opt;    /* what the current run used */
 	struct run_options native; /* the model's native options (baseline) */
 	struct run *run;           /* current run (RUN_LOGITS | RUN_ATTN); owned */
-	struct run *base;          /* baseline run on the same tokens; owned */
+	/* The baseline run on the same tokens under the native options: run
+	 * itself while opt equals native (one pass, not two), else base_own. */
+	struct run *base;
 	bool base_valid;           /* base matches model + tokens */
+	struct run *base_own;      /* the baseline's own run, allocated when first
+				    * needed; owned */
+	bool base_own_valid;       /* base_own matches model + tokens */
 	bool run_valid;            /* run matches model + tokens + opt */
 	struct comparison cmp;     /* run vs base */
 	unsigned long run_gen;     /* counts the passes of run: caches derived from it key on it */

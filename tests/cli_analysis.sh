@@ -143,4 +143,27 @@ else
 	fail demo-norm-with-postnorm
 fi
 
+# The baseline is the current run while the options are native (one pass,
+# not two) and a pass of its own otherwise: whichever order options and
+# text come in, the loss, baseline and KL are the same.
+T="the quick brown fox jumps over the lazy dog"
+stats_after() { "$A" --no-db --batch shakespeare -c "$1" 2>&1 | grep '^loss\|^KL'; }
+a=$(stats_after "attn mqa; text $T; stats")
+b=$(stats_after "text $T; attn mqa; stats")
+c=$(stats_after "text $T; attn mqa; attn mha; ablate 1.2; restore all; attn mqa; stats")
+d=$(stats_after "text a much longer text that comes first, and is not the same; attn mqa; text $T; stats")
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$a" = "$d" ] && echo "$a" | grep -q 'KL vs base    0\.[0-9]*[1-9]'; then
+	ok "baseline-any-order"
+else
+	printf "  %s\n" "$a" "$b" "$c" "$d"
+	fail baseline-any-order
+fi
+n=$(stats_after "text $T; attn mqa; attn mha; stats")
+if echo "$n" | grep -q 'KL vs base    0\.000000' && echo "$n" | grep -q 'delta +0\.0000'; then
+	ok "baseline-native-again"
+else
+	printf "  %s\n" "$n"
+	fail baseline-native-again
+fi
+
 [ $failures = 0 ]

@@ -27,7 +27,7 @@ void session_free(struct session *s)
 	free(s->tokens);
 	free(s->unk_src);
 	run_free(s->run);
-	run_free(s->base);
+	run_free(s->base_own);
 	free(s->scores);
 	heat_free(&s->heat_vals);
 	free(s->heat_disp);
@@ -55,20 +55,20 @@ int session_need_run(const struct session *s, struct err *e)
 	return 0;
 }
 
-/* Makes sure both runs can hold n tokens of the current model. */
+/* Makes sure the current run can hold n tokens of the current model (and
+ * the baseline's own run, when there is one, the same). */
 static void ensure_runs(struct session *s, int n)
 {
 	const struct model_config *c = &s->model->cfg;
 	if (s->run && (s->run->T < n || s->run->C != c->d_model || s->run->V != c->vocab_size ||
 		       s->run->L != c->n_layer || s->run->H != c->n_head || s->run->F != c->d_ff)) {
 		run_free(s->run);
-		run_free(s->base);
-		s->run = s->base = NULL;
+		run_free(s->base_own);
+		s->run = s->base = s->base_own = NULL;
 	}
 	if (!s->run) {
 		s->run = run_new(c, 1, n, RUN_LOGITS | RUN_ATTN);
-		s->base = run_new(c, 1, n, RUN_LOGITS | RUN_ATTN);
-		s->run_valid = s->base_valid = false;
+		s->run_valid = s->base_valid = s->base_own_valid = false;
 	}
 }
 
@@ -144,15 +144,22 @@ int session_update(struct session *s, struct err *e)
 	if (s->n_tokens == 0)
 		return 0;
 	ensure_runs(s, s->n_tokens);
-	if (!s->base_valid) {
-		if (model_forward(s->model, &s->native, s->tokens, NULL, 1, s->n_tokens, s->base, e) != 0)
-			return -1;
-		s->base_valid = true;
-		s->run_valid = false;
-	}
 	if (!s->run_valid) {
+		/* the baseline is a pass of its own only when the options differ */
+		bool native = run_options_equal(&s->opt, &s->native);
+		s->base_valid = false;
+		if (!native && !s->base_own_valid) {
+			if (!s->base_own)
+				s->base_own = run_new(&s->model->cfg, 1, s->run->T, RUN_LOGITS | RUN_ATTN);
+			if (model_forward(s->model, &s->native, s->tokens, NULL, 1, s->n_tokens,
+					  s->base_own, e) != 0)
+				return -1;
+			s->base_own_valid = true;
+		}
 		if (model_forward(s->model, &s->opt, s->tokens, NULL, 1, s->n_tokens, s->run, e) != 0)
 			return -1;
+		s->base = native ? s->run : s->base_own;
+		s->base_valid = true;
 		s->run_valid = true;
 		s->run_gen++;
 		s->scores_valid = false;
@@ -285,15 +292,15 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
 	free(s->unk_src);
 	s->unk_src = src;
 	run_free(s->run);
-	run_free(s->base);
-	s->run = s->base = NULL;
+	run_free(s->base_own);
+	s->run = s->base = s->base_own = NULL;
 	s->model = m;
 	s->model_spec = xstrdup(spec);
 	s->tokens = ids;
 	s->n_tokens = n;
 	run_options_native(m, &s->native);
 	s->opt = s->native;
-	s->run_valid = s->base_valid = false;
+	s->run_valid = s->base_valid = s->base_own_valid = false;
 	s->sel_layer = s->sel_head = s->sel_token = 0;
 	s->dirty = DIRTY_ALL;
 	return session_update(s, e);
@@ -314,7 +321,7 @@ int session_set_text(struct session *s, const char *text, struct err *e)
 	s->text = text[0] ? xstrdup(text) : NULL;
 	s->tokens = ids;
 	s->n_tokens = n;
-	s->run_valid = s->base_valid = false;
+	s->run_valid = s->base_valid = s->base_own_valid = false;
 	s->sel_token = n > 0 ? n - 1 : 0;
 	s->dirty |= DIRTY_TEXT;
 	return session_update(s, e);
