@@ -68,23 +68,28 @@ int tui_scroll(int first, int visible, int total, int sel);
  * The grid: layers down, heads across.  Each head is a title row (its id,
  * drawn over a rule that joins the heads sharing a KV head) and below it a
  * heatmap of `map_rows` text rows.  With half blocks (vsub 2) one text row
- * shows two query rows.  The matrix is max-pooled by `pool` (each pooled
- * cell is the strongest of pool x pool weights) to n x n, the least pooling
- * with which every head fits; the heatmap is then `side` pixels square
- * (columns across, half-rows or rows down), side = n, 2n or 3n, as large as
- * the area allows, pixel p showing pooled cell p * n / side.  When not
- * every head fits even at TUI_GRID_MIN_N, heads or layers scroll
- * (heads_vis < H, layers_vis < L) and the grid follows the selection.
+ * shows two query rows.  The matrix is max-pooled to n x nx (each pooled
+ * cell the strongest of pool queries x pool_x keys), on each axis the
+ * least pooling with which every head fits, so a wide screen shows the keys
+ * finer than the height allows the queries; then magnified by a whole
+ * factor up to TUI_GRID_MAX_ZOOM per axis: `side` pixels down (half-rows
+ * or rows, side = n, 2n or 3n) and `side_x` columns across, pixel p showing
+ * pooled row p * n / side and column px * nx / side_x.  When not every
+ * head fits even at TUI_GRID_MIN_N, heads or layers scroll (heads_vis < H,
+ * layers_vis < L), the grid follows the selection and both axes pool alike.
  */
 struct tui_grid_layout {
 	int L, H, T;
 	int vsub;         /* matrix rows per text row: 2 (half blocks) or 1 */
-	int pool;         /* weights per pooled cell along each axis (>= 1) */
-	int n;            /* pooled side, ceil(T / pool) */
-	int side;         /* heatmap side in pixels (n, 2n or 3n) */
+	int pool;         /* queries per pooled cell (>= 1) */
+	int pool_x;       /* keys per pooled cell (>= 1) */
+	int n;            /* pooled rows, ceil(T / pool) */
+	int nx;           /* pooled columns, ceil(T / pool_x) */
+	int side;         /* heatmap height in pixels (n, 2n or 3n) */
+	int side_x;       /* heatmap width in columns (nx, 2nx or 3nx) */
 	int map_rows;     /* text rows of a heatmap, ceil(side / vsub) */
 	int title_w;      /* widest head title */
-	int cell_w;       /* columns of one head: max(side, title_w) */
+	int cell_w;       /* columns of one head: max(side_x, title_w) */
 	int cell_h;       /* rows of one head: 1 + map_rows */
 	int header;       /* rows above the grid (the line stating the pooling) */
 	int heads_vis, layers_vis;
@@ -115,10 +120,16 @@ bool tui_grid_cell(const struct tui_grid_layout *g, int l, int h, int *y, int *x
  * right); false when there is none. */
 bool tui_grid_hit(const struct tui_grid_layout *g, int y, int x, int *l, int *h);
 
-/* Pooled cell (row or column index) shown by heatmap pixel p. */
+/* Pooled row shown by heatmap pixel row p. */
 static inline int tui_grid_pixel(const struct tui_grid_layout *g, int p)
 {
 	return (int)((long)p * g->n / g->side);
+}
+
+/* Pooled column shown by heatmap column px. */
+static inline int tui_grid_column(const struct tui_grid_layout *g, int px)
+{
+	return (int)((long)px * g->nx / g->side_x);
 }
 
 /* Whether heads h and h + 1 share a KV head under G key/value heads

@@ -390,6 +390,19 @@ if [ -n "$dl" ]; then
 	wait_for 'MHA' 1 >/dev/null
 	if wait_for "$(echo "$dl" | sed 's/\./\\./') deli"; then ok tui-role-badge; else fail tui-role-badge "$dl"; fi
 	keys q
+	# at 160x48 the 4x4 grid of 61 tokens and its panel use at least 80% of
+	# the columns: the heads' title rules (line 3) reach the panel (the
+	# height pools the queries 3x; the width leaves the keys pooled 2x)
+	start wide 160 48 "ATTNSCOPE_MODELS='$root/models'" "--tui shakespeare --no-db -t '$txt'"
+	wait_for '│ forward ' >/dev/null
+	wait_stable
+	rule=$(line 3 | sed 's/│.*//; s/ *$//' | LC_ALL=C.UTF-8 wc -m)
+	panel=0
+	line 3 | grep -q '│' && panel=34
+	check tui-grid-uses-160-columns '[ $((rule + panel)) -ge 128 ]' \
+		"grid $rule columns + panel $panel of 160: $(line 3)"
+	check tui-grid-pooling-per-axis 'line 2 | grep -q "60 tokens, pooled: max of 3 queries × 2 keys"' "$(line 2)"
+	keys q
 else
 	fail tui-role-badge "heads finds no delimiter head on the shipped shakespeare model"
 fi

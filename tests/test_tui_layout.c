@@ -82,14 +82,34 @@ static void test_title_width(void **state)
 /* Checks every property a grid layout must have in its area. */
 static void check_grid(const struct tui_grid_layout *g, const struct tui_rect *a)
 {
-	assert_true(g->pool >= 1);
+	assert_true(g->pool >= 1 && g->pool_x >= 1);
 	assert_int_equal(g->n, (g->T + g->pool - 1) / g->pool);
+	assert_int_equal(g->nx, (g->T + g->pool_x - 1) / g->pool_x);
 	assert_true(g->side >= g->n && g->side <= TUI_GRID_MAX_ZOOM * g->n);
+	assert_true(g->side_x >= g->nx && g->side_x <= TUI_GRID_MAX_ZOOM * g->nx);
 	assert_int_equal(g->side % g->n, 0); /* every weight the same size */
+	assert_int_equal(g->side_x % g->nx, 0);
 	/* pixels cover every pooled cell, in order */
 	assert_int_equal(tui_grid_pixel(g, 0), 0);
 	assert_int_equal(tui_grid_pixel(g, g->side - 1), g->n - 1);
-	assert_true(g->cell_w >= g->side && g->cell_w >= g->title_w);
+	assert_int_equal(tui_grid_column(g, 0), 0);
+	assert_int_equal(tui_grid_column(g, g->side_x - 1), g->nx - 1);
+	assert_true(g->cell_w >= g->side_x && g->cell_w >= g->title_w);
+	int rows_avail = (a->h - g->header) / g->L - 1, cols_avail =
+		(a->w - (g->H - 1) * TUI_GRID_GAP) / g->H;
+	int least = g->T < TUI_GRID_MIN_N ? g->T : TUI_GRID_MIN_N;
+	if (rows_avail * g->vsub >= least && cols_avail >= least && cols_avail >= g->title_w) {
+		/* every head fits: on each axis the least pooling that fits (one
+		 * less does not) */
+		if (g->pool > 1)
+			assert_true((g->T + g->pool - 2) / (g->pool - 1) > rows_avail * g->vsub);
+		if (g->pool_x > 1 && (g->T + g->pool_x - 2) / (g->pool_x - 1) <= cols_avail)
+			fail_msg("T %d in %dx%d, %dx%d heads: pool_x %d, but %d columns fit %d keys",
+				 g->T, a->h, a->w, g->L, g->H, g->pool_x, cols_avail,
+				 (g->T + g->pool_x - 2) / (g->pool_x - 1));
+	} else {
+		assert_int_equal(g->pool_x, g->pool); /* scrolling: pooled alike */
+	}
 	assert_int_equal(g->cell_h, 1 + (g->side + g->vsub - 1) / g->vsub);
 	assert_true(g->heads_vis >= 1 && g->heads_vis <= g->H);
 	assert_true(g->layers_vis >= 1 && g->layers_vis <= g->L);
@@ -200,8 +220,11 @@ static void test_grid_zoom(void **state)
 	tui_grid_layout(&f.body, 2, 4, 11, 2, &g);
 	assert_int_equal(g.side, 22);
 	assert_int_equal(tui_grid_pixel(&g, 21), 10);
-	/* with 256 tokens the panel costs nothing and stays */
-	assert_true(tui_grid_side_panel(40, 120, 4, 4, 256, 2));
+	/* with 256 tokens at 120x40 the panel would cost key resolution (the
+	 * keys pooled 13x instead of 9x) and is left out; with 61 at 160x48
+	 * it costs nothing and stays */
+	assert_false(tui_grid_side_panel(40, 120, 4, 4, 256, 2));
+	assert_true(tui_grid_side_panel(48, 160, 4, 4, 61, 2));
 	assert_false(tui_grid_side_panel(24, 80, 4, 4, 256, 2)); /* no room for one */
 }
 

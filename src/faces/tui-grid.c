@@ -40,9 +40,14 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 		char line[512];
 		size_t n = (size_t)snprintf(line, sizeof line, "%d%s%d heads, %d token%s, ", L, tui_times_sign(), H,
 					    T, T == 1 ? "" : "s");
-		if (g->pool > 1)
+		if (g->pool > 1 && g->pool == g->pool_x)
 			n += (size_t)snprintf(line + n, sizeof line - n, "pooled %d%s (max of %d%s%d)", g->pool,
 					      tui_times_sign(), g->pool, tui_times_sign(), g->pool);
+		else if (g->pool > 1 || g->pool_x > 1)
+			n += (size_t)snprintf(line + n, sizeof line - n,
+					      "pooled: max of %d quer%s %s %d key%s", g->pool,
+					      g->pool == 1 ? "y" : "ies", tui_times_sign(), g->pool_x,
+					      g->pool_x == 1 ? "" : "s");
 		else
 			n += (size_t)snprintf(line + n, sizeof line - n, "not pooled");
 		if (t->vsub == 2 && n < sizeof line)
@@ -58,8 +63,8 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 		tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
 	}
 
-	int n = g->n;
-	float *pooled = xmalloc((size_t)n * n * sizeof *pooled);
+	int nx = g->nx;
+	float *pooled = xmalloc((size_t)g->n * nx * sizeof *pooled);
 	const char *rule = tui_utf8() ? "\u2500" : "-";
 	struct err se;
 	const struct head_scores *sc = session_head_scores(s, &se); /* badges; NULL: none */
@@ -91,19 +96,19 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 				}
 			}
 			/* the heatmap */
-			render_pool(session_att(s, l, h), T, T, T, g->pool, g->pool, RENDER_POOL_MAX,
+			render_pool(session_att(s, l, h), T, T, T, g->pool, g->pool_x, RENDER_POOL_MAX,
 				    pooled);
 			for (int row = 0; row < g->map_rows; row++) {
 				int yy = y + 1 + row;
-				for (int px = 0; px < g->side; px++) {
-					int cj = tui_grid_pixel(g, px);
+				for (int px = 0; px < g->side_x; px++) {
+					int cj = tui_grid_column(g, px);
 					if (t->vsub == 2) {
 						int p0 = 2 * row, p1 = 2 * row + 1;
-						double top = p0 < g->side ? pooled[(size_t)tui_grid_pixel(g, p0) * n + cj] : NAN;
-						double bot = p1 < g->side ? pooled[(size_t)tui_grid_pixel(g, p1) * n + cj] : NAN;
+						double top = p0 < g->side ? pooled[(size_t)tui_grid_pixel(g, p0) * nx + cj] : NAN;
+						double bot = p1 < g->side ? pooled[(size_t)tui_grid_pixel(g, p1) * nx + cj] : NAN;
 						tui_half_block(yy, x + px, top, bot);
 					} else {
-						tui_heat(t, yy, x + px, 1, pooled[(size_t)tui_grid_pixel(g, row) * n + cj], 0);
+						tui_heat(t, yy, x + px, 1, pooled[(size_t)tui_grid_pixel(g, row) * nx + cj], 0);
 					}
 				}
 			}

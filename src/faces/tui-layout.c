@@ -75,13 +75,18 @@ int tui_grid_title_width(int L, int H)
 }
 
 /* Fills the sizes that follow from pool and side. */
-static void grid_sizes(struct tui_grid_layout *g, int pool, int side)
+/* Pooling by pool (queries) and pool_x (keys), magnified to side pixels
+ * down and side_x columns across (at least the pooled sizes). */
+static void grid_sizes(struct tui_grid_layout *g, int pool, int side, int pool_x, int side_x)
 {
 	g->pool = pool;
 	g->n = ceil_div(g->T, pool);
 	g->side = side > g->n ? side : g->n;
+	g->pool_x = pool_x;
+	g->nx = ceil_div(g->T, pool_x);
+	g->side_x = side_x > g->nx ? side_x : g->nx;
 	g->map_rows = ceil_div(g->side, g->vsub);
-	g->cell_w = imax(g->side, g->title_w);
+	g->cell_w = imax(g->side_x, g->title_w);
 	g->cell_h = 1 + g->map_rows;
 }
 
@@ -103,16 +108,21 @@ void tui_grid_layout(const struct tui_rect *area, int L, int H, int T, int vsub,
 	int side_h = (h / g->L - 1) * g->vsub;
 	int cap = imin(side_w, side_h);
 	if (g->title_w <= side_w && cap >= imin(g->T, TUI_GRID_MIN_N)) {
-		/* the least pooling that fits, then magnified by a whole factor
-		 * (up to 3x) so that every weight is drawn the same size */
-		int pool = ceil_div(g->T, cap);
-		int n = ceil_div(g->T, pool);
-		grid_sizes(g, pool, n * imin(TUI_GRID_MAX_ZOOM, cap / n));
+		/* on each axis the least pooling that fits, then magnified by a
+		 * whole factor (up to 3x) so that every weight is drawn the same
+		 * size; the keys take the width the queries cannot use */
+		int pool = ceil_div(g->T, side_h), pool_x = ceil_div(g->T, side_w);
+		int n = ceil_div(g->T, pool), nx = ceil_div(g->T, pool_x);
+		int zoom = imin(TUI_GRID_MAX_ZOOM, side_h / n);
+		int zoom_x = imin(TUI_GRID_MAX_ZOOM, side_w / nx);
+		if (pool == 1 && pool_x == 1) /* magnified alike: square cells */
+			zoom = zoom_x = imin(zoom, zoom_x);
+		grid_sizes(g, pool, n * zoom, pool_x, nx * zoom_x);
 	} else {
 		/* scroll: as large as both directions allow, but no smaller than
-		 * TUI_GRID_MIN_N (or T) */
-		int n = imin(imax(TUI_GRID_MIN_N, cap), g->T);
-		grid_sizes(g, ceil_div(g->T, n), 0);
+		 * TUI_GRID_MIN_N (or T), pooled alike on both axes */
+		int n = imin(imax(TUI_GRID_MIN_N, cap), g->T), pool = ceil_div(g->T, n);
+		grid_sizes(g, pool, 0, pool, 0);
 	}
 	g->heads_vis = clampi((w + TUI_GRID_GAP) / (g->cell_w + TUI_GRID_GAP), 1, g->H);
 	g->layers_vis = clampi(h / g->cell_h, 1, g->L);
@@ -130,7 +140,7 @@ bool tui_grid_side_panel(int rows, int cols, int L, int H, int T, int vsub)
 	tui_grid_layout(&without.body, L, H, T, vsub, &b);
 	bool a_all = a.heads_vis == a.H && a.layers_vis == a.L;
 	bool b_all = b.heads_vis == b.H && b.layers_vis == b.L;
-	return a_all == b_all && a.side >= b.side;
+	return a_all == b_all && a.side >= b.side && a.side_x >= b.side_x;
 }
 
 void tui_grid_follow(struct tui_grid_layout *g, int l, int h)
