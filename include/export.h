@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lens.h"
 #include "render.h"
 #include "session.h"
 #include "util.h"
@@ -72,6 +73,33 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		struct err *e);
 int export_stats(const struct session *s, enum export_format f, struct render_buf *out,
 		 struct err *e);
+
+/*
+ * The logit lens of the current run (lens.h): txt, the shaded table of
+ * p(the model's prediction) by depth and position; csv, one row per depth
+ * and position ("depth","position","token","prediction","p","top"); json,
+ * "depths", "prediction" [{"id","label"}] per position, "p" [[...]] and
+ * "top" [[{"id","label"}]] by depth; svg, the table as a figure.
+ */
+int export_lens(const struct session *s, enum export_format f, struct render_buf *out,
+		struct err *e);
+
+/*
+ * The last `patch` of the current run (patch.h; an error when there is
+ * none, or it patched an earlier run): txt, the heads' shares and the
+ * shaded residual table; csv, one row per site ("site" head or resid,
+ * "layer", "head", "position", "share"); json, the texts, answers, the
+ * metric, "heads" [L][H] and "resid" [L][T]; svg, both as diverging maps.
+ */
+int export_patch(const struct session *s, enum export_format f, struct render_buf *out,
+		 struct err *e);
+
+/* The tables `lens` and `patch` print (positions from first on): the
+ * lens's shaded p table; the heads' shares; the shaded residual table. */
+void export_lens_table(const struct lens *ln, char **labels, int first, struct render_buf *out);
+void export_patch_heads(const struct patch_result *r, struct render_buf *out);
+void export_patch_resid(const struct patch_result *r, char **labels, int first,
+			struct render_buf *out);
 
 /* The stats as text (what `stats` prints): the summary numbers, then one
  * row per head (entropy in nats, max weight).  With timing, the forward

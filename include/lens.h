@@ -30,6 +30,10 @@ struct lens {
 void lens_run(const struct model *m, const struct run *r, struct lens *out);
 void lens_free(struct lens *l);
 
+/* The name of depth d: "embeddings" for 0, "after K" for the stream after
+ * block K = d - 1. */
+void lens_depth_name(int d, char *buf, size_t size);
+
 /* The lens logits (V) at depth d, position i of run r into z. */
 void lens_logits(const struct model *m, const struct run *r, int d, int i, float *z);
 

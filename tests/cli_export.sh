@@ -55,8 +55,18 @@ export heatmap 0.1 --format csv --out heatmap-0.1.csv
 export heatmap 0.1 --format json --out heatmap-0.1.json
 export heatmap 0.1 --format svg --out heatmap-0.1.svg
 export grid --format txt --out grid.txt
+export lens --format txt --out lens.txt
+export lens --format csv --out lens.csv
+export lens --format json --out lens.json
+export lens --format svg --out lens.svg
+patch To be, or not to be: that is the answer!!!
+export patch --format txt --out patch.txt
+export patch --format csv --out patch.csv
+export patch --format json --out patch.json
+export patch --format svg --out patch.svg
 EOF
-files="heatmap-0.1.txt heatmap-0.1.csv heatmap-0.1.json heatmap-0.1.svg grid.txt"
+files="heatmap-0.1.txt heatmap-0.1.csv heatmap-0.1.json heatmap-0.1.svg grid.txt
+lens.txt lens.csv lens.json lens.svg patch.txt patch.csv patch.json patch.svg"
 
 # --------------------------------------------------------- batch script
 (cd run1 && run --no-db ../golden.safetensors -f ../golden.cmds </dev/null)
@@ -100,6 +110,47 @@ for f in $files; do
 	cmp -s "run1/$f" "run2/$f" || same=0
 done
 if [ $same = 1 ]; then ok "re-run byte-identical"; else fail "re-run byte-identical"; fi
+
+# ------------------------------------------- lens and patch: the numbers
+# the exports hold what `lens` and `patch` print (to their 3 decimals), and
+# the last depth of the lens is the model's own output: its top token is
+# the prediction at every position
+run --no-db golden.safetensors -c "text $text; ablate 1.3; lens; patch To be, or not to be: that is the answer!!!"
+p_last=$(sed -n "s/^the model's prediction: .* (p \([0-9.]*\))$/\1/p" "$tmp/out")
+L=2 T=42
+# csv FILE: the rows of FILE with fields split at commas outside quotes,
+# joined by tabs and unquoted (labels may hold commas and quotes)
+csv() {
+	awk '{
+		out = ""; f = ""; q = 0
+		for (i = 1; i <= length($0); i++) {
+			c = substr($0, i, 1)
+			if (q && c == "\"" && substr($0, i + 1, 1) == "\"") { f = f c; i++ }
+			else if (c == "\"") q = !q
+			else if (!q && c == ",") { out = out f "\t"; f = "" }
+			else f = f c
+		}
+		print out f
+	}' "$1"
+}
+csv run1/lens.csv >lens.tsv
+p_csv=$(awk -F '\t' -v d="after $((L - 1))" -v t=$((T - 1)) '$1 == d && $2 == t { printf "%.3f", $5 }' lens.tsv)
+rows=$(($(wc -l <lens.tsv) - 1))
+own=$(awk -F '\t' -v d="after $((L - 1))" '$1 == d && $4 != $6 { n++ } END { print n + 0 }' lens.tsv)
+if [ -n "$p_last" ] && [ "$p_csv" = "$p_last" ] && [ "$rows" = $(((L + 1) * T)) ] && [ "$own" = 0 ]; then
+	ok "lens export: $rows rows, p $p_csv as lens prints, the last depth's top is the prediction"
+else
+	fail "lens export: rows $rows, p $p_csv vs $p_last, $own positions where the output's top differs"
+fi
+rects=$(grep -c '<rect class="c"' run1/lens.svg)
+if [ "$rects" = $(((L + 1) * T)) ]; then ok "lens svg: one cell per depth and position"; else fail "lens svg: $rects cells"; fi
+want=$(sed -n '/^layer  *0  *1/,/^ranking/p' "$tmp/out" | sed '1d;$d' | awk '{ for (i = 2; i <= NF; i++) print $i }')
+got=$(awk -F, '$1 == "\"head\"" { v = sprintf("%.3f", $5); if (v == "-0.000") v = "0.000"; print v }' run1/patch.csv)
+if [ -n "$want" ] && [ "$want" = "$got" ]; then
+	ok "patch export: the heads' shares patch printed"
+else
+	fail "patch export: the heads' shares patch printed" "$(echo $want)" "$(echo $got)"
+fi
 
 # ----------------------------------------------- -c and stdin, to stdout
 run --no-db golden.safetensors -c "text $text; ablate 1.3; export heatmap 0.1 --format csv"
@@ -160,6 +211,12 @@ err_check "error: unwritable --out" "export: " "text $text; export stats --out n
 err_check "error: no text" "no text" "export grid"
 err_check "error: stats as svg names the formats it has" "use txt, ascii, csv or json" \
 	"text $text; export stats --format svg"
+err_check "error: export patch before any patch" 'no patching of the current run yet' \
+	"text $text; export patch"
+err_check "error: export patch after the text changed" 'no patching of the current run yet' \
+	"text $text; patch To be, or not to be: that is the answer!!!; text $text?; export patch"
+err_check "error: export lens --format ansi names its formats" \
+	'not one of its formats (txt, csv, json, svg)' "text $text; export lens --format ansi"
 
 # --format ascii is ASCII only, also for spaces, newlines and CJK labels
 ATTNSCOPE_MODELS=$root/models

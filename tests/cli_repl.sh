@@ -78,6 +78,7 @@ expect repl-prompt '^shakespeare> *$'
 
 keys 'text hello there' Enter
 expect repl-command '^11 tokens '
+wait_for '^shakespeare> *$' >/dev/null # the next prompt, before typing on
 
 # tab completion: "att" completes to the command, "mq" to its argument
 keys 'att' Tab

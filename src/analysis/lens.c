@@ -71,3 +71,11 @@ void lens_free(struct lens *l)
 	free(l->top);
 	memset(l, 0, sizeof *l);
 }
+
+void lens_depth_name(int d, char *buf, size_t size)
+{
+	if (d == 0)
+		snprintf(buf, size, "embeddings");
+	else
+		snprintf(buf, size, "after %d", d - 1);
+}

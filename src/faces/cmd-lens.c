@@ -8,6 +8,7 @@
 
 #include "analysis.h"
 #include "cmd.h"
+#include "export.h"
 #include "lens.h"
 #include "render.h"
 #include "tokenizer.h"
@@ -16,15 +17,6 @@
 #define LENS_COLS 64 /* positions the table shows: the last ones */
 
 extern const struct cmd_entry cmd_lens_entry;
-
-/* "embeddings" for depth 0, "after L" for the stream after block L. */
-static void depth_name(int d, char *buf, size_t size)
-{
-	if (d == 0)
-		snprintf(buf, size, "embeddings");
-	else
-		snprintf(buf, size, "after %d", d - 1);
-}
 
 static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
 {
@@ -63,7 +55,7 @@ static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
 	float *z = xmalloc((size_t)V * sizeof *z);
 	for (int d = 0; d < ln.D; d++) {
 		char name[32];
-		depth_name(d, name, sizeof name);
+		lens_depth_name(d, name, sizeof name);
 		render_buf_printf(&b, "%-11s %7.3f ", name, (double)ln.p[(size_t)d * T + pos]);
 		lens_logits(m, s->run, d, pos, z);
 		int ids[LENS_TOP_MAX];
@@ -79,25 +71,10 @@ static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
 
 	/* every depth and position: how sure each depth already is of the
 	 * model's prediction there */
-	int first = T > LENS_COLS ? T - LENS_COLS : 0, cw = 1;
-	for (int i = first; i < T; i++)
-		cw = render_width(lab[i]) > 1 ? 2 : cw; /* CJK labels take two columns */
+	int first = T > LENS_COLS ? T - LENS_COLS : 0;
 	render_buf_printf(&b, "\np(the model's prediction) by depth (rows) and position (columns%s):\n",
 			  first ? ", the last 64" : "");
-	render_buf_printf(&b, "%-11s ", "");
-	for (int i = first; i < T; i++)
-		render_pad(&b, lab[i], cw, RENDER_LEFT, true);
-	render_buf_puts(&b, "\n");
-	for (int d = 0; d < ln.D; d++) {
-		char name[32];
-		depth_name(d, name, sizeof name);
-		render_buf_printf(&b, "%-11s ", name);
-		for (int i = first; i < T; i++)
-			render_cell(&b, RENDER_UNICODE, ln.p[(size_t)d * T + i], cw);
-		render_buf_puts(&b, "\n");
-	}
-	render_legend(&b, RENDER_UNICODE, "probability");
-	render_buf_puts(&b, "\n");
+	export_lens_table(&ln, lab, first, &b);
 	fwrite(b.data, 1, b.len, s->out);
 	render_buf_free(&b);
 	render_labels_free(lab, T);

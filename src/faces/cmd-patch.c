@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "export.h"
 #include "loader.h"
 #include "patch.h"
 #include "render.h"
@@ -24,19 +25,9 @@ static double shown(double v)
 }
 #define PATCH_COLS 64 /* positions the residual table shows: the last ones */
 
-static void print_heads(FILE *f, const struct patch_result *r)
+/* The heads that restore most, largest first. */
+static void print_ranking(FILE *f, const struct patch_result *r)
 {
-	fprintf(f, "each head's output at every position (rows: layers, columns: heads):\nlayer ");
-	for (int h = 0; h < r->H; h++)
-		fprintf(f, " %6d", h);
-	fputc('\n', f);
-	for (int l = 0; l < r->L; l++) {
-		fprintf(f, "%5d ", l);
-		for (int h = 0; h < r->H; h++)
-			fprintf(f, " %6.3f", shown(r->heads[l * r->H + h]));
-		fputc('\n', f);
-	}
-	/* the heads that restore most, largest first */
 	int n = r->L * r->H, k = n < PATCH_RANKED ? n : PATCH_RANKED;
 	int *order = xmalloc((size_t)n * sizeof *order);
 	for (int i = 0; i < n; i++) {
@@ -53,32 +44,6 @@ static void print_heads(FILE *f, const struct patch_result *r)
 			shown(r->heads[order[i]]));
 	fputc('\n', f);
 	free(order);
-}
-
-static void print_resid(FILE *f, const struct patch_result *r, char **lab)
-{
-	int T = r->T, first = T > PATCH_COLS ? T - PATCH_COLS : 0, cw = 1;
-	for (int i = first; i < T; i++)
-		cw = render_width(lab[i]) > 1 ? 2 : cw;
-	struct render_buf b;
-	render_buf_init(&b);
-	render_buf_printf(&b, "\nthe residual stream after each block, one position at a time "
-			      "(rows: blocks, columns: positions%s):\n%-8s ",
-			  first ? ", the last 64" : "", "");
-	for (int i = first; i < T; i++)
-		render_pad(&b, lab[i], cw, RENDER_LEFT, true);
-	render_buf_puts(&b, "\n");
-	for (int l = 0; l < r->L; l++) {
-		render_buf_printf(&b, "after %-2d ", l);
-		for (int i = first; i < T; i++) {
-			double v = r->resid[(size_t)l * T + i];
-			render_cell(&b, RENDER_UNICODE, v < 0 ? 0 : v > 1 ? 1 : v, cw);
-		}
-		render_buf_puts(&b, "\n");
-	}
-	render_legend(&b, RENDER_UNICODE, "share restored, clipped to 0..1");
-	fwrite(b.data, 1, b.len, f);
-	render_buf_free(&b);
 }
 
 static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
@@ -108,9 +73,16 @@ static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
 	fprintf(f, "metric: logit('%s') - logit('%s') at the last position: clean %.3f, corrupted "
 		   "%.3f\nshare restored by putting one clean activation into the corrupted run "
 		   "(0: none, 1: all):\n", ca, xa, r.ld_clean, r.ld_corrupt);
-	print_heads(f, &r);
 	char **lab = session_labels(s);
-	print_resid(f, &r, lab);
+	struct render_buf b;
+	render_buf_init(&b);
+	export_patch_heads(&r, &b);
+	fwrite(b.data, 1, b.len, f);
+	print_ranking(f, &r);
+	b.len = 0;
+	export_patch_resid(&r, lab, n > PATCH_COLS ? n - PATCH_COLS : 0, &b);
+	fwrite(b.data, 1, b.len, f);
+	render_buf_free(&b);
 	render_labels_free(lab, s->n_tokens);
 	/* kept for the visualizer's patch view */
 	patch_free(&s->patch);

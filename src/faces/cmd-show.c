@@ -532,7 +532,9 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	const char *fmt = cmd_str(&cmd_export_entry, &a, "--format");
 	const char *path = cmd_str(&cmd_export_entry, &a, "--out");
 	bool heatmap = !strcmp(what, "heatmap");
-	if (!(heatmap ? a.n_pos == 2 : a.n_pos == 1 && (!strcmp(what, "grid") || !strcmp(what, "stats")))) {
+	bool one = !strcmp(what, "grid") || !strcmp(what, "stats") || !strcmp(what, "lens") ||
+		   !strcmp(what, "patch");
+	if (!(heatmap ? a.n_pos == 2 : a.n_pos == 1 && one)) {
 		char u[256];
 		cmd_usage(&cmd_export_entry, u, sizeof u);
 		return err_set(e, "%s", u);
@@ -567,6 +569,12 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	} else if (!strcmp(what, "grid")) {
 		rc = export_grid(s, f, &b, e);
 		snprintf(desc, sizeof desc, "grid");
+	} else if (!strcmp(what, "lens")) {
+		rc = export_lens(s, f, &b, e);
+		snprintf(desc, sizeof desc, "lens");
+	} else if (!strcmp(what, "patch")) {
+		rc = export_patch(s, f, &b, e);
+		snprintf(desc, sizeof desc, "patch");
 	} else {
 		rc = export_stats(s, f, &b, e);
 		snprintf(desc, sizeof desc, "stats");
@@ -589,7 +597,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const export_words[] = { "heatmap", "grid", "stats", "txt", "ascii", "ansi", "csv",
+static const char *const export_words[] = { "heatmap", "grid", "stats", "lens", "patch", "txt", "ascii", "ansi", "csv",
 					    "json", "svg", NULL };
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg", 0, 0, "the format" },
@@ -599,15 +607,19 @@ static const struct cmd_opt export_opts[] = {
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | grid | stats",
+	.usage = "heatmap L.H | grid | stats | lens | patch",
 	.opts = export_opts,
-	.help = "write one head, every head, or the numbers as text, CSV, JSON or SVG",
+	.help = "write one head, every head, the numbers, the lens or the last patch as text, "
+		"CSV, JSON or SVG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels; csv: one row per query\n"
 		     "token (full-precision weights); json: tokens, shape, options and weights;\n"
-		     "svg: a standalone figure. Stats: txt, csv or json. Exports of the same run\n"
-		     "are byte-identical (no timestamps or timings).",
+		     "svg: a standalone figure. Stats: txt, csv or json. lens: p(the model's\n"
+		     "prediction) by depth and position, with each depth's top token (csv, json).\n"
+		     "patch: the last `patch TEXT` of this run, each head's and each residual\n"
+		     "row's share restored (txt, csv, json, svg). Exports of the same run are\n"
+		     "byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,

@@ -4,6 +4,7 @@
  * the clock, so exports of one session reproduce byte for byte.
  */
 #include "export.h"
+#include "export-parts.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -66,7 +67,7 @@ int export_format_from_path(const char *path, enum export_format *out)
 
 /* A copy of s that is valid UTF-8 without control characters (bad bytes
  * become U+FFFD, controls '?'), safe for JSON strings and XML text. */
-static char *clean_text(const char *s)
+char *ex_clean_text(const char *s)
 {
 	struct render_buf b;
 	render_buf_init(&b);
@@ -160,7 +161,7 @@ static void to_ascii(struct render_buf *b, size_t from)
 
 /* ------------------------------------------------------------------- csv */
 
-static void csv_quoted(struct render_buf *b, const char *s)
+void ex_csv_quoted(struct render_buf *b, const char *s)
 {
 	render_buf_puts(b, "\"");
 	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
@@ -175,10 +176,10 @@ static void csv_header(struct render_buf *b, char **labels, int T, bool with_hea
 {
 	if (with_head)
 		render_buf_puts(b, "\"layer\",\"head\",");
-	csv_quoted(b, "query\\key");
+	ex_csv_quoted(b, "query\\key");
 	for (int j = 0; j < T; j++) {
 		render_buf_puts(b, ",");
-		csv_quoted(b, labels[j]);
+		ex_csv_quoted(b, labels[j]);
 	}
 	render_buf_puts(b, "\n");
 }
@@ -190,7 +191,7 @@ static void csv_rows(struct render_buf *b, const float *a, char **labels, int T,
 	for (int i = 0; i < T; i++) {
 		if (with_head)
 			render_buf_printf(b, "%d,%d,", l, h);
-		csv_quoted(b, labels[i]);
+		ex_csv_quoted(b, labels[i]);
 		for (int j = 0; j < T; j++) /* a masked cell (NAN) is empty */
 			if (isnan(a[(size_t)i * T + j]))
 				render_buf_puts(b, ",");
@@ -202,26 +203,26 @@ static void csv_rows(struct render_buf *b, const float *a, char **labels, int T,
 
 /* ------------------------------------------------------------------ json */
 
-static json_t *json_str(const char *s)
+json_t *ex_json_str(const char *s)
 {
-	char *c = clean_text(s);
+	char *c = ex_clean_text(s);
 	json_t *j = json_string(c);
 	free(c);
 	return j ? j : json_string("");
 }
 
 /* "model", "tokens" (when with_tokens), "shape", "options" of a session. */
-static json_t *json_head_obj(const struct session *s, char **labels, bool with_tokens)
+json_t *ex_json_head_obj(const struct session *s, char **labels, bool with_tokens)
 {
 	json_t *root = ju_check(json_object());
-	ju_set(root, "model", json_str(model_name(s)));
+	ju_set(root, "model", ex_json_str(model_name(s)));
 	int T = s->n_tokens;
 	if (with_tokens) {
 		json_t *toks = ju_check(json_array());
 		for (int i = 0; i < T; i++) {
 			json_t *t = ju_check(json_object());
 			ju_set(t, "id", json_integer(s->tokens[i]));
-			ju_set(t, "label", json_str(labels[i]));
+			ju_set(t, "label", ex_json_str(labels[i]));
 			ju_append(toks, t);
 		}
 		ju_set(root, "tokens", toks);
@@ -264,7 +265,7 @@ static json_t *json_matrix(const float *a, int T)
 }
 
 /* Appends root as compact JSON plus a newline and releases it. */
-static void json_emit(struct render_buf *b, json_t *root)
+void ex_json_emit(struct render_buf *b, json_t *root)
 {
 	char *txt = ju_dump(root, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	render_buf_puts(b, txt);
@@ -275,15 +276,15 @@ static void json_emit(struct render_buf *b, json_t *root)
 
 /* ------------------------------------------------------------------- svg */
 
-static void xml_text(struct render_buf *b, const char *s)
+void ex_xml_text(struct render_buf *b, const char *s)
 {
-	char *c = clean_text(s);
+	char *c = ex_clean_text(s);
 	render_xml_escape(b, c);
 	free(c);
 }
 
 /* A change in -1..1: white at 0, red up, blue down. */
-static void svg_diverging(char out[8], double d)
+void ex_svg_diverging(char out[8], double d)
 {
 	if (isnan(d)) {
 		snprintf(out, 8, "#d9d9d9");
@@ -294,7 +295,7 @@ static void svg_diverging(char out[8], double d)
 	snprintf(out, 8, "#%02x%02x%02x", d > 0 ? hi : lo, lo, d > 0 ? lo : hi);
 }
 
-static void svg_color(char out[8], double v)
+void ex_svg_color(char out[8], double v)
 {
 	if (isnan(v)) { /* a masked cell */
 		snprintf(out, 8, "#d9d9d9");
@@ -305,23 +306,21 @@ static void svg_color(char out[8], double v)
 	snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
-static void svg_open(struct render_buf *b, int w, int h, const char *title)
+void ex_svg_open(struct render_buf *b, int w, int h, const char *title)
 {
 	render_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 			  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, monospace\">\n",
 			  w, h, w, h);
 	render_buf_puts(b, "<title>");
-	xml_text(b, title);
+	ex_xml_text(b, title);
 	render_buf_puts(b, "</title>\n");
 	render_buf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
 }
 
-/* Height of the heading block drawn by svg_heading. */
-#define SVG_HEAD_H 64
 
 /* Width the heading needs: about 10 px per character of the 16 px bold line
  * and 7 px per character of the 11 px lines. */
-static int svg_heading_width(const char *line1, const char *line2, const char *line3)
+int ex_svg_heading_width(const char *line1, const char *line2, const char *line3)
 {
 	int a = render_width(line1) * 10, b = render_width(line2) * 7, c = render_width(line3) * 7;
 	int w = a > b ? a : b;
@@ -329,15 +328,15 @@ static int svg_heading_width(const char *line1, const char *line2, const char *l
 }
 
 /* A bold heading and two smaller lines (what and options) at the top. */
-static void svg_heading(struct render_buf *b, const char *line1, const char *line2,
+void ex_svg_heading(struct render_buf *b, const char *line1, const char *line2,
 			const char *line3)
 {
 	render_buf_puts(b, "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">");
-	xml_text(b, line1);
+	ex_xml_text(b, line1);
 	render_buf_puts(b, "</text>\n<text x=\"10\" y=\"40\" font-size=\"11\" fill=\"#333333\">");
-	xml_text(b, line2);
+	ex_xml_text(b, line2);
 	render_buf_puts(b, "</text>\n<text x=\"10\" y=\"55\" font-size=\"11\" fill=\"#333333\">");
-	xml_text(b, line3);
+	ex_xml_text(b, line3);
 	render_buf_puts(b, "</text>\n");
 }
 
@@ -349,15 +348,15 @@ static const char *scale_name(const struct session *s)
 
 /* A vertical colour scale (1 at the top, 0 or, diverging, -1 at the
  * bottom) at x, y of height h, named what. */
-static void svg_scale(struct render_buf *b, int x, int y, int h, const char *what, bool diverging)
+void ex_svg_scale(struct render_buf *b, int x, int y, int h, const char *what, bool diverging)
 {
 	render_buf_puts(b, "<defs><linearGradient id=\"ramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
 	for (int k = 0; k <= 8; k++) {
 		char col[8];
 		if (diverging)
-			svg_diverging(col, k / 4.0 - 1);
+			ex_svg_diverging(col, k / 4.0 - 1);
 		else
-			svg_color(col, k / 8.0);
+			ex_svg_color(col, k / 8.0);
 		render_buf_printf(b, "<stop offset=\"%g%%\" stop-color=\"%s\"/>", k * 12.5, col);
 	}
 	render_buf_puts(b, "</linearGradient></defs>\n");
@@ -403,24 +402,24 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens", T);
 	snprintf(line3, sizeof line3, "options: %s", opts);
 	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
-	int w = imax(left + side + 70, svg_heading_width(line1, line2, line3));
+	int w = imax(left + side + 70, ex_svg_heading_width(line1, line2, line3));
 	int h = imax(top + side, top + barh + 20) + 24;
-	svg_open(b, w, h, title);
-	svg_heading(b, line1, line2, line3);
+	ex_svg_open(b, w, h, title);
+	ex_svg_heading(b, line1, line2, line3);
 
 	/* key labels, rotated to read upwards, ending just above the matrix */
 	render_buf_printf(b, "<g font-size=\"%d\">\n", fs);
 	for (int j = 0; j < T; j++) {
 		int x = left + j * cs + cs / 2 + fs / 3, y = top - 4;
 		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\">", x, y, x, y);
-		xml_text(b, labels[j]);
+		ex_xml_text(b, labels[j]);
 		render_buf_puts(b, "</text>\n");
 	}
 	/* query labels, right-aligned against the matrix */
 	for (int i = 0; i < T; i++) {
 		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\">%d ",
 				  left - 4, top + i * cs + cs / 2, i);
-		xml_text(b, labels[i]);
+		ex_xml_text(b, labels[i]);
 		render_buf_puts(b, "</text>\n");
 	}
 	render_buf_puts(b, "</g>\n<g>\n");
@@ -428,16 +427,16 @@ static void svg_heatmap(struct render_buf *b, const struct session *s, int layer
 		for (int j = 0; j < T; j++) {
 			char col[8];
 			if (diverging)
-				svg_diverging(col, a[(size_t)i * T + j]);
+				ex_svg_diverging(col, a[(size_t)i * T + j]);
 			else
-				svg_color(col, a[(size_t)i * T + j]);
+				ex_svg_color(col, a[(size_t)i * T + j]);
 			render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
 					  left + j * cs, top + i * cs, cs, cs, col);
 		}
 	render_buf_puts(b, "</g>\n");
 	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
 			  left, top, side, side);
-	svg_scale(b, left + side + 16, top, barh, diverging ? "change" : scale_name(s), diverging);
+	ex_svg_scale(b, left + side + 16, top, barh, diverging ? "change" : scale_name(s), diverging);
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -453,11 +452,11 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens; red frame: selected head", T);
 	snprintf(line3, sizeof line3, "options: %s", opts);
 	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
-	int w = imax(16 + H * (bw + gap) + 60, svg_heading_width(line1, line2, line3));
+	int w = imax(16 + H * (bw + gap) + 60, ex_svg_heading_width(line1, line2, line3));
 	int h = top + L * (side + gap + 14) + 30;
-	svg_open(b, w, h, title);
-	svg_heading(b, line1, line2, line3);
-	svg_color(zero, 0.0);
+	ex_svg_open(b, w, h, title);
+	ex_svg_heading(b, line1, line2, line3);
+	ex_svg_color(zero, 0.0);
 	for (int l = 0; l < L; l++)
 		for (int hd = 0; hd < H; hd++) {
 			int x0 = 16 + hd * (bw + gap), y0 = top + l * (side + gap + 14) + 14;
@@ -472,7 +471,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			for (int i = 0; i < T; i++)
 				for (int j = 0; j < T; j++) {
 					char col[8];
-					svg_color(col, a[(size_t)i * T + j]);
+					ex_svg_color(col, a[(size_t)i * T + j]);
 					if (strcmp(col, zero))
 						render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
 								  x0 + j * cs, y0 + i * cs, cs, cs, col);
@@ -480,7 +479,7 @@ static void svg_grid(struct render_buf *b, const struct session *s, const char *
 			render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"/></g>\n",
 					  x0, y0, side, side, sel ? "#d62728" : "#000000", sel ? "2" : "0.5");
 		}
-	svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s), false);
+	ex_svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s), false);
 	render_buf_puts(b, "</svg>\n");
 }
 
@@ -534,13 +533,13 @@ static int heatmap(const struct session *s, int layer, int head, enum export_for
 		csv_rows(out, raw, labels, T, layer, head, false);
 		break;
 	case EXPORT_JSON: {
-		json_t *root = json_head_obj(s, labels, true);
+		json_t *root = ex_json_head_obj(s, labels, true);
 		ju_set(root, "layer", json_integer(layer));
 		ju_set(root, "head", json_integer(head));
 		if (s->heat != HEAT_WEIGHTS && !d) /* the weights' JSON stays as it always was */
 			ju_set(root, "heat", json_string(heat_kind_name(s->heat)));
 		ju_set(root, key, json_matrix(raw, T));
-		json_emit(out, root);
+		ex_json_emit(out, root);
 		break;
 	}
 	case EXPORT_SVG:
@@ -607,7 +606,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 				csv_rows(out, session_heat_values(s, l, h), labels, T, l, h, true);
 		break;
 	case EXPORT_JSON: {
-		json_t *root = json_head_obj(s, labels, true);
+		json_t *root = ex_json_head_obj(s, labels, true);
 		json_t *heads = ju_check(json_array());
 		for (int l = 0; l < L; l++)
 			for (int h = 0; h < H; h++) {
@@ -620,7 +619,7 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 				ju_append(heads, o);
 			}
 		ju_set(root, "heads", heads);
-		json_emit(out, root);
+		ex_json_emit(out, root);
 		break;
 	}
 	case EXPORT_SVG:
@@ -720,14 +719,14 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 		render_buf_puts(out, "model,options,tokens,loss,baseline_loss,delta_loss,perplexity,"
 				     "kl_vs_baseline,top1_agree,kv_cache_bytes,kv_cache_bytes_native,"
 				     "layer,head,entropy,max_weight,ablated\n");
-		char *name = clean_text(model_name(s));
+		char *name = ex_clean_text(model_name(s));
 		for (int l = 0; l < c->n_layer; l++)
 			for (int h = 0; h < c->n_head; h++) {
 				double ent, mx;
 				head_entropy(s->run, l, h, &ent, &mx);
-				csv_quoted(out, name);
+				ex_csv_quoted(out, name);
 				render_buf_puts(out, ",");
-				csv_quoted(out, opts);
+				ex_csv_quoted(out, opts);
 				render_buf_printf(out, ",%d,", s->n_tokens);
 				const double nums[] = { m.loss, m.base_loss, m.dloss, m.ppl, m.kl, m.top1 };
 				for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
@@ -741,7 +740,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 		return 0;
 	}
 	/* json */
-	json_t *root = json_head_obj(s, NULL, false);
+	json_t *root = ex_json_head_obj(s, NULL, false);
 	ju_set(root, "n_tokens", json_integer(s->n_tokens));
 	ju_set(root, "loss", ju_real(m.loss));
 	ju_set(root, "baseline_loss", ju_real(m.base_loss));
@@ -765,6 +764,6 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 			ju_append(heads, o);
 		}
 	ju_set(root, "heads", heads);
-	json_emit(out, root);
+	ex_json_emit(out, root);
 	return 0;
 }
