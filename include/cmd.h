@@ -23,7 +23,9 @@ enum cmd_complete {
 };
 
 enum {
-	CMD_RAW = 1u << 0, /* argv[1] is the rest of the line, verbatim (text, echo) */
+	CMD_RAW = 1u << 0,     /* argv[1] is the rest of the line, verbatim (text, echo) */
+	CMD_STREAMS = 1u << 1, /* prints as it goes, waits for a key or takes the
+				* terminal (generate, lab, pause, view): never paged */
 };
 
 /*
@@ -90,6 +92,11 @@ const struct cmd_entry *cmd_find(const char *name, struct err *e);
 /* Runs argv[0] with its arguments (checks the argument count and prints the
  * usage line on a mismatch).  0, CMD_QUIT or -1 with e set. */
 int cmd_run(struct session *s, int argc, char **argv, struct err *e);
+
+/* Whether s->out is shown on a terminal: it is one, or it is the pager's
+ * buffer (s->out_paged).  Piped and redirected output is laid out for
+ * scripts. */
+bool cmd_out_tty(const struct session *s);
 
 /* Columns available on s->out: the terminal's width, else $COLUMNS, else
  * 80 (what wide layouts fit themselves to). */

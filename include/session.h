@@ -66,6 +66,8 @@ struct session {
 	unsigned dirty;
 
 	FILE *out;                 /* where commands print (stdout) */
+	bool out_paged;            /* out is a buffer for the pager: lay out for
+				    * the terminal on standard output */
 	bool interactive;          /* a person at a terminal (pause waits) */
 	bool quiet;                /* suppress the summary line after changes */
 	volatile sig_atomic_t *cancel; /* set by SIGINT during long work; may be NULL */

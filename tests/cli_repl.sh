@@ -197,4 +197,37 @@ else
 fi
 T kill-session -t "$S" >/dev/null 2>&1
 
+# output taller than the screen goes through the pager ($ATTNSCOPE_PAGER,
+# else $PAGER, else less -FRX); shorter output and piped output do not
+printf 'cat >"%s/paged"\necho "(paged $(wc -l <"%s/paged") lines)"\n' "$tmp" "$tmp" >"$tmp/pager.sh"
+S=pager
+T new-session -d -s "$S" -x 100 -y 30 "cd '$tmp' && env HOME='$tmp/home' ATTNSCOPE_PAGER='sh $tmp/pager.sh' '$A' shakespeare --no-db; sleep 60"
+wait_for '^shakespeare> *$' >/dev/null
+keys 'help' Enter
+if wait_for '^(paged [0-9]* lines)' && grep -q '^  load MODEL' "$tmp/paged" &&
+	[ "$(wc -l <"$tmp/paged")" -gt 30 ] && ! screen | grep -q '^  load MODEL'; then
+	ok repl-pager-long-output
+else
+	fail repl-pager-long-output
+fi
+rm -f "$tmp/paged"
+keys 'kv' Enter
+if wait_for '^KV cache' && [ ! -e "$tmp/paged" ]; then ok repl-pager-not-for-short; else fail repl-pager-not-for-short; fi
+T kill-session -t "$S" >/dev/null 2>&1
+if command -v less >/dev/null 2>&1; then
+	S=less
+	T new-session -d -s "$S" -x 100 -y 30 "cd '$tmp' && env -u PAGER -u ATTNSCOPE_PAGER HOME='$tmp/home' '$A' shakespeare --no-db; sleep 60"
+	wait_for '^shakespeare> *$' >/dev/null
+	keys 'help' Enter
+	if wait_for '^  load MODEL' && ! screen | grep -q '^shakespeare> *$'; then
+		keys q
+		if wait_for '^shakespeare> *$'; then ok repl-pager-less-q-returns; else fail repl-pager-less-q-returns; fi
+	else
+		fail repl-pager-less-shows-help
+	fi
+	T kill-session -t "$S" >/dev/null 2>&1
+else
+	ok "repl-pager-less # skipped: no less"
+fi
+
 [ "$failures" -eq 0 ]

@@ -213,7 +213,7 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	char opts[256];
 	describe_options(s, &s->opt, opts, sizeof opts);
 	FILE *f = s->out;
-	bool tty = isatty(fileno(f));
+	bool tty = cmd_out_tty(s);
 	fprintf(f, "heads on %d tokens; options: %s;%s", s->n_tokens, opts, tty ? "\n" : " ");
 	if (n > 0)
 		fprintf(f, "induction on %d random tokens repeated twice\n", n);
@@ -673,7 +673,7 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	for (int i = 0; i < n; i++)
 		w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
 	/* at a terminal too narrow for every column: without ppl and ms */
-	bool compact = isatty(fileno(f)) && w + 52 > cmd_out_width(s);
+	bool compact = cmd_out_tty(s) && w + 52 > cmd_out_width(s);
 	if (compact)
 		fprintf(f, "%-*s %7s %8s %7s %10s\n", w, "variant", "loss", "KL", "top-1", "KV cache");
 	else

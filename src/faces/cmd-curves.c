@@ -313,8 +313,7 @@ static void draw(const struct sources *ss, enum what w, struct curve **series,
  * *color when it is a terminal and NO_COLOR is not set. */
 static void out_terminal(const struct session *s, bool *utf8, bool *color)
 {
-	int fd = s->out ? fileno(s->out) : -1;
-	bool tty = fd >= 0 && isatty(fd);
+	bool tty = cmd_out_tty(s);
 	const char *cs = nl_langinfo(CODESET), *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 	*utf8 = !tty || (cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")));
 	*color = tty && !(nc && nc[0]) && term && strcmp(term, "dumb");

@@ -90,6 +90,7 @@ static const struct cmd_opt generate_opts[] = {
 
 const struct cmd_entry cmd_generate_entry = {
 	.name = "generate",
+	.flags = CMD_STREAMS,
 	.usage = "N",
 	.opts = generate_opts,
 	.help = "continue the text by N tokens with the current options, then run it",

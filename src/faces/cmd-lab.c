@@ -204,6 +204,7 @@ static const char *const lab_words[] = { "residual", "norm", "scaling", "mask", 
 
 const struct cmd_entry cmd_lab_entry = {
 	.name = "lab",
+	.flags = CMD_STREAMS,
 	.usage = "[NAME]",
 	.opts = lab_opts,
 	.help = "rerun a tutorial's training experiment on this machine, or list them",

@@ -192,6 +192,7 @@ static int pause_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_pause_entry = {
 	.name = "pause",
+	.flags = CMD_STREAMS,
 	.usage = "",
 	.help = "wait for Enter when a person is at a terminal (skipped otherwise)",
 	.min_args = 0,

@@ -722,7 +722,7 @@ static int measurements_exec(struct session *s, int argc, char **argv, struct er
 		print_csv(s->out, v, n);
 	} else if (n == 0) {
 		fprintf(s->out, "no measurements%s\n", session ? " in that session" : " yet");
-	} else if (isatty(fileno(s->out)) && cmd_out_width(s) < 150) {
+	} else if (cmd_out_tty(s) && cmd_out_width(s) < 150) {
 		print_compact(s->out, v, n, cmd_out_width(s));
 	} else {
 		print_table(s->out, v, n);

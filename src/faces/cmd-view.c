@@ -25,6 +25,7 @@ static const char *const view_words[] = { "grid", "head", "token", "numbers", "l
 					  "patch", NULL };
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
+	.flags = CMD_STREAMS,
 	.usage = "[grid | head | token | numbers | lens | curves | patch]",
 	.help = "the full-screen visualizer of every head (q returns here)",
 	.long_help = "Keys: Tab or 1-7 switch views (grid of every head, one head, one token\n"

@@ -247,11 +247,23 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 
 /* ------------------------------------------------------------------ output */
 
+/* The terminal s->out is shown on, or -1. */
+static int out_fd(const struct session *s)
+{
+	int fd = s->out_paged ? STDOUT_FILENO : s->out ? fileno(s->out) : -1;
+	return fd >= 0 && isatty(fd) ? fd : -1;
+}
+
+bool cmd_out_tty(const struct session *s)
+{
+	return out_fd(s) >= 0;
+}
+
 int cmd_out_width(const struct session *s)
 {
-	int fd = s->out ? fileno(s->out) : -1;
+	int fd = out_fd(s);
 	struct winsize ws;
-	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+	if (fd >= 0 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
 		return ws.ws_col;
 	const char *c = getenv("COLUMNS");
 	int n = c ? atoi(c) : 0;
@@ -260,10 +272,9 @@ int cmd_out_width(const struct session *s)
 
 int cmd_style(const struct session *s)
 {
-	int fd = s->out ? fileno(s->out) : -1;
 	const char *term = getenv("TERM"), *ct = getenv("COLORTERM"), *nc = getenv("NO_COLOR");
 	bool many = (term && strstr(term, "256color")) || (ct && *ct);
-	if (fd >= 0 && isatty(fd) && many && !(nc && *nc))
+	if (cmd_out_tty(s) && many && !(nc && *nc))
 		return RENDER_ANSI;
 	return RENDER_UNICODE;
 }

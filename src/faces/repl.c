@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -499,6 +500,116 @@ static char *read_line(const char *prompt)
 	return line_read;
 }
 
+/* ------------------------------------------------------------------ pager */
+
+/* The pager for output taller than the terminal: $ATTNSCOPE_PAGER, else
+ * $PAGER, else `less -FRX`; NULL when it is set empty or to cat, or its
+ * program is not on PATH (the output then goes straight to the terminal). */
+static const char *pager_command(void)
+{
+	const char *p = getenv("ATTNSCOPE_PAGER");
+	if (!p)
+		p = getenv("PAGER");
+	if (!p)
+		p = "less -FRX";
+	while (*p == ' ')
+		p++;
+	size_t n = strcspn(p, " \t");
+	if (n == 0 || n >= 256 || (n == 3 && !strncmp(p, "cat", 3)))
+		return NULL;
+	char prog[256];
+	memcpy(prog, p, n);
+	prog[n] = '\0';
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0 ? p : NULL;
+	const char *path = getenv("PATH");
+	for (const char *d = path ? path : "/usr/bin:/bin"; *d;) {
+		size_t k = strcspn(d, ":");
+		char full[PATH_MAX];
+		if (k > 0 && snprintf(full, sizeof full, "%.*s/%s", (int)k, d, prog) < (int)sizeof full &&
+		    access(full, X_OK) == 0)
+			return p;
+		d += k + (d[k] == ':');
+	}
+	return NULL;
+}
+
+/* Whether any command of line prints as it goes (CMD_STREAMS), so that
+ * its output must not wait for the pager.  Looks at the first word of each
+ * ';'-separated part; an unknown word streams nothing. */
+static bool line_streams(const char *line)
+{
+	for (const char *p = line; p;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t n = strcspn(p, " \t;");
+		char name[32];
+		if (n > 0 && n < sizeof name) {
+			memcpy(name, p, n);
+			name[n] = '\0';
+			const struct cmd_entry *c = cmd_find(name, NULL);
+			if (c && (c->flags & CMD_STREAMS))
+				return true;
+			if (c && (c->flags & CMD_RAW)) /* the rest of the line is its text */
+				return false;
+		}
+		p = strchr(p, ';');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+/* Rows the bytes take on a terminal `cols` wide (a UTF-8 character is one
+ * column: wide ones only make a long output a little longer). */
+static int output_rows(const char *buf, size_t len, int cols)
+{
+	int rows = 0, col = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c == '\n') {
+			rows++;
+			col = 0;
+		} else if ((c & 0xc0) != 0x80 && ++col > cols) {
+			rows++;
+			col = 1;
+		}
+	}
+	return rows + (col > 0);
+}
+
+/* Shows the bytes through the pager when they are taller than the
+ * terminal, else writes them to standard output.  0, or -1 when they could
+ * not be written (oe set). */
+static int page_output(const char *buf, size_t len, const char *pager, struct err *oe)
+{
+	struct winsize ws;
+	int rows = 24, cols = 80;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) {
+		rows = ws.ws_row;
+		cols = ws.ws_col > 0 ? ws.ws_col : cols;
+	}
+	if (output_rows(buf, len, cols) < rows) {
+		fwrite(buf, 1, len, stdout);
+		return stream_flush(stdout, oe);
+	}
+	fflush(stdout);
+	/* the pager owns Ctrl-C and may stop reading early (q) */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_pipe;
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	FILE *p = popen(pager, "w");
+	if (p) {
+		fwrite(buf, 1, len, p);
+		pclose(p);
+	} else {
+		fwrite(buf, 1, len, stdout);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	return stream_flush(stdout, oe);
+}
+
 /* run_line's result when the output (the command's or the prompt's) could
  * not be written: the REPL ends with status 1. */
 #define LINE_OUTPUT_LOST (-2)
@@ -510,9 +621,29 @@ static int run_line(struct session *s, const char *line)
 {
 	struct err e, oe;
 	e.msg[0] = '\0';
+	/* at a terminal, a command's output goes through the pager when it is
+	 * taller than the screen (help, heads, measurements, ...) */
+	const char *pager = s->out == stdout && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO) &&
+			    !line_streams(line) ? pager_command() : NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = pager ? open_memstream(&buf, &len) : NULL;
+	if (mem) {
+		s->out = mem;
+		s->out_paged = true;
+	}
 	repl_interrupts_begin(s);
 	int rc = cmd_run_line(s, line, &e);
-	bool lost = stream_flush(s->out, &oe) != 0;
+	bool lost;
+	if (mem) {
+		s->out = stdout;
+		s->out_paged = false;
+		fclose(mem);
+		lost = page_output(buf, len, pager, &oe) != 0;
+		free(buf);
+	} else {
+		lost = stream_flush(s->out, &oe) != 0;
+	}
 	bool interrupted = s->cancel && *s->cancel;
 	repl_interrupts_end();
 	clearerr(stdin); /* pause's getchar() may have seen EINTR */
