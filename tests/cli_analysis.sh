@@ -112,6 +112,21 @@ if [ $rc = 0 ] && has "^logit lens at position 3 'b'" && [ "$(grep -c '^embeddin
 else
 	fail lens
 fi
+# under options the native run's lens is beside: its prediction and its p
+# at every depth are what lens says of the native run itself
+run lens shakespeare -c "text $TEXT; lens at 3"
+nat_pred=$(sed -n "s/^the model's prediction: \(.*\)$/\1/p" out)
+nat_p=$(awk '/^embeddings |^after [01] / && n++ < 3 { printf "%.3f\n", substr($0, 13, 7) }' out | tr '\n' ' ')
+run lens-beside shakespeare -c "text $TEXT; attn mqa; lens at 3"
+beside_pred=$(sed -n "s/^the native run's prediction: \(.*\), its lens beside$/\1/p" out)
+beside_p=$(awk '/^embeddings |^after [01] / && n++ < 3 { printf "%.3f\n", substr($0, 21, 8) }' out | tr '\n' ' ')
+if [ $rc = 0 ] && [ -n "$nat_pred" ] && [ "$beside_pred" = "$nat_pred" ] && [ -n "$nat_p" ] &&
+	[ "$beside_p" = "$nat_p" ]; then
+	ok lens-native-beside
+else
+	echo "  native: $nat_pred / $nat_p; beside: $beside_pred / $beside_p"
+	fail lens-native-beside
+fi
 run lens-bad-position shakespeare -c "text $TEXT; lens at 999"
 if [ $rc = 1 ] && grep -q 'the position must be a whole number from 0 to' err; then ok lens-bad-position; else fail lens-bad-position; fi
 run lens-bad-top shakespeare -c "text $TEXT; lens --top 0"

@@ -51,12 +51,30 @@ static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
 			  pos, lab[pos], T, opts[0] ? opts : "native");
 	render_buf_printf(&b, "the model's prediction: '%s' (p %.3f)\n", want,
 			  (double)ln.p[(size_t)(ln.D - 1) * T + pos]);
-	render_buf_printf(&b, "%-11s %7s  top %d\n", "depth", "p", k);
+	/* under options, the native run's lens beside: its own prediction's p
+	 * and its most likely token at each depth */
+	bool beside = s->base != s->run;
+	struct lens nat = { 0 };
+	if (beside) {
+		lens_run(m, s->base, &nat);
+		tok_label(m->tok, nat.final[pos], got, sizeof got);
+		render_buf_printf(&b, "the native run's prediction: '%s' (p %.3f), its lens beside\n", got,
+				  (double)nat.p[(size_t)(nat.D - 1) * T + pos]);
+		render_buf_printf(&b, "%-11s %7s %15s  top %d\n", "depth", "p", "native p, top", k);
+	} else {
+		render_buf_printf(&b, "%-11s %7s  top %d\n", "depth", "p", k);
+	}
 	float *z = xmalloc((size_t)V * sizeof *z);
 	for (int d = 0; d < ln.D; d++) {
 		char name[32];
 		lens_depth_name(d, name, sizeof name);
 		render_buf_printf(&b, "%-11s %7.3f ", name, (double)ln.p[(size_t)d * T + pos]);
+		if (beside) {
+			tok_label(m->tok, nat.top[(size_t)d * T + pos], got, sizeof got);
+			render_buf_printf(&b, "%8.3f ", (double)nat.p[(size_t)d * T + pos]);
+			render_pad(&b, got, 6, RENDER_LEFT, true);
+			render_buf_puts(&b, " ");
+		}
 		lens_logits(m, s->run, d, pos, z);
 		int ids[LENS_TOP_MAX];
 		double p[LENS_TOP_MAX];
@@ -79,6 +97,8 @@ static int lens_exec(struct session *s, int argc, char **argv, struct err *e)
 	render_buf_free(&b);
 	render_labels_free(lab, T);
 	lens_free(&ln);
+	if (beside)
+		lens_free(&nat);
 	return 0;
 }
 
@@ -98,7 +118,9 @@ const struct cmd_entry cmd_lens_entry = {
 		"(default: the last) the probability each depth gives the model's own\n"
 		"prediction and its top K (5) tokens; then that probability at every depth\n"
 		"and position, shaded as the heatmaps are.  The last depth is the model's\n"
-		"output.  Under any option: a GQA conversion or an ablation shows its own lens.",
+		"output.  Under any option: a GQA conversion or an ablation shows its own lens,\n"
+		"with the native run's beside it (the p of its own prediction and its top\n"
+		"token at each depth), so a conversion's lens reads against the original.",
 	.min_args = 0,
 	.max_args = 2,
 	.exec = lens_exec,
