@@ -135,17 +135,6 @@ static void forward_child(const void *arg, void *out)
 	model_free(m);
 }
 
-/* Matmul FLOPs of one forward pass over T tokens (B = 1, native K/V heads). */
-static double forward_flops(const struct model_config *c, int T)
-{
-	double C = c->d_model, V = c->vocab_size, H = c->n_head, D = cfg_d_head(c);
-	double QKV = cfg_qkv_rows(c, c->n_kv_head), FF = cfg_ff_rows(c), F = c->d_ff;
-	double t = T;
-	double layer = 2 * t * C * QKV + 2 * t * C * C + 2 * t * C * FF + 2 * t * F * C +
-		       2.0 * 2.0 * t * t * D * H;
-	return c->n_layer * layer + 2 * t * C * V;
-}
-
 /* ----------------------------------------------------------------- main */
 
 struct row {
