@@ -57,6 +57,7 @@ static struct result in_child(child_fn fn, const void *arg)
 
 static void sgemm_child(const void *arg, void *out)
 {
+	(void)arg;
 	struct result *res = out;
 	struct sgemm_rate sg = measure_sgemm();
 	res->cpu_per_wall = sg.cpu_per_wall;
