@@ -17,7 +17,8 @@
  *   2. GEMV as the decoder does it (cblas_sgemm with M = 1) beside
  *      cblas_sgemv on the output layer's matrix;
  *   3. prefill of P = 32 and 128 tokens by stepping (what generate does),
- *      and, for comparison, one model_forward over the same P tokens;
+ *      and, for comparison, one model_forward over the same P tokens,
+ *      timed in pairs in one child so that their ratio shares the load;
  *   4. decode: the mean time of 64 steps after a 32- and a 128-token
  *      prefill, each step timed, the sampler timed apart;
  *   5. the KV cache: decoder_cache_bytes beside kv_cache_bytes() (model.h).
@@ -70,6 +71,8 @@ struct result {
 	double gflops;            /* sgemm child */
 	double read_gbs;          /* read child: GB/s */
 	double gemv_sgemm_ms, gemv_sgemv_ms; /* gemv child */
+	double fwd_ms, fwd_min_ms; /* prefill: the model_forward of each pair */
+	double ratio;             /* prefill: median of (steps / forward) over the pairs */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -171,8 +174,8 @@ static void gemv_child(const void *arg, void *out)
 /* ---------------------------------------------------------- generation */
 
 enum job_kind {
-	PREFILL_STEPS,   /* P decoder_steps from an empty cache */
-	PREFILL_FORWARD, /* one model_forward over P tokens (RUN_LOGITS) */
+	PREFILL,         /* P decoder_steps from an empty cache, paired with one
+			  * model_forward over the same P tokens (RUN_LOGITS) */
 	DECODE,          /* P steps untimed, then DECODE_STEPS steps timed one by one */
 };
 
@@ -196,38 +199,6 @@ static struct model *job_model(const struct gen_job *j, struct result *res)
 	return m;
 }
 
-static void forward_job(const struct gen_job *j, struct model *m, const int *tokens,
-			struct result *res)
-{
-	struct err e;
-	struct run *run = run_new(&j->cfg, 1, j->P, RUN_LOGITS);
-	struct run_options o;
-	run_options_native(m, &o);
-	double t[MAX_REPS], cpu0 = 0;
-	int reps = MAX_REPS;
-	for (int i = -1; i < reps; i++) {
-		double t0 = now_ms();
-		if (model_forward(m, &o, tokens, NULL, 1, j->P, run, &e) != 0) {
-			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
-			run_free(run);
-			return;
-		}
-		double dt = now_ms() - t0;
-		if (i < 0) {
-			reps = fit_reps(dt, reps, ROW_BUDGET_MS, MIN_REPS);
-			cpu0 = cpu_time_ms();
-		} else {
-			t[i] = dt;
-		}
-	}
-	res->cpu_per_wall = cpu_per_wall(t, reps, cpu0);
-	res->median_ms = median(t, reps);
-	res->min_ms = minimum(t, reps);
-	res->reps = reps;
-	res->ok = 1;
-	run_free(run);
-}
-
 /* Steps tokens[0..n) into d from an empty cache; 0 or -1 with res->msg. */
 static int prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 		   struct result *res)
@@ -242,6 +213,11 @@ static int prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 	return 0;
 }
 
+/* One warm-up of each, then `reps` pairs: P steps, then one model_forward
+ * over the same tokens; the ratio of each pair is taken under the same
+ * load (other work on these cores comes and goes within a run).  The
+ * child's VmHWM is taken after the steps' warm-up, before the forward
+ * pass's run exists. */
 static void prefill_job(const struct gen_job *j, struct model *m, const int *tokens,
 			struct result *res)
 {
@@ -253,29 +229,42 @@ static void prefill_job(const struct gen_job *j, struct model *m, const int *tok
 		snprintf(res->msg, sizeof res->msg, "decoder_new: %s", e.msg);
 		return;
 	}
-	double t[MAX_REPS], cpu0 = 0;
-	int reps = MAX_REPS;
+	struct run *run = NULL;
+	double t0 = now_ms();
+	if (prefill(d, m, tokens, j->P, res) != 0)
+		goto out;
+	double warm = now_ms() - t0;
+	res->hwm = proc_status_bytes("VmHWM");
+	run = run_new(&j->cfg, 1, j->P, RUN_LOGITS);
+	double ts[MAX_REPS], tf[MAX_REPS], ratio[MAX_REPS];
+	int reps = fit_reps(warm, MAX_REPS, ROW_BUDGET_MS, MIN_REPS);
 	for (int i = -1; i < reps; i++) {
-		double t0 = now_ms();
+		t0 = now_ms();
 		if (prefill(d, m, tokens, j->P, res) != 0)
 			goto out;
-		double dt = now_ms() - t0;
-		if (i < 0) {
-			reps = fit_reps(dt, reps, ROW_BUDGET_MS, MIN_REPS);
-			cpu0 = cpu_time_ms();
-		} else {
-			t[i] = dt;
+		double t1 = now_ms();
+		if (model_forward(m, &o, tokens, NULL, 1, j->P, run, &e) != 0) {
+			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
+			goto out;
+		}
+		if (i >= 0) {
+			ts[i] = t1 - t0;
+			tf[i] = now_ms() - t1;
+			ratio[i] = ts[i] / tf[i];
 		}
 	}
-	res->cpu_per_wall = cpu_per_wall(t, reps, cpu0);
-	res->median_ms = median(t, reps);
-	res->min_ms = minimum(t, reps);
+	res->median_ms = median(ts, reps);
+	res->min_ms = minimum(ts, reps);
+	res->fwd_ms = median(tf, reps);
+	res->fwd_min_ms = minimum(tf, reps);
+	res->ratio = median(ratio, reps);
 	res->reps = reps;
 	res->cap = d->cap;
 	res->G = d->G;
 	res->cache_bytes = (double)decoder_cache_bytes(d);
 	res->ok = 1;
 out:
+	run_free(run);
 	decoder_free(d);
 }
 
@@ -348,13 +337,12 @@ static void gen_child(const void *arg, void *out)
 	int n = j->P + DECODE_STEPS;
 	int *tokens = xmalloc((size_t)n * sizeof *tokens);
 	random_tokens(tokens, n, j->cfg.vocab_size, 42);
-	if (j->kind == PREFILL_FORWARD)
-		forward_job(j, m, tokens, res);
-	else if (j->kind == PREFILL_STEPS)
+	if (j->kind == PREFILL) {
 		prefill_job(j, m, tokens, res);
-	else
+	} else {
 		decode_job(j, m, tokens, res);
-	res->hwm = proc_status_bytes("VmHWM");
+		res->hwm = proc_status_bytes("VmHWM");
+	}
 	free(tokens);
 	model_free(m);
 }
@@ -433,61 +421,59 @@ int main(int argc, char **argv)
 	}
 
 	/* ---- prefill */
-	printf("\nprefill of P tokens: median (min) of `reps` after 1 warm-up\n"
+	printf("\nprefill of P tokens, in one child per row: one warm-up, then `reps` pairs of\n"
 	       "  steps    what generate does: P decoder_steps, each computing all %d logits\n"
 	       "  forward  for comparison: one model_forward over the P tokens (RUN_LOGITS)\n"
+	       "  median (min) ms over the pairs; steps/fwd = the median of the pairs' ratios\n"
 	       "  GFLOP    matmul FLOPs of that work (steps: causal, pos + 1 keys; forward: T x T)\n"
 	       "  floor    GFLOP at the sgemm rate; ratio = median / floor\n"
-	       "  GB/s     steps only: P x the weight bytes of a step / median (weights read once a token)\n",
+	       "  GB/s     steps only: P x the weight bytes of a step / median (weights read once a token)\n"
+	       "  peak MB  VmHWM after the steps' warm-up (model and decoder, no forward run yet)\n",
 	       mha.vocab_size);
-	printf("  %-10s %2s %-7s %4s %9s %9s %8s %9s %8s %8s %7s %7s %8s %4s\n", "model", "K", "how",
-	       "P", "median ms", "min ms", "ms/token", "tokens/s", "GFLOP", "floor ms", "ratio",
-	       "GB/s", "peak MB", "reps");
+	printf("  %-10s %2s %-7s %4s %9s %9s %8s %9s %8s %8s %7s %7s %8s %8s %4s\n", "model", "K",
+	       "how", "P", "median ms", "min ms", "ms/token", "tokens/s", "GFLOP", "floor ms", "ratio",
+	       "GB/s", "steps/fwd", "peak MB", "reps");
 	static const int Ps[] = { 32, 128 };
-	double prefill_ms[2][2][2] = { { { 0 } } }; /* [model][P][steps, forward] */
 	for (int mi = 0; mi < 2; mi++)
-		for (int pi = 0; pi < 2; pi++)
+		for (int pi = 0; pi < 2; pi++) {
+			const struct model_config *c = cfgs[mi];
+			int P = Ps[pi];
+			struct gen_job j = { names[mi], *c, PREFILL, P };
+			struct result r = in_child(gen_child, &j);
+			if (!r.ok) {
+				printf("  %-10s %2d %-7s %4d  FAILED: %s\n", j.name, c->n_kv_head, "", P,
+				       r.msg);
+				continue;
+			}
 			for (int k = 0; k < 2; k++) {
-				const struct model_config *c = cfgs[mi];
-				int P = Ps[pi];
-				struct gen_job j = { names[mi], *c, k ? PREFILL_FORWARD : PREFILL_STEPS, P };
-				struct result r = in_child(gen_child, &j);
-				const char *how = k ? "forward" : "steps";
-				if (!r.ok) {
-					printf("  %-10s %2d %-7s %4d  FAILED: %s\n", j.name, c->n_kv_head, how,
-					       P, r.msg);
-					continue;
-				}
 				double fl = 0;
 				if (k)
 					fl = forward_flops(c, P);
 				else
 					for (int p = 0; p < P; p++)
 						fl += decode_step_flops(c, p);
+				double ms = k ? r.fwd_ms : r.median_ms, mn = k ? r.fwd_min_ms : r.min_ms;
 				double floor_ms = fl / (sg.gflops * 1e9) * 1e3;
-				char gbs[16] = "-";
-				if (!k)
+				char gbs[16] = "-", rat[16] = "", pk[16] = "";
+				if (!k) {
 					snprintf(gbs, sizeof gbs, "%.1f",
-						 P * step_weight_floats(c) * sizeof(float) /
-							 (r.median_ms * 1e6));
+						 P * step_weight_floats(c) * sizeof(float) / (ms * 1e6));
+					snprintf(rat, sizeof rat, "%.1fx", r.ratio);
+					snprintf(pk, sizeof pk, "%.1f", r.hwm / MB);
+				}
 				printf("  %-10s %2d %-7s %4d %9.2f %9.2f %8.3f %9.0f %8.3f %8.2f %6.2fx %7s "
-				       "%8.1f %4d\n",
-				       j.name, c->n_kv_head, how, P, r.median_ms, r.min_ms, r.median_ms / P,
-				       P / (r.median_ms / 1e3), fl / 1e9, floor_ms, r.median_ms / floor_ms,
-				       gbs, r.hwm / MB, r.reps);
-				prefill_ms[mi][pi][k] = r.median_ms;
-				fflush(stdout);
+				       "%9s %8s %4d\n",
+				       j.name, c->n_kv_head, k ? "forward" : "steps", P, ms, mn, ms / P,
+				       P / (ms / 1e3), fl / 1e9, floor_ms, ms / floor_ms, gbs, rat, pk, r.reps);
 			}
+			fflush(stdout);
+		}
 	{
 		const struct model_config *c = &mha;
 		double out_share = (double)c->vocab_size * c->d_model / step_weight_floats(c);
 		printf("  of a step's weights, the output layer (%d x %d, tied) is %.0f%%: a prefill that "
 		       "computed only the last position's logits would skip that share for P - 1 tokens\n",
 		       c->vocab_size, c->d_model, 100 * out_share);
-		for (int pi = 0; pi < 2; pi++)
-			if (prefill_ms[0][pi][0] > 0 && prefill_ms[0][pi][1] > 0)
-				printf("  stories15M P=%d: stepping takes %.1fx the batched forward\n", Ps[pi],
-				       prefill_ms[0][pi][0] / prefill_ms[0][pi][1]);
 	}
 
 	/* ---- decode */
