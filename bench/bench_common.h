@@ -227,6 +227,64 @@ static inline void gpt2_cfg(struct model_config *c)
 	c->context = 1024;
 }
 
+/* The stories15M shape of llama2.c (RMSNorm, pre-norm, RoPE, SwiGLU, no
+ * biases, tied) with kv_heads key/value heads (the original has 6). */
+static inline void stories15m_cfg(struct model_config *c, int kv_heads)
+{
+	config_default(c);
+	c->vocab_size = 32000;
+	c->d_model = 288;
+	c->n_layer = 6;
+	c->n_head = 6;
+	c->n_kv_head = kv_heads;
+	c->d_ff = 768;
+	c->context = 256;
+	c->norm = NORM_RMS;
+	c->pos = POS_ROPE;
+	c->mlp = MLP_SWIGLU;
+	c->bias = false;
+	c->tied = true;
+}
+
+/* n token ids below V from seed: the same ids for the same seed. */
+static inline void random_tokens(int *out, int n, int V, uint64_t seed)
+{
+	struct rng r;
+	rng_seed(&r, seed);
+	for (int i = 0; i < n; i++)
+		out[i] = (int)(rng_u32(&r) % (uint32_t)V);
+}
+
+/* Matmul FLOPs of one forward pass over T tokens (B = 1, native K/V heads):
+ * projections, MLP, output layer, and QK^T and AV over the full T x T. */
+static inline double forward_flops(const struct model_config *c, int T)
+{
+	double C = c->d_model, V = c->vocab_size, H = c->n_head, D = cfg_d_head(c);
+	double QKV = cfg_qkv_rows(c, c->n_kv_head), FF = cfg_ff_rows(c), F = c->d_ff;
+	double t = T;
+	double layer = 2 * t * C * QKV + 2 * t * C * C + 2 * t * C * FF + 2 * t * F * C +
+		       2.0 * 2.0 * t * t * D * H;
+	return c->n_layer * layer + 2 * t * C * V;
+}
+
+/* Weight floats one decoder step multiplies its row through (native K/V
+ * heads): every block's QKV, output and MLP matrices and the output layer,
+ * each read once per token. */
+static inline double step_weight_floats(const struct model_config *c)
+{
+	double C = c->d_model, V = c->vocab_size;
+	double QKV = cfg_qkv_rows(c, c->n_kv_head), FF = cfg_ff_rows(c), F = c->d_ff;
+	return c->n_layer * (C * QKV + C * C + C * FF + F * C) + C * V;
+}
+
+/* Matmul FLOPs of one decoder step at position pos: 2 per weight, and
+ * q.k and the weighted sum of values over the pos + 1 keys it sees. */
+static inline double decode_step_flops(const struct model_config *c, int pos)
+{
+	double D = cfg_d_head(c), H = c->n_head;
+	return 2 * step_weight_floats(c) + c->n_layer * 2.0 * 2.0 * (pos + 1) * D * H;
+}
+
 /* ------------------------------------------------------------------ sgemm */
 
 struct sgemm_rate {

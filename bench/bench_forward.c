@@ -57,6 +57,7 @@ static struct result in_child(child_fn fn, const void *arg)
 
 static void sgemm_child(const void *arg, void *out)
 {
+	(void)arg;
 	struct result *res = out;
 	struct sgemm_rate sg = measure_sgemm();
 	res->cpu_per_wall = sg.cpu_per_wall;
@@ -133,17 +134,6 @@ static void forward_child(const void *arg, void *out)
 	run_free(run);
 	free(tokens);
 	model_free(m);
-}
-
-/* Matmul FLOPs of one forward pass over T tokens (B = 1, native K/V heads). */
-static double forward_flops(const struct model_config *c, int T)
-{
-	double C = c->d_model, V = c->vocab_size, H = c->n_head, D = cfg_d_head(c);
-	double QKV = cfg_qkv_rows(c, c->n_kv_head), FF = cfg_ff_rows(c), F = c->d_ff;
-	double t = T;
-	double layer = 2 * t * C * QKV + 2 * t * C * C + 2 * t * C * FF + 2 * t * F * C +
-		       2.0 * 2.0 * t * t * D * H;
-	return c->n_layer * layer + 2 * t * C * V;
 }
 
 /* ----------------------------------------------------------------- main */

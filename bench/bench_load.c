@@ -39,6 +39,9 @@ static char dir[64];
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
+	(void)st;
+	(void)flag;
+	(void)ftw;
 	return remove(p);
 }
 

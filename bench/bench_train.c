@@ -77,6 +77,7 @@ static struct result in_child(child_fn fn, const void *arg, int threads)
 
 static void sgemm_child(const void *arg, void *out)
 {
+	(void)arg;
 	struct result *res = out;
 	res->load_start = load_avg();
 	struct sgemm_rate sg = measure_sgemm();

@@ -1,0 +1,469 @@
+/*
+ * bench_analysis.c — what the analyses cost beside one forward pass with
+ * attention capture (not a test: it never fails on a slow number, it only
+ * reports; "misses" against a target is a finding, not a failure).
+ *
+ * On a GPT-2-small-shaped model (12 layers, 12 heads, d_model 768, d_ff
+ * 3072, vocabulary 50257, context 1024, LayerNorm pre-norm, learned
+ * positions, GELU, biases, tied; random weights) at T = 256, prints:
+ *   1. the machine and the cblas_sgemm rate of this run;
+ *   2. the baseline: model_forward with RUN_LOGITS | RUN_ATTN, its matmul
+ *      FLOPs and their time at the sgemm rate;
+ *   3. lens_run on a finished capture run (the lens alone, the pass not
+ *      counted), and the matmul floor of its (L + 1) output layers;
+ *   4. heat_compute for each kind (weights, scores, norms, rollout): each
+ *      call makes its own run and forward pass, so its time includes one;
+ *   5. patch_run: every site is one whole forward pass of the corrupted
+ *      text (the hook puts the clean activations back at the patched
+ *      layer; the layers before it are recomputed too), 2 + L*H + L*T
+ *      passes.  At T = 256 that is 3218 passes (tens of minutes), so:
+ *      at T = 256 the setup only (cancel set beforehand: the clean and
+ *      corrupted passes and every allocation, so the peak memory is
+ *      patch_run's), the whole run at T = 8 against a forward pass at
+ *      T = 8, and the T = 256 time projected from the passes.
+ * Each row: median ms, its ratio to the baseline, the target beside it
+ * and "meets" / "misses", the child's peak RSS (VmHWM) and the extra peak
+ * memory: that minus the baseline child's VmHWM.
+ *
+ * Every measurement runs in its own forked child (its own VmHWM); medians
+ * after one warm-up; the parent never computes.  Threads: the default (the
+ * cores present), as bench_forward; --threads N runs everything with N.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "config.h"
+#include "heat.h"
+#include "lens.h"
+#include "model.h"
+#include "patch.h"
+#include "util.h"
+
+#define T_RUN 256
+#define T_PATCH 8        /* the whole patch_run is measured at this length */
+#define MAX_REPS 5
+#define MIN_REPS 3
+#define ROW_BUDGET_MS 8000.0
+
+/* Targets from the issue tracker. */
+#define LENS_TARGET 2.0       /* lens_run within 2x one forward pass */
+#define LENS_TARGET_MB 100.0  /* and under 100 MB beyond it */
+#define HEAT_TARGET 1.2       /* each heat quantity within 1.2x the forward pass */
+
+static int threads; /* --threads; 0 = the default */
+
+struct result {
+	int ok;
+	char msg[ERR_MAX + 32];
+	double median_ms, min_ms;
+	int reps;
+	double hwm;          /* VmHWM at the end of the child */
+	double cpu_per_wall;
+	double gflops;       /* sgemm child */
+	double fwd_ms;       /* the forward pass timed in the same child (patch T=8: RUN_LOGITS) */
+	double ratio;        /* median of (analysis / forward) over the interleaved pairs */
+	int passes;          /* patch children: forward passes patch_run made */
+};
+
+static struct result in_child(child_fn fn, const void *arg)
+{
+	struct result res;
+	run_in_child(fn, arg, threads, &res, sizeof res, res.msg, sizeof res.msg);
+	return res;
+}
+
+static void sgemm_child(const void *arg, void *out)
+{
+	(void)arg;
+	struct result *res = out;
+	struct sgemm_rate sg = measure_sgemm();
+	res->median_ms = sg.median_ms;
+	res->min_ms = sg.min_ms;
+	res->cpu_per_wall = sg.cpu_per_wall;
+	res->gflops = sg.gflops;
+	res->reps = SGEMM_REPS;
+	res->ok = 1;
+}
+
+/* ------------------------------------------------------------- the jobs */
+
+enum job_kind { FORWARD, LENS, HEAT, PATCH_SETUP, PATCH_FULL };
+
+struct job {
+	const char *name;
+	enum job_kind kind;
+	enum heat_kind heat;
+	int T;
+};
+
+/* The timing loop of every row: one warm-up, then up to MAX_REPS (fewer
+ * when the warm-up says they would not fit ROW_BUDGET_MS, never below
+ * MIN_REPS).  fn returns 0, or -1 with res->msg set. */
+typedef int (*timed_fn)(void *ctx, struct result *res);
+
+static int time_reps(timed_fn fn, void *ctx, struct result *res)
+{
+	double t[MAX_REPS], cpu0 = 0;
+	int reps = MAX_REPS;
+	for (int i = -1; i < reps; i++) {
+		double t0 = now_ms();
+		if (fn(ctx, res) != 0)
+			return -1;
+		double dt = now_ms() - t0;
+		if (i < 0) {
+			reps = fit_reps(dt, reps, ROW_BUDGET_MS, MIN_REPS);
+			cpu0 = cpu_time_ms();
+		} else {
+			t[i] = dt;
+		}
+	}
+	res->cpu_per_wall = cpu_per_wall(t, reps, cpu0);
+	res->median_ms = median(t, reps);
+	res->min_ms = minimum(t, reps);
+	res->reps = reps;
+	return 0;
+}
+
+struct ctx {
+	struct model *m;
+	struct run_options o;
+	int *tokens, *corrupt;
+	int T;
+	struct run *run;
+	enum heat_kind heat;
+	volatile sig_atomic_t cancel;
+	int passes;
+};
+
+static int do_forward(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	if (model_forward(c->m, &c->o, c->tokens, NULL, 1, c->T, c->run, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The analysis rows: one call of fn alone (a warm-up; the child's VmHWM
+ * after it is the analysis's peak), then a capture run if the child has
+ * none, one warm-up pass, and `reps` pairs of (forward pass, fn), each
+ * timed: the ratio of each pair is taken under the same load, and the
+ * row's ratio is their median (other work on these cores comes and goes
+ * within a run). */
+static int time_pairs(timed_fn fn, struct ctx *c, struct result *res)
+{
+	double t0 = now_ms();
+	if (fn(c, res) != 0)
+		return -1;
+	double warm = now_ms() - t0;
+	res->hwm = proc_status_bytes("VmHWM");
+	if (!c->run)
+		c->run = run_new(&c->m->cfg, 1, c->T, RUN_LOGITS | RUN_ATTN);
+	t0 = now_ms();
+	if (do_forward(c, res) != 0)
+		return -1;
+	int reps = fit_reps(warm + now_ms() - t0, MAX_REPS, ROW_BUDGET_MS, MIN_REPS);
+	double ta[MAX_REPS], tf[MAX_REPS], ratio[MAX_REPS];
+	for (int i = 0; i < reps; i++) {
+		t0 = now_ms();
+		if (do_forward(c, res) != 0)
+			return -1;
+		double t1 = now_ms();
+		if (fn(c, res) != 0)
+			return -1;
+		tf[i] = t1 - t0;
+		ta[i] = now_ms() - t1;
+		ratio[i] = ta[i] / tf[i];
+	}
+	res->median_ms = median(ta, reps);
+	res->min_ms = minimum(ta, reps);
+	res->fwd_ms = median(tf, reps);
+	res->ratio = median(ratio, reps);
+	res->reps = reps;
+	return 0;
+}
+
+static int do_lens(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	(void)res;
+	struct lens l;
+	lens_run(c->m, c->run, &l);
+	lens_free(&l);
+	return 0;
+}
+
+static int do_heat(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	struct heat h;
+	if (heat_compute(c->m, &c->o, c->tokens, c->T, c->heat, &h, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "heat_compute: %s", e.msg);
+		return -1;
+	}
+	heat_free(&h);
+	return 0;
+}
+
+/* patch_run on c->tokens and c->corrupt; while the two texts predict the
+ * same token at the last position, the corrupted last token is changed. */
+static int do_patch(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	const struct model_config *cfg = &c->m->cfg;
+	struct err e;
+	for (int tries = 0; tries < 16; tries++) {
+		struct patch_result pr;
+		int rc = patch_run(c->m, &c->o, c->tokens, c->corrupt, c->T, &c->cancel, &pr, &e);
+		if (rc == 0) {
+			c->passes = 2 + pr.L * pr.H + pr.L * pr.T;
+			patch_free(&pr);
+			return 0;
+		}
+		if (c->cancel && strstr(e.msg, "cancelled")) {
+			c->passes = 2;
+			return 0;
+		}
+		if (!strstr(e.msg, "same next token"))
+			break;
+		c->corrupt[c->T - 1] = (c->corrupt[c->T - 1] + 7919) % cfg->vocab_size;
+	}
+	snprintf(res->msg, sizeof res->msg, "patch_run: %s", e.msg);
+	return -1;
+}
+
+static void job_child(const void *arg, void *out)
+{
+	const struct job *j = arg;
+	struct result *res = out;
+	struct model_config cfg;
+	gpt2_cfg(&cfg);
+	struct err e;
+	struct ctx c = { .T = j->T, .heat = j->heat };
+	c.m = model_new(&cfg, &e);
+	if (!c.m) {
+		snprintf(res->msg, sizeof res->msg, "model_new: %s", e.msg);
+		return;
+	}
+	model_init_random(c.m, 1234);
+	run_options_native(c.m, &c.o);
+	c.tokens = xmalloc((size_t)j->T * sizeof *c.tokens);
+	c.corrupt = xmalloc((size_t)j->T * sizeof *c.corrupt);
+	random_tokens(c.tokens, j->T, cfg.vocab_size, 42);
+	memcpy(c.corrupt, c.tokens, (size_t)j->T * sizeof *c.corrupt);
+	c.corrupt[j->T - 1] = (c.tokens[j->T - 1] + 1) % cfg.vocab_size;
+
+	int rc = 0;
+	switch (j->kind) {
+	case FORWARD:
+		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS | RUN_ATTN);
+		rc = time_reps(do_forward, &c, res);
+		res->fwd_ms = res->median_ms;
+		res->ratio = 1.0;
+		res->hwm = proc_status_bytes("VmHWM");
+		break;
+	case LENS: /* one capture pass, then the lens of it, timed alone */
+		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS | RUN_ATTN);
+		rc = do_forward(&c, res);
+		if (rc == 0)
+			rc = time_pairs(do_lens, &c, res);
+		break;
+	case HEAT:
+		rc = time_pairs(do_heat, &c, res);
+		break;
+	case PATCH_SETUP:
+		c.cancel = 1;
+		rc = time_pairs(do_patch, &c, res);
+		break;
+	case PATCH_FULL: { /* a forward pass as patch_run makes them, then one patch_run */
+		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS);
+		rc = time_reps(do_forward, &c, res);
+		if (rc != 0)
+			break;
+		res->fwd_ms = res->median_ms;
+		double t0 = now_ms();
+		rc = do_patch(&c, res);
+		res->median_ms = res->min_ms = now_ms() - t0;
+		res->ratio = res->median_ms / res->fwd_ms;
+		res->reps = 1;
+		res->hwm = proc_status_bytes("VmHWM");
+		break;
+	}
+	}
+	res->passes = c.passes;
+	res->ok = rc == 0;
+	run_free(c.run);
+	free(c.tokens);
+	free(c.corrupt);
+	model_free(c.m);
+}
+
+/* ----------------------------------------------------------------- main */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_analysis [--threads N]\n");
+}
+
+/* One row: name, times, the forward pass of the same child and the
+ * paired ratio, target and verdict, memory against the baseline child. */
+static void print_row(const char *name, const struct result *r, double base_hwm,
+		      const char *target, const char *verdict)
+{
+	if (!r->ok) {
+		printf("  %-16s FAILED: %s\n", name, r->msg);
+		return;
+	}
+	printf("  %-16s %9.1f %9.1f %9.1f %7.2fx %-20s %-7s %8.1f %+9.1f %4d\n", name, r->median_ms,
+	       r->min_ms, r->fwd_ms, r->ratio, target, verdict, r->hwm / MB, (r->hwm - base_hwm) / MB,
+	       r->reps);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+			threads = atoi(argv[++i]);
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	if (threads < 0) {
+		usage();
+		return 2;
+	}
+	double t_start = now_ms();
+	engine_set_threads(threads);
+	printf("bench_analysis — the analyses beside one forward pass with capture (GPT-2-small "
+	       "shape, random weights, T = %d)\n\n", T_RUN);
+	print_machine();
+	if (threads)
+		printf("  threads:   %d (--threads) in every child\n", threads);
+
+	struct result sg = in_child(sgemm_child, NULL);
+	if (!sg.ok) {
+		printf("sgemm: FAILED: %s\n", sg.msg);
+		return 1;
+	}
+	printf("\nsgemm %dx%dx%d: median %.3f ms, min %.3f ms of %d, cpu/wall %.2f -> %.1f GFLOP/s "
+	       "(median)\n",
+	       SGEMM_M, SGEMM_N, SGEMM_K, sg.median_ms, sg.min_ms, sg.reps, sg.cpu_per_wall,
+	       sg.gflops);
+
+	struct model_config cfg;
+	gpt2_cfg(&cfg);
+	int L = cfg.n_layer, H = cfg.n_head;
+
+	printf("\nmedian (min) ms of `reps` after 1 warm-up.  Each analysis child also times the\n"
+	       "forward pass with capture, interleaved: fwd ms is its median there, ratio the median\n"
+	       "of (analysis / forward) over the pairs (other work on these cores comes and goes).\n"
+	       "peak MB = the child's VmHWM after one analysis call (before its own capture run for\n"
+	       "the pairs), extra MB = that minus the forward child's VmHWM (MB = 2^20 bytes)\n");
+	printf("  %-16s %9s %9s %9s %8s %-20s %-7s %8s %9s %4s\n", "", "median ms", "min ms",
+	       "fwd ms", "ratio", "target", "", "peak MB", "extra MB", "reps");
+
+	struct job fj = { "forward+capture", FORWARD, 0, T_RUN };
+	struct result fw = in_child(job_child, &fj);
+	if (!fw.ok) {
+		printf("  forward: FAILED: %s\n", fw.msg);
+		print_end(t_start);
+		return 1;
+	}
+	print_row(fj.name, &fw, fw.hwm, "(the baseline)", "");
+
+	/* lens: time and memory targets */
+	struct job lj = { "lens_run", LENS, 0, T_RUN };
+	struct result ln = in_child(job_child, &lj);
+	char tgt[64];
+	snprintf(tgt, sizeof tgt, "<= %.1fx, < %.0f MB", LENS_TARGET, LENS_TARGET_MB);
+	bool lens_ok = ln.ok && ln.ratio <= LENS_TARGET && (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB;
+	print_row(lj.name, &ln, fw.hwm, tgt, lens_ok ? "meets" : "misses");
+
+	/* heat kinds */
+	struct result hr[HEAT_KINDS];
+	for (int k = 0; k < HEAT_KINDS; k++) {
+		char name[32];
+		snprintf(name, sizeof name, "heat %s", heat_kind_name((enum heat_kind)k));
+		struct job hj = { name, HEAT, (enum heat_kind)k, T_RUN };
+		hr[k] = in_child(job_child, &hj);
+		snprintf(tgt, sizeof tgt, "<= %.1fx", HEAT_TARGET);
+		bool ok = hr[k].ok && hr[k].ratio <= HEAT_TARGET;
+		print_row(name, &hr[k], fw.hwm, tgt, ok ? "meets" : "misses");
+	}
+
+	/* patch: the setup at T_RUN (peak memory), the whole run at T_PATCH */
+	struct job pj = { "patch setup", PATCH_SETUP, 0, T_RUN };
+	struct result ps = in_child(job_child, &pj);
+	print_row(pj.name, &ps, fw.hwm, "(none)", "");
+	char pname[32];
+	snprintf(pname, sizeof pname, "patch_run T=%d", T_PATCH);
+	struct job pf = { pname, PATCH_FULL, 0, T_PATCH };
+	struct result pr = in_child(job_child, &pf);
+	if (!pr.ok)
+		printf("  %-16s FAILED: %s\n", pf.name, pr.msg);
+
+	/* ---- what the rows mean */
+	double floor_fw = forward_flops(&cfg, T_RUN) / (sg.gflops * 1e9) * 1e3;
+	double lens_flops = (L + 1) * 2.0 * T_RUN * cfg.d_model * cfg.vocab_size;
+	double floor_lens = lens_flops / (sg.gflops * 1e9) * 1e3;
+	printf("\nforward+capture: %.1f GFLOP of matmul = %.1f ms at the sgemm rate; measured %.2fx "
+	       "that (cpu/wall %.2f)\n",
+	       forward_flops(&cfg, T_RUN) / 1e9, floor_fw, fw.median_ms / floor_fw, fw.cpu_per_wall);
+	if (ln.ok)
+		printf("lens_run: %d depths x the output layer (%d x %d x %d) = %.1f GFLOP = %.1f ms at the "
+		       "sgemm rate, %.2fx the forward pass's floor:\n"
+		       "  the %.1fx target is out of reach of this lens at any kernel speed (depth %d "
+		       "recomputes the run's own logits;\n"
+		       "  reusing them leaves %.2fx the forward pass's floor);\n"
+		       "  measured %.2fx its floor; forward + lens = %.2fx the forward pass; time %s, extra "
+		       "memory %+.1f MB %s\n",
+		       L + 1, T_RUN, cfg.d_model, cfg.vocab_size, lens_flops / 1e9, floor_lens,
+		       floor_lens / floor_fw, LENS_TARGET, L, floor_lens * L / (L + 1) / floor_fw,
+		       ln.median_ms / floor_lens,
+		       1.0 + ln.ratio, ln.ratio <= LENS_TARGET ? "meets" : "misses",
+		       (ln.hwm - fw.hwm) / MB, (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB ? "meets" : "misses");
+	printf("heat_compute makes its own run and forward pass each call, so its ratio includes one "
+	       "pass: RUN_ATTN for weights\n"
+	       "  and rollout (no logits: the output layer is skipped, hence below the capture pass), "
+	       "RUN_TRAIN for scores and norms\n"
+	       "  (every activation of every layer, and the logits); median ms minus the capture "
+	       "pass of the same child:");
+	for (int k = 0; k < HEAT_KINDS; k++)
+		if (hr[k].ok)
+			printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
+			       hr[k].median_ms - hr[k].fwd_ms);
+	printf("\n");
+	int passes256 = 2 + L * H + L * T_RUN, heads_passes = 2 + L * H;
+	if (ps.ok)
+		printf("patch setup (T=%d): patch_run with cancel set beforehand: the clean and the "
+		       "corrupted pass and every buffer, then it stops: %.2fx the forward pass\n",
+		       T_RUN, ps.ratio);
+	if (pr.ok) {
+		printf("patch_run (T=%d, whole): %.0f ms for %d forward passes (2 + %d heads + %d x %d "
+		       "rows) = %.1fx one forward pass at T=%d (%.2f ms),\n"
+		       "  %.2f ms a pass: patch_run does NOT recompute from the patched layer onward; "
+		       "every site is a whole pass\n",
+		       T_PATCH, pr.median_ms, pr.passes, L * H, L, T_PATCH, pr.median_ms / pr.fwd_ms,
+		       T_PATCH, pr.fwd_ms, pr.median_ms / pr.passes);
+		double per_pass = pr.median_ms / pr.passes / pr.fwd_ms; /* passes per forward */
+		printf("patch_run at T=%d (not run, projected from the forward pass above x passes x "
+		       "%.2f, the T=%d cost of a pass against a forward):\n"
+		       "  the %d heads: %d passes ~ %.0f s = %.0fx the forward pass; the whole run with "
+		       "the %d x %d residual rows: %d passes ~ %.0f s\n",
+		       T_RUN, per_pass, T_PATCH, L * H, heads_passes,
+		       heads_passes * per_pass * fw.median_ms / 1e3, heads_passes * per_pass, L, T_RUN, passes256,
+		       passes256 * per_pass * fw.median_ms / 1e3);
+		double avg_layers = (L + 1) / 2.0;
+		printf("  recomputing only from the patched layer on would average %.1f of %d layers a "
+		       "head site (plus the output layer each time)\n", avg_layers, L);
+	}
+	print_end(t_start);
+	return 0;
+}
