@@ -4,6 +4,7 @@
  */
 #include "heat.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,17 +73,15 @@ static void scores(const struct model *m, const struct run_options *o, const str
 	float s = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	for (int h = 0; h < H; h++) {
 		float *a = out + (size_t)h * T * T;
+		/* a = s * Q_h K_g^T, (T, D) x (D, T), rows of the fused qkv */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, s, qkv + (size_t)h * D,
+			    ld, qkv + (size_t)(H + h / group) * D, ld, 0.0f, a, T);
 		for (int i = 0; i < T; i++) {
 			int lo, hi;
 			mask_range(o->mask, o->window, i, T, &lo, &hi);
-			const float *q = qkv + (size_t)i * ld + (size_t)h * D;
-			for (int j = 0; j < T; j++) {
-				const float *k = qkv + (size_t)j * ld + (size_t)(H + h / group) * D;
-				double dot = 0;
-				for (int d = 0; d < D; d++)
-					dot += (double)q[d] * k[d];
-				a[(size_t)i * T + j] = j < lo || j > hi ? NAN : (float)(dot * s);
-			}
+			for (int j = 0; j < T; j++)
+				if (j < lo || j > hi)
+					a[(size_t)i * T + j] = NAN;
 		}
 	}
 }
@@ -97,26 +96,26 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 	const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
 	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * C; /* (C, C), input h*D + d */
 	double *u = xmalloc((size_t)T * sizeof *u);
+	float *y = xmalloc((size_t)T * C * sizeof *y);
 	for (int h = 0; h < H; h++) {
 		const float *a = run_att(r, l, 0, h);
 		float *n = out + (size_t)h * T * T;
 		bool ablated = opt_is_ablated(o, l * H + h);
+		/* y = V_g W_O^h^T, (T, D) x (D, C): row j is W_O^h v_j */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, C, D, 1.0f,
+			    qkv + (size_t)(H + G + h / group) * D, ld, wo + (size_t)h * D, C, 0.0f, y,
+			    C);
 		for (int j = 0; j < T; j++) { /* u_j = ||W_O^h v_j|| */
-			const float *v = qkv + (size_t)j * ld + (size_t)(H + G + h / group) * D;
 			double sq = 0;
-			for (int row = 0; row < C; row++) {
-				const float *w = wo + (size_t)row * C + (size_t)h * D;
-				double y = 0;
-				for (int d = 0; d < D; d++)
-					y += (double)w[d] * v[d];
-				sq += y * y;
-			}
+			for (int k = 0; k < C; k++)
+				sq += (double)y[(size_t)j * C + k] * y[(size_t)j * C + k];
 			u[j] = ablated ? 0.0 : sqrt(sq);
 		}
 		for (int i = 0; i < T; i++)
 			for (int j = 0; j < T; j++)
 				n[(size_t)i * T + j] = (float)(a[(size_t)i * T + j] * u[j]);
 	}
+	free(y);
 	free(u);
 }
 
@@ -146,13 +145,8 @@ static void rollout(const struct run *r, int L, int H, float *out)
 		if (l == 0) {
 			memcpy(R, A, TT * sizeof *R);
 		} else { /* R <- Â R */
-			for (int i = 0; i < T; i++)
-				for (int j = 0; j < T; j++) {
-					double s = 0;
-					for (int k = 0; k < T; k++)
-						s += A[(size_t)i * T + k] * R[(size_t)k * T + j];
-					P[(size_t)i * T + j] = s;
-				}
+			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, T, T, 1.0, A, T, R, T,
+				    0.0, P, T);
 			memcpy(R, P, TT * sizeof *R);
 		}
 		for (int h = 0; h < H; h++)

@@ -48,17 +48,23 @@ void lens_run(const struct model *m, const struct run *r, struct lens *out)
 		/* batch 0's T rows at depth d are contiguous */
 		read_out(m, stream(r, d, 0), T, z);
 		for (int i = 0; i < T; i++) {
+			/* the most likely token, then one pass of exponentials for
+			 * the final prediction's probability (expf: the p shown
+			 * needs float precision, and this loop is the lens's cost
+			 * beside the output layer) */
 			const float *zi = z + (size_t)i * V;
-			int best;
-			double pb;
-			logits_top(zi, V, 1, &best, &pb);
+			int best = 0;
+			for (int j = 1; j < V; j++)
+				if (zi[j] > zi[best])
+					best = j;
 			if (d == L)
 				out->final[i] = best;
 			out->top[(size_t)d * T + i] = best;
-			double mx = zi[best], sum = 0.0;
+			float mx = zi[best];
+			double sum = 0.0;
 			for (int j = 0; j < V; j++)
-				sum += exp((double)zi[j] - mx);
-			out->p[(size_t)d * T + i] = (float)(exp((double)zi[out->final[i]] - mx) / sum);
+				sum += expf(zi[j] - mx);
+			out->p[(size_t)d * T + i] = (float)(expf(zi[out->final[i]] - mx) / sum);
 		}
 	}
 	free(z);
