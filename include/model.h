@@ -99,6 +99,14 @@ int opt_ablated_count(const struct run_options *o);
 /* KV-cache bytes for G heads: 2 * n_layer * G * T * d_head * bytes_per_elem. */
 double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int bytes_per_elem);
 
+/* Positions a key/value cache must hold for T tokens under options o: T,
+ * or window + 1 under a windowed mask (a key further back is never seen
+ * again). */
+static inline int kv_positions(const struct run_options *o, int T)
+{
+	return o->mask == MASK_WINDOW && o->window + 1 < T ? o->window + 1 : T;
+}
+
 /* ---------------------------------------------------------- intervention */
 
 /*

@@ -190,6 +190,18 @@ if [ $rc = 0 ] && grep -q '^ *MHA .* 10 GiB' "$tmp/out" &&
 else
 	fail "kv 10 GiB / 1.25 GiB / 160 MiB"
 fi
+# under mask window 4 a decoder keeps 5 positions of the 42: the sizes are
+# those of 5 tokens, in kv and in the summary line
+run --no-db golden.safetensors -c "text $text; mask window 4; kv; kv --tokens 5" </dev/null
+w=$(grep '^ *MHA ' "$tmp/out" | head -n 1)
+t5=$(grep '^ *MHA ' "$tmp/out" | tail -n 1 | sed 's/  (native, current)//')
+if [ $rc = 0 ] && [ "$(echo "$w" | sed 's/  (native, current)//')" = "$t5" ] &&
+	grep -q '^mask window 4: a decoder keeps the last 5 positions of the 42$' "$tmp/out" &&
+	grep -q "^42 tokens .* KV $(echo "$t5" | awk '{ print $5, $6 }') " "$tmp/out"; then
+	ok "kv under a window: the window's positions"
+else
+	fail "kv under a window: the window's positions" "$w" "$t5"
+fi
 
 # --------------------------------------------------------------- errors
 # err_check NAME PATTERN COMMANDS: the run fails with one stderr line

@@ -305,7 +305,7 @@ int variant_measure(struct model *m, const struct run_options *o, const int *tok
 	out->ppl = exp(work->loss);
 	out->kl = cmp.kl;
 	out->top1_agree = cmp.top1_agree;
-	out->kv_bytes = kv_cache_bytes(c->n_layer, o->kv_heads, T, cfg_d_head(c), 4);
+	out->kv_bytes = kv_cache_bytes(c->n_layer, o->kv_heads, kv_positions(o, T), cfg_d_head(c), 4);
 	out->forward_ms = best;
 	return 0;
 }

@@ -458,6 +458,8 @@ static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (!given[BYTES])
 		val[BYTES] = 4;
 	int L = val[LAYERS], H = val[HEADS], D = val[DHEAD], T = val[TOKENS], B = val[BYTES];
+	/* under a windowed mask a decoder keeps only the window's positions */
+	int kept = m && !given[TOKENS] ? kv_positions(&s->opt, T) : T;
 	if (given[KVH] && H % val[KVH])
 		return err_set(e, "kv: --kv-heads %d must divide --heads %d", val[KVH], H);
 	/* marks for the loaded model, when its shape is what is computed */
@@ -487,8 +489,11 @@ static int kv_exec(struct session *s, int argc, char **argv, struct err *e)
 			snprintf(mark, sizeof mark, "  (native)");
 		else if (g == current)
 			snprintf(mark, sizeof mark, "  (current)");
-		kv_line(&b, name, g, kv_cache_bytes(L, g, T, D, B), mark);
+		kv_line(&b, name, g, kv_cache_bytes(L, g, kept, D, B), mark);
 	}
+	if (kept < T)
+		render_buf_printf(&b, "mask window %d: a decoder keeps the last %d positions of the %d\n",
+				  s->opt.window, kept, T);
 	render_buf_puts(&b, "bytes = 2 (K and V) x layers x kv_heads x tokens x head_dim x bytes per element\n");
 	emit(s, &b);
 	return 0;

@@ -352,7 +352,7 @@ double session_kv_bytes(const struct session *s, const struct run_options *o)
 	if (!s->model)
 		return 0.0;
 	const struct model_config *c = &s->model->cfg;
-	return kv_cache_bytes(c->n_layer, o->kv_heads, s->n_tokens, cfg_d_head(c), 4);
+	return kv_cache_bytes(c->n_layer, o->kv_heads, kv_positions(o, s->n_tokens), cfg_d_head(c), 4);
 }
 
 bool session_head_ablated(const struct session *s, int l, int h)
