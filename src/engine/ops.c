@@ -13,8 +13,11 @@
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
-		    1.0f, inp, IC, w, IC, 0.0f, out, OC);
+	if (N == 1) /* one row (a decoder step): OpenBLAS's sgemm does not switch to gemv */
+		cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, IC, 1.0f, w, IC, inp, 1, 0.0f, out, 1);
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
+			    1.0f, inp, IC, w, IC, 0.0f, out, OC);
 	if (bias) {
 		for (int i = 0; i < N; i++) {
 			float *o = out + (size_t)i * OC;
