@@ -77,6 +77,10 @@ static int read_table(const char *path, struct row **out)
 			r.text[i] = (unsigned char)(hexv(f[0][2 * i]) * 16 + hexv(f[0][2 * i + 1]));
 		r.text[r.len] = '\0';
 		r.ids = xmalloc((strlen(f[1]) + 1) * sizeof *r.ids);
+		if (!strcmp(f[1], "refused")) {
+			r.n = -1; /* encoding must fail */
+			f[1][0] = '\0';
+		}
 		for (char *p = f[1]; *p;) {
 			char *end;
 			r.ids[r.n++] = (int)strtol(p, &end, 10);
@@ -148,6 +152,16 @@ int tok_expect_check(const struct tokenizer *t, const char *path, int min_rows)
 		int *ids = NULL, k = 0;
 		int bad = tok_encode(t, (const char *)r->text, r->len, 0, &ids, &k, &e);
 
+		if (r->n < 0) {
+			if (bad >= 0 || strchr(e.msg, '\n')) {
+				fprintf(stderr, "%s:%d: \"%s\" should be refused with a one-line "
+					"error, but %s\n", path, r->line, r->text,
+					bad >= 0 ? "it encodes" : "the error spans lines");
+				failures++;
+			}
+			free(ids);
+			continue;
+		}
 		if (bad < 0) {
 			fprintf(stderr, "%s:%d: \"%s\" does not encode: %s\n", path, r->line,
 				r->text, e.msg);

@@ -1,11 +1,13 @@
 /*
  * tok_expect.h — tokenizer expectation tables (tests/data/gpt2_expect.tsv,
- * llama2c_expect.tsv), shared by test_bpe.c and test_llama2c_tok.c.
+ * llama2c_expect.tsv, ...), shared by test_bpe.c, test_llama2c_tok.c and
+ * test_hfjson.c.
  *
  * A table holds "hex TAB ids TAB bad TAB json" rows ('#' lines are
  * comments): the text's bytes in hex, the expected ids (space separated),
  * the expected count of invalid UTF-8 bytes, and the text as JSON (unused
- * here).  No cmocka here (support files are linked into the tools too):
+ * here).  The ids "refused" mean that encoding must fail with a one-line
+ * error.  No cmocka here (support files are linked into the tools too):
  * failures are printed to stderr and counted; the caller asserts.
  */
 #ifndef TOK_EXPECT_H
