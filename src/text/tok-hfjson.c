@@ -1095,9 +1095,10 @@ static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 }
 
 /* The BPE model over one pre-token; appends its ids.  A character with
- * no key is kept as -(its byte offset) - 1 until the end. */
-static int bpe_word(const struct tokenizer *t, const char *s, size_t len, int **ids, int *n,
-		    int *cap, struct err *e)
+ * no key is kept as -(its byte offset) - 1 until the end.  fuse_unk joins
+ * an unk to one before it at or after ids[floor] (the section's start). */
+static int bpe_word(const struct tokenizer *t, const char *s, size_t len, int floor, int **ids,
+		    int *n, int *cap, struct err *e)
 {
 	const struct hf_impl *h = t->impl;
 	int id, k = 0;
@@ -1140,7 +1141,7 @@ static int bpe_word(const struct tokenizer *t, const char *s, size_t len, int **
 			free(tok);
 			return err_set(e, "tokenizer: no token for \"%s\" (U+%04X) and no unk_token",
 				       q, (unsigned)cp);
-		} else if (!(h->fuse_unk && *n > 0 && (*ids)[*n - 1] == t->unk_id)) {
+		} else if (!(h->fuse_unk && *n > floor && (*ids)[*n - 1] == t->unk_id)) {
 			ids_push(ids, n, cap, t->unk_id);
 		}
 	}
@@ -1167,20 +1168,9 @@ static int encode_section(const struct tokenizer *t, const char *s, size_t len, 
 		return 0;
 	}
 	pre_tokenize(h, norm, nlen, section, &words);
-	for (int i = 0; i < words.n && !rc; i++) {
-		int before = *n;
-
-		if (words.len[i] == 0)
-			continue;
-		rc = bpe_word(t, words.s[i], words.len[i], ids, n, cap, e);
-		/* fuse_unk joins unknowns across words of a section, not before it */
-		if (!rc && h->fuse_unk && before > first && before < *n &&
-		    (*ids)[before] == t->unk_id && (*ids)[before - 1] == t->unk_id) {
-			memmove(*ids + before, *ids + before + 1,
-				(size_t)(*n - before - 1) * sizeof **ids);
-			(*n)--;
-		}
-	}
+	for (int i = 0; i < words.n && !rc; i++)
+		if (words.len[i] > 0)
+			rc = bpe_word(t, words.s[i], words.len[i], first, ids, n, cap, e);
 	strs_free(&words);
 	free(norm);
 	return rc;
