@@ -13,7 +13,11 @@
  * the 305 strings of tests/gen/strings.js; tests/gen/gen_hfjson.js says how
  * to regenerate both.  Every row must encode to exactly those ids and decode
  * back to the text (invalid bytes as U+FFFD); Qwen2.5's one row that NFC
- * would change must be refused.
+ * would change must be refused.  Two more tables come from tokenizer.json
+ * files gen_hfjson.js builds: metaspace (a small Metaspace vocabulary with
+ * byte fallback, stored as metaspace.json.gz) and gpt2_digits (SmolLM2's
+ * Digits + ByteLevel pre-tokenizer over ../shared/tokenizers/gpt2, which no
+ * @lenml package ships; built below).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -25,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "tok-hfjson.h"
 #include "tok_expect.h"
@@ -97,6 +103,54 @@ static void test_llama2(void **state)
 	check_table("llama2", 32000, 1);
 }
 
+/* A small vocabulary with a Metaspace pre-tokenizer and decoder: the
+ * decode is transformers.js's, which drops the leading space and leaves
+ * <0xNN> as it is (no ByteFallback decoder). */
+static void test_metaspace(void **state)
+{
+	(void)state;
+	check_table("metaspace", 3 + 256 + 34 + 13, 1);
+}
+
+/* SmolLM2's pre-tokenizer (Digits one by one, then ByteLevel with GPT-2's
+ * pattern) over GPT-2's vocabulary from the shared directory, built as
+ * gen_hfjson.js builds it. */
+static void test_gpt2_digits(void **state)
+{
+	char path[512];
+	struct err e = { "" };
+	size_t len;
+	(void)state;
+	snprintf(path, sizeof path, "%s/tokenizers/gpt2/vocab.json", tok_expect_shared_dir());
+	json_t *vocab = json_load_file(path, 0, NULL);
+	snprintf(path, sizeof path, "%s/tokenizers/gpt2/merges.txt", tok_expect_shared_dir());
+	char *text = read_file(path, &len, &e), *save = NULL;
+	assert_non_null(vocab);
+	assert_non_null(text);
+	json_t *merges = json_array();
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (strncmp(l, "#version", 8))
+			json_array_append_new(merges, json_string(l));
+	free(text);
+	json_t *root = json_pack("{s:[], s:n, s:{s:s, s:[{s:s, s:b}, {s:s, s:b, s:b, s:b}]}, "
+				 "s:n, s:{s:s}, s:{s:s, s:n, s:o, s:o}}",
+				 "added_tokens", "normalizer", "pre_tokenizer", "type", "Sequence",
+				 "pretokenizers", "type", "Digits", "individual_digits", 1,
+				 "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1,
+				 "use_regex", 1, "post_processor", "decoder", "type", "ByteLevel",
+				 "model", "type", "BPE", "unk_token", "vocab", vocab, "merges", merges);
+	assert_non_null(root);
+	char *json = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "gpt2_digits", &e);
+	free(json);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(tok_expect_check(t, "tests/data/gpt2_digits_expect.tsv", 300), 0);
+	tok_free(t);
+}
+
 /* Pieces are exact bytes, and decode drops the space the normalizer put
  * first, also after BOS. */
 static void test_pieces(void **state)
@@ -149,6 +203,51 @@ static void test_json_round_trip(void **state)
 	assert_int_equal(tok_expect_check(u, "tests/data/llama2_expect.tsv", 300), 0);
 	free(json);
 	tok_free(u);
+	tok_free(t);
+}
+
+/* fuse_unk (within a stretch between added tokens), an unk_token without
+ * byte fallback, and Metaspace's prepend_scheme "first" (only before the
+ * text's first stretch, not after an added token).  The ids are transformers.js's (@lenml/tokenizers 3.7.2)
+ * for this JSON. */
+static void test_unk_and_first(void **state)
+{
+	static const char json[] =
+		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, "
+		"{\"id\": 1, \"content\": \"<s>\", \"special\": true}], "
+		"\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\", "
+		"\"add_prefix_space\": true, \"prepend_scheme\": \"first\", \"split\": false}, "
+		"\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true, "
+		"\"byte_fallback\": false, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"\u2581\": 2, "
+		"\"a\": 3, \"b\": 4, \"\u2581a\": 5, \"\u2581ab\": 6}, "
+		"\"merges\": [\"\u2581 a\", \"\u2581a b\"]}}";
+	static const struct {
+		const char *text, *ids;
+	} cases[] = {
+		{ "ab ab", "6 6" },	     { "xyz ab", "2 0 6" },	  { "ab<s>ab", "6 1 3 4" },
+		{ "<s>ab", "1 3 4" },	     { "a xx b", "5 2 0 2 4" }, { "ab <s> ab", "6 2 1 6" },
+		{ "<unk>xx", "0 0" },	     { "x<unk>", "2 0 0" },
+	};
+	struct err e = { "" };
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "mini", &e);
+
+	(void)state;
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(t->unk_id, 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int *ids, n;
+		char got[64] = "";
+
+		assert_true(tok_encode(t, cases[i].text, strlen(cases[i].text), 0, &ids, &n, &e) >= 0);
+		for (int k = 0; k < n; k++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), k ? " %d" : "%d", ids[k]);
+		if (strcmp(got, cases[i].ids))
+			print_error("\"%s\": %s, expected %s\n", cases[i].text, got, cases[i].ids);
+		assert_string_equal(got, cases[i].ids);
+		free(ids);
+	}
 	tok_free(t);
 }
 
@@ -239,6 +338,9 @@ int main(void)
 		cmocka_unit_test(test_llama3),
 		cmocka_unit_test(test_qwen2_5),
 		cmocka_unit_test(test_llama2),
+		cmocka_unit_test(test_metaspace),
+		cmocka_unit_test(test_gpt2_digits),
+		cmocka_unit_test(test_unk_and_first),
 		cmocka_unit_test(test_pieces),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_refusals),

