@@ -216,8 +216,7 @@ static void strs_add(struct strs *l, const char *s, size_t n)
 		l->s = xrealloc(l->s, (size_t)l->cap * sizeof *l->s);
 		l->len = xrealloc(l->len, (size_t)l->cap * sizeof *l->len);
 	}
-	l->s[l->n] = xstrndup(s, n);
-	memcpy(l->s[l->n], s, n); /* keys may hold NUL bytes */
+	l->s[l->n] = xstrndup(s, n); /* copies n bytes, NULs and all */
 	l->len[l->n++] = n;
 }
 
@@ -1232,14 +1231,18 @@ static char *replace_invalid(const char *text, size_t len, size_t *out_len, int 
 	return out;
 }
 
+/* Splits the text around the added tokens typed in it (as transformers.js:
+ * longest first, leftmost; lstrip and rstrip trim JavaScript white space
+ * beside them) and encodes each stretch between them.  section counts the
+ * non-empty parts before trimming, added tokens included (Metaspace's
+ * prepend_scheme "first" prepends in part 0 only). */
 static int hf_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
 		     int *n, int *cap, struct err *e)
 {
 	const struct hf_impl *h = t->impl;
 	int nbad, section = 0, k, id;
-	size_t clen, start = 0, i = 0;
+	size_t clen, part = 0, start = 0, i = 0, sl;
 	char *s = replace_invalid(text, len, &clen, &nbad);
-	bool rstrip = false;
 
 	if (clen > (size_t)INT_MAX / 2) {
 		free(s);
@@ -1250,28 +1253,26 @@ static int hf_encode(const struct tokenizer *t, const char *text, size_t len, in
 			i++;
 			continue;
 		}
-		size_t end = i, sl;
-		if (h->add_lstrip[k]) /* trims the space before it */
-			while (end > start) {
-				size_t b = end - 1;
+		size_t end = i;
+		while (h->add_lstrip[k] && end > start) { /* trims the space before it */
+			size_t b = end - 1;
 
-				while (b > start && ((unsigned char)s[b] & 0xC0) == 0x80)
-					b--;
-				if (js_space_len(s + b, end - b) != end - b)
-					break;
-				end = b;
-			}
+			while (b > start && ((unsigned char)s[b] & 0xC0) == 0x80)
+				b--;
+			if (js_space_len(s + b, end - b) != end - b)
+				break;
+			end = b;
+		}
 		if (end > start && encode_section(t, s + start, end - start, section, ids, n, cap, e))
 			goto fail;
-		section += end > start;
+		section += i > part;
 		ids_push(ids, n, cap, id);
 		section++;
 		key_of(h, id, &sl);
-		i += sl;
-		rstrip = h->add_rstrip[k];
-		while (rstrip && i < clen && (sl = js_space_len(s + i, clen - i)) > 0)
-			i += sl;
-		start = i;
+		part = start = i += sl;
+		while (h->add_rstrip[k] && start < clen && (sl = js_space_len(s + start, clen - start)))
+			start += sl;
+		i = start;
 	}
 	if (start < clen && encode_section(t, s + start, clen - start, section, ids, n, cap, e))
 		goto fail;
