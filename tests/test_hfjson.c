@@ -207,26 +207,31 @@ static void test_json_round_trip(void **state)
 }
 
 /* fuse_unk (within a stretch between added tokens), an unk_token without
- * byte fallback, and Metaspace's prepend_scheme "first" (only before the
- * text's first stretch, not after an added token).  The ids are transformers.js's (@lenml/tokenizers 3.7.2)
+ * byte fallback, Metaspace's prepend_scheme "first" (only before the
+ * text's first stretch, not after an added token), and an added token with
+ * lstrip and rstrip (which trim JavaScript's white space beside it).  The ids are transformers.js's (@lenml/tokenizers 3.7.2)
  * for this JSON. */
 static void test_unk_and_first(void **state)
 {
 	static const char json[] =
 		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, "
-		"{\"id\": 1, \"content\": \"<s>\", \"special\": true}], "
+		"{\"id\": 1, \"content\": \"<s>\", \"special\": true}, "
+		"{\"id\": 7, \"content\": \"<x>\", \"special\": true, \"lstrip\": true, "
+		"\"rstrip\": true}], "
 		"\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\", "
 		"\"add_prefix_space\": true, \"prepend_scheme\": \"first\", \"split\": false}, "
 		"\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true, "
 		"\"byte_fallback\": false, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"\u2581\": 2, "
-		"\"a\": 3, \"b\": 4, \"\u2581a\": 5, \"\u2581ab\": 6}, "
+		"\"a\": 3, \"b\": 4, \"\u2581a\": 5, \"\u2581ab\": 6, \"<x>\": 7}, "
 		"\"merges\": [\"\u2581 a\", \"\u2581a b\"]}}";
 	static const struct {
 		const char *text, *ids;
 	} cases[] = {
 		{ "ab ab", "6 6" },	     { "xyz ab", "2 0 6" },	  { "ab<s>ab", "6 1 3 4" },
 		{ "<s>ab", "1 3 4" },	     { "a xx b", "5 2 0 2 4" }, { "ab <s> ab", "6 2 1 6" },
-		{ "<unk>xx", "0 0" },	     { "x<unk>", "2 0 0" },
+		{ "<unk>xx", "0 0" },	     { "x<unk>", "2 0 0" },	  { "ab <x> ab", "6 7 3 4" },
+		{ "   <x>ab", "7 3 4" },    { " <x> ", "7" },
+		{ "a\xc2\xa0<x>\xe3\x80\x80" "b", "5 7 4" },
 	};
 	struct err e = { "" };
 	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "mini", &e);
