@@ -8,7 +8,9 @@
  *   2. the added tokens of "added_tokens" (special or not) typed in the
  *      text are matched, longest first at the leftmost position, and come
  *      out as their ids: "<|endoftext|>" typed in a Qwen2 prompt is that
- *      token, as transformers.js's encode does;
+ *      token, as transformers.js's encode does.  They are matched in the
+ *      text as typed ("normalized" is ignored, as there); lstrip and rstrip
+ *      drop the white space before and after them;
  *   3. every stretch between them goes through the normalizer, the
  *      pre-tokenizer and the BPE model.
  * Supported:
@@ -30,8 +32,10 @@
  * Refused by name with a one-line error ("pre_tokenizer Whitespace is not
  * supported yet"): every other type or option, including model types
  * WordPiece and Unigram, Split behaviours other than Isolated, invert,
- * Metaspace split true, added tokens with lstrip, rstrip, single_word or
- * normalized true, and a merge naming a token that is not in the vocab.
+ * Metaspace split true or without add_prefix_space (transformers.js and
+ * tokenizers disagree there), dropout, added tokens with single_word true,
+ * a merge naming a token that is not in the vocab, and a text character
+ * with no token when there is neither byte_fallback nor unk_token.
  * Text with a code point NFC might change under an NFC normalizer is
  * refused when encoding ("normalizer NFC: U+0301 at byte 1 ...").
  *
