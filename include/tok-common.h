@@ -18,11 +18,13 @@
 #include "util.h"
 
 /* Each kind's builder from its parsed JSON description (tokenizer.c's
- * table calls them; defined in tok-char.c, tok-bpe.c, tok-llama2c.c).
+ * table calls them; defined in tok-char.c, tok-bpe.c, tok-llama2c.c,
+ * tok-hfjson.c).
  * NULL + e on a bad description. */
 struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
 struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e);
 struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_hfjson_from_json(const json_t *root, struct err *e);
 
 /* FNV-1a over n bytes (the vocabulary hash tables' hash). */
 uint32_t tok_hash_bytes(const char *s, size_t n);
@@ -68,5 +70,16 @@ typedef bool (*tok_merge_fn)(const void *ctx, int a, int b, double *key, int *ou
  * and frees its own scratch; tok stays the caller's.
  */
 int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx);
+
+/*
+ * Whether Unicode NFC leaves s[0..len) (valid UTF-8) unchanged, by the
+ * quick check of UAX #15 (tok-nfc.c; tables of tok_nfc_unicode_version()).
+ * False, with the first code point in doubt and its byte offset in *cp
+ * and *at, when the text holds a code point NFC may compose or replace or
+ * combining marks out of canonical order; such text is refused, never
+ * normalised (composition is not implemented).
+ */
+bool tok_nfc_check(const char *s, size_t len, uint32_t *cp, size_t *at);
+const char *tok_nfc_unicode_version(void);
 
 #endif

@@ -3,7 +3,8 @@
 # written by tool_mkhf in HF's layout (rotate-half Q/K rows, HF names, one
 # file or two shards and an index, Llama or Qwen2 with Q/K/V biases) gives
 # exactly the numbers of the same weights as an attnscope checkpoint; what
-# the engine cannot run is refused by name.  Needs GPT-2's vocabulary from
+# the engine cannot run is refused by name; a real tokenizer.json beside the
+# model (tests/data/tokenizers) tokenizes as transformers.js does.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
 shared=${ATTNSCOPE_SHARED:-../shared}
@@ -47,14 +48,41 @@ run "$tmp/hf" -t hi
 check "rope_scaling is refused by name" sh -c "[ $rc -ne 0 ] && grep -q 'rope_scaling is not supported' '$tmp/err'"
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
-printf '{"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Split"}}\n' >"$tmp/hf/tokenizer.json"
+printf '{"model": {"type": "WordPiece", "vocab": {"a": 0}}}\n' >"$tmp/hf/tokenizer.json"
 run "$tmp/hf" -t hi
-check "a tokenizer.json with another pre-tokenizer is refused, not misread" \
-	sh -c "[ $rc -ne 0 ] && grep -q 'pre_tokenizer Split is not supported yet' '$tmp/err'"
+check "a WordPiece tokenizer.json is refused by name, not misread" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'tokenizer.json: model type WordPiece is not supported yet' '$tmp/err'"
+printf '{"model": {"type": "BPE", "vocab": {"h": 0, "i": 1}, "merges": []}, "pre_tokenizer": {"type": "Whitespace"}}\n' \
+	>"$tmp/hf/tokenizer.json"
+run "$tmp/hf" -t hi
+check "a tokenizer.json with an unsupported pre-tokenizer is refused by name" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'pre_tokenizer Whitespace is not supported yet' '$tmp/err'"
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --shards >/dev/null 2>&1
 rm "$tmp/hf/model-00002-of-00002.safetensors"
 run "$tmp/hf" -t hi
 check "a missing shard is named" sh -c "[ $rc -ne 0 ] && grep -q 'model-00002-of-00002.safetensors' '$tmp/err'"
+
+# a real tokenizer.json (sentencepiece-style BPE, 32000 tokens) beside the
+# model: the ids are transformers.js's (tests/data/llama2_expect.tsv), and
+# the checkpoint, which stores the tokenizer, gives the same dump
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+gzip -dc tests/data/tokenizers/llama2.json.gz >"$tmp/llama2.json"
+if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tmp/llama2.json" >/dev/null 2>&1; then
+	line="To be, or not to be, that is the question:" # a row of the table
+	hex=$(printf '%s' "$line" | od -An -tx1 | tr -d ' \n')
+	want=$(awk -F '\t' -v h="$hex" '$1 == h { print "1 " $2 }' tests/data/llama2_expect.tsv)
+	run "$tmp/hf" -t "$line" --dump
+	got=$(sed -n 's/^token [0-9]* id \([0-9]*\) .*/\1/p' "$tmp/out" | tr '\n' ' ' | sed 's/ $//')
+	check "tokenizer.json beside the model: BOS and transformers.js's ids" \
+		sh -c "[ $rc -eq 0 ] && [ -n '$want' ] && [ '$got' = '$want' ]"
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$line" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/ref.dump"
+	check "the checkpoint keeps the tokenizer.json tokenizer: the same dump" \
+		sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+else
+	fail "setup (tool_mkhf with a tokenizer.json)"
+fi
 
 exit $((failures > 0))

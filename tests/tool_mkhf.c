@@ -2,10 +2,11 @@
  * tool_mkhf — writes a seeded random Llama-family model twice: as a
  * Hugging Face directory (config.json, safetensors with HF's names and
  * rotate-half Q/K row order, GPT-2's vocab.json + merges.txt copied from
- * TOKDIR) and as an attnscope checkpoint of the same weights, so that a
+ * TOKDIR, or the tokenizer.json file given instead, whose vocabulary size
+ * the model takes) and as an attnscope checkpoint of the same weights, so that a
  * test can check the HF loader gives the same numbers.
  *
- * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR [--qwen2] [--shards]
+ * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json [--qwen2] [--shards]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --shards splits the weights over two files and an index.
@@ -18,6 +19,7 @@
 #include "config.h"
 #include "loaders.h"
 #include "model.h"
+#include "tok-hfjson.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -91,7 +93,7 @@ static int copy_file(const char *from, const char *to)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR [--qwen2] [--shards]\n");
+		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json [--qwen2] [--shards]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
@@ -101,7 +103,10 @@ int main(int argc, char **argv)
 		shards |= !strcmp(argv[i], "--shards");
 	}
 	struct err e;
-	struct tokenizer *tok = tok_bpe_load(tokdir, &e);
+	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
+	size_t tl = strlen(tokdir);
+	bool tokjson = tl >= 5 && !strcmp(tokdir + tl - 5, ".json");
+	struct tokenizer *tok = tokjson ? tok_hfjson_load(tokdir, &e) : tok_bpe_load(tokdir, &e);
 	if (!tok) {
 		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
 		return 1;
@@ -205,7 +210,11 @@ int main(int argc, char **argv)
 	}
 	char from[4096], to[4096];
 	static const char *const files[] = { "vocab.json", "merges.txt" };
-	for (int i = 0; i < 2; i++) {
+	if (tokjson) {
+		snprintf(to, sizeof to, "%s/tokenizer.json", dir);
+		bad |= copy_file(tokdir, to);
+	}
+	for (int i = 0; i < 2 && !tokjson; i++) {
 		snprintf(from, sizeof from, "%s/%s", tokdir, files[i]);
 		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
 		bad |= copy_file(from, to);

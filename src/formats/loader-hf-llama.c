@@ -23,11 +23,11 @@
  * frequency: the rows of each Q and K head are permuted on load
  * (llama_rope_row), after which the numbers are the same.
  *
- * The tokenizer must be GPT-2's kind of byte-level BPE (vocab.json +
- * merges.txt, or a tokenizer.json whose pre-tokenizer is ByteLevel alone);
- * other pre-tokenizers (Llama 3 and Qwen2's Split patterns, SmolLM2's
- * Digits) and sentencepiece vocabularies are refused by name: --tokenizer
- * gives another.
+ * The tokenizer is the directory's tokenizer.json when it has one, read by
+ * tok-hfjson.c (BPE models: Llama 3 and Qwen2's Split patterns, Digits,
+ * sentencepiece-style BPE with byte fallback; WordPiece and Unigram
+ * models and other unsupported parts are refused by name), else GPT-2's
+ * vocab.json + merges.txt; --tokenizer gives another.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -41,6 +41,7 @@
 #include "json-util.h"
 #include "loaders.h"
 #include "safetensors.h"
+#include "tok-hfjson.h"
 
 #define MAX_SHARDS 64
 
@@ -315,28 +316,29 @@ static void close_shards(struct shards *s)
 	s->n = 0;
 }
 
-/* The tokenizer beside the model, refused when it is not GPT-2's kind. */
+/* The tokenizer beside the model: tokenizer.json (tok-hfjson.c), else
+ * GPT-2's vocab.json + merges.txt.  --tokenizer names another directory,
+ * tokenizer.json file or vocab.json/merges.txt pair. */
 static struct tokenizer *tokenizer_for(const char *opt, const char *dir, struct err *e)
 {
-	char *tj = ld_join(opt ? opt : dir, "tokenizer.json");
-	if (ld_is_file(tj)) {
-		json_t *root = json_load_file(tj, 0, NULL);
-		json_t *pre = json_object_get(root, "pre_tokenizer");
-		json_t *type = json_object_get(pre, "type");
-		bool ok = json_is_string(type) && !strcmp(json_string_value(type), "ByteLevel");
-		const char *what = json_is_string(type) ? json_string_value(type) : "none";
-		char buf[64];
-		snprintf(buf, sizeof buf, "%.40s", what);
-		json_decref(root);
-		if (!ok) {
+	char *tj = NULL;
+	if (opt && ld_is_file(opt)) {
+		char *base = ld_basename(opt, NULL);
+		if (strcmp(base, "vocab.json") && strcmp(base, "merges.txt"))
+			tj = xstrdup(opt);
+		free(base);
+	} else {
+		tj = ld_join(opt ? opt : dir, "tokenizer.json");
+		if (!ld_is_file(tj)) {
 			free(tj);
-			err_set(e, "%s/tokenizer.json: pre_tokenizer %s is not supported yet (GPT-2's "
-				"ByteLevel only); give another with --tokenizer", opt ? opt : dir, buf);
-			return NULL;
+			tj = NULL;
 		}
 	}
+	if (!tj)
+		return ld_gpt2_tokenizer(opt, dir, e);
+	struct tokenizer *t = tok_hfjson_load(tj, e);
 	free(tj);
-	return ld_gpt2_tokenizer(opt, dir, e);
+	return t;
 }
 
 /* ----------------------------------------------------------------- format */

@@ -29,6 +29,7 @@ static const struct tok_kind tok_kinds[] = {
 	{ "char", tok_char_from_json },
 	{ "gpt2-bpe", tok_bpe_from_json },
 	{ "llama2c", tok_llama2c_from_json },
+	{ "hf-tokenizer-json", tok_hfjson_from_json },
 };
 
 /* ---------------------------------------------------------- unknown text */

