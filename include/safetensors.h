@@ -111,6 +111,11 @@ struct st_tensor *st_find(const struct st_file *f, const char *name);
  * ("tensor W has a non-finite value at element K"). */
 int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e);
 
+/* The values of f's tensors that have bytes behind them (every dtype but
+ * DTYPE_OTHER): what a config may be checked against before a model is
+ * allocated for it. */
+uint64_t st_values_held(const struct st_file *f);
+
 /* "[2, 48, 16]" into buf (cut to size). */
 void st_shape_str(char *buf, size_t size, const uint64_t *shape, int ndim);
 

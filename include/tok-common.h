@@ -82,4 +82,33 @@ int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx);
 bool tok_nfc_check(const char *s, size_t len, uint32_t *cp, size_t *at);
 const char *tok_nfc_unicode_version(void);
 
+/* GPT-2's bytes_to_unicode(): bytes ! .. ~, ¡ .. ¬ and ® .. ÿ map to their
+ * own code points, the remaining 68 to 256, 257, ... in byte order; u2b is
+ * the inverse (-1 for code points no byte maps to). */
+void tok_gpt2_byte_map(uint32_t b2u[256], int16_t u2b[324]);
+
+/* text[0..len) with each invalid UTF-8 byte replaced by U+FFFD: a malloc'd
+ * copy (NUL-terminated, *out_len bytes), or NULL when every byte is valid
+ * (*out_len = len).  *nbad counts the replaced bytes. */
+char *tok_replace_invalid(const char *text, size_t len, size_t *out_len, int *nbad);
+
+/*
+ * A BPE merge table: the pair of ids (a, b) -> its rank (lower merges
+ * first) and the id it merges into; open addressing over mask + 1 slots.
+ */
+struct tok_merges {
+	uint64_t *key;		/* (a << 32 | b) + 1, 0 free */
+	int32_t *rank, *out;
+	uint32_t mask;
+};
+/* Room for n merges (at least 2n + 2 slots). */
+void tok_merges_init(struct tok_merges *m, size_t n);
+/* Adds (a, b) -> out at rank; false, changing nothing, when the pair is
+ * there already (a repeated merge keeps its first, better rank). */
+bool tok_merges_add(struct tok_merges *m, int a, int b, int rank, int out);
+/* The rank of merging (a, b) with the result in *out, or -1 when the pair
+ * does not merge. */
+int tok_merges_find(const struct tok_merges *m, int a, int b, int *out);
+void tok_merges_free(struct tok_merges *m);
+
 #endif

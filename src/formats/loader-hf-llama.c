@@ -141,9 +141,7 @@ static uint64_t values_held(const struct shards *s)
 {
 	uint64_t held = 0;
 	for (int i = 0; i < s->n; i++)
-		for (int j = 0; j < s->f[i].n; j++)
-			if (s->f[i].t[j].esize && held <= UINT64_MAX - s->f[i].t[j].n)
-				held += s->f[i].t[j].n;
+		held += st_values_held(&s->f[i]);
 	return held;
 }
 

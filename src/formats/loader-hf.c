@@ -339,10 +339,7 @@ static struct model *load_hf(const char *path, const struct load_opts *o, struct
 	{
 		/* refuse, before allocating for it, a config that the file could not
 		 * fill by far (a few missing tensors are named by read_weights) */
-		uint64_t held = 0, need = config_param_count(&cfg);
-		for (int i = 0; i < f.n; i++) /* values with bytes behind them */
-			if (f.t[i].esize && held <= UINT64_MAX - f.t[i].n)
-				held += f.t[i].n;
+		uint64_t held = st_values_held(&f), need = config_param_count(&cfg);
 		if (need / 2 > held) {
 			err_set(e, "config.json describes %" PRIu64 " parameters but model.safetensors "
 				   "holds %" PRIu64 " values", need, held);

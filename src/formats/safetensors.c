@@ -321,3 +321,12 @@ int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e)
 	t->read = true;
 	return 0;
 }
+
+uint64_t st_values_held(const struct st_file *f)
+{
+	uint64_t held = 0;
+	for (int i = 0; i < f->n; i++)
+		if (f->t[i].esize && held <= UINT64_MAX - f->t[i].n)
+			held += f->t[i].n;
+	return held;
+}

@@ -71,9 +71,7 @@ struct bpe_impl {
 
 	int nmerges;
 	int32_t *ma, *mb;	/* merge r joins ma[r] and mb[r] */
-	uint64_t *mkey;		/* (a << 32 | b) + 1, 0 free */
-	int32_t *mrank, *mout;
-	uint32_t mmask;
+	struct tok_merges merges;
 
 	pcre2_code *re;
 	bool jit;
@@ -85,41 +83,7 @@ struct bpe_impl {
 
 static const struct tokenizer_ops bpe_ops;
 
-/* --------------------------------------------------------- byte mapping */
-
-/* GPT-2's bytes_to_unicode(): bytes ! .. ~, ¡ .. ¬ and ® .. ÿ map to their
- * own code points, the remaining 68 to 256, 257, ... in byte order. */
-static void byte_map(uint32_t b2u[256], int16_t u2b[324])
-{
-	int next = 256;
-
-	for (int i = 0; i < 324; i++)
-		u2b[i] = -1;
-	for (int b = 0; b < 256; b++) {
-		bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-		b2u[b] = self ? (uint32_t)b : (uint32_t)next++;
-		u2b[b2u[b]] = (int16_t)b;
-	}
-}
-
-/* ---------------------------------------------------------------- hashing */
-
-static uint32_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
-static uint32_t pow2_at_least(size_t n)
-{
-	uint32_t p = 16;
-
-	while (p < n)
-		p *= 2;
-	return p;
-}
+/* ---------------------------------------------------------------- lookups */
 
 static const char *piece_of(const struct bpe_impl *b, int id, size_t *len)
 {
@@ -133,20 +97,6 @@ static int vocab_find(const struct bpe_impl *b, const char *s, size_t n)
 	return tok_vtab_find(b->vtab, b->vmask, b->blob, b->off, s, n);
 }
 
-static int merge_find(const struct bpe_impl *b, int x, int y, int *out)
-{
-	uint64_t key = ((uint64_t)(uint32_t)x << 32 | (uint32_t)y) + 1;
-	uint32_t i = hash_u64(key) & b->mmask;
-
-	for (;; i = (i + 1) & b->mmask) {
-		if (b->mkey[i] == 0)
-			return -1;
-		if (b->mkey[i] == key) {
-			*out = b->mout[i];
-			return b->mrank[i];
-		}
-	}
-}
 
 /* ------------------------------------------------------------ building */
 
@@ -160,9 +110,7 @@ static void bpe_impl_free(struct bpe_impl *b)
 	free(b->vtab);
 	free(b->ma);
 	free(b->mb);
-	free(b->mkey);
-	free(b->mrank);
-	free(b->mout);
+	tok_merges_free(&b->merges);
 	if (b->re)
 		pcre2_code_free(b->re);
 	if (b->cache) {
@@ -220,7 +168,7 @@ static int build_vocab(struct bpe_impl *b, const json_t *vocab, const char *wher
 		return err_set(e, "%s: the vocabulary is empty", where);
 	if (n > (size_t)VOCAB_MAX)
 		return err_set(e, "%s: %zu tokens is too many", where, n);
-	byte_map(b2u, u2b);
+	tok_gpt2_byte_map(b2u, u2b);
 	/* ids must run 0..n-1: an id past that means one below is missing,
 	 * which is the one to name */
 	json_object_foreach((json_t *)vocab, key, v) {
@@ -324,8 +272,6 @@ static int add_merge(struct bpe_impl *b, const char *x, size_t xl, const char *y
 	size_t al, bl;
 	bool lit;
 	int a, c, out, rank = b->nmerges;
-	uint64_t key;
-	uint32_t h;
 
 	al = key_bytes(x, xl, b->u2b, buf, &lit);
 	bl = key_bytes(y, yl, b->u2b, buf + al, &lit);
@@ -343,16 +289,8 @@ static int add_merge(struct bpe_impl *b, const char *x, size_t xl, const char *y
 		return err_set(e, "%s:%ld: the merge of \"%.*s\" and \"%.*s\" is not in the "
 			       "vocabulary", where, line, (int)(xl > 40 ? 40 : xl), x,
 			       (int)(yl > 40 ? 40 : yl), y);
-	key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)c) + 1;
-	h = hash_u64(key) & b->mmask;
-	while (b->mkey[h] != 0) {
-		if (b->mkey[h] == key)
-			return 0; /* a repeated merge keeps its first (better) rank */
-		h = (h + 1) & b->mmask;
-	}
-	b->mkey[h] = key;
-	b->mrank[h] = rank;
-	b->mout[h] = out;
+	if (!tok_merges_add(&b->merges, a, c, rank, out))
+		return 0; /* a repeated merge keeps its first (better) rank */
 	b->ma[rank] = a;
 	b->mb[rank] = c;
 	b->nmerges++;
@@ -363,10 +301,7 @@ static void alloc_merges(struct bpe_impl *b, size_t n)
 {
 	b->ma = xmalloc((n + 1) * sizeof *b->ma);
 	b->mb = xmalloc((n + 1) * sizeof *b->mb);
-	b->mmask = pow2_at_least(2 * n + 2) - 1;
-	b->mkey = xcalloc((size_t)b->mmask + 1, sizeof *b->mkey);
-	b->mrank = xmalloc(((size_t)b->mmask + 1) * sizeof *b->mrank);
-	b->mout = xmalloc(((size_t)b->mmask + 1) * sizeof *b->mout);
+	tok_merges_init(&b->merges, n);
 }
 
 /* merges.txt: an optional "#version" line, then "A B" per line. */
@@ -490,7 +425,8 @@ static struct tokenizer *bpe_finish(struct bpe_impl *b)
 /* tok_merge_fn over the merge list: the lower rank merges first. */
 static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 {
-	int r = merge_find(ctx, a, b, out);
+	const struct bpe_impl *bp = ctx;
+	int r = tok_merges_find(&bp->merges, a, b, out);
 
 	*key = r;
 	return r >= 0;
@@ -602,37 +538,6 @@ static void encode_chunk(struct bpe_impl *b, const char *s, size_t len, int **id
 	*n += k;
 }
 
-/* Copies text with every invalid UTF-8 byte replaced by U+FFFD; NULL when
- * the text is valid (nothing to replace). */
-static char *replace_invalid(const char *text, size_t len, size_t *out_len, int *nbad)
-{
-	const unsigned char *s = (const unsigned char *)text;
-	char *out = NULL;
-	size_t i = 0, o = 0;
-
-	*nbad = 0;
-	while (i < len) {
-		uint32_t cp;
-		int bad, k = utf8_decode(s + i, len - i, &cp, &bad);
-
-		if (bad && !out) {
-			out = xmalloc(3 * len + 1);
-			memcpy(out, text, i);
-			o = i;
-		}
-		if (bad) {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			(*nbad)++;
-		} else if (out) {
-			memcpy(out + o, s + i, (size_t)k);
-			o += (size_t)k;
-		}
-		i += (size_t)k;
-	}
-	*out_len = out ? o : len;
-	return out;
-}
 
 static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
 		      int *n, int *cap, struct err *e)
@@ -640,7 +545,7 @@ static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, i
 	struct bpe_impl *b = t->impl;
 	int nbad;
 	size_t clen, pos = 0;
-	char *clean = replace_invalid(text, len, &clen, &nbad);
+	char *clean = tok_replace_invalid(text, len, &clen, &nbad);
 	const char *s = clean ? clean : text;
 	pcre2_match_data *md;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "utf8.h"
 #include "util.h"
 
 uint32_t tok_hash_bytes(const char *s, size_t n)
@@ -179,4 +180,104 @@ int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx)
 	free(h.v);
 	free(prev);
 	return k;
+}
+
+void tok_gpt2_byte_map(uint32_t b2u[256], int16_t u2b[324])
+{
+	int next = 256;
+	for (int i = 0; i < 324; i++)
+		u2b[i] = -1;
+	for (int b = 0; b < 256; b++) {
+		bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+		b2u[b] = self ? (uint32_t)b : (uint32_t)next++;
+		u2b[b2u[b]] = (int16_t)b;
+	}
+}
+
+char *tok_replace_invalid(const char *text, size_t len, size_t *out_len, int *nbad)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	char *out = NULL;
+	size_t i = 0, o = 0;
+
+	*nbad = 0;
+	while (i < len) {
+		uint32_t cp;
+		int bad, k = utf8_decode(s + i, len - i, &cp, &bad);
+		if (bad && !out) {
+			out = xmalloc(3 * len + 1);
+			memcpy(out, text, i);
+			o = i;
+		}
+		if (bad) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			(*nbad)++;
+		} else if (out) {
+			memcpy(out + o, s + i, (size_t)k);
+			o += (size_t)k;
+		}
+		i += (size_t)k;
+	}
+	if (out)
+		out[o] = '\0';
+	*out_len = out ? o : len;
+	return out;
+}
+
+/* ------------------------------------------------------------ merge table */
+
+static uint32_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (uint32_t)x;
+}
+
+void tok_merges_init(struct tok_merges *m, size_t n)
+{
+	size_t slots = 16;
+	while (slots < 2 * n + 2)
+		slots *= 2;
+	m->mask = (uint32_t)(slots - 1);
+	m->key = xcalloc(slots, sizeof *m->key);
+	m->rank = xmalloc(slots * sizeof *m->rank);
+	m->out = xmalloc(slots * sizeof *m->out);
+}
+
+bool tok_merges_add(struct tok_merges *m, int a, int b, int rank, int out)
+{
+	uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
+	uint32_t i = hash_u64(key) & m->mask;
+	while (m->key[i] != 0) {
+		if (m->key[i] == key)
+			return false;
+		i = (i + 1) & m->mask;
+	}
+	m->key[i] = key;
+	m->rank[i] = rank;
+	m->out[i] = out;
+	return true;
+}
+
+int tok_merges_find(const struct tok_merges *m, int a, int b, int *out)
+{
+	uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
+	for (uint32_t i = hash_u64(key) & m->mask;; i = (i + 1) & m->mask) {
+		if (m->key[i] == 0)
+			return -1;
+		if (m->key[i] == key) {
+			*out = m->out[i];
+			return m->rank[i];
+		}
+	}
+}
+
+void tok_merges_free(struct tok_merges *m)
+{
+	free(m->key);
+	free(m->rank);
+	free(m->out);
+	memset(m, 0, sizeof *m);
 }

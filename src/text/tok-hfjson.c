@@ -73,9 +73,7 @@ struct hf_impl {
 	int32_t *vtab;		/* model.vocab keys -> ids */
 	uint32_t vmask;
 
-	uint64_t *mkey;		/* merges: (a << 32 | b) + 1, 0 free */
-	int32_t *mrank, *mout;
-	uint32_t mmask;
+	struct tok_merges merges;
 
 	int nadded;		/* added tokens matched in text */
 	int *add_id;
@@ -105,26 +103,7 @@ static const struct tokenizer_ops hf_ops;
 
 /* ------------------------------------------------------------ helpers */
 
-static void byte_map(uint32_t b2u[256], int16_t u2b[324])
-{
-	int next = 256;
 
-	for (int i = 0; i < 324; i++)
-		u2b[i] = -1;
-	for (int b = 0; b < 256; b++) {
-		bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-		b2u[b] = self ? (uint32_t)b : (uint32_t)next++;
-		u2b[b2u[b]] = (int16_t)b;
-	}
-}
-
-static uint32_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
 
 static const char *key_of(const struct hf_impl *h, int id, size_t *len)
 {
@@ -137,19 +116,6 @@ static int vocab_find(const struct hf_impl *h, const char *s, size_t n)
 	return tok_vtab_find(h->vtab, h->vmask, h->kblob, h->koff, s, n);
 }
 
-static int merge_find(const struct hf_impl *h, int a, int b, int *out)
-{
-	uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
-
-	for (uint32_t i = hash_u64(key) & h->mmask;; i = (i + 1) & h->mmask) {
-		if (h->mkey[i] == 0)
-			return -1;
-		if (h->mkey[i] == key) {
-			*out = h->mout[i];
-			return h->mrank[i];
-		}
-	}
-}
 
 /* A type name quoted from the file, printable and short. */
 static const char *type_name(const json_t *o, char *buf, size_t size)
@@ -374,9 +340,7 @@ static void hf_impl_free(struct hf_impl *h)
 	free(h->poff);
 	free(h->added);
 	free(h->vtab);
-	free(h->mkey);
-	free(h->mrank);
-	free(h->mout);
+	tok_merges_free(&h->merges);
 	free(h->add_id);
 	free(h->add_lstrip);
 	free(h->add_rstrip);
@@ -587,16 +551,7 @@ static int add_merge(struct hf_impl *h, const json_t *m, size_t i, const char *w
 		return err_set(e, "%s: model.merges[%zu]: the merge of \"%.*s\" and \"%.*s\" is not "
 			       "in the vocab", where, i, (int)(xl > 40 ? 40 : xl), x,
 			       (int)(yl > 40 ? 40 : yl), y);
-	uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
-	uint32_t s = hash_u64(key) & h->mmask;
-	while (h->mkey[s] != 0) {
-		if (h->mkey[s] == key)
-			return 0; /* a repeated merge keeps its first (better) rank */
-		s = (s + 1) & h->mmask;
-	}
-	h->mkey[s] = key;
-	h->mrank[s] = (int32_t)i;
-	h->mout[s] = out;
+	tok_merges_add(&h->merges, a, b, (int)i, out); /* a repeat keeps its first rank */
 	return 0;
 }
 
@@ -604,17 +559,11 @@ static int build_merges(struct hf_impl *h, const json_t *merges, const char *whe
 			struct err *e)
 {
 	size_t n = json_array_size(merges), i;
-	uint32_t slots = 16;
 	json_t *m;
 
 	if (!json_is_array(merges))
 		return err_set(e, "%s: model.merges is missing or not an array", where);
-	while (slots < 2 * n + 2)
-		slots *= 2;
-	h->mmask = slots - 1;
-	h->mkey = xcalloc(slots, sizeof *h->mkey);
-	h->mrank = xmalloc(slots * sizeof *h->mrank);
-	h->mout = xmalloc(slots * sizeof *h->mout);
+	tok_merges_init(&h->merges, n);
 	json_array_foreach(merges, i, m)
 		if (add_merge(h, m, i, where, e))
 			return -1;
@@ -1087,7 +1036,8 @@ static void ids_push(int **ids, int *n, int *cap, int id)
 /* tok_merge_fn over the merges; characters with no key (< 0) never merge. */
 static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 {
-	int r = a >= 0 && b >= 0 ? merge_find(ctx, a, b, out) : -1;
+	const struct hf_impl *h = ctx;
+	int r = a >= 0 && b >= 0 ? tok_merges_find(&h->merges, a, b, out) : -1;
 
 	*key = r;
 	return r >= 0;
@@ -1205,31 +1155,6 @@ static size_t js_space_len(const char *s, size_t len)
 	return 0;
 }
 
-/* Copies text with every invalid UTF-8 byte replaced by U+FFFD. */
-static char *replace_invalid(const char *text, size_t len, size_t *out_len, int *nbad)
-{
-	char *out = xmalloc(3 * len + 1);
-	size_t i = 0, o = 0;
-
-	*nbad = 0;
-	while (i < len) {
-		uint32_t cp;
-		int bad, k = utf8_decode((const unsigned char *)text + i, len - i, &cp, &bad);
-
-		if (bad) {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			(*nbad)++;
-		} else {
-			memcpy(out + o, text + i, (size_t)k);
-			o += (size_t)k;
-		}
-		i += (size_t)k;
-	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
-}
 
 /* Splits the text around the added tokens typed in it (as transformers.js:
  * longest first, leftmost; lstrip and rstrip trim JavaScript white space
@@ -1242,7 +1167,13 @@ static int hf_encode(const struct tokenizer *t, const char *text, size_t len, in
 	const struct hf_impl *h = t->impl;
 	int nbad, section = 0, k, id;
 	size_t clen, part = 0, start = 0, i = 0, sl;
-	char *s = replace_invalid(text, len, &clen, &nbad);
+	char *s = tok_replace_invalid(text, len, &clen, &nbad);
+
+	if (!s) { /* every byte valid: a NUL-terminated copy all the same */
+		s = xmalloc(len + 1);
+		memcpy(s, text, len);
+		s[len] = '\0';
+	}
 
 	if (clen > (size_t)INT_MAX / 2) {
 		free(s);
@@ -1405,7 +1336,7 @@ struct tokenizer *tok_hfjson_from_text(const char *json, size_t len, const char 
 		return NULL;
 	}
 	h = xcalloc(1, sizeof *h);
-	byte_map(h->b2u, h->u2b);
+	tok_gpt2_byte_map(h->b2u, h->u2b);
 	if (!json_is_object(root)) {
 		err_set(e, "%s: not a JSON object", where);
 		goto fail;
