@@ -1113,7 +1113,7 @@ static void test_llama_rope_layout(void **state)
 		}
 		for (int i = 0; i < D; i++)
 			engine[llama_rope_row(i, D)] = (float)hf[i];
-		rope_rotate(engine, 1, D, pos, 10000.0f);
+		rope_rotate(engine, 1, D, D, pos, 10000.0f);
 		for (int i = 0; i < D; i++)
 			assert_true(fabs(engine[llama_rope_row(i, D)] - out[i]) < 1e-4);
 	}

@@ -538,6 +538,21 @@ static void block_backward(const struct layer_ctx *x, const struct model_config 
 
 /* ------------------------------------------------------------------- model */
 
+int backward_supports(const struct model_config *c, struct err *e)
+{
+	if (c->parallel)
+		return err_set(e, "training supports sequential blocks only, not config parallel "
+			       "(GPT-NeoX's parallel residual runs forward only)");
+	if (cfg_rotary_dims(c) != cfg_d_head(c))
+		return err_set(e, "training supports RoPE over the whole head only, not config "
+			       "rotary_dims %d of d_head %d (forward only)", cfg_rotary_dims(c),
+			       cfg_d_head(c));
+	if (c->mlp == MLP_GELU_EXACT)
+		return err_set(e, "training supports mlp gelu (tanh) and swiglu, not config mlp "
+			       "gelu-exact (forward only)");
+	return 0;
+}
+
 int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
 		   const int *targets, const struct run *r, float *grads,
 		   struct backward_state *s, struct err *e)
@@ -545,6 +560,8 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	const struct model_config *c = &m->cfg;
 	struct run_options native;
 	run_options_native(m, &native);
+	if (backward_supports(c, e))
+		return err_prefix(e, "backward");
 	if (!(r->flags & RUN_TRAIN))
 		return err_set(e, "backward: the run was not made for training (RUN_TRAIN)");
 	if (r->key_len)
