@@ -523,6 +523,45 @@ static void test_refuses(void **state)
 	model_free(m);
 }
 
+/* GPT-NeoX's blocks run forward only: backward refuses each, naming its
+ * config field, and writes nothing. */
+static void test_refuses_neox(void **state)
+{
+	(void)state;
+	static const char *const field[3] = { "config parallel", "config rotary_dims 2",
+					      "config mlp gelu-exact" };
+	for (int i = 0; i < 3; i++) {
+		struct combo k = { NORM_LAYER, PLACE_PRE, POS_ROPE, MLP_GELU, TH, true, true, false,
+				   false, false, false, MASK_CAUSAL };
+		struct model *base = tiny_model(&k, 15);
+		struct model_config c = base->cfg;
+		model_free(base);
+		c.parallel = i == 0;
+		c.rotary_dims = i == 1 ? 2 : 0;
+		c.mlp = i == 2 ? MLP_GELU_EXACT : MLP_GELU;
+		struct err e = { "" };
+		assert_int_equal(backward_supports(&c, &e), -1);
+		assert_non_null(strstr(e.msg, field[i]));
+		struct model *m = model_new(&c, &e);
+		assert_non_null(m);
+		model_init_random(m, 16);
+		struct backward_state *s = backward_new(&m->cfg, TB, TT);
+		float *grads = calloc(m->n_params, sizeof(float));
+		int tokens[TB * TT];
+		make_batch(tokens, NULL, false, TB * TT, 17);
+		struct run_options nat;
+		run_options_native(m, &nat);
+		struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+		assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+		expect_refusal(m, &nat, tokens, r, s, grads, field[i]);
+		assert_non_null(strstr(e.msg, field[i]));
+		run_free(r);
+		free(grads);
+		backward_free(s);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +573,7 @@ int main(void)
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),
+		cmocka_unit_test_setup(test_refuses_neox, one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
