@@ -255,7 +255,11 @@ static int set_flag(struct opts *o, const struct flag *f, const char *v, struct 
 	case F_NORM: rc = norm_type_parse(v, (enum norm_type *)base); break;
 	case F_PLACE: rc = norm_place_parse(v, (enum norm_place *)base); break;
 	case F_POS: rc = pos_type_parse(v, (enum pos_type *)base); break;
-	case F_MLP: rc = mlp_type_parse(v, (enum mlp_type *)base); break;
+	case F_MLP: /* exact GELU is forward-only (backward_supports) */
+		rc = mlp_type_parse(v, (enum mlp_type *)base);
+		if (rc == 0 && *(enum mlp_type *)base == MLP_GELU_EXACT)
+			rc = -1;
+		break;
 	case F_MASK:
 		rc = mask_kind_parse(v, (enum mask_kind *)base);
 		if (rc == 0 && *(enum mask_kind *)base == MASK_WINDOW)
@@ -1153,6 +1157,11 @@ static struct model *from_model(const struct opts *o, struct model_config *c, st
 	if (!src->tok) {
 		model_free(src);
 		return err_set(e, "--from %s: the model has no tokenizer", o->from), NULL;
+	}
+	if (backward_supports(&src->cfg, e)) { /* a GPT-NeoX model: forward only */
+		model_free(src);
+		err_prefix(e, "--from %s", o->from);
+		return NULL;
 	}
 	*c = src->cfg;
 	if (o->kv_heads) {
