@@ -165,6 +165,42 @@ static void neox_tensors(const struct model *m)
 	memcpy(add("embed_out.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
+/* The Llama (or Qwen2) tensors of m in HF's names and layout. */
+static void llama_tensors(const struct model *m, bool qwen)
+{
+	size_t C = 32, F = 48, D = 8, H = 4, K = 2, V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
+	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
+	for (int l = 0; l < 2; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * QKV * C;
+		const float *qb = qwen ? m->p[P_QKVB] + l * QKV : NULL;
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), add(nm, rows, cols))
+		memcpy(T("input_layernorm.weight", C, 0), m->p[P_LN1W] + l * C, C * 4);
+		float *q = T("self_attn.q_proj.weight", H * D, C), *k = T("self_attn.k_proj.weight", K * D, C);
+		for (size_t row = 0; row < H * D; row++) /* HF row r is engine row llama_rope_row(r) */
+			memcpy(q + row * C, qkv + (size_t)llama_rope_row((int)row, (int)D) * C, C * 4);
+		for (size_t row = 0; row < K * D; row++)
+			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
+		memcpy(T("self_attn.v_proj.weight", K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
+		if (qb) {
+			float *bq = T("self_attn.q_proj.bias", H * D, 0), *bk = T("self_attn.k_proj.bias", K * D, 0);
+			for (size_t row = 0; row < H * D; row++)
+				bq[row] = qb[llama_rope_row((int)row, (int)D)];
+			for (size_t row = 0; row < K * D; row++)
+				bk[row] = qb[H * D + (size_t)llama_rope_row((int)row, (int)D)];
+			memcpy(T("self_attn.v_proj.bias", K * D, 0), qb + (H + K) * D, K * D * 4);
+		}
+		memcpy(T("self_attn.o_proj.weight", C, C), m->p[P_ATTPROJW] + l * C * C, C * C * 4);
+		memcpy(T("post_attention_layernorm.weight", C, 0), m->p[P_LN2W] + l * C, C * 4);
+		memcpy(T("mlp.gate_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
+		memcpy(T("mlp.up_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
+		memcpy(T("mlp.down_proj.weight", C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
+#undef T
+	}
+	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
+	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
 static void neox_config(struct model_config *c, bool sequential)
 {
 	c->n_layer = 2;
@@ -199,7 +235,8 @@ static void write_neox_config(FILE *f, const struct model_config *c)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR [--qwen2] [--shards]\n");
+		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR [--qwen2 | --neox "
+			"[--sequential]] [--shards]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
@@ -251,42 +288,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	size_t C = 32, F = 48, D = 8, H = 4, K = 2, V = (size_t)c.vocab_size, QKV = (H + 2 * K) * D;
 	if (neox)
 		neox_tensors(m);
 	else
-		memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
-	for (int l = 0; l < 2 && !neox; l++) {
-		char nm[96];
-		const float *qkv = m->p[P_QKVW] + l * QKV * C;
-		const float *qb = qwen ? m->p[P_QKVB] + l * QKV : NULL;
-#define T(s, rows, cols) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), add(nm, rows, cols))
-		memcpy(T("input_layernorm.weight", C, 0), m->p[P_LN1W] + l * C, C * 4);
-		float *q = T("self_attn.q_proj.weight", H * D, C), *k = T("self_attn.k_proj.weight", K * D, C);
-		for (size_t row = 0; row < H * D; row++) /* HF row r is engine row llama_rope_row(r) */
-			memcpy(q + row * C, qkv + (size_t)llama_rope_row((int)row, (int)D) * C, C * 4);
-		for (size_t row = 0; row < K * D; row++)
-			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
-		memcpy(T("self_attn.v_proj.weight", K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
-		if (qb) {
-			float *bq = T("self_attn.q_proj.bias", H * D, 0), *bk = T("self_attn.k_proj.bias", K * D, 0);
-			for (size_t row = 0; row < H * D; row++)
-				bq[row] = qb[llama_rope_row((int)row, (int)D)];
-			for (size_t row = 0; row < K * D; row++)
-				bk[row] = qb[H * D + (size_t)llama_rope_row((int)row, (int)D)];
-			memcpy(T("self_attn.v_proj.bias", K * D, 0), qb + (H + K) * D, K * D * 4);
-		}
-		memcpy(T("self_attn.o_proj.weight", C, C), m->p[P_ATTPROJW] + l * C * C, C * C * 4);
-		memcpy(T("post_attention_layernorm.weight", C, 0), m->p[P_LN2W] + l * C, C * 4);
-		memcpy(T("mlp.gate_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
-		memcpy(T("mlp.up_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
-		memcpy(T("mlp.down_proj.weight", C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
-#undef T
-	}
-	if (!neox) {
-		memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
-		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
-	}
+		llama_tensors(m, qwen);
 
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
