@@ -82,6 +82,8 @@ refuse "rope_type linear" \
 	'rope_type linear is not supported'
 refuse "attention_bias false beside bias tensors" 's/"attention_bias": true/"attention_bias": false/' \
 	'unexpected tensor "gpt_neox.layers.0.attention.query_key_value.bias"'
+refuse "a config.json asking for more weights than the files hold" \
+	's/"num_hidden_layers": 2/"num_hidden_layers": 200/' 'describes .* weights, but the safetensors files hold'
 
 mkneox
 sed 's/"pre_tokenizer":{"type":"ByteLevel"/"pre_tokenizer":{"type":"Split"/' "$tmp/hf/tokenizer.json" >"$tmp/t" &&

@@ -266,6 +266,27 @@ out:
 	return rc;
 }
 
+/* Refuses a config.json that asks for more weights than the files hold,
+ * before the model is allocated (a few edited digits could ask for
+ * gigabytes): what is allocated follows what is on disk. */
+static int check_size(const struct ld_shards *s, const struct model_config *c, bool attn_bias,
+		      struct err *e)
+{
+	size_t shape[3];
+	int nd;
+	double need = (double)config_param_count(c), have = 0;
+	if (!attn_bias) /* the projections' biases stay 0, absent from the files */
+		need -= (double)param_shape(c, P_QKVB, shape, &nd) +
+			(double)param_shape(c, P_ATTPROJB, shape, &nd);
+	for (int i = 0; i < s->n; i++)
+		for (int j = 0; j < s->f[i].n; j++)
+			have += (double)s->f[i].t[j].n;
+	if (need > have)
+		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
+			       "hold %.0f values", need, have);
+	return 0;
+}
+
 /* --------------------------------------------------------------- tokenizer */
 
 /* GPT-2's byte-level BPE, after checking what a tokenizer.json asks for. */
@@ -337,7 +358,7 @@ static struct model *load_neox(const char *path, const struct load_opts *o, stru
 			tok->vocab_size, cfg.vocab_size);
 		goto fail;
 	}
-	if (ld_shards_open(path, &sh, e))
+	if (ld_shards_open(path, &sh, e) || check_size(&sh, &cfg, attn_bias, e))
 		goto fail;
 	m = model_new(&cfg, e);
 	if (!m || read_weights(&sh, m, attn_bias, e))
