@@ -1,7 +1,8 @@
 /*
  * backward.h — gradients of the mean next-token loss with respect to every
  * parameter, for the model as configured (native K/V heads, native norm
- * placement, causal mask, scaling on, nothing ablated).
+ * placement, causal mask, scaling on, nothing ablated), GPT-NeoX's parallel
+ * blocks, partial rotary and exact GELU included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them
@@ -12,11 +13,6 @@
 
 #include "model.h"
 #include "util.h"
-
-/* Whether the backward pass covers config c: parallel blocks, partial
- * rotary (rotary_dims below d_head) and exact GELU are forward-only.
- * 0, or -1 with a one-line message naming the config field. */
-int backward_supports(const struct model_config *c, struct err *e);
 
 /* Scratch for one backward pass of up to B x T tokens. */
 struct backward_state;
@@ -29,9 +25,8 @@ void backward_free(struct backward_state *s); /* NULL is a no-op */
  * been made with RUN_TRAIN and the options o, B x T = r->b x r->t) into
  * grads (m->n_params floats, +=).  The loss is the mean NLL over the
  * positions with a target, as in r->loss.
- * Returns 0, or -1 with a message when r was not made for training, o
- * is not the model's native options or the config is one backward_supports
- * refuses.
+ * Returns 0, or -1 with a message when r was not made for training or o
+ * is not the model's native options.
  */
 int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
 		   const int *targets, const struct run *r, float *grads,

@@ -120,7 +120,8 @@ static const struct flag flags[] = {
 	{ "--norm", F_NORM, O(norm), 0, 0, true, "layernorm|rmsnorm", "norm type (layernorm)" },
 	{ "--placement", F_PLACE, O(placement), 0, 0, true, "pre|post", "norm placement (pre)" },
 	{ "--pos", F_POS, O(pos), 0, 0, true, "learned|rope", "positions (learned)" },
-	{ "--mlp", F_MLP, O(mlp), 0, 0, true, "gelu|swiglu", "MLP kind (gelu)" },
+	{ "--mlp", F_MLP, O(mlp), 0, 0, true, "gelu|swiglu|gelu-exact",
+	  "MLP kind: GELU (tanh approximation), SwiGLU or exact GELU (gelu)" },
 	{ "--no-bias", F_BOOL, O(no_bias), 0, 0, true, NULL, "no biases in linear layers and norms" },
 	{ "--untied", F_BOOL, O(untied), 0, 0, true, NULL, "separate output projection (tied to wte)" },
 	{ "--no-residual", F_BOOL, O(no_residual), 0, 0, true, NULL,
@@ -255,11 +256,7 @@ static int set_flag(struct opts *o, const struct flag *f, const char *v, struct 
 	case F_NORM: rc = norm_type_parse(v, (enum norm_type *)base); break;
 	case F_PLACE: rc = norm_place_parse(v, (enum norm_place *)base); break;
 	case F_POS: rc = pos_type_parse(v, (enum pos_type *)base); break;
-	case F_MLP: /* exact GELU is forward-only (backward_supports) */
-		rc = mlp_type_parse(v, (enum mlp_type *)base);
-		if (rc == 0 && *(enum mlp_type *)base == MLP_GELU_EXACT)
-			rc = -1;
-		break;
+	case F_MLP: rc = mlp_type_parse(v, (enum mlp_type *)base); break;
 	case F_MASK:
 		rc = mask_kind_parse(v, (enum mask_kind *)base);
 		if (rc == 0 && *(enum mask_kind *)base == MASK_WINDOW)
@@ -1157,11 +1154,6 @@ static struct model *from_model(const struct opts *o, struct model_config *c, st
 	if (!src->tok) {
 		model_free(src);
 		return err_set(e, "--from %s: the model has no tokenizer", o->from), NULL;
-	}
-	if (backward_supports(&src->cfg, e)) { /* a GPT-NeoX model: forward only */
-		model_free(src);
-		err_prefix(e, "--from %s", o->from);
-		return NULL;
 	}
 	*c = src->cfg;
 	if (o->kv_heads) {
