@@ -52,7 +52,8 @@ struct model_config {
 			       * rest pass unturned.  Even, 2..D; 0 = D (all) */
 	enum mlp_type mlp;
 	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
-			       * mlp(norm2(x)), both read the same x (GPT-NeoX) */
+			       * mlp(norm2(x)), both read the same x (GPT-NeoX);
+			       * without residual: attn(norm1(x)) + mlp(norm2(x)) */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;
