@@ -98,6 +98,13 @@ run "$tmp/hf" -t hi
 check "a tokenizer.json with another normalizer is refused by name" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'normalizer Lowercase is not supported' '$tmp/err'"
 
+mkneox
+sed 's/"add_prefix_space":false/"add_prefix_space":true/' "$tmp/hf/tokenizer.json" >"$tmp/t" &&
+	mv "$tmp/t" "$tmp/hf/tokenizer.json"
+run "$tmp/hf" -t hi
+check "a ByteLevel pre-tokenizer that adds a prefix space is refused by name" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'ByteLevel with add_prefix_space is not supported' '$tmp/err'"
+
 mkneox --shards
 rm "$tmp/hf/model-00002-of-00002.safetensors"
 run "$tmp/hf" -t hi

@@ -28,7 +28,8 @@
  * rotary_emb.inv_freq) are ignored.
  *
  * The tokenizer must be GPT-2's kind of byte-level BPE: a tokenizer.json
- * whose pre-tokenizer is ByteLevel alone, normalizer none or NFC (not
+ * whose pre-tokenizer is ByteLevel alone (with GPT-2's split, no prefix
+ * space), normalizer none or NFC (not
  * applied: text is tokenized as given, the same for NFC text, which ASCII
  * is), or vocab.json + merges.txt; --tokenizer gives another.
  */
@@ -296,12 +297,18 @@ static struct tokenizer *tokenizer_for(const char *opt, const char *dir, struct 
 	char why[128] = "";
 	if (ld_is_file(tj)) {
 		json_t *root = json_load_file(tj, 0, NULL);
-		json_t *pre = json_object_get(json_object_get(root, "pre_tokenizer"), "type");
+		json_t *pt = json_object_get(root, "pre_tokenizer"), *pre = json_object_get(pt, "type");
 		json_t *norm = json_object_get(root, "normalizer");
 		json_t *ntype = json_object_get(norm, "type");
 		if (!json_is_string(pre) || strcmp(json_string_value(pre), "ByteLevel"))
 			snprintf(why, sizeof why, "pre_tokenizer %.40s is not supported (GPT-2's "
 				 "ByteLevel only)", json_is_string(pre) ? json_string_value(pre) : "none");
+		else if (json_is_true(json_object_get(pt, "add_prefix_space")))
+			snprintf(why, sizeof why, "pre_tokenizer ByteLevel with add_prefix_space is "
+				 "not supported");
+		else if (json_is_false(json_object_get(pt, "use_regex")))
+			snprintf(why, sizeof why, "pre_tokenizer ByteLevel without use_regex is not "
+				 "supported");
 		else if (norm && !json_is_null(norm) &&
 			 (!json_is_string(ntype) || strcmp(json_string_value(ntype), "NFC")))
 			snprintf(why, sizeof why, "normalizer %.40s is not supported (none or NFC)",
