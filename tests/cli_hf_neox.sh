@@ -80,6 +80,9 @@ refuse "an odd rotary width (rotary_pct 0.0625 of 16)" 's/"rotary_pct": 0.25/"ro
 refuse "rope_type linear" \
 	's/"rotary_pct": 0.25,/"rope_parameters": {"rope_type": "linear", "factor": 2.0}, "rotary_pct": 0.25,/' \
 	'rope_type linear is not supported'
+refuse "a rotary fraction spelled twice, differently" \
+	's/"rotary_pct": 0.25,/"rotary_pct": 0.25, "rope_parameters": {"partial_rotary_factor": 0.5},/' \
+	'rotary_pct 0.25 and rope_parameters.partial_rotary_factor 0.5 disagree'
 refuse "attention_bias false beside bias tensors" 's/"attention_bias": true/"attention_bias": false/' \
 	'unexpected tensor "gpt_neox.layers.0.attention.query_key_value.bias"'
 refuse "a config.json asking for more weights than the files hold" \

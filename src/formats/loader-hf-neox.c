@@ -77,23 +77,31 @@ static json_t *neox_config(const char *path)
 #define HF_INT(o, key, flags, out, e) \
 	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
 
-/* A number from o[key], else from rope_parameters[key]: 0, 1 when in
- * neither (*out untouched), -1 + e when not a number. */
-static int rope_number(json_t *o, const char *key, double *out, struct err *e)
+/* One RoPE number, which config.json may spell three ways: old (o[old]),
+ * new (o[key]) or nested (rope_parameters[key]).  0 with *out set, 1 when
+ * absent (*out untouched), -1 + e when one is not a number or two differ
+ * (which one HF takes depends on its version). */
+static int rope_number(json_t *o, const char *old, const char *key, double *out, struct err *e)
 {
 	json_t *rp = json_object_get(o, "rope_parameters");
-	json_t *v = json_object_get(o, key);
-	const char *where = "config.json";
-	if (!v || json_is_null(v)) {
-		v = json_is_object(rp) ? json_object_get(rp, key) : NULL;
-		where = "config.json: rope_parameters";
+	json_t *v[3] = { json_object_get(o, old), json_object_get(o, key),
+			 json_is_object(rp) ? json_object_get(rp, key) : NULL };
+	const char *name[3] = { old, key, "rope_parameters." };
+	int found = -1;
+	for (int i = 0; i < 3; i++) {
+		if (!v[i] || json_is_null(v[i]))
+			continue;
+		if (!json_is_number(v[i]))
+			return err_set(e, "config.json: %s%s must be a number", name[i], i == 2 ? key : "");
+		if (found >= 0 && json_number_value(v[i]) != *out)
+			return err_set(e, "config.json: %s%s %g and %s%s %g disagree", name[found],
+				       found == 2 ? key : "", *out, name[i], i == 2 ? key : "",
+				       json_number_value(v[i]));
+		if (found < 0)
+			found = i;
+		*out = json_number_value(v[i]);
 	}
-	if (!v || json_is_null(v))
-		return 1;
-	if (!json_is_number(v))
-		return err_set(e, "%s: \"%s\" must be a number", where, key);
-	*out = json_number_value(v);
-	return 0;
+	return found < 0;
 }
 
 /* RoPE: theta, the rotary dims of each head, and what the engine cannot do. */
@@ -108,13 +116,8 @@ static int parse_rope(json_t *o, struct model_config *c, struct err *e)
 		return err_set(e, "config.json: rope_parameters.rope_type %.40s is not supported "
 			       "(default only)", json_is_string(type) ? json_string_value(type) : "?");
 	double theta = 10000.0, pct = 0.25;
-	int r1 = rope_number(o, "rotary_emb_base", &theta, e);
-	if (r1 == 1)
-		r1 = rope_number(o, "rope_theta", &theta, e);
-	int r2 = rope_number(o, "rotary_pct", &pct, e);
-	if (r2 == 1)
-		r2 = rope_number(o, "partial_rotary_factor", &pct, e);
-	if (r1 < 0 || r2 < 0)
+	if (rope_number(o, "rotary_emb_base", "rope_theta", &theta, e) < 0 ||
+	    rope_number(o, "rotary_pct", "partial_rotary_factor", &pct, e) < 0)
 		return -1;
 	int D = c->d_model / c->n_head;
 	if (!(pct > 0.0 && pct <= 1.0))
