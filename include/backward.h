@@ -1,7 +1,8 @@
 /*
  * backward.h — gradients of the mean next-token loss with respect to every
  * parameter, for the model as configured (native K/V heads, native norm
- * placement, causal mask, scaling on, nothing ablated).
+ * placement, causal mask, scaling on, nothing ablated), GPT-NeoX's parallel
+ * blocks, partial rotary and exact GELU included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them

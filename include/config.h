@@ -21,7 +21,9 @@
 enum norm_type { NORM_LAYER, NORM_RMS };
 enum norm_place { PLACE_PRE, PLACE_POST };
 enum pos_type { POS_LEARNED, POS_ROPE };
-enum mlp_type { MLP_GELU, MLP_SWIGLU };
+/* MLP_GELU is GPT-2's tanh approximation (HF "gelu_new"); MLP_GELU_EXACT
+ * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia). */
+enum mlp_type { MLP_GELU, MLP_SWIGLU, MLP_GELU_EXACT };
 
 /* Which keys a query sees (run options and a model's native mask):
  *   CAUSAL         keys 0..i, softmax over them
@@ -45,7 +47,13 @@ struct model_config {
 	enum norm_place placement; /* native placement */
 	enum pos_type pos;
 	float rope_theta;
+	int rotary_dims;      /* RoPE turns the first R dims of each head (pairs
+			       * (2i, 2i+1), i < R/2, by pos * theta^(-2i/R)); the
+			       * rest pass unturned.  Even, 2..D; 0 = D (all) */
 	enum mlp_type mlp;
+	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
+			       * mlp(norm2(x)), both read the same x (GPT-NeoX);
+			       * without residual: attn(norm1(x)) + mlp(norm2(x)) */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;
@@ -112,6 +120,12 @@ static inline int cfg_ff_rows(const struct model_config *c)
 	return c->mlp == MLP_SWIGLU ? 2 * c->d_ff : c->d_ff;
 }
 
+/* R of rotary_dims: the rotated dims of each head (D when 0). */
+static inline int cfg_rotary_dims(const struct model_config *c)
+{
+	return c->rotary_dims ? c->rotary_dims : cfg_d_head(c);
+}
+
 /* Checks every field and their relations (d_model divisible by n_head, an
  * even d_head for RoPE, sizes within the limits above, ...).
  * Returns 0, or -1 with a message naming the first bad field. */
@@ -119,7 +133,8 @@ int config_validate(const struct model_config *c, struct err *e);
 
 /* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
  * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE),
- * residual connections, scaled scores, causal mask. */
+ * residual connections, scaled scores, causal mask, sequential blocks,
+ * RoPE over all of d_head (rotary_dims 0). */
 void config_default(struct model_config *c);
 
 /* Short names used in metadata, flags and README ("layernorm", "pre", ...);

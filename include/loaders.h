@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "model.h"
+#include "safetensors.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -37,12 +38,56 @@ struct model_format {
 };
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,
-	format_llama2c, format_llmc;
+	format_hf_neox, format_llama2c, format_llmc;
 
 /* Where row r of a Hugging Face Llama Q or K projection (heads of D rows,
  * rotate-half RoPE: pairs (i, i + D/2)) goes in the engine's layout
  * (interleaved RoPE: pairs (2i, 2i + 1)), within its head. */
 int llama_rope_row(int r, int D);
+
+/* Where row r of a Hugging Face GPT-NeoX query or key head (D rows,
+ * rotate-half RoPE over the first R: pairs (i, i + R/2)) goes in the
+ * engine's head (pairs (2i, 2i + 1) over the first R); rows R.. stay. */
+int neox_rope_row(int r, int D, int R);
+
+/* Where row r of GPT-NeoX's fused query_key_value weight goes in the
+ * engine's: HF holds, per head h, [q_h; k_h; v_h] (D rows each); the
+ * engine all H query heads, then all key heads, then all value heads,
+ * with the query and key rows in neox_rope_row's order. */
+int neox_qkv_row(int r, int H, int D, int R);
+
+/* ------------------------------------- Hugging Face weights (hf-shards.c) */
+
+#define LD_MAX_SHARDS 64
+
+/* The open files of one model: model.safetensors, or its shards. */
+struct ld_shards {
+	struct st_file f[LD_MAX_SHARDS];
+	char *path[LD_MAX_SHARDS]; /* each file's path, owned */
+	int n;
+};
+
+/* Opens dir/model.safetensors, or every file dir/model.safetensors.index.json
+ * names (tensors of other dtypes listed, refused when read).  0, or -1 + e
+ * (no path prefix) with nothing left open. */
+int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e);
+
+/* Closes every file; a closed set is a no-op. */
+void ld_shards_close(struct ld_shards *s);
+
+/* The tensor called name and its file, or NULL. */
+struct st_tensor *ld_shards_find(struct ld_shards *s, const char *name, struct st_file **in);
+
+/* Reads name, shaped {d0, d1} (d1 = 0: 1-D), into dst: 0, or -1 + e for
+ * a missing tensor, another shape ("... but config.json needs ...") or
+ * a bad value. */
+int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
+		   struct err *e);
+
+/* 0 when every tensor has been read but those ignored(name) accepts
+ * (ignored may be NULL), else -1 + e naming the first other one. */
+int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
+		       struct err *e);
 
 /* ------------------------------------------ helpers (loader-common.c) */
 

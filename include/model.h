@@ -220,7 +220,10 @@ float *run_att(const struct run *r, int l, int b, int h);
  *     factor up is computed with the native heads themselves).
  *     Query head h reads K/V head h / (H / G).
  *   - placement: pre  x <- x + attn(norm1(x)); x <- x + mlp(norm2(x))
+ *                     (a parallel model, config.h:
+ *                      x <- x + attn(norm1(x)) + mlp(norm2(x)))
  *                post x <- norm1(x + attn(x)); x <- norm2(x + mlp(x))
+ *                     (for every model: post-norm has no parallel form)
  *     the final norm is applied before the output projection in both.
  *   - mask: causal (j <= i), none, window (i - window <= j <= i).
  *   - scale: scores multiplied by 1/sqrt(D) when on, by 1 when off.

@@ -34,16 +34,21 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 /* GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))). */
 void gelu_forward(float *out, const float *inp, long n);
 
+/* GELU, exact: 0.5 x (1 + erf(x / sqrt(2))). */
+void gelu_exact_forward(float *out, const float *inp, long n);
+
 /* SwiGLU: out (N, F) = silu(inp[:, :F]) * inp[:, F:], inp (N, 2F). */
 void swiglu_forward(float *out, const float *inp, int N, int F);
 
 /* Rotates, in place, the first n_rot heads (D wide) of one row by RoPE at
- * position pos: dimension pairs (2i, 2i+1) turn by pos * theta^(-2i/D). */
-void rope_rotate(float *row, int n_rot, int D, int pos, float theta);
+ * position pos over the first R dims of each head (R even, <= D):
+ * dimension pairs (2i, 2i+1), i < R/2, turn by pos * theta^(-2i/R); dims
+ * R..D-1 are left as they are (partial rotary; R = D turns them all). */
+void rope_rotate(float *row, int n_rot, int D, int R, int pos, float theta);
 
 /* rope_rotate of each row of x (B*T rows, row stride ld) at position
  * t = row % T. */
-void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta);
+void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, float theta);
 
 /* Keys [*lo, *hi] of query i whose weights may be non-zero under a mask
  * (config.h); under AFTER_SOFTMAX the softmax itself runs over all T. */
@@ -81,7 +86,7 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
 		    int n, int ld, int H, int G, int D, int lo, float scale);
 
 /* The MLP of one block on N rows of d_model: out (N, C) = proj(act(fc(inp)))
- * with GELU, or SwiGLU over the gate | up halves of fc; fch (N, FF) and
+ * with GELU (tanh or exact), or SwiGLU over the gate | up halves of fc; fch (N, FF) and
  * fch_act (N, F) are kept for the backward pass. */
 void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
 		 const float *inp, const float *fcw, const float *fcb, const float *projw,

@@ -71,16 +71,23 @@ static double gelu_tanh(double x)
 	return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
 }
 
+/* HF "gelu": the exact one, x Phi(x). */
+static double gelu_erf(double x)
+{
+	return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
 static double silu(double x)
 {
 	return x / (1.0 + exp(-x));
 }
 
-/* Rotates pairs (2i, 2i+1) of one head vector v[0..D) at position t. */
-static void rope(double *v, int D, int t, double theta)
+/* Rotates pairs (2i, 2i+1) of the first R dims of one head vector at
+ * position t by t * theta^(-2i/R); dims R and on are not touched. */
+static void rope(double *v, int R, int t, double theta)
 {
-	for (int i = 0; i < D / 2; i++) {
-		double ang = (double)t * pow(theta, -2.0 * i / (double)D);
+	for (int i = 0; i < R / 2; i++) {
+		double ang = (double)t * pow(theta, -2.0 * i / (double)R);
 		double cs = cos(ang), sn = sin(ang);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
@@ -116,6 +123,9 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 	const int G = o->kv_heads;
 	const int FF = cfg->mlp == MLP_SWIGLU ? 2 * F : F;
 	const int QKVN = (H + 2 * K) * D; /* native fused rows */
+	const int R = cfg->rotary_dims ? cfg->rotary_dims : D; /* RoPE dims per head */
+	/* parallel blocks (pre-norm only): x + attn(norm1(x)) + mlp(norm2(x)) */
+	const bool parallel = cfg->parallel && o->placement == PLACE_PRE;
 
 	if (G <= 0 || H % G != 0 || T <= 0)
 		return -1;
@@ -221,7 +231,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					qh[d] = s;
 				}
 				if (cfg->pos == POS_ROPE)
-					rope(qh, D, t, (double)cfg->rope_theta);
+					rope(qh, R, t, (double)cfg->rope_theta);
 			}
 			for (int g = 0; g < G; g++) {
 				double *kg = k + ((size_t)t * G + g) * D;
@@ -236,7 +246,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					vg[d] = sv;
 				}
 				if (cfg->pos == POS_ROPE)
-					rope(kg, D, t, (double)cfg->rope_theta);
+					rope(kg, R, t, (double)cfg->rope_theta);
 			}
 		}
 
@@ -305,7 +315,9 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				memcpy(xo, ar, sizeof(double) * C);
 				continue;
 			}
-			if (o->placement == PLACE_PRE)
+			if (parallel) /* the MLP reads the block's input too */
+				ref_norm(cfg, xo, in, ln2w, ln2b);
+			else if (o->placement == PLACE_PRE)
 				ref_norm(cfg, ar, in, ln2w, ln2b);
 			else
 				ref_norm(cfg, ar, in, ln1w, ln1b); /* h1 = norm1(x + attn(x)) */
@@ -320,7 +332,8 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				hid[f] = s;
 			}
 			for (int f = 0; f < F; f++)
-				act[f] = cfg->mlp == MLP_SWIGLU ? silu(hid[f]) * hid[F + f] : gelu_tanh(hid[f]);
+				act[f] = cfg->mlp == MLP_SWIGLU ? silu(hid[f]) * hid[F + f]
+					 : cfg->mlp == MLP_GELU_EXACT ? gelu_erf(hid[f]) : gelu_tanh(hid[f]);
 			for (int c = 0; c < C; c++) {
 				double s = fpb ? (double)fpb[c] : 0.0;
 				for (int f = 0; f < F; f++)
@@ -328,7 +341,10 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				mo[c] = s;
 			}
 			double skip = cfg->residual ? 1.0 : 0.0;
-			if (o->placement == PLACE_PRE) {
+			if (parallel) { /* ar = skip x + attn: both sub-blocks add up */
+				for (int c = 0; c < C; c++)
+					xo[c] = ar[c] + mo[c];
+			} else if (o->placement == PLACE_PRE) {
 				for (int c = 0; c < C; c++)
 					xo[c] = skip * ar[c] + mo[c];
 			} else {

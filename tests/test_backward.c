@@ -1,8 +1,9 @@
 /*
  * test_backward.c — model_backward against finite differences of the float
  * forward pass, for every parameter tensor of tiny models over every
- * combination of norm x placement x positions x MLP x native K/V heads; the
- * batch mean; accumulation; and refusal of runs it cannot differentiate.
+ * combination of norm x placement x positions x MLP x native K/V heads, the
+ * lab's switches and GPT-NeoX's blocks; the batch mean; accumulation; and
+ * refusal of runs it cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,16 +62,24 @@ struct combo {
 	/* the lab's switches (all off in combo_of's 48) */
 	bool no_residual, no_scale, no_mlp;
 	enum mask_kind mask;
+	/* GPT-NeoX's blocks (off in combo_of's 48) */
+	bool parallel;
+	int rotary, heads; /* rotary_dims (0: all), query heads (0: TH) */
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
 {
-	snprintf(buf, n, "%-9s %-4s %-7s %-6s kv=%d %-6s %-6s %s%s%s%s%s%s", norm_type_name(k->norm),
+	snprintf(buf, n, "%-9s %-4s %-7s %-10s kv=%d %-6s %-6s %s%s%s%s%s%s%s", norm_type_name(k->norm),
 		 norm_place_name(k->place), pos_type_name(k->pos), mlp_type_name(k->mlp), k->kv,
 		 k->bias ? "bias" : "nobias", k->tied ? "tied" : "untied",
 		 k->explicit_targets ? "targets" : "shifted", k->no_residual ? " no-residual" : "",
 		 k->no_scale ? " no-scale" : "", k->no_mlp ? " no-mlp" : "",
-		 k->mask != MASK_CAUSAL ? " mask " : "", k->mask != MASK_CAUSAL ? mask_kind_name(k->mask) : "");
+		 k->mask != MASK_CAUSAL ? " mask " : "", k->mask != MASK_CAUSAL ? mask_kind_name(k->mask) : "",
+		 k->parallel ? " parallel" : "");
+	if (k->rotary) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " rotary %d of %d", k->rotary, TC / (k->heads ? k->heads : TH));
+	}
 }
 
 /* The combination with index idx in 0..47: norm x placement x positions x
@@ -103,7 +112,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.vocab_size = TV;
 	c.d_model = TC;
 	c.n_layer = TL;
-	c.n_head = TH;
+	c.n_head = k->heads ? k->heads : TH;
 	c.n_kv_head = k->kv;
 	c.d_ff = TF;
 	c.context = TS;
@@ -118,6 +127,8 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.mask = k->mask;
 	if (k->no_mlp)
 		c.d_ff = 0;
+	c.parallel = k->parallel;
+	c.rotary_dims = k->rotary;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -324,6 +335,36 @@ static void test_fd_lab_switches(void **state)
 		fail_msg("%d switch combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* GPT-NeoX's blocks: parallel (with and without residual connections),
+ * RoPE over 4 of 8 dims (two heads), exact GELU, alone and together. */
+static void test_fd_neox(void **state)
+{
+	(void)state;
+	int failures = 0;
+	char name[192];
+	for (int v = 0; v < 8; v++) {
+		struct combo k = combo_of(v * 5 % 24); /* pre-norm, LayerNorm */
+		k.place = PLACE_PRE;
+		k.parallel = v != 1 && v != 2;
+		k.pos = v == 3 || v == 6 ? POS_LEARNED : POS_ROPE;
+		k.heads = v % 2 ? 2 : TH;
+		k.kv = v % 3 == 0 ? k.heads : 1;
+		k.rotary = k.pos == POS_ROPE && k.heads == 2 ? 4 : 0;
+		k.mlp = v == 7 ? MLP_SWIGLU : v % 4 == 2 ? MLP_GELU : MLP_GELU_EXACT;
+		k.norm = v == 5 ? NORM_RMS : NORM_LAYER;
+		k.no_residual = v == 4;
+		struct fd_result w = fd_check(&k, 9000 + (uint64_t)v * 37);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric);
+		failures += bad;
+	}
+	if (failures)
+		fail_msg("%d GPT-NeoX combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* The finite differences run tens of thousands of forward passes over 10
  * tokens, where starting and joining threads costs more than the work: they
  * run on one thread (the other tests use two). */
@@ -404,11 +445,11 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 9);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -416,7 +457,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL };
+			   false, false, false, MASK_CAUSAL, false, 0, 0 };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -469,7 +510,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL };
+			   false, false, false, MASK_CAUSAL, false, 0, 0 };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -531,6 +572,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_rmsnorm_pre, one_thread),
 		cmocka_unit_test_setup(test_fd_rmsnorm_post, one_thread),
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
+		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),

@@ -59,9 +59,10 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in four flavours
- * that between them make every optional tensor present and absent. */
-#define N_FLAVOURS 4
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in five flavours
+ * that between them make every optional tensor present and absent, and
+ * GPT-NeoX's blocks. */
+#define N_FLAVOURS 5
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -97,6 +98,13 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->n_kv_head = 1;
 		c->norm_eps = 3.25e-5f;
 		break;
+	case 4: /* GPT-NeoX: parallel blocks, RoPE over 2 of 4 dims, exact GELU */
+		c->pos = POS_ROPE;
+		c->rotary_dims = 2;
+		c->parallel = true;
+		c->mlp = MLP_GELU_EXACT;
+		c->tied = false;
+		break;
 	}
 }
 
@@ -126,7 +134,9 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->context == b->context && a->norm == b->norm &&
 	       a->norm_eps == b->norm_eps && a->placement == b->placement &&
 	       a->pos == b->pos && a->rope_theta == b->rope_theta && a->mlp == b->mlp &&
-	       a->bias == b->bias && a->tied == b->tied;
+	       a->bias == b->bias && a->tied == b->tied && a->residual == b->residual &&
+	       a->scale == b->scale && a->mask == b->mask && a->parallel == b->parallel &&
+	       cfg_rotary_dims(a) == cfg_rotary_dims(b);
 }
 
 /* Fails unless the message is "PATH: ..." and mentions word. */
@@ -510,8 +520,16 @@ static void test_config_json_roundtrip(void **state)
 		if (checkpoint_config_parse(s, &d, &e) != 0)
 			print_error("%s: %s\n", s, e.msg);
 		assert_true(cfg_equal(&c, &d));
-		if (f == 0)
+		if (f == 0) /* an ordinary config has no key of the optional ones */
 			assert_non_null(strstr(s, "\"norm_eps\":1e-5,"));
+		if (f != 4) {
+			assert_null(strstr(s, "parallel"));
+			assert_null(strstr(s, "rotary_dims"));
+		} else {
+			assert_non_null(strstr(s, "\"parallel\":true"));
+			assert_non_null(strstr(s, "\"rotary_dims\":2"));
+			assert_non_null(strstr(s, "\"mlp\":\"gelu-exact\""));
+		}
 		free(s);
 		free(t);
 	}
@@ -537,6 +555,10 @@ static void test_config_parse_errors(void **state)
 		{ "mlp", "3", "\"mlp\" must be a string" },
 		{ "extra", "1", "unknown key \"extra\"" },
 		{ "n_kv_head", "3", "n_kv_head" }, /* config_validate */
+		{ "parallel", "1", "\"parallel\" must be true or false" },
+		{ "rotary_dims", "\"2\"", "\"rotary_dims\" must be an integer" },
+		{ "rotary_dims", "2", "rotary_dims 2 needs RoPE" }, /* learned positions */
+		{ "mlp", "\"gelu_new\"", "\"mlp\" has unknown value \"gelu_new\"" },
 	};
 	struct model_config c, out;
 	tiny_config(&c, 0);

@@ -141,6 +141,49 @@ static void test_decoder_lab_architectures(void **state)
 		}
 }
 
+/* GPT-NeoX's blocks decode as the full pass computes them: parallel
+ * residual, RoPE over 4 of each head's 8 dims, exact GELU, with and without
+ * each, under the run options that change the computation (post-norm runs
+ * the sequential block in both). */
+static void test_decoder_neox(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		struct model *base = randmodel_new(false, 2, 2, V, 8.0f, 40 + k);
+		struct model_config c = base->cfg;
+		model_free(base);
+		c.pos = POS_ROPE;
+		c.parallel = k != 1;
+		c.rotary_dims = k != 2 ? 4 : 0;
+		c.mlp = k != 3 ? MLP_GELU_EXACT : MLP_GELU;
+		c.tied = k % 2;
+		struct err e;
+		struct model *m = model_new(&c, &e);
+		if (!m)
+			fail_msg("model_new: %s", e.msg);
+		model_init_random(m, 50 + k);
+		for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+			m->p[P_QKVW][i] *= 8.0f;
+		for (size_t i = 0; i < m->psize[P_FCW]; i++) /* pre-activations away from 0 */
+			m->p[P_FCW][i] *= 20.0f;
+		struct run_options native, cases[5];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			double w = compare(m, &cases[i], &cases[i]);
+			print_message("neox parallel %d rotary %d mlp %s case %d: worst %.3f of tolerance\n",
+				      c.parallel, cfg_rotary_dims(&c), mlp_type_name(c.mlp), i, w);
+			assert_true(w <= 1.0);
+		}
+		model_free(m);
+	}
+}
+
 static void test_decoder_reset_and_limits(void **state)
 {
 	(void)state;
@@ -317,6 +360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decoder_matches_forward),
 		cmocka_unit_test(test_decoder_lab_architectures),
+		cmocka_unit_test(test_decoder_neox),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),

@@ -43,6 +43,9 @@ struct variant {
 	bool bias, tied;
 	float eps; /* 0: 1e-5 */
 	bool no_residual, no_mlp; /* the lab's switches */
+	bool parallel;            /* GPT-NeoX's parallel blocks */
+	int rotary;               /* rotary_dims (0: all of D) */
+	int heads;                /* 0: TH */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -56,7 +59,7 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->vocab_size = TV;
 	c->d_model = TC;
 	c->n_layer = TL;
-	c->n_head = TH;
+	c->n_head = v->heads ? v->heads : TH;
 	c->n_kv_head = v->kv;
 	c->d_ff = TF;
 	c->context = TS;
@@ -71,6 +74,8 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->residual = !v->no_residual;
 	if (v->no_mlp)
 		c->d_ff = 0;
+	c->parallel = v->parallel;
+	c->rotary_dims = v->rotary;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -123,7 +128,8 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_true((m->psize[P_FCB] > 0) == (v->bias && !v->no_mlp));
 	assert_true((m->psize[P_WPE] > 0) == (v->pos == POS_LEARNED));
 	assert_true((m->psize[P_LMHEAD] > 0) == !v->tied);
-	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (TH + 2 * v->kv) * (TC / TH) * TC);
+	int nh = c.n_head;
+	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (nh + 2 * v->kv) * (TC / nh) * TC);
 	assert_int_equal(m->psize[P_FCW],
 			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
 	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
@@ -133,7 +139,7 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false };
+			     false, false, false, 0, 0 };
 	return v;
 }
 
@@ -161,11 +167,12 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 			used += snprintf(ab + used, sizeof ab - used, "%s%d.%d",
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
-		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s} "
+		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s rot=%d} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
-		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "", o->kv_heads,
+		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
+		 v->parallel ? " parallel" : "", v->rotary, o->kv_heads,
 		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
 }
@@ -217,7 +224,7 @@ static bool compare(const char *what, const char *combo, const float *eng, const
 static bool check_against_ref(struct model *m, const struct variant *v,
 			      const struct run_options *o, unsigned flags, const int *tokens, int T)
 {
-	const int V = TV, C = TC, L = TL, H = TH;
+	const int V = TV, C = TC, L = TL, H = m->cfg.n_head;
 	char combo[512];
 	describe(combo, sizeof combo, v, o, flags);
 
@@ -402,6 +409,96 @@ static void test_lab_architectures(void **s)
 	engine_set_threads(0);
 	print_message("lab architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
+}
+
+/* GPT-NeoX's pieces: parallel blocks, partial rotary (R = 4 of D = 8, two
+ * heads, so that a second frequency exists),
+ * exact GELU, with and without each other, under native and converted K/V
+ * heads, both run placements (post-norm runs the sequential block), every
+ * mask, ablation, and the lab's switches under a parallel block. */
+static void test_neox_architectures(void **s)
+{
+	(void)s;
+	static const enum mlp_type mlps[3] = { MLP_GELU_EXACT, MLP_GELU, MLP_SWIGLU };
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (int par = 0; par < 2; par++)
+		for (int rot = 0; rot < 3; rot++) /* learned; RoPE over 4 of 8; RoPE over all */
+			for (int mi = 0; mi < 3; mi++)
+				for (int sw = 0; sw < 3; sw++) { /* plain, no residual, no MLP */
+					struct variant v = default_variant();
+					v.parallel = par;
+					v.pos = rot ? POS_ROPE : POS_LEARNED;
+					v.rotary = rot == 1 ? 4 : 0;
+					v.heads = rot == 1 ? 2 : TH;
+					v.mlp = mlps[mi];
+					v.kv = (rot + mi) % 2 ? v.heads / 2 : v.heads;
+					v.bias = (par + mi) % 2 == 0;
+					v.tied = (rot + sw) % 2 == 0;
+					v.no_residual = sw == 1;
+					v.no_mlp = sw == 2;
+					struct model *m = make_model(&v, 7000u + (uint64_t)(par * 100 + rot * 30 +
+										       mi * 10 + sw));
+					for (int rp = 0; rp < 2; rp++)
+						for (int mk = 0; mk < 4; mk++)
+							for (int gi = 0; gi < 2; gi++) {
+						struct run_options o;
+						base_options(m, &o);
+						o.kv_heads = gi ? 1 : v.kv;
+						o.placement = rp ? PLACE_POST : PLACE_PRE;
+						o.mask = masks[mk];
+						o.window = 2;
+						o.scale = (mk + gi) % 3 != 2;
+						if ((rp + mk + gi) % 2)
+							opt_set_ablated(&o, 0 * TH + 1, true);
+						unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+									       : (RUN_LOGITS | RUN_ATTN);
+						runs++;
+						if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+							failures++;
+					}
+					model_free(m);
+				}
+	engine_set_threads(0);
+	print_message("neox architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* The new fields' checks: post-norm with parallel blocks, rotary_dims odd,
+ * above D, or without RoPE are refused, each naming its field. */
+static void test_neox_config_checks(void **s)
+{
+	(void)s;
+	struct variant v = default_variant();
+	struct model_config c;
+	struct err e = { { 0 } };
+	tiny_config(&c, &v);
+	c.parallel = true;
+	assert_int_equal(config_validate(&c, &e), 0);
+	c.placement = PLACE_POST;
+	assert_int_equal(config_validate(&c, &e), -1);
+	assert_non_null(strstr(e.msg, "parallel"));
+	tiny_config(&c, &v);
+	c.rotary_dims = 2;
+	assert_int_equal(config_validate(&c, &e), -1); /* learned positions */
+	assert_non_null(strstr(e.msg, "rotary_dims"));
+	c.pos = POS_ROPE;
+	assert_int_equal(config_validate(&c, &e), 0);
+	int bad[3] = { 3, 6, -2 }; /* odd, above D = 4, negative */
+	for (int i = 0; i < 3; i++) {
+		c.rotary_dims = bad[i];
+		assert_int_equal(config_validate(&c, &e), -1);
+		assert_non_null(strstr(e.msg, "rotary_dims"));
+	}
+	c.rotary_dims = 0;
+	c.mlp = (enum mlp_type)(MLP_GELU_EXACT + 1);
+	assert_int_equal(config_validate(&c, &e), -1);
+	assert_string_equal(mlp_type_name(MLP_GELU_EXACT), "gelu-exact");
+	enum mlp_type t;
+	assert_int_equal(mlp_type_parse("gelu-exact", &t), 0);
+	assert_int_equal(t, MLP_GELU_EXACT);
 }
 
 static void test_matrix_layer_learned(void **s) { (void)s; run_matrix(NORM_LAYER, POS_LEARNED); }
@@ -993,6 +1090,8 @@ int main(void)
 		cmocka_unit_test(test_matrix_rms_learned),
 		cmocka_unit_test(test_matrix_rms_rope),
 		cmocka_unit_test(test_lab_architectures),
+		cmocka_unit_test(test_neox_architectures),
+		cmocka_unit_test(test_neox_config_checks),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),
 		cmocka_unit_test(test_causal_zero_above_diagonal),

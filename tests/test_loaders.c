@@ -962,7 +962,9 @@ static void test_damaged_config(void **state)
 		  "missing key \"n_positions\"" },
 		{ "{\"n_layer\": 2, \"n_head\": 5, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265}", "not divisible by n_head" },
-		{ "{\"model_type\": \"gpt_neox\", \"n_layer\": 2}", "model_type \"gpt_neox\" is not supported" },
+		{ "{\"model_type\": \"gptj\", \"n_layer\": 2}", "model_type \"gptj\" is not supported" },
+		{ "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": 2}",
+		  "config.json: missing key \"num_attention_heads\"" },
 		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
 		{ "{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265, \"activation_function\": \"relu\"}",
@@ -1126,7 +1128,7 @@ static void test_llama_rope_layout(void **state)
 		}
 		for (int i = 0; i < D; i++)
 			engine[llama_rope_row(i, D)] = (float)hf[i];
-		rope_rotate(engine, 1, D, pos, 10000.0f);
+		rope_rotate(engine, 1, D, D, pos, 10000.0f);
 		for (int i = 0; i < D; i++)
 			assert_true(fabs(engine[llama_rope_row(i, D)] - out[i]) < 1e-4);
 	}
@@ -1141,6 +1143,90 @@ static void test_llama_rope_layout(void **state)
 		assert_int_equal(seen[i], 1);
 }
 
+/* Hugging Face's GPT-NeoX turns, in each head of D dims, only the first
+ * R = rotary_pct * D: pairs (i, i + R/2) by pos * base^(-2i/R), dims R..D-1
+ * passed through (rotate-half over the rotary slice).  Computed here from
+ * that formula in double, it must equal the engine's partial rotation
+ * (pairs (2i, 2i + 1) over the first R) of the vector permuted as the
+ * hf-neox loader permutes its rows (neox_rope_row), in two heads at once. */
+static void test_neox_rope_layout(void **state)
+{
+	(void)state;
+	enum { D = 16 };
+	static const int Rs[3] = { 4, 8, 16 };
+	struct rng r;
+	rng_seed(&r, 6);
+	for (int ri = 0; ri < 3; ri++) {
+		int R = Rs[ri];
+		for (int pos = 0; pos < 40; pos += 7) {
+			double hf[2 * D], out[2 * D];
+			float engine[2 * D];
+			for (int i = 0; i < 2 * D; i++)
+				out[i] = hf[i] = rng_normal(&r);
+			for (int h = 0; h < 2; h++)
+				for (int i = 0; i < R / 2; i++) {
+					double a = pos * pow(10000.0, -2.0 * i / R), c = cos(a), s = sin(a);
+					const double *x = hf + h * D;
+					out[h * D + i] = x[i] * c - x[i + R / 2] * s;
+					out[h * D + i + R / 2] = x[i + R / 2] * c + x[i] * s;
+				}
+			for (int i = 0; i < 2 * D; i++)
+				engine[neox_rope_row(i, D, R)] = (float)hf[i];
+			rope_rotate(engine, 2, D, R, pos, 10000.0f);
+			for (int i = 0; i < 2 * D; i++)
+				if (!(fabs(engine[neox_rope_row(i, D, R)] - out[i]) < 1e-4))
+					fail_msg("R %d pos %d dim %d: engine %g, HF %g", R, pos, i,
+						 (double)engine[neox_rope_row(i, D, R)], out[i]);
+		}
+		int seen[3 * D] = { 0 }; /* a permutation within each head, fixed past R */
+		for (int i = 0; i < 3 * D; i++) {
+			int j = neox_rope_row(i, D, R);
+			assert_true(j / D == i / D);
+			if (i % D >= R)
+				assert_int_equal(j, i);
+			seen[j]++;
+		}
+		for (int i = 0; i < 3 * D; i++)
+			assert_int_equal(seen[i], 1);
+	}
+	/* R = D is Llama's rotate-half */
+	for (int i = 0; i < 3 * D; i++)
+		assert_int_equal(neox_rope_row(i, D, D), llama_rope_row(i, D));
+}
+
+/* GPT-NeoX's query_key_value rows come per head, [q_h; k_h; v_h]; the
+ * engine wants every query head, then every key head, then every value
+ * head, with q and k rows in the rotary order.  A hand-made tensor of
+ * H = 2 heads of D = 6 dims, R = 4 rotary, each row holding its name
+ * (100 part + 10 head + dim), against the engine layout written out by
+ * hand: within q and k heads dims 0 2 1 3 4 5 (pairs (0, 2), (1, 3) of
+ * HF become (0, 1), (2, 3)), v heads as they are. */
+static void test_neox_qkv_layout(void **state)
+{
+	(void)state;
+	enum { H = 2, D = 6, R = 4, ROWS = 3 * H * D };
+	float hf[ROWS], engine[ROWS];
+	for (int h = 0; h < H; h++)
+		for (int part = 0; part < 3; part++)
+			for (int d = 0; d < D; d++)
+				hf[h * 3 * D + part * D + d] = (float)(100 * part + 10 * h + d);
+	static const float want[ROWS] = {
+		0, 2, 1, 3, 4, 5,             /* q head 0 */
+		10, 12, 11, 13, 14, 15,       /* q head 1 */
+		100, 102, 101, 103, 104, 105, /* k head 0 */
+		110, 112, 111, 113, 114, 115, /* k head 1 */
+		200, 201, 202, 203, 204, 205, /* v head 0 */
+		210, 211, 212, 213, 214, 215, /* v head 1 */
+	};
+	for (int i = 0; i < ROWS; i++)
+		engine[i] = -1.0f;
+	for (int r = 0; r < ROWS; r++)
+		engine[neox_qkv_row(r, H, D, R)] = hf[r];
+	for (int i = 0; i < ROWS; i++)
+		if (engine[i] != want[i])
+			fail_msg("engine row %d holds %g, want %g", i, (double)engine[i], (double)want[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1151,6 +1237,8 @@ int main(void)
 		cmocka_unit_test(test_tokenizer_choice_and_special_files),
 		cmocka_unit_test(test_llama2c),
 		cmocka_unit_test(test_llama_rope_layout),
+		cmocka_unit_test(test_neox_rope_layout),
+		cmocka_unit_test(test_neox_qkv_layout),
 		cmocka_unit_test(test_damaged_config),
 		cmocka_unit_test(test_damaged_safetensors),
 		cmocka_unit_test(test_damaged_tokenizer_files),

@@ -3,14 +3,22 @@
  * Hugging Face directory (config.json, safetensors with HF's names and
  * rotate-half Q/K row order, GPT-2's vocab.json + merges.txt copied from
  * TOKDIR, or the tokenizer.json file given instead, whose vocabulary size
- * the model takes) and as an attnscope checkpoint of the same weights, so that a
- * test can check the HF loader gives the same numbers.
+ * the model takes) and as an attnscope checkpoint of the same weights, so
+ * that a test can check the HF loader gives the same numbers.
  *
- * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json [--qwen2] [--shards]
+ * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
+ *                 [--qwen2 | --neox [--sequential]] [--shards]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --shards splits the weights over two files and an index.
+ * --neox writes a GPT-NeoX (Pythia) model instead: LayerNorm with biases,
+ * parallel blocks (--sequential: use_parallel_residual false), 4 heads of
+ * 16 with RoPE over the first 4 (rotary_pct 0.25), exact GELU, d_ff 96,
+ * untied, every head's [q; k; v] rows fused in query_key_value, and the
+ * tokenizer as one tokenizer.json (ByteLevel, NFC) built from TOKDIR's pair.
  */
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,61 +98,79 @@ static int copy_file(const char *from, const char *to)
 	return !ok;
 }
 
-int main(int argc, char **argv)
+/* TOKDIR's vocab.json + merges.txt as one tokenizer.json, as Pythia ships. */
+static int write_tokenizer_json(const char *tokdir, const char *dir)
 {
-	if (argc < 4) {
-		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json [--qwen2] [--shards]\n");
-		return 2;
-	}
-	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
-	bool qwen = false, shards = false;
-	for (int i = 4; i < argc; i++) {
-		qwen |= !strcmp(argv[i], "--qwen2");
-		shards |= !strcmp(argv[i], "--shards");
-	}
+	char path[4096];
+	snprintf(path, sizeof path, "%s/vocab.json", tokdir);
+	json_t *vocab = json_load_file(path, 0, NULL), *merges = json_array();
+	snprintf(path, sizeof path, "%s/merges.txt", tokdir);
 	struct err e;
-	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
-	size_t tl = strlen(tokdir);
-	bool tokjson = tl >= 5 && !strcmp(tokdir + tl - 5, ".json");
-	struct tokenizer *tok = tokjson ? tok_hfjson_load(tokdir, &e) : tok_bpe_load(tokdir, &e);
-	if (!tok) {
-		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
+	size_t len;
+	char *text = read_file(path, &len, &e);
+	if (!vocab || !text) {
+		json_decref(vocab);
+		json_decref(merges);
+		free(text);
 		return 1;
 	}
-	struct model_config c;
-	config_default(&c);
-	c.vocab_size = tok->vocab_size;
-	c.n_layer = 2;
-	c.n_head = 4;
-	c.n_kv_head = 2;
-	c.d_model = 32;
-	c.d_ff = 48;
-	c.context = 64;
-	c.norm = NORM_RMS;
-	c.norm_eps = 1e-6f;
-	c.pos = POS_ROPE;
-	c.rope_theta = 10000.0f;
-	c.mlp = MLP_SWIGLU;
-	c.bias = qwen;
-	c.tied = false;
-	struct model *m = model_new(&c, &e);
-	model_init_random(m, 77);
-	struct rng r;
-	rng_seed(&r, 78);
-	for (size_t i = 0; i < m->n_params; i++) /* weights far from their init */
-		m->params[i] += 0.05f * rng_normal(&r);
-	if (qwen) /* Qwen2 has biases on Q, K and V only */
-		for (int i = 0; i < N_PARAMS; i++)
-			if (i != P_QKVB && (i == P_ATTPROJB || i == P_FCB || i == P_FCPROJB) && m->p[i])
-				memset(m->p[i], 0, m->psize[i] * sizeof(float));
-	m->tok = tok;
-	m->name = xstrdup("ref");
-	if (checkpoint_save(m, ref, CKPT_F32, &e)) {
-		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
-		return 1;
-	}
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		if (strncmp(line, "#version", 8) != 0)
+			json_array_append_new(merges, json_string(line));
+	free(text);
+	json_t *root = json_pack("{s:{s:s}, s:{s:s, s:b, s:b}, s:{s:s, s:o, s:o}}",
+				 "normalizer", "type", "NFC",
+				 "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0,
+				 "trim_offsets", 1,
+				 "model", "type", "BPE", "vocab", vocab, "merges", merges);
+	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+	int bad = !root || json_dump_file(root, path, JSON_COMPACT) != 0;
+	json_decref(root);
+	return bad;
+}
 
-	size_t C = 32, F = 48, D = 8, H = 4, K = 2, V = (size_t)c.vocab_size, QKV = (H + 2 * K) * D;
+/* The GPT-NeoX tensors of m in HF's names and layout. */
+static void neox_tensors(const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab_size;
+	int H = c->n_head, D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	memcpy(add("gpt_neox.embed_in.weight", V, C), m->p[P_WTE], V * C * 4);
+	for (int l = 0; l < c->n_layer; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * 3 * C * C, *qb = m->p[P_QKVB] + l * 3 * C;
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "gpt_neox.layers.%d.%s", l, s), add(nm, rows, cols))
+#define COPY(s, id, rows, cols) memcpy(T(s, rows, cols), m->p[id] + l * (rows) * ((cols) ? (cols) : 1), \
+				       (rows) * ((cols) ? (cols) : 1) * 4)
+		COPY("input_layernorm.weight", P_LN1W, C, 0);
+		COPY("input_layernorm.bias", P_LN1B, C, 0);
+		COPY("post_attention_layernorm.weight", P_LN2W, C, 0);
+		COPY("post_attention_layernorm.bias", P_LN2B, C, 0);
+		float *w = T("attention.query_key_value.weight", 3 * C, C);
+		float *b = T("attention.query_key_value.bias", 3 * C, 0);
+		for (size_t row = 0; row < 3 * C; row++) { /* HF row r is engine row neox_qkv_row(r) */
+			size_t er = (size_t)neox_qkv_row((int)row, H, D, R);
+			memcpy(w + row * C, qkv + er * C, C * 4);
+			b[row] = qb[er];
+		}
+		COPY("attention.dense.weight", P_ATTPROJW, C, C);
+		COPY("attention.dense.bias", P_ATTPROJB, C, 0);
+		COPY("mlp.dense_h_to_4h.weight", P_FCW, F, C);
+		COPY("mlp.dense_h_to_4h.bias", P_FCB, F, 0);
+		COPY("mlp.dense_4h_to_h.weight", P_FCPROJW, C, F);
+		COPY("mlp.dense_4h_to_h.bias", P_FCPROJB, C, 0);
+#undef COPY
+#undef T
+	}
+	memcpy(add("gpt_neox.final_layer_norm.weight", C, 0), m->p[P_LNFW], C * 4);
+	memcpy(add("gpt_neox.final_layer_norm.bias", C, 0), m->p[P_LNFB], C * 4);
+	memcpy(add("embed_out.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* The Llama (or Qwen2) tensors of m in HF's names and layout. */
+static void llama_tensors(const struct model *m, bool qwen)
+{
+	size_t C = 32, F = 48, D = 8, H = 4, K = 2, V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
 	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
 	for (int l = 0; l < 2; l++) {
 		char nm[96];
@@ -175,13 +201,112 @@ int main(int argc, char **argv)
 	}
 	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
 	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+static void neox_config(struct model_config *c, bool sequential)
+{
+	c->n_layer = 2;
+	c->n_head = 4;
+	c->n_kv_head = 4;
+	c->d_model = 64;
+	c->d_ff = 96;
+	c->context = 64;
+	c->norm = NORM_LAYER;
+	c->norm_eps = 1e-5f;
+	c->pos = POS_ROPE;
+	c->rope_theta = 10000.0f;
+	c->rotary_dims = 4;
+	c->mlp = MLP_GELU_EXACT;
+	c->parallel = !sequential;
+	c->bias = true;
+	c->tied = false;
+}
+
+static void write_neox_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"GPTNeoXForCausalLM\"], \"model_type\": \"gpt_neox\", "
+		   "\"hidden_size\": 64, \"intermediate_size\": 96, \"num_hidden_layers\": 2, "
+		   "\"num_attention_heads\": 4, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
+		   "\"layer_norm_eps\": 1e-05, \"rotary_pct\": 0.25, \"rotary_emb_base\": 10000, "
+		   "\"hidden_act\": \"gelu\", \"use_parallel_residual\": %s, "
+		   "\"tie_word_embeddings\": false, \"attention_bias\": true, \"rope_scaling\": null, "
+		   "\"bos_token_id\": 0, \"eos_token_id\": 0, \"torch_dtype\": \"float32\"}\n",
+		c->vocab_size, c->parallel ? "true" : "false");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
+			"[--qwen2 | --neox [--sequential]] [--shards]\n");
+		return 2;
+	}
+	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
+	bool qwen = false, shards = false, neox = false, sequential = false;
+	for (int i = 4; i < argc; i++) {
+		qwen |= !strcmp(argv[i], "--qwen2");
+		shards |= !strcmp(argv[i], "--shards");
+		neox |= !strcmp(argv[i], "--neox");
+		sequential |= !strcmp(argv[i], "--sequential");
+	}
+	struct err e;
+	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
+	size_t tl = strlen(tokdir);
+	bool tokjson = tl >= 5 && !strcmp(tokdir + tl - 5, ".json");
+	struct tokenizer *tok = tokjson ? tok_hfjson_load(tokdir, &e) : tok_bpe_load(tokdir, &e);
+	if (!tok) {
+		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
+		return 1;
+	}
+	struct model_config c;
+	config_default(&c);
+	c.vocab_size = tok->vocab_size;
+	c.n_layer = 2;
+	c.n_head = 4;
+	c.n_kv_head = 2;
+	c.d_model = 32;
+	c.d_ff = 48;
+	c.context = 64;
+	c.norm = NORM_RMS;
+	c.norm_eps = 1e-6f;
+	c.pos = POS_ROPE;
+	c.rope_theta = 10000.0f;
+	c.mlp = MLP_SWIGLU;
+	c.bias = qwen;
+	c.tied = false;
+	if (neox)
+		neox_config(&c, sequential);
+	struct model *m = model_new(&c, &e);
+	model_init_random(m, 77);
+	struct rng r;
+	rng_seed(&r, 78);
+	for (size_t i = 0; i < m->n_params; i++) /* weights far from their init */
+		m->params[i] += 0.05f * rng_normal(&r);
+	if (qwen) /* Qwen2 has biases on Q, K and V only */
+		for (int i = 0; i < N_PARAMS; i++)
+			if (i != P_QKVB && (i == P_ATTPROJB || i == P_FCB || i == P_FCPROJB) && m->p[i])
+				memset(m->p[i], 0, m->psize[i] * sizeof(float));
+	m->tok = tok;
+	m->name = xstrdup("ref");
+	if (checkpoint_save(m, ref, CKPT_F32, &e)) {
+		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
+		return 1;
+	}
+
+	if (neox)
+		neox_tensors(m);
+	else
+		llama_tensors(m, qwen);
 
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return 1;
-	fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 32, "
+	if (neox)
+		write_neox_config(f, &c);
+	else
+		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 32, "
 		   "\"intermediate_size\": 48, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
 		   "\"num_key_value_heads\": 2, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
 		   "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
@@ -213,8 +338,10 @@ int main(int argc, char **argv)
 	if (tokjson) {
 		snprintf(to, sizeof to, "%s/tokenizer.json", dir);
 		bad |= copy_file(tokdir, to);
+	} else if (neox) {
+		bad |= write_tokenizer_json(tokdir, dir);
 	}
-	for (int i = 0; i < 2 && !tokjson; i++) {
+	for (int i = 0; i < 2 && !neox && !tokjson; i++) {
 		snprintf(from, sizeof from, "%s/%s", tokdir, files[i]);
 		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
 		bad |= copy_file(from, to);

@@ -196,6 +196,17 @@ static void gelu_backward(float *dinp, const float *dout, const float *inp, long
 	}
 }
 
+/* GELU, exact: d/dx x Phi(x) = Phi(x) + x phi(x); dinp += dout * that. */
+static void gelu_exact_backward(float *dinp, const float *dout, const float *inp, long n)
+{
+	for (long i = 0; i < n; i++) {
+		float x = inp[i];
+		float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+		float pdf = 0.39894228040143268f * expf(-0.5f * x * x); /* 1/sqrt(2 pi) */
+		dinp[i] += dout[i] * (cdf + x * pdf);
+	}
+}
+
 /* SwiGLU out = silu(g) * u with g = inp[:, :F], u = inp[:, F:]:
  *   dg += dout * u * sigma(g) * (1 + g * (1 - sigma(g))),  du += dout * silu(g). */
 static void swiglu_backward(float *dinp, const float *dout, const float *inp, int N, int F)
@@ -215,14 +226,15 @@ static void swiglu_backward(float *dinp, const float *dout, const float *inp, in
 /* Inverse of rope_forward on a gradient, in place: the forward turns each
  * pair by +angle, so the gradient of the pre-rotation pair is the gradient
  * of the rotated pair turned by -angle.  Same rows, heads and angles as the
- * forward (n_rot heads of D from the start of each row of stride ld). */
-static void rope_backward(float *dx, int B, int T, int n_rot, int D, int ld, float theta)
+ * forward (n_rot heads of D from the start of each row of stride ld, pairs
+ * of their first R dims); the dims after R pass their gradient unchanged. */
+static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int ld, float theta)
 {
 	for (int r = 0; r < B * T; r++) {
 		int t = r % T;
 		float *row = dx + (size_t)r * ld;
-		for (int i = 0; i < D / 2; i++) {
-			float freq = powf(theta, -2.0f * (float)i / (float)D);
+		for (int i = 0; i < R / 2; i++) {
+			float freq = powf(theta, -2.0f * (float)i / (float)R);
 			float c = cosf((float)t * freq), s = sinf((float)t * freq);
 			for (int h = 0; h < n_rot; h++) {
 				float *p = row + (size_t)h * D + 2 * i;
@@ -452,7 +464,7 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
 			   c->mask, 0, scale);
 	if (c->pos == POS_ROPE)
-		rope_backward(s->dqkv, B, T, H + G, D, QKV, c->rope_theta);
+		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
 }
 
@@ -469,9 +481,39 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 	memset(s->dfch, 0, (size_t)N * FF * sizeof(float));
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
+	else if (c->mlp == MLP_GELU_EXACT)
+		gelu_exact_backward(s->dfch, s->dfch_act, x->fch, (long)N * F);
 	else
 		gelu_backward(s->dfch, s->dfch_act, x->fch, (long)N * F);
 	matmul_backward(dinp, x->dfcw, x->dfcb, s->dfch, inp, x->fcw, N, C, FF);
+}
+
+/* A parallel block (pre-norm, with an MLP):
+ *   att_res = in + attn(norm1(in));  out = att_res + mlp(norm2(in))
+ * d(att_res) is d(out) whatever the residual switch (the MLP's output is
+ * always added to att_res); d(in) gathers the skip, and both norms'. */
+static void parallel_backward(const struct layer_ctx *x, const struct model_config *c,
+			      struct backward_state *s, int B, int T)
+{
+	int C = c->d_model, N = B * T;
+	size_t bytes = (size_t)N * C * sizeof(float);
+	enum norm_type nt = c->norm;
+	/* dbuf2 = d(in) through norm2 */
+	memset(s->dbuf1, 0, bytes);
+	mlp_block_backward(s->dbuf1, s->dresidual, x->ln2, x, c, s, N);
+	memset(s->dbuf2, 0, bytes);
+	norm_backward(nt, s->dbuf2, x->dln2w, x->dln2b, s->dbuf1, x->in, x->ln2w, x->ln2_mean,
+		      x->ln2_rstd, N, C);
+	/* dbuf1 = d(ln1) */
+	memset(s->dbuf1, 0, bytes);
+	attn_block_backward(s->dbuf1, s->dresidual, x->ln1, x, c, s, B, T);
+	/* dresidual = d(in): the skip, norm2's share, then norm1's */
+	if (!c->residual)
+		memset(s->dresidual, 0, bytes);
+	for (size_t i = 0; i < (size_t)N * C; i++)
+		s->dresidual[i] += s->dbuf2[i];
+	norm_backward(nt, s->dresidual, x->dln1w, x->dln1b, s->dbuf1, x->in, x->ln1w, x->ln1_mean,
+		      x->ln1_rstd, N, C);
 }
 
 /* One block, mirroring model_forward.  On entry s->dresidual holds the
@@ -481,7 +523,7 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
  *         mlp_res = ln1 + mlp(ln1);  out = norm2(mlp_res)
  * Without residual connections the "x +" terms go, and with them the
  * gradient that flows around each sub-block; without an MLP the block ends
- * at att_res (pre) or ln1 (post). */
+ * at att_res (pre) or ln1 (post).  Parallel blocks: parallel_backward. */
 static void block_backward(const struct layer_ctx *x, const struct model_config *c,
 			   struct backward_state *s, int B, int T)
 {
@@ -490,7 +532,9 @@ static void block_backward(const struct layer_ctx *x, const struct model_config 
 	enum norm_type nt = c->norm;
 	bool skip = c->residual, mlp = c->d_ff > 0;
 
-	if (c->placement == PLACE_PRE) {
+	if (c->parallel && mlp) {
+		parallel_backward(x, c, s, B, T);
+	} else if (c->placement == PLACE_PRE) {
 		/* dresidual is d(out) and, through the skip, part of d(att_res) */
 		if (mlp) {
 			memset(s->dbuf1, 0, bytes);

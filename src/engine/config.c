@@ -107,12 +107,21 @@ int config_validate(const struct model_config *c, struct err *e)
 	if (c->n_kv_head > c->n_head || c->n_head % c->n_kv_head != 0)
 		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);
 	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
-	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_SWIGLU)
+	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GELU_EXACT)
 		return err_set(e, "config: unknown norm, placement, positions or MLP kind");
 	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
 		return err_set(e, "config: the native mask must be causal, none or after-softmax");
-	if (c->pos == POS_ROPE && cfg_d_head(c) % 2 != 0)
+	if (c->pos == POS_ROPE && c->rotary_dims == 0 && cfg_d_head(c) % 2 != 0)
 		return err_set(e, "config: RoPE needs an even d_head, got %d", cfg_d_head(c));
+	if (c->rotary_dims != 0 && c->pos != POS_ROPE)
+		return err_set(e, "config: rotary_dims %d needs RoPE positions", c->rotary_dims);
+	if (c->rotary_dims != 0 &&
+	    (c->rotary_dims < 2 || c->rotary_dims > cfg_d_head(c) || c->rotary_dims % 2 != 0))
+		return err_set(e, "config: rotary_dims %d must be even and in 2..d_head (%d)",
+			       c->rotary_dims, cfg_d_head(c));
+	if (c->parallel && c->placement != PLACE_PRE)
+		return err_set(e, "config: parallel blocks need pre-norm placement, not %s",
+			       norm_place_name(c->placement));
 	if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f))
 		return err_set(e, "config: norm_eps %g must be in (0, 1)", (double)c->norm_eps);
 	if (c->pos == POS_ROPE && !(c->rope_theta > 1.0f && c->rope_theta < 1e9f))
@@ -156,7 +165,7 @@ void config_default(struct model_config *c)
 static const char *const norm_names[] = { "layernorm", "rmsnorm" };
 static const char *const place_names[] = { "pre", "post" };
 static const char *const pos_names[] = { "learned", "rope" };
-static const char *const mlp_names[] = { "gelu", "swiglu" };
+static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 
 static int lookup(const char *const *names, int n, const char *s)
@@ -170,7 +179,7 @@ static int lookup(const char *const *names, int n, const char *s)
 const char *norm_type_name(enum norm_type t) { return (unsigned)t <= NORM_RMS ? norm_names[t] : "?"; }
 const char *norm_place_name(enum norm_place p) { return (unsigned)p <= PLACE_POST ? place_names[p] : "?"; }
 const char *pos_type_name(enum pos_type p) { return (unsigned)p <= POS_ROPE ? pos_names[p] : "?"; }
-const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_SWIGLU ? mlp_names[m] : "?"; }
+const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_GELU_EXACT ? mlp_names[m] : "?"; }
 const char *mask_kind_name(enum mask_kind m)
 {
 	return (unsigned)m <= MASK_AFTER_SOFTMAX ? mask_names[m] : "?";

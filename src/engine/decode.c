@@ -92,7 +92,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
 	if (c->pos == POS_ROPE)
-		rope_rotate(d->qkv, H + G, D, pos, c->rope_theta);
+		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, c->rope_theta);
 	size_t row = (size_t)G * D, base = (size_t)l * d->cap * row;
 	memcpy(d->k + base + (size_t)pos * row, d->qkv + (size_t)H * D, row * sizeof(float));
 	memcpy(d->v + base + (size_t)pos * row, d->qkv + (size_t)(H + G) * D, row * sizeof(float));
@@ -125,14 +125,16 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		model_layer(m, l, qkvw, qkvb, d->G, &w);
 
 		const float *skip = c->residual ? d->x : NULL;
-		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)) */
+		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)), or
+			      * parallel: x <- x + attn(norm1(x)) + mlp(norm2(x)) */
 			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
 			attend(d, m, l, &w);
 			residual_forward(d->ar, skip, d->tmp, C);
 			if (c->d_ff) {
-				norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
+				norm_forward(c->norm, d->xn, NULL, NULL, c->parallel ? d->x : d->ar, w.ln2w,
+					     w.ln2b, 1, C, c->norm_eps);
 				mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
-				residual_forward(d->x, c->residual ? d->ar : NULL, d->tmp, C);
+				residual_forward(d->x, c->residual || c->parallel ? d->ar : NULL, d->tmp, C);
 			} else {
 				memcpy(d->x, d->ar, (size_t)C * sizeof(float));
 			}

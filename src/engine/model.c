@@ -450,7 +450,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	int G = run_kv_heads(m, o);
 	int QKV = cfg_qkv_rows(c, G);
 	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
-	bool skip = c->residual;
+	bool skip = c->residual, parallel = c->parallel && !post;
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
@@ -482,7 +482,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		}
 		matmul_forward(qkv, attn_in, w.qkvw, w.qkvb, N, C, QKV);
 		if (c->pos == POS_ROPE)
-			rope_forward(qkv, B, T, H + G, D, QKV, c->rope_theta);
+			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
 		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale, r->key_len);
 		model_heads_site(r->hook, o, l, atty, B, T, 0, H, D);
 		for (int b = 0; b < B; b++)
@@ -492,13 +492,15 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		matmul_forward(r->scratch, atty, w.projw, w.projb, N, C, C);
 		residual_forward(att_res, skip ? in : NULL, r->scratch, (long)N * C);
 
-		/* MLP sub-block (none when F = 0: the block ends after attention) */
+		/* MLP sub-block (none when F = 0: the block ends after attention);
+		 * a parallel block's MLP reads the block's input, not att_res,
+		 * and its output always adds to att_res */
 		if (!post) {
-			const float *end = att_res;
+			const float *end = att_res, *mlp_in = parallel ? in : att_res;
 			if (c->d_ff) {
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, att_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, N, C, c->norm_eps);
 				mlp_forward(c, fch, fch_act, r->scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, N);
-				residual_forward(mlp_res, skip ? att_res : NULL, r->scratch, (long)N * C);
+				residual_forward(mlp_res, skip || parallel ? att_res : NULL, r->scratch, (long)N * C);
 				end = mlp_res;
 			}
 			memcpy(out, end, (size_t)N * C * sizeof(float));

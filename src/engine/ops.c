@@ -90,6 +90,12 @@ void gelu_forward(float *out, const float *inp, long n)
 	}
 }
 
+void gelu_exact_forward(float *out, const float *inp, long n)
+{
+	for (long i = 0; i < n; i++)
+		out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * 0.70710678118654752f));
+}
+
 void swiglu_forward(float *out, const float *inp, int N, int F)
 {
 	for (int i = 0; i < N; i++) {
@@ -101,10 +107,10 @@ void swiglu_forward(float *out, const float *inp, int N, int F)
 	}
 }
 
-void rope_rotate(float *row, int n_rot, int D, int pos, float theta)
+void rope_rotate(float *row, int n_rot, int D, int R, int pos, float theta)
 {
-	for (int i = 0; i < D / 2; i++) {
-		float freq = powf(theta, -2.0f * (float)i / (float)D);
+	for (int i = 0; i < R / 2; i++) {
+		float freq = powf(theta, -2.0f * (float)i / (float)R);
 		float c = cosf((float)pos * freq), s = sinf((float)pos * freq);
 		for (int h = 0; h < n_rot; h++) {
 			float *p = row + (size_t)h * D + 2 * i;
@@ -115,10 +121,10 @@ void rope_rotate(float *row, int n_rot, int D, int pos, float theta)
 	}
 }
 
-void rope_forward(float *x, int B, int T, int n_rot, int D, int ld, float theta)
+void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, float theta)
 {
 	for (int r = 0; r < B * T; r++)
-		rope_rotate(x + (size_t)r * ld, n_rot, D, r % T, theta);
+		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, theta);
 }
 
 /* Softmax of row[lo..hi] in place; entries outside become exactly 0. */
@@ -210,6 +216,8 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_forward(fch_act, fch, N, F);
+	else if (c->mlp == MLP_GELU_EXACT)
+		gelu_exact_forward(fch_act, fch, (long)N * F);
 	else
 		gelu_forward(fch_act, fch, (long)N * F);
 	matmul_forward(out, fch_act, projw, projb, N, F, C);

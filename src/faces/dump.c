@@ -27,11 +27,15 @@ void dump_config(FILE *out, const struct model *m)
 		(double)c->norm_eps, norm_place_name(c->placement), pos_type_name(c->pos));
 	if (c->pos == POS_ROPE)
 		fprintf(out, " theta %g", (double)c->rope_theta);
+	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c)) /* partial rotary */
+		fprintf(out, " rotary %d", cfg_rotary_dims(c));
 	fprintf(out, " mlp %s bias %s tied %s", c->d_ff ? mlp_type_name(c->mlp) : "none",
 		c->bias ? "yes" : "no", c->tied ? "yes" : "no");
 	if (!c->residual || !c->scale || c->mask != MASK_CAUSAL) /* the lab's switches */
 		fprintf(out, " residual %s scale %s mask %s", c->residual ? "yes" : "no",
 			c->scale ? "yes" : "no", mask_kind_name(c->mask));
+	if (c->parallel)
+		fprintf(out, " parallel yes");
 	fprintf(out, " params %zu\n", m->n_params);
 }
 

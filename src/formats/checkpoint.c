@@ -51,7 +51,7 @@
 static const char *const cfg_keys[] = {
 	"vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff",
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
-	"bias", "tied", "residual", "scale", "mask",
+	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -101,6 +101,11 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "scale", json_false());
 	if (c->mask != MASK_CAUSAL)
 		ju_set(o, "mask", json_string(mask_kind_name(c->mask)));
+	/* GPT-NeoX's blocks, likewise written only when they differ */
+	if (c->parallel)
+		ju_set(o, "parallel", json_true());
+	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c))
+		ju_set(o, "rotary_dims", json_integer(c->rotary_dims));
 	return o;
 }
 
@@ -114,7 +119,7 @@ char *checkpoint_config_json(const struct model_config *c)
 	return s;
 }
 
-/* The config's keys, required but for the lab's switches; messages
+/* The config's keys, required but for the lab's switches and GPT-NeoX's; messages
  * "config: ..." (json-util.h). */
 #define CFG_INT(o, key, out, e) ju_get_int(o, key, "config", JU_REQUIRED, INT_MIN, INT_MAX, out, e)
 #define CFG_FLOAT(o, key, out, e) ju_get_float(o, key, "config", JU_REQUIRED, out, e)
@@ -168,6 +173,11 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	if (json_object_get(o, "mask"))
 		CFG_ENUM(o, "mask", mask_kind_parse, &c->mask, e);
+	c->parallel = false;
+	c->rotary_dims = 0; /* all of d_head */
+	if (ju_get_bool(o, "parallel", "config", 0, &c->parallel, e) < 0 ||
+	    ju_get_int(o, "rotary_dims", "config", 0, INT_MIN, INT_MAX, &c->rotary_dims, e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -66,8 +66,8 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 	if (r < 0)
 		goto out;
 	if (r == 0 && strcmp(s, "gpt2") != 0) {
-		err_set(e, "config.json: model_type \"%.40s\" is not supported (gpt2, llama, qwen2 "
-			"and mistral are)", s);
+		err_set(e, "config.json: model_type \"%.40s\" is not supported (gpt2, llama, qwen2, "
+			"mistral and gpt_neox are)", s);
 		goto out;
 	}
 	if (HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||

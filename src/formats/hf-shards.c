@@ -1,0 +1,128 @@
+/*
+ * hf-shards.c — the weights of a Hugging Face directory: model.safetensors,
+ * or the shards model.safetensors.index.json names, opened through the one
+ * safetensors reader (safetensors.h) and read by name (loaders.h).
+ *
+ * loader-hf-neox.c reads through these; loader-hf-llama.c still has its
+ * own copy of the same steps and can move over once its tokenizer work
+ * has landed.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "loaders.h"
+#include "safetensors.h"
+
+/* Opens every shard the index's weight_map names, each once. */
+static int open_index(const char *dir, const char *idx, struct ld_shards *s, struct err *e)
+{
+	static const struct st_checks checks = { .other_dtypes = true };
+	json_t *root = json_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
+	const char *key;
+	json_t *v;
+	int rc = json_is_object(map) ? 0 : err_set(e, "model.safetensors.index.json: no weight_map");
+	json_object_foreach(map, key, v) {
+		if (rc || !json_is_string(v) || strchr(json_string_value(v), '/')) {
+			rc = rc ? rc : err_set(e, "model.safetensors.index.json: \"%.60s\" names no "
+					       "file beside it", key);
+			break;
+		}
+		bool seen = false;
+		char *path = ld_join(dir, json_string_value(v));
+		for (int i = 0; i < s->n && !seen; i++)
+			seen = !strcmp(s->path[i], path);
+		if (!seen) {
+			if (s->n == LD_MAX_SHARDS)
+				rc = err_set(e, "more than %d shards", LD_MAX_SHARDS);
+			else if (st_open(&s->f[s->n], path, &checks, e) != 0)
+				rc = err_prefix(e, "%s", json_string_value(v));
+			else
+				s->path[s->n++] = xstrdup(path);
+		}
+		free(path);
+	}
+	json_decref(root);
+	return rc;
+}
+
+int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e)
+{
+	static const struct st_checks checks = { .other_dtypes = true };
+	s->n = 0;
+	char *one = ld_join(dir, "model.safetensors");
+	char *idx = ld_join(dir, "model.safetensors.index.json");
+	int rc = -1;
+	if (ld_is_file(one)) {
+		if (st_open(&s->f[0], one, &checks, e) == 0) {
+			s->path[0] = xstrdup(one);
+			s->n = 1;
+			rc = 0;
+		} else {
+			err_prefix(e, "model.safetensors");
+		}
+	} else if (ld_is_file(idx)) {
+		rc = open_index(dir, idx, s, e);
+	} else {
+		err_set(e, "no model.safetensors or model.safetensors.index.json");
+	}
+	free(one);
+	free(idx);
+	if (rc)
+		ld_shards_close(s);
+	return rc;
+}
+
+void ld_shards_close(struct ld_shards *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		free(s->path[i]);
+		st_close(&s->f[i]);
+	}
+	s->n = 0;
+}
+
+struct st_tensor *ld_shards_find(struct ld_shards *s, const char *name, struct st_file **in)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct st_tensor *t = st_find(&s->f[i], name);
+		if (t) {
+			*in = &s->f[i];
+			return t;
+		}
+	}
+	return NULL;
+}
+
+int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
+		   struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = ld_shards_find(s, name, &f);
+	if (!t)
+		return err_set(e, "missing tensor \"%s\"", name);
+	uint64_t shape[2] = { d0, d1 };
+	int nd = d1 ? 2 : 1;
+	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+		char got[96], want[64];
+		st_shape_str(got, sizeof got, t->shape, t->ndim);
+		st_shape_str(want, sizeof want, shape, nd);
+		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
+	}
+	return st_read(f, t, dst, e);
+}
+
+int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
+		       struct err *e)
+{
+	for (int i = 0; i < s->n; i++)
+		for (int j = 0; j < s->f[i].n; j++) {
+			const struct st_tensor *t = &s->f[i].t[j];
+			if (!t->read && !(ignored && ignored(t->name)))
+				return err_set(e, "unexpected tensor \"%.60s\"", t->name);
+		}
+	return 0;
+}
