@@ -84,6 +84,11 @@ struct st_tensor *ld_shards_find(struct ld_shards *s, const char *name, struct s
 int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
 		   struct err *e);
 
+/* The values of every shard's tensors that have bytes behind them
+ * (st_values_held): what a config may be checked against before a model
+ * is allocated for it. */
+uint64_t ld_shards_values(const struct ld_shards *s);
+
 /* 0 when every tensor has been read but those ignored(name) accepts
  * (ignored may be NULL), else -1 + e naming the first other one. */
 int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
@@ -136,5 +141,11 @@ void ld_one_line(struct err *e);
 /* GPT-2 tokenizer for a .bin or HF model: from opt (file or directory) when
  * given, else from dir.  NULL + e when none is found or it is broken. */
 struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err *e);
+
+/* A Hugging Face directory's tokenizer: its tokenizer.json (tok-hfjson.h),
+ * else GPT-2's vocab.json + merges.txt (ld_gpt2_tokenizer).  opt
+ * (--tokenizer) names another directory, tokenizer.json file or
+ * vocab.json/merges.txt pair.  NULL + a one-line e on failure. */
+struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *e);
 
 #endif

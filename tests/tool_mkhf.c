@@ -118,15 +118,39 @@ static int write_tokenizer_json(const char *tokdir, const char *dir)
 		if (strncmp(line, "#version", 8) != 0)
 			json_array_append_new(merges, json_string(line));
 	free(text);
-	json_t *root = json_pack("{s:{s:s}, s:{s:s, s:b, s:b}, s:{s:s, s:o, s:o}}",
+	/* Pythia's shape: NFC, ByteLevel both ways, <|endoftext|> an added
+	 * token, no BOS */
+	json_t *root = json_pack("{s:[{s:i, s:s, s:b}], s:{s:s}, s:{s:s, s:b, s:b}, s:{s:s}, "
+				 "s:{s:s, s:o, s:o}}",
+				 "added_tokens", "id", 50256, "content", "<|endoftext|>", "special", 1,
 				 "normalizer", "type", "NFC",
 				 "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0,
 				 "trim_offsets", 1,
+				 "decoder", "type", "ByteLevel",
 				 "model", "type", "BPE", "vocab", vocab, "merges", merges);
 	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
 	int bad = !root || json_dump_file(root, path, JSON_COMPACT) != 0;
 	json_decref(root);
 	return bad;
+}
+
+/* The tokenizer both copies use: TOKDIR's GPT-2 pair; a tokenizer.json
+ * given instead; or, for GPT-NeoX, the pair as a tokenizer.json written to
+ * OUTDIR first, as Pythia ships it. */
+static struct tokenizer *load_tokenizer(const char *tokdir, bool tokjson, bool neox,
+					const char *dir, struct err *e)
+{
+	if (tokjson)
+		return tok_hfjson_load(tokdir, e);
+	if (!neox)
+		return tok_bpe_load(tokdir, e);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+	if (write_tokenizer_json(tokdir, dir)) {
+		err_set(e, "cannot write %s", path);
+		return NULL;
+	}
+	return tok_hfjson_load(path, e);
 }
 
 /* The GPT-NeoX tensors of m in HF's names and layout. */
@@ -253,7 +277,7 @@ int main(int argc, char **argv)
 	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
 	size_t tl = strlen(tokdir);
 	bool tokjson = tl >= 5 && !strcmp(tokdir + tl - 5, ".json");
-	struct tokenizer *tok = tokjson ? tok_hfjson_load(tokdir, &e) : tok_bpe_load(tokdir, &e);
+	struct tokenizer *tok = load_tokenizer(tokdir, tokjson, neox, dir, &e);
 	if (!tok) {
 		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
 		return 1;
@@ -338,8 +362,6 @@ int main(int argc, char **argv)
 	if (tokjson) {
 		snprintf(to, sizeof to, "%s/tokenizer.json", dir);
 		bad |= copy_file(tokdir, to);
-	} else if (neox) {
-		bad |= write_tokenizer_json(tokdir, dir);
 	}
 	for (int i = 0; i < 2 && !neox && !tokjson; i++) {
 		snprintf(from, sizeof from, "%s/%s", tokdir, files[i]);

@@ -3,9 +3,7 @@
  * or the shards model.safetensors.index.json names, opened through the one
  * safetensors reader (safetensors.h) and read by name (loaders.h).
  *
- * loader-hf-neox.c reads through these; loader-hf-llama.c still has its
- * own copy of the same steps and can move over once its tokenizer work
- * has landed.
+ * loader-hf-llama.c and loader-hf-neox.c read through these.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -125,4 +123,12 @@ int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *na
 				return err_set(e, "unexpected tensor \"%.60s\"", t->name);
 		}
 	return 0;
+}
+
+uint64_t ld_shards_values(const struct ld_shards *s)
+{
+	uint64_t held = 0;
+	for (int i = 0; i < s->n; i++)
+		held += st_values_held(&s->f[i]);
+	return held;
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tok-hfjson.h"
 #include "tokenizer.h"
 
 bool ld_is_file(const char *p)
@@ -192,5 +193,30 @@ struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err
 		t = tok_bpe_load(where, e);
 	}
 	free(pair_dir);
+	return t;
+}
+
+/* The tokenizer beside the model: tokenizer.json (tok-hfjson.c), else
+ * GPT-2's vocab.json + merges.txt.  --tokenizer names another directory,
+ * tokenizer.json file or vocab.json/merges.txt pair. */
+struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *e)
+{
+	char *tj = NULL;
+	if (opt && ld_is_file(opt)) {
+		char *base = ld_basename(opt, NULL);
+		if (strcmp(base, "vocab.json") && strcmp(base, "merges.txt"))
+			tj = xstrdup(opt);
+		free(base);
+	} else {
+		tj = ld_join(opt ? opt : dir, "tokenizer.json");
+		if (!ld_is_file(tj)) {
+			free(tj);
+			tj = NULL;
+		}
+	}
+	if (!tj)
+		return ld_gpt2_tokenizer(opt, dir, e);
+	struct tokenizer *t = tok_hfjson_load(tj, e);
+	free(tj);
 	return t;
 }

@@ -41,9 +41,6 @@
 #include "json-util.h"
 #include "loaders.h"
 #include "safetensors.h"
-#include "tok-hfjson.h"
-
-#define MAX_SHARDS 64
 
 int llama_rope_row(int r, int D)
 {
@@ -128,77 +125,40 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, b
 
 /* ---------------------------------------------------------------- weights */
 
-/* The open shards; tensor name -> shard by search. */
-struct shards {
-	struct st_file f[MAX_SHARDS];
-	char *path[MAX_SHARDS]; /* each shard's path, owned (NULL: model.safetensors) */
-	int n;
-};
-
-/* Values with bytes behind them in all shards: a config that asks for far
- * more is refused before the model is allocated for it. */
-static uint64_t values_held(const struct shards *s)
-{
-	uint64_t held = 0;
-	for (int i = 0; i < s->n; i++)
-		held += st_values_held(&s->f[i]);
-	return held;
-}
-
-static struct st_tensor *find(struct shards *s, const char *name, struct st_file **in)
-{
-	for (int i = 0; i < s->n; i++) {
-		struct st_tensor *t = st_find(&s->f[i], name);
-		if (t) {
-			*in = &s->f[i];
-			return t;
-		}
-	}
-	return NULL;
-}
-
-/* Reads name, shaped {d0, d1} (d1 = 0: 1-D), into dst. */
-static int read_tensor(struct shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
-		       struct err *e)
-{
-	struct st_file *f;
-	struct st_tensor *t = find(s, name, &f);
-	if (!t)
-		return err_set(e, "missing tensor \"%s\"", name);
-	uint64_t shape[2] = { d0, d1 };
-	int nd = d1 ? 2 : 1;
-	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
-		char got[96], want[64];
-		st_shape_str(got, sizeof got, t->shape, t->ndim);
-		st_shape_str(want, sizeof want, shape, nd);
-		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
-	}
-	return st_read(f, t, dst, e);
-}
-
 /* Reads a Q or K projection (rows heads x D, cols C) into dst with each
  * head's rows in the engine's RoPE order; bias likewise when b is set. */
-static int read_rope_rows(struct shards *s, const char *name, int heads, int D, int C, float *dst,
+static int read_rope_rows(struct ld_shards *s, const char *name, int heads, int D, int C, float *dst,
 			  float *tmp, struct err *e)
 {
-	if (read_tensor(s, name, (uint64_t)heads * D, (uint64_t)C, tmp, e))
+	if (ld_shards_read(s, name, (uint64_t)heads * D, (uint64_t)C, tmp, e))
 		return -1;
 	for (int r = 0; r < heads * D; r++)
 		memcpy(dst + (size_t)llama_rope_row(r, D) * C, tmp + (size_t)r * C, (size_t)C * sizeof(float));
 	return 0;
 }
 
-static int read_rope_bias(struct shards *s, const char *name, int heads, int D, float *dst,
+static int read_rope_bias(struct ld_shards *s, const char *name, int heads, int D, float *dst,
 			  float *tmp, struct err *e)
 {
-	if (read_tensor(s, name, (uint64_t)heads * D, 0, tmp, e))
+	if (ld_shards_read(s, name, (uint64_t)heads * D, 0, tmp, e))
 		return -1;
 	for (int r = 0; r < heads * D; r++)
 		dst[llama_rope_row(r, D)] = tmp[r];
 	return 0;
 }
 
-static int read_weights(struct shards *s, struct model *m, bool qkv_bias, struct err *e)
+/* What a Llama file may hold that the engine computes or shares. */
+static bool ignored(const char *name)
+{
+	return strstr(name, "rotary_emb.inv_freq") != NULL;
+}
+
+static bool ignored_tied(const char *name)
+{
+	return ignored(name) || !strcmp(name, "lm_head.weight");
+}
+
+static int read_weights(struct ld_shards *s, struct model *m, bool qkv_bias, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), F = c->d_ff;
@@ -207,136 +167,44 @@ static int read_weights(struct shards *s, struct model *m, bool qkv_bias, struct
 	char name[128];
 	int rc = -1;
 #define N(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, l), name)
-	if (read_tensor(s, "model.embed_tokens.weight", (uint64_t)c->vocab_size, (uint64_t)C,
+	if (ld_shards_read(s, "model.embed_tokens.weight", (uint64_t)c->vocab_size, (uint64_t)C,
 			m->p[P_WTE], e))
 		goto out;
 	for (int l = 0; l < c->n_layer; l++) {
 		float *qkv = m->p[P_QKVW] + (size_t)l * QKV * C;
 		float *qb = qkv_bias ? m->p[P_QKVB] + (size_t)l * QKV : NULL;
 		float *fc = m->p[P_FCW] + (size_t)l * 2 * F * C;
-		if (read_tensor(s, N("input_layernorm.weight"), (uint64_t)C, 0, m->p[P_LN1W] + (size_t)l * C, e) ||
+		if (ld_shards_read(s, N("input_layernorm.weight"), (uint64_t)C, 0, m->p[P_LN1W] + (size_t)l * C, e) ||
 		    read_rope_rows(s, N("self_attn.q_proj.weight"), H, D, C, qkv, tmp, e) ||
 		    read_rope_rows(s, N("self_attn.k_proj.weight"), K, D, C, qkv + (size_t)H * D * C, tmp, e) ||
-		    read_tensor(s, N("self_attn.v_proj.weight"), (uint64_t)K * D, (uint64_t)C,
+		    ld_shards_read(s, N("self_attn.v_proj.weight"), (uint64_t)K * D, (uint64_t)C,
 				qkv + (size_t)(H + K) * D * C, e) ||
-		    read_tensor(s, N("self_attn.o_proj.weight"), (uint64_t)C, (uint64_t)C,
+		    ld_shards_read(s, N("self_attn.o_proj.weight"), (uint64_t)C, (uint64_t)C,
 				m->p[P_ATTPROJW] + (size_t)l * C * C, e) ||
-		    read_tensor(s, N("post_attention_layernorm.weight"), (uint64_t)C, 0,
+		    ld_shards_read(s, N("post_attention_layernorm.weight"), (uint64_t)C, 0,
 				m->p[P_LN2W] + (size_t)l * C, e) ||
-		    read_tensor(s, N("mlp.gate_proj.weight"), (uint64_t)F, (uint64_t)C, fc, e) ||
-		    read_tensor(s, N("mlp.up_proj.weight"), (uint64_t)F, (uint64_t)C, fc + (size_t)F * C, e) ||
-		    read_tensor(s, N("mlp.down_proj.weight"), (uint64_t)C, (uint64_t)F,
+		    ld_shards_read(s, N("mlp.gate_proj.weight"), (uint64_t)F, (uint64_t)C, fc, e) ||
+		    ld_shards_read(s, N("mlp.up_proj.weight"), (uint64_t)F, (uint64_t)C, fc + (size_t)F * C, e) ||
+		    ld_shards_read(s, N("mlp.down_proj.weight"), (uint64_t)C, (uint64_t)F,
 				m->p[P_FCPROJW] + (size_t)l * C * F, e))
 			goto out;
 		if (qb && (read_rope_bias(s, N("self_attn.q_proj.bias"), H, D, qb, tmp, e) ||
 			   read_rope_bias(s, N("self_attn.k_proj.bias"), K, D, qb + (size_t)H * D, tmp, e) ||
-			   read_tensor(s, N("self_attn.v_proj.bias"), (uint64_t)K * D, 0,
+			   ld_shards_read(s, N("self_attn.v_proj.bias"), (uint64_t)K * D, 0,
 				       qb + (size_t)(H + K) * D, e)))
 			goto out;
 	}
 #undef N
-	if (read_tensor(s, "model.norm.weight", (uint64_t)C, 0, m->p[P_LNFW], e))
+	if (ld_shards_read(s, "model.norm.weight", (uint64_t)C, 0, m->p[P_LNFW], e))
 		goto out;
-	if (!c->tied && read_tensor(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
+	if (!c->tied && ld_shards_read(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
 				    m->p[P_LMHEAD], e))
 		goto out;
-	for (int i = 0; i < s->n; i++) /* every tensor read, but a tied lm_head copy */
-		for (int j = 0; j < s->f[i].n; j++) {
-			const struct st_tensor *t = &s->f[i].t[j];
-			if (!t->read && !(c->tied && !strcmp(t->name, "lm_head.weight")) &&
-			    !strstr(t->name, "rotary_emb.inv_freq")) {
-				err_set(e, "unexpected tensor \"%.60s\"", t->name);
-				goto out;
-			}
-		}
-	rc = 0;
+	/* every tensor read, but a tied lm_head copy and RoPE's frequencies */
+	rc = ld_shards_all_read(s, c->tied ? ignored_tied : ignored, e);
 out:
 	free(tmp);
 	return rc;
-}
-
-/* Opens model.safetensors, or every shard model.safetensors.index.json
- * names.  0, or -1 + e. */
-static int open_shards(const char *dir, struct shards *s, struct err *e)
-{
-	static const struct st_checks checks = { .other_dtypes = true };
-	s->n = 0;
-	char *one = ld_join(dir, "model.safetensors"), *idx = ld_join(dir, "model.safetensors.index.json");
-	int rc = -1;
-	if (ld_is_file(one)) {
-		if (st_open(&s->f[0], one, &checks, e) == 0) {
-			s->path[0] = NULL;
-			s->n = 1;
-			rc = 0;
-		} else {
-			err_prefix(e, "model.safetensors");
-		}
-	} else if (ld_is_file(idx)) {
-		json_t *root = json_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
-		const char *key;
-		json_t *v;
-		rc = json_is_object(map) ? 0 : err_set(e, "model.safetensors.index.json: no weight_map");
-		json_object_foreach(map, key, v) {
-			if (rc || !json_is_string(v) || strchr(json_string_value(v), '/')) {
-				rc = rc ? rc : err_set(e, "model.safetensors.index.json: \"%.60s\" names no "
-						       "file beside it", key);
-				break;
-			}
-			bool seen = false; /* each shard once */
-			char *path = ld_join(dir, json_string_value(v));
-			for (int i = 0; i < s->n && !seen; i++)
-				seen = !strcmp(s->path[i], path);
-			if (!seen) {
-				if (s->n == MAX_SHARDS)
-					rc = err_set(e, "more than %d shards", MAX_SHARDS);
-				else if (st_open(&s->f[s->n], path, &checks, e) != 0)
-					rc = err_prefix(e, "%s", json_string_value(v));
-				else
-					s->path[s->n++] = xstrdup(path);
-			}
-			free(path);
-		}
-		json_decref(root);
-	} else {
-		err_set(e, "no model.safetensors or model.safetensors.index.json");
-	}
-	free(one);
-	free(idx);
-	return rc;
-}
-
-static void close_shards(struct shards *s)
-{
-	for (int i = 0; i < s->n; i++) {
-		free(s->path[i]);
-		st_close(&s->f[i]);
-	}
-	s->n = 0;
-}
-
-/* The tokenizer beside the model: tokenizer.json (tok-hfjson.c), else
- * GPT-2's vocab.json + merges.txt.  --tokenizer names another directory,
- * tokenizer.json file or vocab.json/merges.txt pair. */
-static struct tokenizer *tokenizer_for(const char *opt, const char *dir, struct err *e)
-{
-	char *tj = NULL;
-	if (opt && ld_is_file(opt)) {
-		char *base = ld_basename(opt, NULL);
-		if (strcmp(base, "vocab.json") && strcmp(base, "merges.txt"))
-			tj = xstrdup(opt);
-		free(base);
-	} else {
-		tj = ld_join(opt ? opt : dir, "tokenizer.json");
-		if (!ld_is_file(tj)) {
-			free(tj);
-			tj = NULL;
-		}
-	}
-	if (!tj)
-		return ld_gpt2_tokenizer(opt, dir, e);
-	struct tokenizer *t = tok_hfjson_load(tj, e);
-	free(tj);
-	return t;
 }
 
 /* ----------------------------------------------------------------- format */
@@ -380,11 +248,11 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 	struct model_config cfg;
 	struct model *m = NULL;
 	struct tokenizer *tok = NULL;
-	struct shards sh = { .n = 0 };
+	struct ld_shards sh = { .n = 0 };
 	bool qkv_bias = false;
 	if (!family || parse_config(root, family, &cfg, &qkv_bias, e))
 		goto fail;
-	tok = tokenizer_for(o->tokenizer, path, e);
+	tok = ld_hf_tokenizer(o->tokenizer, path, e);
 	if (!tok)
 		goto fail_noprefix;
 	if (tok->vocab_size > cfg.vocab_size) {
@@ -392,9 +260,9 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 			tok->vocab_size, cfg.vocab_size);
 		goto fail;
 	}
-	if (open_shards(path, &sh, e))
+	if (ld_shards_open(path, &sh, e))
 		goto fail;
-	uint64_t held = values_held(&sh), need = config_param_count(&cfg);
+	uint64_t held = ld_shards_values(&sh), need = config_param_count(&cfg);
 	if (need / 2 > held) {
 		err_set(e, "config.json describes %" PRIu64 " parameters but the weights hold %" PRIu64
 			" values", need, held);
@@ -403,7 +271,7 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 	m = model_new(&cfg, e);
 	if (!m || read_weights(&sh, m, qkv_bias, e))
 		goto fail;
-	close_shards(&sh);
+	ld_shards_close(&sh);
 	m->tok = tok;
 	m->path = xstrdup(path);
 	m->name = ld_basename(path, NULL);
@@ -413,7 +281,7 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 fail:
 	err_prefix(e, "%s", path);
 fail_noprefix:
-	close_shards(&sh);
+	ld_shards_close(&sh);
 	tok_free(tok);
 	model_free(m);
 	json_decref(root);

@@ -27,11 +27,9 @@
  * older files carry (attention.bias, attention.masked_bias,
  * rotary_emb.inv_freq) are ignored.
  *
- * The tokenizer must be GPT-2's kind of byte-level BPE: a tokenizer.json
- * whose pre-tokenizer is ByteLevel alone (with GPT-2's split, no prefix
- * space), normalizer none or NFC (not
- * applied: text is tokenized as given, the same for NFC text, which ASCII
- * is), or vocab.json + merges.txt; --tokenizer gives another.
+ * The tokenizer is the directory's tokenizer.json (tok-hfjson.h: Pythia's
+ * byte-level BPE, its NFC normalizer and its added tokens), else GPT-2's
+ * vocab.json + merges.txt; --tokenizer gives another.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -282,49 +280,11 @@ static int check_size(const struct ld_shards *s, const struct model_config *c, b
 	if (!attn_bias) /* the projections' biases stay 0, absent from the files */
 		need -= (double)param_shape(c, P_QKVB, shape, &nd) +
 			(double)param_shape(c, P_ATTPROJB, shape, &nd);
-	for (int i = 0; i < s->n; i++)
-		for (int j = 0; j < s->f[i].n; j++)
-			have += (double)s->f[i].t[j].n;
+	have = (double)ld_shards_values(s);
 	if (need > have)
 		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
 			       "hold %.0f values", need, have);
 	return 0;
-}
-
-/* --------------------------------------------------------------- tokenizer */
-
-/* GPT-2's byte-level BPE, after checking what a tokenizer.json asks for. */
-static struct tokenizer *tokenizer_for(const char *opt, const char *dir, struct err *e)
-{
-	char *tj = ld_join(opt ? opt : dir, "tokenizer.json");
-	char why[128] = "";
-	if (ld_is_file(tj)) {
-		json_t *root = json_load_file(tj, 0, NULL);
-		json_t *pt = json_object_get(root, "pre_tokenizer"), *pre = json_object_get(pt, "type");
-		json_t *norm = json_object_get(root, "normalizer");
-		json_t *ntype = json_object_get(norm, "type");
-		if (!json_is_string(pre) || strcmp(json_string_value(pre), "ByteLevel"))
-			snprintf(why, sizeof why, "pre_tokenizer %.40s is not supported (GPT-2's "
-				 "ByteLevel only)", json_is_string(pre) ? json_string_value(pre) : "none");
-		else if (json_is_true(json_object_get(pt, "add_prefix_space")))
-			snprintf(why, sizeof why, "pre_tokenizer ByteLevel with add_prefix_space is "
-				 "not supported");
-		else if (json_is_false(json_object_get(pt, "use_regex")))
-			snprintf(why, sizeof why, "pre_tokenizer ByteLevel without use_regex is not "
-				 "supported");
-		else if (norm && !json_is_null(norm) &&
-			 (!json_is_string(ntype) || strcmp(json_string_value(ntype), "NFC")))
-			snprintf(why, sizeof why, "normalizer %.40s is not supported (none or NFC)",
-				 json_is_string(ntype) ? json_string_value(ntype) : "?");
-		json_decref(root);
-	}
-	free(tj);
-	if (why[0]) {
-		err_set(e, "%s/tokenizer.json: %s; give another with --tokenizer", opt ? opt : dir, why);
-		ld_one_line(e);
-		return NULL;
-	}
-	return ld_gpt2_tokenizer(opt, dir, e);
 }
 
 /* ----------------------------------------------------------------- format */
@@ -360,7 +320,7 @@ static struct model *load_neox(const char *path, const struct load_opts *o, stru
 	}
 	if (parse_config(root, &cfg, &attn_bias, e))
 		goto fail;
-	tok = tokenizer_for(o->tokenizer, path, e);
+	tok = ld_hf_tokenizer(o->tokenizer, path, e);
 	if (!tok)
 		goto fail_noprefix;
 	if (tok->vocab_size > cfg.vocab_size) {
