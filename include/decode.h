@@ -14,8 +14,10 @@
  * The cache honours the run options it was made for: G key/value heads
  * (the converted K/V weights of model_qkv_for; going up by a whole factor
  * keeps the native heads, as model_forward does) and the window of a
- * windowed mask (a position attends to at most window keys back).  Its
- * size is 2 * n_layer * G * cap * d_head floats.
+ * windowed mask: a position attends to at most window keys back, so the
+ * cache keeps only the last window + 1 positions (kv_positions).  Its size
+ * is 2 * n_layer * G * slots * d_head floats, kv_cache_bytes() of the
+ * same numbers.
  *
  * Lifetimes: decoder_new -> decoder_step ... (decoder_reset starts a new
  * sequence) -> decoder_free.  The model must outlive the decoder and keep
@@ -31,15 +33,18 @@
 
 struct decoder {
 	int L, H, G, D, C, cap; /* layers, query heads, cached K/V heads, head width, d_model, positions */
-	int n;                  /* positions filled: the next token goes to position n */
+	int slots;              /* positions the cache holds: cap, or window + 1 */
+	int n;                  /* positions stepped: the next token goes to position n */
+	int used;               /* slots filled; slot s holds position n - used + s */
 	struct run_options opt; /* the options it was made for */
 	const struct run_hook *hook; /* called at each site of each step (model.h); NULL: none */
-	float *k, *v;           /* (L, cap, G*D) the cache */
+	float *k, *v;           /* (L, slots, G*D) the cache */
 	float *x;               /* (C) the residual stream of the new position */
 	float *xn;              /* (C) a norm's output */
 	float *ar;              /* (C) the residual after attention */
 	float *qkv;             /* (QKV) the new position's query, key and value rows */
-	float *att;             /* (H, cap) the new position's attention weights, per layer reused */
+	float *att;             /* (H, slots) the new position's attention weights over the
+				 * cached slots, per layer reused */
 	float *atty;            /* (C) the heads' outputs, concatenated */
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
@@ -61,6 +66,15 @@ void decoder_reset(struct decoder *d);
 /* Appends token at position d->n and computes d->logits.  0, or -1 with e
  * set for a token outside the vocabulary or a full cache. */
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e);
+
+/* Appends n tokens at once: one full pass (model_forward, every layer's
+ * keys and values kept) fills the cache and leaves the last position's
+ * logits, instead of n steps.  The same numbers as the steps up to float
+ * rounding; `mask none` and `after-softmax` prefill as causal, as steps
+ * do.  With a hook set it steps (the hook sees each position).  0, or -1
+ * with e set for a bad token or too many positions. */
+int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
+		    struct err *e);
 
 /* Bytes of the cache as allocated (float32 keys and values). */
 size_t decoder_cache_bytes(const struct decoder *d);

@@ -16,7 +16,7 @@ cd "$tmp" || exit 1
 run --no-db --batch m -c 'text abc; generate 5 --temperature 0' </dev/null
 check greedy-status status 0
 check greedy-grows has_out '^8 tokens '
-check greedy-says has_out '^generated 5 tokens (temperature 0, top-k 40, seed 1337)$'
+check greedy-says has_out '^generated 5 tokens (temperature 0, top-k 40, seed 1337); '
 first=$(sed -n 2p "$tmp/out")
 run --no-db --batch m -c 'text abc; generate 5 --temperature 0' </dev/null
 check greedy-repeats sh -c "[ \"\$(sed -n 2p '$tmp/out')\" = '$first' ]"
@@ -48,5 +48,26 @@ run --no-db --batch m -c 'text abc; generate 3 --temperature hot' </dev/null
 check bad-temperature sh -c "[ $rc -eq 1 ] && grep -q 'the temperature' '$tmp/err'"
 run --no-db --batch m -c 'generate 3' </dev/null
 check needs-text sh -c "[ $rc -eq 1 ] && grep -q 'no text yet' '$tmp/err'"
+
+# the cache as held equals kv's arithmetic for its positions and K/V heads:
+# 8 positions of 4 heads; under MQA 1 head; under mask window 3, 4 positions
+for opts in "" "attn mqa;" "mask window 3;" "attn mqa; mask window 3;"; do
+	run --no-db --batch m -c "text abc; $opts generate 5 --temperature 0" </dev/null
+	held=$(sed -n 's/.*; KV cache \(.*\) for \([0-9]*\) positions of \([0-9]*\) K\/V heads (kv: \(.*\))$/\1|\4|\2|\3/p' "$tmp/out")
+	case "$opts" in
+	*window*) want_pos=4 ;;
+	*) want_pos=8 ;;
+	esac
+	case "$opts" in
+	*mqa*) want_g=1 ;;
+	*) want_g=4 ;;
+	esac
+	if [ "$rc" = 0 ] && [ "$(echo "$held" | cut -d'|' -f1)" = "$(echo "$held" | cut -d'|' -f2)" ] &&
+		[ "$(echo "$held" | cut -d'|' -f3)" = $want_pos ] && [ "$(echo "$held" | cut -d'|' -f4)" = $want_g ]; then
+		ok "generate-kv-bytes ${opts:-native}"
+	else
+		fail "generate-kv-bytes ${opts:-native}" "$held"
+	fi
+done
 
 [ "$failures" -eq 0 ]

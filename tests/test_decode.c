@@ -226,6 +226,51 @@ static void test_decoder_reset_and_limits(void **state)
 	model_free(m);
 }
 
+/* A prefill of P tokens (one full pass) leaves the cache and logits that
+ * P steps leave (within 1e-4 + 1e-4 |ref|), under MHA, MQA, a window
+ * shorter than the prefill, post-norm and mask none (which steps, and so
+ * prefills, as causal); the steps after it agree too. */
+static void test_prefill_matches_steps(void **state)
+{
+	(void)state;
+	struct model *m = randmodel_new(true, 2, 2, V, 8.0f, 11);
+	struct run_options native, cases[5];
+	run_options_native(m, &native);
+	int n = 0;
+	cases[n++] = native;
+	cases[n] = native, cases[n++].kv_heads = 1;
+	cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+	cases[n] = native, cases[n++].placement = PLACE_POST;
+	cases[n] = native, cases[n++].mask = MASK_NONE;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 5 + 1) % V;
+	for (int k = 0; k < n; k++)
+		for (int P = 2; P < T; P += 5) {
+			struct err e;
+			struct decoder *a = decoder_new(m, &cases[k], 0, &e), *b = decoder_new(m, &cases[k], 0, &e);
+			assert_non_null(a);
+			assert_non_null(b);
+			assert_int_equal(decoder_prefill(b, m, tokens, P, &e), 0);
+			assert_int_equal(b->n, P);
+			for (int i = 0; i < T; i++) {
+				if (i >= P)
+					assert_int_equal(decoder_step(b, m, tokens[i], &e), 0);
+				assert_int_equal(decoder_step(a, m, tokens[i], &e), 0);
+				if (i < P - 1)
+					continue;
+				assert_int_equal(a->used, b->used);
+				for (int j = 0; j < V; j++)
+					if (fabs(a->logits[j] - b->logits[j]) > 1e-4 + 1e-4 * fabs(a->logits[j]))
+						fail_msg("case %d, prefill %d, position %d: logit %d %g vs %g", k,
+							 P, i, j, a->logits[j], b->logits[j]);
+			}
+			decoder_free(a);
+			decoder_free(b);
+		}
+	model_free(m);
+}
+
 /* Hook contexts: a stored residual stream to write in, and a head to zero. */
 struct patch {
 	int layer;
@@ -362,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_lab_architectures),
 		cmocka_unit_test(test_decoder_neox),
 		cmocka_unit_test(test_decoder_reset_and_limits),
+		cmocka_unit_test(test_prefill_matches_steps),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),
 	};

@@ -36,15 +36,16 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->D = cfg_d_head(c);
 	d->C = c->d_model;
 	d->cap = cap;
+	d->slots = kv_positions(o, cap);
 	d->opt = *o;
-	size_t kvn = (size_t)d->L * cap * d->G * d->D;
+	size_t kvn = (size_t)d->L * d->slots * d->G * d->D;
 	d->k = xmalloc(kvn * sizeof(float));
 	d->v = xmalloc(kvn * sizeof(float));
 	d->x = xmalloc((size_t)d->C * sizeof(float));
 	d->xn = xmalloc((size_t)d->C * sizeof(float));
 	d->ar = xmalloc((size_t)d->C * sizeof(float));
 	d->qkv = xmalloc((size_t)cfg_qkv_rows(c, d->G) * sizeof(float));
-	d->att = xmalloc((size_t)d->H * cap * sizeof(float));
+	d->att = xmalloc((size_t)d->H * d->slots * sizeof(float));
 	d->atty = xmalloc((size_t)d->C * sizeof(float));
 	d->tmp = xmalloc((size_t)d->C * sizeof(float));
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
@@ -74,12 +75,28 @@ void decoder_free(struct decoder *d)
 
 void decoder_reset(struct decoder *d)
 {
-	d->n = 0;
+	d->n = d->used = 0;
 }
 
 size_t decoder_cache_bytes(const struct decoder *d)
 {
-	return 2 * (size_t)d->L * d->cap * d->G * d->D * sizeof(float);
+	return 2 * (size_t)d->L * d->slots * d->G * d->D * sizeof(float);
+}
+
+/* Under a windowed mask the cache holds the last window + 1 positions:
+ * when it is full, every layer's rows move up one, the oldest dropped, so
+ * the keys stay in position order (as a full pass sums them). */
+static void make_room(struct decoder *d)
+{
+	if (d->used < d->slots)
+		return;
+	size_t row = (size_t)d->G * d->D;
+	for (int l = 0; l < d->L; l++) {
+		float *k = d->k + (size_t)l * d->slots * row, *v = d->v + (size_t)l * d->slots * row;
+		memmove(k, k + row, (size_t)(d->slots - 1) * row * sizeof(float));
+		memmove(v, v + row, (size_t)(d->slots - 1) * row * sizeof(float));
+	}
+	d->used--;
 }
 
 /* Attention sub-block of layer l for the new position: reads d->xn (the
@@ -93,13 +110,15 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
 	if (c->pos == POS_ROPE)
 		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, c->rope_theta);
-	size_t row = (size_t)G * D, base = (size_t)l * d->cap * row;
-	memcpy(d->k + base + (size_t)pos * row, d->qkv + (size_t)H * D, row * sizeof(float));
-	memcpy(d->v + base + (size_t)pos * row, d->qkv + (size_t)(H + G) * D, row * sizeof(float));
-	int lo = o->mask == MASK_WINDOW && pos - o->window > 0 ? pos - o->window : 0;
+	/* slot s holds position pos - used + s; the new one goes last */
+	size_t row = (size_t)G * D, base = (size_t)l * d->slots * row, at = (size_t)d->used;
+	memcpy(d->k + base + at * row, d->qkv + (size_t)H * D, row * sizeof(float));
+	memcpy(d->v + base + at * row, d->qkv + (size_t)(H + G) * D, row * sizeof(float));
+	int first = pos - d->used; /* the position in slot 0 */
+	int lo = o->mask == MASK_WINDOW && pos - o->window > first ? pos - o->window - first : 0;
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
-	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, pos + 1, (int)row, H, G,
-		       D, lo, scale);
+	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
+		       G, D, lo, scale);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
 	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, C, C);
 }
@@ -113,6 +132,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		return err_set(e, "the cache holds %d positions and is full", d->cap);
 	int C = d->C, L = d->L, pos = d->n;
 	bool post = d->opt.placement == PLACE_POST;
+	make_room(d);
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, d->G, &qkvw, &qkvb);
 
@@ -158,5 +178,47 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 	matmul_forward(d->logits, d->xn, wout, NULL, 1, C, c->vocab_size);
 	d->n++;
+	d->used++;
+	return 0;
+}
+
+int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
+		    struct err *e)
+{
+	if (d->n + n > d->cap)
+		return err_set(e, "%d more positions do not fit the cache of %d (%d used)", n, d->cap,
+			       d->n);
+	if (d->hook || d->n > 0 || n < 2) { /* a hook sees every step; a cache in use grows */
+		for (int i = 0; i < n; i++)
+			if (decoder_step(d, m, tokens[i], e) != 0)
+				return -1;
+		return 0;
+	}
+	const struct model_config *c = &m->cfg;
+	struct run_options o = d->opt;
+	if (o.mask == MASK_NONE || o.mask == MASK_AFTER_SOFTMAX)
+		o.mask = MASK_CAUSAL; /* a step sees no later token */
+	struct run *r = run_new(c, 1, n, RUN_TRAIN);
+	if (model_forward(m, &o, tokens, NULL, 1, n, r, e) != 0) {
+		run_free(r);
+		return -1;
+	}
+	/* the last `slots` positions' keys and values (after RoPE), per layer */
+	int keep = n < d->slots ? n : d->slots, first = n - keep;
+	size_t row = (size_t)d->G * d->D, ld = (size_t)cfg_qkv_rows(c, d->G);
+	for (int l = 0; l < d->L; l++) {
+		const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
+		float *k = d->k + (size_t)l * d->slots * row, *v = d->v + (size_t)l * d->slots * row;
+		for (int i = 0; i < keep; i++) {
+			const float *q = qkv + (size_t)(first + i) * ld;
+			memcpy(k + (size_t)i * row, q + (size_t)d->H * d->D, row * sizeof(float));
+			memcpy(v + (size_t)i * row, q + (size_t)(d->H + d->G) * d->D, row * sizeof(float));
+		}
+	}
+	memcpy(d->logits, r->logits + (size_t)(n - 1) * c->vocab_size,
+	       (size_t)c->vocab_size * sizeof(float));
+	d->n = n;
+	d->used = keep;
+	run_free(r);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * cmd-generate.c — generate N: continue the current text with the step
- * decoder (decode.h) under the current run options, choosing each token
+ * decoder (decode.h: the text prefilled in one pass) under the current run
+ * options, choosing each token
  * with the sampler (sampler.h), printing them as they come.  The text then
  * becomes the continued one and runs once, so the whole generation is one
  * measurement, not one per token.
@@ -43,8 +44,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	struct sampler sp;
 	sampler_init(&sp, m->cfg.vocab_size, (float)temp, top_k, (uint64_t)seed);
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
-	for (int i = 0; i < s->n_tokens && rc == 0; i++)
-		rc = decoder_step(d, m, s->tokens[i], e);
+	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
 	int unk = m->tok ? m->tok->unk_id : -1;
 	while (rc == 0 && made < n && !(s->cancel && *s->cancel)) {
 		int t = sampler_sample(&sp, d->logits, unk);
@@ -58,6 +58,12 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 			rc = decoder_step(d, m, t, e);
 	}
 	fputc('\n', s->out);
+	/* the cache as held, beside what kv computes for the same positions */
+	char held[32], want[32];
+	int positions = kv_positions(&s->opt, s->n_tokens + n);
+	format_bytes((double)decoder_cache_bytes(d), held, sizeof held);
+	format_bytes(kv_cache_bytes(m->cfg.n_layer, d->G, positions, cfg_d_head(&m->cfg), 4), want,
+		     sizeof want);
 	if (rc == 0 && made > 0) {
 		/* the continued text: what was typed, then the generated pieces */
 		char *gen = tok_decode(m->tok, out, made);
@@ -69,8 +75,10 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		if (rc == 0 && !s->quiet) {
 			char line[256];
 			session_summary(s, line, sizeof line);
-			fprintf(s->out, "generated %d token%s (temperature %g, top-k %d, seed %d)\n%s\n",
-				made, made == 1 ? "" : "s", temp, top_k, seed, line);
+			fprintf(s->out, "generated %d token%s (temperature %g, top-k %d, seed %d); "
+				"KV cache %s for %d positions of %d K/V heads (kv: %s)\n%s\n",
+				made, made == 1 ? "" : "s", temp, top_k, seed, held, positions, d->G,
+				want, line);
 		}
 		free(text);
 		free(gen);
@@ -95,9 +103,11 @@ const struct cmd_entry cmd_generate_entry = {
 	.opts = generate_opts,
 	.help = "continue the text by N tokens with the current options, then run it",
 	.long_help =
-		"Continues the text one token at a time with a key/value cache (the same\n"
-		"numbers as a full pass), under the current options: a GQA conversion or an\n"
-		"ablated head generates differently.  Each token is drawn from the softmax of\n"
+		"Fills a key/value cache from the text in one pass, then continues it one token\n"
+		"at a time (the same numbers as a full pass), under the current options: a GQA\n"
+		"conversion or an ablated head generates differently.  The last line gives the\n"
+		"cache's bytes as held beside kv's arithmetic (under mask window N it keeps\n"
+		"N + 1 positions).  Each token is drawn from the softmax of\n"
 		"logits / T among the K most likely (<unk> never): T 0.8, K 40 and seed 1337\n"
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
 		"becomes the continued one and runs once: one measurement, not one per token.\n"
