@@ -14,10 +14,10 @@
  * (temperature 0.8, top-k 40) per new token.  Prints, in one run:
  *   1. the machine, the cblas_sgemm rate and a read rate: a sum over a
  *      buffer the size of the weights one step reads;
- *   2. GEMV as the decoder does it (cblas_sgemm with M = 1) beside
- *      cblas_sgemv on the output layer's matrix;
- *   3. prefill of P = 32 and 128 tokens by stepping (what generate does),
- *      and, for comparison, one model_forward over the same P tokens,
+ *   2. one row through the output layer's matrix by cblas_sgemm with M = 1
+ *      and by cblas_sgemv (what matmul_forward uses for one row);
+ *   3. prefill of P = 32 and 128 tokens by stepping, and by decoder_prefill
+ *      (one model_forward keeping the keys and values: what generate does),
  *      timed in pairs in one child so that their ratio shares the load;
  *   4. decode: the mean time of 64 steps after a 32- and a 128-token
  *      prefill, each step timed, the sampler timed apart;
@@ -71,8 +71,8 @@ struct result {
 	double gflops;            /* sgemm child */
 	double read_gbs;          /* read child: GB/s */
 	double gemv_sgemm_ms, gemv_sgemv_ms; /* gemv child */
-	double fwd_ms, fwd_min_ms; /* prefill: the model_forward of each pair */
-	double ratio;             /* prefill: median of (steps / forward) over the pairs */
+	double fwd_ms, fwd_min_ms; /* prefill: the decoder_prefill of each pair */
+	double ratio;             /* prefill: median of (steps / decoder_prefill) over the pairs */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -133,8 +133,8 @@ static void read_child(const void *arg, void *out)
 	free(buf);
 }
 
-/* One row through the (V, C) output matrix, as decoder_step does it
- * (matmul_forward: cblas_sgemm with M = 1) and with cblas_sgemv. */
+/* One row through the (V, C) output matrix by cblas_sgemm with M = 1 and
+ * by cblas_sgemv (matmul_forward's choice for one row, as a step has). */
 static void gemv_child(const void *arg, void *out)
 {
 	const struct model_config *c = arg;
@@ -213,8 +213,9 @@ static int prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 	return 0;
 }
 
-/* One warm-up of each, then `reps` pairs: P steps, then one model_forward
- * over the same tokens; the ratio of each pair is taken under the same
+/* One warm-up of each, then `reps` pairs: P steps, then decoder_prefill
+ * of the same tokens (one model_forward keeping every layer's keys and
+ * values, what generate does); the ratio of each pair is taken under the same
  * load (other work on these cores comes and goes within a run).  The
  * child's VmHWM is taken after the steps' warm-up, before the forward
  * pass's run exists. */
@@ -229,13 +230,11 @@ static void prefill_job(const struct gen_job *j, struct model *m, const int *tok
 		snprintf(res->msg, sizeof res->msg, "decoder_new: %s", e.msg);
 		return;
 	}
-	struct run *run = NULL;
 	double t0 = now_ms();
 	if (prefill(d, m, tokens, j->P, res) != 0)
 		goto out;
 	double warm = now_ms() - t0;
 	res->hwm = proc_status_bytes("VmHWM");
-	run = run_new(&j->cfg, 1, j->P, RUN_LOGITS);
 	double ts[MAX_REPS], tf[MAX_REPS], ratio[MAX_REPS];
 	int reps = fit_reps(warm, MAX_REPS, ROW_BUDGET_MS, MIN_REPS);
 	for (int i = -1; i < reps; i++) {
@@ -243,8 +242,9 @@ static void prefill_job(const struct gen_job *j, struct model *m, const int *tok
 		if (prefill(d, m, tokens, j->P, res) != 0)
 			goto out;
 		double t1 = now_ms();
-		if (model_forward(m, &o, tokens, NULL, 1, j->P, run, &e) != 0) {
-			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
+		decoder_reset(d);
+		if (decoder_prefill(d, m, tokens, j->P, &e) != 0) {
+			snprintf(res->msg, sizeof res->msg, "decoder_prefill: %s", e.msg);
 			goto out;
 		}
 		if (i >= 0) {
@@ -264,7 +264,6 @@ static void prefill_job(const struct gen_job *j, struct model *m, const int *tok
 	res->cache_bytes = (double)decoder_cache_bytes(d);
 	res->ok = 1;
 out:
-	run_free(run);
 	decoder_free(d);
 }
 
@@ -411,8 +410,8 @@ int main(int argc, char **argv)
 	if (gv.ok) {
 		double b = (double)mha.vocab_size * mha.d_model * sizeof(float);
 		printf("GEMV on the output layer (%d x %d, %.1f MB), median of %d:\n"
-		       "  cblas_sgemm M = 1 (matmul_forward, what a step uses) %.3f ms = %.1f GB/s\n"
-		       "  cblas_sgemv                                          %.3f ms = %.1f GB/s (%.2fx)\n",
+		       "  cblas_sgemm M = 1                                    %.3f ms = %.1f GB/s\n"
+		       "  cblas_sgemv (matmul_forward's choice for one row)    %.3f ms = %.1f GB/s (%.2fx)\n",
 		       mha.vocab_size, mha.d_model, b / MB, gv.reps, gv.gemv_sgemm_ms,
 		       b / (gv.gemv_sgemm_ms * 1e6), gv.gemv_sgemv_ms, b / (gv.gemv_sgemv_ms * 1e6),
 		       gv.gemv_sgemm_ms / gv.gemv_sgemv_ms);
@@ -422,17 +421,18 @@ int main(int argc, char **argv)
 
 	/* ---- prefill */
 	printf("\nprefill of P tokens, in one child per row: one warm-up, then `reps` pairs of\n"
-	       "  steps    what generate does: P decoder_steps, each computing all %d logits\n"
-	       "  forward  for comparison: one model_forward over the P tokens (RUN_LOGITS)\n"
-	       "  median (min) ms over the pairs; steps/fwd = the median of the pairs' ratios\n"
-	       "  GFLOP    matmul FLOPs of that work (steps: causal, pos + 1 keys; forward: T x T)\n"
+	       "  steps    P decoder_steps, each computing all %d logits\n"
+	       "  prefill  what generate does: decoder_prefill, one model_forward over the P\n"
+	       "           tokens keeping every layer's keys and values for the cache\n"
+	       "  median (min) ms over the pairs; steps/pre = the median of the pairs' ratios\n"
+	       "  GFLOP    matmul FLOPs of that work (steps: causal, pos + 1 keys; prefill: T x T)\n"
 	       "  floor    GFLOP at the sgemm rate; ratio = median / floor\n"
 	       "  GB/s     steps only: P x the weight bytes of a step / median (weights read once a token)\n"
-	       "  peak MB  VmHWM after the steps' warm-up (model and decoder, no forward run yet)\n",
+	       "  peak MB  VmHWM after the steps' warm-up (model and decoder, before any prefill)\n",
 	       mha.vocab_size);
 	printf("  %-10s %2s %-7s %4s %9s %9s %8s %9s %8s %8s %7s %7s %8s %8s %4s\n", "model", "K",
 	       "how", "P", "median ms", "min ms", "ms/token", "tokens/s", "GFLOP", "floor ms", "ratio",
-	       "GB/s", "steps/fwd", "peak MB", "reps");
+	       "GB/s", "steps/pre", "peak MB", "reps");
 	static const int Ps[] = { 32, 128 };
 	for (int mi = 0; mi < 2; mi++)
 		for (int pi = 0; pi < 2; pi++) {
@@ -463,7 +463,7 @@ int main(int argc, char **argv)
 				}
 				printf("  %-10s %2d %-7s %4d %9.2f %9.2f %8.3f %9.0f %8.3f %8.2f %6.2fx %7s "
 				       "%9s %8s %4d\n",
-				       j.name, c->n_kv_head, k ? "forward" : "steps", P, ms, mn, ms / P,
+				       j.name, c->n_kv_head, k ? "prefill" : "steps", P, ms, mn, ms / P,
 				       P / (ms / 1e3), fl / 1e9, floor_ms, ms / floor_ms, gbs, rat, pk, r.reps);
 			}
 			fflush(stdout);
