@@ -219,7 +219,7 @@ static int do_patch(void *p, struct result *res)
 	struct err e;
 	for (int tries = 0; tries < 16; tries++) {
 		struct patch_result pr;
-		int rc = patch_run(c->m, &c->o, c->tokens, c->corrupt, c->T, &c->cancel, &pr, &e);
+		int rc = patch_run(c->m, &c->o, c->tokens, c->corrupt, c->T, &c->cancel, NULL, NULL, &pr, &e);
 		if (rc == 0) {
 			c->passes = 2 + pr.L * pr.H + pr.L * pr.T;
 			patch_free(&pr);

@@ -98,6 +98,13 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e);
  * scripts. */
 bool cmd_out_tty(const struct session *s);
 
+/* A progress line on standard error for long commands: "sweep 12/36" with
+ * ctx the command's name (a const char *), cleared when done == total (the
+ * visualizer shows it beside "running ..."); only when standard error is a
+ * terminal (cmd_progress_shown). */
+void cmd_progress(void *ctx, int done, int total);
+bool cmd_progress_shown(void);
+
 /* Columns available on s->out: the terminal's width, else $COLUMNS, else
  * 80 (what wide layouts fit themselves to). */
 int cmd_out_width(const struct session *s);

@@ -30,13 +30,18 @@ struct patch_result {
 	double *resid;                    /* (L, T) share restored by the stream after block l at t */
 };
 
+/* Called after each patched site with the sites done and their total. */
+typedef void (*patch_progress_fn)(void *ctx, int done, int total);
+
 /* Patches every site of model m run with options o, clean and corrupt
- * being T tokens each.  0, or -1 with e set: a forward pass failed, the
- * two runs predict the same token at the last position (nothing to
- * restore), or cancel was set (checked between passes).  Free with
- * patch_free. */
+ * being T tokens each: 2 + L*H + L*T forward passes, each a whole pass.
+ * progress (may be NULL) hears after each site.  0, or -1 with e set: a
+ * forward pass failed, the two runs predict the same token at the last
+ * position (nothing to restore), or cancel was set (checked between
+ * passes).  Free with patch_free. */
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
-	      int T, volatile sig_atomic_t *cancel, struct patch_result *out, struct err *e);
+	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
+	      struct patch_result *out, struct err *e);
 
 void patch_free(struct patch_result *r);
 

@@ -372,6 +372,21 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	keys Escape
 	if wait_for '^cancelled: sweep cancelled' 23; then ok tui-sweep-esc-cancels; else fail tui-sweep-esc-cancels; fi
 	check tui-sweep-still-in-tui 'line 1 | grep -q MHA && [ "$(alt_on)" = 1 ]'
+	# patching (1,666 passes on 200 tokens here) shows its progress and Esc
+	# stops it
+	short=$(echo "$text" | cut -c1-199)
+	wait_stable
+	keys :
+	wait_for '^:' 23 >/dev/null
+	keys "text $short" Enter
+	wait_for '^199 tok' 23 >/dev/null
+	wait_stable
+	keys :
+	wait_for '^:' 23 >/dev/null
+	keys "patch $(echo "$short" | sed 's/.$/X/')" Enter
+	if wait_for "running patch .*  patch [0-9]+/[0-9]+" 23; then ok tui-patch-progress; else fail tui-patch-progress; fi
+	keys Escape
+	if wait_for 'patch cancelled' 23; then ok tui-patch-esc-cancels; else fail tui-patch-esc-cancels; fi
 	keys q
 	if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-sweep-quit-0; else fail tui-sweep-quit-0; fi
 else

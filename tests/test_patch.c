@@ -67,7 +67,7 @@ static void test_patch_known_answers(void **state)
 	find_texts(m, &o, clean, corrupt);
 	struct patch_result r;
 	struct err e;
-	assert_int_equal(patch_run(m, &o, clean, corrupt, T, NULL, &r, &e), 0);
+	assert_int_equal(patch_run(m, &o, clean, corrupt, T, NULL, NULL, NULL, &r, &e), 0);
 	assert_int_equal(r.L, 2);
 	assert_int_equal(r.T, T);
 	assert_int_not_equal(r.clean_answer, r.corrupt_answer);
@@ -81,7 +81,7 @@ static void test_patch_known_answers(void **state)
 	patch_free(&r);
 
 	/* the same text twice: nothing to restore */
-	assert_int_equal(patch_run(m, &o, clean, clean, T, NULL, &r, &e), -1);
+	assert_int_equal(patch_run(m, &o, clean, clean, T, NULL, NULL, NULL, &r, &e), -1);
 	assert_non_null(strstr(e.msg, "same next token"));
 	model_free(m);
 }

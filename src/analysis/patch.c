@@ -65,7 +65,8 @@ static int argmax(const float *z, int V)
 }
 
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
-	      int T, volatile sig_atomic_t *cancel, struct patch_result *out, struct err *e)
+	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
+	      struct patch_result *out, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
@@ -120,6 +121,8 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 			out->heads[i] = share;
 		else
 			out->resid[i] = share;
+		if (progress)
+			progress(ctx, k + 1, n_sites);
 	}
 	rc = 0;
 out:

@@ -350,16 +350,6 @@ const struct cmd_entry cmd_heads_entry = {
 
 /* ------------------------------------------------------------------ sweep */
 
-static void sweep_progress(void *ctx, int done, int total)
-{
-	(void)ctx;
-	if (done < total)
-		fprintf(stderr, "\rsweep %d/%d", done, total);
-	else
-		fprintf(stderr, "\r%*s\r", 24, "");
-	fflush(stderr);
-}
-
 /* Prints one chunk of the layer x head table: heads h0 .. h1-1 (and the
  * per-layer "all" column when last). */
 static void sweep_chunk(FILE *f, const struct sweep_result *r, bool by_kl, int h0, int h1, bool last)
@@ -418,12 +408,11 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (source_get(s, corpus, ntok, &src, e) != 0)
 		return -1;
 	struct sweep_result r;
-	bool tty = isatty(STDERR_FILENO);
+	bool tty = cmd_progress_shown();
 	int rc = sweep_run(s->model, &s->opt, src.tokens, src.B, src.T, s->cancel,
-			   tty ? sweep_progress : NULL,
-			   NULL, &r, e);
+			   tty ? cmd_progress : NULL, "sweep", &r, e);
 	if (tty && rc != 0)
-		sweep_progress(NULL, 1, 1); /* clear the progress line */
+		cmd_progress("sweep", 1, 1); /* clear the progress line */
 	if (rc != 0 && r.cancelled)
 		sweep_record(s, &r, by_kl, corpus);
 	if (rc != 0) {

@@ -62,7 +62,12 @@ static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
 		goto out;
 	}
 	struct patch_result r;
-	if (patch_run(m, &s->opt, s->tokens, ids, n, s->cancel, &r, e) != 0)
+	bool tty = cmd_progress_shown();
+	int prc = patch_run(m, &s->opt, s->tokens, ids, n, s->cancel, tty ? cmd_progress : NULL,
+			    "patch", &r, e);
+	if (tty)
+		cmd_progress("patch", 1, 1); /* clear the progress line */
+	if (prc != 0)
 		goto out;
 	char ca[64], xa[64];
 	tok_label(m->tok, r.clean_answer, ca, sizeof ca);

@@ -247,6 +247,20 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 
 /* ------------------------------------------------------------------ output */
 
+void cmd_progress(void *ctx, int done, int total)
+{
+	if (done < total)
+		fprintf(stderr, "\r%s %d/%d", (const char *)ctx, done, total);
+	else
+		fprintf(stderr, "\r%*s\r", 32, "");
+	fflush(stderr);
+}
+
+bool cmd_progress_shown(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
 /* The terminal s->out is shown on, or -1. */
 static int out_fd(const struct session *s)
 {

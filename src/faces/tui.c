@@ -450,7 +450,11 @@ static void *watch_thread(void *arg)
 static bool watch_start(struct watcher *w, const char *line)
 {
 	w->t0 = now_ms();
-	snprintf(w->what, sizeof w->what, "%s", line);
+	/* the command as typed, cut to leave room for the progress on the line */
+	if (strlen(line) > 32)
+		snprintf(w->what, sizeof w->what, "%.29s...", line);
+	else
+		snprintf(w->what, sizeof w->what, "%s", line);
 	w->line_len = 0;
 	w->progress[0] = '\0';
 	w->cancel_seen = false;
