@@ -77,6 +77,8 @@ int tui_scroll(int first, int visible, int total, int sel);
  * pooled row p * n / side and column px * nx / side_x.  When not every
  * head fits even at TUI_GRID_MIN_N, heads or layers scroll (heads_vis < H,
  * layers_vis < L), the grid follows the selection and both axes pool alike.
+ * When the keys are not pooled and every layer has a row to spare, each
+ * heatmap gets its key labels underneath (`labels`).
  */
 struct tui_grid_layout {
 	int L, H, T;
@@ -90,7 +92,9 @@ struct tui_grid_layout {
 	int map_rows;     /* text rows of a heatmap, ceil(side / vsub) */
 	int title_w;      /* widest head title */
 	int cell_w;       /* columns of one head: max(side_x, title_w) */
-	int cell_h;       /* rows of one head: 1 + map_rows */
+	bool labels;      /* a row of key labels under each heatmap: keys not
+			   * pooled and a spare row for every layer */
+	int cell_h;       /* rows of one head: 1 + map_rows (+ 1 with labels) */
 	int header;       /* rows above the grid (the line stating the pooling) */
 	int heads_vis, layers_vis;
 	int head0, layer0; /* first head and layer shown */

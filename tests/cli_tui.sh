@@ -161,6 +161,9 @@ keys 2
 if wait_for '│ forward ' && wait_stable; then ok tui-resize-160x48; else fail tui-resize-160x48; fi
 check tui-side-panel-whole 'screen | grep "│ forward " | grep -qE "[0-9] ms *$"' "$(screen | grep '│ forward ')"
 keys 1
+# with room to spare, each heatmap has its keys underneath
+wait_for 'h  *e  *l  *l  *o  *␣  *w  *o  *r  *l  *d' >/dev/null
+check tui-grid-key-labels 'screen | grep -qE "h +e +l +l +o +␣ +w +o +r +l +d"' "$(screen | sed -n 10,14p)"
 T resize-window -t "$S" -x 80 -y 24
 wait_for '1 grid' 1 >/dev/null
 wait_stable

@@ -110,7 +110,9 @@ static void check_grid(const struct tui_grid_layout *g, const struct tui_rect *a
 	} else {
 		assert_int_equal(g->pool_x, g->pool); /* scrolling: pooled alike */
 	}
-	assert_int_equal(g->cell_h, 1 + (g->side + g->vsub - 1) / g->vsub);
+	assert_int_equal(g->cell_h, 1 + (g->side + g->vsub - 1) / g->vsub + g->labels);
+	if (g->labels) /* one column or more per key, and room for the row */
+		assert_true(g->pool_x == 1 && g->cell_h * g->L + g->header <= a->h);
 	assert_true(g->heads_vis >= 1 && g->heads_vis <= g->H);
 	assert_true(g->layers_vis >= 1 && g->layers_vis <= g->L);
 	for (int l = g->layer0; l < g->layer0 + g->layers_vis; l++)
@@ -195,6 +197,28 @@ static void test_grid_256_tokens(void **state)
 	tui_grid_layout(&f.body, 4, 4, 256, 1, &mono);
 	check_grid(&mono, &f.body);
 	assert_true(mono.pool >= g.pool);
+}
+
+/* Key labels go under each heatmap when the keys are not pooled and every
+ * layer has a row to spare; never when the keys are pooled. */
+static void test_grid_key_labels(void **state)
+{
+	(void)state;
+	struct tui_frame f;
+	struct tui_grid_layout g;
+	tui_frame_layout(48, 160, false, &f);
+	tui_grid_layout(&f.body, 2, 4, 11, 2, &g); /* 'hello world' on a 2x4 model */
+	check_grid(&g, &f.body);
+	assert_true(g.labels);
+	assert_int_equal(g.pool_x, 1);
+	tui_grid_layout(&f.body, 4, 4, 200, 2, &g); /* keys pooled: no labels */
+	check_grid(&g, &f.body);
+	assert_true(g.pool_x > 1);
+	assert_false(g.labels);
+	/* a tall grid with no row to spare: 12 layers in 24 rows */
+	tui_frame_layout(24, 80, true, &f);
+	tui_grid_layout(&f.body, 12, 2, 4, 2, &g);
+	assert_false(g.labels);
 }
 
 static void test_grid_zoom(void **state)
@@ -598,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_grid_small_model_80x24),
 		cmocka_unit_test(test_grid_256_tokens),
 		cmocka_unit_test(test_grid_zoom),
+		cmocka_unit_test(test_grid_key_labels),
 		cmocka_unit_test(test_grid_scrolls_large_model),
 		cmocka_unit_test(test_grid_many_sizes),
 		cmocka_unit_test(test_grid_joined),

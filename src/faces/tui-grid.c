@@ -63,8 +63,10 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 		tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
 	}
 
-	int nx = g->nx;
+	int nx = g->nx, lw;
+	bool wide;
 	float *pooled = xmalloc((size_t)g->n * nx * sizeof *pooled);
+	char **lab = g->labels ? tui_token_labels(s, &lw, &wide) : NULL;
 	const char *rule = tui_utf8() ? "\u2500" : "-";
 	struct err se;
 	const struct head_scores *sc = session_head_scores(s, &se); /* badges; NULL: none */
@@ -112,8 +114,15 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 					}
 				}
 			}
+			/* the keys, each under its own columns */
+			for (int j = 0; lab && j < T; j++) {
+				int zx = g->side_x / T;
+				tui_put(y + 1 + g->map_rows, x + j * zx, zx, lab[j], TUI_A_DIM, TUI_ROLE_LABEL);
+			}
 		}
 	free(pooled);
+	if (lab)
+		render_labels_free(lab, T);
 }
 
 /* The side panel when the grid leaves room for it (always before a run). */

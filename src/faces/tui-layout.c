@@ -118,6 +118,10 @@ void tui_grid_layout(const struct tui_rect *area, int L, int H, int T, int vsub,
 		if (pool == 1 && pool_x == 1) /* magnified alike: square cells */
 			zoom = zoom_x = imin(zoom, zoom_x);
 		grid_sizes(g, pool, n * zoom, pool_x, nx * zoom_x);
+		if (pool_x == 1 && h / g->L >= g->cell_h + 1) {
+			g->labels = true;
+			g->cell_h++;
+		}
 	} else {
 		/* scroll: as large as both directions allow, but no smaller than
 		 * TUI_GRID_MIN_N (or T), pooled alike on both axes */
