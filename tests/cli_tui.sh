@@ -390,6 +390,17 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	if wait_for "running patch .*  patch [0-9]+/[0-9]+" 23; then ok tui-patch-progress; else fail tui-patch-progress; fi
 	keys Escape
 	if wait_for 'patch cancelled' 23; then ok tui-patch-esc-cancels; else fail tui-patch-esc-cancels; fi
+	# generation shows the text growing on the status line, then the grid
+	# holds the continued text
+	wait_stable
+	keys :
+	wait_for '^:' 23 >/dev/null
+	keys "generate 600 --temperature 0" Enter
+	if wait_for "running generate .*  generate [0-9]+/600: " 23; then ok tui-generate-live; else fail tui-generate-live; fi
+	# its output opens in the pager; q closes it onto the grid of 799 tokens
+	wait_for '^generated 600 tokens' >/dev/null
+	keys q
+	if wait_for '^8×8 heads, 799 tokens' 2; then ok tui-generate-grid-grows; else fail tui-generate-grid-grows; fi
 	keys q
 	if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-sweep-quit-0; else fail tui-sweep-quit-0; fi
 else

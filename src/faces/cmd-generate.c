@@ -13,10 +13,24 @@
 #include "decode.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 #define GENERATE_SEED 1337u
 
 extern const struct cmd_entry cmd_generate_entry;
+
+/* "generate 7/20: …the tail of the generated text" on standard error. */
+static void show_progress(const struct model *m, const int *ids, int made, int n)
+{
+	int from = made > 24 ? made - 24 : 0;
+	char *tail = tok_decode(m->tok, ids + from, made - from);
+	size_t len = strlen(tail);
+	char shown[4 * 64 + 1];
+	utf8_printable(tail, len, shown, sizeof shown);
+	fprintf(stderr, "\rgenerate %d/%d: %s%s", made, n, from ? "..." : "", shown);
+	fflush(stderr);
+	free(tail);
+}
 
 static int generate_exec(struct session *s, int argc, char **argv, struct err *e)
 {
@@ -46,6 +60,9 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
 	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
 	int unk = m->tok ? m->tok->unk_id : -1;
+	/* where the text is not seen growing (the visualizer captures the
+	 * output), the progress line shows it */
+	bool live = !cmd_out_tty(s) && cmd_progress_shown();
 	while (rc == 0 && made < n && !(s->cancel && *s->cancel)) {
 		int t = sampler_sample(&sp, d->logits, unk);
 		out[made++] = t;
@@ -54,9 +71,13 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		if (len > 0 && len < (int)sizeof piece)
 			fwrite(piece, 1, (size_t)len, s->out);
 		fflush(s->out);
+		if (live)
+			show_progress(m, out, made, n);
 		if (made < n)
 			rc = decoder_step(d, m, t, e);
 	}
+	if (live)
+		cmd_progress("generate", 1, 1); /* clear it */
 	fputc('\n', s->out);
 	/* the cache as held, beside what kv computes for the same positions */
 	char held[32], want[32];
@@ -111,7 +132,9 @@ const struct cmd_entry cmd_generate_entry = {
 		"logits / T among the K most likely (<unk> never): T 0.8, K 40 and seed 1337\n"
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
 		"becomes the continued one and runs once: one measurement, not one per token.\n"
-		"Stops at the context; Ctrl-C stops early and keeps what was made.",
+		"Stops at the context; Ctrl-C stops early and keeps what was made.  At the\n"
+		"prompt the tokens print as they come; in the visualizer the status line shows\n"
+		"the text growing, then the grid the result.",
 	.min_args = 1,
 	.max_args = 1,
 	.exec = generate_exec,
