@@ -430,6 +430,7 @@ if [ -n "$dl" ]; then
 	line 3 | grep -q '│' && panel=34
 	check tui-grid-uses-160-columns '[ $((rule + panel)) -ge 128 ]' \
 		"grid $rule columns + panel $panel of 160: $(line 3)"
+	check tui-grid-colour-legend 'line 2 | grep -q " 0 .* 1 attention weight│"' "$(line 2)"
 	check tui-grid-pooling-per-axis 'line 2 | grep -q "60 tokens, pooled: max of 3 queries × 2 keys"' "$(line 2)"
 	keys q
 else

@@ -17,8 +17,25 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "heat.h"
 #include "render.h"
 #include "tokenizer.h"
+
+/* The colour scale at the right end of the header line, when the line
+ * leaves room: "0 ░▒▓█ 1 attention weight" in the heatmaps' own cells. */
+static void grid_legend(const struct tui_state *t, const struct tui_rect *r, int used)
+{
+	const char *what = heat_kind_legend(t->s->heat);
+	int steps = 9, w = 2 + steps + 3 + render_width(what);
+	if (used + 2 + w > r->w)
+		return;
+	int x = r->x + r->w - w;
+	tui_put(r->y, x, 2, "0 ", 0, TUI_ROLE_LABEL);
+	for (int i = 0; i < steps; i++)
+		tui_heat(t, r->y, x + 2 + i, 1, i / (double)(steps - 1), 0);
+	tui_put(r->y, x + 2 + steps, w - 2 - steps, " 1 ", 0, TUI_ROLE_LABEL);
+	tui_put(r->y, x + 5 + steps, w - 5 - steps, what, 0, TUI_ROLE_LABEL);
+}
 
 static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 {
@@ -60,7 +77,8 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 			snprintf(line + n, sizeof line - n, "; showing layers %d-%d, heads %d-%d",
 				 g->layer0, g->layer0 + g->layers_vis - 1, g->head0,
 				 g->head0 + g->heads_vis - 1);
-		tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
+		int used = tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
+		grid_legend(t, r, used);
 	}
 
 	int nx = g->nx, lw;
