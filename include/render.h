@@ -136,6 +136,12 @@ int render_width(const char *s);
 
 enum render_align { RENDER_LEFT, RENDER_RIGHT, RENDER_CENTER };
 
+/* Appends text (words separated by blanks) starting at column col of the
+ * current line, wrapped between words to width display columns;
+ * continuation lines start with indent blanks; ends the line.  A word
+ * longer than a line stays whole. */
+void render_wrap(struct render_buf *b, const char *text, int col, int indent, int width);
+
 /* Appends s in exactly w display columns: padded with blanks, or cut to
  * fit with a final '…' (or '~' when ascii_only) when it is wider. */
 void render_pad(struct render_buf *b, const char *s, int w, enum render_align a,

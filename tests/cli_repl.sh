@@ -230,4 +230,25 @@ else
 	ok "repl-pager-less # skipped: no less"
 fi
 
+# beside: two texts side by side fit the terminal at 80 and at 160 columns
+for width in 80 160; do
+	S=beside$width
+	T new-session -d -s "$S" -x $width -y 75 "cd '$tmp' && env HOME='$tmp/home' ATTNSCOPE_PAGER=cat '$A' shakespeare --no-db; sleep 60"
+	wait_for '^shakespeare> *$' >/dev/null
+	keys 'text First Citizen: Before we proceed any further, hear me' Enter
+	wait_for '^57 tokens' >/dev/null
+	keys 'beside 0.1 text First Citizen: Before we proceed any further, hear ye' Enter
+	# both titles and both maps' last rows on one line each: nothing wrapped
+	if wait_for '^rows: query tokens' && screen | grep -q '^head 0.1, the current text .*head 0.1, the other text' &&
+		screen | grep -qE '^ *52( e)? │.*│ +52( e)? │.*│ *$' &&
+		! screen | sed 's/ *$//' | while IFS= read -r l; do
+			[ "$(printf '%s' "$l" | LC_ALL=C.UTF-8 wc -m)" -gt $width ] && echo long
+		done | grep -q long; then
+		ok repl-beside-fits-$width
+	else
+		fail repl-beside-fits-$width
+	fi
+	T kill-session -t "$S" >/dev/null 2>&1
+done
+
 [ "$failures" -eq 0 ]

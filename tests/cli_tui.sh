@@ -432,6 +432,23 @@ if [ -n "$dl" ]; then
 		"grid $rule columns + panel $panel of 160: $(line 3)"
 	check tui-grid-colour-legend 'line 2 | grep -q " 0 .* 1 attention weight│"' "$(line 2)"
 	check tui-grid-pooling-per-axis 'line 2 | grep -q "60 tokens, pooled: max of 3 queries × 2 keys"' "$(line 2)"
+	# the diff view at 160x48: MQA minus native in the head view, every
+	# key of the 60 shown
+	wait_stable
+	keys :
+	wait_for '^:' 47 >/dev/null
+	keys 'attn mqa' Enter
+	wait_for 'MQA' 1 >/dev/null
+	keys 2
+	wait_for '2 head' 1 >/dev/null
+	keys d
+	# (one column a key here: the sign of each change)
+	if wait_for 'minus native' 2 && screen | grep -qE '^ *[0-9]+ [^ ] .*[+-]' &&
+		screen | grep -q 'we␣proceed␣any␣further,␣hear␣me␣speak\.'; then
+		ok tui-head-diff-160x48
+	else
+		fail tui-head-diff-160x48
+	fi
 	keys q
 else
 	fail tui-role-badge "heads finds no delimiter head on the shipped shakespeare model"

@@ -224,7 +224,9 @@ static void cells_row(struct render_buf *b, enum render_style st, const float *v
 		render_buf_puts(b, "\x1b[0m");
 }
 
-void render_legend(struct render_buf *b, enum render_style st, const char *what)
+/* The scale line; compact: single blanks and no blank before each bound,
+ * for a map drawn narrower than the usual line. */
+static void legend_line(struct render_buf *b, enum render_style st, const char *what, bool compact)
 {
 	if (st == RENDER_ANSI) {
 		render_buf_puts(b, "scale: 0 ");
@@ -234,17 +236,52 @@ void render_legend(struct render_buf *b, enum render_style st, const char *what)
 		return;
 	}
 	int n = render_levels(st);
-	render_buf_printf(b, "scale: '%s' <%.2f", render_glyph(st, 0), RENDER_ZERO);
+	const char *gap = compact ? " " : "  ", *sp = compact ? "" : " ";
+	render_buf_printf(b, "scale: '%s'%s<%.2f", render_glyph(st, 0), sp, RENDER_ZERO);
 	for (int k = 1; k < n - 1; k++)
-		render_buf_printf(b, "  '%s' <%.2f", render_glyph(st, k), (double)k / (n - 1));
-	render_buf_printf(b, "  '%s' >=%.2f (%s)\n", render_glyph(st, n - 1),
+		render_buf_printf(b, "%s'%s'%s<%.2f", gap, render_glyph(st, k), sp, (double)k / (n - 1));
+	render_buf_printf(b, "%s'%s'%s>=%.2f (%s)\n", gap, render_glyph(st, n - 1), sp,
 			  (double)(n - 2) / (n - 1), what);
+}
+
+void render_wrap(struct render_buf *b, const char *text, int col, int indent, int width)
+{
+	const char *p = text;
+	bool first = true;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		size_t n = strcspn(p, " ");
+		char *word = xstrndup(p, n);
+		int w = render_width(word);
+		if (!first && col + 1 + w > width) {
+			render_buf_puts(b, "\n");
+			render_buf_repeat(b, " ", indent);
+			col = indent;
+		} else if (!first) {
+			render_buf_puts(b, " ");
+			col++;
+		}
+		render_buf_puts(b, word);
+		free(word);
+		col += w;
+		p += n;
+		first = false;
+	}
+	render_buf_puts(b, "\n");
+}
+
+void render_legend(struct render_buf *b, enum render_style st, const char *what)
+{
+	legend_line(b, st, what, false);
 }
 
 /* The legend of a heatmap of what (NULL: attention weight), naming the
  * masked glyph when any of the n values of v is NAN. */
 static void legend_masked(struct render_buf *b, enum render_style st, const char *what,
-			  const float *v, size_t n)
+			  const float *v, size_t n, bool compact)
 {
 	bool masked = false;
 	for (size_t i = 0; v && i < n && !masked; i++)
@@ -252,7 +289,7 @@ static void legend_masked(struct render_buf *b, enum render_style st, const char
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s%s%s%s", what ? what : "attention weight",
 		 masked ? "; '" : "", masked ? render_shade(st, NAN) : "", masked ? "' masked" : "");
-	render_legend(b, st, buf);
+	legend_line(b, st, buf, compact);
 }
 
 void render_csv_field(struct render_buf *b, const char *s)
@@ -607,8 +644,11 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 		render_buf_printf(b, "%s\n", sp->title);
 	if (f > 1) {
 		const char *times = ascii ? "x" : "\u00d7";
-		render_buf_printf(b, "pooled %d%s (each cell: the strongest of %d%s%d weights; axes show token index ranges)\n",
-				  f, times, f, times, f);
+		if (sp->max_width > 0 && sp->max_width < 84) /* the short form where room is short */
+			render_buf_printf(b, "pooled %d%s (max of %d%s%d)\n", f, times, f, times, f);
+		else
+			render_buf_printf(b, "pooled %d%s (each cell: the strongest of %d%s%d weights; axes "
+					     "show token index ranges)\n", f, times, f, times, f);
 	}
 
 	head_columns(b, sp, left, cw, f, n);
@@ -651,12 +691,14 @@ void render_head(struct render_buf *b, const struct render_head_spec *sp)
 	render_buf_puts(b, fr->bl);
 	render_buf_repeat(b, fr->h, n * cw);
 	render_buf_printf(b, "%s\n", fr->br);
-	render_buf_printf(b, "rows: query tokens, columns: key tokens; ");
+	/* where the map is drawn narrow, the legend takes two short lines */
+	bool narrow = sp->max_width > 0 && sp->max_width < 100;
+	render_buf_printf(b, "rows: query tokens, columns: key tokens%s", narrow ? "\n" : "; ");
 	if (sp->diverging)
 		render_buf_printf(b, "cells: +k / -k, %s about k tenths higher / lower ('#' ten); "
 				  "blank: within 0.05\n", sp->what ? sp->what : "the weight");
 	else
-		legend_masked(b, st, sp->what, sp->att, (size_t)sp->T * sp->T);
+		legend_masked(b, st, sp->what, sp->att, (size_t)sp->T * sp->T, narrow);
 	free(pooled);
 }
 
@@ -757,5 +799,5 @@ void render_grid(struct render_buf *b, const struct render_grid_spec *sp)
 	for (int k = 0; k < sp->L * sp->H && !masked; k++)
 		for (size_t i = 0; i < (size_t)sp->T * sp->T && !masked; i++)
 			masked = isnan(sp->att[k][i]);
-	legend_masked(b, st, sp->what, masked ? (const float[]){ NAN } : NULL, 1);
+	legend_masked(b, st, sp->what, masked ? (const float[]){ NAN } : NULL, 1, false);
 }

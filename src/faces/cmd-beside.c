@@ -14,30 +14,69 @@
 #include "text-input.h"
 #include "tokenizer.h"
 
+/* Display columns of a line, its colour escapes (ESC [ ... m) not counted. */
+static int visible_width(const char *line)
+{
+	struct render_buf plain;
+	render_buf_init(&plain);
+	for (const char *p = line; *p;) {
+		if (p[0] == '\x1b' && p[1] == '[') {
+			p += 2;
+			while (*p && !(*p >= 0x40 && *p <= 0x7e))
+				p++;
+			if (*p)
+				p++;
+		} else {
+			render_buf_put(&plain, p++, 1);
+		}
+	}
+	int w = render_width(plain.data ? plain.data : "");
+	render_buf_free(&plain);
+	return w;
+}
+
+/* line in w columns: padded, or cut with '…' when wider (only prose, a
+ * title say, is ever wider: the maps are drawn to fit). */
+static void put_padded(struct render_buf *out, const char *line, int w, bool pad)
+{
+	int vw = visible_width(line);
+	if (vw > w) {
+		render_pad(out, line, w, RENDER_LEFT, false);
+	} else {
+		render_buf_puts(out, line);
+		if (pad)
+			render_buf_repeat(out, " ", w - vw);
+	}
+}
+
 /* Appends the lines of a and b side by side: a padded to its widest line
- * plus a gap of 3 columns, then b. */
+ * plus a gap of 3 columns, then b; a line of either wider than half is cut
+ * there (a title, say), so that the two fit 2 * half + 3 columns. */
 static void side_by_side(struct render_buf *out, const struct render_buf *a,
-			 const struct render_buf *b)
+			 const struct render_buf *b, int half)
 {
 	int wa = 0;
 	for (const char *p = a->data; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		char *line = xstrndup(p, n);
-		int w = render_width(line);
+		int w = visible_width(line);
 		wa = w > wa ? w : wa;
 		free(line);
 		p = nl ? nl + 1 : p + n;
 	}
+	if (wa > half)
+		wa = half;
 	const char *pa = a->data ? a->data : "", *pb = b->data ? b->data : "";
 	while (*pa || *pb) {
 		const char *na = strchr(pa, '\n'), *nb = strchr(pb, '\n');
 		size_t la = na ? (size_t)(na - pa) : strlen(pa), lb = nb ? (size_t)(nb - pb) : strlen(pb);
-		char *line = xstrndup(pa, la);
-		render_buf_puts(out, line);
-		render_buf_repeat(out, " ", wa - render_width(line) + 3);
+		char *line = xstrndup(pa, la), *right = xstrndup(pb, lb);
+		put_padded(out, line, wa, true);
+		render_buf_repeat(out, " ", 3);
+		put_padded(out, right, half, false);
 		free(line);
-		render_buf_put(out, pb, lb);
+		free(right);
 		/* no trailing blanks when the right side has run out */
 		while (out->len > 0 && out->data[out->len - 1] == ' ')
 			out->len--;
@@ -122,8 +161,9 @@ static int beside_exec(struct session *s, int argc, char **argv, struct err *e)
 		free(text);
 		if (rc)
 			goto out;
-		snprintf(ta, sizeof ta, "%s %d.%d, the current text (%d tokens)", name, l, h, s->n_tokens);
-		snprintf(tb, sizeof tb, "%s %d.%d, the other text (%d tokens)", name, l, h, n);
+		/* short titles: each has half the width (the model is the loaded one) */
+		snprintf(ta, sizeof ta, "head %d.%d, the current text (%d tokens)", l, h, s->n_tokens);
+		snprintf(tb, sizeof tb, "head %d.%d, the other text (%d tokens)", l, h, n);
 	} else {
 		other = model_open(argv[2], e);
 		if (!other)
@@ -150,7 +190,7 @@ static int beside_exec(struct session *s, int argc, char **argv, struct err *e)
 		/* one legend for both, under them */
 		char *legend = cut_legend(&a);
 		free(cut_legend(&b));
-		side_by_side(&out, &a, &b);
+		side_by_side(&out, &a, &b, half);
 		if (legend)
 			render_buf_puts(&out, legend);
 		free(legend);

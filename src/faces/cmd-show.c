@@ -102,9 +102,11 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 		 s->heat != HEAT_WEIGHTS ? ": " : "", s->heat != HEAT_WEIGHTS ? heat_kind_name(s->heat) : "",
 		 s->n_tokens, opts);
 	char **labels = session_labels(s);
+	int width = cmd_out_width(s);
+	render_wrap(b, title, 0, 2, width); /* at the terminal's width, between words */
 	struct render_head_spec sp = {
 		.att = session_att(s, l, h), .T = s->n_tokens, .labels = labels,
-		.style = (enum render_style)cmd_style(s), .max_width = cmd_out_width(s), .title = title,
+		.style = (enum render_style)cmd_style(s), .max_width = width,
 		.what = heat_kind_legend(s->heat),
 	};
 	render_head(b, &sp);
@@ -115,7 +117,9 @@ static void show_head(struct session *s, int l, int h, struct render_buf *b)
 		char why[256];
 		heads_explain(s->model->tok, s->tokens, s->n_tokens, &s->opt,
 			      &sc[l * s->model->cfg.n_head + h], why, sizeof why);
-		render_buf_printf(b, "role %s\n", why);
+		char line[300];
+		snprintf(line, sizeof line, "role %s", why);
+		render_wrap(b, line, 0, 2, width);
 	}
 	s->sel_layer = l;
 	s->sel_head = h;

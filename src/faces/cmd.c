@@ -295,27 +295,11 @@ int cmd_style(const struct session *s)
 
 void cmd_wrap(FILE *f, const char *text, int col, int indent, int width)
 {
-	const char *p = text;
-	bool first = true;
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		int n = (int)strcspn(p, " ");
-		if (!first && col + 1 + n > width) {
-			fprintf(f, "\n%*s", indent, "");
-			col = indent;
-		} else if (!first) {
-			fputc(' ', f);
-			col++;
-		}
-		fprintf(f, "%.*s", n, p);
-		col += n;
-		p += n;
-		first = false;
-	}
-	fputc('\n', f);
+	struct render_buf b;
+	render_buf_init(&b);
+	render_wrap(&b, text, col, indent, width);
+	fwrite(b.data, 1, b.len, f);
+	render_buf_free(&b);
 }
 
 /* --------------------------------------------------------------- splitting */
