@@ -795,7 +795,8 @@ static struct tokenizer *from_root(const json_t *root, const char *json, size_t 
 	t->vocab_size = h->n;
 	return t;
 fail:
-	tok_free(t);
+	wp_impl_free(h);
+	free(t);
 	return NULL;
 }
 
