@@ -45,8 +45,9 @@
  * BertPreTokenizer, post_processor types other than TemplateProcessing and
  * BertProcessing (or null) and templates of another shape, decoder types
  * other than WordPiece (or null), a model without unk_token or whose
- * unk_token is not in the vocab, an empty vocab, ids with gaps, and added
- * tokens with single_word, lstrip or rstrip true.
+ * unk_token is not in the vocab, an empty vocab, ids with gaps, added
+ * tokens that are not model.vocab's token of their id, and added tokens
+ * with single_word, lstrip or rstrip true.
  *
  * to_json stores the tokenizer.json text (a vocab.txt is stored as the
  * tokenizer.json it is read as), so tok_from_json rebuilds it.

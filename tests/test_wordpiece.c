@@ -10,7 +10,8 @@
  * (@lenml/tokenizers 3.7.2) gives the 305 strings of tests/gen/strings.js
  * and 52 more (accents, case, CJK, punctuation runs, long words, special
  * tokens typed, control characters), and its decode.  "cased" is the same
- * file with lowercase and strip_accents false.  Every row must encode to
+ * file with lowercase and strip_accents false, bert_lower_accents_expect.tsv
+ * with lowercase true and strip_accents false.  Every row must encode to
  * exactly those ids and decode to that text, from the tokenizer.json and
  * from the vocab.txt holding the same vocabulary.
  */
@@ -35,6 +36,7 @@
 
 #define UNCASED "tests/data/bert_uncased_expect.tsv"
 #define CASED "tests/data/bert_cased_expect.tsv"
+#define LOWER_ACCENTS "tests/data/bert_lower_accents_expect.tsv"
 #define MIN_ROWS 357
 
 /* The decompressed text of tests/data/tokenizers/NAME.json.gz. */
@@ -59,19 +61,22 @@ static char *gz_text(const char *name, size_t *len)
 	return buf;
 }
 
-/* bert_uncased.json, or its cased variant (lowercase, strip_accents false). */
-static struct tokenizer *bert(bool cased)
+enum variant { UNCASED_JSON, CASED_JSON, LOWER_ACCENTS_JSON };
+
+/* bert_uncased.json, or its variant with lowercase and strip_accents false
+ * (CASED_JSON) or with strip_accents false (LOWER_ACCENTS_JSON). */
+static struct tokenizer *bert(enum variant v)
 {
 	size_t len;
 	char *text = gz_text("bert_uncased", &len);
 	struct err e = { "" };
 	struct tokenizer *t;
 
-	if (cased) {
+	if (v != UNCASED_JSON) {
 		json_t *root = json_loadb(text, len, 0, NULL);
 		json_t *norm = json_object_get(root, "normalizer");
 
-		json_object_set_new(norm, "lowercase", json_false());
+		json_object_set_new(norm, "lowercase", json_boolean(v == LOWER_ACCENTS_JSON));
 		json_object_set_new(norm, "strip_accents", json_false());
 		free(text);
 		text = json_dumps(root, JSON_COMPACT);
@@ -88,7 +93,7 @@ static struct tokenizer *bert(bool cased)
 
 static void test_uncased_table(void **state)
 {
-	struct tokenizer *t = bert(false);
+	struct tokenizer *t = bert(UNCASED_JSON);
 
 	assert_string_equal(t->ops->kind, "wordpiece");
 	assert_int_equal(t->vocab_size, 30522);
@@ -98,9 +103,11 @@ static void test_uncased_table(void **state)
 
 static void test_cased_table(void **state)
 {
-	struct tokenizer *t = bert(true);
+	struct tokenizer *t = bert(CASED_JSON), *l = bert(LOWER_ACCENTS_JSON);
 
 	assert_int_equal(tok_expect_check(t, CASED, MIN_ROWS), 0);
+	assert_int_equal(tok_expect_check(l, LOWER_ACCENTS, MIN_ROWS), 0);
+	tok_free(l);
 	tok_free(t);
 }
 
@@ -144,8 +151,10 @@ static struct tokenizer *from_vocab_txt(const struct tokenizer *t, const char *c
 
 static void test_vocab_txt(void **state)
 {
-	struct tokenizer *t = bert(false), *v = from_vocab_txt(t, NULL);
+	struct tokenizer *t = bert(UNCASED_JSON), *v = from_vocab_txt(t, NULL);
 	struct tokenizer *c = from_vocab_txt(t, "{\"do_lower_case\": false}");
+	struct tokenizer *l = from_vocab_txt(t, "{\"do_lower_case\": true, "
+					     "\"strip_accents\": false}");
 
 	assert_int_equal(v->vocab_size, 30522);
 	assert_int_equal(v->bos_id, 101);
@@ -153,6 +162,8 @@ static void test_vocab_txt(void **state)
 	assert_int_equal(v->unk_id, 100);
 	assert_int_equal(tok_expect_check(v, UNCASED, MIN_ROWS), 0);
 	assert_int_equal(tok_expect_check(c, CASED, MIN_ROWS), 0);
+	assert_int_equal(tok_expect_check(l, LOWER_ACCENTS, MIN_ROWS), 0);
+	tok_free(l);
 	tok_free(c);
 	tok_free(v);
 	tok_free(t);
@@ -161,7 +172,7 @@ static void test_vocab_txt(void **state)
 /* [CLS] text [SEP] with add_bos; pieces; the other kinds keep eos -1. */
 static void test_specials(void **state)
 {
-	struct tokenizer *t = bert(false);
+	struct tokenizer *t = bert(UNCASED_JSON);
 	static const uint32_t abc[] = { 'a', 'b', 'c' };
 	struct tokenizer *ch = tok_char_new(abc, 3, 1, NULL);
 	struct err e = { "" };
@@ -198,7 +209,7 @@ static void test_specials(void **state)
 
 static void test_decode(void **state)
 {
-	struct tokenizer *t = bert(false);
+	struct tokenizer *t = bert(UNCASED_JSON);
 	static const int ids[] = { 101, 7592, 1010, 2088, 999, 1996, 13137, 20968, 102 };
 	char *s = tok_decode(t, ids, 9);
 
@@ -215,7 +226,7 @@ static void test_decode(void **state)
 
 static void test_round_trip(void **state)
 {
-	struct tokenizer *t = bert(true), *v = from_vocab_txt(t, "{\"do_lower_case\": false}");
+	struct tokenizer *t = bert(CASED_JSON), *v = from_vocab_txt(t, "{\"do_lower_case\": false}");
 	struct tokenizer *back[2];
 	struct err e = { "" };
 	const char *text = "Héllo WORLD, [MASK] 中文!";
@@ -285,6 +296,20 @@ static void test_refusals(void **state)
 	free(ids);
 	tok_free(t);
 
+	/* added tokens: the longest at a position wins, whatever their order */
+	const char *added = "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+			    "\"vocab\": {\"[UNK]\": 0, \"a\": 1, \"##b\": 2, \"ab\": 3}}, " PRE ", "
+			    "\"added_tokens\": [{\"id\": 1, \"content\": \"a\"}, {\"id\": 3, "
+			    "\"content\": \"ab\"}]}";
+	t = tok_wordpiece_from_text(added, strlen(added), "x", &e);
+	assert_non_null(t);
+	assert_int_equal(tok_encode(t, "aba", 3, 0, &ids, &n, &e), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], 3);
+	assert_int_equal(ids[1], 1);
+	free(ids);
+	tok_free(t);
+
 	refused("{" MODEL("") ", " PRE ", \"normalizer\": {\"type\": \"Lowercase\"}}", false,
 		"tokenizer.json: normalizer Lowercase is not supported yet");
 	refused("{" MODEL("") ", \"pre_tokenizer\": {\"type\": \"Whitespace\"}}", false,
@@ -304,6 +329,8 @@ static void test_refusals(void **state)
 		false, "post_processor RobertaProcessing is not supported yet");
 	refused("{" MODEL("") ", " PRE ", \"added_tokens\": [{\"id\": 0, \"content\": \"[UNK]\", "
 		"\"lstrip\": true}]}", false, "added_tokens[0]: lstrip true is not supported yet");
+	refused("{" MODEL("") ", " PRE ", \"added_tokens\": [{\"id\": 3, \"content\": \"[X]\"}]}",
+		false, "added_tokens[0]: \"[X]\" is not model.vocab's token of that id");
 	refused("{" MODEL(", \"max_input_chars_per_word\": 0") ", " PRE "}", false,
 		"max_input_chars_per_word");
 	refused("{" MODEL("") ", " PRE ", \"normalizer\": {\"type\": \"BertNormalizer\", "
