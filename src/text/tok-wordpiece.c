@@ -36,6 +36,7 @@ struct wp_impl {
 
 	bool clean_text, chinese, lowercase, strip_accents;
 	int max_chars;		/* max_input_chars_per_word */
+	size_t max_piece;	/* the longest token's bytes: no piece has more code points */
 	char *prefix;		/* continuing_subword_prefix */
 	size_t prefix_len;
 
@@ -261,7 +262,7 @@ static void wordpiece(const struct tokenizer *t, const uint32_t *w, size_t n, in
 	at[n] = len;
 	while (start < n) {
 		int id = -1;
-		size_t end = n;
+		size_t end = n - start > h->max_piece ? start + h->max_piece : n;
 
 		for (; end > start; end--) {
 			size_t pl = at[end] - at[start];
@@ -722,6 +723,8 @@ static int build_vocab(struct wp_impl *h, const json_t *vocab, const char *where
 		memcpy(h->blob + total, keys[i], l);
 		tok_vtab_add(h->vtab, h->vmask, keys[i], l, i);
 		total += l;
+		if (l > h->max_piece)
+			h->max_piece = l;
 	}
 	h->off[h->n] = (uint32_t)total;
 	rc = 0;
