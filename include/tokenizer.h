@@ -23,7 +23,8 @@ struct tokenizer_ops {
 	int (*encode)(const struct tokenizer *t, const char *text, size_t len,
 		      int **ids, int *n, int *cap, struct err *e);
 	/* Exact bytes of one token, written to buf (NUL-terminated, truncated to
-	 * size).  Returns the byte length, which may exceed size-1. */
+	 * size).  Returns the byte length, which may exceed size-1.  WordPiece
+	 * gives the vocabulary's string ("##ing"); its decode drops the "##". */
 	int (*piece)(const struct tokenizer *t, int id, char *buf, size_t size);
 	/* JSON text describing the vocabulary for checkpoint metadata; malloc'd. */
 	char *(*to_json)(const struct tokenizer *t);
