@@ -19,12 +19,13 @@
 
 /* Each kind's builder from its parsed JSON description (tokenizer.c's
  * table calls them; defined in tok-char.c, tok-bpe.c, tok-llama2c.c,
- * tok-hfjson.c).
+ * tok-hfjson.c, tok-wordpiece.c).
  * NULL + e on a bad description. */
 struct tokenizer *tok_char_from_json(const json_t *root, struct err *e);
 struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e);
 struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e);
 struct tokenizer *tok_hfjson_from_json(const json_t *root, struct err *e);
+struct tokenizer *tok_wordpiece_from_json(const json_t *root, struct err *e);
 
 /* FNV-1a over n bytes (the vocabulary hash tables' hash). */
 uint32_t tok_hash_bytes(const char *s, size_t n);

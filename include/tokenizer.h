@@ -23,7 +23,8 @@ struct tokenizer_ops {
 	int (*encode)(const struct tokenizer *t, const char *text, size_t len,
 		      int **ids, int *n, int *cap, struct err *e);
 	/* Exact bytes of one token, written to buf (NUL-terminated, truncated to
-	 * size).  Returns the byte length, which may exceed size-1. */
+	 * size).  Returns the byte length, which may exceed size-1.  WordPiece
+	 * gives the vocabulary's string ("##ing"); its decode drops the "##". */
 	int (*piece)(const struct tokenizer *t, int id, char *buf, size_t size);
 	/* JSON text describing the vocabulary for checkpoint metadata; malloc'd. */
 	char *(*to_json)(const struct tokenizer *t);
@@ -40,13 +41,17 @@ struct tokenizer {
 	const struct tokenizer_ops *ops;
 	int vocab_size;
 	int bos_id;  /* -1 when the vocabulary has none */
+	int eos_id;  /* what tok_encode appends after the text with add_bos (BERT's
+		      * [SEP] closing [CLS] ... [SEP]); -1 for every kind that
+		      * puts nothing after the text (all but "wordpiece") */
 	int unk_id;  /* -1 when the vocabulary has none */
 	void *impl;  /* owned by the implementation */
 };
 
 /*
  * Encodes text into a malloc'd id array (*ids, *n; caller frees *ids).
- * With add_bos and a BOS token in the vocabulary, it comes first.
+ * With add_bos and a BOS token in the vocabulary, it comes first, and
+ * eos_id, when the tokenizer has one, comes last (BERT: [CLS] text [SEP]).
  * Returns the number of invalid UTF-8 bytes replaced by U+FFFD (>= 0),
  * or -1 with e set.
  */

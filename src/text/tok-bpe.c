@@ -415,7 +415,7 @@ static struct tokenizer *bpe_finish(struct bpe_impl *b)
 	t->ops = &bpe_ops;
 	t->vocab_size = b->n;
 	t->bos_id = vocab_find(b, "<|endoftext|>", 13);
-	t->unk_id = -1;
+	t->unk_id = t->eos_id = -1;
 	t->impl = b;
 	return t;
 }

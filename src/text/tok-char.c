@@ -128,6 +128,7 @@ struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct 
 	t->vocab_size = c->nspecial + n;
 	t->unk_id = 0;
 	t->bos_id = with_bos ? 1 : -1;
+	t->eos_id = -1;
 	t->impl = c;
 	return t;
 }

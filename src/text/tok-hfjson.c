@@ -1357,6 +1357,7 @@ struct tokenizer *tok_hfjson_from_text(const char *json, size_t len, const char 
 	t->vocab_size = h->n;
 	t->unk_id = unk_id;
 	t->bos_id = find_bos(h, json_object_get(root, "post_processor"));
+	t->eos_id = -1;
 	t->impl = h;
 	json_decref(root);
 	return t;

@@ -242,7 +242,7 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 
 	struct tokenizer *t = xcalloc(1, sizeof *t);
 	t->ops = &l2c_ops;
-	t->bos_id = t->unk_id = b->eos_id = -1;
+	t->bos_id = t->unk_id = t->eos_id = b->eos_id = -1;
 	t->impl = b;
 
 	size_t o = 0, at = 4;

@@ -30,6 +30,7 @@ static const struct tok_kind tok_kinds[] = {
 	{ "gpt2-bpe", tok_bpe_from_json },
 	{ "llama2c", tok_llama2c_from_json },
 	{ "hf-tokenizer-json", tok_hfjson_from_json },
+	{ "wordpiece", tok_wordpiece_from_json },
 };
 
 /* ---------------------------------------------------------- unknown text */
@@ -113,6 +114,11 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t len, int add_
 		*ids = NULL;
 		*n = 0;
 		return -1;
+	}
+	if (add_bos && t->eos_id >= 0) {
+		if (*n == cap)
+			*ids = xrealloc(*ids, (size_t)(cap *= 2) * sizeof **ids);
+		(*ids)[(*n)++] = t->eos_id;
 	}
 	return ret;
 }
