@@ -150,8 +150,8 @@ static int rd_norm(const struct bert_names *b, const char *base, uint64_t C, flo
 {
 	char wn[160], full[200];
 	struct st_file *f;
-	snprintf(full, sizeof full, "%s%s.weight", b->pre, base);
-	bool old = !ld_shards_find(b->s, full, &f);
+	snprintf(full, sizeof full, "%s%s.gamma", b->pre, base);
+	bool old = ld_shards_find(b->s, full, &f) != NULL; /* else a missing .weight is named */
 	snprintf(wn, sizeof wn, "%s.%s", base, old ? "gamma" : "weight");
 	if (rd(b, wn, C, 0, w, e))
 		return -1;
