@@ -63,6 +63,10 @@ check "attn mqa, mask causal (not BERT's own) and norm pre run, each changing th
 check "compare variants offers mask causal, the mask BERT does not use" \
 	sh -c "grep -q '^mask causal ' '$tmp/out' && ! grep -q '^mask none ' '$tmp/out'"
 
+run "$tmp/hf" -c "text $text; top 3 at 2"
+check "top names the encoder's prediction at a position, not a next token" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'token at position 2 .* as the encoder predicts it' '$tmp/out'"
+
 run "$tmp/hf" -c "text $text; generate 3"
 check "generate refuses a bidirectional encoder in one line" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'bidirectional encoder' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ]"
