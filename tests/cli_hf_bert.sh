@@ -67,6 +67,10 @@ run "$tmp/hf" -c "text $text; top 3 at 2"
 check "top names the encoder's prediction at a position, not a next token" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'token at position 2 .* as the encoder predicts it' '$tmp/out'"
 
+run "$tmp/hf" -c "text $text; batch To be | or not to be at all"
+check "batch pads an encoder's texts: masked, each text's attention and reconstruction loss are its own" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'loss match its own run' '$tmp/out'"
+
 run "$tmp/hf" -c "text $text; generate 3"
 check "generate refuses a bidirectional encoder in one line" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'bidirectional encoder' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ]"
