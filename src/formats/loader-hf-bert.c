@@ -433,7 +433,8 @@ static int describe_bert(const char *path, struct model_config *c, struct err *e
 	char *cfgp = ld_join(path, "config.json");
 	json_t *root = bert_config(cfgp);
 	free(cfgp);
-	int rc = root ? parse_config(root, c, e) : err_set(e, "config.json: not a BERT model, or not JSON");
+	int rc = root ? parse_config(root, c, e)
+		      : err_set(e, "config.json: not a BERT model, or not JSON");
 	if (rc)
 		err_prefix(e, "%s", path);
 	json_decref(root);
