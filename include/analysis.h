@@ -108,8 +108,8 @@ struct variant_row {
 /* The conversion rows `compare variants` shows for m, native first:
  * native; every G dividing n_head other than the native one (largest first:
  * "mha" for n_head, "gqa G", "mqa" for 1); the other norm placement;
- * mask none.  Only name, opt and kv_heads are filled.  Returns the count
- * (at most max). */
+ * mask none (mask causal for a model whose native mask is none).  Only
+ * name, opt and kv_heads are filled.  Returns the count (at most max). */
 int variant_list(const struct model *m, struct variant_row *rows, int max);
 
 /* Runs m with options o on tokens (B sequences of T) in work (RUN_LOGITS,

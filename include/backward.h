@@ -14,6 +14,11 @@
 #include "model.h"
 #include "util.h"
 
+/* Whether backward covers config c: 0, or -1 with a message naming the
+ * field it does not (BERT's "config emb_norm" and "config head mlm":
+ * those models run forward only). */
+int backward_supports(const struct model_config *c, struct err *e);
+
 /* Scratch for one backward pass of up to B x T tokens. */
 struct backward_state;
 
@@ -25,8 +30,9 @@ void backward_free(struct backward_state *s); /* NULL is a no-op */
  * been made with RUN_TRAIN and the options o, B x T = r->b x r->t) into
  * grads (m->n_params floats, +=).  The loss is the mean NLL over the
  * positions with a target, as in r->loss.
- * Returns 0, or -1 with a message when r was not made for training or o
- * is not the model's native options.
+ * Returns 0, or -1 with a message when r was not made for training, o
+ * is not the model's native options or backward_supports refuses the
+ * config.
  */
 int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
 		   const int *targets, const struct run *r, float *grads,

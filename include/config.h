@@ -1,6 +1,6 @@
 /*
- * config.h — the blueprint of a decoder-only transformer (GPT-2 and Llama
- * families) and its parameter tensor table.
+ * config.h — the blueprint of a transformer (decoders of the GPT-2, Llama
+ * and GPT-NeoX families; BERT's encoder) and its parameter tensor table.
  *
  * Dimension legend used in every shape comment of the engine:
  *   V  vocab_size       C  d_model          L  n_layer
@@ -34,6 +34,14 @@ enum mlp_type { MLP_GELU, MLP_SWIGLU, MLP_GELU_EXACT };
  *                  future keys still shape the normalisation */
 enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW, MASK_AFTER_SOFTMAX };
 
+/* What follows the last block:
+ *   LM   the final norm, then logits = WTE (tied) or LMHEAD times it
+ *   MLM  BERT's masked-LM head, no final norm: h = norm(gelu_exact(HEADW x
+ *        + HEADB)) with HEADLNW / HEADLNB, logits = WTE or LMHEAD times h,
+ *        plus OUTB.  A model with this head is an encoder: its loss scores
+ *        each input token at its own position (model_targets). */
+enum head_type { HEAD_LM, HEAD_MLM };
+
 struct model_config {
 	int vocab_size;       /* V */
 	int d_model;          /* C */
@@ -54,6 +62,9 @@ struct model_config {
 	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
 			       * mlp(norm2(x)), both read the same x (GPT-NeoX);
 			       * without residual: attn(norm1(x)) + mlp(norm2(x)) */
+	bool emb_norm;        /* a norm (LNEW, LNEB) of token + position embeddings
+			       * before block 0 (BERT) */
+	enum head_type head;  /* the output head (HEAD_LM unless BERT's) */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;
@@ -87,14 +98,22 @@ struct model_config {
  *   FCB      (L, FF)                               }
  *   FCPROJW  (L, C, F)                             }
  *   FCPROJB  (L, C)                                }
- *   LNFW     (C)           final norm
+ *   LNFW     (C)           final norm (HEAD_LM only)
  *   LNFB     (C)
  *   LMHEAD   (V, C)        untied output only
+ *   LNEW     (C)           embedding norm (emb_norm only)
+ *   LNEB     (C)           LayerNorm with bias only
+ *   HEADW    (C, C)        MLM head's transform (HEAD_MLM only)
+ *   HEADB    (C)           bias only
+ *   HEADLNW  (C)           MLM head's norm
+ *   HEADLNB  (C)           LayerNorm with bias only
+ *   OUTB     (V)           MLM head's output bias (bias only)
  */
 enum param_id {
 	P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
 	P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB,
-	P_LMHEAD, N_PARAMS
+	P_LMHEAD, P_LNEW, P_LNEB, P_HEADW, P_HEADB, P_HEADLNW, P_HEADLNB, P_OUTB,
+	N_PARAMS
 };
 
 /* Name of tensor i in checkpoints ("wte", "qkvw", ...). */
@@ -126,6 +145,13 @@ static inline int cfg_rotary_dims(const struct model_config *c)
 	return c->rotary_dims ? c->rotary_dims : cfg_d_head(c);
 }
 
+/* Whether the model is an encoder (BERT): its loss targets are the input
+ * tokens themselves, and it cannot be decoded one token at a time. */
+static inline bool cfg_is_encoder(const struct model_config *c)
+{
+	return c->head == HEAD_MLM;
+}
+
 /* Checks every field and their relations (d_model divisible by n_head, an
  * even d_head for RoPE, sizes within the limits above, ...).
  * Returns 0, or -1 with a message naming the first bad field. */
@@ -134,7 +160,7 @@ int config_validate(const struct model_config *c, struct err *e);
 /* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
  * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE),
  * residual connections, scaled scores, causal mask, sequential blocks,
- * RoPE over all of d_head (rotary_dims 0). */
+ * RoPE over all of d_head (rotary_dims 0), no embedding norm, the LM head. */
 void config_default(struct model_config *c);
 
 /* Short names used in metadata, flags and README ("layernorm", "pre", ...);
@@ -144,10 +170,12 @@ const char *norm_place_name(enum norm_place p);
 const char *pos_type_name(enum pos_type p);
 const char *mlp_type_name(enum mlp_type m);
 const char *mask_kind_name(enum mask_kind m);
+const char *head_type_name(enum head_type h);
 int norm_type_parse(const char *s, enum norm_type *out);
 int norm_place_parse(const char *s, enum norm_place *out);
 int pos_type_parse(const char *s, enum pos_type *out);
 int mlp_type_parse(const char *s, enum mlp_type *out);
 int mask_kind_parse(const char *s, enum mask_kind *out);
+int head_type_parse(const char *s, enum head_type *out);
 
 #endif

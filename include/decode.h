@@ -53,7 +53,7 @@ struct decoder {
 
 /* A decoder for model m run with options o, holding up to cap positions
  * (at most the context; 0 = the context).  NULL with e set for invalid
- * options.  Out of memory is fatal. */
+ * options or an encoder (cfg_is_encoder: BERT).  Out of memory is fatal. */
 struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
 			    struct err *e);
 

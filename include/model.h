@@ -196,6 +196,19 @@ struct run {
  * -1 at the last position of each sequence.  malloc'd (B * T ints). */
 int *next_token_targets(const int *tokens, int B, int T);
 
+/* The loss targets a pass uses when given none: next_token_targets for a
+ * decoder; for an encoder (cfg_is_encoder: BERT's MLM head) each token
+ * itself, at its own position (the head reconstructs the unmasked input).
+ * malloc'd (B * T ints). */
+int *model_targets(const struct model_config *c, const int *tokens, int B, int T);
+
+/* The output head (config.h, enum head_type) on n rows x (n, C) of the
+ * last block's output: its normed rows into xn (n, C) (mean / rstd (n)
+ * kept when not NULL), tmp (n, C) scratch, and with logits not NULL the
+ * logits (n, V). */
+void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
+			float *rstd, float *tmp, const float *x, int n);
+
 /* Allocates activations for up to B x T tokens of model config c.
  * Never returns NULL (out of memory is fatal). */
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags);
@@ -210,8 +223,9 @@ float *run_att(const struct run *r, int l, int b, int h);
 
 /*
  * Runs the model on tokens (B, T) and fills r.
- *   targets: (B, T) next-token ids for the NLL, -1 to skip a position; NULL
- *            means tokens shifted left by one (the last position has none).
+ *   targets: (B, T) ids for the NLL, -1 to skip a position; NULL means
+ *            model_targets: tokens shifted left by one (the last position
+ *            has none), or for an encoder the tokens themselves.
  * Option semantics (README "Variants"):
  *   - kv_heads G != K: K/V projection weights are converted once and cached:
  *     each query head's native K/V head is mean-pooled over the H/G query
@@ -224,7 +238,10 @@ float *run_att(const struct run *r, int l, int b, int h);
  *                      x <- x + attn(norm1(x)) + mlp(norm2(x)))
  *                post x <- norm1(x + attn(x)); x <- norm2(x + mlp(x))
  *                     (for every model: post-norm has no parallel form)
- *     the final norm is applied before the output projection in both.
+ *     the final norm is applied before the output projection in both
+ *     (BERT's MLM head has none: config.h, enum head_type).
+ *   - an embedding norm (config emb_norm) normalises token + position
+ *     embeddings before block 0.
  *   - mask: causal (j <= i), none, window (i - window <= j <= i).
  *   - scale: scores multiplied by 1/sqrt(D) when on, by 1 when off.
  *   - ablated heads: their output rows are zeroed before the output projection.

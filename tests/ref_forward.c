@@ -161,6 +161,12 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				e += (double)m->p[P_WPE][(size_t)t * C + c];
 			x[(size_t)t * C + c] = e;
 		}
+	if (cfg->emb_norm) /* BERT: a norm of the summed embeddings before block 0 */
+		for (int t = 0; t < T; t++) {
+			memcpy(tmp, x + (size_t)t * C, sizeof(double) * C);
+			ref_norm(cfg, tmp, x + (size_t)t * C, m->p[P_LNEW],
+				 m->psize[P_LNEB] ? m->p[P_LNEB] : NULL);
+		}
 
 	for (int l = 0; l < L; l++) {
 		const float *ln1w = layer_ptr(m, P_LN1W, l, C);
@@ -357,14 +363,29 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 	if (trace && trace->resid)
 		memcpy(trace->resid + (size_t)L * T * C, x, sizeof(double) * T * C);
 
-	/* final norm + output projection */
+	/* final norm + output projection; BERT's MLM head instead:
+	 * norm(gelu_erf(dense(x))) with no final norm, then a bias per token */
 	if (logits) {
 		const float *wout = cfg->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 		const float *lnfb = m->psize[P_LNFB] ? m->p[P_LNFB] : NULL;
+		bool mlm = cfg->head == HEAD_MLM;
+		const float *hw = m->p[P_HEADW], *hb = m->psize[P_HEADB] ? m->p[P_HEADB] : NULL;
+		const float *ob = m->psize[P_OUTB] ? m->p[P_OUTB] : NULL;
 		for (int t = 0; t < T; t++) {
-			ref_norm(cfg, x + (size_t)t * C, tmp, m->p[P_LNFW], lnfb);
+			if (mlm) {
+				for (int c = 0; c < C; c++) {
+					double s = hb ? (double)hb[c] : 0.0;
+					for (int kk = 0; kk < C; kk++)
+						s += (double)hw[(size_t)c * C + kk] * x[(size_t)t * C + kk];
+					mo[c] = gelu_erf(s);
+				}
+				ref_norm(cfg, mo, tmp, m->p[P_HEADLNW],
+					 m->psize[P_HEADLNB] ? m->p[P_HEADLNB] : NULL);
+			} else {
+				ref_norm(cfg, x + (size_t)t * C, tmp, m->p[P_LNFW], lnfb);
+			}
 			for (int vv = 0; vv < V; vv++) {
-				double s = 0.0;
+				double s = mlm && ob ? (double)ob[vv] : 0.0;
 				for (int c = 0; c < C; c++)
 					s += (double)wout[(size_t)vv * C + c] * tmp[c];
 				logits[(size_t)t * V + vv] = s;

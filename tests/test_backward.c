@@ -564,6 +564,42 @@ static void test_refuses(void **state)
 	model_free(m);
 }
 
+/* BERT's embedding norm and masked-LM head run forward only: backward
+ * refuses each, naming its config field, and writes nothing. */
+static void test_refuses_bert(void **state)
+{
+	(void)state;
+	static const char *const field[2] = { "config emb_norm", "config head mlm" };
+	for (int i = 0; i < 2; i++) {
+		struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
+				   false, false, false, false, MASK_NONE, false, 0, 0 };
+		struct model *base = tiny_model(&k, 21);
+		struct model_config c = base->cfg;
+		model_free(base);
+		c.emb_norm = i == 0;
+		c.head = i == 1 ? HEAD_MLM : HEAD_LM;
+		struct err e = { "" };
+		assert_int_equal(backward_supports(&c, &e), -1);
+		assert_non_null(strstr(e.msg, field[i]));
+		struct model *m = model_new(&c, &e);
+		assert_non_null(m);
+		model_init_random(m, 22);
+		struct backward_state *s = backward_new(&m->cfg, TB, TT);
+		float *grads = calloc(m->n_params, sizeof(float));
+		int tokens[TB * TT];
+		make_batch(tokens, NULL, false, TB * TT, 23);
+		struct run_options nat;
+		run_options_native(m, &nat);
+		struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+		assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+		expect_refusal(m, &nat, tokens, r, s, grads, field[i]);
+		run_free(r);
+		free(grads);
+		backward_free(s);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +612,7 @@ int main(void)
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),
+		cmocka_unit_test_setup(test_refuses_bert, one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

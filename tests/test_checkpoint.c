@@ -59,10 +59,10 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in five flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in six flavours
  * that between them make every optional tensor present and absent, and
- * GPT-NeoX's blocks. */
-#define N_FLAVOURS 5
+ * GPT-NeoX's blocks and BERT's. */
+#define N_FLAVOURS 6
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -105,6 +105,14 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->mlp = MLP_GELU_EXACT;
 		c->tied = false;
 		break;
+	case 5: /* BERT: post-norm encoder, embedding norm, masked-LM head */
+		c->placement = PLACE_POST;
+		c->mlp = MLP_GELU_EXACT;
+		c->mask = MASK_NONE;
+		c->emb_norm = true;
+		c->head = HEAD_MLM;
+		c->norm_eps = 1e-12f;
+		break;
 	}
 }
 
@@ -136,6 +144,7 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->pos == b->pos && a->rope_theta == b->rope_theta && a->mlp == b->mlp &&
 	       a->bias == b->bias && a->tied == b->tied && a->residual == b->residual &&
 	       a->scale == b->scale && a->mask == b->mask && a->parallel == b->parallel &&
+	       a->emb_norm == b->emb_norm && a->head == b->head &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b);
 }
 
@@ -530,6 +539,13 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"rotary_dims\":2"));
 			assert_non_null(strstr(s, "\"mlp\":\"gelu-exact\""));
 		}
+		if (f != 5) {
+			assert_null(strstr(s, "emb_norm"));
+			assert_null(strstr(s, "\"head\""));
+		} else {
+			assert_non_null(strstr(s, "\"emb_norm\":true"));
+			assert_non_null(strstr(s, "\"head\":\"mlm\""));
+		}
 		free(s);
 		free(t);
 	}
@@ -559,6 +575,8 @@ static void test_config_parse_errors(void **state)
 		{ "rotary_dims", "\"2\"", "\"rotary_dims\" must be an integer" },
 		{ "rotary_dims", "2", "rotary_dims 2 needs RoPE" }, /* learned positions */
 		{ "mlp", "\"gelu_new\"", "\"mlp\" has unknown value \"gelu_new\"" },
+		{ "emb_norm", "1", "\"emb_norm\" must be true or false" },
+		{ "head", "\"pooler\"", "\"head\" has unknown value \"pooler\"" },
 	};
 	struct model_config c, out;
 	tiny_config(&c, 0);

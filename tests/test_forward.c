@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "decode.h"
 #include "model.h"
 #include "util.h"
 #include "ref_forward.h"
@@ -46,6 +47,7 @@ struct variant {
 	bool parallel;            /* GPT-NeoX's parallel blocks */
 	int rotary;               /* rotary_dims (0: all of D) */
 	int heads;                /* 0: TH */
+	bool emb_norm, mlm;       /* BERT's embedding norm and masked-LM head */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -76,6 +78,8 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 		c->d_ff = 0;
 	c->parallel = v->parallel;
 	c->rotary_dims = v->rotary;
+	c->emb_norm = v->emb_norm;
+	c->head = v->mlm ? HEAD_MLM : HEAD_LM;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -106,11 +110,12 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	model_init_random(m, seed);
 	struct rng g;
 	rng_seed(&g, seed * 7919u + 17u);
-	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW };
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW };
 	static const enum param_id biases[] = { P_LN1B, P_LN2B, P_LNFB, P_QKVB,
-						P_ATTPROJB, P_FCB, P_FCPROJB };
+						P_ATTPROJB, P_FCB, P_FCPROJB, P_LNEB,
+						P_HEADB, P_HEADLNB, P_OUTB };
 	static const enum param_id mats[] = { P_WTE, P_WPE, P_QKVW, P_ATTPROJW,
-					      P_FCW, P_FCPROJW, P_LMHEAD };
+					      P_FCW, P_FCPROJW, P_LMHEAD, P_HEADW };
 	for (size_t i = 0; i < sizeof scales / sizeof *scales; i++)
 		fill_normal(&g, m->p[scales[i]], m->psize[scales[i]], 1.0f, 0.1f);
 	for (size_t i = 0; i < sizeof biases / sizeof *biases; i++)
@@ -133,13 +138,19 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_int_equal(m->psize[P_FCW],
 			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
 	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
+	assert_true((m->psize[P_LNEW] > 0) == v->emb_norm);
+	assert_true((m->psize[P_LNEB] > 0) == (v->emb_norm && v->bias && v->norm == NORM_LAYER));
+	assert_true((m->psize[P_LNFW] > 0) == !v->mlm);
+	assert_true((m->psize[P_HEADW] > 0) == v->mlm);
+	assert_true((m->psize[P_HEADLNW] > 0) == v->mlm);
+	assert_true((m->psize[P_OUTB] > 0) == (v->mlm && v->bias));
 	return m;
 }
 
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0 };
+			     false, false, false, 0, 0, false, false };
 	return v;
 }
 
@@ -167,12 +178,13 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 			used += snprintf(ab + used, sizeof ab - used, "%s%d.%d",
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
-		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s rot=%d} "
+		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
-		 v->parallel ? " parallel" : "", v->rotary, o->kv_heads,
+		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
+		 v->mlm ? " mlm" : "", v->rotary, o->kv_heads,
 		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
 }
@@ -463,6 +475,99 @@ static void test_neox_architectures(void **s)
 				}
 	engine_set_threads(0);
 	print_message("neox architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* The mean NLL an encoder's pass reports without targets: each token at
+ * its own position, from the reference logits (T, V). */
+static double ref_reconstruction_loss(const double *logits, const int *tokens, int T, int V)
+{
+	double sum = 0.0;
+	for (int t = 0; t < T; t++) {
+		const double *z = logits + (size_t)t * V;
+		double mx = z[0], se = 0.0;
+		for (int j = 1; j < V; j++)
+			mx = z[j] > mx ? z[j] : mx;
+		for (int j = 0; j < V; j++)
+			se += exp(z[j] - mx);
+		sum += mx + log(se) - z[tokens[t]];
+	}
+	return sum / T;
+}
+
+/* BERT's pieces: an embedding norm, the masked-LM head (no final norm),
+ * with and without each other, biases and tying, LayerNorm or RMSNorm,
+ * natively post-norm with exact GELU and no mask; run under both
+ * placements, every mask, converted K/V heads and ablation.  The encoder's
+ * loss without targets is each token's own NLL. */
+static void test_bert_architectures(void **s)
+{
+	(void)s;
+	static const enum mask_kind masks[4] = { MASK_NONE, MASK_CAUSAL, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (int en = 0; en < 2; en++)
+		for (int hd = 0; hd < 2; hd++)
+			for (int bt = 0; bt < 4; bt++) { /* bias x tied */
+				struct variant v = default_variant();
+				v.emb_norm = en;
+				v.mlm = hd;
+				v.bias = bt & 1;
+				v.tied = bt & 2;
+				v.norm = (en + hd + bt) % 3 == 2 ? NORM_RMS : NORM_LAYER;
+				v.place = PLACE_POST;
+				v.mlp = MLP_GELU_EXACT;
+				v.kv = (en + bt) % 2 ? TH / 2 : TH;
+				struct model *m = make_model(&v, 9100u + (uint64_t)(en * 40 + hd * 10 + bt));
+				m->cfg.mask = MASK_NONE;
+				for (int rp = 0; rp < 2; rp++)
+					for (int mk = 0; mk < 4; mk++) {
+						struct run_options o;
+						base_options(m, &o);
+						assert_int_equal(o.mask, MASK_NONE);
+						o.kv_heads = (rp + mk) % 2 ? 1 : v.kv;
+						o.placement = rp ? PLACE_PRE : PLACE_POST;
+						o.mask = masks[mk];
+						o.window = 2;
+						if (mk == 3)
+							opt_set_ablated(&o, 1 * TH + 2, true);
+						unsigned flags = mk % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+									: (RUN_LOGITS | RUN_ATTN);
+						runs++;
+						if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+							failures++;
+					}
+				/* the native run's loss: reconstruction for an encoder */
+				struct run_options o;
+				base_options(m, &o);
+				double *rl = malloc(sizeof(double) * TT * TV);
+				assert_non_null(rl);
+				assert_int_equal(ref_forward(m, &o, test_tokens, TT, rl, NULL, NULL), 0);
+				struct run *r = run_new(&m->cfg, 1, TT, RUN_LOGITS);
+				struct err e = { { 0 } };
+				assert_int_equal(model_forward(m, &o, test_tokens, NULL, 1, TT, r, &e), 0);
+				if (hd) {
+					assert_int_equal(r->n_targets, TT);
+					double want = ref_reconstruction_loss(rl, test_tokens, TT, TV);
+					if (!(fabs(r->loss - want) <= ABS_TOL + REL_TOL * fabs(want))) {
+						print_error("mlm loss %.9g, reference %.9g\n", r->loss, want);
+						failures++;
+					}
+					/* a bidirectional encoder cannot be decoded */
+					struct decoder *d = decoder_new(m, &o, 0, &e);
+					assert_null(d);
+					assert_non_null(strstr(e.msg, "encoder"));
+					assert_null(strchr(e.msg, '\n'));
+				} else {
+					assert_int_equal(r->n_targets, TT - 1);
+				}
+				run_free(r);
+				free(rl);
+				model_free(m);
+			}
+	engine_set_threads(0);
+	print_message("bert architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1092,6 +1197,7 @@ int main(void)
 		cmocka_unit_test(test_lab_architectures),
 		cmocka_unit_test(test_neox_architectures),
 		cmocka_unit_test(test_neox_config_checks),
+		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),
 		cmocka_unit_test(test_causal_zero_above_diagonal),

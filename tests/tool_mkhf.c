@@ -7,7 +7,8 @@
  * that a test can check the HF loader gives the same numbers.
  *
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
- *                 [--qwen2 | --neox [--sequential]] [--shards]
+ *                 [--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma]
+ *                 [--bare]] [--shards]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --shards splits the weights over two files and an index.
@@ -16,6 +17,14 @@
  * 16 with RoPE over the first 4 (rotary_pct 0.25), exact GELU, d_ff 96,
  * untied, every head's [q; k; v] rows fused in query_key_value, and the
  * tokenizer as one tokenizer.json (ByteLevel, NFC) built from TOKDIR's pair.
+ * --bert writes a BertForMaskedLM model: post-norm LayerNorm (eps 1e-12)
+ * blocks with biases, 4 heads of 8, exact GELU, d_ff 48, context 64, an
+ * embedding LayerNorm, two token types (the checkpoint's position table
+ * holds position + type 0, as the loader folds them), the masked-LM head
+ * with its decoder tied (--untied: a decoder.weight of its own), GPT-2's
+ * pair as the tokenizer; --gamma spells the LayerNorms gamma/beta, --bare
+ * writes a BertModel (no "bert." prefix, no head, a pooler) that the
+ * loader refuses.
  */
 #include <jansson.h>
 
@@ -32,7 +41,7 @@
 #include "util.h"
 
 struct tensor {
-	char name[96];
+	char name[160];
 	float *data; /* owned */
 	size_t rows, cols; /* cols 0: 1-D */
 };
@@ -227,6 +236,108 @@ static void llama_tensors(const struct model *m, bool qwen)
 	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
+/* A LayerNorm pair in BERT's spelling: weight/bias, or gamma/beta. */
+static void bert_norm(const char *base, const float *w, const float *b, size_t C, bool gamma)
+{
+	char nm[128];
+	snprintf(nm, sizeof nm, "%s.%s", base, gamma ? "gamma" : "weight");
+	memcpy(add(nm, C, 0), w, C * 4);
+	snprintf(nm, sizeof nm, "%s.%s", base, gamma ? "beta" : "bias");
+	memcpy(add(nm, C, 0), b, C * 4);
+}
+
+/* The BERT tensors of m in HF's names and layout; types (2, C) are the
+ * token type embeddings, which the caller folds into m's positions after. */
+static void bert_tensors(const struct model *m, const float *types, bool gamma, bool bare)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab_size;
+	size_t S = (size_t)c->context;
+	const char *pre = bare ? "" : "bert.";
+	char nm[160], base[96];
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "%s%s", pre, s), add(nm, rows, cols))
+	memcpy(T("embeddings.word_embeddings.weight", V, C), m->p[P_WTE], V * C * 4);
+	memcpy(T("embeddings.position_embeddings.weight", S, C), m->p[P_WPE], S * C * 4);
+	memcpy(T("embeddings.token_type_embeddings.weight", 2, C), types, 2 * C * 4);
+	snprintf(base, sizeof base, "%sembeddings.LayerNorm", pre);
+	bert_norm(base, m->p[P_LNEW], m->p[P_LNEB], C, gamma);
+	T("embeddings.position_ids", 1, S); /* a buffer older files carry */
+	for (size_t i = 0; i < S; i++)
+		tens[n_tens - 1].data[i] = (float)i;
+	for (int l = 0; l < c->n_layer; l++) {
+		const float *qkv = m->p[P_QKVW] + l * 3 * C * C, *qb = m->p[P_QKVB] + l * 3 * C;
+		static const char *const part[3] = { "query", "key", "value" };
+		char ln[96];
+		for (int i = 0; i < 3; i++) {
+			snprintf(ln, sizeof ln, "encoder.layer.%d.attention.self.%s.weight", l, part[i]);
+			memcpy(T(ln, C, C), qkv + i * C * C, C * C * 4);
+			snprintf(ln, sizeof ln, "encoder.layer.%d.attention.self.%s.bias", l, part[i]);
+			memcpy(T(ln, C, 0), qb + i * C, C * 4);
+		}
+#define COPY(s, id, rows, cols) (snprintf(ln, sizeof ln, "encoder.layer.%d.%s", l, s), \
+				 memcpy(T(ln, rows, cols), m->p[id] + l * (rows) * ((cols) ? (cols) : 1), \
+					(rows) * ((cols) ? (cols) : 1) * 4))
+		COPY("attention.output.dense.weight", P_ATTPROJW, C, C);
+		COPY("attention.output.dense.bias", P_ATTPROJB, C, 0);
+		snprintf(base, sizeof base, "%sencoder.layer.%d.attention.output.LayerNorm", pre, l);
+		bert_norm(base, m->p[P_LN1W] + l * C, m->p[P_LN1B] + l * C, C, gamma);
+		COPY("intermediate.dense.weight", P_FCW, F, C);
+		COPY("intermediate.dense.bias", P_FCB, F, 0);
+		COPY("output.dense.weight", P_FCPROJW, C, F);
+		COPY("output.dense.bias", P_FCPROJB, C, 0);
+		snprintf(base, sizeof base, "%sencoder.layer.%d.output.LayerNorm", pre, l);
+		bert_norm(base, m->p[P_LN2W] + l * C, m->p[P_LN2B] + l * C, C, gamma);
+#undef COPY
+	}
+#undef T
+	if (bare) { /* BertModel: a pooler, no masked-LM head */
+		add("pooler.dense.weight", C, C);
+		memcpy(add("pooler.dense.bias", C, 0), m->p[P_HEADB], C * 4);
+		memcpy(tens[n_tens - 2].data, m->p[P_HEADW], C * C * 4);
+		return;
+	}
+	memcpy(add("cls.predictions.transform.dense.weight", C, C), m->p[P_HEADW], C * C * 4);
+	memcpy(add("cls.predictions.transform.dense.bias", C, 0), m->p[P_HEADB], C * 4);
+	bert_norm("cls.predictions.transform.LayerNorm", m->p[P_HEADLNW], m->p[P_HEADLNB], C, gamma);
+	memcpy(add("cls.predictions.bias", V, 0), m->p[P_OUTB], V * 4);
+	memcpy(add("cls.predictions.decoder.bias", V, 0), m->p[P_OUTB], V * 4);
+	if (!c->tied)
+		memcpy(add("cls.predictions.decoder.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+static void bert_config(struct model_config *c, bool untied)
+{
+	c->n_layer = 2;
+	c->n_head = 4;
+	c->n_kv_head = 4;
+	c->d_model = 32;
+	c->d_ff = 48;
+	c->context = 64;
+	c->norm = NORM_LAYER;
+	c->norm_eps = 1e-12f;
+	c->placement = PLACE_POST;
+	c->pos = POS_LEARNED;
+	c->mlp = MLP_GELU_EXACT;
+	c->mask = MASK_NONE;
+	c->emb_norm = true;
+	c->head = HEAD_MLM;
+	c->bias = true;
+	c->tied = !untied;
+}
+
+static void write_bert_config(FILE *f, const struct model_config *c, bool bare)
+{
+	fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"bert\", "
+		   "\"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 2, "
+		   "\"num_attention_heads\": 4, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
+		   "\"type_vocab_size\": 2, \"layer_norm_eps\": 1e-12, \"hidden_act\": \"gelu\", "
+		   "\"position_embedding_type\": \"absolute\", \"hidden_dropout_prob\": 0.1, "
+		   "\"attention_probs_dropout_prob\": 0.1, \"initializer_range\": 0.02, "
+		   "\"pad_token_id\": 0, \"use_cache\": true, \"classifier_dropout\": null, "
+		   "\"torch_dtype\": \"float32\"}\n",
+		bare ? "BertModel" : "BertForMaskedLM", c->vocab_size);
+}
+
 static void neox_config(struct model_config *c, bool sequential)
 {
 	c->n_layer = 2;
@@ -262,16 +373,22 @@ int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
-			"[--qwen2 | --neox [--sequential]] [--shards]\n");
+			"[--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma] [--bare]] "
+			"[--shards]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false;
+	bool bert = false, untied = false, gamma = false, bare = false;
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
 		neox |= !strcmp(argv[i], "--neox");
 		sequential |= !strcmp(argv[i], "--sequential");
+		bert |= !strcmp(argv[i], "--bert");
+		untied |= !strcmp(argv[i], "--untied");
+		gamma |= !strcmp(argv[i], "--gamma");
+		bare |= !strcmp(argv[i], "--bare");
 	}
 	struct err e;
 	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
@@ -300,6 +417,8 @@ int main(int argc, char **argv)
 	c.tied = false;
 	if (neox)
 		neox_config(&c, sequential);
+	if (bert)
+		bert_config(&c, untied);
 	struct model *m = model_new(&c, &e);
 	model_init_random(m, 77);
 	struct rng r;
@@ -312,6 +431,16 @@ int main(int argc, char **argv)
 				memset(m->p[i], 0, m->psize[i] * sizeof(float));
 	m->tok = tok;
 	m->name = xstrdup("ref");
+	if (bert) { /* HF's tensors first, then type 0 folded into the positions */
+		size_t C = (size_t)c.d_model;
+		float types[2 * 32];
+		for (size_t i = 0; i < 2 * C; i++)
+			types[i] = 0.05f * rng_normal(&r);
+		bert_tensors(m, types, gamma, bare);
+		for (size_t i = 0; i < (size_t)c.context; i++)
+			for (size_t j = 0; j < C; j++)
+				m->p[P_WPE][i * C + j] += types[j];
+	}
 	if (checkpoint_save(m, ref, CKPT_F32, &e)) {
 		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
 		return 1;
@@ -319,7 +448,7 @@ int main(int argc, char **argv)
 
 	if (neox)
 		neox_tensors(m);
-	else
+	else if (!bert)
 		llama_tensors(m, qwen);
 
 	char path[4096];
@@ -329,6 +458,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (neox)
 		write_neox_config(f, &c);
+	else if (bert)
+		write_bert_config(f, &c, bare);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 32, "
 		   "\"intermediate_size\": 48, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "

@@ -280,9 +280,9 @@ int variant_list(const struct model *m, struct variant_row *rows, int max)
 	struct run_options o = nat;
 	o.placement = nat.placement == PLACE_PRE ? PLACE_POST : PLACE_PRE;
 	ROW(o, "%s-norm", norm_place_name(o.placement));
-	o = nat;
-	o.mask = MASK_NONE;
-	ROW(o, "mask none");
+	o = nat; /* the other mask: none, or causal for a bidirectional model (BERT) */
+	o.mask = nat.mask == MASK_NONE ? MASK_CAUSAL : MASK_NONE;
+	ROW(o, "mask %s", mask_kind_name(o.mask));
 #undef ROW
 	return n;
 }

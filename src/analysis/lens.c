@@ -1,6 +1,6 @@
 /*
- * lens.c — the logit lens (see lens.h): the final norm and the output
- * layer applied to the residual stream kept at every depth of a run.
+ * lens.c — the logit lens (see lens.h): the output head (the final norm
+ * and the output layer, or BERT's MLM head) applied to the residual stream kept at every depth of a run.
  */
 #include "lens.h"
 
@@ -20,13 +20,11 @@ static const float *stream(const struct run *r, int d, int i)
 /* Lens logits of n rows x (each C wide, stride C) into z (n, V). */
 static void read_out(const struct model *m, const float *x, int n, float *z)
 {
-	const struct model_config *c = &m->cfg;
-	float *xn = xmalloc((size_t)n * c->d_model * sizeof *xn);
-	norm_forward(c->norm, xn, NULL, NULL, x, m->p[P_LNFW], m->p[P_LNFB], n, c->d_model,
-		     c->norm_eps);
-	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
-	matmul_forward(z, xn, wout, NULL, n, c->d_model, c->vocab_size);
+	size_t size = (size_t)n * m->cfg.d_model * sizeof(float);
+	float *xn = xmalloc(size), *tmp = xmalloc(size);
+	model_head_forward(m, z, xn, NULL, NULL, tmp, x, n);
 	free(xn);
+	free(tmp);
 }
 
 void lens_logits(const struct model *m, const struct run *r, int d, int i, float *z)

@@ -66,12 +66,14 @@ int pad_run(struct model *m, const struct run_options *o, int n, int *const *tok
 	}
 	if (n < 1 || pad_id < 0 || pad_id >= m->cfg.vocab_size)
 		return err_set(e, "nothing to pad");
-	/* the batch: each text, then pads; targets only inside each text */
+	/* the batch: each text, then pads; targets only inside each text (the
+	 * next token, or an encoder's own token: model_targets) */
 	int *batch = xmalloc((size_t)n * T * sizeof *batch), *tg = xmalloc((size_t)n * T * sizeof *tg);
+	int shift = cfg_is_encoder(&m->cfg) ? 0 : 1;
 	for (int i = 0; i < n; i++)
 		for (int t = 0; t < T; t++) {
 			batch[(size_t)i * T + t] = t < lens[i] ? tokens[i][t] : pad_id;
-			tg[(size_t)i * T + t] = t + 1 < lens[i] ? tokens[i][t + 1] : -1;
+			tg[(size_t)i * T + t] = t + shift < lens[i] ? tokens[i][t + shift] : -1;
 		}
 	struct run *rb = run_new(&m->cfg, n, T, RUN_LOGITS | RUN_ATTN);
 	struct run *ra = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);

@@ -582,6 +582,17 @@ static void block_backward(const struct layer_ctx *x, const struct model_config 
 
 /* ------------------------------------------------------------------- model */
 
+int backward_supports(const struct model_config *c, struct err *e)
+{
+	if (c->emb_norm)
+		return err_set(e, "backward: config emb_norm (an embedding norm, BERT's) is not "
+			       "supported: forward only");
+	if (c->head != HEAD_LM)
+		return err_set(e, "backward: config head %s (BERT's masked-LM head) is not "
+			       "supported: forward only", head_type_name(c->head));
+	return 0;
+}
+
 int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
 		   const int *targets, const struct run *r, float *grads,
 		   struct backward_state *s, struct err *e)
@@ -589,6 +600,8 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	const struct model_config *c = &m->cfg;
 	struct run_options native;
 	run_options_native(m, &native);
+	if (backward_supports(c, e) != 0)
+		return -1;
 	if (!(r->flags & RUN_TRAIN))
 		return err_set(e, "backward: the run was not made for training (RUN_TRAIN)");
 	if (r->key_len)

@@ -17,6 +17,10 @@ static const char *const param_names[N_PARAMS] = {
 	[P_FCPROJW] = "fcprojw",   [P_FCPROJB] = "fcprojb",
 	[P_LNFW] = "lnfw",         [P_LNFB] = "lnfb",
 	[P_LMHEAD] = "lmhead",
+	[P_LNEW] = "lnew",         [P_LNEB] = "lneb",
+	[P_HEADW] = "headw",       [P_HEADB] = "headb",
+	[P_HEADLNW] = "headlnw",   [P_HEADLNB] = "headlnb",
+	[P_OUTB] = "outb",
 };
 
 const char *param_name(enum param_id i)
@@ -35,6 +39,7 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	size_t S = (size_t)c->context, F = (size_t)c->d_ff;
 	size_t QKV = (size_t)cfg_qkv_rows(c, c->n_kv_head), FF = (size_t)cfg_ff_rows(c);
 	bool ln_bias = c->norm == NORM_LAYER && c->bias;
+	bool lm = c->head == HEAD_LM, mlm = c->head == HEAD_MLM;
 	size_t d0 = 0, d1 = 0;
 	int n = 0;
 
@@ -53,9 +58,16 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_FCW: if (F) { d0 = FF; d1 = C; n = 2; } break;
 	case P_FCB: if (c->bias && F) { d0 = FF; n = 1; } break;
 	case P_FCPROJW: if (F) { d0 = C; d1 = F; n = 2; } break;
-	case P_LNFW: d0 = C; n = 1; break;
-	case P_LNFB: if (ln_bias) { d0 = C; n = 1; } break;
+	case P_LNFW: if (lm) { d0 = C; n = 1; } break;
+	case P_LNFB: if (lm && ln_bias) { d0 = C; n = 1; } break;
 	case P_LMHEAD: if (!c->tied) { d0 = V; d1 = C; n = 2; } break;
+	case P_LNEW: if (c->emb_norm) { d0 = C; n = 1; } break;
+	case P_LNEB: if (c->emb_norm && ln_bias) { d0 = C; n = 1; } break;
+	case P_HEADW: if (mlm) { d0 = C; d1 = C; n = 2; } break;
+	case P_HEADB: if (mlm && c->bias) { d0 = C; n = 1; } break;
+	case P_HEADLNW: if (mlm) { d0 = C; n = 1; } break;
+	case P_HEADLNB: if (mlm && ln_bias) { d0 = C; n = 1; } break;
+	case P_OUTB: if (mlm && c->bias) { d0 = V; n = 1; } break;
 	default: break;
 	}
 	if (n == 0) {
@@ -107,8 +119,9 @@ int config_validate(const struct model_config *c, struct err *e)
 	if (c->n_kv_head > c->n_head || c->n_head % c->n_kv_head != 0)
 		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);
 	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
-	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GELU_EXACT)
-		return err_set(e, "config: unknown norm, placement, positions or MLP kind");
+	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GELU_EXACT ||
+	    (unsigned)c->head > HEAD_MLM)
+		return err_set(e, "config: unknown norm, placement, positions, MLP or head kind");
 	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
 		return err_set(e, "config: the native mask must be causal, none or after-softmax");
 	if (c->pos == POS_ROPE && c->rotary_dims == 0 && cfg_d_head(c) % 2 != 0)
@@ -167,6 +180,7 @@ static const char *const place_names[] = { "pre", "post" };
 static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
+static const char *const head_names[] = { "lm", "mlm" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -185,6 +199,8 @@ const char *mask_kind_name(enum mask_kind m)
 	return (unsigned)m <= MASK_AFTER_SOFTMAX ? mask_names[m] : "?";
 }
 
+const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_MLM ? head_names[h] : "?"; }
+
 #define PARSER(fn, type, names) \
 	int fn(const char *s, type *out) \
 	{ \
@@ -199,4 +215,5 @@ PARSER(norm_place_parse, enum norm_place, place_names)
 PARSER(pos_type_parse, enum pos_type, pos_names)
 PARSER(mlp_type_parse, enum mlp_type, mlp_names)
 PARSER(mask_kind_parse, enum mask_kind, mask_names)
+PARSER(head_type_parse, enum head_type, head_names)
 #undef PARSER

@@ -25,6 +25,10 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 			    struct err *e)
 {
 	const struct model_config *c = &m->cfg;
+	if (cfg_is_encoder(c))
+		return err_set(e, "%s is a bidirectional encoder (config head %s): it has no "
+			       "next-token prediction to decode", m->name ? m->name : "the model",
+			       head_type_name(c->head)), NULL;
 	if (run_options_validate(m, o, e) != 0)
 		return NULL;
 	if (cap <= 0 || cap > c->context)

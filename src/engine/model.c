@@ -34,7 +34,7 @@ struct model *model_new(const struct model_config *c, struct err *e)
 		m->p[i] = m->psize[i] ? p : NULL;
 		p += m->psize[i];
 	}
-	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW };
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW };
 	for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
 		for (size_t j = 0; j < m->psize[scales[i]]; j++)
 			m->p[scales[i]][j] = 1.0f;
@@ -50,12 +50,13 @@ void model_init_random(struct model *m, uint64_t seed)
 		float *p = m->p[i];
 		size_t n = m->psize[i];
 		switch (i) {
-		case P_LN1W: case P_LN2W: case P_LNFW:
+		case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
 			for (size_t j = 0; j < n; j++)
 				p[j] = 1.0f;
 			break;
 		case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
-		case P_ATTPROJB: case P_FCB: case P_FCPROJB:
+		case P_ATTPROJB: case P_FCB: case P_FCPROJB: case P_LNEB: case P_HEADB:
+		case P_HEADLNB: case P_OUTB:
 			if (p)
 				memset(p, 0, n * sizeof(float));
 			break;
@@ -376,15 +377,27 @@ int *next_token_targets(const int *tokens, int B, int T)
 	return tg;
 }
 
+int *model_targets(const struct model_config *c, const int *tokens, int B, int T)
+{
+	if (!cfg_is_encoder(c))
+		return next_token_targets(tokens, B, T);
+	int N = B * T, *tg = xmalloc((size_t)(N > 0 ? N : 1) * sizeof *tg);
+	memcpy(tg, tokens, (size_t)N * sizeof *tg);
+	return tg;
+}
+
 /* Token embeddings plus learned positions (position i % T of each row)
- * into x (B*T, C). */
-static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x)
+ * into x (B*T, C), then the embedding norm when the model has one (tmp:
+ * (B*T, C) scratch). */
+static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x,
+			  float *tmp)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, N = B * T;
+	float *sum = c->emb_norm ? tmp : x;
 	for (int i = 0; i < N; i++) {
 		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
-		float *xi = x + (size_t)i * C;
+		float *xi = sum + (size_t)i * C;
 		if (c->pos == POS_LEARNED) {
 			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
 			for (int j = 0; j < C; j++)
@@ -393,24 +406,42 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 			memcpy(xi, te, (size_t)C * sizeof(float));
 		}
 	}
+	if (c->emb_norm)
+		norm_forward(c->norm, x, NULL, NULL, sum, m->p[P_LNEW], m->p[P_LNEB], N, C, c->norm_eps);
 }
 
-/* The final norm of the last block's output, and with RUN_LOGITS the
- * logits and the NLL of targets (NULL: tokens shifted left).  0, or -1 for
- * a target outside the vocabulary. */
+void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
+			float *rstd, float *tmp, const float *x, int n)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model;
+	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	if (c->head == HEAD_MLM) {
+		matmul_forward(tmp, x, m->p[P_HEADW], m->p[P_HEADB], n, C, C);
+		gelu_exact_forward(tmp, tmp, (long)n * C);
+		norm_forward(c->norm, xn, mean, rstd, tmp, m->p[P_HEADLNW], m->p[P_HEADLNB], n, C,
+			     c->norm_eps);
+	} else {
+		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, c->norm_eps);
+	}
+	if (logits)
+		matmul_forward(logits, xn, wout, m->p[P_OUTB], n, C, c->vocab_size);
+}
+
+/* The output head on the last block's output (its normed rows in r->lnf),
+ * and with RUN_LOGITS the logits and the NLL of targets (NULL:
+ * model_targets).  0, or -1 for a target outside the vocabulary. */
 static int output_forward(const struct model *m, const int *tokens, const int *targets, int B,
 			  int T, struct run *r, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, L = c->n_layer, N = B * T;
-	norm_forward(c->norm, r->lnf, r->lnf_mean, r->lnf_rstd, r->resid + (size_t)L * N * C,
-		     m->p[P_LNFW], m->p[P_LNFB], N, C, c->norm_eps);
+	model_head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
+			   r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N);
 	r->loss = NAN;
 	r->n_targets = 0;
 	if (r->flags & RUN_LOGITS) {
-		const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
-		matmul_forward(r->logits, r->lnf, wout, NULL, N, C, c->vocab_size);
-		int *tg = targets ? NULL : next_token_targets(tokens, B, T);
+		int *tg = targets ? NULL : model_targets(c, tokens, B, T);
 		if (tg)
 			targets = tg;
 		for (int i = 0; i < N; i++)
@@ -458,7 +489,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	r->t = T;
 	r->opt = *o;
 
-	embed_forward(m, tokens, B, T, r->resid);
+	embed_forward(m, tokens, B, T, r->resid, r->scratch);
 
 	for (int l = 0; l < L; l++) {
 		const float *in = r->resid + (size_t)l * N * C;

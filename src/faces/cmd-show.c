@@ -342,7 +342,10 @@ static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 
 	struct render_buf b;
 	render_buf_init(&b);
-	render_buf_printf(&b, "next token after position %d \"%s\"", pos, ctx);
+	if (cfg_is_encoder(&s->model->cfg)) /* BERT's head predicts the token at pos */
+		render_buf_printf(&b, "token at position %d \"%s\" as the encoder predicts it", pos, ctx);
+	else
+		render_buf_printf(&b, "next token after position %d \"%s\"", pos, ctx);
 	if (variant) {
 		char v[256];
 		session_variant(s, v, sizeof v);

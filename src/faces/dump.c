@@ -36,6 +36,10 @@ void dump_config(FILE *out, const struct model *m)
 			c->scale ? "yes" : "no", mask_kind_name(c->mask));
 	if (c->parallel)
 		fprintf(out, " parallel yes");
+	if (c->emb_norm)
+		fprintf(out, " emb_norm yes");
+	if (c->head != HEAD_LM)
+		fprintf(out, " head %s", head_type_name(c->head));
 	fprintf(out, " params %zu\n", m->n_params);
 }
 

@@ -1155,6 +1155,11 @@ static struct model *from_model(const struct opts *o, struct model_config *c, st
 		model_free(src);
 		return err_set(e, "--from %s: the model has no tokenizer", o->from), NULL;
 	}
+	if (backward_supports(&src->cfg, e) != 0) { /* BERT: forward only */
+		model_free(src);
+		err_prefix(e, "--from %s", o->from);
+		return NULL;
+	}
 	*c = src->cfg;
 	if (o->kv_heads) {
 		int H = c->n_head;

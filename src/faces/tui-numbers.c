@@ -137,7 +137,9 @@ static int draw_next_tokens(struct tui_state *t, int y, int x, int w, int y_end,
 	tok_label(s->model->tok, s->tokens[q], lab, sizeof lab);
 	tui_short_label(lab, 8, cut, sizeof cut);
 	if (y < y_end)
-		tui_printf(y, x, w, TUI_A_BOLD, TUI_ROLE_LABEL, "next token after %d '%s'", q, cut);
+		tui_printf(y, x, w, TUI_A_BOLD, TUI_ROLE_LABEL,
+			   cfg_is_encoder(&s->model->cfg) ? "token at %d '%s'" : "next token after %d '%s'",
+			   q, cut);
 	y++;
 	if (y < y_end) {
 		tui_put(y, x + ct, w - ct, "run", TUI_A_DIM, TUI_ROLE_NONE);

@@ -52,6 +52,7 @@ static const char *const cfg_keys[] = {
 	"vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff",
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims",
+	"emb_norm", "head",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -106,6 +107,11 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "parallel", json_true());
 	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c))
 		ju_set(o, "rotary_dims", json_integer(c->rotary_dims));
+	/* BERT's embedding norm and masked-LM head, likewise */
+	if (c->emb_norm)
+		ju_set(o, "emb_norm", json_true());
+	if (c->head != HEAD_LM)
+		ju_set(o, "head", json_string(head_type_name(c->head)));
 	return o;
 }
 
@@ -119,7 +125,7 @@ char *checkpoint_config_json(const struct model_config *c)
 	return s;
 }
 
-/* The config's keys, required but for the lab's switches and GPT-NeoX's; messages
+/* The config's keys, required but for the lab's switches, GPT-NeoX's and BERT's; messages
  * "config: ..." (json-util.h). */
 #define CFG_INT(o, key, out, e) ju_get_int(o, key, "config", JU_REQUIRED, INT_MIN, INT_MAX, out, e)
 #define CFG_FLOAT(o, key, out, e) ju_get_float(o, key, "config", JU_REQUIRED, out, e)
@@ -178,6 +184,12 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 	if (ju_get_bool(o, "parallel", "config", 0, &c->parallel, e) < 0 ||
 	    ju_get_int(o, "rotary_dims", "config", 0, INT_MIN, INT_MAX, &c->rotary_dims, e) < 0)
 		return -1;
+	c->emb_norm = false;
+	c->head = HEAD_LM;
+	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0)
+		return -1;
+	if (json_object_get(o, "head"))
+		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
 	return 0;
 }
 

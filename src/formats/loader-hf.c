@@ -67,7 +67,7 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 		goto out;
 	if (r == 0 && strcmp(s, "gpt2") != 0) {
 		err_set(e, "config.json: model_type \"%.40s\" is not supported (gpt2, llama, qwen2, "
-			"mistral and gpt_neox are)", s);
+			"mistral, gpt_neox and bert are)", s);
 		goto out;
 	}
 	if (HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||

@@ -212,7 +212,8 @@ static void places_in_models_dir(struct places *v)
 		places_add(v, name, path, "models");
 	}
 	closedir(d);
-	qsort(v->p + first, (size_t)(v->n - first), sizeof *v->p, by_name);
+	if (v->n > first) /* v->p is NULL while nothing has been added */
+		qsort(v->p + first, (size_t)(v->n - first), sizeof *v->p, by_name);
 }
 
 /* The cache: models--ORG--NAME with a snapshot holding config.json. */
@@ -243,7 +244,8 @@ static void places_in_hf_cache(struct places *v)
 			places_add(v, xstrdup(spec), xstrdup(path), "hf cache");
 	}
 	closedir(d);
-	qsort(v->p + first, (size_t)(v->n - first), sizeof *v->p, by_name);
+	if (v->n > first) /* v->p is NULL while nothing has been added */
+		qsort(v->p + first, (size_t)(v->n - first), sizeof *v->p, by_name);
 }
 
 void model_places(struct model_place **out, int *n)

@@ -1,0 +1,121 @@
+#!/bin/sh
+# Hugging Face BERT directories (loader-hf-bert.c): a seeded BertForMaskedLM
+# written by tool_mkhf --bert in HF's layout (separate query/key/value,
+# post-norm LayerNorms, an embedding LayerNorm, two token types, the
+# masked-LM head; one file or two shards; tied or untied decoder; gamma/beta
+# LayerNorm names) gives exactly the numbers of the same weights as an
+# attnscope checkpoint (whose positions hold token type 0 folded in); what
+# the engine cannot run is refused by name; generate and train refuse an
+# encoder; other masks and K/V sharing run.  The tokenizer is GPT-2's pair
+# (BERT's WordPiece is not read yet).  Needs GPT-2's vocabulary from
+# ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
+. "$(dirname "$0")/lib-cli.sh"
+shared=${ATTNSCOPE_SHARED:-../shared}
+case $shared in /*) ;; *) shared=$(pwd)/$shared ;; esac
+gpt2=$shared/tokenizers/gpt2
+if [ ! -f "$gpt2/vocab.json" ]; then
+	echo "FAIL setup (no GPT-2 tokenizer in $shared/tokenizers)"
+	exit 1
+fi
+make_tmp cli-hf-bert
+RUN_ARGS=--no-db
+text="To be, or not to be, that is the question."
+
+# mkbert OPTIONS...: a fresh $tmp/hf and $tmp/ref.safetensors
+mkbert() {
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf" &&
+		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --bert "$@" >/dev/null 2>&1
+}
+
+# same_as_ref NAME: the HF directory's --dump equals the checkpoint's, all
+# but the model's name (the config lines included)
+same_as_ref() {
+	run "$tmp/hf" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/ref.dump"
+	check "$1: the HF directory gives the checkpoint's config, attention and losses exactly" \
+		sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+}
+
+for opt in "" --shards --untied --gamma; do
+	name=$(echo "bert $opt" | tr -d '-' | tr ' ' _)
+	if ! mkbert $opt; then
+		fail "$name setup (tool_mkhf --bert $opt)"
+		continue
+	fi
+	same_as_ref "$name"
+	if [ "$opt" = --untied ]; then
+		check "a decoder.weight other than the word embeddings unties the model" \
+			grep -q 'tied no' "$tmp/hf.dump"
+	fi
+done
+
+mkbert
+run "$tmp/hf" -t "$text" --dump
+check "the config is read: post-norm LayerNorm eps 1e-12, exact GELU, no mask, embedding norm, MLM head" \
+	sh -c "grep -q 'heads 4 kv_heads 4 d_head 8 d_ff 48 context 64' '$tmp/out' &&
+	grep -q 'norm layernorm eps 1e-12 placement post pos learned mlp gelu-exact bias yes tied yes residual yes scale yes mask none emb_norm yes head mlm' '$tmp/out'"
+
+run "$tmp/hf" -c "text $text; attn mqa; mask causal; norm pre; compare variants"
+check "attn mqa, mask causal (not BERT's own) and norm pre run, each changing the output" \
+	sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'tokens  loss .* KL 0.0[0-9]*[1-9]' '$tmp/out') -eq 3 ]"
+check "compare variants offers mask causal, the mask BERT does not use" \
+	sh -c "grep -q '^mask causal ' '$tmp/out' && ! grep -q '^mask none ' '$tmp/out'"
+
+run "$tmp/hf" -c "text $text; top 3 at 2"
+check "top names the encoder's prediction at a position, not a next token" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'token at position 2 .* as the encoder predicts it' '$tmp/out'"
+
+run "$tmp/hf" -c "text $text; batch To be | or not to be at all"
+check "batch pads an encoder's texts: masked, each text's attention and reconstruction loss are its own" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'loss match its own run' '$tmp/out'"
+
+run "$tmp/hf" -c "text $text; generate 3"
+check "generate refuses a bidirectional encoder in one line" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'bidirectional encoder' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ]"
+
+training_text "$tmp/data.txt"
+RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 1 --batch 2 \
+	--out "$tmp/t.safetensors"
+check "train --from a BERT model is refused by field" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'config emb_norm' '$tmp/err' && [ ! -e '$tmp/t.safetensors' ]"
+
+# refused by name: config.json edits on a fresh model each
+refuse() { # NAME SED-EXPRESSION MESSAGE
+	mkbert
+	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi
+	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && grep -q -- '$3' '$tmp/err'"
+}
+refuse "hidden_act relu" 's/"hidden_act": "gelu"/"hidden_act": "relu"/' \
+	'hidden_act "relu" is not supported'
+refuse "position_embedding_type relative_key" \
+	's/"position_embedding_type": "absolute"/"position_embedding_type": "relative_key"/' \
+	'position_embedding_type "relative_key" is not supported'
+refuse "is_decoder true" 's/"use_cache": true/"is_decoder": true/' 'is_decoder true is not supported'
+refuse "add_cross_attention true" 's/"use_cache": true/"add_cross_attention": true/' \
+	'add_cross_attention true is not supported'
+refuse "a config.json asking for more weights than the files hold" \
+	's/"num_hidden_layers": 2/"num_hidden_layers": 200/' 'describes .* weights, but the safetensors files hold'
+refuse "a hidden_size the weights do not have" \
+	's/"intermediate_size": 48/"intermediate_size": 40/' \
+	'intermediate.dense.weight has shape \[48, 32\], but config.json needs \[40, 32\]'
+
+mkbert --bare
+run "$tmp/hf" -t hi
+check "a BertModel without the masked-LM head is refused by name" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'no masked-LM head (cls.predictions' '$tmp/err'"
+
+mkbert
+rm "$tmp/hf/vocab.json" "$tmp/hf/merges.txt"
+printf '[PAD]\n[UNK]\nhi\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t hi
+check "BERT's WordPiece vocab.txt alone is refused, asking for --tokenizer" \
+	sh -c "[ $rc -ne 0 ] && grep -q \"BERT's WordPiece (vocab.txt) is not supported yet; give --tokenizer\" '$tmp/err'"
+run "$tmp/hf" --tokenizer "$gpt2" -t "$text" --dump
+grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
+check "--tokenizer gives the model GPT-2's pair: the same numbers as the checkpoint" \
+	sh -c "[ $rc -eq 0 ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+
+exit $((failures > 0))
