@@ -6,8 +6,9 @@
 # LayerNorm names) gives exactly the numbers of the same weights as an
 # attnscope checkpoint (whose positions hold token type 0 folded in); what
 # the engine cannot run is refused by name; generate and train refuse an
-# encoder; other masks and K/V sharing run.  The tokenizer is GPT-2's pair
-# (BERT's WordPiece is not read yet).  Needs GPT-2's vocabulary from
+# encoder; other masks and K/V sharing run.  The tokenizer is GPT-2's pair,
+# a vocab.txt, or bert-base-uncased's own WordPiece tokenizer.json
+# (tests/data/tokenizers).  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
 shared=${ATTNSCOPE_SHARED:-../shared}
@@ -109,13 +110,27 @@ check "a BertModel without the masked-LM head is refused by name" \
 
 mkbert
 rm "$tmp/hf/vocab.json" "$tmp/hf/merges.txt"
-printf '[PAD]\n[UNK]\nhi\n' >"$tmp/hf/vocab.txt"
-run "$tmp/hf" -t hi
-check "BERT's WordPiece vocab.txt alone is refused, asking for --tokenizer" \
-	sh -c "[ $rc -ne 0 ] && grep -q \"BERT's WordPiece (vocab.txt) is not supported yet; give --tokenizer\" '$tmp/err'"
+printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nhi\n##s\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t "his hi" --dump
+check "a vocab.txt beside the model is BERT's WordPiece: [CLS] hi ##s hi [SEP]" \
+	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
 run "$tmp/hf" --tokenizer "$gpt2" -t "$text" --dump
 grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
 check "--tokenizer gives the model GPT-2's pair: the same numbers as the checkpoint" \
 	sh -c "[ $rc -eq 0 ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+
+# bert-base-uncased's own tokenizer.json (WordPiece, 30,522 tokens): the
+# directory reads it, [CLS] ... [SEP] around the text, the ids
+# transformers.js gives, and the checkpoint of the same weights keeps it
+gzip -dc "$(dirname "$0")/data/tokenizers/bert_uncased.json.gz" >"$tmp/bert.json"
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tmp/bert.json" --bert >/dev/null 2>&1; then
+	same_as_ref "bert-base-uncased tokenizer.json"
+	run "$tmp/hf" -t "Hello, World!" --dump
+	check "Hello, World! is [CLS] hello , world ! [SEP] (101 7592 1010 2088 999 102)" \
+		sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '101 7592 1010 2088 999 102 ' ]"
+else
+	fail "setup (tool_mkhf with bert-base-uncased's tokenizer.json)"
+fi
 
 exit $((failures > 0))

@@ -37,6 +37,7 @@
 #include "loaders.h"
 #include "model.h"
 #include "tok-hfjson.h"
+#include "tok-wordpiece.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -149,8 +150,10 @@ static int write_tokenizer_json(const char *tokdir, const char *dir)
 static struct tokenizer *load_tokenizer(const char *tokdir, bool tokjson, bool neox,
 					const char *dir, struct err *e)
 {
-	if (tokjson)
-		return tok_hfjson_load(tokdir, e);
+	if (tokjson) { /* BERT's WordPiece, or a BPE tokenizer.json */
+		struct tokenizer *t = tok_hfjson_load(tokdir, e);
+		return t || !strstr(e->msg, "WordPiece") ? t : tok_wordpiece_load(tokdir, e);
+	}
 	if (!neox)
 		return tok_bpe_load(tokdir, e);
 	char path[4096];

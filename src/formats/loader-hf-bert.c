@@ -38,8 +38,9 @@
  * cls.predictions (a BertModel file) the model is refused: the engine has
  * no head-less form yet.
  *
- * The tokenizer: --tokenizer, else one attnscope reads beside the model
- * (bert_tokenizer): BERT's own WordPiece (vocab.txt) is not read yet.
+ * The tokenizer: --tokenizer, else the one beside the model
+ * (bert_tokenizer): BERT's WordPiece from tokenizer.json or vocab.txt,
+ * [CLS] ... [SEP] around the text.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -52,6 +53,7 @@
 #include "json-util.h"
 #include "loaders.h"
 #include "safetensors.h"
+#include "tok-wordpiece.h"
 
 /* ------------------------------------------------------------ config.json */
 
@@ -342,27 +344,33 @@ static bool wordpiece_json(const char *path)
 	return wp;
 }
 
-/* The tokenizer of a BERT directory: --tokenizer when given (opt); else
- * one attnscope reads beside the model: a tokenizer.json that is not
- * WordPiece, or GPT-2's vocab.json + merges.txt (ld_hf_tokenizer).  This
- * is where BERT's WordPiece (vocab.txt, or a WordPiece tokenizer.json)
- * will be preferred once it can be read; today it is refused.  NULL + a
- * one-line e on failure. */
+/* Whether where (a file, or a directory's tokenizer.json, else its
+ * vocab.txt) holds BERT's WordPiece. */
+static bool is_wordpiece(const char *where)
+{
+	if (ld_is_file(where)) {
+		char *base = ld_basename(where, NULL);
+		bool wp = !strcmp(base, "vocab.txt") || wordpiece_json(where);
+		free(base);
+		return wp;
+	}
+	char *tj = ld_join(where, "tokenizer.json"), *vt = ld_join(where, "vocab.txt");
+	bool wp = ld_is_file(tj) ? wordpiece_json(tj) : ld_is_file(vt);
+	free(tj);
+	free(vt);
+	return wp;
+}
+
+/* The tokenizer of a BERT directory, or of --tokenizer (opt): BERT's
+ * WordPiece (tok-wordpiece.h: a WordPiece tokenizer.json, else vocab.txt
+ * with tokenizer_config.json's casing), or any other the HF loaders read
+ * (ld_hf_tokenizer).  NULL + a one-line e on failure. */
 static struct tokenizer *bert_tokenizer(const char *opt, const char *dir, struct err *e)
 {
-	if (opt)
-		return ld_hf_tokenizer(opt, dir, e);
-	char *tj = ld_join(dir, "tokenizer.json"), *vj = ld_join(dir, "vocab.json");
-	char *mt = ld_join(dir, "merges.txt");
-	bool ok = (ld_is_file(tj) && !wordpiece_json(tj)) || (ld_is_file(vj) && ld_is_file(mt));
-	free(tj);
-	free(vj);
-	free(mt);
-	if (!ok)
-		return err_set(e, "%s: no tokenizer attnscope reads beside the model: BERT's "
-			       "WordPiece (vocab.txt) is not supported yet; give --tokenizer", dir),
-		       NULL;
-	return ld_hf_tokenizer(NULL, dir, e);
+	const char *where = opt ? opt : dir;
+	if (is_wordpiece(where))
+		return tok_wordpiece_load(where, e);
+	return ld_hf_tokenizer(opt, dir, e);
 }
 
 /* ----------------------------------------------------------------- format */
