@@ -129,6 +129,14 @@ if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tmp/bert.json" --bert >
 	run "$tmp/hf" -t "Hello, World!" --dump
 	check "Hello, World! is [CLS] hello , world ! [SEP] (101 7592 1010 2088 999 102)" \
 		sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '101 7592 1010 2088 999 102 ' ]"
+	# a passage of a file by tokens: 62 of the text and [CLS] and [SEP]
+	# fill the context of 64, with far more than 62 characters
+	i=0
+	while [ $i -lt 40 ]; do echo "the cat sat on the mat and the dog ran to the log" >>"$tmp/corpus.txt"; i=$((i + 1)); done
+	run "$tmp/hf" -c "text --file $tmp/corpus.txt --tokens 62"
+	check "text --file --tokens 62 on a word-level tokenizer: 62 tokens, 64 with [CLS] and [SEP]" \
+		sh -c "[ $rc -eq 0 ] && grep -q '^text from .*: characters 0\.\.[0-9]* of [0-9]*, 62 tokens$' '$tmp/out' &&
+		grep -q '^64 tokens ' '$tmp/out'"
 else
 	fail "setup (tool_mkhf with bert-base-uncased's tokenizer.json)"
 fi

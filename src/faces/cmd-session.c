@@ -81,7 +81,9 @@ static int text_file(struct session *s, const char *args, struct err *e)
 	if (cmd_split(args, &argc, &argv, e) != 0)
 		return -1;
 	const struct model_config *c = &s->model->cfg;
-	int bos = s->model->tok && s->model->tok->bos_id >= 0;
+	/* the ids the tokenizer adds around a text: BOS, and [SEP] after it */
+	const struct tokenizer *tk = s->model->tok;
+	int bos = tk ? (tk->bos_id >= 0) + (tk->eos_id >= 0) : 0;
 	const char *path = NULL;
 	int offset = 0, tokens = c->context - bos, rc = -1;
 	for (int i = 0; i < argc; i++) {

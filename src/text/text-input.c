@@ -4,6 +4,7 @@
  */
 #include "text-input.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,15 +84,23 @@ int text_passage(const struct tokenizer *t, const char *path, long offset, int m
 		return err_set(e, "%s: offset %ld is past the end of its %ld characters", path, offset,
 			       total);
 	}
-	/* the passage is at most max_tokens characters long (no token is
-	 * shorter than one character); find the longest prefix that fits by
-	 * bisection over its length in characters */
+	/* the longest prefix that fits, by bisection over its length in
+	 * characters: first doubling a window from max_tokens characters
+	 * (a token spells one character or more) until it holds too many
+	 * tokens or the file ends */
 	const char *rest = all + start;
-	long avail;
+	long avail, lo = 0; /* a prefix of lo characters fits */
 	size_t cap = char_offset(rest, len - start, max_tokens, &avail);
-	long lo = 0, hi = avail; /* prefix of lo characters fits; hi is an upper bound */
-	if (count_tokens(t, rest, cap) <= max_tokens)
-		lo = hi;
+	for (;;) {
+		int n = count_tokens(t, rest, cap);
+		if (n < 0 || n > max_tokens)
+			break;
+		lo = avail;
+		if (cap >= len - start || avail > LONG_MAX / 4)
+			break;
+		cap = char_offset(rest, len - start, 2 * avail, &avail);
+	}
+	long hi = avail; /* an upper bound */
 	while (lo < hi) {
 		long mid = lo + (hi - lo + 1) / 2, got;
 		int n = count_tokens(t, rest, char_offset(rest, cap, mid, &got));
