@@ -221,6 +221,12 @@ size_t run_bytes(const struct run *r);
  * pass (RUN_ATTN), row i = query i, column j = key j. */
 float *run_att(const struct run *r, int l, int b, int h);
 
+/* Layer l's fused q, k (after RoPE) and v rows (b * t, (H + 2G) * D) of
+ * the last pass (RUN_TRAIN).  Without RUN_TRAIN (and RUN_ATTN for
+ * run_att) the run keeps one layer: during model_forward or
+ * model_blocks_from, a HOOK_HEADS hook of layer l reads layer l's here. */
+float *run_qkv(const struct run *r, int l);
+
 /*
  * Runs the model on tokens (B, T) and fills r.
  *   targets: (B, T) ids for the NLL, -1 to skip a position; NULL means
@@ -251,6 +257,15 @@ float *run_att(const struct run *r, int l, int b, int h);
  */
 int model_forward(struct model *m, const struct run_options *o, const int *tokens,
 		  const int *targets, int B, int T, struct run *r, struct err *e);
+
+/* Reruns blocks l0 .. L-1 of r's last pass (its sizes, options and hook)
+ * on r->resid[l0], which the caller may have changed, leaving the final
+ * block's output in r->resid[L] (l0 == L runs nothing).  The output head
+ * is not run: r->logits, r->nll and r->loss still hold the last whole
+ * pass's (model_head_forward computes the rows wanted).  For patching:
+ * the layers before l0 are not recomputed.  0, or -1 with e set when r
+ * holds no pass, l0 is outside 0 .. L or r was made for another shape. */
+int model_blocks_from(struct model *m, struct run *r, int l0, struct err *e);
 
 /* One block's weights, as views into the model's parameters (biases and
  * the norms' shifts NULL when the model has none). */

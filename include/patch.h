@@ -34,11 +34,13 @@ struct patch_result {
 typedef void (*patch_progress_fn)(void *ctx, int done, int total);
 
 /* Patches every site of model m run with options o, clean and corrupt
- * being T tokens each: 2 + L*H + L*T forward passes, each a whole pass.
- * progress (may be NULL) hears after each site.  0, or -1 with e set: a
- * forward pass failed, the two runs predict the same token at the last
- * position (nothing to restore), or cancel was set (checked between
- * passes).  Free with patch_free. */
+ * being T tokens each: two whole passes, then per site the corrupted pass
+ * resumed at the patched block (a head at layer l reruns blocks l .. L-1,
+ * the stream after block l blocks l+1 .. L-1) and the output head on the
+ * last row alone.  progress (may be NULL) hears after each site.  0, or
+ * -1 with e set: a forward pass failed, the two runs predict the same
+ * token at the last position (nothing to restore), or cancel was set
+ * (checked between sites).  Free with patch_free. */
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
 	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
 	      struct patch_result *out, struct err *e);

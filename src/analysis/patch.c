@@ -1,8 +1,10 @@
 /*
  * patch.c — activation patching (see patch.h): one clean pass that keeps
- * every head output and residual row, one corrupted pass, then one
- * corrupted pass per site with that site's clean activations written back
- * through the run's hook.
+ * every head output and residual row, one corrupted pass that keeps every
+ * block's input, then per site the corrupted pass resumed at the patched
+ * block (model_blocks_from) with that site's clean activations written
+ * back: through the run's hook for a head, into the next block's input for
+ * a residual row.  Every metric reads the last row's logits alone.
  */
 #include "patch.h"
 
@@ -10,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the hook does: keep the clean activations, or put one site back. */
+/* What the hook does: keep the clean activations, put one head back, or
+ * nothing. */
 struct patcher {
-	enum { KEEP, PUT_HEAD, PUT_ROW } mode;
+	enum { KEEP, PUT_HEAD, NONE } mode;
 	int T, H, D, C;
 	float *heads;  /* (L, T, H*D) the clean run's head outputs */
 	float *resid;  /* (L, T, C) the clean run's stream after each block */
-	int layer, head, row; /* the site being patched */
+	int layer, head; /* the head being put back (PUT_HEAD) */
 };
 
 static void patch_hook(void *ctx, enum hook_site site, int layer, float *x, int B, int T,
@@ -31,29 +34,19 @@ static void patch_hook(void *ctx, enum hook_site site, int layer, float *x, int 
 		memcpy(keep, x, (size_t)T * width * sizeof(float));
 		return;
 	}
-	if (layer != p->layer)
-		return;
-	if (p->mode == PUT_HEAD && site == HOOK_HEADS) {
+	if (p->mode == PUT_HEAD && site == HOOK_HEADS && layer == p->layer)
 		for (int i = 0; i < T; i++)
 			memcpy(x + (size_t)i * width + (size_t)p->head * p->D,
 			       keep + (size_t)i * width + (size_t)p->head * p->D, (size_t)p->D * sizeof(float));
-	} else if (p->mode == PUT_ROW && site == HOOK_RESID) {
-		memcpy(x + (size_t)p->row * width, keep + (size_t)p->row * width,
-		       (size_t)width * sizeof(float));
-	}
 }
 
-/* The logits at the last position of run r. */
-static const float *last_logits(const struct run *r)
+/* The logits z (V) at the last position of r's last pass (its final block
+ * output), through the output head alone; xn and tmp: (C) scratch. */
+static void last_logits(const struct model *m, const struct run *r, float *z, float *xn, float *tmp)
 {
-	return r->logits + (size_t)(r->t - 1) * r->V;
-}
-
-/* logit[a] - logit[b] at the last position of run r. */
-static double logit_diff(const struct run *r, int a, int b)
-{
-	const float *z = last_logits(r);
-	return (double)z[a] - (double)z[b];
+	size_t C = (size_t)m->cfg.d_model;
+	model_head_forward(m, z, xn, NULL, NULL, tmp,
+			   r->resid + (size_t)m->cfg.n_layer * r->t * C + (size_t)(r->t - 1) * C, 1);
 }
 
 static int argmax(const float *z, int V)
@@ -64,36 +57,50 @@ static int argmax(const float *z, int V)
 	return best;
 }
 
+/* Block l's input of the corrupted pass back into r (the blocks from l on
+ * were overwritten by the last patched pass). */
+static void restore_input(struct run *r, const float *corrupt_resid, int l, size_t TC)
+{
+	memcpy(r->resid + (size_t)l * TC, corrupt_resid + (size_t)l * TC, TC * sizeof(float));
+}
+
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
 	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
 	      struct patch_result *out, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
-	int L = c->n_layer, H = c->n_head, C = c->d_model;
+	int L = c->n_layer, H = c->n_head, C = c->d_model, V = c->vocab_size;
+	size_t TC = (size_t)T * C;
 	struct patcher p = { .mode = KEEP, .T = T, .H = H, .D = cfg_d_head(c), .C = C };
-	p.heads = xmalloc((size_t)L * T * C * sizeof(float)); /* H * D = C */
-	p.resid = xmalloc((size_t)L * T * C * sizeof(float));
+	p.heads = xmalloc((size_t)L * TC * sizeof(float)); /* H * D = C */
+	p.resid = xmalloc((size_t)L * TC * sizeof(float));
+	float *corrupt_resid = xmalloc((size_t)(L + 1) * TC * sizeof(float));
+	float *z = xmalloc((size_t)V * sizeof *z), *zc = xmalloc((size_t)V * sizeof *zc);
+	float *xn = xmalloc(2 * (size_t)C * sizeof *xn);
 	struct run_hook hook = { patch_hook, &p };
-	struct run *r = run_new(c, 1, T, RUN_LOGITS);
+	/* no logits: every metric is the last row's, from last_logits */
+	struct run *r = run_new(c, 1, T, 0);
 	r->hook = &hook;
-	int rc = -1, V = c->vocab_size;
-	float *zc = xmalloc((size_t)V * sizeof *zc); /* the clean run's last logits */
+	int rc = -1;
 	if (model_forward(m, o, clean, NULL, 1, T, r, e) != 0)
 		goto out;
-	memcpy(zc, last_logits(r), (size_t)V * sizeof *zc);
+	last_logits(m, r, zc, xn, xn + C);
 	out->clean_answer = argmax(zc, V);
-	r->hook = NULL;
+	p.mode = NONE;
 	if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
 		goto out;
-	out->corrupt_answer = argmax(last_logits(r), V);
+	memcpy(corrupt_resid, r->resid, (size_t)(L + 1) * TC * sizeof(float));
+	last_logits(m, r, z, xn, xn + C);
+	out->corrupt_answer = argmax(z, V);
 	if (out->clean_answer == out->corrupt_answer) {
 		err_set(e, "both texts lead to the same next token at the last position: nothing "
 			   "to restore (choose a corrupted text whose prediction differs)");
 		goto out;
 	}
-	out->ld_corrupt = logit_diff(r, out->clean_answer, out->corrupt_answer);
-	out->ld_clean = (double)zc[out->clean_answer] - (double)zc[out->corrupt_answer];
+	int a = out->clean_answer, b = out->corrupt_answer;
+	out->ld_corrupt = (double)z[a] - (double)z[b];
+	out->ld_clean = (double)zc[a] - (double)zc[b];
 	double span = out->ld_clean - out->ld_corrupt;
 
 	out->L = L;
@@ -101,7 +108,6 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 	out->T = T;
 	out->heads = xmalloc((size_t)L * H * sizeof *out->heads);
 	out->resid = xmalloc((size_t)L * T * sizeof *out->resid);
-	r->hook = &hook;
 	/* every site: heads (l, h), then residual rows (l, t) */
 	int n_heads = L * H, n_sites = n_heads + L * T;
 	for (int k = 0; k < n_sites; k++) {
@@ -111,12 +117,25 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 		}
 		bool head = k < n_heads;
 		int i = head ? k : k - n_heads, per = head ? H : T;
-		p.mode = head ? PUT_HEAD : PUT_ROW;
-		p.layer = i / per;
-		p.head = p.row = i % per;
-		if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
+		int l = i / per, from = l;
+		if (head) {
+			/* block l again, the hook putting head (l, h) back */
+			p.mode = PUT_HEAD;
+			p.layer = l;
+			p.head = i % per;
+			restore_input(r, corrupt_resid, l, TC);
+		} else {
+			/* block l's output row t is block l + 1's input */
+			p.mode = NONE;
+			from = l + 1;
+			restore_input(r, corrupt_resid, from, TC);
+			memcpy(r->resid + (size_t)from * TC + (size_t)(i % per) * C,
+			       p.resid + (size_t)l * TC + (size_t)(i % per) * C, (size_t)C * sizeof(float));
+		}
+		if (model_blocks_from(m, r, from, e) != 0)
 			goto out;
-		double share = (logit_diff(r, out->clean_answer, out->corrupt_answer) - out->ld_corrupt) / span;
+		last_logits(m, r, z, xn, xn + C);
+		double share = ((double)z[a] - (double)z[b] - out->ld_corrupt) / span;
 		if (head)
 			out->heads[i] = share;
 		else
@@ -128,7 +147,10 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 out:
 	if (rc != 0)
 		patch_free(out);
+	free(z);
 	free(zc);
+	free(xn);
+	free(corrupt_resid);
 	run_free(r);
 	free(p.heads);
 	free(p.resid);

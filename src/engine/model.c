@@ -314,6 +314,11 @@ float *run_att(const struct run *r, int l, int b, int h)
 	return r->att + ((layer * r->b + b) * r->H + h) * tt;
 }
 
+float *run_qkv(const struct run *r, int l)
+{
+	return r->qkv + (size_t)l * r->lstride_qkv;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 void engine_set_threads(int n)
@@ -456,27 +461,13 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 	return 0;
 }
 
-int model_forward(struct model *m, const struct run_options *o, const int *tokens,
-		  const int *targets, int B, int T, struct run *r, struct err *e)
+/* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
+ * r->resid[l0], the input of block l0, as model_forward runs them. */
+static void blocks_forward(struct model *m, struct run *r, int l0)
 {
 	const struct model_config *c = &m->cfg;
-	if (run_options_validate(m, o, e) != 0)
-		return -1;
-	if (B < 1 || T < 1)
-		return err_set(e, "nothing to run: %d sequences of %d tokens", B, T);
-	if (T > c->context)
-		return err_set(e, "%d tokens is more than the model's context of %d", T, c->context);
-	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T)
-		return err_set(e, "run buffers hold %dx%d tokens, asked for %dx%d", r->B, r->T, B, T);
-	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size || r->H != c->n_head)
-		return err_set(e, "run buffers were made for another model shape");
-	int N = B * T;
-	for (int i = 0; i < N; i++)
-		if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-			return err_set(e, "token %d at position %d is outside the vocabulary (%d)",
-				       tokens[i], i, c->vocab_size);
-
-	double t0 = now_ms();
+	const struct run_options *o = &r->opt;
+	int B = r->b, T = r->t, N = B * T;
 	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
 	int G = run_kv_heads(m, o);
 	int QKV = cfg_qkv_rows(c, G);
@@ -485,13 +476,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
-	r->b = B;
-	r->t = T;
-	r->opt = *o;
-
-	embed_forward(m, tokens, B, T, r->resid, r->scratch);
-
-	for (int l = 0; l < L; l++) {
+	for (int l = l0; l < L; l++) {
 		const float *in = r->resid + (size_t)l * N * C;
 		float *out = r->resid + (size_t)(l + 1) * N * C;
 		float *ln1 = r->ln1 + l * r->lstride_c, *ln2 = r->ln2 + l * r->lstride_c;
@@ -550,6 +535,47 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, B, T, 0, C);
 		row_norms(r->resid_norm + (size_t)l * N, out, N, C, C);
 	}
+
+}
+
+int model_blocks_from(struct model *m, struct run *r, int l0, struct err *e)
+{
+	if (r->t < 1)
+		return err_set(e, "no pass to resume: the run has not been used");
+	if (l0 < 0 || l0 > m->cfg.n_layer)
+		return err_set(e, "block %d does not exist (the model has %d)", l0, m->cfg.n_layer);
+	if (r->C != m->cfg.d_model || r->L != m->cfg.n_layer || r->H != m->cfg.n_head)
+		return err_set(e, "run buffers were made for another model shape");
+	blocks_forward(m, r, l0);
+	return 0;
+}
+
+int model_forward(struct model *m, const struct run_options *o, const int *tokens,
+		  const int *targets, int B, int T, struct run *r, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (run_options_validate(m, o, e) != 0)
+		return -1;
+	if (B < 1 || T < 1)
+		return err_set(e, "nothing to run: %d sequences of %d tokens", B, T);
+	if (T > c->context)
+		return err_set(e, "%d tokens is more than the model's context of %d", T, c->context);
+	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T)
+		return err_set(e, "run buffers hold %dx%d tokens, asked for %dx%d", r->B, r->T, B, T);
+	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size || r->H != c->n_head)
+		return err_set(e, "run buffers were made for another model shape");
+	int N = B * T;
+	for (int i = 0; i < N; i++)
+		if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+			return err_set(e, "token %d at position %d is outside the vocabulary (%d)",
+				       tokens[i], i, c->vocab_size);
+
+	double t0 = now_ms();
+	r->b = B;
+	r->t = T;
+	r->opt = *o;
+	embed_forward(m, tokens, B, T, r->resid, r->scratch);
+	blocks_forward(m, r, 0);
 
 	/* final norm and output projection */
 	if (output_forward(m, tokens, targets, B, T, r, e) != 0)

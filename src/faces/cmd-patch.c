@@ -116,7 +116,9 @@ const struct cmd_entry cmd_patch_entry = {
 		"  (metric patched - metric corrupted) / (metric clean - metric corrupted)\n"
 		"is printed: each head's output at every position (an L x H table and a\n"
 		"ranking), and the residual stream after each block at one position at a\n"
-		"time (shaded).  1 + L*H + L*T forward passes, under the current options.",
+		"time (shaded).  Under the current options: one corrupted pass, then per\n"
+		"site the blocks from the patched one on (the earlier ones are the corrupted\n"
+		"pass's) and the output layer on the last row.",
 	.flags = CMD_RAW,
 	.min_args = 1,
 	.max_args = 1,
