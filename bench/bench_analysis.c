@@ -13,14 +13,13 @@
  *      counted), and the matmul floor of its (L + 1) output layers;
  *   4. heat_compute for each kind (weights, scores, norms, rollout): each
  *      call makes its own run and forward pass, so its time includes one;
- *   5. patch_run: every site is one whole forward pass of the corrupted
- *      text (the hook puts the clean activations back at the patched
- *      layer; the layers before it are recomputed too), 2 + L*H + L*T
- *      passes.  At T = 256 that is 3218 passes (tens of minutes), so:
- *      at T = 256 the setup only (cancel set beforehand: the clean and
- *      corrupted passes and every allocation, so the peak memory is
- *      patch_run's), the whole run at T = 8 against a forward pass at
- *      T = 8, and the T = 256 time projected from the passes.
+ *   5. patch_run: two whole passes, then per site the corrupted pass
+ *      resumed at the patched block and the output layer on the last row.
+ *      At T = 256: the 144 head sites (stopped through its progress
+ *      callback when the heads are done, before the L x T residual rows),
+ *      against a forward pass with capture; the whole run (heads and rows)
+ *      at T = 8; the rows at T = 256 projected from the heads' cost per
+ *      block rerun.
  * Each row: median ms, its ratio to the baseline, the target beside it
  * and "meets" / "misses", the child's peak RSS (VmHWM) and the extra peak
  * memory: that minus the baseline child's VmHWM.
@@ -64,7 +63,7 @@ struct result {
 	double gflops;       /* sgemm child */
 	double fwd_ms;       /* the forward pass timed in the same child (patch T=8: RUN_LOGITS) */
 	double ratio;        /* median of (analysis / forward) over the interleaved pairs */
-	int passes;          /* patch children: forward passes patch_run made */
+	int sites;           /* patch children: the sites patch_run patched */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -89,7 +88,7 @@ static void sgemm_child(const void *arg, void *out)
 
 /* ------------------------------------------------------------- the jobs */
 
-enum job_kind { FORWARD, LENS, HEAT, PATCH_SETUP, PATCH_FULL };
+enum job_kind { FORWARD, LENS, HEAT, PATCH_HEADS, PATCH_FULL };
 
 struct job {
 	const char *name;
@@ -134,7 +133,8 @@ struct ctx {
 	struct run *run;
 	enum heat_kind heat;
 	volatile sig_atomic_t cancel;
-	int passes;
+	int stop_after; /* patch: cancel after this many sites (0: never) */
+	int sites;
 };
 
 static int do_forward(void *p, struct result *res)
@@ -210,8 +210,18 @@ static int do_heat(void *p, struct result *res)
 	return 0;
 }
 
-/* patch_run on c->tokens and c->corrupt; while the two texts predict the
- * same token at the last position, the corrupted last token is changed. */
+static void patch_progress(void *p, int done, int total)
+{
+	struct ctx *c = p;
+	(void)total;
+	c->sites = done;
+	if (c->stop_after && done >= c->stop_after)
+		c->cancel = 1;
+}
+
+/* patch_run on c->tokens and c->corrupt (stopped after c->stop_after
+ * sites when set); while the two texts predict the same token at the last
+ * position, the corrupted last token is changed. */
 static int do_patch(void *p, struct result *res)
 {
 	struct ctx *c = p;
@@ -219,16 +229,16 @@ static int do_patch(void *p, struct result *res)
 	struct err e;
 	for (int tries = 0; tries < 16; tries++) {
 		struct patch_result pr;
-		int rc = patch_run(c->m, &c->o, c->tokens, c->corrupt, c->T, &c->cancel, NULL, NULL, &pr, &e);
+		c->cancel = 0;
+		c->sites = 0;
+		int rc = patch_run(c->m, &c->o, c->tokens, c->corrupt, c->T, &c->cancel, patch_progress,
+				   c, &pr, &e);
 		if (rc == 0) {
-			c->passes = 2 + pr.L * pr.H + pr.L * pr.T;
 			patch_free(&pr);
 			return 0;
 		}
-		if (c->cancel && strstr(e.msg, "cancelled")) {
-			c->passes = 2;
+		if (c->cancel && strstr(e.msg, "cancelled"))
 			return 0;
-		}
 		if (!strstr(e.msg, "same next token"))
 			break;
 		c->corrupt[c->T - 1] = (c->corrupt[c->T - 1] + 7919) % cfg->vocab_size;
@@ -276,16 +286,14 @@ static void job_child(const void *arg, void *out)
 	case HEAT:
 		rc = time_pairs(do_heat, &c, res);
 		break;
-	case PATCH_SETUP:
-		c.cancel = 1;
-		rc = time_pairs(do_patch, &c, res);
-		break;
-	case PATCH_FULL: { /* a forward pass as patch_run makes them, then one patch_run */
-		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS);
+	case PATCH_HEADS: /* the forward pass with capture, then patch_run over the heads */
+	case PATCH_FULL: { /* the forward pass at T = 8, then the whole patch_run */
+		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS | RUN_ATTN);
 		rc = time_reps(do_forward, &c, res);
 		if (rc != 0)
 			break;
 		res->fwd_ms = res->median_ms;
+		c.stop_after = j->kind == PATCH_HEADS ? cfg.n_layer * cfg.n_head : 0;
 		double t0 = now_ms();
 		rc = do_patch(&c, res);
 		res->median_ms = res->min_ms = now_ms() - t0;
@@ -295,7 +303,7 @@ static void job_child(const void *arg, void *out)
 		break;
 	}
 	}
-	res->passes = c.passes;
+	res->sites = c.sites;
 	res->ok = rc == 0;
 	run_free(c.run);
 	free(c.tokens);
@@ -398,16 +406,15 @@ int main(int argc, char **argv)
 		print_row(name, &hr[k], fw.hwm, tgt, ok ? "meets" : "misses");
 	}
 
-	/* patch: the setup at T_RUN (peak memory), the whole run at T_PATCH */
-	struct job pj = { "patch setup", PATCH_SETUP, 0, T_RUN };
-	struct result ps = in_child(job_child, &pj);
-	print_row(pj.name, &ps, fw.hwm, "(none)", "");
-	char pname[32];
-	snprintf(pname, sizeof pname, "patch_run T=%d", T_PATCH);
-	struct job pf = { pname, PATCH_FULL, 0, T_PATCH };
+	/* patch: the heads at T_RUN, the whole run at T_PATCH */
+	struct job ph = { "patch heads", PATCH_HEADS, 0, T_RUN };
+	struct result ps = in_child(job_child, &ph);
+	print_row(ph.name, &ps, fw.hwm, "(report)", "");
+	char fname[32];
+	snprintf(fname, sizeof fname, "patch_run T=%d", T_PATCH);
+	struct job pf = { fname, PATCH_FULL, 0, T_PATCH };
 	struct result pr = in_child(job_child, &pf);
-	if (!pr.ok)
-		printf("  %-16s FAILED: %s\n", pf.name, pr.msg);
+	print_row(pf.name, &pr, fw.hwm, "(report)", "");
 
 	/* ---- what the rows mean */
 	double floor_fw = forward_flops(&cfg, T_RUN) / (sg.gflops * 1e9) * 1e3;
@@ -429,41 +436,36 @@ int main(int argc, char **argv)
 		       ln.median_ms / floor_lens,
 		       1.0 + ln.ratio, ln.ratio <= LENS_TARGET ? "meets" : "misses",
 		       (ln.hwm - fw.hwm) / MB, (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB ? "meets" : "misses");
-	printf("heat_compute makes its own run and forward pass each call, so its ratio includes one "
-	       "pass: RUN_ATTN for weights\n"
-	       "  and rollout (no logits: the output layer is skipped, hence below the capture pass), "
-	       "RUN_TRAIN for scores and norms\n"
-	       "  (every activation of every layer, and the logits); median ms minus the capture "
-	       "pass of the same child:");
+	printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "
+	       "one without logits that\n"
+	       "  keeps no layer (each layer's quantity is computed at its heads site from what the "
+	       "run holds then);\n"
+	       "  median ms minus the capture pass of the same child:");
 	for (int k = 0; k < HEAT_KINDS; k++)
 		if (hr[k].ok)
 			printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
 			       hr[k].median_ms - hr[k].fwd_ms);
 	printf("\n");
-	int passes256 = 2 + L * H + L * T_RUN, heads_passes = 2 + L * H;
-	if (ps.ok)
-		printf("patch setup (T=%d): patch_run with cancel set beforehand: the clean and the "
-		       "corrupted pass and every buffer, then it stops: %.2fx the forward pass\n",
-		       T_RUN, ps.ratio);
-	if (pr.ok) {
-		printf("patch_run (T=%d, whole): %.0f ms for %d forward passes (2 + %d heads + %d x %d "
-		       "rows) = %.1fx one forward pass at T=%d (%.2f ms),\n"
-		       "  %.2f ms a pass: patch_run does NOT recompute from the patched layer onward; "
-		       "every site is a whole pass\n",
-		       T_PATCH, pr.median_ms, pr.passes, L * H, L, T_PATCH, pr.median_ms / pr.fwd_ms,
-		       T_PATCH, pr.fwd_ms, pr.median_ms / pr.passes);
-		double per_pass = pr.median_ms / pr.passes / pr.fwd_ms; /* passes per forward */
-		printf("patch_run at T=%d (not run, projected from the forward pass above x passes x "
-		       "%.2f, the T=%d cost of a pass against a forward):\n"
-		       "  the %d heads: %d passes ~ %.0f s = %.0fx the forward pass; the whole run with "
-		       "the %d x %d residual rows: %d passes ~ %.0f s\n",
-		       T_RUN, per_pass, T_PATCH, L * H, heads_passes,
-		       heads_passes * per_pass * fw.median_ms / 1e3, heads_passes * per_pass, L, T_RUN, passes256,
-		       passes256 * per_pass * fw.median_ms / 1e3);
-		double avg_layers = (L + 1) / 2.0;
-		printf("  recomputing only from the patched layer on would average %.1f of %d layers a "
-		       "head site (plus the output layer each time)\n", avg_layers, L);
+	/* block reruns: a head at layer l reruns L - l blocks, a residual row
+	 * after block l reruns L - 1 - l */
+	double head_blocks = H * L * (L + 1) / 2.0, row_blocks = (double)T_RUN * L * (L - 1) / 2.0;
+	if (ps.ok && ps.sites == L * H) {
+		double per_block = ps.median_ms / head_blocks;
+		printf("patch_run over the %d heads (T=%d): %.1f s = %.1fx one forward pass with capture "
+		       "(%.0f ms, the same child),\n"
+		       "  %.2fx a pass per head: each reruns only the blocks from its layer on (%.1f of %d "
+		       "on average) and the output layer on one row;\n"
+		       "  whole passes would cost %d passes.  The %d x %d residual rows rerun %.0f blocks in "
+		       "all: ~%.0f s more at %.1f ms a block (projected, not run)\n",
+		       L * H, T_RUN, ps.median_ms / 1e3, ps.ratio, ps.fwd_ms, ps.ratio / (L * H),
+		       (L + 1) / 2.0, L, L * H, L, T_RUN, row_blocks, row_blocks * per_block / 1e3, per_block);
+	} else if (ps.ok) {
+		printf("patch heads: stopped after %d sites, not %d\n", ps.sites, L * H);
 	}
+	if (pr.ok)
+		printf("patch_run (T=%d, whole: 2 passes + %d heads + %d x %d rows): %.0f ms = %.1fx one "
+		       "forward pass at T=%d (%.2f ms)\n",
+		       T_PATCH, L * H, L, T_PATCH, pr.median_ms, pr.ratio, T_PATCH, pr.fwd_ms);
 	print_end(t_start);
 	return 0;
 }

@@ -1,6 +1,8 @@
 /*
  * heat.c — weights, scores, value-weighted norms and rollout (heat.h),
- * from one forward pass that keeps every layer's queries, keys and values.
+ * each layer's computed during one forward pass that keeps no layer: a
+ * hook at the layer's heads site reads the queries, keys, values and
+ * attention the run holds for that layer at that moment.
  */
 #include "heat.h"
 
@@ -69,7 +71,7 @@ static void scores(const struct model *m, const struct run_options *o, const str
 {
 	const struct model_config *c = &m->cfg;
 	int T = r->t, H = c->n_head, D = cfg_d_head(c), ld = cfg_qkv_rows(c, G), group = H / G;
-	const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
+	const float *qkv = run_qkv(r, l);
 	float s = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	for (int h = 0; h < H; h++) {
 		float *a = out + (size_t)h * T * T;
@@ -93,7 +95,7 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 	const struct model_config *c = &m->cfg;
 	int T = r->t, C = c->d_model, H = c->n_head, D = cfg_d_head(c);
 	int ld = cfg_qkv_rows(c, G), group = H / G;
-	const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
+	const float *qkv = run_qkv(r, l);
 	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * C; /* (C, C), input h*D + d */
 	double *u = xmalloc((size_t)T * sizeof *u);
 	float *y = xmalloc((size_t)T * C * sizeof *y);
@@ -119,43 +121,77 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 	free(u);
 }
 
-/* Rollout up to every layer, written to each head of the layer. */
-static void rollout(const struct run *r, int L, int H, float *out)
+/* What the hook computes each layer into. */
+struct heat_pass {
+	const struct model *m;
+	const struct run_options *o;
+	const struct run *r;
+	int G;
+	struct heat *out;
+	double *R, *A, *P; /* rollout: (T, T) the product so far, this layer's, scratch */
+};
+
+/* Rollout up to layer l (R holds it up to l - 1), written to each head of
+ * layer l. */
+static void rollout(struct heat_pass *p, int l)
 {
-	int T = r->t;
+	int T = p->r->t, H = p->out->H;
 	size_t TT = (size_t)T * T;
-	double *R = xcalloc(TT, sizeof *R), *A = xmalloc(TT * sizeof *A), *P = xmalloc(TT * sizeof *P);
-	for (int l = 0; l < L; l++) {
-		/* Â = rows of (mean over heads + I) / 2, each divided by its sum */
+	double *R = p->R, *A = p->A;
+	/* Â = rows of (mean over heads + I) / 2, each divided by its sum */
+	for (size_t k = 0; k < TT; k++)
+		A[k] = 0;
+	for (int h = 0; h < H; h++) {
+		const float *a = run_att(p->r, l, 0, h);
 		for (size_t k = 0; k < TT; k++)
-			A[k] = 0;
-		for (int h = 0; h < H; h++) {
-			const float *a = run_att(r, l, 0, h);
-			for (size_t k = 0; k < TT; k++)
-				A[k] += (double)a[k] / H;
-		}
-		for (int i = 0; i < T; i++) {
-			double *row = A + (size_t)i * T, sum = 0;
-			row[i] += 1.0;
-			for (int j = 0; j < T; j++)
-				sum += row[j] *= 0.5;
-			for (int j = 0; j < T; j++)
-				row[j] /= sum;
-		}
-		if (l == 0) {
-			memcpy(R, A, TT * sizeof *R);
-		} else { /* R <- Â R */
-			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, T, T, 1.0, A, T, R, T,
-				    0.0, P, T);
-			memcpy(R, P, TT * sizeof *R);
-		}
-		for (int h = 0; h < H; h++)
-			for (size_t k = 0; k < TT; k++)
-				out[((size_t)l * H + h) * TT + k] = (float)R[k];
+			A[k] += (double)a[k] / H;
 	}
-	free(R);
-	free(A);
-	free(P);
+	for (int i = 0; i < T; i++) {
+		double *row = A + (size_t)i * T, sum = 0;
+		row[i] += 1.0;
+		for (int j = 0; j < T; j++)
+			sum += row[j] *= 0.5;
+		for (int j = 0; j < T; j++)
+			row[j] /= sum;
+	}
+	if (l == 0) {
+		memcpy(R, A, TT * sizeof *R);
+	} else { /* R <- Â R */
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, T, T, 1.0, A, T, R, T, 0.0,
+			    p->P, T);
+		memcpy(R, p->P, TT * sizeof *R);
+	}
+	float *out = p->out->v + (size_t)l * H * TT;
+	for (int h = 0; h < H; h++)
+		for (size_t k = 0; k < TT; k++)
+			out[(size_t)h * TT + k] = (float)R[k];
+}
+
+/* At layer l's heads site: layer l's quantity from what the run holds. */
+static void heat_hook(void *ctx, enum hook_site site, int l, float *x, int B, int T, int pos0,
+		      int width)
+{
+	struct heat_pass *p = ctx;
+	(void)x, (void)B, (void)pos0, (void)width;
+	if (site != HOOK_HEADS)
+		return;
+	int H = p->out->H;
+	size_t TT = (size_t)T * T;
+	float *dst = p->out->v + (size_t)l * H * TT;
+	switch (p->out->kind) {
+	case HEAT_WEIGHTS:
+		for (int h = 0; h < H; h++)
+			memcpy(dst + (size_t)h * TT, run_att(p->r, l, 0, h), TT * sizeof *dst);
+		break;
+	case HEAT_SCORES:
+		scores(p->m, p->o, p->r, l, p->G, dst);
+		break;
+	case HEAT_NORMS:
+		norms(p->m, p->o, p->r, l, p->G, dst);
+		break;
+	default:
+		rollout(p, l);
+	}
 }
 
 int heat_compute(struct model *m, const struct run_options *o, const int *tokens, int T,
@@ -165,34 +201,30 @@ int heat_compute(struct model *m, const struct run_options *o, const int *tokens
 	if ((unsigned)kind >= HEAT_KINDS)
 		return err_set(e, "unknown heatmap kind");
 	const struct model_config *c = &m->cfg;
-	int L = c->n_layer, H = c->n_head;
-	/* RUN_TRAIN keeps every layer's queries, keys and values */
-	struct run *r = run_new(c, 1, T, kind == HEAT_WEIGHTS || kind == HEAT_ROLLOUT ? RUN_ATTN : RUN_TRAIN);
-	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
-		run_free(r);
-		return -1;
-	}
 	size_t TT = (size_t)T * T;
 	out->kind = kind;
-	out->L = L;
-	out->H = H;
+	out->L = c->n_layer;
+	out->H = c->n_head;
 	out->T = T;
-	out->v = xmalloc((size_t)L * H * TT * sizeof *out->v);
-	int G = run_kv_heads(m, o);
-	for (int l = 0; l < L && kind != HEAT_ROLLOUT; l++) {
-		float *dst = out->v + (size_t)l * H * TT;
-		if (kind == HEAT_WEIGHTS)
-			for (int h = 0; h < H; h++)
-				memcpy(dst + (size_t)h * TT, run_att(r, l, 0, h), TT * sizeof *dst);
-		else if (kind == HEAT_SCORES)
-			scores(m, o, r, l, G, dst);
-		else
-			norms(m, o, r, l, G, dst);
+	out->v = xmalloc((size_t)out->L * out->H * TT * sizeof *out->v);
+	/* no logits, one layer of activations: the hook takes each layer's */
+	struct run *r = run_new(c, 1, T, 0);
+	struct heat_pass p = { m, o, r, run_kv_heads(m, o), out, NULL, NULL, NULL };
+	if (kind == HEAT_ROLLOUT) {
+		p.R = xmalloc(TT * sizeof *p.R);
+		p.A = xmalloc(TT * sizeof *p.A);
+		p.P = xmalloc(TT * sizeof *p.P);
 	}
-	if (kind == HEAT_ROLLOUT)
-		rollout(r, L, H, out->v);
+	struct run_hook hook = { heat_hook, &p };
+	r->hook = &hook;
+	int rc = model_forward(m, o, tokens, NULL, 1, T, r, e);
+	free(p.R);
+	free(p.A);
+	free(p.P);
 	run_free(r);
-	return 0;
+	if (rc != 0)
+		heat_free(out);
+	return rc;
 }
 
 void heat_display(const struct heat *h, int l, int hd, float *out)
