@@ -375,7 +375,7 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	keys Escape
 	if wait_for '^cancelled: sweep cancelled' 23; then ok tui-sweep-esc-cancels; else fail tui-sweep-esc-cancels; fi
 	check tui-sweep-still-in-tui 'line 1 | grep -q MHA && [ "$(alt_on)" = 1 ]'
-	# patching (1,666 passes on 200 tokens here) shows its progress and Esc
+	# patching (1,666 sites on 199 tokens here) shows its progress and Esc
 	# stops it
 	short=$(echo "$text" | cut -c1-199)
 	wait_stable
