@@ -15,11 +15,12 @@
  *      call makes its own run and forward pass, so its time includes one;
  *   5. patch_run: two whole passes, then per site the corrupted pass
  *      resumed at the patched block and the output layer on the last row.
- *      At T = 256: the 144 head sites (stopped through its progress
- *      callback when the heads are done, before the L x T residual rows),
+ *      At T = 256: the 144 head sites and then block 0's T residual rows
+ *      (stopped through its progress callback; the rows timed apart),
  *      against a forward pass with capture; the whole run (heads and rows)
- *      at T = 8; the rows at T = 256 projected from the heads' cost per
- *      block rerun.
+ *      at T = 64; the rows at T = 256 projected from the heads' cost per
+ *      block rerun (a row's pass reruns the blocks after its layer on the
+ *      rows from its position on).
  * Each row: median ms, its ratio to the baseline, the target beside it
  * and "meets" / "misses", the child's peak RSS (VmHWM) and the extra peak
  * memory: that minus the baseline child's VmHWM.
@@ -41,7 +42,7 @@
 #include "util.h"
 
 #define T_RUN 256
-#define T_PATCH 8        /* the whole patch_run is measured at this length */
+#define T_PATCH 64       /* the whole patch_run is measured at this length */
 #define MAX_REPS 5
 #define MIN_REPS 3
 #define ROW_BUDGET_MS 8000.0
@@ -64,6 +65,7 @@ struct result {
 	double fwd_ms;       /* the forward pass timed in the same child (patch T=8: RUN_LOGITS) */
 	double ratio;        /* median of (analysis / forward) over the interleaved pairs */
 	int sites;           /* patch children: the sites patch_run patched */
+	double rows0_ms;     /* patch heads child: block 0's residual rows, after the heads */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -135,6 +137,8 @@ struct ctx {
 	volatile sig_atomic_t cancel;
 	int stop_after; /* patch: cancel after this many sites (0: never) */
 	int sites;
+	int mark;       /* patch: the site count at which mark_ms is taken */
+	double mark_ms;
 };
 
 static int do_forward(void *p, struct result *res)
@@ -215,6 +219,8 @@ static void patch_progress(void *p, int done, int total)
 	struct ctx *c = p;
 	(void)total;
 	c->sites = done;
+	if (done == c->mark)
+		c->mark_ms = now_ms();
 	if (c->stop_after && done >= c->stop_after)
 		c->cancel = 1;
 }
@@ -286,17 +292,24 @@ static void job_child(const void *arg, void *out)
 	case HEAT:
 		rc = time_pairs(do_heat, &c, res);
 		break;
-	case PATCH_HEADS: /* the forward pass with capture, then patch_run over the heads */
-	case PATCH_FULL: { /* the forward pass at T = 8, then the whole patch_run */
+	case PATCH_HEADS: /* the forward pass with capture, then patch_run over the heads and
+			   * block 0's residual rows (timed apart) */
+	case PATCH_FULL: { /* the forward pass at T_PATCH, then the whole patch_run */
 		c.run = run_new(&cfg, 1, j->T, RUN_LOGITS | RUN_ATTN);
 		rc = time_reps(do_forward, &c, res);
 		if (rc != 0)
 			break;
 		res->fwd_ms = res->median_ms;
-		c.stop_after = j->kind == PATCH_HEADS ? cfg.n_layer * cfg.n_head : 0;
+		c.mark = cfg.n_layer * cfg.n_head;
+		c.stop_after = j->kind == PATCH_HEADS ? c.mark + j->T : 0;
 		double t0 = now_ms();
 		rc = do_patch(&c, res);
-		res->median_ms = res->min_ms = now_ms() - t0;
+		double t1 = now_ms();
+		if (j->kind == PATCH_HEADS) { /* the heads; then block 0's rows */
+			res->rows0_ms = t1 - c.mark_ms;
+			t1 = c.mark_ms;
+		}
+		res->median_ms = res->min_ms = t1 - t0;
 		res->ratio = res->median_ms / res->fwd_ms;
 		res->reps = 1;
 		res->hwm = proc_status_bytes("VmHWM");
@@ -446,21 +459,28 @@ int main(int argc, char **argv)
 			printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
 			       hr[k].median_ms - hr[k].fwd_ms);
 	printf("\n");
-	/* block reruns: a head at layer l reruns L - l blocks, a residual row
-	 * after block l reruns L - 1 - l */
-	double head_blocks = H * L * (L + 1) / 2.0, row_blocks = (double)T_RUN * L * (L - 1) / 2.0;
-	if (ps.ok && ps.sites == L * H) {
+	/* block reruns: a head at layer l reruns L - l blocks on every row; a
+	 * residual row t after block l the L - 1 - l blocks after it on rows
+	 * t .. T-1, (T - t) / T of a block on average (T + 1) / 2T */
+	double head_blocks = H * L * (L + 1) / 2.0;
+	double row_blocks = (double)T_RUN * L * (L - 1) / 2.0 * (T_RUN + 1) / (2.0 * T_RUN);
+	if (ps.ok && ps.sites == L * H + T_RUN) {
 		double per_block = ps.median_ms / head_blocks;
 		printf("patch_run over the %d heads (T=%d): %.1f s = %.1fx one forward pass with capture "
 		       "(%.0f ms, the same child),\n"
 		       "  %.2fx a pass per head: each reruns only the blocks from its layer on (%.1f of %d "
 		       "on average) and the output layer on one row;\n"
-		       "  whole passes would cost %d passes.  The %d x %d residual rows rerun %.0f blocks in "
-		       "all: ~%.0f s more at %.1f ms a block (projected, not run)\n",
+		       "  whole passes would cost %d passes.  The %d x %d residual rows rerun the blocks "
+		       "after theirs from their row on,\n"
+		       "  %.0f blocks' worth in all: ~%.0f s more at %.1f ms a block (projected);\n"
+		       "  measured in the same child: block 0's %d rows (the most, %d blocks each) %.1f s, "
+		       "projected %.1f s\n",
 		       L * H, T_RUN, ps.median_ms / 1e3, ps.ratio, ps.fwd_ms, ps.ratio / (L * H),
-		       (L + 1) / 2.0, L, L * H, L, T_RUN, row_blocks, row_blocks * per_block / 1e3, per_block);
+		       (L + 1) / 2.0, L, L * H, L, T_RUN, row_blocks, row_blocks * per_block / 1e3, per_block,
+		       T_RUN, L - 1, ps.rows0_ms / 1e3,
+		       per_block * (L - 1) * (T_RUN + 1) / 2.0 / 1e3);
 	} else if (ps.ok) {
-		printf("patch heads: stopped after %d sites, not %d\n", ps.sites, L * H);
+		printf("patch heads: stopped after %d sites, not %d\n", ps.sites, L * H + T_RUN);
 	}
 	if (pr.ok)
 		printf("patch_run (T=%d, whole: 2 passes + %d heads + %d x %d rows): %.0f ms = %.1fx one "

@@ -136,12 +136,14 @@ void model_heads_site(const struct run_hook *hook, const struct run_options *o, 
 /* -------------------------------------------------------------------- run */
 
 /* What a run keeps.  Logits and NLL are always computed when RUN_LOGITS is
- * set; RUN_ATTN keeps every layer's attention; RUN_TRAIN keeps every
- * activation the backward pass needs (and implies both). */
+ * set; RUN_ATTN keeps every layer's attention; RUN_QKV every layer's
+ * queries, keys and values (qkv); RUN_TRAIN every activation the backward
+ * pass needs (and implies RUN_LOGITS, RUN_ATTN and qkv). */
 enum {
 	RUN_LOGITS = 1u << 0,
 	RUN_ATTN   = 1u << 1,
 	RUN_TRAIN  = 1u << 2,
+	RUN_QKV    = 1u << 3,
 };
 
 /* Activations of one forward pass over B sequences of T tokens.
@@ -260,12 +262,24 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 
 /* Reruns blocks l0 .. L-1 of r's last pass (its sizes, options and hook)
  * on r->resid[l0], which the caller may have changed, leaving the final
- * block's output in r->resid[L] (l0 == L runs nothing).  The output head
- * is not run: r->logits, r->nll and r->loss still hold the last whole
- * pass's (model_head_forward computes the rows wanted).  For patching:
- * the layers before l0 are not recomputed.  0, or -1 with e set when r
- * holds no pass, l0 is outside 0 .. L or r was made for another shape. */
-int model_blocks_from(struct model *m, struct run *r, int l0, struct err *e);
+ * block's output in r->resid[L] (l0 == L runs nothing).  With row0 > 0
+ * only rows row0 .. t-1 are recomputed in every block: the caller changed
+ * no row of r->resid[l0] before row0, so under a causal or window mask
+ * the rows before it are the last pass's, and so are their keys and
+ * values, read from r (model_rows_resumable says when this holds); the
+ * hooks see rows row0 .. t-1 (pos0 = row0).  The output head is not run:
+ * r->logits, r->nll and r->loss still hold the last whole pass's
+ * (model_head_forward computes the rows wanted).  For patching: the
+ * layers before l0 are not recomputed.  Note that the recomputed rows'
+ * q, k and v replace the last pass's in r.  0, or -1 with e set when r
+ * holds no pass, l0 is outside 0 .. L, row0 outside the rows, row0 > 0
+ * where the run cannot resume by rows, or r was made for another shape. */
+int model_blocks_from(struct model *m, struct run *r, int l0, int row0, struct err *e);
+
+/* Whether model_blocks_from may start after row 0 on r: one sequence, no
+ * padding mask, a causal or window mask (a row reads no later row), and
+ * every layer's qkv kept (RUN_QKV or RUN_TRAIN). */
+bool model_rows_resumable(const struct run *r);
 
 /* One block's weights, as views into the model's parameters (biases and
  * the norms' shifts NULL when the model has none). */

@@ -74,6 +74,12 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len);
 
+/* attention_forward of one sequence (B = 1, no padding mask) for queries
+ * q0 .. T-1 only: rows q0 .. T-1 of out and of each head's att are
+ * written, over all T keys of qkv; the rows before q0 are not touched. */
+void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
+		    enum mask_kind mask, int window, float scale);
+
 /*
  * Attention of one query over n cached positions (the step decoder's):
  *   out (H*D)     heads' outputs, concatenated

@@ -13,9 +13,10 @@
  *  - every share equals a patch made the plain way, here in the test: a
  *    whole corrupted pass per site, the site put back by a hook, the
  *    metric from that pass's own logits (patch_run resumes at the patched
- *    block and reads the last row through the output head alone), for
- *    both families under native, GQA, post-norm, window-mask and ablated
- *    options.
+ *    block, and under a causal or window mask a residual row's pass at
+ *    its row, and reads the last row through the output head alone), for
+ *    both families under native, GQA, post-norm, window-mask, ablated,
+ *    no-mask and after-softmax options.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,7 +133,7 @@ static void test_patch_equals_whole_passes(void **state)
 	(void)state;
 	double worst = 0;
 	for (int llama = 0; llama < 2; llama++)
-		for (int variant = 0; variant < 5; variant++) {
+		for (int variant = 0; variant < 7; variant++) {
 			struct model *m = randmodel_new(llama, 3, llama ? 2 : 4, V, 8.0f, 60 + variant);
 			struct run_options o;
 			run_options_native(m, &o);
@@ -146,6 +147,10 @@ static void test_patch_equals_whole_passes(void **state)
 			}
 			if (variant == 4)
 				opt_set_ablated(&o, 1 * 4 + 3, true);
+			if (variant == 5)
+				o.mask = MASK_NONE;
+			if (variant == 6)
+				o.mask = MASK_AFTER_SOFTMAX;
 			int clean[T], corrupt[T];
 			find_texts(m, &o, clean, corrupt);
 			struct patch_result pr;

@@ -4,7 +4,10 @@
  * block's input, then per site the corrupted pass resumed at the patched
  * block (model_blocks_from) with that site's clean activations written
  * back: through the run's hook for a head, into the next block's input for
- * a residual row.  Every metric reads the last row's logits alone.
+ * a residual row.  Under a causal or window mask a residual row's pass
+ * also starts at its row: the rows before it, and their keys and values,
+ * are the corrupted pass's.  Every metric reads the last row's logits
+ * alone.
  */
 #include "patch.h"
 
@@ -64,6 +67,17 @@ static void restore_input(struct run *r, const float *corrupt_resid, int l, size
 	memcpy(r->resid + (size_t)l * TC, corrupt_resid + (size_t)l * TC, TC * sizeof(float));
 }
 
+/* The corrupted pass's q, k and v rows row0 .. T-1 of blocks l0 .. L-1
+ * back into r (qkv: its copy of r->qkv), after a patched pass replaced
+ * them: a later site resuming by rows reads the keys before its row. */
+static void restore_keys(struct run *r, const float *qkv, int l0, int row0, int rows)
+{
+	for (int l = l0; l < r->L; l++) {
+		size_t at = (size_t)l * r->lstride_qkv + (size_t)row0 * rows;
+		memcpy(r->qkv + at, qkv + at, (size_t)(r->t - row0) * rows * sizeof(float));
+	}
+}
+
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
 	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
 	      struct patch_result *out, struct err *e)
@@ -79,8 +93,11 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 	float *z = xmalloc((size_t)V * sizeof *z), *zc = xmalloc((size_t)V * sizeof *zc);
 	float *xn = xmalloc(2 * (size_t)C * sizeof *xn);
 	struct run_hook hook = { patch_hook, &p };
-	/* no logits: every metric is the last row's, from last_logits */
-	struct run *r = run_new(c, 1, T, 0);
+	/* no logits: every metric is the last row's, from last_logits; every
+	 * layer's keys kept where a residual row can be resumed from its row */
+	bool causal = o->mask == MASK_CAUSAL || o->mask == MASK_WINDOW;
+	struct run *r = run_new(c, 1, T, causal ? RUN_QKV : 0);
+	float *corrupt_qkv = NULL;
 	r->hook = &hook;
 	int rc = -1;
 	if (model_forward(m, o, clean, NULL, 1, T, r, e) != 0)
@@ -91,6 +108,13 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 	if (model_forward(m, o, corrupt, NULL, 1, T, r, e) != 0)
 		goto out;
 	memcpy(corrupt_resid, r->resid, (size_t)(L + 1) * TC * sizeof(float));
+	bool by_rows = model_rows_resumable(r);
+	int qkv_rows = cfg_qkv_rows(c, run_kv_heads(m, o)); /* floats a qkv row holds */
+	if (by_rows) {
+		size_t n = (size_t)L * r->lstride_qkv;
+		corrupt_qkv = xmalloc(n * sizeof *corrupt_qkv);
+		memcpy(corrupt_qkv, r->qkv, n * sizeof *corrupt_qkv);
+	}
 	last_logits(m, r, z, xn, xn + C);
 	out->corrupt_answer = argmax(z, V);
 	if (out->clean_answer == out->corrupt_answer) {
@@ -117,7 +141,7 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 		}
 		bool head = k < n_heads;
 		int i = head ? k : k - n_heads, per = head ? H : T;
-		int l = i / per, from = l;
+		int l = i / per, from = l, row0 = 0;
 		if (head) {
 			/* block l again, the hook putting head (l, h) back */
 			p.mode = PUT_HEAD;
@@ -125,15 +149,20 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 			p.head = i % per;
 			restore_input(r, corrupt_resid, l, TC);
 		} else {
-			/* block l's output row t is block l + 1's input */
+			/* block l's output row t is block l + 1's input; under a
+			 * causal or window mask no later block changes before row t */
+			int t = i % per;
 			p.mode = NONE;
 			from = l + 1;
+			row0 = by_rows ? t : 0;
 			restore_input(r, corrupt_resid, from, TC);
-			memcpy(r->resid + (size_t)from * TC + (size_t)(i % per) * C,
-			       p.resid + (size_t)l * TC + (size_t)(i % per) * C, (size_t)C * sizeof(float));
+			memcpy(r->resid + (size_t)from * TC + (size_t)t * C,
+			       p.resid + (size_t)l * TC + (size_t)t * C, (size_t)C * sizeof(float));
 		}
-		if (model_blocks_from(m, r, from, e) != 0)
+		if (model_blocks_from(m, r, from, row0, e) != 0)
 			goto out;
+		if (by_rows)
+			restore_keys(r, corrupt_qkv, from, row0, qkv_rows);
 		last_logits(m, r, z, xn, xn + C);
 		double share = ((double)z[a] - (double)z[b] - out->ld_corrupt) / span;
 		if (head)
@@ -151,6 +180,7 @@ out:
 	free(zc);
 	free(xn);
 	free(corrupt_resid);
+	free(corrupt_qkv);
 	run_free(r);
 	free(p.heads);
 	free(p.resid);

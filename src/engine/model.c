@@ -244,9 +244,10 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 
 	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
+	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
 	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
 	r->lstride_c = (flags & RUN_TRAIN) ? bt * C : 0;
-	r->lstride_qkv = (flags & RUN_TRAIN) ? bt * r->QKVmax : 0;
+	r->lstride_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? bt * r->QKVmax : 0;
 	r->lstride_ff = (flags & RUN_TRAIN) ? bt * r->FF : 0;
 	r->lstride_f = (flags & RUN_TRAIN) ? bt * r->F : 0;
 	r->lstride_bt = (flags & RUN_TRAIN) ? bt : 0;
@@ -261,7 +262,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->ln1, per * bt * C },
 		{ &r->ln1_mean, per * bt },
 		{ &r->ln1_rstd, per * bt },
-		{ &r->qkv, per * bt * r->QKVmax },
+		{ &r->qkv, per_qkv * bt * r->QKVmax },
 		{ &r->atty, per * bt * C },
 		{ &r->att_res, per * bt * C },
 		{ &r->ln2, per * bt * C },
@@ -298,11 +299,12 @@ size_t run_bytes(const struct run *r)
 {
 	size_t bt = (size_t)r->B * r->T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (r->flags & RUN_TRAIN) ? L : 1;
+	size_t per_qkv = (r->flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
 	bool all_att = r->flags & (RUN_ATTN | RUN_TRAIN);
 	size_t n = ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
 		   (all_att ? L : 1) * r->B * r->H * (size_t)r->T * r->T +
 		   L * bt * r->H + L * bt + (L + 1) * bt * C +
-		   per * (bt * C * 5 + bt * 4 + bt * r->QKVmax + bt * r->FF + bt * r->F) +
+		   per * (bt * C * 5 + bt * 4 + bt * r->FF + bt * r->F) + per_qkv * bt * r->QKVmax +
 		   bt * C * 2 + bt * 2;
 	return n * sizeof(float) + sizeof *r;
 }
@@ -462,12 +464,14 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 }
 
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
- * r->resid[l0], the input of block l0, as model_forward runs them. */
-static void blocks_forward(struct model *m, struct run *r, int l0)
+ * r->resid[l0], the input of block l0, as model_forward runs them; from
+ * row row0 on only (B = 1, checked by model_blocks_from): the rows before
+ * it, and their keys and values, are the last pass's. */
+static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &r->opt;
-	int B = r->b, T = r->t, N = B * T;
+	int B = r->b, T = r->t, N = B * T, n = N - row0; /* n rows from row0 */
 	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
 	int G = run_kv_heads(m, o);
 	int QKV = cfg_qkv_rows(c, G);
@@ -476,16 +480,21 @@ static void blocks_forward(struct model *m, struct run *r, int l0)
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
+	size_t rc = (size_t)row0 * C; /* offset of row row0 in a (N, C) buffer */
 	for (int l = l0; l < L; l++) {
-		const float *in = r->resid + (size_t)l * N * C;
-		float *out = r->resid + (size_t)(l + 1) * N * C;
-		float *ln1 = r->ln1 + l * r->lstride_c, *ln2 = r->ln2 + l * r->lstride_c;
-		float *ln1_mean = r->ln1_mean + l * r->lstride_bt, *ln1_rstd = r->ln1_rstd + l * r->lstride_bt;
-		float *ln2_mean = r->ln2_mean + l * r->lstride_bt, *ln2_rstd = r->ln2_rstd + l * r->lstride_bt;
+		const float *in = r->resid + (size_t)l * N * C + rc;
+		float *out = r->resid + (size_t)(l + 1) * N * C + rc;
+		float *ln1 = r->ln1 + l * r->lstride_c + rc, *ln2 = r->ln2 + l * r->lstride_c + rc;
+		float *ln1_mean = r->ln1_mean + l * r->lstride_bt + row0;
+		float *ln1_rstd = r->ln1_rstd + l * r->lstride_bt + row0;
+		float *ln2_mean = r->ln2_mean + l * r->lstride_bt + row0;
+		float *ln2_rstd = r->ln2_rstd + l * r->lstride_bt + row0;
 		float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_c;
-		float *att_res = r->att_res + l * r->lstride_c, *mlp_res = r->mlp_res + l * r->lstride_c;
-		float *fch = r->fch + l * r->lstride_ff, *fch_act = r->fch_act + l * r->lstride_f;
+		float *att_res = r->att_res + l * r->lstride_c + rc, *mlp_res = r->mlp_res + l * r->lstride_c + rc;
+		float *fch = r->fch + l * r->lstride_ff + (size_t)row0 * r->FF;
+		float *fch_act = r->fch_act + l * r->lstride_f + (size_t)row0 * r->F;
 		float *att = r->att + (capture_att ? (size_t)l * N * H * T : 0);
+		float *scratch = r->scratch + rc;
 		struct layer_weights w;
 		model_layer(m, l, qkvw, qkvb, G, &w);
 
@@ -493,20 +502,28 @@ static void blocks_forward(struct model *m, struct run *r, int l0)
 		 * without "in +" when the model has no residual connections */
 		const float *attn_in = in;
 		if (!post) {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, N, C, c->norm_eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, C, c->norm_eps);
 			attn_in = ln1;
 		}
-		matmul_forward(qkv, attn_in, w.qkvw, w.qkvb, N, C, QKV);
-		if (c->pos == POS_ROPE)
+		float *q_rows = qkv + (size_t)row0 * QKV;
+		matmul_forward(q_rows, attn_in, w.qkvw, w.qkvb, n, C, QKV);
+		if (c->pos == POS_ROPE && row0 == 0)
 			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
-		attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale, r->key_len);
-		model_heads_site(r->hook, o, l, atty, B, T, 0, H, D);
+		else if (c->pos == POS_ROPE)
+			for (int i = 0; i < n; i++)
+				rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c), row0 + i,
+					    c->rope_theta);
+		if (row0 == 0)
+			attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale, r->key_len);
+		else
+			attention_rows(atty, att, qkv, T, row0, H, G, D, o->mask, o->window, scale);
+		model_heads_site(r->hook, o, l, atty + rc, row0 ? 1 : B, row0 ? n : T, row0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)
-				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T,
-					  atty + (size_t)b * T * C + (size_t)h * D, T, D, C);
-		matmul_forward(r->scratch, atty, w.projw, w.projb, N, C, C);
-		residual_forward(att_res, skip ? in : NULL, r->scratch, (long)N * C);
+				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
+					  atty + (size_t)b * T * C + rc + (size_t)h * D, T - row0, D, C);
+		matmul_forward(scratch, atty + rc, w.projw, w.projb, n, C, C);
+		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
 
 		/* MLP sub-block (none when F = 0: the block ends after attention);
 		 * a parallel block's MLP reads the block's input, not att_res,
@@ -514,31 +531,36 @@ static void blocks_forward(struct model *m, struct run *r, int l0)
 		if (!post) {
 			const float *end = att_res, *mlp_in = parallel ? in : att_res;
 			if (c->d_ff) {
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, N, C, c->norm_eps);
-				mlp_forward(c, fch, fch_act, r->scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, N);
-				residual_forward(mlp_res, skip || parallel ? att_res : NULL, r->scratch, (long)N * C);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, c->norm_eps);
+				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
 				end = mlp_res;
 			}
-			memcpy(out, end, (size_t)N * C * sizeof(float));
+			memcpy(out, end, (size_t)n * C * sizeof(float));
 		} else {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, N, C, c->norm_eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, n, C, c->norm_eps);
 			const float *end = ln1;
 			if (c->d_ff) {
-				mlp_forward(c, fch, fch_act, r->scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, N);
-				residual_forward(mlp_res, skip ? ln1 : NULL, r->scratch, (long)N * C);
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, N, C, c->norm_eps);
+				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, c->norm_eps);
 				end = ln2;
 			}
-			memcpy(out, end, (size_t)N * C * sizeof(float));
+			memcpy(out, end, (size_t)n * C * sizeof(float));
 		}
 		if (r->hook && r->hook->fn)
-			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, B, T, 0, C);
-		row_norms(r->resid_norm + (size_t)l * N, out, N, C, C);
+			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, row0 ? 1 : B, row0 ? n : T, row0, C);
+		row_norms(r->resid_norm + (size_t)l * N + row0, out, n, C, C);
 	}
-
 }
 
-int model_blocks_from(struct model *m, struct run *r, int l0, struct err *e)
+bool model_rows_resumable(const struct run *r)
+{
+	return r->b == 1 && !r->key_len && (r->flags & (RUN_QKV | RUN_TRAIN)) &&
+	       (r->opt.mask == MASK_CAUSAL || r->opt.mask == MASK_WINDOW);
+}
+
+int model_blocks_from(struct model *m, struct run *r, int l0, int row0, struct err *e)
 {
 	if (r->t < 1)
 		return err_set(e, "no pass to resume: the run has not been used");
@@ -546,7 +568,12 @@ int model_blocks_from(struct model *m, struct run *r, int l0, struct err *e)
 		return err_set(e, "block %d does not exist (the model has %d)", l0, m->cfg.n_layer);
 	if (r->C != m->cfg.d_model || r->L != m->cfg.n_layer || r->H != m->cfg.n_head)
 		return err_set(e, "run buffers were made for another model shape");
-	blocks_forward(m, r, l0);
+	if (row0 < 0 || row0 >= r->b * r->t)
+		return err_set(e, "row %d is outside the pass's %d rows", row0, r->b * r->t);
+	if (row0 > 0 && !model_rows_resumable(r))
+		return err_set(e, "resuming from row %d needs one sequence, a causal or window mask "
+			       "and the keys kept (RUN_QKV)", row0);
+	blocks_forward(m, r, l0, row0);
 	return 0;
 }
 
@@ -575,7 +602,7 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	r->t = T;
 	r->opt = *o;
 	embed_forward(m, tokens, B, T, r->resid, r->scratch);
-	blocks_forward(m, r, 0);
+	blocks_forward(m, r, 0, 0);
 
 	/* final norm and output projection */
 	if (output_forward(m, tokens, targets, B, T, r, e) != 0)

@@ -149,37 +149,53 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 		row[j] = 0.0f;
 }
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
-		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
+/* attention_forward's work for queries q0 .. T-1 of every sequence (rows
+ * q0 .. T-1 of out and of each head's att). */
+static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
+			   int G, int D, enum mask_kind mask, int window, float scale,
+			   const int *key_len)
 {
-	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
+	int ld = (H + 2 * G) * D, C = H * D, group = H / G, M = T - q0;
 	for (int b = 0; b < B; b++) {
 		const float *base = qkv + (size_t)b * T * ld;
 		int last = key_len && key_len[b] < T ? key_len[b] - 1 : T - 1; /* last real key */
 		for (int h = 0; h < H; h++) {
 			int g = h / group;
-			const float *q = base + (size_t)h * D;
+			const float *q = base + (size_t)q0 * ld + (size_t)h * D;
 			const float *k = base + (size_t)(H + g) * D;
 			const float *v = base + (size_t)(H + G + g) * D;
-			float *a = att + ((size_t)b * H + h) * T * T;
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
+			float *a = att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D,
 				    scale, q, ld, k, ld, 0.0f, a, T);
-			for (int i = 0; i < T; i++) {
+			for (int i = q0; i < T; i++) {
+				float *row = a + (size_t)(i - q0) * T;
 				int lo, hi;
 				mask_range(mask, window, i, T, &lo, &hi);
 				hi = hi < last ? hi : last;
 				lo = lo < hi ? lo : hi;
 				if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
-					masked_softmax_row(a + (size_t)i * T, T, 0, last);
-					memset(a + (size_t)i * T + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
+					masked_softmax_row(row, T, 0, last);
+					memset(row + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
 				} else {
-					masked_softmax_row(a + (size_t)i * T, T, lo, hi);
+					masked_softmax_row(row, T, lo, hi);
 				}
 			}
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
-				    1.0f, a, T, v, ld, 0.0f, out + (size_t)b * T * C + (size_t)h * D, C);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, a, T, v, ld,
+				    0.0f, out + ((size_t)b * T + q0) * C + (size_t)h * D, C);
 		}
 	}
+}
+
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
+		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
+{
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len);
+}
+
+void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
+		    enum mask_kind mask, int window, float scale)
+{
+	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, NULL);
 }
 
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,

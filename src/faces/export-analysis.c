@@ -149,11 +149,13 @@ static void svg_cells(struct render_buf *b, int x0, int y0, int rows, int cols,
 				  x0 - 6, y + SVG_CELL / 2, names[r]);
 		for (int c = 0; c < cols; c++) {
 			char col[8];
-			color(col, v[(size_t)r * cols + c]);
+			double x = v[(size_t)r * cols + c];
+			color(col, x);
+			/* rounding noise around 0 is titled 0.00, never -0.00 */
 			render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
 					  "fill=\"%s\"><title>%s, %d: %.2f</title></rect>\n",
 					  x0 + c * SVG_CELL, y, SVG_CELL, SVG_CELL, col, names[r], c,
-					  v[(size_t)r * cols + c]);
+					  fabs(x) < 0.005 ? 0.0 : x);
 		}
 	}
 }
