@@ -39,6 +39,22 @@ check "the config is read: RMSNorm, RoPE, SwiGLU, 2 K/V heads, biases for Qwen2"
 run "$tmp/hf" -c "text $text; attn mha; attn mqa; kv"
 check "its native GQA converts both ways" sh -c "[ $rc -eq 0 ] && grep -q 'KV 3.50 KiB' '$tmp/out'"
 
+# a sliding window caps the context (exact within it), for Qwen2 only when
+# use_sliding_window is true
+for fam in "--qwen2:false:64" "--qwen2:true:16" ":absent:16"; do
+	opt=${fam%%:*} rest=${fam#*:}
+	use=${rest%%:*} want=${rest#*:}
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+	"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $opt >/dev/null 2>&1
+	field=""
+	[ "$use" != absent ] && field="\"use_sliding_window\": $use, "
+	sed "1s/^{/{\"sliding_window\": 16, $field/" "$tmp/hf/config.json" >"$tmp/c" &&
+		mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi --dump
+	check "sliding_window 16, ${opt:-llama} use_sliding_window $use: context $want" \
+		sh -c "[ $rc -eq 0 ] && grep -q 'context $want\$' '$tmp/out'"
+done
+
 # refused by name
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1

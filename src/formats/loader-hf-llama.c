@@ -10,8 +10,9 @@
  *   rope_theta (10000), SwiGLU (hidden_act silu), tied unless
  *   tie_word_embeddings is false; head_dim, when given, must be
  *   hidden_size / heads.  Qwen2's Q/K/V biases are read (the engine's other
- *   biases stay 0, which is exact).  Mistral's sliding_window, when smaller
- *   than the context, becomes the context: within it the window is exact.
+ *   biases stay 0, which is exact).  Mistral's sliding_window (Qwen2's
+ *   only with use_sliding_window true), when smaller than the context,
+ *   becomes the context: within it the window is exact.
  *   rope_scaling, attention_bias on every projection and other hidden_act
  *   values are refused by name.
  *
@@ -86,7 +87,11 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, b
 	if (hd && hd * c->n_head != c->d_model)
 		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "
 			       "(%d); the engine needs that", hd, c->d_model / c->n_head);
-	if (window && window < c->context) /* exact up to the window */
+	/* Qwen2 windows attention only when use_sliding_window is true */
+	bool windowed = strcmp(family, "qwen2") != 0;
+	if (ju_get_bool(o, "use_sliding_window", "config.json", JU_NULL_ABSENT, &windowed, e) < 0)
+		return -1;
+	if (windowed && window && window < c->context) /* exact up to the window */
 		c->context = window;
 	float eps = 1e-6f, theta = 10000.0f;
 	if (ju_get_float(o, "rms_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0 ||
