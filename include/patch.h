@@ -34,16 +34,21 @@ struct patch_result {
 typedef void (*patch_progress_fn)(void *ctx, int done, int total);
 
 /* Patches every site of model m run with options o, clean and corrupt
- * being T tokens each: two whole passes, then per site the corrupted pass
- * resumed at the patched block (a head at layer l reruns blocks l .. L-1,
- * the stream after block l blocks l+1 .. L-1) and the output head on the
- * last row alone.  progress (may be NULL) hears after each site.  0, or
- * -1 with e set: a forward pass failed, the two runs predict the same
- * token at the last position (nothing to restore), or cancel was set
- * (checked between sites).  Free with patch_free. */
+ * being T tokens each: two whole passes (the corrupted one of k copies),
+ * then per k sites of one layer one pass of k sequences resumed at the
+ * patched block (a head at layer l reruns blocks l .. L-1, the stream
+ * after block l blocks l+1 .. L-1) and the output head on each sequence's
+ * last row.  batch: k, the sites a pass; 0 chooses: up to 256 rows a pass
+ * (at most H sites) below 64 tokens, else 1, where under a causal or
+ * window mask a residual row's pass starts at its row.  Every k gives the
+ * same shares up to rounding.  progress (may be NULL) hears after each
+ * pass with the sites done.  0, or -1 with e set: a forward pass failed,
+ * the two runs predict the same token at the last position (nothing to
+ * restore), or cancel was set (checked between passes).  Free with
+ * patch_free. */
 int patch_run(struct model *m, const struct run_options *o, const int *clean, const int *corrupt,
-	      int T, volatile sig_atomic_t *cancel, patch_progress_fn progress, void *ctx,
-	      struct patch_result *out, struct err *e);
+	      int T, int batch, volatile sig_atomic_t *cancel, patch_progress_fn progress,
+	      void *ctx, struct patch_result *out, struct err *e);
 
 void patch_free(struct patch_result *r);
 

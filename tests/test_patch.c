@@ -10,13 +10,15 @@
  *  - the unpatched metrics are the logit differences of the two runs, and
  *    the answers their argmaxes at the last position;
  *  - two texts with the same prediction are refused;
+ *  - both hold for one site a pass, 3 (partial batches) and the default;
  *  - every share equals a patch made the plain way, here in the test: a
  *    whole corrupted pass per site, the site put back by a hook, the
- *    metric from that pass's own logits (patch_run resumes at the patched
- *    block, and under a causal or window mask a residual row's pass at
- *    its row, and reads the last row through the output head alone), for
- *    both families under native, GQA, post-norm, window-mask, ablated,
- *    no-mask and after-softmax options.
+ *    metric from that pass's own logits (patch_run batches sites, resumes
+ *    at the patched block, and with one site a pass under a causal or
+ *    window mask starts a residual row's pass at its row, and reads the
+ *    last rows through the output head alone), for both families under
+ *    native, GQA, post-norm, window-mask, ablated, no-mask and
+ *    after-softmax options, each with one of the three batch sizes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,21 +77,24 @@ static void test_patch_known_answers(void **state)
 	find_texts(m, &o, clean, corrupt);
 	struct patch_result r;
 	struct err e;
-	assert_int_equal(patch_run(m, &o, clean, corrupt, T, NULL, NULL, NULL, &r, &e), 0);
-	assert_int_equal(r.L, 2);
-	assert_int_equal(r.T, T);
-	assert_int_not_equal(r.clean_answer, r.corrupt_answer);
-	assert_true(r.ld_clean > 0 && r.ld_corrupt < 0); /* each run prefers its own answer */
-	print_message("last block, last position %.6f; head 0.2 %.6f\n",
-		      r.resid[(size_t)1 * T + T - 1], r.heads[2]);
-	assert_true(fabs(r.resid[(size_t)1 * T + T - 1] - 1.0) < 1e-5);
-	for (int t = 0; t < T - 1; t++)
-		assert_true(fabs(r.resid[(size_t)1 * T + t]) < 1e-9);
-	assert_true(r.heads[2] == 0.0);
-	patch_free(&r);
+	static const int batches[] = { 1, 3, 0 }; /* one site a pass, 3, the default (4) */
+	for (int bi = 0; bi < 3; bi++) {
+		assert_int_equal(patch_run(m, &o, clean, corrupt, T, batches[bi], NULL, NULL, NULL, &r, &e), 0);
+		assert_int_equal(r.L, 2);
+		assert_int_equal(r.T, T);
+		assert_int_not_equal(r.clean_answer, r.corrupt_answer);
+		assert_true(r.ld_clean > 0 && r.ld_corrupt < 0); /* each run prefers its own answer */
+		print_message("batch %d: last block, last position %.6f; head 0.2 %.6f\n", batches[bi],
+			      r.resid[(size_t)1 * T + T - 1], r.heads[2]);
+		assert_true(fabs(r.resid[(size_t)1 * T + T - 1] - 1.0) < 1e-5);
+		for (int t = 0; t < T - 1; t++)
+			assert_true(fabs(r.resid[(size_t)1 * T + t]) < 1e-9);
+		assert_true(r.heads[2] == 0.0);
+		patch_free(&r);
+	}
 
 	/* the same text twice: nothing to restore */
-	assert_int_equal(patch_run(m, &o, clean, clean, T, NULL, NULL, NULL, &r, &e), -1);
+	assert_int_equal(patch_run(m, &o, clean, clean, T, 0, NULL, NULL, NULL, &r, &e), -1);
 	assert_non_null(strstr(e.msg, "same next token"));
 	model_free(m);
 }
@@ -155,7 +160,8 @@ static void test_patch_equals_whole_passes(void **state)
 			find_texts(m, &o, clean, corrupt);
 			struct patch_result pr;
 			struct err e;
-			assert_int_equal(patch_run(m, &o, clean, corrupt, T, NULL, NULL, NULL, &pr, &e), 0);
+			int batch = (llama * 7 + variant) % 3 == 0 ? 1 : (llama * 7 + variant) % 3 == 1 ? 3 : 0;
+			assert_int_equal(patch_run(m, &o, clean, corrupt, T, batch, NULL, NULL, NULL, &pr, &e), 0);
 
 			int L = m->cfg.n_layer, H = m->cfg.n_head, C = m->cfg.d_model;
 			struct plain p = { .T = T, .D = C / H };
@@ -184,8 +190,8 @@ static void test_patch_equals_whole_passes(void **state)
 				double d = fabs(got - want) / (1.0 + fabs(want));
 				worst = d > worst ? d : worst;
 				if (d > 1e-4)
-					fail_msg("llama %d variant %d site %d: patch_run %.6f, whole passes %.6f",
-						 llama, variant, k, got, want);
+					fail_msg("llama %d variant %d batch %d site %d: patch_run %.6f, whole "
+						 "passes %.6f", llama, variant, batch, k, got, want);
 			}
 			run_free(r);
 			free(p.heads);

@@ -63,7 +63,7 @@ static int patch_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	struct patch_result r;
 	bool tty = cmd_progress_shown();
-	int prc = patch_run(m, &s->opt, s->tokens, ids, n, s->cancel, tty ? cmd_progress : NULL,
+	int prc = patch_run(m, &s->opt, s->tokens, ids, n, 0, s->cancel, tty ? cmd_progress : NULL,
 			    "patch", &r, e);
 	if (tty)
 		cmd_progress("patch", 1, 1); /* clear the progress line */
