@@ -17,10 +17,14 @@ struct comparison {
 	double kl;          /* KL(baseline || run), nats, mean over positions */
 	double top1_agree;  /* fraction of positions whose argmax agrees */
 	double delta_loss;  /* run loss - baseline loss (NAN without targets) */
+	double drift;       /* the model's output (the last block's, before any
+			     * head): mean over positions of ||h_run - h_base|| /
+			     * ||h_base|| */
 };
 
-/* Compares two runs over the same B x T tokens (both RUN_LOGITS): KL and
- * agreement averaged over every position of every sequence. */
+/* Compares two runs over the same B x T tokens: KL and agreement averaged
+ * over every position of every sequence (NAN, as delta_loss, when the runs
+ * have no logits: a model without a head), and the output drift. */
 void compare_runs(const struct run *base, const struct run *run, struct comparison *out);
 
 /* The k most likely next tokens at position pos (batch 0): ids[k] and
@@ -101,6 +105,7 @@ struct variant_row {
 	double ppl;              /* exp(loss) */
 	double kl;               /* KL(reference || row), nats, mean over positions */
 	double top1_agree;       /* fraction of positions with the reference's argmax */
+	double drift;            /* the output's drift from the reference (struct comparison) */
 	double kv_bytes;         /* float32 KV cache for the T tokens */
 	double forward_ms;       /* one forward pass: the faster of two */
 };

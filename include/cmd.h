@@ -26,6 +26,8 @@ enum {
 	CMD_RAW = 1u << 0,     /* argv[1] is the rest of the line, verbatim (text, echo) */
 	CMD_STREAMS = 1u << 1, /* prints as it goes, waits for a key or takes the
 				* terminal (generate, lab, pause, view): never paged */
+	CMD_LOGITS = 1u << 2,  /* reads the model's output distribution: refused for
+				* a model without a head (cfg_has_head) */
 };
 
 /*

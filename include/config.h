@@ -39,8 +39,10 @@ enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW, MASK_AFTER_SOFTMAX };
  *   MLM  BERT's masked-LM head, no final norm: h = norm(gelu_exact(HEADW x
  *        + HEADB)) with HEADLNW / HEADLNB, logits = WTE or LMHEAD times h,
  *        plus OUTB.  A model with this head is an encoder: its loss scores
- *        each input token at its own position (model_targets). */
-enum head_type { HEAD_LM, HEAD_MLM };
+ *        each input token at its own position (model_targets).
+ *   NONE no head (a BertModel file): the last block's output is the
+ *        model's; a pass has no logits and no loss (cfg_has_head). */
+enum head_type { HEAD_LM, HEAD_MLM, HEAD_NONE };
 
 struct model_config {
 	int vocab_size;       /* V */
@@ -149,7 +151,14 @@ static inline int cfg_rotary_dims(const struct model_config *c)
  * tokens themselves, and it cannot be decoded one token at a time. */
 static inline bool cfg_is_encoder(const struct model_config *c)
 {
-	return c->head == HEAD_MLM;
+	return c->head == HEAD_MLM || c->head == HEAD_NONE;
+}
+
+/* Whether a pass can make logits: false for HEAD_NONE, whose runs keep
+ * no logits (run_new drops RUN_LOGITS) and whose loss is NAN. */
+static inline bool cfg_has_head(const struct model_config *c)
+{
+	return c->head != HEAD_NONE;
 }
 
 /* Checks every field and their relations (d_model divisible by n_head, an

@@ -207,12 +207,15 @@ int *model_targets(const struct model_config *c, const int *tokens, int B, int T
 /* The output head (config.h, enum head_type) on n rows x (n, C) of the
  * last block's output: its normed rows into xn (n, C) (mean / rstd (n)
  * kept when not NULL), tmp (n, C) scratch, and with logits not NULL the
- * logits (n, V). */
+ * logits (n, V).  Without a head (HEAD_NONE) x is copied to xn and logits
+ * is not written: ask for them only when cfg_has_head. */
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			float *rstd, float *tmp, const float *x, int n);
 
-/* Allocates activations for up to B x T tokens of model config c.
- * Never returns NULL (out of memory is fatal). */
+/* Allocates activations for up to B x T tokens of model config c; for a
+ * model without a head (cfg_has_head false) RUN_LOGITS is dropped: such a
+ * run's logits are NULL and its loss NAN.  Never returns NULL (out of
+ * memory is fatal). */
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags);
 void run_free(struct run *r);
 

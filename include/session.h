@@ -135,6 +135,10 @@ int session_need_model(const struct session *s, struct err *e);
 /* 0 when session_ready(), else -1 saying what is missing (model or text). */
 int session_need_run(const struct session *s, struct err *e);
 
+/* 0 when the loaded model has an output head (cfg_has_head) or none is
+ * loaded, else -1: "WHAT reads the model's predictions, and M has none". */
+int session_need_head(const struct session *s, const char *what, struct err *e);
+
 /* One-line summary of the current run: tokens, loss, KL vs baseline, top-1
  * agreement, KV bytes, forward ms.  Writes into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);

@@ -6,7 +6,9 @@
 # LayerNorm names) gives exactly the numbers of the same weights as an
 # attnscope checkpoint (whose positions hold token type 0 folded in); what
 # the engine cannot run is refused by name; generate and train refuse an
-# encoder; other masks and K/V sharing run.  The tokenizer is GPT-2's pair,
+# encoder; other masks and K/V sharing run.  A BertModel (no masked-LM
+# head) loads with the attention of the same weights, the output's drift
+# in place of loss and KL, and the commands that read predictions refuse it.  The tokenizer is GPT-2's pair,
 # a vocab.txt, or bert-base-uncased's own WordPiece tokenizer.json
 # (tests/data/tokenizers).  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
@@ -103,10 +105,31 @@ refuse "a hidden_size the weights do not have" \
 	's/"intermediate_size": 48/"intermediate_size": 40/' \
 	'intermediate.dense.weight has shape \[48, 32\], but config.json needs \[40, 32\]'
 
+# a BertModel (no masked-LM head, a pooler): attention without predictions
 mkbert --bare
-run "$tmp/hf" -t hi
-check "a BertModel without the masked-LM head is refused by name" \
-	sh -c "[ $rc -ne 0 ] && grep -q 'no masked-LM head (cls.predictions' '$tmp/err'"
+run "$tmp/hf" -t "$text" --dump
+grep -v '^model \|^config \|^loss ' "$tmp/out" >"$tmp/bare.dump"
+check "a BertModel loads with head none and no loss" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'head none' '$tmp/out' && grep -q '^loss none' '$tmp/out'"
+run "$tmp/ref.safetensors" -t "$text" --dump
+grep -v '^model \|^config \|^loss ' "$tmp/out" >"$tmp/bare-ref.dump"
+check "a BertModel gives the attention of the same weights with the masked-LM head" \
+	sh -c "[ -s '$tmp/bare.dump' ] && cmp -s '$tmp/bare.dump' '$tmp/bare-ref.dump'"
+run "$tmp/hf" -c "text $text; attn mqa"
+check "its summary line gives the output's drift from the native run, not loss or KL" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'no head: output drift 0.0000 ' '$tmp/out' &&
+	grep -q 'no head: output drift 0.0[0-9]*[1-9]' '$tmp/out' && ! grep -q 'KL\|nan' '$tmp/out'"
+run "$tmp/hf" -c "text $text; compare variants; stats"
+check "compare variants and stats show the drift (mqa moves the output), no nan" \
+	sh -c "[ $rc -eq 0 ] && grep -q '^variant  *drift  *KV cache' '$tmp/out' &&
+	grep -q '^mqa  *0.0[0-9]*[1-9]' '$tmp/out' && grep -q '^drift  *0.000000' '$tmp/out' &&
+	! grep -q nan '$tmp/out'"
+for c in lens "patch $text" top sweep "batch To be | or not" "export lens"; do
+	run "$tmp/hf" -c "text $text; $c"
+	check "${c%% *} is refused in one line: no output head" \
+		sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q 'reads the model.s predictions, and hf has no output head' '$tmp/err'"
+done
 
 mkbert
 rm "$tmp/hf/vocab.json" "$tmp/hf/merges.txt"

@@ -14,6 +14,10 @@
  *    the call and half way through) leaves the session as it was.
  *  - compare variants: with identical K/V heads every G gives KL < 1e-9;
  *    the natively trained shakespeare variants are found beside the model.
+ *  - compare_runs: the output drift is the mean relative change of the
+ *    last block's output the double-precision reference computes; without
+ *    a head the runs hold no logits and KL, top-1 and the loss change are
+ *    NAN, the drift the same.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -33,6 +37,8 @@
 #include "cmd.h"
 #include "heads.h"
 #include "model.h"
+#include "randmodel.h"
+#include "ref_forward.h"
 #include "session.h"
 #include "tokenizer.h"
 
@@ -801,9 +807,73 @@ static void test_entropy_matches_scores(void **state)
 	fixture_free(f);
 }
 
+/* The reference's drift of the last block's output under o from native. */
+static double ref_drift(const struct model *m, const struct run_options *o, const int *tok, int T)
+{
+	int L = m->cfg.n_layer, C = m->cfg.d_model;
+	struct run_options nat;
+	run_options_native(m, &nat);
+	double *a = malloc((size_t)(L + 1) * T * C * sizeof *a), *b = malloc((size_t)(L + 1) * T * C * sizeof *b);
+	struct ref_trace ta = { a, NULL, NULL }, tb = { b, NULL, NULL };
+	assert_int_equal(ref_forward(m, &nat, tok, T, NULL, NULL, &ta), 0);
+	assert_int_equal(ref_forward(m, o, tok, T, NULL, NULL, &tb), 0);
+	double sum = 0;
+	for (int i = 0; i < T; i++) {
+		const double *x = a + ((size_t)L * T + i) * C, *y = b + ((size_t)L * T + i) * C;
+		double d = 0, n = 0;
+		for (int j = 0; j < C; j++) {
+			d += (y[j] - x[j]) * (y[j] - x[j]);
+			n += x[j] * x[j];
+		}
+		sum += sqrt(d / n);
+	}
+	free(a);
+	free(b);
+	return sum / T;
+}
+
+static void test_compare_drift(void **state)
+{
+	(void)state;
+	enum { T = 9 };
+	int tok[T] = { 1, 5, 2, 9, 3, 3, 7, 0, 4 };
+	for (int headless = 0; headless < 2; headless++) {
+		struct model *m = randmodel_new(true, 2, 2, 17, 8.0f, 11);
+		if (headless) /* what the BERT loader makes of a BertModel */
+			m->cfg.head = HEAD_NONE;
+		struct run_options nat, o;
+		run_options_native(m, &nat);
+		o = nat;
+		o.kv_heads = 1;
+		struct run *a = run_new(&m->cfg, 1, T, RUN_LOGITS), *b = run_new(&m->cfg, 1, T, RUN_LOGITS);
+		struct err e;
+		assert_int_equal(model_forward(m, &nat, tok, NULL, 1, T, a, &e), 0);
+		assert_int_equal(model_forward(m, &o, tok, NULL, 1, T, b, &e), 0);
+		struct comparison cmp, same;
+		compare_runs(a, b, &cmp);
+		compare_runs(a, a, &same);
+		double want = ref_drift(m, &o, tok, T);
+		print_message("head %s: drift %.6f, reference %.6f, KL %g\n", headless ? "none" : "lm",
+			      cmp.drift, want, cmp.kl);
+		assert_true(want > 0.01 && fabs(cmp.drift - want) < 1e-5);
+		assert_true(same.drift == 0.0);
+		if (headless) {
+			assert_null(a->logits);
+			assert_true(isnan(a->loss) && isnan(cmp.kl) && isnan(cmp.top1_agree) &&
+				    isnan(cmp.delta_loss));
+		} else {
+			assert_true(cmp.kl > 0 && same.kl < 1e-9 && !isnan(cmp.delta_loss));
+		}
+		run_free(a);
+		run_free(b);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compare_drift),
 		cmocka_unit_test(test_pattern_prev),
 		cmocka_unit_test(test_pattern_sink),
 		cmocka_unit_test(test_pattern_self_local),

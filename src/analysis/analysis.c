@@ -30,9 +30,33 @@ static int argmax(const float *z, int V)
 	return best;
 }
 
+/* Mean over the rows of the last block's output of ||h_run - h_base|| /
+ * ||h_base||. */
+static double output_drift(const struct run *base, const struct run *run)
+{
+	int N = run->b * run->t, C = run->C;
+	const float *hb = base->resid + (size_t)run->L * N * C, *hr = run->resid + (size_t)run->L * N * C;
+	double sum = 0.0;
+	for (int i = 0; i < N; i++) {
+		double d = 0.0, n = 0.0;
+		for (int j = 0; j < C; j++) {
+			double b = hb[(size_t)i * C + j], x = (double)hr[(size_t)i * C + j] - b;
+			d += x * x;
+			n += b * b;
+		}
+		sum += n > 0.0 ? sqrt(d / n) : 0.0;
+	}
+	return N ? sum / N : 0.0;
+}
+
 void compare_runs(const struct run *base, const struct run *run, struct comparison *out)
 {
 	int T = run->b * run->t, V = run->V; /* every position of every sequence */
+	out->drift = output_drift(base, run);
+	if (!base->logits || !run->logits) {
+		out->kl = out->top1_agree = out->delta_loss = NAN;
+		return;
+	}
 	double kl = 0.0;
 	int agree = 0;
 	for (int i = 0; i < T; i++) {
@@ -305,6 +329,7 @@ int variant_measure(struct model *m, const struct run_options *o, const int *tok
 	out->ppl = exp(work->loss);
 	out->kl = cmp.kl;
 	out->top1_agree = cmp.top1_agree;
+	out->drift = cmp.drift;
 	out->kv_bytes = kv_cache_bytes(c->n_layer, o->kv_heads, kv_positions(o, T), cfg_d_head(c), 4);
 	out->forward_ms = best;
 	return 0;

@@ -60,7 +60,7 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_FCPROJW: if (F) { d0 = C; d1 = F; n = 2; } break;
 	case P_LNFW: if (lm) { d0 = C; n = 1; } break;
 	case P_LNFB: if (lm && ln_bias) { d0 = C; n = 1; } break;
-	case P_LMHEAD: if (!c->tied) { d0 = V; d1 = C; n = 2; } break;
+	case P_LMHEAD: if (!c->tied && c->head != HEAD_NONE) { d0 = V; d1 = C; n = 2; } break;
 	case P_LNEW: if (c->emb_norm) { d0 = C; n = 1; } break;
 	case P_LNEB: if (c->emb_norm && ln_bias) { d0 = C; n = 1; } break;
 	case P_HEADW: if (mlm) { d0 = C; d1 = C; n = 2; } break;
@@ -120,7 +120,7 @@ int config_validate(const struct model_config *c, struct err *e)
 		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);
 	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
 	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GELU_EXACT ||
-	    (unsigned)c->head > HEAD_MLM)
+	    (unsigned)c->head > HEAD_NONE)
 		return err_set(e, "config: unknown norm, placement, positions, MLP or head kind");
 	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
 		return err_set(e, "config: the native mask must be causal, none or after-softmax");
@@ -180,7 +180,7 @@ static const char *const place_names[] = { "pre", "post" };
 static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
-static const char *const head_names[] = { "lm", "mlm" };
+static const char *const head_names[] = { "lm", "mlm", "none" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -199,7 +199,7 @@ const char *mask_kind_name(enum mask_kind m)
 	return (unsigned)m <= MASK_AFTER_SOFTMAX ? mask_names[m] : "?";
 }
 
-const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_MLM ? head_names[h] : "?"; }
+const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_NONE ? head_names[h] : "?"; }
 
 #define PARSER(fn, type, names) \
 	int fn(const char *s, type *out) \

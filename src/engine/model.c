@@ -230,6 +230,8 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 {
 	if (flags & RUN_TRAIN)
 		flags |= RUN_ATTN | RUN_LOGITS;
+	if (!cfg_has_head(c)) /* nothing to make logits with */
+		flags &= ~(unsigned)RUN_LOGITS;
 	struct run *r = xcalloc(1, sizeof *r);
 	r->B = B;
 	r->T = T;
@@ -423,6 +425,10 @@ void model_head_forward(const struct model *m, float *logits, float *xn, float *
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
 	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	if (c->head == HEAD_NONE) { /* the last block's output is the model's */
+		memcpy(xn, x, (size_t)n * C * sizeof *xn);
+		return;
+	}
 	if (c->head == HEAD_MLM) {
 		matmul_forward(tmp, x, m->p[P_HEADW], m->p[P_HEADB], n, C, C);
 		gelu_exact_forward(tmp, tmp, (long)n * C);

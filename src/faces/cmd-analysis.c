@@ -476,6 +476,7 @@ static const struct cmd_opt sweep_opts[] = {
 };
 const struct cmd_entry cmd_sweep_entry = {
 	.name = "sweep",
+	.flags = CMD_LOGITS,
 	.usage = "",
 	.opts = sweep_opts,
 	.help = "ablate every head alone and every layer's heads together; which heads matter",
@@ -543,11 +544,17 @@ static bool same_vocab(const struct model *a, const struct model *b)
 	return true;
 }
 
-/* One row; compact (a narrow terminal): without perplexity and time. */
-static void variant_print(FILE *f, const struct variant_row *v, int w, bool compact)
+/* One row; compact (a narrow terminal): without perplexity and time;
+ * head: the model has an output head (else the drift replaces loss, ppl,
+ * KL and top-1). */
+static void variant_print(FILE *f, const struct variant_row *v, int w, bool compact, bool head)
 {
 	char kv[32], loss[16], ppl[16], kl[16];
 	format_bytes(v->kv_bytes, kv, sizeof kv);
+	if (!head) {
+		fprintf(f, "%-*s %8.4f %10s %7.2f\n", w, v->name, v->drift, kv, v->forward_ms);
+		return;
+	}
 	fmt_num(v->loss, false, loss, sizeof loss);
 	snprintf(ppl, sizeof ppl, isnan(v->ppl) ? "-" : v->ppl < 1e5 ? "%.2f" : "%.3g", v->ppl);
 	fmt_num(v->kl, false, kl, sizeof kl);
@@ -656,11 +663,23 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 		n = measure_family(m, &src, ref, rows, n, notes, &n_notes);
 
 	FILE *f = s->out;
-	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
-		src.desc, m->name ? m->name : "the model");
 	int w = 30; /* the name column: as wide as the longest name */
 	for (int i = 0; i < n; i++)
 		w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
+	if (!cfg_has_head(&m->cfg)) { /* no distribution to compare: the output's drift */
+		fprintf(f, "compare variants on %s;\n%s has no output head: how far each variant moves "
+			   "the model's output from the native run's\n", src.desc, m->name);
+		fprintf(f, "%-*s %8s %10s %7s\n", w, "variant", "drift", "KV cache", "ms");
+		for (int i = 0; i < n; i++)
+			variant_print(f, &rows[i], w, false, false);
+		char foot[256];
+		snprintf(foot, sizeof foot, "drift = ||h - h_native|| / ||h_native|| of the last block's "
+			 "output, mean over positions; KV cache: float32 for %d tokens.", T);
+		cmd_wrap(f, foot, 0, 0, cmd_out_width(s));
+		goto done;
+	}
+	fprintf(f, "compare variants on %s;\nKL and top-1 agreement against the native run of %s\n",
+		src.desc, m->name ? m->name : "the model");
 	/* at a terminal too narrow for every column: without ppl and ms */
 	bool compact = cmd_out_tty(s) && w + 52 > cmd_out_width(s);
 	if (compact)
@@ -669,7 +688,7 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 		fprintf(f, "%-*s %7s %9s %8s %7s %10s %7s\n", w, "variant", "loss", "ppl", "KL", "top-1",
 			"KV cache", "ms");
 	for (int i = 0; i < n; i++)
-		variant_print(f, &rows[i], w, compact);
+		variant_print(f, &rows[i], w, compact, true);
 	if (compact) {
 		char foot[256];
 		snprintf(foot, sizeof foot, "KL = KL(native || variant), nats, mean over positions; KV "

@@ -127,7 +127,7 @@ const struct cmd_entry cmd_batch_entry = {
 		"tokens against its own run, and the most weight a real token puts on pads.\n"
 		"Under the causal mask the pads, all after the text, are never seen; try\n"
 		"`mask none` to see what the padding mask is for.  Current options apply.",
-	.flags = CMD_RAW,
+	.flags = CMD_RAW | CMD_LOGITS,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = batch_exec,

@@ -109,6 +109,7 @@ static const struct cmd_opt lens_opts[] = {
 
 const struct cmd_entry cmd_lens_entry = {
 	.name = "lens",
+	.flags = CMD_LOGITS,
 	.usage = "[at I]",
 	.opts = lens_opts,
 	.help = "the logit lens: what each depth of the residual stream would predict",

@@ -119,7 +119,7 @@ const struct cmd_entry cmd_patch_entry = {
 		"time (shaded).  Under the current options: one corrupted pass, then per\n"
 		"site the blocks from the patched one on (the earlier ones are the corrupted\n"
 		"pass's) and the output layer on the last row.",
-	.flags = CMD_RAW,
+	.flags = CMD_RAW | CMD_LOGITS,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = patch_exec,

@@ -388,6 +388,7 @@ static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_top_entry = {
 	.name = "top",
+	.flags = CMD_LOGITS,
 	.usage = "[K] [at I]",
 	.help = "the K (default 5) most likely next tokens at position I (default: the last)",
 	.long_help = "When the options differ from the model's native ones, each token's probability\n"

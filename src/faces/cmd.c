@@ -242,6 +242,8 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 		cmd_usage(c, u, sizeof u);
 		return err_set(e, "%s", u);
 	}
+	if ((c->flags & CMD_LOGITS) && session_need_head(s, c->name, e))
+		return -1;
 	return c->exec(s, argc, argv, e);
 }
 

@@ -191,7 +191,7 @@ static void lens_svg(const struct session *s, const struct lens *ln, char **lab,
 int export_lens(const struct session *s, enum export_format f, struct render_buf *out,
 		struct err *e)
 {
-	if (session_need_run(s, e))
+	if (session_need_run(s, e) || session_need_head(s, "export lens", e))
 		return -1;
 	if (f == EXPORT_ASCII || f == EXPORT_ANSI)
 		return err_set(e, "export lens: --format %s is not one of its formats (txt, csv, json, "

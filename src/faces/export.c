@@ -663,7 +663,11 @@ void export_stats_txt(const struct session *s, bool timing, struct render_buf *b
 	render_buf_printf(b, "model         %s\n", model_name(s));
 	render_buf_printf(b, "options       %s\n", opts);
 	render_buf_printf(b, "tokens        %d\n", s->n_tokens);
-	if (isnan(m.loss)) {
+	if (!cfg_has_head(c)) {
+		render_buf_puts(b, "loss          - (no output head: loss, KL and top-1 need one)\n");
+		render_buf_printf(b, "drift         %.6f (||h - h_base|| / ||h_base|| of the output, mean "
+				  "over positions)\n", s->cmp.drift);
+	} else if (isnan(m.loss)) {
 		render_buf_puts(b, "loss          - (one token: nothing to predict)\n");
 		render_buf_puts(b, "perplexity    -\n");
 	} else {
@@ -671,8 +675,10 @@ void export_stats_txt(const struct session *s, bool timing, struct render_buf *b
 				  m.base_loss, m.dloss);
 		render_buf_printf(b, "perplexity    %.3f\n", m.ppl);
 	}
-	render_buf_printf(b, "KL vs base    %.6f nats (mean over positions)\n", m.kl);
-	render_buf_printf(b, "top-1 agree   %.1f%%\n", 100.0 * m.top1);
+	if (cfg_has_head(c)) {
+		render_buf_printf(b, "KL vs base    %.6f nats (mean over positions)\n", m.kl);
+		render_buf_printf(b, "top-1 agree   %.1f%%\n", 100.0 * m.top1);
+	}
 	render_buf_printf(b, "KV cache      %s (native %s; float32, %d tokens)\n", kv, kvn, s->n_tokens);
 	if (timing)
 		render_buf_printf(b, "forward       %.2f ms\n", s->run->forward_ms);

@@ -37,6 +37,11 @@ static void lens_draw(struct tui_state *t, const struct tui_rect *r)
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
+	if (!cfg_has_head(&s->model->cfg)) {
+		tui_put(r->y, r->x, r->w, "no output head (a BertModel): the lens needs one", TUI_A_DIM,
+			TUI_ROLE_NONE);
+		return;
+	}
 	const struct lens *ln = current_lens(t);
 	int T = ln->T, D = ln->D, q = s->sel_token;
 	bool wide;

@@ -37,7 +37,12 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 		} \
 		y++; \
 	} while (0)
-	if (isnan(run->loss)) {
+	bool head = cfg_has_head(&s->model->cfg);
+	if (!head) {
+		ROW("loss", "- (no output head)");
+		ROW("drift", compact ? "%.4f" : "%.6f of the output vs base (mean ||h - h_base|| / ||h_base||)",
+		    s->cmp.drift);
+	} else if (isnan(run->loss)) {
 		ROW("loss", "- (needs 2 tokens)");
 	} else if (compact) {
 		ROW("loss", "%.4f (%+.4f)", run->loss, s->cmp.delta_loss);
@@ -46,9 +51,11 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 		ROW("loss", "%.4f nats   baseline %.4f   change %+.4f", run->loss, base->loss, s->cmp.delta_loss);
 		ROW("perplexity", "%.3f   baseline %.3f", exp(run->loss), exp(base->loss));
 	}
-	ROW(compact ? "KL" : "KL vs base", compact ? "%.4f" : "%.6f nats (mean over positions)", s->cmp.kl);
-	ROW(compact ? "top-1" : "top-1 agree", compact ? "%.1f%%" : "%.1f%% of positions predict what the baseline does",
-	    100.0 * s->cmp.top1_agree);
+	if (head) {
+		ROW(compact ? "KL" : "KL vs base", compact ? "%.4f" : "%.6f nats (mean over positions)", s->cmp.kl);
+		ROW(compact ? "top-1" : "top-1 agree", compact ? "%.1f%%" : "%.1f%% of positions predict what the baseline does",
+		    100.0 * s->cmp.top1_agree);
+	}
 	if (compact) {
 		ROW("KV", "%s", cur);
 		ROW("native", "%s", nat);
@@ -123,6 +130,8 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 static int draw_next_tokens(struct tui_state *t, int y, int x, int w, int y_end, int k)
 {
 	struct session *s = t->s;
+	if (!cfg_has_head(&s->model->cfg))
+		return y;
 	int q = s->sel_token;
 	int ids[8], bids[8];
 	double p[8], bp[8];

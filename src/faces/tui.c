@@ -795,6 +795,12 @@ static void draw_info(struct tui *t, const struct tui_rect *r)
 	}
 	char kv[32], loss[48], key[32] = "";
 	format_bytes(session_kv_bytes(s, &s->opt), kv, sizeof kv);
+	if (!cfg_has_head(&s->model->cfg)) { /* the summary line: drift, no KL */
+		session_summary(s, t->msg, sizeof t->msg);
+		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
+		t->msg[0] = '\0';
+		return;
+	}
 	if (isnan(s->run->loss))
 		snprintf(loss, sizeof loss, "loss -");
 	else

@@ -1,7 +1,6 @@
 /*
  * loader-hf-bert.c — Hugging Face BERT directories ("hf-bert"): config.json
- * with model_type "bert" (BertForMaskedLM; BertModel files are refused,
- * below).
+ * with model_type "bert": BertForMaskedLM, or a BertModel without a head.
  *
  * config.json maps to our config as
  *   num_hidden_layers, num_attention_heads (= K/V heads), hidden_size,
@@ -11,7 +10,8 @@
  *   GELU, no mask (bidirectional), an embedding norm (emb_norm) and
  *   BERT's masked-LM head with no final norm (head mlm), the decoder tied
  *   to the word embeddings unless the file holds a different
- *   cls.predictions.decoder.weight.  Refused by name: hidden_act other
+ *   cls.predictions.decoder.weight; without cls.predictions (a BertModel
+ *   file) no head (head none: attention and the stream, no logits).  Refused by name: hidden_act other
  *   than "gelu", position_embedding_type other than "absolute",
  *   is_decoder or add_cross_attention true, type_vocab_size below 1.
  *
@@ -25,7 +25,9 @@
  * head's cross-entropy of each input token at its own, unmasked position
  * (reconstruction; model_targets), not a next-token loss; KL and top-1
  * compare the run's and the baseline's output distributions at every
- * position, as for decoders.  generate and train --from refuse it.
+ * position, as for decoders.  generate and train --from refuse it.  A
+ * BertModel has none of these: no loss, KL or top-1, and the commands that
+ * read logits (lens, patch, sweep, ...) refuse it.
  *
  * Weights (model.safetensors or shards, hf-shards.c), with or without the
  * "bert." prefix: embeddings.{word_embeddings, position_embeddings,
@@ -34,9 +36,7 @@
  * output.{dense, LayerNorm}; cls.predictions.{transform.dense,
  * transform.LayerNorm, bias, decoder}.  LayerNorms may be spelled
  * gamma/beta (older files).  The pooler (pooler.dense), NSP's
- * cls.seq_relationship and the position_ids buffer are ignored.  Without
- * cls.predictions (a BertModel file) the model is refused: the engine has
- * no head-less form yet.
+ * cls.seq_relationship and the position_ids buffer are ignored.
  *
  * The tokenizer: --tokenizer, else the one beside the model
  * (bert_tokenizer): BERT's WordPiece from tokenizer.json or vocab.txt,
@@ -296,11 +296,12 @@ static struct model *read_weights(struct ld_shards *s, struct model *m, const ch
 	int rc = read_embeddings(&b, m, e);
 	for (int l = 0; !rc && l < m->cfg.n_layer; l++)
 		rc = read_layer(&b, m, l, e);
-	if (rc || read_head(s, m, e)) {
+	if (rc || (cfg_has_head(&m->cfg) && read_head(s, m, e))) {
 		model_free(m);
 		return NULL;
 	}
-	m = untie(s, m, e);
+	if (cfg_has_head(&m->cfg))
+		m = untie(s, m, e);
 	if (m && ld_shards_all_read(s, ignored_tensor, e)) {
 		model_free(m);
 		return NULL;
@@ -308,15 +309,13 @@ static struct model *read_weights(struct ld_shards *s, struct model *m, const ch
 	return m;
 }
 
-/* Which names the file uses: "bert." (BertForMaskedLM) or none
- * (BertModel); NULL + e when it has no masked-LM head. */
-static const char *name_prefix(struct ld_shards *s, struct err *e)
+/* Which names the file uses: "bert." (BertForMaskedLM, or a BertModel
+ * saved inside another) or none (BertModel); *head: whether it holds the
+ * masked-LM head (cls.predictions). */
+static const char *name_prefix(struct ld_shards *s, bool *head)
 {
 	struct st_file *f;
-	if (!ld_shards_find(s, "cls.predictions.transform.dense.weight", &f))
-		return err_set(e, "no masked-LM head (cls.predictions.*: a BertModel without "
-			       "BertForMaskedLM's head): a model without an output head is not "
-			       "supported yet"), NULL;
+	*head = ld_shards_find(s, "cls.predictions.transform.dense.weight", &f) != NULL;
 	return ld_shards_find(s, "bert.embeddings.word_embeddings.weight", &f) ? "bert." : "";
 }
 
@@ -414,8 +413,13 @@ static struct model *load_bert(const char *path, const struct load_opts *o, stru
 			tok->vocab_size, cfg.vocab_size);
 		goto fail;
 	}
-	if (ld_shards_open(path, &sh, e) || !(pre = name_prefix(&sh, e)) ||
-	    check_size(&sh, &cfg, e))
+	bool head = false;
+	if (ld_shards_open(path, &sh, e))
+		goto fail;
+	pre = name_prefix(&sh, &head);
+	if (!head) /* a BertModel: the last block's output is the model's */
+		cfg.head = HEAD_NONE;
+	if (check_size(&sh, &cfg, e))
 		goto fail;
 	m = model_new(&cfg, e);
 	if (!m || !(m = read_weights(&sh, m, pre, e)))
@@ -443,6 +447,14 @@ static int describe_bert(const char *path, struct model_config *c, struct err *e
 	free(cfgp);
 	int rc = root ? parse_config(root, c, e)
 		      : err_set(e, "config.json: not a BERT model, or not JSON");
+	struct ld_shards sh = { .n = 0 };
+	struct err ignore;
+	bool head = true;
+	if (!rc && !ld_shards_open(path, &sh, &ignore)) { /* headers only: a BertModel? */
+		name_prefix(&sh, &head);
+		c->head = head ? HEAD_MLM : HEAD_NONE;
+	}
+	ld_shards_close(&sh);
 	if (rc)
 		err_prefix(e, "%s", path);
 	json_decref(root);
@@ -450,6 +462,6 @@ static int describe_bert(const char *path, struct model_config *c, struct err *e
 }
 
 const struct model_format format_hf_bert = {
-	"hf-bert", "Hugging Face BERT directory (BertForMaskedLM)", probe_bert, load_bert,
+	"hf-bert", "Hugging Face BERT directory (BertForMaskedLM or BertModel)", probe_bert, load_bert,
 	describe_bert,
 };

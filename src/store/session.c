@@ -55,6 +55,14 @@ int session_need_run(const struct session *s, struct err *e)
 	return 0;
 }
 
+int session_need_head(const struct session *s, const char *what, struct err *e)
+{
+	if (!s->model || cfg_has_head(&s->model->cfg))
+		return 0;
+	return err_set(e, "%s reads the model's predictions, and %s has no output head (a "
+		       "BertModel without the masked-LM head)", what, s->model->name);
+}
+
 /* Makes sure the current run can hold n tokens of the current model (and
  * the baseline's own run, when there is one, the same). */
 static void ensure_runs(struct session *s, int n)
@@ -409,6 +417,11 @@ void session_summary(const struct session *s, char *buf, size_t size)
 	}
 	char kv[32], loss[48];
 	format_bytes(session_kv_bytes(s, &s->opt), kv, sizeof kv);
+	if (!cfg_has_head(&s->model->cfg)) { /* no distribution: how far the output moved */
+		snprintf(buf, size, "%d tokens  no head: output drift %.4f  KV %s  %.1f ms",
+			 s->n_tokens, s->cmp.drift, kv, s->run->forward_ms);
+		return;
+	}
 	if (isnan(s->run->loss))
 		snprintf(loss, sizeof loss, "loss -");
 	else
