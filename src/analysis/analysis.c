@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fastmath.h"
+
 /* log-softmax normaliser of one row of logits. */
 static double log_norm(const float *z, int V)
 {
-	float mx = -INFINITY;
-	for (int j = 0; j < V; j++)
-		mx = z[j] > mx ? z[j] : mx;
+	float mx = fast_maxf(z, V);
 	double s = 0.0;
 	for (int j = 0; j < V; j++)
 		s += exp((double)z[j] - mx);

@@ -12,8 +12,6 @@
  */
 #include "backward.h"
 
-#include "fastmath.h"
-
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -347,9 +345,7 @@ static void crossentropy_backward(float *dlogits, const float *logits, const int
 			continue;
 		const float *z = logits + (size_t)i * V;
 		float *dz = dlogits + (size_t)i * V;
-		float mx = -INFINITY;
-		for (int j = 0; j < V; j++)
-			mx = z[j] > mx ? z[j] : mx;
+		float mx = fast_maxf(z, V);
 		double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
 		for (int j = 0; j < V; j++)

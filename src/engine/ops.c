@@ -130,9 +130,7 @@ void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, float
 /* Softmax of row[lo..hi] in place; entries outside become exactly 0. */
 static void masked_softmax_row(float *row, int T, int lo, int hi)
 {
-	float mx = -INFINITY;
-	for (int j = lo; j <= hi; j++)
-		mx = row[j] > mx ? row[j] : mx;
+	float mx = fast_maxf(row + lo, hi - lo + 1);
 	float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
 	for (int j = lo; j <= hi; j++) {
@@ -261,9 +259,7 @@ double crossentropy_forward(float *nll, const float *logits, const int *targets,
 			continue;
 		}
 		const float *z = logits + (size_t)i * V;
-		float mx = -INFINITY;
-		for (int j = 0; j < V; j++)
-			mx = z[j] > mx ? z[j] : mx;
+		float mx = fast_maxf(z, V);
 		double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
 		for (int j = 0; j < V; j++)
