@@ -6,10 +6,12 @@
  * is refused with a one-line message, and when it loads encodes a few
  * fixed texts; and as text, encoded by a fixed sentencepiece-style
  * tokenizer (Metaspace, added tokens with lstrip/rstrip, fuse_unk) and by a
- * byte-level one with a Split regex and byte fallback.  Checks beyond "no
- * crash": messages are one line, ids stay in the vocabulary, every piece
- * is NUL-terminated within its buffer, and a loaded tokenizer survives the
- * to_json round trip with the same ids.
+ * byte-level one with an NFC normalizer, a Split regex and byte fallback.
+ * Checks beyond "no crash": messages are one line, ids stay in the
+ * vocabulary, every piece is NUL-terminated within its buffer, a loaded
+ * tokenizer survives the to_json round trip with the same ids, and NFC
+ * (tok_nfc) of the text with invalid bytes replaced is valid UTF-8 that
+ * NFC leaves as it is.
  *
  *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */
@@ -17,6 +19,7 @@
 #include "fuzz-common.h"
 
 #include "render.h"
+#include "tok-common.h"
 #include "tok-hfjson.h"
 #include "utf8.h"
 
@@ -38,7 +41,7 @@ static char *bytelevel_json(void)
 {
 	struct render_buf b;
 	render_buf_init(&b);
-	render_buf_puts(&b, "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+	render_buf_puts(&b, "{\"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
 			    "{\"type\": \"Split\", \"pattern\": {\"Regex\": "
 			    "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
 			    "\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
@@ -64,6 +67,25 @@ static char *bytelevel_json(void)
 }
 
 static struct tokenizer *fixed_sp, *fixed_bl;
+
+/* NFC of text[0..len) (invalid bytes as U+FFFD) is valid UTF-8, and NFC
+ * again leaves it unchanged. */
+static void check_nfc(const char *text, size_t len)
+{
+	size_t clen, n, n2;
+	int nbad;
+	char *valid = tok_replace_invalid(text, len, &clen, &nbad);
+	const char *s = valid ? valid : text;
+	char *once = tok_nfc(s, clen, &n);
+	char *twice = tok_nfc(once, n, &n2);
+	char *bad = tok_replace_invalid(once, n, &clen, &nbad);
+
+	CHECK(!bad && once[n] == '\0');
+	CHECK(n2 == n && !memcmp(once, twice, n));
+	free(valid);
+	free(once);
+	free(twice);
+}
 
 static void check_encode(const struct tokenizer *t, const char *text, size_t len)
 {
@@ -98,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(fixed_sp && fixed_bl);
 	}
 	const char *text = (const char *)data;
+	check_nfc(text, size);
 	check_encode(fixed_sp, text, size);
 	check_encode(fixed_bl, text, size);
 
@@ -107,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	static const char *const samples[] = { "hello world", " a  b\n", "<s>ab <x> ab",
-					       "\xe5\xba\x8a\xe5\x89\x8d 123 \xff", "" };
+					       "\xe5\xba\x8a\xe5\x89\x8d 123 \xff",
+					       "Vie\xcc\xa3\xcc\x82t \xe1\x84\x92\xe1\x85\xa1", "" };
 	for (size_t i = 0; i < sizeof samples / sizeof *samples; i++)
 		check_encode(t, samples[i], strlen(samples[i]));
 	/* the round trip through a checkpoint's description */

@@ -73,14 +73,24 @@ typedef bool (*tok_merge_fn)(const void *ctx, int a, int b, double *key, int *ou
 int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx);
 
 /*
- * Whether Unicode NFC leaves s[0..len) (valid UTF-8) unchanged, by the
- * quick check of UAX #15 (tok-nfc.c; tables of tok_nfc_unicode_version()).
- * False, with the first code point in doubt and its byte offset in *cp
- * and *at, when the text holds a code point NFC may compose or replace or
- * combining marks out of canonical order; such text is refused, never
- * normalised (composition is not implemented).
+ * Unicode Normalization Form C (UAX #15; tok-nfc.c, with the tables of
+ * tok_nfc_unicode_version(), Unicode 14.0.0).  The text s[0..len) is
+ * UTF-8 and should be valid (tokenizers pass it after
+ * tok_replace_invalid); an invalid byte is read as U+FFFD.
+ *
+ * tok_nfc_check: whether NFC certainly leaves the text unchanged, by the
+ * quick check.  False, with the first code point in doubt and its byte
+ * offset in *cp and *at, when the text holds a code point NFC may compose
+ * or replace, or combining marks out of canonical order (NFC may still
+ * leave such text as it is).
+ *
+ * tok_nfc: the NFC form of the text (canonical decomposition, canonical
+ * ordering, canonical composition), as a malloc'd NUL-terminated string of
+ * *out_len bytes the caller frees.  Text the quick check passes is copied
+ * unchanged.  Never NULL (running out of memory is fatal).
  */
 bool tok_nfc_check(const char *s, size_t len, uint32_t *cp, size_t *at);
+char *tok_nfc(const char *s, size_t len, size_t *out_len);
 const char *tok_nfc_unicode_version(void);
 
 /* GPT-2's bytes_to_unicode(): bytes ! .. ~, ¡ .. ¬ and ® .. ÿ map to their

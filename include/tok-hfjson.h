@@ -14,9 +14,8 @@
  *   3. every stretch between them goes through the normalizer, the
  *      pre-tokenizer and the BPE model.
  * Supported:
- *   normalizer     null; NFC (only for text NFC leaves unchanged: other text
- *                  is refused, see below); Prepend; Replace of a String;
- *                  Sequence of these.
+ *   normalizer     null; NFC (tok_nfc, Unicode 14.0.0); Prepend; Replace of
+ *                  a String; Sequence of these.
  *   pre_tokenizer  null; ByteLevel (add_prefix_space, use_regex with GPT-2's
  *                  pattern); Split with a Regex or String pattern, behavior
  *                  Isolated, invert false (the pattern is read as a
@@ -36,8 +35,6 @@
  * tokenizers disagree there), dropout, added tokens with single_word true,
  * a merge naming a token that is not in the vocab, and a text character
  * with no token when there is neither byte_fallback nor unk_token.
- * Text with a code point NFC might change under an NFC normalizer is
- * refused when encoding ("normalizer NFC: U+0301 at byte 1 ...").
  *
  * Pieces are exact bytes: ByteLevel vocabularies are unmapped from GPT-2's
  * byte-to-unicode table; sentencepiece ones turn "▁" into a space and

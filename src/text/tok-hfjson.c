@@ -909,10 +909,10 @@ static void build_pieces(struct hf_impl *h)
 
 /* ------------------------------------------------------------ encoding */
 
-/* Applies the normalizers to s[0..len); malloc'd result in *out, *out_len.
- * Returns -1 + e when NFC would change the text. */
-static int normalize(const struct hf_impl *h, const char *s, size_t len, char **out,
-		     size_t *out_len, struct err *e)
+/* Applies the normalizers to s[0..len) (valid UTF-8); malloc'd result in
+ * *out, *out_len. */
+static void normalize(const struct hf_impl *h, const char *s, size_t len, char **out,
+		      size_t *out_len)
 {
 	struct buf b = { 0 };
 
@@ -920,20 +920,14 @@ static int normalize(const struct hf_impl *h, const char *s, size_t len, char **
 	for (int i = 0; i < h->nnorm; i++) {
 		const struct norm *o = &h->norm[i];
 		struct buf nb = { 0 };
-		uint32_t cp;
-		size_t at;
 
 		if (o->kind == NORM_NFC) {
-			if (tok_nfc_check(b.s, b.len, &cp, &at))
-				continue;
-			free(b.s);
-			return err_set(e, "normalizer NFC: U+%04X at byte %zu may change under NFC, "
-				       "which is not supported yet (give text in NFC)", (unsigned)cp, at);
-		}
-		if (o->kind == NORM_PREPEND) {
+			nb.s = tok_nfc(b.s, b.len, &nb.len);
+			nb.cap = nb.len + 1;
+		} else if (o->kind == NORM_PREPEND) {
 			buf_put(&nb, o->a, o->al);
 			buf_put(&nb, b.s, b.len);
-		} else {
+		} else { /* Replace */
 			buf_put(&nb, "", 0);
 			for (size_t k = 0; k < b.len;) {
 				if (b.len - k >= o->al && !memcmp(b.s + k, o->a, o->al)) {
@@ -949,7 +943,6 @@ static int normalize(const struct hf_impl *h, const char *s, size_t len, char **
 	}
 	*out = b.s;
 	*out_len = b.len;
-	return 0;
 }
 
 /* One pre-tokenizer over one piece; appends the results to out. */
@@ -1110,8 +1103,7 @@ static int encode_section(const struct tokenizer *t, const char *s, size_t len, 
 
 	if (len == 0)
 		return 0;
-	if (normalize(h, s, len, &norm, &nlen, e))
-		return -1;
+	normalize(h, s, len, &norm, &nlen);
 	if (nlen == 0) {
 		free(norm);
 		return 0;
