@@ -91,6 +91,13 @@ int tok_merge_pairs(int *tok, int n, tok_merge_fn merge, const void *ctx);
  */
 bool tok_nfc_check(const char *s, size_t len, uint32_t *cp, size_t *at);
 char *tok_nfc(const char *s, size_t len, size_t *out_len);
+
+/* The full canonical decomposition of one code point (Unicode's NFD of it
+ * alone; Hangul syllables by arithmetic) into out, cp itself when it has
+ * none; returns the count, at most TOK_NFD_MAX.  The tables of
+ * tok_nfc_unicode_version(). */
+#define TOK_NFD_MAX 4
+int tok_nfd_char(uint32_t cp, uint32_t out[TOK_NFD_MAX]);
 const char *tok_nfc_unicode_version(void);
 
 /* GPT-2's bytes_to_unicode(): bytes ! .. ~, ¡ .. ¬ and ® .. ÿ map to their

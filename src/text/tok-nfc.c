@@ -118,20 +118,17 @@ static void text_push(struct nfc_text *t, uint32_t cp)
 	t->n++;
 }
 
-/* Appends the full canonical decomposition of cp (cp itself when it has
- * none). */
-static void decompose(struct nfc_text *t, uint32_t cp)
+int tok_nfd_char(uint32_t cp, uint32_t out[TOK_NFD_MAX])
 {
 	size_t lo = 0, hi = COUNT(nfc_decomp);
 
 	if (cp - SBASE < SCOUNT) {
 		uint32_t s = cp - SBASE;
 
-		text_push(t, LBASE + s / (VCOUNT * TCOUNT));
-		text_push(t, VBASE + s % (VCOUNT * TCOUNT) / TCOUNT);
-		if (s % TCOUNT)
-			text_push(t, TBASE + s % TCOUNT);
-		return;
+		out[0] = LBASE + s / (VCOUNT * TCOUNT);
+		out[1] = VBASE + s % (VCOUNT * TCOUNT) / TCOUNT;
+		out[2] = TBASE + s % TCOUNT;
+		return s % TCOUNT ? 3 : 2;
 	}
 	while (cp >= 0xC0 && lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -142,11 +139,23 @@ static void decompose(struct nfc_text *t, uint32_t cp)
 			lo = mid + 1;
 		} else {
 			for (uint32_t k = 0; k < nfc_decomp[mid][2]; k++)
-				text_push(t, nfc_decomp_pool[nfc_decomp[mid][1] + k]);
-			return;
+				out[k] = nfc_decomp_pool[nfc_decomp[mid][1] + k];
+			return (int)nfc_decomp[mid][2];
 		}
 	}
-	text_push(t, cp);
+	out[0] = cp;
+	return 1;
+}
+
+/* Appends the full canonical decomposition of cp (cp itself when it has
+ * none). */
+static void decompose(struct nfc_text *t, uint32_t cp)
+{
+	uint32_t d[TOK_NFD_MAX];
+	int n = tok_nfd_char(cp, d);
+
+	for (int k = 0; k < n; k++)
+		text_push(t, d[k]);
 }
 
 /* ----------------------------------------------------------- ordering */

@@ -140,34 +140,14 @@ static bool final_sigma(const uint32_t *s, size_t n, size_t i)
 	return before && !after;
 }
 
-/* Appends the canonical decomposition of cp (Hangul by arithmetic). */
+/* Appends the canonical decomposition of cp (tok-nfc's tables). */
 static void nfd_push(struct cps *out, uint32_t cp)
 {
-	size_t lo = 0, hi = sizeof wp_nfd / sizeof wp_nfd[0];
+	uint32_t d[TOK_NFD_MAX];
+	int n = tok_nfd_char(cp, d);
 
-	if (cp >= 0xAC00 && cp <= 0xD7A3) {
-		uint32_t s = cp - 0xAC00;
-
-		cps_push(out, 0x1100 + s / 588);
-		cps_push(out, 0x1161 + s % 588 / 28);
-		if (s % 28)
-			cps_push(out, 0x11A7 + s % 28);
-		return;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cp < wp_nfd[mid][0]) {
-			hi = mid;
-		} else if (cp > wp_nfd[mid][0]) {
-			lo = mid + 1;
-		} else {
-			for (uint32_t k = 0; k < wp_nfd[mid][2]; k++)
-				cps_push(out, wp_nfd_pool[wp_nfd[mid][1] + k]);
-			return;
-		}
-	}
-	cps_push(out, cp);
+	for (int k = 0; k < n; k++)
+		cps_push(out, d[k]);
 }
 
 /* BertNormalizer over in[0..n) into out (emptied first). */
