@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +384,63 @@ static inline void run_in_child(child_fn fn, const void *arg, int threads, void 
 			snprintf(msg, msg_size, "child exited %d without a result",
 				 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
+}
+
+/* ------------------------------------------------- a scratch directory */
+
+/* The path of this process's scratch directory ("" until bench_tmpdir). */
+static inline char *bench_dir(void)
+{
+	static char path[64];
+	return path;
+}
+
+static inline int bench_rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static inline void bench_dir_remove(void)
+{
+	if (bench_dir()[0])
+		nftw(bench_dir(), bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Makes /tmp/attnscope-bench-NAME-XXXXXX, removed with what it holds when
+ * the process exits; returns its path (bench_dir()), or NULL with errno
+ * set. */
+static inline const char *bench_tmpdir(const char *name)
+{
+	char *d = bench_dir();
+	snprintf(d, 64, "/tmp/attnscope-bench-%.20s-XXXXXX", name);
+	if (!mkdtemp(d)) {
+		d[0] = '\0';
+		return NULL;
+	}
+	atexit(bench_dir_remove);
+	return d;
+}
+
+/* Links GPT-2's vocab.json and merges.txt from SHARED/tokenizers/gpt2 into
+ * dir (a model directory's tokenizer).  0, or -1 with errno set. */
+static inline int bench_link_gpt2_tokenizer(const char *shared, const char *dir)
+{
+	static const char *const files[] = { "vocab.json", "merges.txt" };
+	for (int i = 0; i < 2; i++) {
+		char from[600], to[600];
+		snprintf(from, sizeof from, "%s/tokenizers/gpt2/%s", shared, files[i]);
+		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+		char *abs = realpath(from, NULL);
+		if (!abs || symlink(abs, to) != 0) {
+			free(abs);
+			return -1;
+		}
+		free(abs);
+	}
+	return 0;
 }
 
 #endif

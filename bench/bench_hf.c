@@ -42,7 +42,6 @@
  * present).
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,21 +81,7 @@
 #define N_SHARDS 2
 #define CHUNK (1 << 20) /* values generated and written at a time */
 
-static char dir[64];
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static const char *dir; /* the scratch directory (bench_tmpdir) */
 
 /* ------------------------------------------------------- the directory */
 
@@ -273,23 +258,6 @@ static int write_config(void)
 	return fclose(f);
 }
 
-static int link_tokenizer(const char *shared)
-{
-	static const char *const files[] = { "vocab.json", "merges.txt" };
-	for (int i = 0; i < 2; i++) {
-		char from[600], to[160];
-		snprintf(from, sizeof from, "%s/tokenizers/gpt2/%s", shared, files[i]);
-		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
-		char *abs = realpath(from, NULL);
-		if (!abs || symlink(abs, to) != 0) {
-			free(abs);
-			return -1;
-		}
-		free(abs);
-	}
-	return 0;
-}
-
 /* Writes the whole directory; its bytes on disk (config, index, shards) in
  * *bytes, the BF16 data bytes in *data.  0 or -1. */
 static int write_dir(const char *shared, double *bytes, double *data)
@@ -298,7 +266,7 @@ static int write_dir(const char *shared, double *bytes, double *data)
 	struct rng r;
 	rng_seed(&r, 42);
 	uint16_t *buf = xmalloc(CHUNK * sizeof *buf);
-	int rc = write_config() || write_index(total) || link_tokenizer(shared) ? -1 : 0;
+	int rc = write_config() || write_index(total) || bench_link_gpt2_tokenizer(shared, dir) ? -1 : 0;
 	for (int k = 0; k < N_SHARDS && rc == 0; k++)
 		rc = write_shard(k, &r, buf);
 	free(buf);
@@ -492,12 +460,10 @@ int main(void)
 	       sg.sg.cpu_per_wall, gflops, sg.sg.best_gflops);
 
 	/* 2. the directory */
-	strcpy(dir, "/tmp/attnscope-bench-hf-XXXXXX");
-	if (!mkdtemp(dir)) {
+	if (!(dir = bench_tmpdir("hf"))) {
 		perror("bench_hf: mkdtemp");
 		return 1;
 	}
-	atexit(cleanup);
 	double t0 = now_ms(), dir_bytes = 0, bf16_bytes = 0;
 	if (write_dir(shared, &dir_bytes, &bf16_bytes) != 0) {
 		printf("bench_hf: cannot write the model directory in %s\n", dir);

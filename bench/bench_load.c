@@ -15,7 +15,6 @@
  * The directory is removed at the end.
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,21 +34,7 @@
 #define S 1024
 #define F (4 * C)
 
-static char dir[64];
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static const char *dir; /* the scratch directory (bench_tmpdir) */
 
 struct tensor {
 	char name[64];
@@ -157,23 +142,6 @@ static int write_weights(const char *path)
 	return fclose(f);
 }
 
-static int link_tokenizer(const char *shared)
-{
-	static const char *const files[] = { "vocab.json", "merges.txt" };
-	for (int i = 0; i < 2; i++) {
-		char from[600], to[600];
-		snprintf(from, sizeof from, "%s/tokenizers/gpt2/%s", shared, files[i]);
-		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
-		char *abs = realpath(from, NULL);
-		if (!abs || symlink(abs, to) != 0) {
-			free(abs);
-			return -1;
-		}
-		free(abs);
-	}
-	return 0;
-}
-
 int main(void)
 {
 	const char *shared = getenv("ATTNSCOPE_SHARED");
@@ -185,12 +153,10 @@ int main(void)
 		return 0;
 	}
 	engine_set_threads(0);
-	strcpy(dir, "/tmp/attnscope-bench-load-XXXXXX");
-	if (!mkdtemp(dir)) {
+	if (!(dir = bench_tmpdir("load"))) {
 		perror("mkdtemp");
 		return 1;
 	}
-	atexit(cleanup);
 
 	printf("bench_load: GPT-2-small-shaped HF directory (L %d, H %d, C %d, S %d, V %d), "
 	       "%d cores\n", L, H, C, S, V, cpu_count());
@@ -206,7 +172,7 @@ int main(void)
 		   "\"layer_norm_epsilon\": 1e-05}\n", L, H, C, S, S, V);
 	fclose(f);
 	snprintf(path, sizeof path, "%s/model.safetensors", dir);
-	if (write_weights(path) != 0 || link_tokenizer(shared) != 0) {
+	if (write_weights(path) != 0 || bench_link_gpt2_tokenizer(shared, dir) != 0) {
 		fprintf(stderr, "bench_load: cannot write %s\n", dir);
 		return 1;
 	}
