@@ -124,6 +124,10 @@ check "compare variants and stats show the drift (mqa moves the output), no nan"
 	sh -c "[ $rc -eq 0 ] && grep -q '^variant  *drift  *KV cache' '$tmp/out' &&
 	grep -q '^mqa  *0.0[0-9]*[1-9]' '$tmp/out' && grep -q '^drift  *0.000000' '$tmp/out' &&
 	! grep -q nan '$tmp/out'"
+run "$tmp/hf" -c "text $text; attn mqa; export stats --format json"
+check "export stats in JSON: the drift, and null for the loss and KL it cannot have" \
+	sh -c "[ $rc -eq 0 ] && grep -q '\"output_drift\":0.0[0-9]*[1-9]' '$tmp/out' &&
+	grep -q '\"kl_vs_baseline\":null' '$tmp/out' && grep -q '\"loss\":null' '$tmp/out'"
 for c in lens "patch $text" top sweep "batch To be | or not" "export lens"; do
 	run "$tmp/hf" -c "text $text; $c"
 	check "${c%% *} is refused in one line: no output head" \

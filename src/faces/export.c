@@ -754,6 +754,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 	ju_set(root, "perplexity", ju_real(m.ppl));
 	ju_set(root, "kl_vs_baseline", ju_real(m.kl));
 	ju_set(root, "top1_agree", ju_real(m.top1));
+	ju_set(root, "output_drift", ju_real(s->cmp.drift));
 	ju_set(root, "kv_cache_bytes", json_integer((json_int_t)m.kv));
 	ju_set(root, "kv_cache_bytes_native", json_integer((json_int_t)m.kv_native));
 	json_t *heads = ju_check(json_array());
