@@ -396,7 +396,13 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	keys :
 	wait_for '^:' 23 >/dev/null
 	keys "generate 600 --temperature 0" Enter
-	if wait_for "running generate .*  generate [0-9]+/600: " 23; then ok tui-generate-live; else fail tui-generate-live; fi
+	if wait_for "running generate .*  generate [0-9]+/600" 23; then ok tui-generate-live; else fail tui-generate-live; fi
+	# and where each new token looked, under the selected head 0.0
+	if wait_for "generate [0-9]+/600 \\[0\\.0->'.*' [01]\\.[0-9][0-9]\\]" 23; then
+		ok tui-generate-glance
+	else
+		fail tui-generate-glance
+	fi
 	# its output opens in the pager; q closes it onto the grid of 799 tokens
 	wait_for '^generated 600 tokens' >/dev/null
 	keys q

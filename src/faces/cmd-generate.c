@@ -19,15 +19,59 @@
 
 extern const struct cmd_entry cmd_generate_entry;
 
-/* "generate 7/20: …the tail of the generated text" on standard error. */
-static void show_progress(const struct model *m, const int *ids, int made, int n)
+/* Where the newest token looks: the selected head's weights over the
+ * positions up to it, kept at that layer's heads site of each step (the
+ * decoder's att holds that layer's then; decode.h). */
+struct glance {
+	const struct decoder *d;
+	int layer, head;
+	int n, first; /* keys, and the position of the first */
+	float *w;     /* (cap) */
+};
+
+static void glance_hook(void *ctx, enum hook_site site, int layer, float *x, int B, int T,
+			int pos0, int width)
+{
+	struct glance *g = ctx;
+	(void)x, (void)B, (void)T, (void)width;
+	if (site != HOOK_HEADS || layer != g->layer)
+		return;
+	int n = g->d->used + 1; /* the cached positions and the new one */
+	memcpy(g->w, g->d->att + (size_t)g->head * n, (size_t)n * sizeof(float));
+	g->n = n;
+	g->first = pos0 - g->d->used;
+}
+
+/* The token at position pos: the text's, then the generated ones. */
+static int token_at(const struct session *s, const int *made, int pos)
+{
+	return pos < s->n_tokens ? s->tokens[pos] : made[pos - s->n_tokens];
+}
+
+/* " [L.H->'a' 0.61]": the earlier token the newest one weighs most under
+ * the selected head, into buf. */
+static void glance_text(const struct session *s, const struct glance *g, const int *made,
+			char *buf, size_t size)
+{
+	int top = 0;
+	for (int j = 1; j < g->n; j++)
+		top = g->w[j] > g->w[top] ? j : top;
+	char lab[64];
+	tok_label(s->model->tok, token_at(s, made, g->first + top), lab, sizeof lab);
+	snprintf(buf, size, " [%d.%d->'%.12s' %.2f]", g->layer, g->head, lab, (double)g->w[top]);
+}
+
+/* "generate 7/20 [0.1->'a' 0.61]: …the tail of the generated text" on
+ * standard error: where its newest token looked (glance, may be empty),
+ * then the text, so that a narrow status line keeps the first. */
+static void show_progress(const struct model *m, const int *ids, int made, int n, const char *glance)
 {
 	int from = made > 24 ? made - 24 : 0;
 	char *tail = tok_decode(m->tok, ids + from, made - from);
 	size_t len = strlen(tail);
 	char shown[4 * 64 + 1];
 	utf8_printable(tail, len, shown, sizeof shown);
-	fprintf(stderr, "\rgenerate %d/%d: %s%s", made, n, from ? "..." : "", shown);
+	fprintf(stderr, "\rgenerate %d/%d%s: %s%s", made, n, glance, from ? "..." : "", shown);
 	fflush(stderr);
 	free(tail);
 }
@@ -61,8 +105,15 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
 	int unk = m->tok ? m->tok->unk_id : -1;
 	/* where the text is not seen growing (the visualizer captures the
-	 * output), the progress line shows it */
+	 * output), the progress line shows it, and where each new token looked
+	 * under the selected head */
 	bool live = !cmd_out_tty(s) && cmd_progress_shown();
+	struct glance g = { d, s->sel_layer, s->sel_head, 0, 0, NULL };
+	struct run_hook hook = { glance_hook, &g };
+	if (live) {
+		g.w = xmalloc((size_t)d->slots * sizeof *g.w);
+		d->hook = &hook; /* after the prefill, which would step with a hook */
+	}
 	while (rc == 0 && made < n && !(s->cancel && *s->cancel)) {
 		int t = sampler_sample(&sp, d->logits, unk);
 		out[made++] = t;
@@ -71,11 +122,17 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		if (len > 0 && len < (int)sizeof piece)
 			fwrite(piece, 1, (size_t)len, s->out);
 		fflush(s->out);
-		if (live)
-			show_progress(m, out, made, n);
+		g.n = 0;
 		if (made < n)
 			rc = decoder_step(d, m, t, e);
+		if (live) {
+			char look[160] = "";
+			if (g.n)
+				glance_text(s, &g, out, look, sizeof look);
+			show_progress(m, out, made, n, look);
+		}
 	}
+	free(g.w);
 	if (live)
 		cmd_progress("generate", 1, 1); /* clear it */
 	fputc('\n', s->out);
@@ -134,7 +191,8 @@ const struct cmd_entry cmd_generate_entry = {
 		"becomes the continued one and runs once: one measurement, not one per token.\n"
 		"Stops at the context; Ctrl-C stops early and keeps what was made.  At the\n"
 		"prompt the tokens print as they come; in the visualizer the status line shows\n"
-		"the text growing, then the grid the result.",
+		"the text growing and, for each new token, the earlier one the selected head\n"
+		"weighs most from it ([L.H->'a' 0.61]), then the grid the result.",
 	.min_args = 1,
 	.max_args = 1,
 	.exec = generate_exec,
