@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "fastmath.h"
 #include "ops.h"
 
 /* The stream at depth d, position i of batch 0: resid holds (L + 1, b, t, C). */
@@ -46,23 +47,23 @@ void lens_run(const struct model *m, const struct run *r, struct lens *out)
 		/* batch 0's T rows at depth d are contiguous */
 		read_out(m, stream(r, d, 0), T, z);
 		for (int i = 0; i < T; i++) {
-			/* the most likely token, then one pass of exponentials for
-			 * the final prediction's probability (expf: the p shown
-			 * needs float precision, and this loop is the lens's cost
-			 * beside the output layer) */
+			/* the most likely token (the first of the largest logits),
+			 * then one pass of exponentials for the final prediction's
+			 * probability: both vectorised, this loop being the lens's
+			 * cost beside the output layer */
 			const float *zi = z + (size_t)i * V;
+			float mx = fast_maxf(zi, V);
 			int best = 0;
-			for (int j = 1; j < V; j++)
-				if (zi[j] > zi[best])
-					best = j;
+			while (best < V - 1 && zi[best] != mx)
+				best++;
 			if (d == L)
 				out->final[i] = best;
 			out->top[(size_t)d * T + i] = best;
-			float mx = zi[best];
 			double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
 			for (int j = 0; j < V; j++)
-				sum += expf(zi[j] - mx);
-			out->p[(size_t)d * T + i] = (float)(expf(zi[out->final[i]] - mx) / sum);
+				sum += fast_expf(zi[j] - mx);
+			out->p[(size_t)d * T + i] = (float)(fast_expf(zi[out->final[i]] - mx) / sum);
 		}
 	}
 	free(z);
