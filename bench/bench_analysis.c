@@ -10,7 +10,8 @@
  *   2. the baseline: model_forward with RUN_LOGITS | RUN_ATTN, its matmul
  *      FLOPs and their time at the sgemm rate;
  *   3. lens_run on a finished capture run (the lens alone, the pass not
- *      counted), and the matmul floor of its (L + 1) output layers;
+ *      counted), and the matmul floor of its L output layers (the last
+ *      depth reads the run's logits);
  *   4. heat_compute for each kind (weights, scores, norms, rollout): each
  *      call makes its own run and forward pass, so its time includes one;
  *   5. patch_run: two whole passes, then per site the corrupted pass
@@ -437,22 +438,21 @@ int main(int argc, char **argv)
 
 	/* ---- what the rows mean */
 	double floor_fw = forward_flops(&cfg, T_RUN) / (sg.gflops * 1e9) * 1e3;
-	double lens_flops = (L + 1) * 2.0 * T_RUN * cfg.d_model * cfg.vocab_size;
+	/* depths 0 .. L-1: the last reads the run's own logits */
+	double lens_flops = L * 2.0 * T_RUN * cfg.d_model * cfg.vocab_size;
 	double floor_lens = lens_flops / (sg.gflops * 1e9) * 1e3;
 	printf("\nforward+capture: %.1f GFLOP of matmul = %.1f ms at the sgemm rate; measured %.2fx "
 	       "that (cpu/wall %.2f)\n",
 	       forward_flops(&cfg, T_RUN) / 1e9, floor_fw, fw.median_ms / floor_fw, fw.cpu_per_wall);
 	if (ln.ok)
-		printf("lens_run: %d depths x the output layer (%d x %d x %d) = %.1f GFLOP = %.1f ms at the "
-		       "sgemm rate, %.2fx the forward pass's floor:\n"
-		       "  the %.1fx target is out of reach of this lens at any kernel speed (depth %d "
-		       "recomputes the run's own logits;\n"
-		       "  reusing them leaves %.2fx the forward pass's floor);\n"
+		printf("lens_run: %d depths x the output layer (%d x %d x %d; depth %d reads the run's "
+		       "own logits) = %.1f GFLOP = %.1f ms at the\n"
+		       "  sgemm rate, %.2fx the forward pass's floor: the %.1fx target is out of reach of "
+		       "this lens at any kernel speed;\n"
 		       "  measured %.2fx its floor; forward + lens = %.2fx the forward pass; time %s, extra "
 		       "memory %+.1f MB %s\n",
-		       L + 1, T_RUN, cfg.d_model, cfg.vocab_size, lens_flops / 1e9, floor_lens,
-		       floor_lens / floor_fw, LENS_TARGET, L, floor_lens * L / (L + 1) / floor_fw,
-		       ln.median_ms / floor_lens,
+		       L, T_RUN, cfg.d_model, cfg.vocab_size, L, lens_flops / 1e9, floor_lens,
+		       floor_lens / floor_fw, LENS_TARGET, ln.median_ms / floor_lens,
 		       1.0 + ln.ratio, ln.ratio <= LENS_TARGET ? "meets" : "misses",
 		       (ln.hwm - fw.hwm) / MB, (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB ? "meets" : "misses");
 	printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "

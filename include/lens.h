@@ -25,8 +25,9 @@ struct lens {
 };
 
 /* Reads batch 0 of run r (a finished pass of model m: r->t tokens) through
- * the lens at every depth and position.  Out of memory is fatal; nothing
- * else fails.  Free with lens_free. */
+ * the lens at every depth and position; the last depth reads the run's own
+ * logits when it kept them (RUN_LOGITS: the same numbers).  Out of memory
+ * is fatal; nothing else fails.  Free with lens_free. */
 void lens_run(const struct model *m, const struct run *r, struct lens *out);
 void lens_free(struct lens *l);
 

@@ -42,10 +42,15 @@ void lens_run(const struct model *m, const struct run *r, struct lens *out)
 	out->final = xmalloc((size_t)T * sizeof *out->final);
 	out->p = xmalloc((size_t)out->D * T * sizeof *out->p);
 	out->top = xmalloc((size_t)out->D * T * sizeof *out->top);
-	float *z = xmalloc((size_t)T * V * sizeof *z);
+	float *buf = xmalloc((size_t)T * V * sizeof *buf);
 	for (int d = L; d >= 0; d--) {
-		/* batch 0's T rows at depth d are contiguous */
-		read_out(m, stream(r, d, 0), T, z);
+		/* batch 0's T rows at depth d are contiguous; the last depth's
+		 * are the run's own logits when it kept them */
+		const float *z = buf;
+		if (d == L && r->logits)
+			z = r->logits;
+		else
+			read_out(m, stream(r, d, 0), T, buf);
 		for (int i = 0; i < T; i++) {
 			/* the most likely token (the first of the largest logits),
 			 * then one pass of exponentials for the final prediction's
@@ -66,7 +71,7 @@ void lens_run(const struct model *m, const struct run *r, struct lens *out)
 			out->p[(size_t)d * T + i] = (float)(fast_expf(zi[out->final[i]] - mx) / sum);
 		}
 	}
-	free(z);
+	free(buf);
 }
 
 void lens_free(struct lens *l)
