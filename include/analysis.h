@@ -71,7 +71,9 @@ typedef void (*sweep_progress_fn)(void *ctx, int done, int total);
  * Runs the sweep of model m under options o (its ablations are cleared
  * first) on tokens: B sequences of T (T >= 2, within the context), whose
  * losses and KLs are averaged over every position, with runs of its own: the
- * caller's runs and options are never touched.  *cancel (may be NULL) is
+ * caller's runs and options are never touched; each ablated pass computes
+ * only the blocks from the ablated layer on (model_forward_from), the
+ * earlier ones being the unablated pass's.  *cancel (may be NULL) is
  * polled before every forward pass; when set, the sweep stops, out keeps
  * what finished (the rest NAN), out->cancelled is set and -1 is returned
  * with "sweep cancelled".  0, or -1 with a message.  Free out with

@@ -279,6 +279,20 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
  * where the run cannot resume by rows, or r was made for another shape. */
 int model_blocks_from(struct model *m, struct run *r, int l0, int row0, struct err *e);
 
+/* model_forward of the tokens of pass `from` (its sequences and length)
+ * under o into r, reusing from's blocks before l0: o must equal from's
+ * options but for ablations in layers l0 and after (a head ablated at
+ * layer l0 changes nothing before it), so that from's input of block l0
+ * is r's too; blocks l0 .. L-1 and the output head (logits and loss as
+ * r's flags ask, targets as model_forward's) are computed.  r's residual
+ * stream is whole; what r keeps per layer before l0 (attention, norms) is
+ * not filled.  The same numbers as model_forward.  0, or -1 with e set
+ * when the options differ before l0, either run has a padding mask, or r
+ * cannot hold the pass. */
+int model_forward_from(struct model *m, const struct run_options *o, const int *tokens,
+		       const int *targets, const struct run *from, int l0, struct run *r,
+		       struct err *e);
+
 /* Whether model_blocks_from may start after row 0 on r: one sequence, no
  * padding mask, a causal or window mask (a row reads no later row), and
  * every layer's qkv kept (RUN_QKV or RUN_TRAIN). */

@@ -952,6 +952,48 @@ static void check_nll(const struct run *r, const int *targets, int T)
 	}
 }
 
+/* model_forward_from: an ablation at layer l started from the unablated
+ * pass's blocks before l gives model_forward's logits and loss bit for bit
+ * (pre- and post-norm, a GQA conversion); options that differ before l,
+ * or a start past the ablation, are refused. */
+static void test_forward_from(void **s)
+{
+	(void)s;
+	for (int pl = 0; pl < 2; pl++) {
+		struct variant v = default_variant();
+		v.place = pl ? PLACE_POST : PLACE_PRE;
+		v.kv = 2;
+		struct model *m = make_model(&v, 40 + pl);
+		struct run_options o, ab;
+		base_options(m, &o);
+		struct run *base = forward_ok(m, &o, RUN_LOGITS, test_tokens, TT);
+		struct run *r = run_new(&m->cfg, 1, TT, RUN_LOGITS);
+		struct err e;
+		for (int l = 0; l < TL; l++)
+			for (int h = 0; h < TH; h++) {
+				ab = o;
+				opt_set_ablated(&ab, l * TH + h, true);
+				struct run *want = forward_ok(m, &ab, RUN_LOGITS, test_tokens, TT);
+				assert_int_equal(model_forward_from(m, &ab, test_tokens, NULL, base, l, r, &e), 0);
+				assert_memory_equal(r->logits, want->logits, sizeof(float) * TT * TV);
+				assert_memory_equal(r->resid, want->resid, sizeof(float) * (TL + 1) * TT * TC);
+				assert_true(r->loss == want->loss);
+				run_free(want);
+			}
+		/* an ablation before the start, or other options, are refused */
+		ab = o;
+		opt_set_ablated(&ab, 0, true);
+		assert_int_equal(model_forward_from(m, &ab, test_tokens, NULL, base, 1, r, &e), -1);
+		ab = o;
+		ab.scale = !ab.scale;
+		assert_int_equal(model_forward_from(m, &ab, test_tokens, NULL, base, TL, r, &e), -1);
+		assert_non_null(strstr(e.msg, "options differ"));
+		run_free(r);
+		run_free(base);
+		model_free(m);
+	}
+}
+
 static void test_nll_and_loss(void **s)
 {
 	(void)s;
@@ -1205,6 +1247,7 @@ int main(void)
 		cmocka_unit_test(test_gqa_full_equals_mha),
 		cmocka_unit_test(test_mqa_identical_heads_equals_mha),
 		cmocka_unit_test(test_ablation_contribution),
+		cmocka_unit_test(test_forward_from),
 		cmocka_unit_test(test_nll_and_loss),
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_kv_cache),

@@ -188,13 +188,15 @@ int sweep_run(struct model *m, const struct run_options *o, const int *tokens, i
 		if (cancel && *cancel)
 			goto cancelled;
 		ab = out->opt;
+		int l = pass < L * H ? pass / H : pass - L * H; /* the ablated layer */
 		if (pass < L * H) {
 			opt_set_ablated(&ab, pass, true);
 		} else {
 			for (int h = 0; h < H; h++)
-				opt_set_ablated(&ab, (pass - L * H) * H + h, true);
+				opt_set_ablated(&ab, l * H + h, true);
 		}
-		if (model_forward(m, &ab, tokens, NULL, B, T, work, e) != 0)
+		/* the blocks before the ablated layer are the unablated pass's */
+		if (model_forward_from(m, &ab, tokens, NULL, base, l, work, e) != 0)
 			goto fail;
 		compare_runs(base, work, &cmp);
 		ablation_from(pass < L * H ? &out->head[pass] : &out->layer[pass - L * H], &cmp);

@@ -560,6 +560,48 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	}
 }
 
+/* Whether a pass under o computes blocks 0 .. l0-1 as one under p does:
+ * the same options but for ablations in layers l0 and after. */
+static bool same_before(const struct model *m, const struct run_options *o,
+			const struct run_options *p, int l0)
+{
+	struct run_options a = *o, b = *p;
+	int H = m->cfg.n_head;
+	for (int bit = l0 * H; bit < ABLATE_WORDS * 64; bit++) {
+		opt_set_ablated(&a, bit, false);
+		opt_set_ablated(&b, bit, false);
+	}
+	return run_options_equal(&a, &b);
+}
+
+int model_forward_from(struct model *m, const struct run_options *o, const int *tokens,
+		       const int *targets, const struct run *from, int l0, struct run *r,
+		       struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	if (run_options_validate(m, o, e) != 0)
+		return -1;
+	int B = from->b, T = from->t;
+	if (T < 1 || l0 < 0 || l0 > c->n_layer)
+		return err_set(e, "no pass to start from at block %d", l0);
+	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T ||
+	    r->C != c->d_model || r->L != c->n_layer || r->H != c->n_head || r->V != from->V)
+		return err_set(e, "run buffers do not fit the pass to start from");
+	if (!same_before(m, o, &from->opt, l0) || from->key_len || r->key_len)
+		return err_set(e, "the options differ from the pass's before block %d", l0);
+	double t0 = now_ms();
+	r->b = B;
+	r->t = T;
+	r->opt = *o;
+	size_t N = (size_t)B * T, C = (size_t)c->d_model;
+	memcpy(r->resid, from->resid, (size_t)(l0 + 1) * N * C * sizeof(float));
+	blocks_forward(m, r, l0, 0);
+	if (output_forward(m, tokens, targets, B, T, r, e) != 0)
+		return -1;
+	r->forward_ms = now_ms() - t0;
+	return 0;
+}
+
 bool model_rows_resumable(const struct run *r)
 {
 	return r->b == 1 && !r->key_len && (r->flags & (RUN_QKV | RUN_TRAIN)) &&
