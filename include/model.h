@@ -147,8 +147,9 @@ enum {
 };
 
 /* Activations of one forward pass over B sequences of T tokens.
- * Per-layer buffers hold L layers with RUN_TRAIN and one reused layer
- * otherwise (`lstride` is their per-layer step in floats: 0 when reused).
+ * Per-layer buffers hold L layers with RUN_TRAIN (qkv also with RUN_QKV)
+ * and one reused layer otherwise (`lstride` is their per-layer step in
+ * floats: 0 when reused).
  * QKV below is sized for the largest sharing, 3C.  `bt` = B * T. */
 struct run {
 	int B, T;           /* sizes this run was allocated for (max) */
