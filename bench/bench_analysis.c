@@ -491,7 +491,7 @@ int main(int argc, char **argv)
 	if (pr.ok && pr1.ok)
 		printf("patch_run (T=%d, whole: 2 passes + %d heads + %d x %d rows): %.0f ms = %.1fx one "
 		       "forward pass at T=%d (%.2f ms);\n"
-		       "  batching the sites (up to 256 rows, %d sites a pass) is %.1fx faster than one site "
+		       "  batching the sites (up to 512 rows, %d sites a pass) is %.1fx faster than one site "
 		       "a pass (%.0f ms, %.1fx)\n",
 		       T_PATCH, L * H, L, T_PATCH, pr.median_ms, pr.ratio, T_PATCH, pr.fwd_ms, H,
 		       pr1.median_ms / pr.median_ms, pr1.median_ms, pr1.ratio);

@@ -38,8 +38,8 @@ typedef void (*patch_progress_fn)(void *ctx, int done, int total);
  * then per k sites of one layer one pass of k sequences resumed at the
  * patched block (a head at layer l reruns blocks l .. L-1, the stream
  * after block l blocks l+1 .. L-1) and the output head on each sequence's
- * last row.  batch: k, the sites a pass; 0 chooses: up to 256 rows a pass
- * (at most H sites) below 64 tokens, else 1, where under a causal or
+ * last row.  batch: k, the sites a pass; 0 chooses: up to 512 rows a pass
+ * (at most H sites) below 128 tokens, else 1, where under a causal or
  * window mask a residual row's pass starts at its row.  Every k gives the
  * same shares up to rounding.  progress (may be NULL) hears after each
  * pass with the sites done.  0, or -1 with e set: a forward pass failed,

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PATCH_ROWS 256   /* rows a batched pass aims at */
-#define PATCH_BATCH_T 64 /* texts this long or longer run one site a pass */
+#define PATCH_ROWS 512    /* rows a batched pass aims at */
+#define PATCH_BATCH_T 128 /* texts this long or longer run one site a pass */
 
 /* What the hook does: keep the clean activations, put heads back, or
  * nothing. */
