@@ -11,6 +11,7 @@
 #include "tui.h"
 
 #include <curses.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,7 +54,9 @@ static void patch_draw(struct tui_state *t, const struct tui_rect *r)
 		for (int h = 0; h < p->H && x0 + h * cell + cell <= r->x + r->w; h++) {
 			double v = p->heads[l * p->H + h];
 			tui_heat(t, y, x0 + h * cell, 2, clip01(v), 0);
-			tui_printf(y, x0 + h * cell + 2, cell - 2, 0, TUI_ROLE_NONE, " %5.2f", v);
+			/* rounding noise around 0 reads 0.00, never -0.00 */
+			tui_printf(y, x0 + h * cell + 2, cell - 2, 0, TUI_ROLE_NONE, " %5.2f",
+				   fabs(v) < 0.005 ? 0.0 : v);
 		}
 	}
 	/* residual stream: after block l (rows) at each position (columns) */
