@@ -178,6 +178,47 @@ static int heads_offsets(struct session *s, int only)
 
 extern const struct cmd_entry cmd_heads_entry;
 
+/* The role counts of the heads listed (layer only, or every one with
+ * only < 0), then why each labelled head has its label. */
+static void heads_roles(struct session *s, FILE *f, const struct head_scores *sc, int only,
+			const struct head_scores *uni, const struct heads_keys *keys)
+{
+	const struct model_config *c = &s->model->cfg;
+	int L = c->n_layer, H = c->n_head, count[HEAD_N_ROLES] = { 0 };
+	bool tty = cmd_out_tty(s);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++)
+			if (only < 0 || l == only)
+				count[sc[l * H + h].role]++;
+	fprintf(f, "roles:");
+	bool first = true;
+	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_OFFSET, HEAD_SINK,
+						HEAD_DELIM, HEAD_SELF, HEAD_LOCAL, HEAD_BROAD };
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+		if (count[order[i]]) {
+			fprintf(f, "%s %d %s", first ? "" : ",", count[order[i]], heads_role_name(order[i]));
+			first = false;
+		}
+	fputc('\n', f);
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++) {
+			const struct head_scores *x = &sc[l * H + h];
+			if ((only >= 0 && l != only) || x->role == HEAD_BROAD)
+				continue;
+			char why[256], lab[64];
+			tok_label(s->model->tok, s->tokens[x->sink_key], lab, sizeof lab);
+			heads_describe(x, uni, keys, s->n_tokens, lab, why, sizeof why);
+			if (tty) { /* at a terminal, wrapped between words */
+				char head[16];
+				int n = snprintf(head, sizeof head, "  %d.%d ", l, h);
+				fputs(head, f);
+				cmd_wrap(f, why, n, n, cmd_out_width(s));
+			} else {
+				fprintf(f, "  %d.%d %s\n", l, h, why);
+			}
+		}
+}
+
 static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	if (session_need_run(s, e))
@@ -227,7 +268,6 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	else
 		fprintf(f, "head   role            entropy    max   prev  first   self  local   dist  delim"
 			   "   sink  key  offset  offw  induct\n");
-	int count[HEAD_N_ROLES] = { 0 };
 	for (int l = 0; l < L; l++) {
 		if (only >= 0 && l != only)
 			continue;
@@ -249,36 +289,9 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 					   "%4d %7d %5.3f %7s\n", id, role, x->entropy, x->max_weight,
 					x->prev_token, x->first_token, x->self, x->local, x->mean_distance,
 					x->delim, x->sink, x->sink_key, x->offset, x->offset_weight, ind);
-			count[x->role]++;
 		}
 	}
-	fprintf(f, "roles:");
-	bool first = true;
-	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_OFFSET, HEAD_SINK,
-						HEAD_DELIM, HEAD_SELF, HEAD_LOCAL, HEAD_BROAD };
-	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
-		if (count[order[i]]) {
-			fprintf(f, "%s %d %s", first ? "" : ",", count[order[i]], heads_role_name(order[i]));
-			first = false;
-		}
-	fputc('\n', f);
-	for (int l = 0; l < L; l++)
-		for (int h = 0; h < H; h++) {
-			const struct head_scores *x = &sc[l * H + h];
-			if ((only >= 0 && l != only) || x->role == HEAD_BROAD)
-				continue;
-			char why[256], lab[64];
-			tok_label(s->model->tok, s->tokens[x->sink_key], lab, sizeof lab);
-			heads_describe(x, &uni, &keys, s->n_tokens, lab, why, sizeof why);
-			if (tty) { /* at a terminal, wrapped between words */
-				char head[16];
-				int n = snprintf(head, sizeof head, "  %d.%d ", l, h);
-				fputs(head, f);
-				cmd_wrap(f, why, n, n, cmd_out_width(s));
-			} else {
-				fprintf(f, "  %d.%d %s\n", l, h, why);
-			}
-		}
+	heads_roles(s, f, sc, only, &uni, &keys);
 	char legend[1024];
 	snprintf(legend, sizeof legend,
 		 "labels, first match wins: induction induct >= %.2f; previous-token / offset K: "

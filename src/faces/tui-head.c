@@ -18,6 +18,58 @@
 #include "render.h"
 #include "tokenizer.h"
 
+/* The panel beside the map: the strongest keys of query q (what a is its
+ * label) in att (T, T) of head l.hd, the run minus native when diff, and
+ * with room the head's entropy and the scale. */
+static void head_panel(struct tui_state *t, const struct tui_rect *p, char **lab, const float *att,
+		       int T, int q, const char *a, int l, int hd, bool diff)
+{
+	struct session *s = t->s;
+	int y = p->y, best[TUI_HEAD_TOPK];
+	const float *row = att + (size_t)q * T;
+	int m = tui_top_keys(row, T, TUI_HEAD_TOPK, best);
+	double ent = 0;
+	for (int j = 0; j < T; j++)
+		if (row[j] > 0)
+			ent -= row[j] * log(row[j]);
+	bool side = p->h > TUI_PANEL_ROWS;
+	tui_printf(y++, p->x, p->w, TUI_A_BOLD, TUI_ROLE_LABEL, "query %d '%s'", q, a);
+	if (diff)
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its largest rises:");
+	else
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
+	for (int i = 0; i < m && y < p->y + p->h; i++) {
+		char kl[64];
+		tui_short_label(lab[best[i]], 6, kl, sizeof kl);
+		int xx = p->x + tui_printf(y, p->x, p->w, 0, TUI_ROLE_NONE, "%4d ", best[i]);
+		xx += tui_put(y, xx, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
+		xx = p->x + 12;
+		xx += tui_printf(y, xx, p->x + p->w - xx, 0, TUI_ROLE_NONE, "%.3f ", (double)row[best[i]]);
+		tui_put_bar(y, xx, p->x + p->w - xx, row[best[i]], TUI_ROLE_NONE);
+		y++;
+	}
+	if (side && y + 2 < p->y + p->h) {
+		double he, hm;
+		head_entropy(s->run, l, hd, &he, &hm);
+		y++;
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "head entropy %.3f nats", he);
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "max weight   %.3f", hm);
+		if (y + 1 < p->y + p->h) {
+			y++;
+			tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
+			if (diff) {
+				tui_put(y, p->x, p->w, "+k/-k: k tenths up/down", TUI_A_DIM,
+					TUI_ROLE_NONE);
+			} else { /* the scale: weights 0, 0.1, ..., 1 */
+				tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+				for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
+					tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
+				tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+			}
+		}
+	}
+}
+
 static void head_draw(struct tui_state *t, const struct tui_rect *r)
 {
 	struct session *s = t->s;
@@ -95,53 +147,8 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 					 cur && j == k ? TUI_A_REVERSE : 0);
 	}
 
-	/* panel: the cursor row's strongest keys */
-	if (h->panel.w > 0) {
-		const struct tui_rect *p = &h->panel;
-		int y = p->y, best[TUI_HEAD_TOPK];
-		const float *row = att + (size_t)q * T;
-		int m = tui_top_keys(row, T, TUI_HEAD_TOPK, best);
-		double ent = 0;
-		for (int j = 0; j < T; j++)
-			if (row[j] > 0)
-				ent -= row[j] * log(row[j]);
-		bool side = p->h > TUI_PANEL_ROWS;
-		tui_printf(y++, p->x, p->w, TUI_A_BOLD, TUI_ROLE_LABEL, "query %d '%s'", q, a);
-		if (diff)
-			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its largest rises:");
-		else
-			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
-		for (int i = 0; i < m && y < p->y + p->h; i++) {
-			char kl[64];
-			tui_short_label(lab[best[i]], 6, kl, sizeof kl);
-			int xx = p->x + tui_printf(y, p->x, p->w, 0, TUI_ROLE_NONE, "%4d ", best[i]);
-			xx += tui_put(y, xx, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
-			xx = p->x + 12;
-			xx += tui_printf(y, xx, p->x + p->w - xx, 0, TUI_ROLE_NONE, "%.3f ", (double)row[best[i]]);
-			tui_put_bar(y, xx, p->x + p->w - xx, row[best[i]], TUI_ROLE_NONE);
-			y++;
-		}
-		if (side && y + 2 < p->y + p->h) {
-			double he, hm;
-			head_entropy(s->run, l, hd, &he, &hm);
-			y++;
-			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "head entropy %.3f nats", he);
-			tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "max weight   %.3f", hm);
-			if (y + 1 < p->y + p->h) {
-				y++;
-				tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
-				if (diff) {
-					tui_put(y, p->x, p->w, "+k/-k: k tenths up/down", TUI_A_DIM,
-						TUI_ROLE_NONE);
-				} else { /* the scale: weights 0, 0.1, ..., 1 */
-					tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
-					for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
-						tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
-					tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
-				}
-			}
-		}
-	}
+	if (h->panel.w > 0)
+		head_panel(t, &h->panel, lab, att, T, q, a, l, hd, diff != NULL);
 	render_labels_free(lab, T);
 	free(diff);
 }
