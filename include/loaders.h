@@ -89,6 +89,10 @@ int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t 
  * is allocated for it. */
 uint64_t ld_shards_values(const struct ld_shards *s);
 
+/* Refuses, before a model is allocated for it, a config.json that needs
+ * more weights (need) than the shards hold: 0, or -1 + e. */
+int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e);
+
 /* 0 when every tensor has been read but those ignored(name) accepts
  * (ignored may be NULL), else -1 + e naming the first other one. */
 int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
@@ -147,5 +151,15 @@ struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err
  * (--tokenizer) names another directory, tokenizer.json file or
  * vocab.json/merges.txt pair.  NULL + a one-line e on failure. */
 struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *e);
+
+/* 0 when tokenizer tok fits a vocabulary of vocab_size (config.json's),
+ * else -1 + e with both numbers. */
+int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e);
+
+/* probe for a Hugging Face directory whose config.json the family's
+ * config() accepts (a parsed root, or NULL); why says what is missing,
+ * naming what ("a BERT model"). */
+bool ld_probe_hf_dir(const char *path, json_t *(*config)(const char *file), const char *what,
+		     char *why, size_t n);
 
 #endif

@@ -56,6 +56,10 @@ int tok_copy_piece(const char *p, size_t len, char *buf, size_t size);
  * runs out of memory. */
 char *tok_json_dump(json_t *root);
 
+/* {"type": type, "json": the source file's text}: the to_json of a kind
+ * rebuilt from the file it was read from (tokenizer.json, vocab.txt). */
+char *tok_source_json(const char *type, const char *json, size_t len);
+
 /*
  * Whether the adjacent tokens a, b merge: when they do, sets *key (lower
  * merges first; equal keys merge leftmost first) and *out (the merged id)

@@ -132,3 +132,12 @@ uint64_t ld_shards_values(const struct ld_shards *s)
 		held += st_values_held(&s->f[i]);
 	return held;
 }
+
+int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e)
+{
+	double have = (double)ld_shards_values(s);
+	if (need > have)
+		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
+			       "hold %.0f values", need, have);
+	return 0;
+}

@@ -220,3 +220,27 @@ struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *
 	free(tj);
 	return t;
 }
+
+int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e)
+{
+	if (tok->vocab_size > vocab_size)
+		return err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
+			       tok->vocab_size, vocab_size);
+	return 0;
+}
+
+bool ld_probe_hf_dir(const char *path, json_t *(*config)(const char *file), const char *what,
+		     char *why, size_t n)
+{
+	if (!ld_is_dir(path)) {
+		snprintf(why, n, "not a directory");
+		return false;
+	}
+	char *cfg = ld_join(path, "config.json");
+	json_t *root = ld_is_file(cfg) ? config(cfg) : NULL;
+	free(cfg);
+	if (!root)
+		snprintf(why, n, "no config.json of %s", what);
+	json_decref(root);
+	return root != NULL;
+}

@@ -319,18 +319,6 @@ static const char *name_prefix(struct ld_shards *s, bool *head)
 	return ld_shards_find(s, "bert.embeddings.word_embeddings.weight", &f) ? "bert." : "";
 }
 
-/* Refuses a config.json that asks for more weights than the files hold,
- * before the model is allocated (what is allocated follows what is on
- * disk). */
-static int check_size(const struct ld_shards *s, const struct model_config *c, struct err *e)
-{
-	double need = (double)config_param_count(c), have = (double)ld_shards_values(s);
-	if (need > have)
-		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
-			       "hold %.0f values", need, have);
-	return 0;
-}
-
 /* -------------------------------------------------------------- tokenizer */
 
 /* Whether the tokenizer.json at path has a WordPiece model (BERT's). */
@@ -376,17 +364,7 @@ static struct tokenizer *bert_tokenizer(const char *opt, const char *dir, struct
 
 static bool probe_bert(const char *path, char *why, size_t n)
 {
-	if (!ld_is_dir(path)) {
-		snprintf(why, n, "not a directory");
-		return false;
-	}
-	char *cfg = ld_join(path, "config.json");
-	json_t *root = ld_is_file(cfg) ? bert_config(cfg) : NULL;
-	free(cfg);
-	if (!root)
-		snprintf(why, n, "no config.json of a BERT model");
-	json_decref(root);
-	return root != NULL;
+	return ld_probe_hf_dir(path, bert_config, "a BERT model", why, n);
 }
 
 static struct model *load_bert(const char *path, const struct load_opts *o, struct err *e)
@@ -408,18 +386,15 @@ static struct model *load_bert(const char *path, const struct load_opts *o, stru
 	tok = bert_tokenizer(o->tokenizer, path, e);
 	if (!tok)
 		goto fail_noprefix;
-	if (tok->vocab_size > cfg.vocab_size) {
-		err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
-			tok->vocab_size, cfg.vocab_size);
+	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
 		goto fail;
-	}
 	bool head = false;
 	if (ld_shards_open(path, &sh, e))
 		goto fail;
 	pre = name_prefix(&sh, &head);
 	if (!head) /* a BertModel: the last block's output is the model's */
 		cfg.head = HEAD_NONE;
-	if (check_size(&sh, &cfg, e))
+	if (ld_shards_check_size(&sh, (double)config_param_count(&cfg), e))
 		goto fail;
 	m = model_new(&cfg, e);
 	if (!m || !(m = read_weights(&sh, m, pre, e)))

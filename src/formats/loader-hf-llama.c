@@ -214,20 +214,19 @@ out:
 
 /* ----------------------------------------------------------------- format */
 
+/* config.json's parsed root when it is of a family above, else NULL. */
+static json_t *llama_config(const char *path)
+{
+	json_t *root = NULL;
+	if (family_of(path, &root))
+		return root;
+	json_decref(root);
+	return NULL;
+}
+
 static bool probe_llama(const char *path, char *why, size_t n)
 {
-	if (!ld_is_dir(path)) {
-		snprintf(why, n, "not a directory");
-		return false;
-	}
-	char *cfg = ld_join(path, "config.json");
-	json_t *root = NULL;
-	bool ok = ld_is_file(cfg) && family_of(cfg, &root);
-	json_decref(root);
-	free(cfg);
-	if (!ok)
-		snprintf(why, n, "no config.json of a Llama, Qwen2 or Mistral model");
-	return ok;
+	return ld_probe_hf_dir(path, llama_config, "a Llama, Qwen2 or Mistral model", why, n);
 }
 
 static int describe_llama(const char *path, struct model_config *c, struct err *e)
@@ -260,11 +259,8 @@ static struct model *load_llama(const char *path, const struct load_opts *o, str
 	tok = ld_hf_tokenizer(o->tokenizer, path, e);
 	if (!tok)
 		goto fail_noprefix;
-	if (tok->vocab_size > cfg.vocab_size) {
-		err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
-			tok->vocab_size, cfg.vocab_size);
+	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
 		goto fail;
-	}
 	if (ld_shards_open(path, &sh, e))
 		goto fail;
 	uint64_t held = ld_shards_values(&sh), need = config_param_count(&cfg);

@@ -276,32 +276,18 @@ static int check_size(const struct ld_shards *s, const struct model_config *c, b
 {
 	size_t shape[3];
 	int nd;
-	double need = (double)config_param_count(c), have = 0;
+	double need = (double)config_param_count(c);
 	if (!attn_bias) /* the projections' biases stay 0, absent from the files */
 		need -= (double)param_shape(c, P_QKVB, shape, &nd) +
 			(double)param_shape(c, P_ATTPROJB, shape, &nd);
-	have = (double)ld_shards_values(s);
-	if (need > have)
-		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
-			       "hold %.0f values", need, have);
-	return 0;
+	return ld_shards_check_size(s, need, e);
 }
 
 /* ----------------------------------------------------------------- format */
 
 static bool probe_neox(const char *path, char *why, size_t n)
 {
-	if (!ld_is_dir(path)) {
-		snprintf(why, n, "not a directory");
-		return false;
-	}
-	char *cfg = ld_join(path, "config.json");
-	json_t *root = ld_is_file(cfg) ? neox_config(cfg) : NULL;
-	free(cfg);
-	if (!root)
-		snprintf(why, n, "no config.json of a GPT-NeoX model");
-	json_decref(root);
-	return root != NULL;
+	return ld_probe_hf_dir(path, neox_config, "a GPT-NeoX model", why, n);
 }
 
 static struct model *load_neox(const char *path, const struct load_opts *o, struct err *e)
@@ -323,11 +309,8 @@ static struct model *load_neox(const char *path, const struct load_opts *o, stru
 	tok = ld_hf_tokenizer(o->tokenizer, path, e);
 	if (!tok)
 		goto fail_noprefix;
-	if (tok->vocab_size > cfg.vocab_size) {
-		err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
-			tok->vocab_size, cfg.vocab_size);
+	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
 		goto fail;
-	}
 	if (ld_shards_open(path, &sh, e) || check_size(&sh, &cfg, attn_bias, e))
 		goto fail;
 	m = model_new(&cfg, e);

@@ -327,11 +327,8 @@ static struct model *load_hf(const char *path, const struct load_opts *o, struct
 	tok = ld_gpt2_tokenizer(o->tokenizer, dir, e);
 	if (!tok)
 		goto fail_noprefix;
-	if (tok->vocab_size > cfg.vocab_size) {
-		err_set(e, "the tokenizer has %d tokens but config.json's vocab_size is %d",
-			tok->vocab_size, cfg.vocab_size);
+	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
 		goto fail;
-	}
 	if (st_open(&f, stp, &hf_checks, e)) {
 		err_prefix(e, "model.safetensors");
 		goto fail;

@@ -75,6 +75,15 @@ char *tok_json_dump(json_t *root)
 	return out;
 }
 
+char *tok_source_json(const char *type, const char *json, size_t len)
+{
+	json_t *root = ju_check(json_object());
+
+	ju_set(root, "type", json_string(type));
+	ju_set(root, "json", json_stringn(json, len));
+	return tok_json_dump(root);
+}
+
 /* ------------------------------------------------------------- merging */
 
 struct pair {

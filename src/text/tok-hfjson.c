@@ -1246,11 +1246,8 @@ static char *hf_decode(const struct tokenizer *t, const int *ids, int n)
 static char *hf_to_json(const struct tokenizer *t)
 {
 	const struct hf_impl *h = t->impl;
-	json_t *root = ju_check(json_object());
 
-	ju_set(root, "type", json_string("hf-tokenizer-json"));
-	ju_set(root, "json", json_stringn(h->json, h->json_len));
-	return tok_json_dump(root);
+	return tok_source_json("hf-tokenizer-json", h->json, h->json_len);
 }
 
 static void hf_free(struct tokenizer *t)

@@ -439,11 +439,8 @@ static char *wp_decode(const struct tokenizer *t, const int *ids, int n)
 static char *wp_to_json(const struct tokenizer *t)
 {
 	const struct wp_impl *h = t->impl;
-	json_t *root = ju_check(json_object());
 
-	ju_set(root, "type", json_string("wordpiece"));
-	ju_set(root, "json", json_stringn(h->json, h->json_len));
-	return tok_json_dump(root);
+	return tok_source_json("wordpiece", h->json, h->json_len);
 }
 
 static void wp_impl_free(struct wp_impl *h)
