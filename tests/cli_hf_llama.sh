@@ -7,13 +7,7 @@
 # model (tests/data/tokenizers) tokenizes as transformers.js does.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
-shared=${ATTNSCOPE_SHARED:-../shared}
-case $shared in /*) ;; *) shared=$(pwd)/$shared ;; esac
-gpt2=$shared/tokenizers/gpt2
-if [ ! -f "$gpt2/vocab.json" ]; then
-	echo "FAIL setup (no GPT-2 tokenizer in $shared/tokenizers)"
-	exit 1
-fi
+need_gpt2
 make_tmp cli-hf-llama
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."

@@ -8,13 +8,7 @@
 # run is refused by name; training from it keeps its blocks.  Needs GPT-2's
 # vocabulary from ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
-shared=${ATTNSCOPE_SHARED:-../shared}
-case $shared in /*) ;; *) shared=$(pwd)/$shared ;; esac
-gpt2=$shared/tokenizers/gpt2
-if [ ! -f "$gpt2/vocab.json" ]; then
-	echo "FAIL setup (no GPT-2 tokenizer in $shared/tokenizers)"
-	exit 1
-fi
+need_gpt2
 make_tmp cli-hf-neox
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."

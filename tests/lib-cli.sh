@@ -79,3 +79,16 @@ training_text() {
 		i=$((i + 1))
 	done
 }
+
+# need_gpt2: sets $gpt2 to GPT-2's tokenizer directory in the shared data
+# ($ATTNSCOPE_SHARED, default ../shared), absolute; a failed setup check
+# and exit 1 when it is missing.
+need_gpt2() {
+	shared=${ATTNSCOPE_SHARED:-../shared}
+	case $shared in /*) ;; *) shared=$(pwd)/$shared ;; esac
+	gpt2=$shared/tokenizers/gpt2
+	if [ ! -f "$gpt2/vocab.json" ]; then
+		echo "FAIL setup (no GPT-2 tokenizer in $shared/tokenizers)"
+		exit 1
+	fi
+}

@@ -44,23 +44,10 @@
 /* The decompressed text of tests/data/tokenizers/NAME.json.gz. */
 static char *gz_text(const char *name, size_t *len)
 {
-	char cmd[256];
-	size_t cap = 1 << 20, n = 0, k;
-	char *buf = xmalloc(cap);
-	FILE *f;
+	char *text = tok_expect_gz_text(name, len);
 
-	snprintf(cmd, sizeof cmd, "gzip -dc tests/data/tokenizers/%s.json.gz", name);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-		n += k;
-		if (cap - n < 2)
-			buf = xrealloc(buf, cap *= 2);
-	}
-	assert_int_equal(pclose(f), 0);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
+	assert_non_null(text);
+	return text;
 }
 
 static struct tokenizer *load(const char *name)

@@ -205,3 +205,30 @@ int tok_expect_check(const struct tokenizer *t, const char *path, int min_rows)
 	free_table(rows, n);
 	return failures;
 }
+
+char *tok_expect_gz_text(const char *name, size_t *len)
+{
+	char cmd[256];
+	size_t cap = 1 << 20, n = 0, k;
+	char *buf = xmalloc(cap);
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "gzip -dc tests/data/tokenizers/%s.json.gz", name);
+	f = popen(cmd, "r");
+	if (!f) {
+		free(buf);
+		return NULL;
+	}
+	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 2)
+			buf = xrealloc(buf, cap *= 2);
+	}
+	if (pclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}

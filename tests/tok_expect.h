@@ -20,6 +20,10 @@
 /* The shared directory: $ATTNSCOPE_SHARED, or "../shared". */
 const char *tok_expect_shared_dir(void);
 
+/* The decompressed text of tests/data/tokenizers/NAME.json.gz (malloc'd,
+ * NUL-terminated, its length in *len), or NULL when gzip fails. */
+char *tok_expect_gz_text(const char *name, size_t *len);
+
 /*
  * Encodes every row of the table at path with t and checks the ids, the
  * bad-byte count and the round trip (decode(encode(s)) is s with every
