@@ -193,4 +193,14 @@ struct render_grid_spec {
 };
 void render_grid(struct render_buf *b, const struct render_grid_spec *sp);
 
+/* v as it should print with the given decimals: 0 where it would round
+ * to zero, so that rounding noise never prints as -0.00. */
+static inline double render_shown(double v, int decimals)
+{
+	double half = 0.5;
+	for (int i = 0; i < decimals; i++)
+		half /= 10.0;
+	return v < half && v > -half ? 0.0 : v;
+}
+
 #endif

@@ -4,7 +4,6 @@
  * the share of the logit difference each head's output and each residual
  * row restores, as tables and a ranking.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,11 +17,6 @@
 
 #define PATCH_RANKED 8
 
-/* v, with -0.000 shown as 0.000. */
-static double shown(double v)
-{
-	return fabs(v) < 0.0005 ? 0.0 : v;
-}
 #define PATCH_COLS 64 /* positions the residual table shows: the last ones */
 
 /* The heads that restore most, largest first. */
@@ -41,7 +35,7 @@ static void print_ranking(FILE *f, const struct patch_result *r)
 	fprintf(f, "ranking:");
 	for (int i = 0; i < k; i++)
 		fprintf(f, "%s %d.%d %.3f", i ? "," : "", order[i] / r->H, order[i] % r->H,
-			shown(r->heads[order[i]]));
+			render_shown(r->heads[order[i]], 3));
 	fputc('\n', f);
 	free(order);
 }

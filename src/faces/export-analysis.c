@@ -151,11 +151,10 @@ static void svg_cells(struct render_buf *b, int x0, int y0, int rows, int cols,
 			char col[8];
 			double x = v[(size_t)r * cols + c];
 			color(col, x);
-			/* rounding noise around 0 is titled 0.00, never -0.00 */
 			render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
 					  "fill=\"%s\"><title>%s, %d: %.2f</title></rect>\n",
 					  x0 + c * SVG_CELL, y, SVG_CELL, SVG_CELL, col, names[r], c,
-					  fabs(x) < 0.005 ? 0.0 : x);
+					  render_shown(x, 2));
 		}
 	}
 }
@@ -230,7 +229,7 @@ void export_patch_heads(const struct patch_result *r, struct render_buf *b)
 		render_buf_printf(b, "%5d ", l);
 		for (int h = 0; h < r->H; h++) {
 			double v = r->heads[l * r->H + h];
-			render_buf_printf(b, " %6.3f", fabs(v) < 0.0005 ? 0.0 : v); /* no -0.000 */
+			render_buf_printf(b, " %6.3f", render_shown(v, 3));
 		}
 		render_buf_puts(b, "\n");
 	}

@@ -11,7 +11,6 @@
 #include "tui.h"
 
 #include <curses.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,9 +53,8 @@ static void patch_draw(struct tui_state *t, const struct tui_rect *r)
 		for (int h = 0; h < p->H && x0 + h * cell + cell <= r->x + r->w; h++) {
 			double v = p->heads[l * p->H + h];
 			tui_heat(t, y, x0 + h * cell, 2, clip01(v), 0);
-			/* rounding noise around 0 reads 0.00, never -0.00 */
 			tui_printf(y, x0 + h * cell + 2, cell - 2, 0, TUI_ROLE_NONE, " %5.2f",
-				   fabs(v) < 0.005 ? 0.0 : v);
+				   render_shown(v, 2));
 		}
 	}
 	/* residual stream: after block l (rows) at each position (columns) */
