@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "json-util.h"
 #include "model.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -151,6 +152,17 @@ struct tokenizer *ld_gpt2_tokenizer(const char *opt, const char *dir, struct err
  * (--tokenizer) names another directory, tokenizer.json file or
  * vocab.json/merges.txt pair.  NULL + a one-line e on failure. */
 struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *e);
+
+/* An integer field of a Hugging Face config.json (1 .. 2^30; absent or
+ * null leaves *out, unless flags has JU_REQUIRED: json-util.h). */
+#define LD_HF_INT(o, key, flags, out, e) \
+	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
+
+/* config_default(c), then the shape every HF family but GPT-2 spells the
+ * same way: num_hidden_layers, num_attention_heads (also the K/V heads
+ * until the family says otherwise), hidden_size, intermediate_size,
+ * vocab_size, max_position_embeddings, each required.  0, or -1 + e. */
+int ld_hf_shape(json_t *o, struct model_config *c, struct err *e);
 
 /* 0 when tokenizer tok fits a vocabulary of vocab_size (config.json's),
  * else -1 + e with both numbers. */

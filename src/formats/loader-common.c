@@ -244,3 +244,17 @@ bool ld_probe_hf_dir(const char *path, json_t *(*config)(const char *file), cons
 	json_decref(root);
 	return root != NULL;
 }
+
+int ld_hf_shape(json_t *o, struct model_config *c, struct err *e)
+{
+	config_default(c);
+	if (LD_HF_INT(o, "num_hidden_layers", JU_REQUIRED, &c->n_layer, e) < 0 ||
+	    LD_HF_INT(o, "num_attention_heads", JU_REQUIRED, &c->n_head, e) < 0 ||
+	    LD_HF_INT(o, "hidden_size", JU_REQUIRED, &c->d_model, e) < 0 ||
+	    LD_HF_INT(o, "intermediate_size", JU_REQUIRED, &c->d_ff, e) < 0 ||
+	    LD_HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0 ||
+	    LD_HF_INT(o, "max_position_embeddings", JU_REQUIRED, &c->context, e) < 0)
+		return -1;
+	c->n_kv_head = c->n_head;
+	return 0;
+}

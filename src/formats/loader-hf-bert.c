@@ -68,9 +68,6 @@ static json_t *bert_config(const char *path)
 	return NULL;
 }
 
-#define HF_INT(o, key, flags, out, e) \
-	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
-
 /* The fields the engine cannot honour, refused by name. */
 static int refuse_fields(json_t *o, struct err *e)
 {
@@ -81,7 +78,7 @@ static int refuse_fields(json_t *o, struct err *e)
 	    ju_get_str(o, "position_embedding_type", "config.json", JU_NULL_ABSENT, &pos, e) < 0 ||
 	    ju_get_bool(o, "is_decoder", "config.json", JU_NULL_ABSENT, &decoder, e) < 0 ||
 	    ju_get_bool(o, "add_cross_attention", "config.json", JU_NULL_ABSENT, &cross, e) < 0 ||
-	    HF_INT(o, "type_vocab_size", 0, &types, e) < 0)
+	    LD_HF_INT(o, "type_vocab_size", 0, &types, e) < 0)
 		return -1;
 	if (strcmp(act, "gelu"))
 		return err_set(e, "config.json: hidden_act \"%.40s\" is not supported (gelu is)", act);
@@ -97,17 +94,10 @@ static int refuse_fields(json_t *o, struct err *e)
 
 static int parse_config(json_t *o, struct model_config *c, struct err *e)
 {
-	config_default(c);
-	if (HF_INT(o, "num_hidden_layers", JU_REQUIRED, &c->n_layer, e) < 0 ||
-	    HF_INT(o, "num_attention_heads", JU_REQUIRED, &c->n_head, e) < 0 ||
-	    HF_INT(o, "hidden_size", JU_REQUIRED, &c->d_model, e) < 0 ||
-	    HF_INT(o, "intermediate_size", JU_REQUIRED, &c->d_ff, e) < 0 ||
-	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0 ||
-	    HF_INT(o, "max_position_embeddings", JU_REQUIRED, &c->context, e) < 0)
+	if (ld_hf_shape(o, c, e))
 		return -1;
 	if (refuse_fields(o, e))
 		return -1;
-	c->n_kv_head = c->n_head;
 	if (c->d_model % c->n_head)
 		return err_set(e, "config.json: hidden_size %d is not divisible by "
 			       "num_attention_heads %d", c->d_model, c->n_head);

@@ -65,24 +65,14 @@ static const char *family_of(const char *path, json_t **root)
 	return NULL;
 }
 
-#define HF_INT(o, key, flags, out, e) \
-	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
-
 static int parse_config(json_t *o, const char *family, struct model_config *c, bool *qkv_bias,
 			struct err *e)
 {
-	config_default(c);
-	if (HF_INT(o, "num_hidden_layers", JU_REQUIRED, &c->n_layer, e) < 0 ||
-	    HF_INT(o, "num_attention_heads", JU_REQUIRED, &c->n_head, e) < 0 ||
-	    HF_INT(o, "hidden_size", JU_REQUIRED, &c->d_model, e) < 0 ||
-	    HF_INT(o, "intermediate_size", JU_REQUIRED, &c->d_ff, e) < 0 ||
-	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0 ||
-	    HF_INT(o, "max_position_embeddings", JU_REQUIRED, &c->context, e) < 0)
+	if (ld_hf_shape(o, c, e))
 		return -1;
-	c->n_kv_head = c->n_head;
 	int hd = 0, window = 0;
-	if (HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
-	    HF_INT(o, "head_dim", 0, &hd, e) < 0 || HF_INT(o, "sliding_window", 0, &window, e) < 0)
+	if (LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
+	    LD_HF_INT(o, "head_dim", 0, &hd, e) < 0 || LD_HF_INT(o, "sliding_window", 0, &window, e) < 0)
 		return -1;
 	if (hd && hd * c->n_head != c->d_model)
 		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "

@@ -72,9 +72,6 @@ static json_t *neox_config(const char *path)
 	return NULL;
 }
 
-#define HF_INT(o, key, flags, out, e) \
-	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
-
 /* One RoPE number, which config.json may spell three ways: old (o[old]),
  * new (o[key]) or nested (rope_parameters[key]).  0 with *out set, 1 when
  * absent (*out untouched), -1 + e when one is not a number or two differ
@@ -132,15 +129,8 @@ static int parse_rope(json_t *o, struct model_config *c, struct err *e)
 
 static int parse_config(json_t *o, struct model_config *c, bool *attn_bias, struct err *e)
 {
-	config_default(c);
-	if (HF_INT(o, "num_hidden_layers", JU_REQUIRED, &c->n_layer, e) < 0 ||
-	    HF_INT(o, "num_attention_heads", JU_REQUIRED, &c->n_head, e) < 0 ||
-	    HF_INT(o, "hidden_size", JU_REQUIRED, &c->d_model, e) < 0 ||
-	    HF_INT(o, "intermediate_size", JU_REQUIRED, &c->d_ff, e) < 0 ||
-	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0 ||
-	    HF_INT(o, "max_position_embeddings", JU_REQUIRED, &c->context, e) < 0)
+	if (ld_hf_shape(o, c, e))
 		return -1;
-	c->n_kv_head = c->n_head;
 	if (c->d_model % c->n_head)
 		return err_set(e, "config.json: hidden_size %d is not divisible by "
 			       "num_attention_heads %d", c->d_model, c->n_head);

@@ -41,9 +41,6 @@ static const struct st_checks hf_checks = { .other_dtypes = true };
 /* ------------------------------------------------------------ config.json */
 
 /* The sizes: positive integers up to 2^30; null is absent (n_inner). */
-#define HF_INT(o, key, flags, out, e) \
-	ju_get_int(o, key, "config.json", JU_NULL_ABSENT | (flags), 1, 1 << 30, out, e)
-
 static int parse_config(const char *path, struct model_config *c, struct err *e)
 {
 	json_error_t jerr;
@@ -70,20 +67,20 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 			"mistral, gpt_neox and bert are)", s);
 		goto out;
 	}
-	if (HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||
-	    HF_INT(o, "n_head", JU_REQUIRED, &c->n_head, e) < 0 ||
-	    HF_INT(o, "n_embd", JU_REQUIRED, &c->d_model, e) < 0 ||
-	    HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0)
+	if (LD_HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||
+	    LD_HF_INT(o, "n_head", JU_REQUIRED, &c->n_head, e) < 0 ||
+	    LD_HF_INT(o, "n_embd", JU_REQUIRED, &c->d_model, e) < 0 ||
+	    LD_HF_INT(o, "vocab_size", JU_REQUIRED, &c->vocab_size, e) < 0)
 		goto out;
-	r = HF_INT(o, "n_positions", 0, &c->context, e);
-	if (r < 0 || (r > 0 && HF_INT(o, "n_ctx", JU_REQUIRED, &c->context, e) < 0)) {
+	r = LD_HF_INT(o, "n_positions", 0, &c->context, e);
+	if (r < 0 || (r > 0 && LD_HF_INT(o, "n_ctx", JU_REQUIRED, &c->context, e) < 0)) {
 		if (r > 0)
 			err_set(e, "config.json: missing key \"n_positions\"");
 		goto out;
 	}
 	c->n_kv_head = c->n_head;
 	c->d_ff = 4 * c->d_model;
-	if (HF_INT(o, "n_inner", 0, &c->d_ff, e) < 0 ||
+	if (LD_HF_INT(o, "n_inner", 0, &c->d_ff, e) < 0 ||
 	    ju_get_float(o, "layer_norm_epsilon", "config.json", 0, &c->norm_eps, e) < 0)
 		goto out;
 	s = NULL;
