@@ -84,12 +84,19 @@ static void test_patch_known_answers(void **state)
 		assert_int_equal(r.T, T);
 		assert_int_not_equal(r.clean_answer, r.corrupt_answer);
 		assert_true(r.ld_clean > 0 && r.ld_corrupt < 0); /* each run prefers its own answer */
-		print_message("batch %d: last block, last position %.6f; head 0.2 %.6f\n", batches[bi],
+		print_message("batch %d: last block, last position %.6f; head 0.2 %.3g\n", batches[bi],
 			      r.resid[(size_t)1 * T + T - 1], r.heads[2]);
 		assert_true(fabs(r.resid[(size_t)1 * T + T - 1] - 1.0) < 1e-5);
 		for (int t = 0; t < T - 1; t++)
 			assert_true(fabs(r.resid[(size_t)1 * T + t]) < 1e-9);
-		assert_true(r.heads[2] == 0.0);
+		/* A head that writes nothing restores nothing.  Exactly 0 when the
+		 * reference and the site run alone; in a batch their rows are rows
+		 * of one product, and OpenBLAS may give the rows of a product's
+		 * tail another micro-kernel (Haswell and Zen kernels do), so the
+		 * share is 0 up to float rounding of the logit difference. */
+		assert_true(fabs(r.heads[2]) < 1e-6);
+		if (batches[bi] == 1)
+			assert_true(r.heads[2] == 0.0);
 		patch_free(&r);
 	}
 
