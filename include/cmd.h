@@ -92,7 +92,9 @@ extern const struct cmd_entry *const cmd_table[]; /* NULL-terminated */
 const struct cmd_entry *cmd_find(const char *name, struct err *e);
 
 /* Runs argv[0] with its arguments (checks the argument count and prints the
- * usage line on a mismatch).  0, CMD_QUIT or -1 with e set. */
+ * usage line on a mismatch).  The files it reads with read_file() are in
+ * use (util.h) until it returns: no command writes over its own input.
+ * 0, CMD_QUIT or -1 with e set. */
 int cmd_run(struct session *s, int argc, char **argv, struct err *e);
 
 /* Whether s->out is shown on a terminal: it is one, or it is the pager's

@@ -244,7 +244,11 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if ((c->flags & CMD_LOGITS) && session_need_head(s, c->name, e))
 		return -1;
-	return c->exec(s, argc, argv, e);
+	int reads = in_use_new("a file this command reads");
+	in_use_record(reads, true);
+	int rc = c->exec(s, argc, argv, e);
+	in_use_drop(reads);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ output */
