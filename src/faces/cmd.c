@@ -359,8 +359,8 @@ int cmd_split(const char *line, int *argc, char ***argv, struct err *e)
 				}
 			} else if (*p == '\'' || *p == '"') {
 				quote = *p;
-			} else if (*p == '\\' && p[1]) {
-				word[w++] = *++p;
+			} else if (*p == '\\' && p[1] && (is_blank(p[1]) || strchr("'\"\\#", p[1]))) {
+				word[w++] = *++p; /* else the backslash is itself: a\nb stays 4 bytes */
 			} else {
 				word[w++] = *p;
 			}
