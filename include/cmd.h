@@ -92,7 +92,9 @@ extern const struct cmd_entry *const cmd_table[]; /* NULL-terminated */
 const struct cmd_entry *cmd_find(const char *name, struct err *e);
 
 /* Runs argv[0] with its arguments (checks the argument count and prints the
- * usage line on a mismatch).  0, CMD_QUIT or -1 with e set. */
+ * usage line on a mismatch).  The files it reads with read_file() are in
+ * use (util.h) until it returns: no command writes over its own input.
+ * 0, CMD_QUIT or -1 with e set. */
 int cmd_run(struct session *s, int argc, char **argv, struct err *e);
 
 /* Whether s->out is shown on a terminal: it is one, or it is the pager's
@@ -124,8 +126,9 @@ int cmd_style(const struct session *s);
 void cmd_wrap(FILE *f, const char *text, int col, int indent, int width);
 
 /* Splits a line into words: blanks separate, '...' and "..." quote, a
- * backslash escapes the next character, '#' at the start of a word begins a
- * comment.  For a CMD_RAW command the rest of the line after the name (one
+ * backslash escapes a blank, a quote, '#' or another backslash (before
+ * anything else it is itself: "a\nb" stays a, backslash, n, b), '#' at the
+ * start of a word begins a comment.  For a CMD_RAW command the rest of the line after the name (one
  * blank skipped) is one argument, verbatim.  *argv is malloc'd with its
  * strings (free with cmd_free_argv).  0 or -1 (unbalanced quote). */
 int cmd_split(const char *line, int *argc, char ***argv, struct err *e);

@@ -51,7 +51,8 @@ enum {
 int script_run_stream(struct session *s, FILE *in, const char *name, unsigned flags,
 		      FILE *errs);
 
-/* Opens path and runs it as above; "-" reads standard input ("<stdin>"). */
+/* Opens path and runs it as above; "-" reads standard input ("<stdin>").
+ * The file is in use (util.h) while it runs. */
 int script_run_file(struct session *s, const char *path, unsigned flags, FILE *errs);
 
 /* Runs the commands of one -c argument, split by script_split_commands();

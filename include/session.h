@@ -33,6 +33,7 @@ struct store; /* store.h; NULL when nothing is recorded */
 
 struct session {
 	struct model *model;       /* owned; NULL before the first load */
+	int model_files;           /* util.h group of its files and its tokenizer's; 0: none */
 	char *model_spec;          /* what the user typed to load it; owned */
 	char *text;                /* current text; owned; NULL when none */
 	int *tokens;               /* (n_tokens) ids of text; owned */
@@ -88,7 +89,9 @@ void session_free(struct session *s);
 /* Loads a model (see loader.h; tokenizer: --tokenizer PATH, or NULL for
  * the one beside the model), replacing the current one; options reset to
  * the new model's native ones; the text is re-encoded and run when set.
- * On failure the session is unchanged. 0 or -1. */
+ * Its files (the model file, or every file of its directory; the
+ * tokenizer's; whatever the loader read with read_file) are in use (util.h)
+ * while it stays loaded.  On failure the session is unchanged. 0 or -1. */
 int session_load(struct session *s, const char *spec, const char *tokenizer, struct err *e);
 
 /* Replaces the text and runs the model on it.  An empty text clears it.

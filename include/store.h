@@ -62,7 +62,8 @@ struct store;
  * created or written, is not a regular file ("PATH: is a directory, not a
  * database file"), is not a SQLite database or is corrupt (left as it
  * was), belongs to another program, or has a newer schema (left as it
- * was). */
+ * was).  The file and its -wal, -shm and -journal are in use (util.h)
+ * until store_close(). */
 struct store *store_open(const char *path, struct err *e);
 
 /*

@@ -113,6 +113,41 @@ void out_abort(struct out_file *o);
  * e set ("error writing standard output: REASON" for standard output). */
 int write_file_atomic(const char *path, const void *buf, size_t len, struct err *e);
 
+/*
+ * Files in use, which no writer above replaces: the session database and
+ * its -wal, -shm and -journal, the loaded model's files and its
+ * tokenizer's, the command file being run, the training data, a file the
+ * running command reads.  A file is known by its identity (device and
+ * inode, symbolic links followed) and by its name in its directory (that
+ * directory's device and inode, and the last component), so a hard link,
+ * a symbolic link, another spelling of the path, or a -wal not created
+ * yet are the same file.  out_check(), out_open() and write_file_atomic()
+ * refuse one: "PATH: is the session database; refusing to write over it".
+ *
+ * Files are marked in groups, each with a noun phrase for messages ("the
+ * session database", "a file of the loaded model"); a group lives until
+ * in_use_drop().  For the main thread only.
+ */
+
+/* A new empty group; its id (> 0), for the calls below.  what is copied. */
+int in_use_new(const char *what);
+
+/* Marks path in group id: the file (links followed; one that does not
+ * exist yet by its name), or each regular file directly in a directory.
+ * A path whose directory does not exist marks nothing. */
+void in_use_add(int id, const char *path);
+
+/* While on, every file read_file() opens (and every path passed to
+ * in_use_read()) joins group id too. */
+void in_use_record(int id, bool on);
+
+/* For readers that open a file themselves: joins path to the groups
+ * recording. */
+void in_use_read(const char *path);
+
+/* Ends group id: its files may be written again.  0 is a no-op. */
+void in_use_drop(int id);
+
 /* What a path is, for refusing special files before opening them: opening
  * a FIFO for reading blocks until a writer comes, and a device such as
  * /dev/zero never ends.  Readers of user-named files (train --data,

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -131,6 +132,7 @@ char *read_file(const char *path, size_t *len, struct err *e)
 		err_set(e, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
+	in_use_read(path);
 	struct stat st;
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		err_set(e, "%s: not a regular file", path);
@@ -205,6 +207,171 @@ int file_refuse_special(const char *path, bool dir_ok, const char *what, struct 
 	if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || (dir_ok && S_ISDIR(st.st_mode)))
 		return 0;
 	return err_set(e, "%s: is %s, not %s", path, file_kind(st.st_mode), what);
+}
+
+/* ------------------------------------------------------------ files in use */
+
+/* A file as util.h's files in use know it. */
+struct in_use_file {
+	bool exists;          /* dev and ino are the file's */
+	dev_t dev, dir_dev;
+	ino_t ino, dir_ino;   /* dir_*: the directory holding it */
+	char *name;           /* its last component there; owned */
+};
+
+struct in_use_group {
+	int id;
+	char *what;           /* owned */
+	bool recording;
+	struct in_use_file *f; /* (n) owned */
+	int n, cap;
+};
+
+static struct in_use_group *in_use;  /* (n_in_use) the groups alive */
+static int n_in_use, cap_in_use, in_use_next = 1;
+
+/* Fills f with what path names, links followed: a file that exists by
+ * its identity and its name, one that does not by its directory's
+ * identity and its last component.  false (f empty) when neither the file
+ * nor its directory can be found. */
+static bool in_use_ident(const char *path, struct in_use_file *f)
+{
+	memset(f, 0, sizeof *f);
+	struct stat st;
+	char *real = realpath(path, NULL), *dir = NULL;
+	const char *name;
+	if (real && stat(real, &st) == 0) {
+		f->exists = true;
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		dir = dir_of(real);
+		name = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	} else {
+		char *d = dir_of(path);
+		dir = realpath(d, NULL);
+		free(d);
+		name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	}
+	bool ok = dir && name[0] && stat(dir, &st) == 0;
+	if (ok) {
+		f->dir_dev = st.st_dev;
+		f->dir_ino = st.st_ino;
+		f->name = xstrdup(name);
+	}
+	free(dir);
+	free(real);
+	return ok;
+}
+
+static bool in_use_same(const struct in_use_file *a, const struct in_use_file *b)
+{
+	if (a->exists && b->exists && a->dev == b->dev && a->ino == b->ino)
+		return true;
+	return a->dir_dev == b->dir_dev && a->dir_ino == b->dir_ino && !strcmp(a->name, b->name);
+}
+
+static struct in_use_group *in_use_group(int id)
+{
+	for (int i = 0; i < n_in_use; i++)
+		if (in_use[i].id == id)
+			return &in_use[i];
+	return NULL;
+}
+
+int in_use_new(const char *what)
+{
+	if (n_in_use == cap_in_use) {
+		cap_in_use = cap_in_use ? 2 * cap_in_use : 8;
+		in_use = xrealloc(in_use, (size_t)cap_in_use * sizeof *in_use);
+	}
+	struct in_use_group *g = &in_use[n_in_use++];
+	memset(g, 0, sizeof *g);
+	g->id = in_use_next++;
+	g->what = xstrdup(what);
+	return g->id;
+}
+
+/* Adds the file path names to g, once. */
+static void in_use_add_file(struct in_use_group *g, const char *path)
+{
+	struct in_use_file f;
+	if (!in_use_ident(path, &f))
+		return;
+	for (int i = 0; i < g->n; i++)
+		if (in_use_same(&g->f[i], &f)) {
+			free(f.name);
+			return;
+		}
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 8;
+		g->f = xrealloc(g->f, (size_t)g->cap * sizeof *g->f);
+	}
+	g->f[g->n++] = f;
+}
+
+void in_use_add(int id, const char *path)
+{
+	struct in_use_group *g = in_use_group(id);
+	struct stat st;
+	if (!g)
+		return;
+	DIR *d = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(path) : NULL;
+	if (!d) {
+		in_use_add_file(g, path);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		size_t n = strlen(path) + strlen(de->d_name) + 2;
+		char *p = xmalloc(n);
+		snprintf(p, n, "%s/%s", path, de->d_name);
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+			in_use_add_file(g, p);
+		free(p);
+	}
+	closedir(d);
+}
+
+void in_use_record(int id, bool on)
+{
+	struct in_use_group *g = in_use_group(id);
+	if (g)
+		g->recording = on;
+}
+
+void in_use_read(const char *path)
+{
+	for (int i = 0; i < n_in_use; i++)
+		if (in_use[i].recording)
+			in_use_add_file(&in_use[i], path);
+}
+
+void in_use_drop(int id)
+{
+	struct in_use_group *g = in_use_group(id);
+	if (!g)
+		return;
+	for (int i = 0; i < g->n; i++)
+		free(g->f[i].name);
+	free(g->f);
+	free(g->what);
+	*g = in_use[--n_in_use];
+}
+
+/* -1 with "PATH: is WHAT; refusing to write over it" when target, the
+ * file path leads to, is in use; else 0. */
+static int in_use_refuse(const char *path, const char *target, struct err *e)
+{
+	struct in_use_file f;
+	if (!n_in_use || !in_use_ident(target, &f))
+		return 0;
+	int rc = 0;
+	for (int i = 0; i < n_in_use && !rc; i++)
+		for (int j = 0; j < in_use[i].n && !rc; j++)
+			if (in_use_same(&in_use[i].f[j], &f))
+				rc = err_set(e, "%s: is %s; refusing to write over it", path,
+					     in_use[i].what);
+	free(f.name);
+	return rc;
 }
 
 /* Refuses a file that is not regular: "PATH: is a FIFO, not a regular file". */
@@ -282,6 +449,10 @@ static int out_resolve(const char *path, char **target, bool *exists, struct sta
 		/* no write bit at all counts even for root, who may write anything */
 		free(cur);
 		return err_set(e, "%s: the file is read-only", path);
+	}
+	if (in_use_refuse(path, cur, e)) {
+		free(cur);
+		return -1;
 	}
 	*target = cur;
 	return 0;

@@ -132,6 +132,7 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (!data)
 		data = env && *env ? env : LAB_CORPUS_DEFAULT;
 	const char *csv = cmd_str(&cmd_lab_entry, &a, "--csv");
+	in_use_read(data); /* before the work, not at the write: --csv is not the text */
 	if (csv && out_check(csv, OUT_STDOUT, e))
 		return -1;
 	if (access(data, R_OK) != 0)

@@ -244,7 +244,11 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if ((c->flags & CMD_LOGITS) && session_need_head(s, c->name, e))
 		return -1;
-	return c->exec(s, argc, argv, e);
+	int reads = in_use_new("a file this command reads");
+	in_use_record(reads, true);
+	int rc = c->exec(s, argc, argv, e);
+	in_use_drop(reads);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -355,8 +359,8 @@ int cmd_split(const char *line, int *argc, char ***argv, struct err *e)
 				}
 			} else if (*p == '\'' || *p == '"') {
 				quote = *p;
-			} else if (*p == '\\' && p[1]) {
-				word[w++] = *++p;
+			} else if (*p == '\\' && p[1] && (is_blank(p[1]) || strchr("'\"\\#", p[1]))) {
+				word[w++] = *++p; /* else the backslash is itself: a\nb stays 4 bytes */
 			} else {
 				word[w++] = *p;
 			}

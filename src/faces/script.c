@@ -187,7 +187,10 @@ int script_run_file(struct session *s, const char *path, unsigned flags, FILE *e
 		fprintf(errs ? errs : stderr, "attnscope: %s: %s\n", path, strerror(errno));
 		return SCRIPT_FAILED;
 	}
+	int running = in_use_new("the command file being run");
+	in_use_add(running, path);
 	int rc = script_run_stream(s, f, path, flags, errs);
+	in_use_drop(running);
 	fclose(f);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "train.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -30,6 +31,7 @@
 #include "loader.h"
 #include "model.h"
 #include "optim.h"
+#include "resolve.h"
 #include "store.h"
 #include "tokenizer.h"
 #include "trainer.h"
@@ -461,6 +463,7 @@ struct job {
 	struct strv args;        /* replayable flags of the run */
 	struct strv cmds;        /* command lines that ran it */
 	struct recorder rec;
+	int inputs[2];           /* util.h groups of --data and --from's files */
 };
 
 static void job_free(struct job *t)
@@ -472,6 +475,8 @@ static void job_free(struct job *t)
 	strv_free(&t->cmds);
 	store_close(t->rec.st);
 	free(t->rec.real);
+	in_use_drop(t->inputs[0]);
+	in_use_drop(t->inputs[1]);
 }
 
 /* ------------------------------------------------ FILE.optim (optim.h) */
@@ -1189,6 +1194,26 @@ static void copy_weights(struct model *m, struct model *src)
 	model_clear_cache(m);
 }
 
+/* Marks the files training reads (--data; --from's file, or its
+ * directory's files) in use, so that neither --out nor its FILE.optim
+ * replaces them, then checks both by util.h's rules.  0 or -1. */
+static int check_out(struct job *t, struct err *e)
+{
+	const struct opts *o = &t->o;
+	t->inputs[0] = in_use_new("the training data (--data)");
+	in_use_add(t->inputs[0], o->data);
+	char from[PATH_MAX];
+	struct err ignored; /* a --from that does not resolve fails when it is loaded */
+	if (o->from && model_resolve(o->from, from, sizeof from, &ignored) == 0) {
+		t->inputs[1] = in_use_new("the model trained from (--from)");
+		in_use_add(t->inputs[1], from);
+	}
+	char *optim = optim_path(o->out);
+	int rc = out_check(o->out, 0, e) || out_check(optim, 0, e) ? -1 : 0;
+	free(optim);
+	return rc;
+}
+
 /* Files, data, the database and the model, everything before the first
  * step.  Problems found in the data are failures (TRAIN_EXIT_FAIL), even
  * when other flags would avoid them (a smaller --context); only the
@@ -1197,10 +1222,11 @@ static void copy_weights(struct model *m, struct model *src)
 static int prepare(struct job *t, struct saved *saved, struct err *e)
 {
 	struct opts *o = &t->o;
-	/* util.h's rules for written files, and the files read, before any work */
-	if (out_check(o->out, 0, e) || file_refuse_special(o->data, false, "a regular file", e))
+	/* util.h's rules for written files, and the files read, before any
+	 * work; after the database is open, so that --out is not it either */
+	if (file_refuse_special(o->data, false, "a regular file", e))
 		return TRAIN_EXIT_FAIL;
-	if (rec_open(&t->rec, o, saved, e))
+	if (rec_open(&t->rec, o, saved, e) || check_out(t, e))
 		return TRAIN_EXIT_FAIL;
 	struct model *src = NULL;
 	if (o->from) {

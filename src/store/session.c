@@ -22,6 +22,7 @@ void session_init(struct session *s, FILE *out)
 void session_free(struct session *s)
 {
 	model_free(s->model);
+	in_use_drop(s->model_files);
 	free(s->model_spec);
 	free(s->text);
 	free(s->tokens);
@@ -277,14 +278,24 @@ const struct head_scores *session_head_scores(struct session *s, struct err *e)
 
 int session_load(struct session *s, const char *spec, const char *tokenizer, struct err *e)
 {
+	int files = in_use_new("a file of the loaded model");
+	in_use_record(files, true);
 	struct model *m = model_open_ex(spec, tokenizer, NULL, e);
-	if (!m)
+	in_use_record(files, false);
+	if (!m) {
+		in_use_drop(files);
 		return -1;
+	}
+	if (m->path)
+		in_use_add(files, m->path);
+	if (tokenizer)
+		in_use_add(files, tokenizer);
 	int *ids = NULL, n = 0;
 	int32_t *src = NULL;
 	if (encode_text(m, s->text, &ids, &n, &src, e) != 0) {
 		err_prefix(e, "current text with %s", m->name ? m->name : spec);
 		model_free(m);
+		in_use_drop(files);
 		return -1;
 	}
 	if (m->name) { /* a name from a file's metadata is shown, never obeyed */
@@ -295,6 +306,8 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
 		m->name = safe;
 	}
 	model_free(s->model);
+	in_use_drop(s->model_files);
+	s->model_files = files;
 	free(s->model_spec);
 	free(s->tokens);
 	free(s->unk_src);

@@ -361,6 +361,7 @@ struct store {
 	sqlite3 *db;
 	char *path;
 	int lockfd;             /* held open (unlocked) until close; see init_lock */
+	int files;              /* util.h group of the database, -wal, -shm, -journal */
 	sqlite3_stmt *stmt[N_STMT];
 	bool dead;              /* a recording write failed: nothing more is recorded */
 	int64_t session_id;     /* 0 until the first write */
@@ -945,6 +946,22 @@ struct store *store_open(const char *path, struct err *e)
 	st->lockfd = lockfd;
 	if (lockfd >= 0)
 		flock(lockfd, LOCK_UN);
+	st->files = in_use_new("the session database");
+	in_use_add(st->files, path);
+	/* SQLite names them after the file the links lead to */
+	char *real = realpath(path, NULL);
+	static const char *const side[] = { "-wal", "-shm", "-journal" };
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++)
+		for (int k = 0; k < 2; k++) {
+			const char *base = k == 0 ? path : real;
+			if (!base)
+				continue;
+			char *p = xmalloc(strlen(base) + 16);
+			sprintf(p, "%s%s", base, side[i]);
+			in_use_add(st->files, p);
+			free(p);
+		}
+	free(real);
 	return st;
 fail:
 	sqlite3_close(db);
@@ -1039,6 +1056,7 @@ void store_close(struct store *st)
 	sqlite3_close(st->db);
 	if (st->lockfd >= 0)
 		close(st->lockfd);
+	in_use_drop(st->files);
 	free(st->path);
 	free(st->session_model);
 	free(st);
