@@ -1,6 +1,6 @@
 /*
  * curves.h — training curves as text: the training record a model file
- * carries (model.h's train_meta, the JSON train.c writes) read into
+ * carries (model.h's train_meta, train-record.h's JSON) read into
  * series; plots of series in Unicode braille or ASCII; a heat strip of
  * per-layer gradient norms; and the series as CSV and SVG.
  *
@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "render.h"
+#include "train-record.h"
 #include "util.h"
 
 /* ---------------------------------------------------------------- series */
@@ -107,16 +108,14 @@ struct curves_record {
 	double final_val_loss;   /* NAN when absent */
 };
 
-#define CURVES_MAX_LAYERS 1024 /* longest layer_grad_norm row accepted */
+#define CURVES_MAX_LAYERS TRAIN_RECORD_MAX_LAYERS /* longest layer_grad_norm row accepted */
 
 /*
  * Reads the JSON text of a training record (len bytes; need not be
- * NUL-terminated).  "history" with "step" and "loss" is required; "lr",
- * "grad_norm", "layer_grad_norm" and "val" are optional, but each array
- * present must have one entry per step, steps must be finite numbers and
- * values numbers or null (null: a non-finite value the trainer met).
- * 0, or -1 with one line in e ("training record: history.loss has 9
- * values for 10 steps") and r zeroed.  Free r with curves_record_free.
+ * NUL-terminated) with train_record_parse (train-record.h: what is
+ * required, what is optional) into series.  0, or -1 with its one line in
+ * e ("training record: history.loss has 9 values for 10 steps") and r
+ * zeroed.  Free r with curves_record_free.
  */
 int curves_parse(const char *json, size_t len, struct curves_record *r, struct err *e);
 

@@ -17,8 +17,9 @@
 struct model *lab_model(const struct model_config *c, const struct dataset *d, uint64_t seed,
 			struct err *e);
 
-/* Trains m on d for hp->steps steps into tr (initialised here; the caller
- * releases it), reporting "lab EXP: LABEL: step i/n loss x" through the
+/* Trains m on d for hp->steps steps into tr (train_run, train-run.h: no
+ * validation, no files; tr initialised there, the caller releases it),
+ * reporting "lab EXP: LABEL: step i/n loss x" through the
  * context's progress callback.  0, 1 when cancelled (tr holds the steps
  * done), or -1 with a message. */
 int lab_train(const struct lab_ctx *ctx, const char *exp, const char *label, struct model *m,

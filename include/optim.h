@@ -65,7 +65,7 @@ float clip_scale(double norm, float clip);
 
 /*
  * Everything an interrupted training run needs to continue exactly: the
- * file FILE.optim next to the checkpoint FILE (see train.h).  Layout, all
+ * file FILE.optim next to the checkpoint FILE (train-run.h).  Layout, all
  * integers and floats little-endian:
  *   magic    8 bytes  "ATSOPTIM"
  *   u32      version (OPTIM_FILE_VERSION)
@@ -80,7 +80,8 @@ float clip_scale(double norm, float clip);
  *   u64      history rows R (one per step done)
  *   u64      validation rows W
  *   u64      length J of the JSON text that follows
- *   J bytes  JSON run description (train.c: flags, command lines, config)
+ *   J bytes  JSON run description (train-run.c: flags, command lines,
+ *            config, where the run is recorded)
  *   f32 x P  weights, exact (the checkpoint may be F16)
  *   f32 x P  AdamW first moments m
  *   f32 x P  AdamW second moments v

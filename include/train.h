@@ -21,6 +21,10 @@
  * the run and its command lines; its binary layout is documented in
  * optim.h (struct optim_file).  On --resume the stored flags are replayed
  * first, then the ones given; shape flags and the data must not change.
+ *
+ * The command only turns flags into a train_run spec (train-run.h), which
+ * does the training, resuming and writing; its hooks add progress, the
+ * signals and the database.
  */
 #ifndef ATTNSCOPE_TRAIN_H
 #define ATTNSCOPE_TRAIN_H

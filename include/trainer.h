@@ -1,9 +1,9 @@
 /*
  * trainer.h — training as a library: one model, its data, AdamW and the
  * buffers of the step loop (after llm.c's gpt2_forward / gpt2_backward /
- * gpt2_update with the loop in the caller).  `attnscope train` (train.h)
- * adds flags, resuming, progress, signals and the database on top; the
- * lab's experiments (lab.h) loop over trainer_step themselves.
+ * gpt2_update with the loop in the caller).  train_run (train-run.h)
+ * loops over it with resuming, checkpoints and the training record, for
+ * `attnscope train` (train.h) and the lab (lab.h).
  *
  * One step: B random windows of T + 1 tokens from the training split
  * (T = the model's context), gradients zeroed, forward (RUN_TRAIN),

@@ -1,6 +1,7 @@
 /*
- * curves.c — training records read into series, and series drawn as
- * braille or ASCII plots, heat strips, CSV and SVG (see curves.h).  Every
+ * curves.c — training records (train-record.h) read into series, and
+ * series drawn as braille or ASCII plots, heat strips, CSV and SVG (see
+ * curves.h).  Every
  * character goes into a struct curves_grid through one bounds-checked
  * function (grid_put), so no size can make a layout write outside it.
  */
@@ -12,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "train-record.h"
 #include "utf8.h"
 
 /* --------------------------------------------------------------- series */
@@ -54,62 +54,6 @@ void curves_record_free(struct curves_record *r)
 
 /* ------------------------------------------------------ training record */
 
-/* Keeps a message on one line: JSON error texts quote the input. */
-static int one_line(struct err *e)
-{
-	if (e)
-		for (char *p = e->msg; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				*p = '?';
-	return -1;
-}
-
-/* x as a value: a finite number, or null (NAN) when null_ok.  False for
- * anything else. */
-static bool number_of(const json_t *x, bool null_ok, double *v)
-{
-	if (json_is_number(x) && isfinite(json_number_value(x))) {
-		*v = json_number_value(x);
-		return true;
-	}
-	*v = NAN;
-	return null_ok && json_is_null(x);
-}
-
-/* Reads o[key], an array of numbers, into *out (*n of them).  Steps must
- * be finite numbers; values may also be null (NAN).  want >= 0: the
- * length it must have.  An absent key is 0 with *n = 0 unless required. */
-static int read_array(const json_t *o, const char *obj, const char *key, bool steps, int want,
-		      bool required, double **out, int *n, struct err *e)
-{
-	*out = NULL;
-	*n = 0;
-	const json_t *a = json_object_get(o, key);
-	if (!a) {
-		if (required)
-			return err_set(e, "training record: %s.%s is missing", obj, key);
-		return 0;
-	}
-	if (!json_is_array(a))
-		return err_set(e, "training record: %s.%s is not an array", obj, key);
-	size_t len = json_array_size(a);
-	if (len > (size_t)(1 << 28))
-		return err_set(e, "training record: %s.%s is too long", obj, key);
-	if (want >= 0 && len != (size_t)want)
-		return err_set(e, "training record: %s.%s has %zu values for %d steps", obj, key, len,
-			       want);
-	double *v = xmalloc((len + 1) * sizeof *v);
-	for (size_t i = 0; i < len; i++)
-		if (!number_of(json_array_get(a, i), !steps, &v[i])) {
-			free(v);
-			return err_set(e, "training record: %s.%s[%zu] is not a %s", obj, key, i,
-				       steps ? "step number" : "number");
-		}
-	*out = v;
-	*n = (int)len;
-	return 0;
-}
-
 /* Makes c (zeroed) the series `name` of steps[0..n) and the values v,
  * which it takes over; v NULL: an empty series (the record lacks it). */
 static void take_series(struct curve *c, const char *name, const double *steps, double *v, int n)
@@ -117,138 +61,40 @@ static void take_series(struct curve *c, const char *name, const double *steps, 
 	c->name = xstrdup(name);
 	c->n = v ? n : 0;
 	c->step = xmalloc(((size_t)c->n + 1) * sizeof *c->step);
-	memcpy(c->step, steps, (size_t)c->n * sizeof *steps);
+	if (c->n)
+		memcpy(c->step, steps, (size_t)c->n * sizeof *steps);
 	c->value = v ? v : xcalloc(1, sizeof *c->value);
-}
-
-/* history.layer_grad_norm: n rows of the same number of layers. */
-static int read_layers(const json_t *h, const double *steps, int n, struct curves_record *r,
-		       struct err *e)
-{
-	const json_t *a = json_object_get(h, "layer_grad_norm");
-	if (!a)
-		return 0;
-	if (!json_is_array(a) || json_array_size(a) != (size_t)n)
-		return err_set(e, "training record: history.layer_grad_norm needs one row per step");
-	size_t L = n ? json_array_size(json_array_get(a, 0)) : 0;
-	if (L > CURVES_MAX_LAYERS)
-		return err_set(e, "training record: history.layer_grad_norm has more than %d layers",
-			       CURVES_MAX_LAYERS);
-	for (int i = 0; i < n; i++) {
-		const json_t *row = json_array_get(a, (size_t)i);
-		if (!json_is_array(row) || json_array_size(row) != L)
-			return err_set(e, "training record: history.layer_grad_norm[%d] is not a row of "
-				       "%zu numbers", i, L);
-	}
-	r->layer = xcalloc(L + 1, sizeof *r->layer);
-	r->n_layer = (int)L;
-	for (size_t l = 0; l < L; l++) {
-		char name[32];
-		snprintf(name, sizeof name, "layer %zu", l);
-		double *v = xmalloc(((size_t)n + 1) * sizeof *v);
-		for (int i = 0; i < n; i++)
-			if (!number_of(json_array_get(json_array_get(a, (size_t)i), l), true, &v[i])) {
-				free(v);
-				return err_set(e, "training record: history.layer_grad_norm[%d][%zu] is "
-					       "not a number", i, l);
-			}
-		take_series(&r->layer[l], name, steps, v, n);
-	}
-	return 0;
-}
-
-/* The "history" object: steps, then each array of one value per step. */
-static int read_history(const json_t *h, struct curves_record *r, struct err *e)
-{
-	if (!json_is_object(h))
-		return err_set(e, "training record: no \"history\" object");
-	double *steps, *loss = NULL, *lr = NULL, *grad = NULL;
-	int n, k;
-	if (read_array(h, "history", "step", true, -1, true, &steps, &n, e))
-		return -1;
-	int rc = read_array(h, "history", "loss", false, n, true, &loss, &k, e);
-	if (!rc)
-		rc = read_array(h, "history", "lr", false, n, false, &lr, &k, e);
-	if (!rc)
-		rc = read_array(h, "history", "grad_norm", false, n, false, &grad, &k, e);
-	if (!rc) {
-		take_series(&r->loss, "train loss", steps, loss, n);
-		take_series(&r->lr, "learning rate", steps, lr, n);
-		take_series(&r->grad, "grad norm", steps, grad, n);
-		loss = lr = grad = NULL;
-		rc = read_layers(h, steps, n, r, e);
-	}
-	free(steps);
-	free(loss);
-	free(lr);
-	free(grad);
-	const json_t *every = json_object_get(h, "every");
-	r->every = json_is_integer(every) && json_integer_value(every) >= 1 ?
-		   (long)json_integer_value(every) : 1;
-	return rc;
-}
-
-/* The "val" object: loss by step (optional). */
-static int read_val(const json_t *v, struct curves_record *r, struct err *e)
-{
-	if (!v) {
-		curve_init(&r->val, "val loss", 0);
-		return 0;
-	}
-	if (!json_is_object(v))
-		return err_set(e, "training record: \"val\" is not an object");
-	double *steps, *loss;
-	int n, k;
-	if (read_array(v, "val", "step", true, -1, true, &steps, &n, e))
-		return -1;
-	if (read_array(v, "val", "loss", false, n, true, &loss, &k, e)) {
-		free(steps);
-		return -1;
-	}
-	take_series(&r->val, "val loss", steps, loss, n);
-	free(steps);
-	return 0;
-}
-
-static long get_long(const json_t *o, const char *key)
-{
-	const json_t *x = json_object_get(o, key);
-	return json_is_integer(x) && json_integer_value(x) >= 0 ? (long)json_integer_value(x) : -1;
-}
-
-static double get_real(const json_t *o, const char *key)
-{
-	const json_t *x = json_object_get(o, key);
-	return json_is_number(x) ? json_number_value(x) : NAN;
 }
 
 int curves_parse(const char *json, size_t len, struct curves_record *r, struct err *e)
 {
 	memset(r, 0, sizeof *r);
-	json_error_t jerr;
-	json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
-	if (!root) {
-		err_set(e, "training record: invalid JSON (line %d, column %d: %s)", jerr.line,
-			jerr.column, jerr.text);
-		return one_line(e);
+	struct train_record t;
+	if (train_record_parse(json, len, &t, e))
+		return -1;
+	take_series(&r->loss, "train loss", t.step, t.loss, t.n);
+	take_series(&r->lr, "learning rate", t.step, t.lr, t.n);
+	take_series(&r->grad, "grad norm", t.step, t.grad, t.n);
+	t.loss = t.lr = t.grad = NULL;
+	if (t.layer) {
+		r->layer = xcalloc((size_t)t.n_layer + 1, sizeof *r->layer);
+		r->n_layer = t.n_layer;
+		for (int l = 0; l < t.n_layer; l++) {
+			char name[32];
+			snprintf(name, sizeof name, "layer %d", l);
+			take_series(&r->layer[l], name, t.step, t.layer[l], t.n);
+			t.layer[l] = NULL;
+		}
 	}
-	int rc = 0;
-	if (!json_is_object(root))
-		rc = err_set(e, "training record: not a JSON object");
-	if (!rc)
-		rc = read_history(json_object_get(root, "history"), r, e);
-	if (!rc)
-		rc = read_val(json_object_get(root, "val"), r, e);
-	if (!rc) {
-		r->steps = get_long(root, "steps");
-		r->steps_done = get_long(root, "steps_done");
-		r->final_train_loss = get_real(root, "final_train_loss");
-		r->final_val_loss = get_real(root, "final_val_loss");
-	}
-	json_decref(root);
-	if (rc)
-		curves_record_free(r);
-	return rc;
+	take_series(&r->val, "val loss", t.val_step, t.val_loss, t.n_val);
+	t.val_loss = NULL;
+	r->every = t.every;
+	r->steps = t.steps;
+	r->steps_done = t.steps_done;
+	r->final_train_loss = t.final_train_loss;
+	r->final_val_loss = t.final_val_loss;
+	train_record_free(&t);
+	return 0;
 }
 
 void curves_describe(const struct curves_record *r, bool val, char *buf, size_t size)

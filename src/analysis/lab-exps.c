@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "loader.h"
 #include "ops.h"
+#include "train-record.h"
+#include "train-run.h"
 
 /* ----------------------------------------------------------------- common */
 
@@ -98,9 +98,12 @@ static int init_grads(const struct lab_ctx *ctx, const struct model_config *c,
 	hparams(&hp, 1, batch);
 	hp.seed = seed;
 	struct trainer tr;
-	engine_set_threads(ctx->threads);
-	trainer_init(&tr, m, d, &hp);
-	int rc = trainer_step(&tr, e);
+	struct train_spec spec = {
+		.model = m, .dataset = d, .hp = hp, .val_every = -1, .threads = ctx->threads,
+		.trainer = &tr,
+	};
+	struct train_outcome done;
+	int rc = train_run(&spec, NULL, &done, e);
 	if (rc == 0)
 		memcpy(norms, tr.hist + HIST_LAYER0, (size_t)c->n_layer * sizeof(float));
 	arm_free(m, &tr);
@@ -559,11 +562,14 @@ static int run_gqa(const struct lab_ctx *ctx, struct lab_result *out, struct err
 	if (done == 2) {
 		/* the share of the original run's steps, from its training record */
 		double frac = 0;
-		json_t *rec = base->train_meta ? json_loads(base->train_meta, 0, NULL) : NULL;
-		json_t *done = rec ? json_object_get(rec, "steps_done") : NULL;
-		if (json_is_integer(done) && json_integer_value(done) > 0)
-			frac = 100.0 * (double)steps / (double)json_integer_value(done);
-		json_decref(rec);
+		struct train_record rec;
+		struct err ignored;
+		if (base->train_meta && train_record_parse(base->train_meta, strlen(base->train_meta),
+							    &rec, &ignored) == 0) {
+			if (rec.steps_done > 0)
+				frac = 100.0 * (double)steps / (double)rec.steps_done;
+			train_record_free(&rec);
+		}
 		char share[64] = "";
 		if (frac > 0)
 			snprintf(share, sizeof share, " (%.1f%% of the original run's steps)", frac);

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "json-util.h"
+#include "train-run.h"
 #include "tokenizer.h"
 
 void lab_result_free(struct lab_result *r)
@@ -49,31 +50,51 @@ static void say(const struct lab_ctx *ctx, const char *line)
 		ctx->progress(ctx->progress_ctx, line);
 }
 
+/* lab_train's hooks: progress about every 100 ms, cancelling. */
+struct arm_progress {
+	const struct lab_ctx *ctx;
+	const char *exp, *label;
+	double t0, last;
+};
+
+static bool arm_cancelled(void *p, const struct train_state *s)
+{
+	(void)s;
+	const struct arm_progress *a = p;
+	return a->ctx->cancel && *a->ctx->cancel;
+}
+
+static void arm_step(void *p, const struct train_state *s)
+{
+	struct arm_progress *a = p;
+	const struct trainer *tr = s->tr;
+	double now = now_ms();
+	if (now - a->last < 100 && tr->step != tr->hp.steps)
+		return;
+	a->last = now;
+	double per = (now - a->t0) / 1000 / (double)tr->step;
+	char line[256];
+	snprintf(line, sizeof line, "lab %s: %s: step %ld/%ld  loss %.3f  %.0fs left", a->exp,
+		 a->label, tr->step, tr->hp.steps, (double)trainer_last_row(tr)[HIST_LOSS],
+		 per * (double)(tr->hp.steps - tr->step));
+	say(a->ctx, line);
+}
+
 int lab_train(const struct lab_ctx *ctx, const char *exp, const char *label, struct model *m,
 	      const struct dataset *d, const struct train_hparams *hp, struct trainer *tr,
 	      struct err *e)
 {
-	engine_set_threads(ctx->threads);
-	trainer_init(tr, m, d, hp);
-	double t0 = now_ms(), last = 0;
-	while (tr->step < hp->steps) {
-		if (ctx->cancel && *ctx->cancel)
-			return 1;
-		if (trainer_step(tr, e))
-			return -1;
-		double now = now_ms();
-		if (now - last >= 100 || tr->step == hp->steps) {
-			last = now;
-			double per = (now - t0) / 1000 / (double)tr->step;
-			char line[256];
-			snprintf(line, sizeof line, "lab %s: %s: step %ld/%ld  loss %.3f  %.0fs left",
-				 exp, label, tr->step, hp->steps, (double)trainer_last_row(tr)[HIST_LOSS],
-				 per * (double)(hp->steps - tr->step));
-			say(ctx, line);
-		}
-	}
-	say(ctx, NULL);
-	return 0;
+	struct arm_progress a = { ctx, exp, label, now_ms(), 0 };
+	struct train_spec spec = {
+		.model = m, .dataset = d, .hp = *hp, .val_every = -1, .threads = ctx->threads,
+		.trainer = tr,
+	};
+	struct train_hooks hooks = { .ctx = &a, .should_stop = arm_cancelled, .on_step = arm_step };
+	struct train_outcome out;
+	int rc = train_run(&spec, &hooks, &out, e);
+	if (rc == 0)
+		say(ctx, NULL);
+	return rc;
 }
 
 int lab_held_out(struct model *m, const struct run_options *o, const struct dataset *d, int B,

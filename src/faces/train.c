@@ -1,12 +1,9 @@
 /*
- * train.c — `attnscope train`: flags, the loop over trainer_step
- * (trainer.h) with validation, progress, signals and the database, the
- * training record (m->train_meta) and the resumable optimizer state
- * FILE.optim (format documented in train.h).
- *
- * Everything that decides the next step (weights, moments, step counter,
- * batch generator) is saved on an interrupt, so a resumed run repeats the
- * uninterrupted one exactly.
+ * train.c — `attnscope train`: its flags turned into a train_run spec
+ * (train-run.h: the model, the data, resuming, the loop and the files),
+ * and the hooks that add progress, the stop signals and the session
+ * database (store.h) around the run.  On --resume the flags stored in
+ * FILE.optim (layout in optim.h, struct optim_file) are replayed first.
  */
 #define _GNU_SOURCE
 #include "train.h"
@@ -23,17 +20,12 @@
 
 #include <jansson.h>
 
-#include "backward.h"
 #include "checkpoint.h"
 #include "config.h"
-#include "dataset.h"
 #include "json-util.h"
-#include "loader.h"
 #include "model.h"
-#include "optim.h"
-#include "resolve.h"
 #include "store.h"
-#include "tokenizer.h"
+#include "train-run.h"
 #include "trainer.h"
 
 /* ------------------------------------------------------------------ flags */
@@ -439,8 +431,6 @@ static void fmt_duration(char *buf, size_t size, double s)
 		snprintf(buf, size, "%lds", t);
 }
 
-/* --------------------------------------------------------- run state */
-
 /* The run's rows in the session database (--db, else $ATTNSCOPE_DB; none
  * with --no-db); see "session database" below. */
 struct recorder {
@@ -450,456 +440,6 @@ struct recorder {
 	size_t next;             /* history row of the first step not yet committed */
 	double last_ms;          /* when steps were last committed */
 };
-
-/* A training job: the flags, the model and data, the trainer (trainer.h)
- * and what the command adds around it. */
-struct job {
-	struct opts o;
-	struct model_config cfg;
-	struct model *m;
-	struct dataset d;
-	struct trainer tr;       /* weights' moments, step, history */
-	double prev_seconds;     /* wall time of earlier sessions */
-	struct strv args;        /* replayable flags of the run */
-	struct strv cmds;        /* command lines that ran it */
-	struct recorder rec;
-	int inputs[2];           /* util.h groups of --data and --from's files */
-};
-
-static void job_free(struct job *t)
-{
-	trainer_release(&t->tr);
-	model_free(t->m);
-	dataset_free(&t->d);
-	strv_free(&t->args);
-	strv_free(&t->cmds);
-	store_close(t->rec.st);
-	free(t->rec.real);
-	in_use_drop(t->inputs[0]);
-	in_use_drop(t->inputs[1]);
-}
-
-/* ------------------------------------------------ FILE.optim (optim.h) */
-
-static char *optim_path(const char *out)
-{
-	size_t n = strlen(out) + 7;
-	char *p = xmalloc(n);
-	snprintf(p, n, "%s.optim", out);
-	return p;
-}
-
-/* Writes the trainer's state to path (format in optim.h).  The JSON run
- * description holds the replayable flags ("args"), every command line that
- * ran the run ("commands"), the model config ("config") and, when the run
- * has a row in a session database, where ("db": {"path", "run"}), so that
- * the run resuming it can link its own row to it. */
-static int optim_save(const struct job *t, const char *path, struct err *e)
-{
-	json_t *root = ju_check(json_object());
-	ju_set(root, "args", ju_strings(t->args.v, t->args.n));
-	ju_set(root, "commands", ju_strings(t->cmds.v, t->cmds.n));
-	char *cj = checkpoint_config_json(&t->cfg);
-	ju_set(root, "config", json_string(cj));
-	free(cj);
-	json_t *dbp = t->rec.real && t->rec.run_id > 0 ? json_string(t->rec.real) : NULL;
-	if (dbp) { /* (NULL too for a path that is not UTF-8: then no link) */
-		json_t *db = ju_check(json_object());
-		ju_set(db, "path", dbp);
-		ju_set(db, "run", json_integer((json_int_t)t->rec.run_id));
-		ju_set(root, "db", db);
-	}
-	struct optim_file f = {
-		.n_layer = (uint32_t)t->cfg.n_layer,
-		.n_params = t->m->n_params,
-		.step = (uint64_t)t->tr.step,
-		.rng = t->tr.rng.state,
-		.tokens = t->tr.tokens,
-		.data_bytes = t->d.bytes,
-		.data_hash = t->d.hash,
-		.seconds = t->prev_seconds,
-		.hist_n = t->tr.hist_n,
-		.val_n = t->tr.val_n,
-		.json = ju_dump(root, JSON_COMPACT),
-		.params = t->m->params,
-		.m = t->tr.opt.m,
-		.v = t->tr.opt.v,
-		.hist = t->tr.hist,
-		.val = t->tr.val,
-	};
-	json_decref(root);
-	int rc = optim_file_write(path, &f, e);
-	free(f.json);
-	return rc;
-}
-
-/* A stored run: its state and its parsed description. */
-struct saved {
-	struct optim_file f;
-	struct strv args, cmds;
-	char *config;
-	char *db_path;    /* the database holding the stored run's row, or NULL */
-	int64_t db_run;   /* that row's id */
-};
-
-static void saved_free(struct saved *s)
-{
-	optim_file_free(&s->f);
-	strv_free(&s->args);
-	strv_free(&s->cmds);
-	free(s->config);
-	free(s->db_path);
-}
-
-static int strv_from_json(struct strv *s, json_t *a)
-{
-	if (!json_is_array(a))
-		return -1;
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i);
-		if (!json_is_string(v))
-			return -1;
-		strv_push(s, json_string_value(v));
-	}
-	return 0;
-}
-
-/* Reads FILE.optim and its run description.  Errors name the path. */
-static int optim_read(const char *path, struct saved *s, struct err *e)
-{
-	memset(s, 0, sizeof *s);
-	if (optim_file_read(path, &s->f, e))
-		return err_prefix(e, "--resume needs the optimizer state an interrupted run leaves");
-	json_error_t jerr;
-	json_t *root = json_loads(s->f.json, 0, &jerr);
-	json_t *cfg = root ? json_object_get(root, "config") : NULL;
-	if (!root || strv_from_json(&s->args, json_object_get(root, "args")) ||
-	    strv_from_json(&s->cmds, json_object_get(root, "commands")) || !json_is_string(cfg)) {
-		json_decref(root);
-		return err_set(e, "%s: damaged run description", path);
-	}
-	s->config = xstrdup(json_string_value(cfg));
-	json_t *db = json_object_get(root, "db");
-	json_t *dbp = json_object_get(db, "path"), *dbr = json_object_get(db, "run");
-	if (json_is_string(dbp) && json_is_integer(dbr) && json_integer_value(dbr) > 0) {
-		s->db_path = xstrdup(json_string_value(dbp));
-		s->db_run = (int64_t)json_integer_value(dbr);
-	}
-	json_decref(root);
-	return 0;
-}
-
-/* Takes over the stored state into a trainer whose model was built from
- * the stored flags, after checking that the model, the data and the step
- * count agree. */
-static int optim_restore(struct job *t, struct saved *s, const char *path, struct err *e)
-{
-	struct optim_file *f = &s->f;
-	char *cj = checkpoint_config_json(&t->cfg);
-	bool same = strcmp(cj, s->config) == 0;
-	free(cj);
-	if (!same || f->n_params != t->m->n_params || f->n_layer != (uint32_t)t->cfg.n_layer)
-		return err_set(e, "%s: the model shape differs from the stored run's "
-			       "(shape flags cannot change on --resume)", path);
-	if (f->data_bytes != t->d.bytes || f->data_hash != t->d.hash)
-		return err_set(e, "%s: the data file differs from the one the run started on", path);
-	if ((long)f->step >= t->o.steps)
-		return err_set(e, "%s: all %llu steps are done; pass a larger --steps to train further",
-			       path, (unsigned long long)f->step);
-	size_t P = t->m->n_params;
-	memcpy(t->m->params, f->params, P * sizeof(float));
-	memcpy(t->tr.opt.m, f->m, P * sizeof(float));
-	memcpy(t->tr.opt.v, f->v, P * sizeof(float));
-	free(t->tr.hist);
-	free(t->tr.val);
-	t->tr.hist = f->hist;
-	t->tr.hist_n = t->tr.hist_cap = f->hist_n;
-	t->tr.val = f->val;
-	t->tr.val_n = t->tr.val_cap = f->val_n;
-	f->hist = f->val = NULL;
-	t->tr.step = (long)f->step;
-	t->tr.opt.step = (long)f->step;
-	t->tr.rng.state = f->rng;
-	t->tr.tokens = f->tokens;
-	t->prev_seconds = f->seconds;
-	model_clear_cache(t->m);
-	return 0;
-}
-
-/* ------------------------------------------------------ training record */
-
-/* The JSON training record stored as the checkpoint's "training" metadata:
- * what ran, on what, for how long, the outcome, and a history of at most
- * ~1000 steps (every k-th step, plus the last). */
-static char *train_record(const struct job *t, double seconds, bool complete)
-{
-	const struct opts *o = &t->o;
-	json_t *r = ju_check(json_object());
-	json_t *cmd = json_string(t->cmds.n ? t->cmds.v[0] : "?");
-	ju_set(r, "command", cmd ? cmd : json_null());
-	if (t->cmds.n > 1) {
-		json_t *a = ju_check(json_array());
-		for (int i = 1; i < t->cmds.n; i++) {
-			json_t *v = json_string(t->cmds.v[i]);
-			ju_append(a, v ? v : json_null());
-		}
-		ju_set(r, "resumed", a);
-	}
-	json_t *data = json_string(o->data);
-	ju_set(r, "data", data ? data : json_null());
-	if (o->from) {
-		json_t *from = json_string(o->from);
-		ju_set(r, "from", from ? from : json_null());
-	}
-	ju_set(r, "data_bytes", json_integer((json_int_t)t->d.bytes));
-	ju_set(r, "data_tokens", json_integer((json_int_t)t->d.n));
-	ju_set(r, "train_tokens", json_integer((json_int_t)t->d.n_train));
-	ju_set(r, "val_tokens", json_integer((json_int_t)t->d.n_val));
-	ju_set(r, "unk_tokens", json_integer((json_int_t)t->d.n_unk));
-	ju_set(r, "min_count", json_integer(o->min_count));
-	ju_set(r, "line_starts", json_boolean(o->line_starts));
-	ju_set(r, "repeat", json_real(o->repeat));
-	if (o->repeat > 0) {
-		ju_set(r, "repeat_min", json_integer(o->repeat_min));
-		ju_set(r, "repeat_max", json_integer(o->repeat_max));
-		ju_set(r, "repeat_random", json_boolean(o->repeat_random));
-	}
-	ju_set(r, "seed", json_integer((json_int_t)o->seed));
-	ju_set(r, "steps", json_integer(o->steps));
-	ju_set(r, "steps_done", json_integer(t->tr.step));
-	ju_set(r, "complete", json_boolean(complete));
-	ju_set(r, "batch", json_integer(o->batch));
-	ju_set(r, "context", json_integer(t->cfg.context));
-	ju_set(r, "lr", json_real(o->lr));
-	ju_set(r, "warmup", json_integer(o->warmup));
-	ju_set(r, "min_lr_frac", json_real(o->min_lr_frac));
-	ju_set(r, "weight_decay", json_real(o->weight_decay));
-	ju_set(r, "clip", json_real(o->clip));
-	ju_set(r, "val_fraction", json_real(o->val_fraction));
-	ju_set(r, "params", json_integer((json_int_t)t->m->n_params));
-	ju_set(r, "tokens_seen", json_integer((json_int_t)t->tr.tokens));
-	ju_set(r, "final_train_loss", ju_real(trainer_final_loss(&t->tr)));
-	ju_set(r, "final_val_loss", ju_real(trainer_last_val(&t->tr)));
-	ju_set(r, "wall_seconds", json_real(round(seconds * 10) / 10));
-	ju_set(r, "threads", json_integer(o->threads > 0 ? o->threads : cpu_count()));
-	ju_set(r, "cores", json_integer(cpu_count()));
-
-	size_t n = t->tr.hist_n, k = n > 1000 ? (n + 999) / 1000 : 1;
-	json_t *h = ju_check(json_object());
-	json_t *hs = ju_check(json_array()), *hl = ju_check(json_array()), *hr = ju_check(json_array());
-	json_t *hg = ju_check(json_array()), *hy = ju_check(json_array());
-	size_t *rows = xmalloc((n / k + 2) * sizeof *rows), nr = 0;
-	for (size_t i = 0; i < n; i += k)
-		rows[nr++] = i;
-	if (nr && rows[nr - 1] != n - 1)
-		rows[nr++] = n - 1;
-	for (size_t ri = 0; ri < nr; ri++) {
-		size_t j = rows[ri];
-		const float *row = t->tr.hist + j * (size_t)t->tr.hw;
-		ju_append(hs, json_integer((json_int_t)j + 1));
-		ju_append(hl, ju_real(row[0]));
-		ju_append(hr, ju_real(row[1]));
-		ju_append(hg, ju_real(row[2]));
-		json_t *ly = ju_check(json_array());
-		for (int l = 0; l < t->cfg.n_layer; l++)
-			ju_append(ly, ju_real(row[3 + l]));
-		ju_append(hy, ly);
-	}
-	free(rows);
-	ju_set(h, "every", json_integer((json_int_t)k));
-	ju_set(h, "step", hs);
-	ju_set(h, "loss", hl);
-	ju_set(h, "lr", hr);
-	ju_set(h, "grad_norm", hg);
-	ju_set(h, "layer_grad_norm", hy);
-	ju_set(r, "history", h);
-	json_t *v = ju_check(json_object()), *vs = ju_check(json_array()), *vl = ju_check(json_array());
-	for (size_t i = 0; i < t->tr.val_n; i++) {
-		ju_append(vs, json_integer((json_int_t)t->tr.val[2 * i]));
-		ju_append(vl, ju_real(t->tr.val[2 * i + 1]));
-	}
-	ju_set(v, "step", vs);
-	ju_set(v, "loss", vl);
-	ju_set(r, "val", v);
-	char *s = ju_dump(r, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-	json_decref(r);
-	return s;
-}
-
-/* ------------------------------------------------------------- checks */
-
-/* Bytes of activations, gradients and optimizer state a run needs. */
-static double train_bytes(const struct model_config *c, int B, int T)
-{
-	double bt = (double)B * T, L = c->n_layer, C = c->d_model, H = c->n_head;
-	double V = c->vocab_size, F = c->d_ff, FF = cfg_ff_rows(c), QKV = 3.0 * C;
-	double fwd = bt * V + bt + L * B * H * (double)T * T + L * bt * H + L * bt +
-		     (L + 1) * bt * C + L * (4 * bt * C + 4 * bt + bt * QKV + bt * FF + bt * F) +
-		     2 * bt * C + 2 * bt;
-	double bwd = bt * V + 4 * bt * C + bt * QKV + (double)T * T + bt * FF + bt * F;
-	return 4.0 * (fwd + bwd + 4.0 * (double)config_param_count(c));
-}
-
-static int check_memory(const struct model_config *c, int B, int T, struct err *e)
-{
-	double need = train_bytes(c, B, T);
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	double have = pages > 0 && page > 0 ? (double)pages * page : 0;
-	if ((double)B * T > (double)(1 << 26))
-		return err_set(e, "--batch %d x --context %d is too many tokens per step", B, T);
-	if (have > 0 && need > 0.9 * have)
-		return err_set(e, "training needs about %.1f GiB (this machine has %.1f GiB); "
-			       "lower --batch or --context", need / 1073741824.0, have / 1073741824.0);
-	return 0;
-}
-
-/* ------------------------------------------------- session database */
-
-/* Steps are committed REC_STEPS at a time, or REC_MS after the last commit,
- * and at every validation, interrupt and end. */
-#define REC_STEPS 50
-#define REC_MS 2000.0
-
-/*
- * The run's rows in the session database: its training_runs row is
- * inserted before the first step (status "running"), its steps are
- * committed in batches as they are done (a kill -9 loses at most the last
- * batch), and the row is finished at the end (finished_at, status, losses).
- * A database that cannot be opened or written is refused before training;
- * a write that fails later is one warning and recording stops, because
- * the checkpoint is what matters.
- */
-
-/* Opens the database of --db; else, on --resume, the one the resumed run
- * recorded in (when it is still there); else $ATTNSCOPE_DB; none with
- * --no-db.  0 (also when there is none), or -1 with a message. */
-static int rec_open(struct recorder *r, const struct opts *o, const struct saved *saved,
-		    struct err *e)
-{
-	const char *env = getenv(STORE_ENV), *path = o->db, *from = "--db";
-	if (!path && o->resume && saved->db_path) {
-		path = saved->db_path;
-		from = "the database of the run resumed";
-		if (access(path, F_OK) != 0) {
-			fprintf(stderr, "attnscope train: warning: %s, %s, is gone; this run is not "
-				"recorded (--db PATH records it elsewhere)\n", from, path);
-			return 0;
-		}
-	}
-	if (!path && env && *env) {
-		path = env;
-		from = "$" STORE_ENV;
-	}
-	if (!path || o->no_db)
-		return 0;
-	r->st = store_open(path, e);
-	if (!r->st) {
-		char msg[ERR_MAX];
-		snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
-		return err_set(e, "%s: %s%s", from, msg, o->db ? "" : " (--no-db records nothing)");
-	}
-	r->real = realpath(path, NULL);
-	return 0;
-}
-
-/* The first write that fails: one warning, and nothing more is recorded. */
-static void rec_stop(struct recorder *r, const struct err *e)
-{
-	fprintf(stderr, "attnscope train: warning: %s; recording stopped, training goes on\n", e->msg);
-	store_close(r->st);
-	r->st = NULL;
-}
-
-/* Inserts the run's row (status "running"), linked by resumed_from to the
- * row of the run that saved the state it resumes when that row is in the
- * same database.  Steps already done (restored on --resume) belong to that
- * run and are not recorded again.  0 (also without a database), or -1. */
-static int rec_begin(struct job *t, const struct saved *saved, struct err *e)
-{
-	struct recorder *r = &t->rec;
-	const struct opts *o = &t->o;
-	r->next = t->tr.hist_n;
-	r->last_ms = now_ms();
-	if (!r->st)
-		return 0;
-	char hash[24];
-	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)t->d.hash);
-	char *cj = checkpoint_config_json(&t->cfg);
-	json_t *aj = ju_strings(t->args.v, t->args.n);
-	char *args = ju_dump(aj, JSON_COMPACT);
-	json_decref(aj);
-	bool linked = saved && saved->db_path && r->real && strcmp(saved->db_path, r->real) == 0;
-	struct store_train_run run = {
-		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)t->d.bytes,
-		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
-		.threads = o->threads > 0 ? o->threads : cpu_count(),
-		.resumed_from = linked ? saved->db_run : 0,
-	};
-	r->run_id = store_training_run(r->st, &run, e);
-	free(cj);
-	free(args);
-	return r->run_id > 0 ? 0 : -1;
-}
-
-/* Commits the steps done since the last commit: always when force, else
- * once REC_STEPS are waiting or REC_MS have passed. */
-static void rec_flush(struct job *t, bool force)
-{
-	struct recorder *r = &t->rec;
-	size_t n = t->tr.hist_n - r->next;
-	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
-		return;
-	struct store_train_step *steps = xcalloc(n, sizeof *steps);
-	for (size_t i = 0; i < n; i++) {
-		const float *row = t->tr.hist + (r->next + i) * (size_t)t->tr.hw;
-		steps[i] = (struct store_train_step){
-			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
-			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
-			.n_layers = t->cfg.n_layer,
-		};
-	}
-	for (size_t i = t->tr.val_n; i-- > 0;) { /* validations, newest first */
-		size_t step = (size_t)t->tr.val[2 * i];
-		if (step <= r->next)
-			break;
-		if (step <= t->tr.hist_n)
-			steps[step - 1 - r->next].val_loss = t->tr.val[2 * i + 1];
-	}
-	struct err e;
-	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
-		rec_stop(r, &e);
-	else
-		r->next = t->tr.hist_n;
-	r->last_ms = now_ms();
-	free(steps);
-}
-
-/* Commits the last steps and finishes the run's row: status "done",
- * "interrupted" or "failed" (with message). */
-static void rec_finish(struct job *t, const char *status, double seconds, const char *message)
-{
-	struct recorder *r = &t->rec;
-	if (r->run_id <= 0)
-		return;
-	rec_flush(t, true);
-	struct err e;
-	if (r->st && store_training_finish(r->st, r->run_id, status, t->tr.step, (int64_t)t->tr.tokens,
-					   trainer_final_loss(&t->tr), trainer_last_val(&t->tr), seconds, message,
-					   &e) != 0)
-		rec_stop(r, &e);
-}
-
-/* "--out" without directory and ".safetensors". */
-static char *default_name(const char *out)
-{
-	const char *base = strrchr(out, '/');
-	base = base ? base + 1 : out;
-	size_t n = strlen(base);
-	const char *ext = ".safetensors";
-	if (n > strlen(ext) && strcmp(base + n - strlen(ext), ext) == 0)
-		n -= strlen(ext);
-	return xstrndup(base, n);
-}
 
 /* ------------------------------------------------------------ signals */
 
@@ -966,81 +506,263 @@ static void stop_signals_release(const struct stop_signals *s)
 	saving = 0;
 }
 
-/* ----------------------------------------------------------------- loop */
+
+/* ------------------------------------------------------------ the run */
+
+/* The hooks' state: the flags, the stored run on --resume, the run's
+ * description, the database and the progress line. */
+struct cli {
+	struct opts o;
+	struct model_config cfg;  /* from the flags (vocab_size 256 until the data is read) */
+	struct train_saved saved; /* on --resume */
+	struct strv args;         /* replayable flags of the run */
+	struct strv cmds;         /* command lines that ran it */
+	struct recorder rec;
+	struct stop_signals sigs;
+	bool tty;                 /* progress redrawn in place on a terminal */
+	double t0;                /* when this session's first step began */
+};
+
+/* ------------------------------------------------- session database */
+
+/* Steps are committed REC_STEPS at a time, or REC_MS after the last commit,
+ * and at every validation, interrupt and end. */
+#define REC_STEPS 50
+#define REC_MS 2000.0
+
+/*
+ * The run's rows in the session database: its training_runs row is
+ * inserted before the first step (status "running"), its steps are
+ * committed in batches as they are done (a kill -9 loses at most the last
+ * batch), and the row is finished at the end (finished_at, status, losses).
+ * A database that cannot be opened or written is refused before training;
+ * a write that fails later is one warning and recording stops, because
+ * the checkpoint is what matters.
+ */
+
+/* Opens the database of --db; else, on --resume, the one the resumed run
+ * recorded in (when it is still there); else $ATTNSCOPE_DB; none with
+ * --no-db.  0 (also when there is none), or -1 with a message. */
+static int rec_open(struct recorder *r, const struct opts *o, const struct train_saved *saved,
+		    struct err *e)
+{
+	const char *env = getenv(STORE_ENV), *path = o->db, *from = "--db";
+	if (!path && o->resume && saved->link.path) {
+		path = saved->link.path;
+		from = "the database of the run resumed";
+		if (access(path, F_OK) != 0) {
+			fprintf(stderr, "attnscope train: warning: %s, %s, is gone; this run is not "
+				"recorded (--db PATH records it elsewhere)\n", from, path);
+			return 0;
+		}
+	}
+	if (!path && env && *env) {
+		path = env;
+		from = "$" STORE_ENV;
+	}
+	if (!path || o->no_db)
+		return 0;
+	r->st = store_open(path, e);
+	if (!r->st) {
+		char msg[ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
+		return err_set(e, "%s: %s%s", from, msg, o->db ? "" : " (--no-db records nothing)");
+	}
+	r->real = realpath(path, NULL);
+	return 0;
+}
+
+/* The first write that fails: one warning, and nothing more is recorded. */
+static void rec_stop(struct recorder *r, const struct err *e)
+{
+	fprintf(stderr, "attnscope train: warning: %s; recording stopped, training goes on\n", e->msg);
+	store_close(r->st);
+	r->st = NULL;
+}
+
+/* Inserts the run's row (status "running"), linked by resumed_from to the
+ * row of the run that saved the state it resumes when that row is in the
+ * same database.  Steps already done (restored on --resume) belong to that
+ * run and are not recorded again.  0 (also without a database), or -1. */
+static int rec_begin(struct cli *c, const struct train_state *s, struct err *e)
+{
+	struct recorder *r = &c->rec;
+	const struct opts *o = &c->o;
+	const struct train_saved *saved = o->resume ? &c->saved : NULL;
+	r->next = s->tr->hist_n;
+	r->last_ms = now_ms();
+	if (!r->st)
+		return 0;
+	char hash[24];
+	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->d->hash);
+	char *cj = checkpoint_config_json(&s->m->cfg);
+	json_t *aj = ju_strings(c->args.v, c->args.n);
+	char *args = ju_dump(aj, JSON_COMPACT);
+	json_decref(aj);
+	bool linked = saved && saved->link.path && r->real && strcmp(saved->link.path, r->real) == 0;
+	struct store_train_run run = {
+		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)s->d->bytes,
+		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
+		.threads = o->threads > 0 ? o->threads : cpu_count(),
+		.resumed_from = linked ? saved->link.run : 0,
+	};
+	r->run_id = store_training_run(r->st, &run, e);
+	free(cj);
+	free(args);
+	return r->run_id > 0 ? 0 : -1;
+}
+
+/* Commits the steps done since the last commit: always when force, else
+ * once REC_STEPS are waiting or REC_MS have passed. */
+static void rec_flush(struct recorder *r, const struct train_state *s, bool force)
+{
+	const struct trainer *t = s->tr;
+	size_t n = t->hist_n - r->next;
+	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
+		return;
+	struct store_train_step *steps = xcalloc(n, sizeof *steps);
+	for (size_t i = 0; i < n; i++) {
+		const float *row = t->hist + (r->next + i) * (size_t)t->hw;
+		steps[i] = (struct store_train_step){
+			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
+			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
+			.n_layers = s->m->cfg.n_layer,
+		};
+	}
+	for (size_t i = t->val_n; i-- > 0;) { /* validations, newest first */
+		size_t step = (size_t)t->val[2 * i];
+		if (step <= r->next)
+			break;
+		if (step <= t->hist_n)
+			steps[step - 1 - r->next].val_loss = t->val[2 * i + 1];
+	}
+	struct err e;
+	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
+		rec_stop(r, &e);
+	else
+		r->next = t->hist_n;
+	r->last_ms = now_ms();
+	free(steps);
+}
+
+/* Commits the last steps and finishes the run's row: status "done",
+ * "interrupted" or "failed" (with message). */
+static void rec_finish(struct recorder *r, const struct train_state *s, const char *status,
+		       double seconds, const char *message)
+{
+	const struct trainer *t = s->tr;
+	if (r->run_id <= 0)
+		return;
+	rec_flush(r, s, true);
+	struct err e;
+	if (r->st && store_training_finish(r->st, r->run_id, status, t->step, (int64_t)t->tokens,
+					   trainer_final_loss(t), trainer_last_val(t), seconds, message,
+					   &e) != 0)
+		rec_stop(r, &e);
+}
+
+static void cli_free(struct cli *c)
+{
+	train_saved_free(&c->saved);
+	strv_free(&c->args);
+	strv_free(&c->cmds);
+	store_close(c->rec.st);
+	free(c->rec.real);
+}
 
 /* Progress: one line redrawn in place on a terminal, else a log line every
  * --log-every steps and after each validation, prefixed with the model name
  * (several runs may share one log). */
-static void progress(const struct job *t, long session_steps, double session_s,
-		     bool tty, bool force)
+static void progress(const struct cli *c, const struct train_state *s, bool force)
 {
 	static double last_draw;
-	double now = now_ms();
-	bool log = t->tr.step % t->o.log_every == 0 || t->tr.step == t->o.steps;
-	if (tty && !force && now - last_draw < 100 && t->tr.step != t->o.steps)
+	const struct opts *o = &c->o;
+	const struct trainer *tr = s->tr;
+	double now = now_ms(), session_s = (now - c->t0) / 1000;
+	bool log = tr->step % o->log_every == 0 || tr->step == o->steps;
+	if (c->tty && !force && now - last_draw < 100 && tr->step != o->steps)
 		return;
-	if (!tty && !force && !log)
+	if (!c->tty && !force && !log)
 		return;
 	last_draw = now;
-	const float *row = t->tr.hist + (t->tr.hist_n - 1) * (size_t)t->tr.hw;
-	double tps = session_s > 0 ? (double)session_steps * t->o.batch * t->cfg.context / session_s : 0;
-	double eta = session_steps ? session_s / (double)session_steps * (double)(t->o.steps - t->tr.step) : NAN;
+	const float *row = tr->hist + (tr->hist_n - 1) * (size_t)tr->hw;
+	double tps = session_s > 0 ? (double)s->session * o->batch * s->m->cfg.context / session_s : 0;
+	double eta = s->session ? session_s / (double)s->session * (double)(o->steps - tr->step) : NAN;
 	char etas[32], val[32];
 	fmt_duration(etas, sizeof etas, eta);
-	if (t->tr.val_n)
-		snprintf(val, sizeof val, "%.4f", trainer_last_val(&t->tr));
+	if (tr->val_n)
+		snprintf(val, sizeof val, "%.4f", trainer_last_val(tr));
 	else
 		snprintf(val, sizeof val, "-");
-	if (tty)
+	if (c->tty)
 		fputs("\r\033[K", stderr);
 	else
-		fprintf(stderr, "%s: ", t->m->name);
+		fprintf(stderr, "%s: ", s->m->name);
 	fprintf(stderr, "step %ld/%ld  loss %.4f  val %s  lr %.2e  gnorm %.3f  %.0f tok/s  ETA %s%s",
-		t->tr.step, t->o.steps, row[0], val, row[1], row[2], tps, etas, tty ? "" : "\n");
+		tr->step, o->steps, row[0], val, row[1], row[2], tps, etas, c->tty ? "" : "\n");
 	fflush(stderr);
 }
 
-/* The training loop of one session, with the stop signals caught by the
- * caller.  Returns 0 when all steps are done, 1 when stopped early
- * (interrupt or --stop-after), -1 on error. */
-static int run_loop(struct job *t, struct err *e)
+/* train_run's hooks (train-run.h).  Before the first step: the run's row
+ * in the database, the opening line, the stop signals caught. */
+static int on_start(void *ctx, const struct train_state *s, struct train_link *link,
+		    struct err *e)
 {
-	const struct opts *o = &t->o;
-	t->tr.stop = &stop_level;
-	bool tty = !o->quiet && isatty(STDERR_FILENO);
-	bool show = !o->quiet;
-
-	int rc = 0;
-	long session = 0;
-	double t0 = now_ms();
-	while (t->tr.step < o->steps) {
-		if (o->stop_now_at && session + 1 == o->stop_now_at)
-			stop_level = 2;
-		rc = trainer_step(&t->tr, e);
-		if (rc != 0)
-			break;
-		session++;
-		bool validate = t->d.n_val > 0 &&
-			((o->val_every > 0 && t->tr.step % o->val_every == 0) || t->tr.step == o->steps);
-		if (validate) {
-			double vl;
-			rc = trainer_validate(&t->tr, &vl, e);
-			if (rc < 0)
-				break;
-		}
-		if (show)
-			progress(t, session, (now_ms() - t0) / 1000, tty, validate && !tty);
-		rec_flush(t, validate);
-		rc = 0;
-		if (t->tr.step < o->steps && (stop_level || (o->stop_after && session >= o->stop_after))) {
-			rc = 1;
-			break;
-		}
+	struct cli *c = ctx;
+	const struct opts *o = &c->o;
+	if (rec_begin(c, s, e))
+		return -1;
+	if (c->rec.real && c->rec.run_id > 0) {
+		link->path = xstrdup(c->rec.real);
+		link->run = c->rec.run_id;
 	}
-	if (tty && session > 0)
+	if (!o->quiet)
+		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
+			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
+			o->data, s->d->n, s->d->n_train, s->d->n_val, s->m->cfg.vocab_size,
+			s->m->n_params, o->resume ? "resuming at" : "starting at", s->tr->step + 1,
+			o->steps);
+	stop_signals_catch(&c->sigs);
+	c->t0 = now_ms();
+	return 0;
+}
+
+/* Before each step: stop after a finished step when a signal asked to or
+ * --stop-after is reached; --stop-now-at N stops as a second signal would
+ * during step N. */
+static bool should_stop(void *ctx, const struct train_state *s)
+{
+	const struct opts *o = &((struct cli *)ctx)->o;
+	if (s->session > 0 && (stop_level || (o->stop_after && s->session >= o->stop_after)))
+		return true;
+	if (o->stop_now_at && s->session + 1 == o->stop_now_at)
+		stop_level = 2;
+	return false;
+}
+
+static void on_step(void *ctx, const struct train_state *s)
+{
+	struct cli *c = ctx;
+	if (!c->o.quiet)
+		progress(c, s, s->validated && !c->tty);
+	rec_flush(&c->rec, s, s->validated);
+}
+
+static void after_steps(void *ctx, const struct train_state *s)
+{
+	struct cli *c = ctx;
+	if (c->tty && s->session > 0)
 		fputc('\n', stderr);
-	t->tr.stop = NULL;
-	return rc;
+	saving = 1;
+}
+
+static void on_end(void *ctx, const struct train_state *s, int status, double seconds,
+		   const char *message)
+{
+	struct cli *c = ctx;
+	rec_finish(&c->rec, s, status < 0 ? "failed" : status == 1 ? "interrupted" : "done",
+		   seconds, message);
+	stop_signals_release(&c->sigs);
 }
 
 /* ------------------------------------------------------------ entry */
@@ -1069,14 +791,44 @@ static void build_config(const struct opts *o, int vocab, struct model_config *c
 		c->d_ff = 0;
 }
 
+/* --resume FILE: reads FILE.optim and replays its stored flags onto o,
+ * then the ones given (argc, argv); the run's description continues the
+ * stored one.  0, or -1 when FILE.optim cannot be read. */
+static int replay_stored(struct cli *c, int argc, char **argv, struct err *e)
+{
+	struct opts *o = &c->o;
+	const char *resume = o->resume;
+	char *opath = train_optim_path(resume);
+	bool unreadable;
+	int rc = train_saved_read(opath, &c->saved, &unreadable, e);
+	if (rc != 0 && unreadable)
+		err_prefix(e, "--resume needs the optimizer state an interrupted run leaves");
+	if (rc == 0) {
+		opts_default(o);
+		rc = parse_args(o, c->saved.n_args, c->saved.args, NULL, e);
+		if (rc != 0)
+			err_prefix(e, "%s: stored flags", opath);
+	}
+	free(opath);
+	if (rc != 0)
+		return -1;
+	o->out = resume;
+	parse_args(o, argc - 1, argv + 1, NULL, e);
+	o->resume = resume;
+	for (int i = 0; i < c->saved.n_args; i++)
+		strv_push(&c->args, c->saved.args[i]);
+	for (int i = 0; i < c->saved.n_cmds; i++)
+		strv_push(&c->cmds, c->saved.cmds[i]);
+	return 0;
+}
+
 /* The flags (on --resume: the stored ones, then those given) and whatever
  * can be checked from them alone.  Returns -1 to go on, else the exit
  * status: TRAIN_EXIT_OK for --help, TRAIN_EXIT_USAGE for bad flags,
  * TRAIN_EXIT_FAIL when FILE.optim cannot be read. */
-static int read_flags(struct job *t, int argc, char **argv, struct saved *saved,
-		      struct err *e)
+static int read_flags(struct cli *c, int argc, char **argv, struct err *e)
 {
-	struct opts *o = &t->o;
+	struct opts *o = &c->o;
 	struct strv replay = { 0 };
 	int status = TRAIN_EXIT_USAGE;
 	opts_default(o);
@@ -1087,34 +839,14 @@ static int read_flags(struct job *t, int argc, char **argv, struct saved *saved,
 		status = TRAIN_EXIT_OK;
 		goto out;
 	}
-	if (o->resume) {
-		/* replay the stored flags, then the ones given now */
-		const char *resume = o->resume;
-		char *opath = optim_path(resume);
-		int rc = optim_read(opath, saved, e);
-		if (rc == 0) {
-			opts_default(o);
-			rc = parse_args(o, saved->args.n, saved->args.v, NULL, e);
-			if (rc != 0)
-				err_prefix(e, "%s: stored flags", opath);
-		}
-		free(opath);
-		if (rc != 0) {
-			status = TRAIN_EXIT_FAIL;
-			goto out;
-		}
-		o->out = resume;
-		parse_args(o, argc - 1, argv + 1, NULL, e);
-		o->resume = resume;
-		for (int i = 0; i < saved->args.n; i++)
-			strv_push(&t->args, saved->args.v[i]);
-		for (int i = 0; i < saved->cmds.n; i++)
-			strv_push(&t->cmds, saved->cmds.v[i]);
+	if (o->resume && replay_stored(c, argc, argv, e)) {
+		status = TRAIN_EXIT_FAIL;
+		goto out;
 	}
 	for (int i = 0; i < replay.n; i++)
-		strv_push(&t->args, replay.v[i]);
+		strv_push(&c->args, replay.v[i]);
 	char *cmd = command_line(argc, argv);
-	strv_push(&t->cmds, cmd);
+	strv_push(&c->cmds, cmd);
 	free(cmd);
 
 	if (!o->data) {
@@ -1130,8 +862,8 @@ static int read_flags(struct job *t, int argc, char **argv, struct saved *saved,
 			"given with it", o->shape_flag);
 		goto out;
 	}
-	build_config(o, 256, &t->cfg);
-	if (!o->from && config_validate(&t->cfg, e)) { /* --from: checked against MODEL */
+	build_config(o, 256, &c->cfg);
+	if (!o->from && config_validate(&c->cfg, e)) { /* --from: checked against MODEL */
 		err_prefix(e, "impossible shape");
 		goto out;
 	}
@@ -1146,240 +878,81 @@ out:
 	return status;
 }
 
-/* --from MODEL: opens it and fills c with its config, with --kv-heads G
- * key/value heads when given.  The model keeps its tokenizer (the caller
- * takes it).  NULL with a message on failure. */
-static struct model *from_model(const struct opts *o, struct model_config *c, struct err *e)
+/* The flags as a train_run spec (pointing into c). */
+static void make_spec(const struct cli *c, struct train_spec *s)
 {
-	struct model *src = model_open(o->from, e);
-	if (!src) {
-		err_prefix(e, "--from");
-		return NULL;
-	}
-	if (!src->tok) {
-		model_free(src);
-		return err_set(e, "--from %s: the model has no tokenizer", o->from), NULL;
-	}
-	if (backward_supports(&src->cfg, e) != 0) { /* BERT: forward only */
-		model_free(src);
-		err_prefix(e, "--from %s", o->from);
-		return NULL;
-	}
-	*c = src->cfg;
-	if (o->kv_heads) {
-		int H = c->n_head;
-		if (H % o->kv_heads != 0) {
-			model_free(src);
-			return err_set(e, "--kv-heads %d does not divide %s's %d query heads",
-				       o->kv_heads, o->from, H), NULL;
-		}
-		c->n_kv_head = o->kv_heads;
-	}
-	return src;
-}
-
-/* Copies src's weights into m, whose config is src's with n_kv_head
- * possibly changed: the K/V rows are the engine's conversion to that many
- * heads (model_qkv_for: mean-pooled within each group, or replicated). */
-static void copy_weights(struct model *m, struct model *src)
-{
-	const float *qkvw, *qkvb;
-	model_qkv_for(src, m->cfg.n_kv_head, &qkvw, &qkvb);
-	for (int i = 0; i < N_PARAMS; i++) {
-		if (!m->psize[i])
-			continue;
-		const float *from = i == P_QKVW ? qkvw : i == P_QKVB ? qkvb : src->p[i];
-		memcpy(m->p[i], from, m->psize[i] * sizeof(float));
-	}
-	model_clear_cache(m);
-}
-
-/* Marks the files training reads (--data; --from's file, or its
- * directory's files) in use, so that neither --out nor its FILE.optim
- * replaces them, then checks both by util.h's rules.  0 or -1. */
-static int check_out(struct job *t, struct err *e)
-{
-	const struct opts *o = &t->o;
-	t->inputs[0] = in_use_new("the training data (--data)");
-	in_use_add(t->inputs[0], o->data);
-	char from[PATH_MAX];
-	struct err ignored; /* a --from that does not resolve fails when it is loaded */
-	if (o->from && model_resolve(o->from, from, sizeof from, &ignored) == 0) {
-		t->inputs[1] = in_use_new("the model trained from (--from)");
-		in_use_add(t->inputs[1], from);
-	}
-	char *optim = optim_path(o->out);
-	int rc = out_check(o->out, 0, e) || out_check(optim, 0, e) ? -1 : 0;
-	free(optim);
-	return rc;
-}
-
-/* Files, data, the database and the model, everything before the first
- * step.  Problems found in the data are failures (TRAIN_EXIT_FAIL), even
- * when other flags would avoid them (a smaller --context); only the
- * machine's memory for the shape asked for is a usage error.  Returns -1
- * to go on, else the exit status. */
-static int prepare(struct job *t, struct saved *saved, struct err *e)
-{
-	struct opts *o = &t->o;
-	/* util.h's rules for written files, and the files read, before any
-	 * work; after the database is open, so that --out is not it either */
-	if (file_refuse_special(o->data, false, "a regular file", e))
-		return TRAIN_EXIT_FAIL;
-	if (rec_open(&t->rec, o, saved, e) || check_out(t, e))
-		return TRAIN_EXIT_FAIL;
-	struct model *src = NULL;
-	if (o->from) {
-		src = from_model(o, &t->cfg, e);
-		if (!src)
-			return TRAIN_EXIT_FAIL;
-		if (dataset_load_tok(&t->d, o->data, src->tok, o->val_fraction, e)) {
-			src->tok = NULL;
-			model_free(src);
-			return TRAIN_EXIT_FAIL;
-		}
-		src->tok = NULL;
-	} else if (dataset_load(&t->d, o->data, o->min_count, o->val_fraction, e)) {
-		return TRAIN_EXIT_FAIL;
-	}
-	int T = src ? t->cfg.context : o->context;
-	if (dataset_check_context(&t->d, o->data, T, e)) {
-		model_free(src);
-		return TRAIN_EXIT_FAIL;
-	}
-	if (dataset_set_windows(&t->d, T, o->line_starts, o->repeat, o->repeat_min,
-				o->repeat_max, o->repeat_random, e)) {
-		err_prefix(e, "%s", o->data);
-		model_free(src);
-		return TRAIN_EXIT_FAIL;
-	}
-	if (!src)
-		build_config(o, t->d.tok->vocab_size, &t->cfg);
-	if (config_validate(&t->cfg, e)) {
-		err_prefix(e, "%s: vocabulary of %d characters", o->data, t->cfg.vocab_size);
-		model_free(src);
-		return TRAIN_EXIT_FAIL;
-	}
-	if (check_memory(&t->cfg, o->batch, T, e)) {
-		model_free(src);
-		return TRAIN_EXIT_USAGE;
-	}
-
-	t->m = model_new(&t->cfg, e);
-	if (!t->m) {
-		model_free(src);
-		return TRAIN_EXIT_FAIL;
-	}
-	if (src)
-		copy_weights(t->m, src);
-	else
-		model_init_random(t->m, (uint64_t)o->seed);
-	model_free(src);
-	t->m->tok = t->d.tok;
-	t->d.tok = NULL;
-	t->m->name = o->name ? xstrdup(o->name) : default_name(o->out);
-	struct train_hparams hp = {
-		.batch = o->batch, .steps = o->steps, .warmup = o->warmup, .lr = o->lr,
-		.min_lr_frac = o->min_lr_frac, .weight_decay = o->weight_decay, .clip = o->clip,
-		.val_batches = o->val_batches, .seed = (uint64_t)o->seed,
+	const struct opts *o = &c->o;
+	*s = (struct train_spec){
+		.from = o->from, .from_kv_heads = o->from ? o->kv_heads : 0, .cfg = c->cfg,
+		.data = o->data, .min_count = o->min_count, .val_fraction = o->val_fraction,
+		.line_starts = o->line_starts, .repeat = o->repeat, .repeat_min = o->repeat_min,
+		.repeat_max = o->repeat_max, .repeat_random = o->repeat_random,
+		.hp = {
+			.batch = o->batch, .steps = o->steps, .warmup = o->warmup, .lr = o->lr,
+			.min_lr_frac = o->min_lr_frac, .weight_decay = o->weight_decay,
+			.clip = o->clip, .val_batches = o->val_batches, .seed = (uint64_t)o->seed,
+		},
+		.val_every = o->val_every, .threads = o->threads,
+		.out = o->out, .name = o->name, .dtype = o->dtype, .keep_optim = o->keep_optim,
+		.resume = o->resume ? &c->saved : NULL,
+		.args = c->args.v, .n_args = c->args.n, .cmds = c->cmds.v, .n_cmds = c->cmds.n,
 	};
-	trainer_init(&t->tr, t->m, &t->d, &hp);
-	if (o->resume) {
-		char *opath = optim_path(o->resume);
-		int rc = optim_restore(t, saved, opath, e);
-		free(opath);
-		if (rc)
-			return TRAIN_EXIT_FAIL;
-	}
-	engine_set_threads(o->threads);
-	if (rec_begin(t, o->resume ? saved : NULL, e))
-		return TRAIN_EXIT_FAIL;
-	return -1;
 }
 
-/* Writes the checkpoint, and FILE.optim when stopped early or with
- * --keep-optim (else removes a stale one).  0 or -1. */
-static int save_run(struct job *t, double seconds, bool stopped, struct err *e)
+/* What the run ended with, on stdout (the summary) or stderr (stopped). */
+static int report(const struct cli *c, int rc, const struct train_outcome *r, struct err *e)
 {
-	const struct opts *o = &t->o;
-	free(t->m->train_meta);
-	t->m->train_meta = train_record(t, seconds, !stopped);
-	if (checkpoint_save(t->m, o->out, o->dtype, e))
-		return -1;
-	char *opath = optim_path(o->out);
-	int rc = 0;
-	if (stopped || o->keep_optim) {
-		t->prev_seconds = seconds;
-		rc = optim_save(t, opath, e);
-	} else if (unlink(opath) != 0 && errno != ENOENT) {
-		fprintf(stderr, "attnscope train: warning: cannot remove stale %s: %s\n", opath,
-			strerror(errno));
-	}
-	free(opath);
-	return rc;
-}
-
-/* Trains, saves and reports.  Returns the exit status. */
-static int train_and_save(struct job *t, double t_start, struct err *e)
-{
-	const struct opts *o = &t->o;
-	if (!o->quiet)
-		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
-			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
-			o->data, t->d.n, t->d.n_train, t->d.n_val, t->cfg.vocab_size, t->m->n_params,
-			o->resume ? "resuming at" : "starting at", t->tr.step + 1, o->steps);
-	struct stop_signals sigs;
-	stop_signals_catch(&sigs);
-	int lrc = run_loop(t, e);
-	double seconds = t->prev_seconds + (now_ms() - t_start) / 1000;
-	bool stopped = lrc == 1;
-	saving = 1;
-	int rc = lrc < 0 ? -1 : save_run(t, seconds, stopped, e);
-	rec_finish(t, rc < 0 ? "failed" : stopped ? "interrupted" : "done", seconds,
-		   rc < 0 ? e->msg : NULL);
-	stop_signals_release(&sigs);
-	if (rc < 0)
-		return TRAIN_EXIT_FAIL;
-	if (stopped) {
+	const struct opts *o = &c->o;
+	if (rc == 1) {
 		struct sbuf b = { 0 };
 		sb_shell_quote(&b, o->out);
 		if (!o->quiet)
 			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and "
 				"%s.optim\nresume with: attnscope train --resume %s\n",
-				t->tr.step, o->steps, o->out, o->out, b.s);
+				r->step, o->steps, o->out, o->out, b.s);
 		free(b.s);
 		return TRAIN_EXIT_INTERRUPTED;
 	}
-	if (!o->quiet) {
-		char wall[32], val[32] = "- (no validation split)";
-		fmt_duration(wall, sizeof wall, seconds);
-		if (t->tr.val_n)
-			snprintf(val, sizeof val, "%.4f", trainer_last_val(&t->tr));
-		printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"
-		       "final train loss %.4f (mean of the last 10%% of steps), val loss %s\n"
-		       "wall time %s; wrote %s (%s)\n",
-		       t->m->name, t->m->n_params, t->tr.step, (unsigned long long)t->tr.tokens,
-		       trainer_final_loss(&t->tr), val, wall, o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
-		if (stream_flush(stdout, e))
-			return TRAIN_EXIT_FAIL;
-	}
-	return TRAIN_EXIT_OK;
+	if (o->quiet)
+		return TRAIN_EXIT_OK;
+	char wall[32], val[32] = "- (no validation split)";
+	fmt_duration(wall, sizeof wall, r->seconds);
+	if (r->validated)
+		snprintf(val, sizeof val, "%.4f", r->val_loss);
+	char *name = o->name ? xstrdup(o->name) : train_default_name(o->out);
+	printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"
+	       "final train loss %.4f (mean of the last 10%% of steps), val loss %s\n"
+	       "wall time %s; wrote %s (%s)\n",
+	       name, r->n_params, r->step, (unsigned long long)r->tokens, r->final_loss, val, wall,
+	       o->out, o->dtype == CKPT_F16 ? "F16" : "F32");
+	free(name);
+	return stream_flush(stdout, e) ? TRAIN_EXIT_FAIL : TRAIN_EXIT_OK;
 }
 
 int train_run_args(int argc, char **argv, struct err *e)
 {
-	struct job t;
-	memset(&t, 0, sizeof t);
-	struct saved saved;
-	memset(&saved, 0, sizeof saved);
-	double t_start = now_ms();
-	int status = read_flags(&t, argc, argv, &saved, e);
-	if (status < 0)
-		status = prepare(&t, &saved, e);
-	if (status < 0)
-		status = train_and_save(&t, t_start, e);
-	saved_free(&saved);
-	job_free(&t);
+	struct cli c;
+	memset(&c, 0, sizeof c);
+	int status = read_flags(&c, argc, argv, e);
+	/* util.h's rules for the files read and written, before any work;
+	 * the database first, so that --out is not it either */
+	if (status < 0 && (file_refuse_special(c.o.data, false, "a regular file", e) ||
+			   rec_open(&c.rec, &c.o, &c.saved, e)))
+		status = TRAIN_EXIT_FAIL;
+	if (status < 0) {
+		c.tty = !c.o.quiet && isatty(STDERR_FILENO);
+		struct train_spec spec;
+		make_spec(&c, &spec);
+		struct train_hooks hooks = {
+			.ctx = &c, .on_start = on_start, .should_stop = should_stop,
+			.on_step = on_step, .after_steps = after_steps, .on_end = on_end,
+			.stop_now = &stop_level,
+		};
+		struct train_outcome r;
+		int rc = train_run(&spec, &hooks, &r, e);
+		status = rc < 0 ? (r.spec_error ? TRAIN_EXIT_USAGE : TRAIN_EXIT_FAIL) : report(&c, rc, &r, e);
+	}
+	cli_free(&c);
 	return status;
 }
 
