@@ -17,6 +17,7 @@
 
 #include "analysis.h"
 #include "cmd.h"
+#include "gz.h"
 #include "store.h"
 #include "heads.h"
 #include "loader.h"
@@ -79,7 +80,7 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	if (!m->tok)
 		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
 	size_t len;
-	char *text = read_file(corpus, &len, e);
+	char *text = gz_read_file(corpus, &len, e);
 	if (!text)
 		return -1;
 	int *ids = NULL, n = 0;
