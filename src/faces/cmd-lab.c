@@ -195,7 +195,9 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 		fputs("- ", s->out), cmd_wrap(s->out, r.findings[i], 2, 2, 80);
 	record(s, x, &ctx, r.partial ? "cancelled" : "done", seconds, r.json);
 	int wrc = csv ? write_csv(csv, &r.table, e) : 0;
-	lab_result_free(&r);
+	lab_result_free(&s->lab); /* kept for expect */
+	s->lab = r;
+	snprintf(s->lab_name, sizeof s->lab_name, "%s", x->name);
 	if (rc == 1 && s->cancel)
 		*s->cancel = 0; /* handled: the partial result is shown */
 	return wrc;
