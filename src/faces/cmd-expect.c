@@ -357,6 +357,18 @@ static int q_run(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* unk: the text's tokens that are <unk> (what the warning after `text` counts). */
+static int q_unk(struct ex *x, const char *q, double *v)
+{
+	if (session_need_run(x->s, x->e))
+		return -1;
+	int c = 0;
+	for (int i = 0; i < x->s->n_tokens; i++)
+		c += x->s->unk_src && x->s->unk_src[i] >= 0;
+	*v = note(x, c, "%s", q);
+	return 0;
+}
+
 /* The loaded model's shape (native), and one layer's attention parameters
  * from the tensor table (Q, K, V and output weights and biases). */
 static int q_model(struct ex *x, const char *q, double *v)
@@ -428,7 +440,8 @@ static int q_compare(struct ex *x, const char *q, double *v)
 	for (int i = 0; i < x->s->n_variants && !r; i++) {
 		const char *name = x->s->variants[i].name;
 		size_t n = strlen(row);
-		if (!strcmp(name, row) || (!strncmp(name, row, n) && !strcmp(name + n, " [trained]")))
+		if (!strcmp(name, row) || (!strncmp(name, row, n) && (!strncmp(name + n, " [", 2) ||
+									!strncmp(name + n, " (", 2))))
 			r = &x->s->variants[i];
 	}
 	if (!r)
@@ -443,6 +456,9 @@ static int q_compare(struct ex *x, const char *q, double *v)
 	*v = note(x, vals[c], "compare \"%s\" %s", r->name, col);
 	return 0;
 }
+
+/* compare ROW COLUMN above: ROW is a row's name, or the name without its
+ * " [trained]" or " (mha)"-style suffix. */
 
 /* lab ROW COLUMN: the cell of the last lab table in the column headed
  * COLUMN and the row whose first cells, joined by blanks, read ROW. */
@@ -526,6 +542,7 @@ static const struct quantity {
 	{ "dloss", "", "loss minus the baseline's (the summary line's (+D))", q_run },
 	{ "drift", "", "the output's drift from the baseline", q_run },
 	{ "tokens", "", "tokens of the text", q_run },
+	{ "unk", "", "those that are <unk> (characters the model does not know)", q_unk },
 	{ "base.loss", "", "the baseline's loss (native options, same text)", q_run },
 	{ "prev.loss", "", "the run before the current one (each new text, option", q_run },
 	{ "", "", "  or model makes a new run); also prev.ppl, prev.kl,", NULL },
@@ -557,7 +574,7 @@ static const struct quantity {
 	{ "sweep.heads", "", "heads it ablated", q_sweep },
 	{ "sweep.base", "", "its unablated loss", q_sweep },
 	{ "compare", "ROW COLUMN", "the last compare variants: ROW a variant's name", q_compare },
-	{ "", "", "  ([trained] optional), COLUMN loss ppl kl top1 drift", NULL },
+	{ "", "", "  (its [trained] or (mha) optional), COLUMN loss ppl kl top1 drift", NULL },
 	{ "lab", "ROW COLUMN", "the last lab table: COLUMN a header, ROW its first", q_lab },
 	{ "", "", "  cells joined by blanks (\"4 layernorm post\")", NULL },
 	{ "patch", "HEAD", "the share HEAD restored in the last patch", q_patch },
