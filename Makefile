@@ -8,7 +8,7 @@
 #   make deps       install the Debian packages the build needs (as root)
 
 CC      ?= cc
-PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8
+PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib
 TESTPKG := cmocka
 WERROR  ?=
 OPT     ?= -O2 -march=native -fvect-cost-model=dynamic
@@ -178,7 +178,9 @@ $(FUZZDIR)/obj:
 # tang keeps every character seen >= 100 times (2719 of 9176, 2.8% of the
 # text becomes <unk>); the rarest character of 床前明月光，疑是地上霜。
 # 举头望明月，低头思故乡。 (床) occurs 1023 times, so all of them stay.
-CORPORA        ?= ../shared/corpora
+# The corpora ship in data/ (data/README.md): tang's compressed, which the
+# trainer reads directly.
+CORPORA        ?= data
 MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction \
 		  shakespeare-rmsnorm shakespeare-gqa-uptrained
 MODELS_BASE    := --layers 4 --heads 4 --d-model 128 --norm layernorm --pos learned \
@@ -198,7 +200,7 @@ MODELS_FLAGS_shakespeare-gqa-uptrained := --from models/shakespeare.safetensors 
 		--data $(CORPORA)/tinyshakespeare.txt --batch 8 --steps 150 --lr 1e-3 --warmup 15 \
 		--seed 1337 --threads 1 --dtype f16 --val-every 50
 models/shakespeare-gqa-uptrained.safetensors: | models/shakespeare.safetensors
-MODELS_FLAGS_tang := $(MODELS_BASE) --data $(CORPORA)/tang_poems.simp.txt --min-count 100 \
+MODELS_FLAGS_tang := $(MODELS_BASE) --data $(CORPORA)/tang_poems.simp.txt.gz --min-count 100 \
 		     --context 128 --batch 16 --steps 6000 --lr 2.5e-3 --warmup 200 --line-starts
 
 # induction: 2 layers, context 64, every window holding a random string of
@@ -213,7 +215,7 @@ MODELS_FLAGS_induction := --layers 2 --heads 4 --d-model 128 --norm layernorm --
 models: $(BIN)
 	@$(MAKE) --no-print-directory -j2 $(MODELS_SHIPPED:%=models/%.safetensors)
 
-models/tang.safetensors: $(CORPORA)/tang_poems.simp.txt
+models/tang.safetensors: $(CORPORA)/tang_poems.simp.txt.gz
 $(patsubst %,models/%.safetensors,$(filter shakespeare% induction,$(MODELS_SHIPPED))): $(CORPORA)/tinyshakespeare.txt
 
 models/%.safetensors: | $(BIN)

@@ -85,8 +85,9 @@ int sweep_run(struct model *m, const struct run_options *o, const int *tokens, i
 void sweep_free(struct sweep_result *r);
 
 /* Number of heads whose ablation alone raises the loss by less than
- * frac * base_loss (frac 0.01: "under 1% loss increase"); a lowered loss
- * counts as removable. */
+ * frac * base_loss (frac SWEEP_REMOVABLE_FRAC: "under 1% loss increase",
+ * what `sweep` reports); a lowered loss counts as removable. */
+#define SWEEP_REMOVABLE_FRAC 0.01
 int sweep_removable(const struct sweep_result *r, double frac);
 
 /* Fills idx[0 .. L*H) with head indices (l * H + h), the most important

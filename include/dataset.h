@@ -35,7 +35,7 @@ struct dataset {
 	int *chars, n_chars;   /* ids random spans draw from (owned; NULL unless repeat_random) */
 };
 
-/* Reads path and encodes it.  Fails with one line "PATH: problem" for a
+/* Reads path (inflated when gzip: gz.h) and encodes it.  Fails with one line "PATH: problem" for a
  * missing, unreadable, empty or non-UTF-8 file, a file with NUL bytes, or a
  * text with no character occurring min_count times.  val_fraction in
  * [0, 1) is the share of tokens, taken from the end, kept for validation. */

@@ -52,4 +52,9 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 
 void patch_free(struct patch_result *r);
 
+/* Fills order[0 .. L*H) with head indices (l * H + h), the one that
+ * restores most first (ties: the lower index first): the ranking `patch`
+ * prints. */
+void patch_rank(const struct patch_result *r, int *order);
+
 #endif

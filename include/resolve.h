@@ -1,6 +1,6 @@
 /*
- * resolve.h — from what a user typed to a model's path, and the models
- * there are to choose from.
+ * resolve.h — from what a user typed to a model's path, the models there
+ * are to choose from, and where the data that ships with the program is.
  *
  * A spec is
  *   - a path to a file or directory;
@@ -32,6 +32,14 @@ int model_resolve(const char *spec, char *out, size_t size, struct err *e);
 
 /* The models directory in use (for completion and listings), or NULL. */
 const char *models_dir(void);
+
+/* A data file that ships with the program (data/README.md lists them:
+ * the lab's training text, the corpora of `make models`): name in
+ * $ATTNSCOPE_DATA when that is set, else data/NAME under the current
+ * directory, else data/NAME beside the executable (as models_dir finds
+ * models/).  0 with the path in out, or -1 with a message saying where it
+ * looked. */
+int data_file(const char *name, char *out, size_t size, struct err *e);
 
 /* The hub directory of the local Hugging Face cache (which may not exist). */
 void hf_hub_dir(char *out, size_t size);

@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "heads.h"
 #include "heat.h"
+#include "lab.h"
 #include "model.h"
 #include "patch.h"
 #include "util.h"
@@ -30,6 +31,15 @@ enum {
 };
 
 struct store; /* store.h; NULL when nothing is recorded */
+
+/* One run's numbers (session_update fills them after every new pass). */
+struct run_numbers {
+	bool valid;                 /* false: no such run yet */
+	int tokens;
+	double loss, ppl;           /* mean NLL (NAN without targets), exp(loss) */
+	double kl, top1, dloss, drift; /* struct comparison against the baseline */
+	char model[64];             /* the model's name */
+};
 
 struct session {
 	struct model *model;       /* owned; NULL before the first load */
@@ -62,6 +72,17 @@ struct session {
 	struct patch_result patch; /* the last `patch` (L = 0: none yet); owned */
 	unsigned long patch_gen;   /* run_gen of the run it patched from */
 	char *patch_text;          /* its corrupted text; owned */
+
+	/* The numbers of the current run and of the one before it, as the
+	 * summary line shows them (what `expect` calls loss and prev.loss). */
+	struct run_numbers cur, prev;
+	/* The last results of commands `expect` reads (cmd-expect.c), each as
+	 * the command printed it: */
+	struct sweep_result sweep;  /* the last finished sweep (L = 0: none); owned */
+	struct lab_result lab;      /* the last lab run (table.rows = 0: none); owned */
+	char lab_name[16];          /* its experiment */
+	struct variant_row *variants; /* (n_variants) the last `compare variants`; owned */
+	int n_variants;
 
 	int sel_layer, sel_head, sel_token;
 	unsigned dirty;

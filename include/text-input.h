@@ -32,7 +32,7 @@ struct text_passage {
 	int tokens;        /* what t encodes it to, without BOS */
 };
 
-/* Reads path, skips `offset` characters and keeps the longest run of
+/* Reads path (inflated when gzip: gz.h), skips `offset` characters and keeps the longest run of
  * whole characters that t encodes into at most max_tokens tokens (BOS not
  * counted; max_tokens >= 1).  Fills p (free p->text).  Fails with one line
  * naming the file for an unreadable file, a NUL byte in the passage, or an

@@ -7,7 +7,7 @@
  * clipping, decay mask) do what optim.h says.
  *
  * Data: the first TEXT_BYTES of tinyshakespeare.txt from $CORPORA or
- * ../shared/corpora.  When neither exists the tests use a generated text
+ * data/ (it ships with the program).  When neither exists the tests use a generated text
  * with a learnable pattern (a fixed cycle of words with a counter; see
  * generated_text) and print that they did.
  */
@@ -81,7 +81,7 @@ static int setup(void **state)
 	snprintf(text_path, sizeof text_path, "%s/text.txt", tmpdir);
 	const char *env = getenv("CORPORA");
 	char src[512];
-	snprintf(src, sizeof src, "%s/tinyshakespeare.txt", env && *env ? env : "../shared/corpora");
+	snprintf(src, sizeof src, "%s/tinyshakespeare.txt", env && *env ? env : "data");
 	size_t n;
 	char *s = read_file(src, &n, NULL);
 	if (s) {

@@ -290,3 +290,16 @@ void patch_free(struct patch_result *r)
 	free(r->resid);
 	memset(r, 0, sizeof *r);
 }
+
+void patch_rank(const struct patch_result *r, int *order)
+{
+	int n = r->L * r->H;
+	for (int i = 0; i < n; i++) { /* insertion: ties keep the lower index first */
+		int j = i;
+		while (j > 0 && r->heads[order[j - 1]] < r->heads[i]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+}

@@ -17,13 +17,13 @@
 
 #include "analysis.h"
 #include "cmd.h"
+#include "gz.h"
 #include "store.h"
 #include "heads.h"
 #include "loader.h"
 #include "tokenizer.h"
 
 #define CORPUS_TOKENS 256   /* default --tokens: min(context, 256) */
-#define REMOVABLE_FRAC 0.01 /* "under 1% loss increase" */
 #define TABLE_WIDTH 80      /* sweep tables are split into chunks of heads this wide */
 
 /* ---------------------------------------------------------------- helpers */
@@ -79,7 +79,7 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	if (!m->tok)
 		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
 	size_t len;
-	char *text = read_file(corpus, &len, e);
+	char *text = gz_read_file(corpus, &len, e);
 	if (!text)
 		return -1;
 	int *ids = NULL, n = 0;
@@ -472,11 +472,12 @@ static int sweep_exec(struct session *s, int argc, char **argv, struct err *e)
 		fprintf(f, eol ? "%s%s\n" : "%s%-20s", i % 4 ? "" : "  ", item);
 	}
 	free(idx);
-	int removable = sweep_removable(&r, REMOVABLE_FRAC);
+	int removable = sweep_removable(&r, SWEEP_REMOVABLE_FRAC);
 	fprintf(f, "%d of %d heads can each be removed alone for under 1%% loss increase:\n"
 		   "ablated alone, each raises the loss by < %.4f nats (1%% of %.4f); not all at once\n",
-		removable, L * H, REMOVABLE_FRAC * r.base_loss, r.base_loss);
-	sweep_free(&r);
+		removable, L * H, SWEEP_REMOVABLE_FRAC * r.base_loss, r.base_loss);
+	sweep_free(&s->sweep); /* kept for expect */
+	s->sweep = r;
 	source_free(&src);
 	return session_update(s, e);
 }
@@ -674,6 +675,10 @@ static int compare_exec(struct session *s, int argc, char **argv, struct err *e)
 	/* natively trained variants of the shakespeare family */
 	if (in_family(m->name))
 		n = measure_family(m, &src, ref, rows, n, notes, &n_notes);
+	free(s->variants); /* kept for expect */
+	s->variants = xmalloc((size_t)n * sizeof *s->variants);
+	memcpy(s->variants, rows, (size_t)n * sizeof *rows);
+	s->n_variants = n;
 
 	FILE *f = s->out;
 	int w = 30; /* the name column: as wide as the longest name */

@@ -13,14 +13,16 @@
 #include "cmd.h"
 #include "lab.h"
 #include "render.h"
+#include "resolve.h"
 #include "store.h"
 
 extern const struct cmd_entry cmd_lab_entry;
 
 /* The training text when --data is not given: $ATTNSCOPE_CORPUS, else the
- * corpus the shipped models were trained on, where `make models` finds it. */
+ * corpus the shipped models were trained on, which ships in data/
+ * (resolve.h: data_file). */
 #define LAB_CORPUS_ENV "ATTNSCOPE_CORPUS"
-#define LAB_CORPUS_DEFAULT "../shared/corpora/tinyshakespeare.txt"
+#define LAB_CORPUS_DEFAULT "tinyshakespeare.txt"
 
 static void list(struct session *s)
 {
@@ -129,8 +131,15 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 		return err_set(e, "lab: no experiment \"%.40s\" (lab lists them)", a.pos[0]);
 	const char *data = cmd_str(&cmd_lab_entry, &a, "--data");
 	const char *env = getenv(LAB_CORPUS_ENV);
-	if (!data)
-		data = env && *env ? env : LAB_CORPUS_DEFAULT;
+	char shipped[4096];
+	if (!data && env && *env)
+		data = env;
+	if (!data) {
+		if (data_file(LAB_CORPUS_DEFAULT, shipped, sizeof shipped, e) != 0)
+			return err_prefix(e, "lab %s: cannot find the training text (give one with "
+					  "--data FILE)", x->name);
+		data = shipped;
+	}
 	const char *csv = cmd_str(&cmd_lab_entry, &a, "--csv");
 	in_use_read(data); /* before the work, not at the write: --csv is not the text */
 	if (csv && out_check(csv, OUT_STDOUT, e))
@@ -187,7 +196,9 @@ static int lab_exec(struct session *s, int argc, char **argv, struct err *e)
 		fputs("- ", s->out), cmd_wrap(s->out, r.findings[i], 2, 2, 80);
 	record(s, x, &ctx, r.partial ? "cancelled" : "done", seconds, r.json);
 	int wrc = csv ? write_csv(csv, &r.table, e) : 0;
-	lab_result_free(&r);
+	lab_result_free(&s->lab); /* kept for expect */
+	s->lab = r;
+	snprintf(s->lab_name, sizeof s->lab_name, "%s", x->name);
 	if (rc == 1 && s->cancel)
 		*s->cancel = 0; /* handled: the partial result is shown */
 	return wrc;
@@ -215,10 +226,11 @@ const struct cmd_entry cmd_lab_entry = {
 		"numbers, which say so where the result is not the tutorial's.  --quick is a\n"
 		"size that runs in seconds (the tests run it); the full size takes minutes.\n"
 		"The training text is --data FILE, else $ATTNSCOPE_CORPUS, else\n"
-		LAB_CORPUS_DEFAULT " (the shipped models' corpus).  The gqa\n"
-		"experiment converts the shipped shakespeare model.  Ctrl-C stops after the\n"
-		"current step and shows the arms that finished.  Every run is recorded in the\n"
-		"session database (lab_runs); --csv FILE writes the table.",
+		"data/" LAB_CORPUS_DEFAULT " (the shipped models' corpus, which ships with\n"
+		"the program; $ATTNSCOPE_DATA moves data/).  The gqa experiment converts\n"
+		"the shipped shakespeare model.  Ctrl-C stops after the current step and\n"
+		"shows the arms that finished.  Every run is recorded in the session\n"
+		"database (lab_runs); --csv FILE writes the table.",
 	.complete = COMPLETE_WORDS,
 	.words = lab_words,
 	.min_args = 0,

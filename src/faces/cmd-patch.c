@@ -24,14 +24,7 @@ static void print_ranking(FILE *f, const struct patch_result *r)
 {
 	int n = r->L * r->H, k = n < PATCH_RANKED ? n : PATCH_RANKED;
 	int *order = xmalloc((size_t)n * sizeof *order);
-	for (int i = 0; i < n; i++) {
-		int j = i;
-		while (j > 0 && r->heads[order[j - 1]] < r->heads[i]) {
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = i;
-	}
+	patch_rank(r, order);
 	fprintf(f, "ranking:");
 	for (int i = 0; i < k; i++)
 		fprintf(f, "%s %d.%d %.3f", i ? "," : "", order[i] / r->H, order[i] % r->H,

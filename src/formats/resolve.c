@@ -16,25 +16,59 @@
 
 #include "loaders.h"
 
+/* The directory of the running executable into out ("" when unknown). */
+static void exe_dir(char *out, size_t size)
+{
+	char exe[PATH_MAX];
+	out[0] = '\0';
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(out, size, "%s", exe);
+}
+
 const char *models_dir(void)
 {
-	static char dir[PATH_MAX];
+	static char dir[PATH_MAX + 8];
 	const char *env = getenv("ATTNSCOPE_MODELS");
 	if (env && *env)
 		return ld_is_dir(env) ? env : NULL;
 	if (ld_is_dir("models"))
 		return "models";
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
+	exe_dir(exe, sizeof exe);
+	if (!exe[0])
 		return NULL;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	snprintf(dir, sizeof dir, "%.*s/models", (int)(sizeof dir - 8), exe);
+	snprintf(dir, sizeof dir, "%s/models", exe);
 	return ld_is_dir(dir) ? dir : NULL;
+}
+
+int data_file(const char *name, char *out, size_t size, struct err *e)
+{
+	const char *env = getenv("ATTNSCOPE_DATA");
+	if (env && *env) {
+		snprintf(out, size, "%s/%s", env, name);
+		if (ld_is_file(out))
+			return 0;
+		return err_set(e, "no %s in $ATTNSCOPE_DATA (%s)", name, env);
+	}
+	snprintf(out, size, "data/%s", name);
+	if (ld_is_file(out))
+		return 0;
+	char exe[PATH_MAX];
+	exe_dir(exe, sizeof exe);
+	if (exe[0]) {
+		snprintf(out, size, "%s/data/%s", exe, name);
+		if (ld_is_file(out))
+			return 0;
+	}
+	return err_set(e, "no %s in data/ here or beside the program%s%s", name,
+		       exe[0] ? " in " : "", exe);
 }
 
 void hf_hub_dir(char *out, size_t size)

@@ -34,6 +34,9 @@ void session_free(struct session *s)
 	free(s->heat_disp);
 	patch_free(&s->patch);
 	free(s->patch_text);
+	sweep_free(&s->sweep);
+	lab_result_free(&s->lab);
+	free(s->variants);
 	memset(s, 0, sizeof *s);
 }
 
@@ -146,6 +149,22 @@ float *session_diff(const struct session *s, int l, int h)
 	return d;
 }
 
+/* The current run becomes cur, the one before prev. */
+static void note_numbers(struct session *s)
+{
+	s->prev = s->cur;
+	struct run_numbers *n = &s->cur;
+	n->valid = true;
+	n->tokens = s->n_tokens;
+	n->loss = s->run->loss;
+	n->ppl = exp(s->run->loss);
+	n->kl = s->cmp.kl;
+	n->top1 = s->cmp.top1_agree;
+	n->dloss = s->cmp.delta_loss;
+	n->drift = s->cmp.drift;
+	snprintf(n->model, sizeof n->model, "%s", s->model->name ? s->model->name : "?");
+}
+
 int session_update(struct session *s, struct err *e)
 {
 	if (session_need_model(s, e))
@@ -173,6 +192,7 @@ int session_update(struct session *s, struct err *e)
 		s->run_gen++;
 		s->scores_valid = false;
 		compare_runs(s->base, s->run, &s->cmp);
+		note_numbers(s);
 		if (refresh_heat(s, e) != 0)
 			return -1;
 		s->dirty |= DIRTY_RUN;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gz.h"
+
 uint64_t dataset_fnv1a(const void *p, size_t n)
 {
 	const unsigned char *s = p;
@@ -45,7 +47,7 @@ static int load(struct dataset *d, const char *path, struct tokenizer *tok, int 
 {
 	memset(d, 0, sizeof *d);
 	size_t len;
-	char *text = read_file(path, &len, e);
+	char *text = gz_read_file(path, &len, e);
 	if (!text) {
 		tok_free(tok);
 		return -1;

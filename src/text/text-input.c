@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gz.h"
+
 char *text_unescape(const char *s)
 {
 	size_t n = strlen(s), w = 0;
@@ -73,7 +75,7 @@ int text_passage(const struct tokenizer *t, const char *path, long offset, int m
 {
 	memset(p, 0, sizeof *p);
 	size_t len;
-	char *all = read_file(path, &len, e);
+	char *all = gz_read_file(path, &len, e);
 	if (!all)
 		return -1;
 	long total;
