@@ -287,12 +287,6 @@ int store_get_measurement(struct store *st, int64_t id, struct store_measurement
 void store_measurement_free(struct store_measurement *m);
 void store_measurements_free(struct store_measurement *v, int n);
 
-/* `compare ID ID`: two measurements side by side.  IDs are measurement ids,
- * or s:ID / s:NAME for a session's latest measurement.  The `compare`
- * command calls this for every first argument other than `variants`.
- * argv[0] is the command name.  0 or -1 with e set. */
-int store_cmd_compare(struct session *s, int argc, char **argv, struct err *e);
-
 /* ------------------------------------------------------------- training */
 
 /* A training run (`attnscope train`).  Strings may be NULL. */
