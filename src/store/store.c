@@ -415,26 +415,6 @@ static int run_stmt(struct store *st, sqlite3_stmt *q, const char *what, struct 
 	return 0;
 }
 
-/* Steps the bound statement q to its end, appending each row, read by
- * read(q, element), to the growing array *v of size-byte elements (first
- * cap0 of them) and counting them in *n.  q is reset.  SQLITE_DONE, or the
- * failing step's code with the rows read so far left in *v for the caller
- * to free. */
-static int step_rows(sqlite3_stmt *q, size_t size, int cap0, void (*read)(sqlite3_stmt *, void *),
-		     void **v, int *n)
-{
-	int cap = 0, rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : cap0;
-			*v = xrealloc(*v, (size_t)cap * size);
-		}
-		read(q, (char *)*v + (size_t)(*n)++ * size);
-	}
-	done(q);
-	return rc;
-}
-
 static int simple(struct store *st, enum stmt_id id, const char *what, struct err *e)
 {
 	sqlite3_stmt *q = stmt(st, id, e);
@@ -565,6 +545,97 @@ static double col_num(sqlite3_stmt *q, int i)
 static int64_t col_int(sqlite3_stmt *q, int i, int64_t dflt)
 {
 	return sqlite3_column_type(q, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(q, i);
+}
+
+/* ------------------------------------------------------------- row reader */
+
+/*
+ * How the rows of one query become C values: read fills one size-byte
+ * element from the current row (texts copied, malloc'd); free_row frees
+ * what read allocated in one element (NULL: nothing); what names the
+ * reading in messages ("reading commands").
+ */
+struct row_type {
+	size_t size;
+	int cap0;       /* elements allocated at first */
+	void (*read)(sqlite3_stmt *q, void *row);
+	void (*free_row)(void *row);
+	const char *what;
+};
+
+/* Frees the n elements of type t at v, then v; NULL is a no-op. */
+static void rows_free(const struct row_type *t, void *v, int n)
+{
+	for (int i = 0; v && t->free_row && i < n; i++)
+		t->free_row((char *)v + (size_t)i * t->size);
+	free(v);
+}
+
+/* Statement id with args[0..n_args) bound to ?1, ?2, ... (args NULL: as
+ * the caller bound it).  NULL with a message when it cannot be prepared. */
+static sqlite3_stmt *stmt_with(struct store *st, enum stmt_id id, const int64_t *args, int n_args,
+			       struct err *e)
+{
+	sqlite3_stmt *q = stmt(st, id, e);
+	for (int i = 0; q && args && i < n_args; i++)
+		sqlite3_bind_int64(q, i + 1, args[i]);
+	return q;
+}
+
+/*
+ * The one row reader: steps statement id, bound as by stmt_with, to its
+ * end and reads every row by t->read into a growing array: *out (malloc'd,
+ * free with rows_free; NULL when there are no rows) of *n elements.  The
+ * statement is reset.  0, or -1 with "PATH: WHAT: SQLite's message" and
+ * nothing left allocated.
+ */
+static int read_rows(struct store *st, enum stmt_id id, const int64_t *args, int n_args,
+		     const struct row_type *t, void **out, int *n, struct err *e)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *q = stmt_with(st, id, args, n_args, e);
+	if (!q)
+		return -1;
+	char *v = NULL;
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : t->cap0;
+			v = xrealloc(v, (size_t)cap * t->size);
+		}
+		t->read(q, v + (size_t)(*n)++ * t->size);
+	}
+	done(q);
+	if (rc != SQLITE_DONE) {
+		rows_free(t, v, *n);
+		*n = 0;
+		return db_err(st, e, t->what);
+	}
+	*out = v;
+	return 0;
+}
+
+/* The same for a query of one row: reads the first row, if any, into row.
+ * 1 when there was one, 0 when there was none, -1 with a message. */
+static int read_row(struct store *st, enum stmt_id id, const int64_t *args, int n_args,
+		    const struct row_type *t, void *row, struct err *e)
+{
+	sqlite3_stmt *q = stmt_with(st, id, args, n_args, e);
+	if (!q)
+		return -1;
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		t->read(q, row);
+	done(q);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : db_err(st, e, t->what);
+}
+
+static void read_int64(sqlite3_stmt *q, void *row)
+{
+	*(int64_t *)row = sqlite3_column_int64(q, 0);
 }
 
 /* ------------------------------------------------------------ file hashes */
@@ -1468,30 +1539,26 @@ static void read_head_row(sqlite3_stmt *q, void *row)
 	r->offset_weight = col_num(q, 16);
 }
 
+static void free_head_row(void *row)
+{
+	free((char *)((struct store_head_row *)row)->role);
+}
+
+static const struct row_type head_rows = { sizeof(struct store_head_row), 64, read_head_row,
+					   free_head_row, "reading head stats" };
+
 int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,
 			 int *n, struct err *e)
 {
-	*rows = NULL;
-	*n = 0;
-	sqlite3_stmt *q = stmt(st, S_GET_HEADS, e);
-	if (!q)
-		return -1;
-	sqlite3_bind_int64(q, 1, measurement_id);
-	void *v = NULL;
-	if (step_rows(q, sizeof **rows, 64, read_head_row, &v, n) != SQLITE_DONE) {
-		store_head_rows_free(v, *n);
-		*n = 0;
-		return db_err(st, e, "reading head stats");
-	}
+	void *v;
+	int rc = read_rows(st, S_GET_HEADS, &measurement_id, 1, &head_rows, &v, n, e);
 	*rows = v;
-	return 0;
+	return rc;
 }
 
 void store_head_rows_free(struct store_head_row *rows, int n)
 {
-	for (int i = 0; rows && i < n; i++)
-		free((char *)rows[i].role);
-	free(rows);
+	rows_free(&head_rows, rows, n);
 }
 
 /* --------------------------------------------------------- saved sessions */
@@ -1540,6 +1607,9 @@ fail:
 	return -1;
 }
 
+static const struct row_type id_row = { sizeof(int64_t), 1, read_int64, NULL,
+					"finding a session" };
+
 int store_find_session(struct store *st, const char *ref, int64_t *id, struct err *e)
 {
 	size_t len = strlen(ref), i = 0;
@@ -1553,14 +1623,9 @@ int store_find_session(struct store *st, const char *ref, int64_t *id, struct er
 		sqlite3_bind_int64(q, 1, strtoll(ref, NULL, 10));
 	else
 		bind_bytes(q, 1, ref, len);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(q, 0);
-	done(q);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc != SQLITE_DONE)
-		return db_err(st, e, "finding a session");
+	int rc = read_row(st, by_id ? S_FIND_ID : S_FIND_NAME, NULL, 0, &id_row, id, e);
+	if (rc != 0)
+		return rc > 0 ? 0 : -1;
 	if (by_id)
 		return err_set(e, "no session %s (sessions lists them)", ref);
 	return err_set(e, "no session named %.200s (sessions lists them)", ref);
@@ -1577,45 +1642,44 @@ void store_state_free(struct store_state *ss)
 	memset(ss, 0, sizeof *ss);
 }
 
+static void read_state(sqlite3_stmt *q, void *row)
+{
+	struct store_state *out = row;
+	out->model = col_str(q, 0);
+	out->model_spec = col_str(q, 1);
+	out->model_path = col_str(q, 2);
+	out->model_sha256 = col_str(q, 3);
+	out->text = col_bytes(q, 4, &out->text_len);
+	out->opt.kv_heads = (int)col_int(q, 5, 0);
+	char *norm = col_str(q, 6), *mask = col_str(q, 7);
+	if (!norm || norm_place_parse(norm, &out->opt.placement) != 0)
+		out->opt.placement = PLACE_PRE;
+	if (!mask || mask_kind_parse(mask, &out->opt.mask) != 0)
+		out->opt.mask = MASK_CAUSAL;
+	free(norm);
+	free(mask);
+	out->opt.window = (int)col_int(q, 8, 0);
+	out->opt.scale = col_int(q, 9, 1) != 0;
+	out->ablated_list = col_str(q, 10);
+	if (!out->ablated_list)
+		out->ablated_list = xstrdup("");
+	out->sel_layer = (int)col_int(q, 11, 0);
+	out->sel_head = (int)col_int(q, 12, 0);
+	out->sel_token = (int)col_int(q, 13, 0);
+	out->threads = (int)col_int(q, 14, 0);
+}
+
+static const struct row_type state_row = { sizeof(struct store_state), 1, read_state, NULL,
+					   "reading a session" };
+
 int store_get_state(struct store *st, int64_t session_id, bool saved, struct store_state *out,
 		    struct err *e)
 {
 	memset(out, 0, sizeof *out);
-	sqlite3_stmt *q = stmt(st, S_GET_STATE, e);
-	if (!q)
-		return -1;
-	sqlite3_bind_int64(q, 1, session_id);
-	sqlite3_bind_int(q, 2, saved);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		out->model = col_str(q, 0);
-		out->model_spec = col_str(q, 1);
-		out->model_path = col_str(q, 2);
-		out->model_sha256 = col_str(q, 3);
-		out->text = col_bytes(q, 4, &out->text_len);
-		out->opt.kv_heads = (int)col_int(q, 5, 0);
-		char *norm = col_str(q, 6), *mask = col_str(q, 7);
-		if (!norm || norm_place_parse(norm, &out->opt.placement) != 0)
-			out->opt.placement = PLACE_PRE;
-		if (!mask || mask_kind_parse(mask, &out->opt.mask) != 0)
-			out->opt.mask = MASK_CAUSAL;
-		free(norm);
-		free(mask);
-		out->opt.window = (int)col_int(q, 8, 0);
-		out->opt.scale = col_int(q, 9, 1) != 0;
-		out->ablated_list = col_str(q, 10);
-		if (!out->ablated_list)
-			out->ablated_list = xstrdup("");
-		out->sel_layer = (int)col_int(q, 11, 0);
-		out->sel_head = (int)col_int(q, 12, 0);
-		out->sel_token = (int)col_int(q, 13, 0);
-		out->threads = (int)col_int(q, 14, 0);
-	}
-	done(q);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc != SQLITE_DONE)
-		return db_err(st, e, "reading a session");
+	int64_t args[] = { session_id, saved };
+	int rc = read_row(st, S_GET_STATE, args, 2, &state_row, out, e);
+	if (rc != 0)
+		return rc > 0 ? 0 : -1;
 	if (saved)
 		return err_set(e, "session %lld was never saved (replay %lld re-runs its commands)",
 			       (long long)session_id, (long long)session_id);
@@ -1688,32 +1752,30 @@ int store_forget_session(struct store *st, int64_t id, int64_t *n_commands,
 	return 0;
 }
 
+static void free_session_info(void *row)
+{
+	struct store_session_info *r = row;
+	free(r->name);
+	free(r->created_at);
+	free(r->saved_at);
+	free(r->model);
+}
+
+static const struct row_type session_rows = { sizeof(struct store_session_info), 16,
+					      read_session_info, free_session_info,
+					      "listing sessions" };
+
 int store_list_sessions(struct store *st, struct store_session_info **out, int *n, struct err *e)
 {
-	*out = NULL;
-	*n = 0;
-	sqlite3_stmt *q = stmt(st, S_LIST_SESSIONS, e);
-	if (!q)
-		return -1;
-	void *v = NULL;
-	if (step_rows(q, sizeof **out, 16, read_session_info, &v, n) != SQLITE_DONE) {
-		store_sessions_free(v, *n);
-		*n = 0;
-		return db_err(st, e, "listing sessions");
-	}
+	void *v;
+	int rc = read_rows(st, S_LIST_SESSIONS, NULL, 0, &session_rows, &v, n, e);
 	*out = v;
-	return 0;
+	return rc;
 }
 
 void store_sessions_free(struct store_session_info *v, int n)
 {
-	for (int i = 0; v && i < n; i++) {
-		free(v[i].name);
-		free(v[i].created_at);
-		free(v[i].saved_at);
-		free(v[i].model);
-	}
-	free(v);
+	rows_free(&session_rows, v, n);
 }
 
 static void read_command(sqlite3_stmt *q, void *row)
@@ -1728,32 +1790,28 @@ static void read_command(sqlite3_stmt *q, void *row)
 	c->message = col_str(q, 4);
 }
 
+static void free_command(void *row)
+{
+	struct store_command *c = row;
+	free(c->line);
+	free(c->message);
+}
+
+static const struct row_type command_rows = { sizeof(struct store_command), 32, read_command,
+					       free_command, "reading commands" };
+
 int store_get_commands(struct store *st, int64_t session_id, struct store_command **out, int *n,
 		       struct err *e)
 {
-	*out = NULL;
-	*n = 0;
-	sqlite3_stmt *q = stmt(st, S_GET_COMMANDS, e);
-	if (!q)
-		return -1;
-	sqlite3_bind_int64(q, 1, session_id);
-	void *v = NULL;
-	if (step_rows(q, sizeof **out, 32, read_command, &v, n) != SQLITE_DONE) {
-		store_commands_free(v, *n);
-		*n = 0;
-		return db_err(st, e, "reading commands");
-	}
+	void *v;
+	int rc = read_rows(st, S_GET_COMMANDS, &session_id, 1, &command_rows, &v, n, e);
 	*out = v;
-	return 0;
+	return rc;
 }
 
 void store_commands_free(struct store_command *v, int n)
 {
-	for (int i = 0; v && i < n; i++) {
-		free(v[i].line);
-		free(v[i].message);
-	}
-	free(v);
+	rows_free(&command_rows, v, n);
 }
 
 /* ----------------------------------------------------------- measurements */
@@ -1787,21 +1845,23 @@ static void read_measurement(sqlite3_stmt *q, void *row)
 	m->threads = (int)col_int(q, 23, 0);
 }
 
+static void free_measurement(void *row)
+{
+	store_measurement_free(row);
+}
+
+static const struct row_type measurement_rows = { sizeof(struct store_measurement), 32,
+						  read_measurement, free_measurement,
+						  "reading measurements" };
+
 int store_get_measurements(struct store *st, int64_t session_id, int64_t last,
 			   struct store_measurement **out, int *n, struct err *e)
 {
-	*out = NULL;
-	*n = 0;
-	sqlite3_stmt *q = stmt(st, S_GET_MEAS, e);
-	if (!q)
+	int64_t args[] = { session_id, last };
+	void *rows;
+	if (read_rows(st, S_GET_MEAS, args, 2, &measurement_rows, &rows, n, e) != 0) {
+		*out = NULL;
 		return -1;
-	sqlite3_bind_int64(q, 1, session_id);
-	sqlite3_bind_int64(q, 2, last);
-	void *rows = NULL;
-	if (step_rows(q, sizeof **out, 32, read_measurement, &rows, n) != SQLITE_DONE) {
-		store_measurements_free(rows, *n);
-		*n = 0;
-		return db_err(st, e, "reading measurements");
 	}
 	struct store_measurement *v = rows;
 	/* newest first from the query; id order for the caller */
@@ -1814,35 +1874,25 @@ int store_get_measurements(struct store *st, int64_t session_id, int64_t last,
 	return 0;
 }
 
+static const struct row_type count_row = { sizeof(int64_t), 1, read_int64, NULL,
+					   "counting measurements" };
+
 int store_count_measurements(struct store *st, int64_t session_id, int64_t *count, struct err *e)
 {
-	sqlite3_stmt *q = stmt(st, S_COUNT_MEAS, e);
-	if (!q)
-		return -1;
-	sqlite3_bind_int64(q, 1, session_id);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		*count = sqlite3_column_int64(q, 0);
-	done(q);
-	return rc == SQLITE_ROW ? 0 : db_err(st, e, "counting measurements");
+	int rc = read_row(st, S_COUNT_MEAS, &session_id, 1, &count_row, count, e);
+	return rc > 0 ? 0 : rc < 0 ? -1 : db_err(st, e, "counting measurements");
 }
+
+static const struct row_type measurement_row = { sizeof(struct store_measurement), 1,
+						 read_measurement, NULL, "reading a measurement" };
 
 int store_get_measurement(struct store *st, int64_t id, struct store_measurement *out,
 			  struct err *e)
 {
 	memset(out, 0, sizeof *out);
-	sqlite3_stmt *q = stmt(st, S_GET_MEAS_ONE, e);
-	if (!q)
-		return -1;
-	sqlite3_bind_int64(q, 1, id);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		read_measurement(q, out);
-	done(q);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc != SQLITE_DONE)
-		return db_err(st, e, "reading a measurement");
+	int rc = read_row(st, S_GET_MEAS_ONE, &id, 1, &measurement_row, out, e);
+	if (rc != 0)
+		return rc > 0 ? 0 : -1;
 	return err_set(e, "no measurement %lld (measurements lists them)", (long long)id);
 }
 
@@ -1861,9 +1911,7 @@ void store_measurement_free(struct store_measurement *m)
 
 void store_measurements_free(struct store_measurement *v, int n)
 {
-	for (int i = 0; v && i < n; i++)
-		store_measurement_free(&v[i]);
-	free(v);
+	rows_free(&measurement_rows, v, n);
 }
 
 /* ------------------------------------------------------------------ sweeps */
@@ -2110,6 +2158,30 @@ static void read_train_row(sqlite3_stmt *q, void *row)
 	read_layer_norms((const char *)sqlite3_column_text(q, 5), r);
 }
 
+static void free_train_row(void *row)
+{
+	free(((struct store_train_row *)row)->layer_grad_norms);
+}
+
+static const struct row_type train_rows = { sizeof(struct store_train_row), 256, read_train_row,
+					    free_train_row, "reading training steps" };
+
+/* A training run's status and model path. */
+struct train_run_head {
+	char *status, *model_path;
+};
+
+static void read_train_run_head(sqlite3_stmt *q, void *row)
+{
+	struct train_run_head *r = row;
+	r->status = col_str(q, 0);
+	r->model_path = col_str(q, 1);
+}
+
+static const struct row_type train_run_row = { sizeof(struct train_run_head), 1,
+					       read_train_run_head, NULL,
+					       "reading a training run" };
+
 int store_get_training_steps(struct store *st, int64_t run_id, struct store_train_row **rows,
 			     int *n, char **status, char **model_path, struct err *e)
 {
@@ -2118,44 +2190,26 @@ int store_get_training_steps(struct store *st, int64_t run_id, struct store_trai
 	*status = *model_path = NULL;
 	if (!st)
 		return err_set(e, "no session database");
-	sqlite3_stmt *q = stmt(st, S_GET_TRAIN, e);
-	if (!q)
+	struct train_run_head head = { 0 };
+	int rc = read_row(st, S_GET_TRAIN, &run_id, 1, &train_run_row, &head, e);
+	if (rc <= 0)
+		return rc == 0 ? err_set(e, "no training run %lld in %s", (long long)run_id, st->path)
+			       : -1;
+	void *v;
+	if (read_rows(st, S_GET_STEPS, &run_id, 1, &train_rows, &v, n, e) != 0) {
+		free(head.status);
+		free(head.model_path);
 		return -1;
-	sqlite3_bind_int64(q, 1, run_id);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		*status = col_str(q, 0);
-		*model_path = col_str(q, 1);
-	}
-	done(q);
-	if (rc != SQLITE_ROW)
-		return rc == SQLITE_DONE ? err_set(e, "no training run %lld in %s", (long long)run_id,
-						   st->path)
-					 : db_err(st, e, "reading a training run");
-	if (!(q = stmt(st, S_GET_STEPS, e)))
-		goto fail;
-	sqlite3_bind_int64(q, 1, run_id);
-	void *v = NULL;
-	if (step_rows(q, sizeof **rows, 256, read_train_row, &v, n) != SQLITE_DONE) {
-		store_train_rows_free(v, *n);
-		*n = 0;
-		db_err(st, e, "reading training steps");
-		goto fail;
 	}
 	*rows = v;
+	*status = head.status;
+	*model_path = head.model_path;
 	return 0;
-fail:
-	free(*status);
-	free(*model_path);
-	*status = *model_path = NULL;
-	return -1;
 }
 
 void store_train_rows_free(struct store_train_row *v, int n)
 {
-	for (int i = 0; v && i < n; i++)
-		free(v[i].layer_grad_norms);
-	free(v);
+	rows_free(&train_rows, v, n);
 }
 
 int store_training_finish(struct store *st, int64_t run_id, const char *status, int64_t steps_done,
