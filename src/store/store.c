@@ -415,6 +415,19 @@ static int run_stmt(struct store *st, sqlite3_stmt *q, const char *what, struct 
 	return 0;
 }
 
+/* Runs q once its parameters are bound, rc being the first binding's
+ * failure (SQLITE_OK: none): 0, or -1 with "PATH: BINDING: ..." or "PATH:
+ * RUNNING: ..." (q reset either way). */
+static int run_bound(struct store *st, sqlite3_stmt *q, int rc, const char *binding,
+		     const char *running, struct err *e)
+{
+	if (rc != SQLITE_OK) {
+		done(q);
+		return db_err(st, e, binding);
+	}
+	return run_stmt(st, q, running, e);
+}
+
 static int simple(struct store *st, enum stmt_id id, const char *what, struct err *e)
 {
 	sqlite3_stmt *q = stmt(st, id, e);
@@ -1168,11 +1181,7 @@ static int insert_state(struct store *st, const struct session *s, const struct 
 	B(sqlite3_bind_int(q, 14, s->sel_token));
 	B(sqlite3_bind_int(q, 15, s->threads));
 	free(abl);
-	if (rc != SQLITE_OK) {
-		done(q);
-		return db_err(st, e, "binding a state");
-	}
-	if (run_stmt(st, q, "recording a state", e) != 0)
+	if (run_bound(st, q, rc, "binding a state", "recording a state", e) != 0)
 		return -1;
 	*out = sqlite3_last_insert_rowid(st->db);
 	return 0;
@@ -1195,11 +1204,7 @@ static int ensure_session(struct store *st, const struct session *s, const struc
 	B(bind_str(q, 2, id->has_sha ? id->sha : NULL));
 	B(bind_str(q, 3, ATTNSCOPE_VERSION));
 	B(sqlite3_bind_int64(q, 4, state));
-	if (rc != SQLITE_OK) {
-		done(q);
-		return db_err(st, e, "binding a session");
-	}
-	if (run_stmt(st, q, "recording the session", e) != 0)
+	if (run_bound(st, q, rc, "binding a session", "recording the session", e) != 0)
 		return -1;
 	st->session_id = sqlite3_last_insert_rowid(st->db);
 	st->session_new = true;
@@ -1293,12 +1298,8 @@ int64_t store_command_begin(struct session *s, const char *line)
 	B(sqlite3_bind_int64(q, 2, seq));
 	B(sqlite3_bind_int(q, 3, st->depth));
 	B(bind_str(q, 4, line));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, &e, "binding a command");
-		goto fail;
-	}
-	if (run_stmt(st, q, "recording a command", &e) != 0 || tx_commit(st, &e) != 0)
+	if (run_bound(st, q, rc, "binding a command", "recording a command", &e) != 0 ||
+	    tx_commit(st, &e) != 0)
 		goto fail;
 	st->seq = seq;
 	st->stack[st->depth++] = seq;
@@ -1330,12 +1331,8 @@ void store_command_end(struct session *s, int64_t seq, int rc_cmd, const char *m
 	B(sqlite3_bind_int(q, 3, rc_cmd >= 0));
 	B(rc_cmd < 0 ? bind_str(q, 4, message && message[0] ? message : "failed")
 		     : sqlite3_bind_null(q, 4));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, &e, "binding a command");
-		goto fail;
-	}
-	if (run_stmt(st, q, "recording a command", &e) != 0 || tx_commit(st, &e) != 0)
+	if (run_bound(st, q, rc, "binding a command", "recording a command", &e) != 0 ||
+	    tx_commit(st, &e) != 0)
 		goto fail;
 	return;
 fail:
@@ -1371,11 +1368,7 @@ static int put_heads(struct store *st, int64_t mid, const struct store_head_row 
 		B(sqlite3_bind_int(q, 16, r->sink_key));
 		B(sqlite3_bind_int(q, 17, r->offset));
 		B(bind_num(q, 18, r->offset_weight));
-		if (rc != SQLITE_OK) {
-			done(q);
-			return db_err(st, e, "binding head stats");
-		}
-		if (run_stmt(st, q, "recording head stats", e) != 0)
+		if (run_bound(st, q, rc, "binding head stats", "recording head stats", e) != 0)
 			return -1;
 	}
 	return 0;
@@ -1442,12 +1435,7 @@ void store_measure(struct session *s)
 	B(bind_num(q, 20, s->cmp.kl));
 	B(bind_num(q, 21, s->cmp.top1_agree));
 	B(sqlite3_bind_int(q, 22, s->threads));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, &e, "binding a measurement");
-		goto fail;
-	}
-	if (run_stmt(st, q, "recording a measurement", &e) != 0)
+	if (run_bound(st, q, rc, "binding a measurement", "recording a measurement", &e) != 0)
 		goto fail;
 	int64_t mid = sqlite3_last_insert_rowid(st->db);
 	if (put_heads(st, mid, rows, nh, &e) != 0)
@@ -1462,12 +1450,7 @@ void store_measure(struct session *s)
 		B(sqlite3_bind_int64(u, 1, st->session_id));
 		B(bind_str(u, 2, id.name));
 		B(bind_str(u, 3, id.has_sha ? id.sha : NULL));
-		if (rc != SQLITE_OK) {
-			done(u);
-			db_err(st, &e, "binding a session");
-			goto fail;
-		}
-		if (run_stmt(st, u, "recording the session's model", &e) != 0)
+		if (run_bound(st, u, rc, "binding a session", "recording the session's model", &e) != 0)
 			goto fail;
 	}
 	if (tx_commit(st, &e) != 0)
@@ -1594,12 +1577,8 @@ int store_save(struct session *s, const char *name, size_t len, struct err *e)
 	B(sqlite3_bind_int64(q, 1, st->session_id));
 	B(bind_bytes(q, 2, name, len));
 	B(sqlite3_bind_int64(q, 3, state));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, e, "binding a session");
-		goto fail;
-	}
-	if (run_stmt(st, q, "saving the session", e) != 0 || tx_commit(st, e) != 0)
+	if (run_bound(st, q, rc, "binding a session", "saving the session", e) != 0 ||
+	    tx_commit(st, e) != 0)
 		goto fail;
 	return 0;
 fail:
@@ -1927,11 +1906,7 @@ static int put_sweep_entry(struct store *st, sqlite3_stmt *q, int64_t sweep_id, 
 	B(bind_num(q, 4, a->delta_loss));
 	B(bind_num(q, 5, a->kl));
 	B(bind_num(q, 6, a->top1_agree));
-	if (rc != SQLITE_OK) {
-		done(q);
-		return db_err(st, e, "binding a sweep entry");
-	}
-	return run_stmt(st, q, "recording a sweep entry", e);
+	return run_bound(st, q, rc, "binding a sweep entry", "recording a sweep entry", e);
 }
 
 int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
@@ -1963,12 +1938,7 @@ int64_t store_sweep(struct session *s, const struct sweep_result *r, const char 
 	B(bind_str(q, 6, options));
 	B(bind_num(q, 7, r->base_loss));
 	B(sqlite3_bind_int(q, 8, r->cancelled));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, e, "binding a sweep");
-		goto fail;
-	}
-	if (run_stmt(st, q, "recording a sweep", e) != 0)
+	if (run_bound(st, q, rc, "binding a sweep", "recording a sweep", e) != 0)
 		goto fail;
 	int64_t id = sqlite3_last_insert_rowid(st->db);
 	for (int l = 0; l < r->L; l++)
@@ -2011,12 +1981,7 @@ int64_t store_lab_run(struct session *s, const struct store_lab_row *r, struct e
 	B(sqlite3_bind_double(q, 6, r->seconds));
 	B(sqlite3_bind_int(q, 7, r->threads));
 	B(bind_str(q, 8, r->result_json));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, e, "binding a lab run");
-		goto stop;
-	}
-	if (run_stmt(st, q, "recording a lab run", e) != 0)
+	if (run_bound(st, q, rc, "binding a lab run", "recording a lab run", e) != 0)
 		goto stop;
 	return sqlite3_last_insert_rowid(st->db);
 stop:
@@ -2044,12 +2009,7 @@ int64_t store_training_run(struct store *st, const struct store_train_run *r, st
 	B(sqlite3_bind_int(q, 8, r->threads));
 	B(bind_id(q, 9, r->resumed_from));
 	B(bind_str(q, 10, ATTNSCOPE_VERSION));
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, e, "binding a training run");
-		goto fail;
-	}
-	if (run_stmt(st, q, "recording a training run", e) != 0)
+	if (run_bound(st, q, rc, "binding a training run", "recording a training run", e) != 0)
 		goto fail;
 	int64_t id = sqlite3_last_insert_rowid(st->db);
 	if (tx_commit(st, e) != 0)
@@ -2100,12 +2060,7 @@ int store_training_steps(struct store *st, int64_t run_id, const struct store_tr
 		} else {
 			B(sqlite3_bind_null(q, 7));
 		}
-		if (rc != SQLITE_OK) {
-			done(q);
-			db_err(st, e, "binding a training step");
-			goto fail;
-		}
-		if (run_stmt(st, q, "recording a training step", e) != 0)
+		if (run_bound(st, q, rc, "binding a training step", "recording a training step", e) != 0)
 			goto fail;
 	}
 	free(json);
@@ -2231,12 +2186,8 @@ int store_training_finish(struct store *st, int64_t run_id, const char *status, 
 	B(bind_num(q, 7, wall_s));
 	B(bind_str(q, 8, message));
 #undef B
-	if (rc != SQLITE_OK) {
-		done(q);
-		db_err(st, e, "binding a training run");
-		goto fail;
-	}
-	if (run_stmt(st, q, "finishing a training run", e) != 0 || tx_commit(st, e) != 0)
+	if (run_bound(st, q, rc, "binding a training run", "finishing a training run", e) != 0 ||
+	    tx_commit(st, e) != 0)
 		goto fail;
 	return 0;
 fail:
