@@ -26,8 +26,8 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) \
 BUILD   ?= build
 BIN     ?= attnscope
 # src/ is layered, each folder using only the ones before it (base, text,
-# engine, formats, train, analysis, store, faces; tests/check-layers.sh)
-LAYERS  := base text engine formats train analysis store faces
+# engine, formats, train, analysis, session, store, faces; tests/check-layers.sh)
+LAYERS  := base text engine formats train analysis session store faces
 SRCS    := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 LIBSRCS := $(filter-out src/faces/main.c,$(SRCS))
 OBJS    := $(LIBSRCS:src/%.c=$(BUILD)/%.o)

@@ -163,4 +163,13 @@ void cmd_synopsis(const struct cmd_entry *c, char *buf, size_t size);
 /* Prints the usage line of c: "usage: " and its synopsis. */
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size);
 
+/* ------------------------------------------ shared between command files */
+
+/* `compare ID ID` (cmd-store.c): two measurements of the session database
+ * side by side.  IDs are measurement ids, or s:ID / s:NAME for a session's
+ * latest measurement.  The `compare` command (cmd-analysis.c) calls this
+ * for every first argument other than `variants`.  argv[0] is the command
+ * name.  0 or -1 with e set. */
+int store_cmd_compare(struct session *s, int argc, char **argv, struct err *e);
+
 #endif

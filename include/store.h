@@ -1,6 +1,6 @@
 /*
  * store.h — sessions, commands, measurements and training history in a
- * SQLite database.  src/store.c is the only code that touches SQLite.
+ * SQLite database.  src/store/ is the only code that touches SQLite.
  *
  * One `struct store` is one open database; it records one attnscope session
  * (a row in `sessions`, created on the first thing recorded).  The session
@@ -11,7 +11,7 @@
  * writes of analysis results (store_head_stats, store_sweep) stop it the
  * same way but leave the one warning to their caller.
  *
- * Rules kept by store.c: WAL journal, synchronous=NORMAL (a committed row
+ * Rules kept by src/store/: WAL journal, synchronous=NORMAL (a committed row
  * survives a crash or kill -9 of the process), a busy timeout of
  * STORE_BUSY_MS, every write in one BEGIN IMMEDIATE transaction, bound
  * parameters only, statements prepared once and reused.  The schema is
@@ -55,7 +55,7 @@ struct store;
 #define STORE_ENV "ATTNSCOPE_DB"
 #define STORE_BUSY_MS 5000
 
-/* ------------------------------------------------------------- open/close */
+/* ---------------------------------------------------- database (store.c) */
 
 /* Opens (creating when missing) the database at path and brings its schema
  * up to date.  NULL with a one-line message when the file cannot be
@@ -96,7 +96,24 @@ int64_t store_session_id(const struct store *st);
 /* Id of the last measurement this store recorded (0: none yet). */
 int64_t store_last_measurement(const struct store *st);
 
-/* ------------------------------------------------------- recording hooks */
+/* Replay bookkeeping: while replaying, nested replays are refused and
+ * store_measure is not suppressed.  suppress > 0 makes store_measure a
+ * no-op (open uses it while it rebuilds the state, then records once). */
+void store_set_replaying(struct store *st, bool on);
+bool store_replaying(const struct store *st);
+void store_suppress(struct store *st, int delta);
+
+/* True when the len bytes are valid UTF-8 (no overlongs, surrogates or
+ * code points above U+10FFFF). */
+bool store_utf8_valid(const char *s, size_t len);
+
+/* ------------------------------------------- model files (store-files.c) */
+
+/* Model file identity: sha256 (hex) of the file at path, cached by inode,
+ * size and mtime.  0 or -1. */
+int store_file_sha256(struct store *st, const char *path, char hex[65], struct err *e);
+
+/* ------------------------------- sessions and commands (store-session.c) */
 
 /* Records a command line as it starts (ok NULL) and returns its seq (0 when
  * nothing was recorded: no store, recording stopped, blank or comment). */
@@ -106,83 +123,9 @@ int64_t store_command_begin(struct session *s, const char *line);
  * on failure.  seq 0 is a no-op. */
 void store_command_end(struct session *s, int64_t seq, int rc, const char *message);
 
-/* Records the session's finished run (options, text, numbers and one
- * head_stats row per head with the heads.h scores of the run; induction and
- * role stay NULL until store_head_scores adds them).  session_update calls
- * it after each new forward pass through s->on_run (store_attach).  No-op
- * without a store. */
-void store_measure(struct session *s);
-
-/* Makes st the session's recorder (NULL: none): s->store, and
- * store_measure called after each run.  The session does not own st. */
-void store_attach(struct session *s, struct store *st);
-
 /* Makes sure the session has its row (recording its current state as the
  * start state).  0, or -1 with a message. */
 int store_begin_session(struct session *s, struct err *e);
-
-/* ----------------------------------------------------------------- sweeps */
-
-/* Records a finished or cancelled sweep (analysis.h): makes sure the
- * session has its row, then inserts the sweeps row (metric "loss" or "kl";
- * source "text" or the corpus path; options the variant description of
- * r->opt; measurement_id the store's last measurement, NULL when none) and
- * its L*H head entries and L layer entries (head NULL) in one transaction.
- * NAN numbers are stored as NULL.  Returns the sweep id, or -1 with a
- * message.  A write that fails stops recording as a failed hook does, but
- * prints nothing: the message ends "; recording stopped, attnscope goes on
- * without it", and the caller's warning is the one warning. */
-struct sweep_result;
-int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
-		    const char *source, struct err *e);
-
-/* ------------------------------------------------------------ head scores */
-
-/* One head of a measurement.  A NAN number or a NULL role is stored as NULL
- * and, for an existing row, keeps the value already there. */
-/* One run of a lab experiment (lab.h), recorded in lab_runs. */
-struct store_lab_row {
-	const char *experiment;  /* "norm" */
-	const char *size;        /* "quick" or "full" */
-	const char *data_path;   /* the training text, or NULL */
-	const char *status;      /* "done", "cancelled" or "failed" */
-	double seconds;
-	int threads;
-	const char *result_json; /* lab_result.json */
-};
-
-/* Records a lab run in the session's database.  Returns its id, or -1
- * with a message (recording stops, as for every other write). */
-int64_t store_lab_run(struct session *s, const struct store_lab_row *r, struct err *e);
-
-struct store_head_row {
-	int layer, head;
-	double entropy, max_weight;
-	double prev_token, first_token, self, local, mean_distance, induction;
-	const char *role;   /* heads_role_name: one word; an offset head's k is in offset */
-	double delim, delim_share, sink, offset_weight;
-	int sink_key, offset;
-};
-
-/* Inserts or updates head rows of measurement_id, in one transaction.
- * 0, or -1 with a message; a write that fails stops recording, reported
- * as by store_sweep. */
-int store_head_stats(struct store *st, int64_t measurement_id, const struct store_head_row *rows,
-		     int n, struct err *e);
-
-/* The same from heads.h scores (scores[l * n_head + h]); the role is stored
- * when induction was measured (not NAN). */
-struct head_scores;
-int store_head_scores(struct store *st, int64_t measurement_id, const struct head_scores *scores,
-		      int n_layer, int n_head, struct err *e);
-
-/* Reads the head rows of a measurement ordered by layer, head.  *rows is
- * malloc'd (free with store_head_rows_free). */
-int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,
-			 int *n, struct err *e);
-void store_head_rows_free(struct store_head_row *rows, int n);
-
-/* --------------------------------------------------------- saved sessions */
 
 /* A session's state: the model, the text, the options and the view. */
 struct store_state {
@@ -210,10 +153,6 @@ int store_find_session(struct store *st, const char *ref, int64_t *id, struct er
 /* Reads a session's saved state (saved true) or the state it started in. */
 int store_get_state(struct store *st, int64_t session_id, bool saved, struct store_state *out,
 		    struct err *e);
-
-/* Model file identity: sha256 (hex) of the file at path, cached by inode,
- * size and mtime.  0 or -1. */
-int store_file_sha256(struct store *st, const char *path, char hex[65], struct err *e);
 
 /* One row of `sessions`. */
 struct store_session_info {
@@ -248,14 +187,47 @@ int store_get_commands(struct store *st, int64_t session_id, struct store_comman
 		       struct err *e);
 void store_commands_free(struct store_command *v, int n);
 
-/* Replay bookkeeping: while replaying, nested replays are refused and
- * store_measure is not suppressed.  suppress > 0 makes store_measure a
- * no-op (open uses it while it rebuilds the state, then records once). */
-void store_set_replaying(struct store *st, bool on);
-bool store_replaying(const struct store *st);
-void store_suppress(struct store *st, int delta);
+/* -------------------- measurements, head stats, sweeps (store-measure.c) */
 
-/* ----------------------------------------------------------- measurements */
+/* Records the session's finished run (options, text, numbers and one
+ * head_stats row per head with the heads.h scores of the run; induction and
+ * role stay NULL until store_head_scores adds them).  session_update calls
+ * it after each new forward pass through s->on_run (store_attach).  No-op
+ * without a store. */
+void store_measure(struct session *s);
+
+/* Makes st the session's recorder (NULL: none): s->store, and
+ * store_measure called after each run.  The session does not own st. */
+void store_attach(struct session *s, struct store *st);
+
+/* One head of a measurement.  A NAN number or a NULL role is stored as NULL
+ * and, for an existing row, keeps the value already there. */
+struct store_head_row {
+	int layer, head;
+	double entropy, max_weight;
+	double prev_token, first_token, self, local, mean_distance, induction;
+	const char *role;   /* heads_role_name: one word; an offset head's k is in offset */
+	double delim, delim_share, sink, offset_weight;
+	int sink_key, offset;
+};
+
+/* Inserts or updates head rows of measurement_id, in one transaction.
+ * 0, or -1 with a message; a write that fails stops recording, reported
+ * as by store_sweep. */
+int store_head_stats(struct store *st, int64_t measurement_id, const struct store_head_row *rows,
+		     int n, struct err *e);
+
+/* The same from heads.h scores (scores[l * n_head + h]); the role is stored
+ * when induction was measured (not NAN). */
+struct head_scores;
+int store_head_scores(struct store *st, int64_t measurement_id, const struct head_scores *scores,
+		      int n_layer, int n_head, struct err *e);
+
+/* Reads the head rows of a measurement ordered by layer, head.  *rows is
+ * malloc'd (free with store_head_rows_free). */
+int store_get_head_stats(struct store *st, int64_t measurement_id, struct store_head_row **rows,
+			 int *n, struct err *e);
+void store_head_rows_free(struct store_head_row *rows, int n);
 
 struct store_measurement {
 	int64_t id, session_id, command_seq; /* command_seq 0: none */
@@ -288,13 +260,20 @@ int store_get_measurement(struct store *st, int64_t id, struct store_measurement
 void store_measurement_free(struct store_measurement *m);
 void store_measurements_free(struct store_measurement *v, int n);
 
-/* `compare ID ID`: two measurements side by side.  IDs are measurement ids,
- * or s:ID / s:NAME for a session's latest measurement.  The `compare`
- * command calls this for every first argument other than `variants`.
- * argv[0] is the command name.  0 or -1 with e set. */
-int store_cmd_compare(struct session *s, int argc, char **argv, struct err *e);
+/* Records a finished or cancelled sweep (analysis.h): makes sure the
+ * session has its row, then inserts the sweeps row (metric "loss" or "kl";
+ * source "text" or the corpus path; options the variant description of
+ * r->opt; measurement_id the store's last measurement, NULL when none) and
+ * its L*H head entries and L layer entries (head NULL) in one transaction.
+ * NAN numbers are stored as NULL.  Returns the sweep id, or -1 with a
+ * message.  A write that fails stops recording as a failed hook does, but
+ * prints nothing: the message ends "; recording stopped, attnscope goes on
+ * without it", and the caller's warning is the one warning. */
+struct sweep_result;
+int64_t store_sweep(struct session *s, const struct sweep_result *r, const char *metric,
+		    const char *source, struct err *e);
 
-/* ------------------------------------------------------------- training */
+/* ----------------------------- training runs and lab runs (store-runs.c) */
 
 /* A training run (`attnscope train`).  Strings may be NULL. */
 struct store_train_run {
@@ -351,10 +330,19 @@ int store_get_training_steps(struct store *st, int64_t run_id, struct store_trai
 			     int *n, char **status, char **model_path, struct err *e);
 void store_train_rows_free(struct store_train_row *v, int n);
 
-/* ---------------------------------------------------------------- helpers */
+/* One run of a lab experiment (lab.h), recorded in lab_runs. */
+struct store_lab_row {
+	const char *experiment;  /* "norm" */
+	const char *size;        /* "quick" or "full" */
+	const char *data_path;   /* the training text, or NULL */
+	const char *status;      /* "done", "cancelled" or "failed" */
+	double seconds;
+	int threads;
+	const char *result_json; /* lab_result.json */
+};
 
-/* True when the len bytes are valid UTF-8 (no overlongs, surrogates or
- * code points above U+10FFFF). */
-bool store_utf8_valid(const char *s, size_t len);
+/* Records a lab run in the session's database.  Returns its id, or -1
+ * with a message (recording stops, as for every other write). */
+int64_t store_lab_run(struct session *s, const struct store_lab_row *r, struct err *e);
 
 #endif

@@ -2,7 +2,7 @@
 # The architecture holds, read from the object files' symbols (nm):
 #   - src/ is layered: a module uses only modules of its own folder or of
 #     the folders before it, in the order base, text, engine, formats, train,
-#     analysis, store, faces;
+#     analysis, session, store, faces;
 #   - modules depend one way: no two use symbols of each other, except the
 #     command table and its faces (cmd.c, cmd-*.c, the REPL and the
 #     visualizer), which call each other by design.
@@ -10,7 +10,7 @@
 #
 #   sh tests/check-layers.sh [BUILD_DIR]
 dir=${1:-build}
-layers="base text engine formats train analysis store faces"
+layers="base text engine formats train analysis session store faces"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-layers.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 n=0
