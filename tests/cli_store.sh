@@ -131,6 +131,13 @@ printf '%s\n' "text it's \"quoted\"; '); DROP TABLE sessions; -- end" \
 	"save o'neil \"x\"; '); DROP TABLE sessions; -- $(printf '\377\376')" >"$tmp/hostile.cmds"
 run --db "$DB" -f "$tmp/hostile.cmds" </dev/null
 check hostile-save sh -c "[ $rc -eq 0 ] && grep -q 'DROP TABLE sessions' '$tmp/out'"
+# forget takes a name as save and open do: the rest of the line, an
+# apostrophe included (not "unbalanced ' quote")
+printf '%s\n' "save Romeo's take" >"$tmp/romeo.cmds"
+run --db "$DB" -f "$tmp/romeo.cmds" </dev/null
+printf '%s\n' "forget Romeo's take" "open Romeo's take" >"$tmp/romeo-forget.cmds"
+run --db "$DB" -f "$tmp/romeo-forget.cmds" </dev/null
+check forget-name-as-typed sh -c "[ $rc -ne 0 ] && grep -q '^forgot session [0-9]*: ' '$tmp/out' && ! grep -q 'unbalanced' '$tmp/err' && grep -q \"Romeo's take\" '$tmp/err'"
 printf '%s\n' "open o'neil \"x\"; '); DROP TABLE sessions; -- $(printf '\377\376')" 'sessions' >"$tmp/hostile-open.cmds"
 run --db "$DB" -f "$tmp/hostile-open.cmds" </dev/null
 check hostile-open sh -c "[ $rc -eq 0 ] && grep -q '^opened session' '$tmp/out' && grep -q ' demo ' '$tmp/out'"

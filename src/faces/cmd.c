@@ -355,9 +355,9 @@ int cmd_split(const char *line, int *argc, char ***argv, struct err *e)
 				}
 			} else if (*p == '\'' || *p == '"') {
 				quote = *p;
-			} else if (*p == '\\' && p[1]) {
+			} else if (*p == '\\' && p[1] && strchr(" \t'\"\\#", p[1])) {
 				word[w++] = *++p;
-			} else {
+			} else { /* a backslash before any other character stays */
 				word[w++] = *p;
 			}
 			p++;
