@@ -125,10 +125,11 @@ int cmd_style(const struct session *s);
  * printed whole. */
 void cmd_wrap(FILE *f, const char *text, int col, int indent, int width);
 
-/* Splits a line into words: blanks separate, '...' and "..." quote, a
- * backslash escapes a blank, a quote, '#' or another backslash (before
- * anything else it is itself: "a\nb" stays a, backslash, n, b), '#' at the
- * start of a word begins a comment.  For a CMD_RAW command the rest of the line after the name (one
+/* Splits a line into words: blanks separate, '...' and "..." quote, '#'
+ * at the start of a word begins a comment.  Outside quotes a backslash
+ * escapes a blank, a quote, a backslash or '#'; before any other character
+ * it is kept ("a\nb" is those four characters, not "anb"); inside "..."
+ * it escapes '"' and '\' only, inside '...' nothing.  For a CMD_RAW command the rest of the line after the name (one
  * blank skipped) is one argument, verbatim.  *argv is malloc'd with its
  * strings (free with cmd_free_argv).  0 or -1 (unbalanced quote). */
 int cmd_split(const char *line, int *argc, char ***argv, struct err *e);

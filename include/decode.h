@@ -57,6 +57,12 @@ struct decoder {
 struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
 			    struct err *e);
 
+/* How many ids a generation may draw for m: ids 0 .. returned-1.  The
+ * model's vocabulary, or the tokenizer's when that is smaller (a Qwen2
+ * config pads its vocab_size past the tokenizer's): the rows beyond it
+ * have logits but no text to decode to. */
+int decoder_ids(const struct model *m);
+
 /* Frees the decoder; NULL is a no-op. */
 void decoder_free(struct decoder *d);
 

@@ -12,7 +12,9 @@
 #include "util.h"
 
 struct sampler {
-	int vocab_size;
+	int vocab_size;    /* ids drawn: 0 .. vocab_size-1, the first of a logits row
+			    * that may be longer (decoder_ids: a tokenizer smaller
+			    * than the model's vocabulary) */
 	float temperature; /* 0: always the most likely token */
 	int top_k;         /* draw among the k most likely; 0 or >= vocab_size: all */
 	struct rng rng;
@@ -25,7 +27,8 @@ void sampler_init(struct sampler *s, int vocab_size, float temperature, int top_
 		  uint64_t seed);
 void sampler_free(struct sampler *s);
 
-/* The next token for logits (vocab_size); ties go to the smaller id.  With
+/* The next token for logits (at least vocab_size of them; any beyond are
+ * never read); ties go to the smaller id.  With
  * exclude >= 0 that id is never chosen (e.g. <unk>), unless it is the only
  * token. */
 int sampler_sample(struct sampler *s, const float *logits, int exclude);

@@ -70,4 +70,23 @@ for opts in "" "attn mqa;" "mask window 3;" "attn mqa; mask window 3;"; do
 	fi
 done
 
+# a tokenizer smaller than the model's vocabulary (10 rows, 4 tokens, as a
+# Qwen2 config pads vocab_size): a warning at load, generate draws only ids
+# the tokenizer decodes (the text grows by every token), and top marks the
+# others; greedy and sampled alike
+mkdir "$tmp/hf"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5, "g": 6, "h": 7, "ab": 8, "cd": 9}, "merges": ["a b", "c d"]}}\n' >"$tmp/big.json"
+if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/hf-ref.safetensors" "$tmp/big.json" >/dev/null 2>&1; then
+	printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "d": 3}, "merges": []}}\n' >"$tmp/hf/tokenizer.json"
+	run --no-db --batch "$tmp/hf" -c 'text abcd; top 10' </dev/null
+	check small-tokenizer-warns sh -c "[ $rc -eq 0 ] && grep -q 'warning: hf: the tokenizer has 4 tokens but the model.s vocabulary 10; ids 4..9 have no text' '$tmp/err'"
+	check small-tokenizer-top-marks has_out '^<bad id N>: ids 4\.\.9 have no token in the tokenizer'
+	for g in "--temperature 0" "--seed 1" "--seed 2" "--seed 3"; do
+		run --no-db --batch "$tmp/hf" -c "text abcd; generate 20 $g" </dev/null
+		check "small-tokenizer-decodable $g" sh -c "[ $rc -eq 0 ] && grep -q '^24 tokens ' '$tmp/out' && grep -qx '[abcd]\\{20\\}' '$tmp/out'"
+	done
+else
+	fail "small-tokenizer setup (tool_mkhf)"
+fi
+
 [ "$failures" -eq 0 ]

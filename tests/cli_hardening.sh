@@ -117,6 +117,14 @@ export_to "$tmp/link.txt"
 check out-symlink-read-only-refused sh -c "[ $rc -eq 1 ] && grep -q 'the file is read-only' '$tmp/err'"
 chmod 0640 "$tmp/sub/target.txt"
 
+# ----------------------------------------- export --out: backslashes
+# outside quotes a backslash before a letter stays (a\nb names those four
+# characters, not "anb"); before a blank it escapes it
+run --no-db -c 'text hi; export grid --out a\nb.txt' </dev/null
+check out-backslash-kept sh -c "[ $rc -eq 0 ] && [ -s 'a\\nb.txt' ] && [ ! -e anb.txt ]"
+run --no-db -c 'text hi; export grid --out a\ b.txt' </dev/null
+check out-backslash-blank sh -c "[ $rc -eq 0 ] && [ -s 'a b.txt' ]"
+
 # ---------------------------------------------- export --out - : stdout
 for target in - /dev/stdout; do
 	run --no-db -c "text hi; export grid --out $target" </dev/null

@@ -251,4 +251,22 @@ for width in 80 160; do
 	T kill-session -t "$S" >/dev/null 2>&1
 done
 
+# a tokenizer.json whose Split regex backtracks catastrophically: that text
+# is refused in one line and the session goes on with the same model and
+# tokenizer (not "fatal: PCRE2 match failed", exit 134)
+mkdir "$tmp/bt"
+printf '{"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a|aa)+$"}, "behavior": "Isolated", "invert": false}, "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}\n' >"$tmp/bt.json"
+if "$TOOLS/tool_mkhf" "$tmp/bt" "$tmp/bt-ref.safetensors" "$tmp/bt.json" >/dev/null 2>&1; then
+	S=backtrack
+	T new-session -d -s "$S" -x 100 -y 30 "cd '$tmp' && env HOME='$tmp/home' '$A' bt --no-db; echo \$? >'$tmp/status'; sleep 60"
+	wait_for '^bt> *$' >/dev/null
+	keys "text $(printf 'a%.0s' $(seq 60))b" Enter
+	expect repl-regex-limit-refused 'pre-tokenizer regex hit its match limit on this text'
+	keys 'text abab' Enter
+	expect repl-regex-limit-goes-on '^2 tokens '
+	T kill-session -t "$S" >/dev/null 2>&1
+else
+	fail "repl-regex-limit setup (tool_mkhf)"
+fi
+
 [ "$failures" -eq 0 ]

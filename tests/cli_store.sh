@@ -131,6 +131,13 @@ printf '%s\n' "text it's \"quoted\"; '); DROP TABLE sessions; -- end" \
 	"save o'neil \"x\"; '); DROP TABLE sessions; -- $(printf '\377\376')" >"$tmp/hostile.cmds"
 run --db "$DB" -f "$tmp/hostile.cmds" </dev/null
 check hostile-save sh -c "[ $rc -eq 0 ] && grep -q 'DROP TABLE sessions' '$tmp/out'"
+# forget takes a name as save and open do: the rest of the line, an
+# apostrophe included (not "unbalanced ' quote")
+printf '%s\n' "save Romeo's take" >"$tmp/romeo.cmds"
+run --db "$DB" -f "$tmp/romeo.cmds" </dev/null
+printf '%s\n' "forget Romeo's take" "open Romeo's take" >"$tmp/romeo-forget.cmds"
+run --db "$DB" -f "$tmp/romeo-forget.cmds" </dev/null
+check forget-name-as-typed sh -c "[ $rc -ne 0 ] && grep -q '^forgot session [0-9]*: ' '$tmp/out' && ! grep -q 'unbalanced' '$tmp/err' && grep -q \"Romeo's take\" '$tmp/err'"
 printf '%s\n' "open o'neil \"x\"; '); DROP TABLE sessions; -- $(printf '\377\376')" 'sessions' >"$tmp/hostile-open.cmds"
 run --db "$DB" -f "$tmp/hostile-open.cmds" </dev/null
 check hostile-open sh -c "[ $rc -eq 0 ] && grep -q '^opened session' '$tmp/out' && grep -q ' demo ' '$tmp/out'"
@@ -196,8 +203,38 @@ else
 fi
 run --db "$ro" -c 'text hello; echo alive' </dev/null
 check readonly-keeps-working sh -c "[ $rc -eq 0 ] && grep -q '^alive$' '$tmp/out'"
-check readonly-one-warning sh -c "[ \$(grep -c 'warning' '$tmp/err') -eq 1 ] && grep -q 'cannot' '$tmp/err' && grep -q 'without recording' '$tmp/err'"
+check readonly-one-warning sh -c "[ \$(grep -c 'warning' '$tmp/err') -eq 1 ] && grep -q 'cannot\\|read-only' '$tmp/err' && grep -q 'without recording' '$tmp/err'"
 check readonly-no-file sh -c "[ ! -e '$ro' ]"
+
+# a database on a read-only file system, and one on a full one, say so in
+# one line (not SQLite's "unable to open database file" or "disk I/O
+# error"): a 64 KiB tmpfs, remounted read-only, then filled.  Needs root
+# and mount(8); skipped otherwise.
+fs=$tmp/fs
+mkdir "$fs"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=64k tmpfs "$fs" 2>/dev/null; then
+	trap 'umount "$fs" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+	run --db "$fs/s.db" -c 'echo made' </dev/null
+	if mount -o remount,ro "$fs" 2>/dev/null; then
+		for f in s.db new.db; do
+			run --db "$fs/$f" -c 'text hello; echo alive' </dev/null
+			check "read-only-fs-says-so $f" sh -c "[ $rc -eq 0 ] && grep -q '^alive\$' '$tmp/out' && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q '^attnscope: warning: $fs/$f: the database is read-only (Read-only file system); going on without recording' '$tmp/err'"
+		done
+		mount -o remount,rw "$fs"
+	else
+		echo "ok read-only-fs-says-so # skipped: cannot remount read-only"
+	fi
+	rm -f "$fs"/s.db-*
+	dd if=/dev/zero of="$fs/fill" bs=1k count=128 2>/dev/null
+	for f in s.db full.db; do
+		run --db "$fs/$f" -c 'text hello; echo alive' </dev/null
+		check "full-disk-says-so $f" sh -c "[ $rc -eq 0 ] && grep -q '^alive\$' '$tmp/out' && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q '^attnscope: warning: $fs/$f: no space left on the device; going on without recording' '$tmp/err'"
+	done
+	umount "$fs"
+else
+	echo "ok read-only-fs-says-so # skipped: needs root and mount -t tmpfs"
+	echo "ok full-disk-says-so # skipped: needs root and mount -t tmpfs"
+fi
 
 "$SQLITE" "$tmp/newer.db" 'PRAGMA application_id = 1096045390; PRAGMA user_version = 7; CREATE TABLE future (x)' 2>/dev/null
 if [ -f "$tmp/newer.db" ]; then

@@ -398,6 +398,17 @@ static void test_sampler(void **state)
 	for (int i = 0; i < 1000; i++)
 		assert_int_not_equal(sampler_sample(&s, l3, -1), 0);
 	sampler_free(&s);
+	/* a sampler over the first 3 ids of a longer row (decoder_ids: a
+	 * tokenizer smaller than the vocabulary) never draws the rest, however
+	 * likely */
+	float l5[5] = { 0.0f, 0.5f, 1.0f, 9.0f, 9.0f };
+	sampler_init(&s, 3, 0.0f, 0, 9);
+	assert_int_equal(sampler_sample(&s, l5, -1), 2);
+	sampler_free(&s);
+	sampler_init(&s, 3, 2.0f, 0, 9);
+	for (int i = 0; i < 1000; i++)
+		assert_true(sampler_sample(&s, l5, -1) < 3);
+	sampler_free(&s);
 }
 
 int main(void)

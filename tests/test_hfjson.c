@@ -379,6 +379,88 @@ static void test_no_token(void **state)
 	tok_free(t);
 }
 
+/* A Split regex with catastrophic backtracking fails on that text with a
+ * one-line error, not an abort, and the tokenizer still encodes others:
+ * "(a|aa)+$" on 60 a's and a "b" (PCRE2's match limit), "(?R)?a" on
+ * 10,000 a's (the JIT's stack, or the interpreter's recursion check;
+ * this one fails on every text, and fails alike the second time). */
+static void test_match_limit(void **state)
+{
+	static const char *const pats[] = { "(a|aa)+$", "(?R)?a" };
+	static const size_t lens[] = { 61, 10000 };
+	char json[512], got[128];
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		struct err e = { "" };
+		struct tokenizer *t;
+		char *text = xmalloc(lens[i]);
+		int *ids, n;
+
+		snprintf(json, sizeof json, "{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": "
+			 "\"Split\", \"pattern\": {\"Regex\": \"%s\"}, \"behavior\": "
+			 "\"Isolated\", \"invert\": false}}", pats[i]);
+		t = tok_hfjson_from_text(json, strlen(json), "tokenizer.json", &e);
+		assert_non_null(t);
+		memset(text, 'a', lens[i]);
+		if (i == 0)
+			text[lens[i] - 1] = 'b';
+		assert_int_equal(tok_encode(t, text, lens[i], 0, &ids, &n, &e), -1);
+		if (!strstr(e.msg, "on this text"))
+			print_error("%s: %s\n", pats[i], e.msg);
+		assert_non_null(strstr(e.msg, "tokenizer.json: a pre-tokenizer regex "));
+		assert_non_null(strstr(e.msg, " on this text"));
+		if (i == 0)
+			assert_non_null(strstr(e.msg, "hit its match limit"));
+		assert_null(strchr(e.msg, '\n'));
+		assert_null(ids);
+		if (i == 0) {
+			ids_of(t, "ab", got); /* the tokenizer is still usable */
+			assert_string_equal(got, "2");
+		} else {
+			assert_int_equal(tok_encode(t, "ab", 2, 0, &ids, &n, &e), -1);
+		}
+		free(text);
+		tok_free(t);
+	}
+}
+
+/* A chain of Replace normalizers that multiplies a character is refused
+ * for that text with a one-line error (the limit: 16 times the text plus
+ * 1024 bytes) before it allocates; a text it leaves alone still encodes. */
+static void test_norm_growth(void **state)
+{
+	struct { char s[4096]; } j = { "" };
+	struct err e = { "" };
+	struct tokenizer *t;
+	char got[128];
+	int *ids, n;
+
+	(void)state;
+	strcat(j.s, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, "
+		    "\"c\": 2}, \"merges\": []}, \"normalizer\": {\"type\": \"Sequence\", "
+		    "\"normalizers\": [");
+	for (int i = 0; i < 16; i++)
+		strcat(j.s, i ? ", {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, "
+				"\"content\": \"aaaaaaaa\"}"
+			      : "{\"type\": \"Replace\", \"pattern\": {\"String\": \"b\"}, "
+				"\"content\": \"aaaaaaaa\"}");
+	strcat(j.s, "]}}");
+	t = tok_hfjson_from_text(j.s, strlen(j.s), "tokenizer.json", &e);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	ids_of(t, "c", got); /* no "a" or "b": nothing grows */
+	assert_string_equal(got, "2");
+	assert_int_equal(tok_encode(t, "b", 1, 0, &ids, &n, &e), -1);
+	if (!strstr(e.msg, "would grow"))
+		print_error("%s\n", e.msg);
+	assert_non_null(strstr(e.msg, "tokenizer.json: normalizer 4 (Replace) would grow this "
+				       "1-byte text past 1040 bytes"));
+	assert_null(strchr(e.msg, '\n'));
+	tok_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +475,8 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_nfc),
 		cmocka_unit_test(test_no_token),
+		cmocka_unit_test(test_match_limit),
+		cmocka_unit_test(test_norm_growth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "tokenizer.h"
 
 /* The K/V heads a pass with options o computes with: going up by a whole
  * factor only replicates native heads, so the native ones are used (as in
@@ -225,4 +226,11 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 	d->used = keep;
 	run_free(r);
 	return 0;
+}
+
+int decoder_ids(const struct model *m)
+{
+	int V = m->cfg.vocab_size;
+
+	return m->tok && m->tok->vocab_size > 0 && m->tok->vocab_size < V ? m->tok->vocab_size : V;
 }

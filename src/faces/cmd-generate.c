@@ -100,7 +100,8 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	if (!d)
 		return -1;
 	struct sampler sp;
-	sampler_init(&sp, m->cfg.vocab_size, (float)temp, top_k, (uint64_t)seed);
+	/* only ids the tokenizer can decode: the first decoder_ids of the row */
+	sampler_init(&sp, decoder_ids(m), (float)temp, top_k, (uint64_t)seed);
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
 	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
 	int unk = m->tok ? m->tok->unk_id : -1;

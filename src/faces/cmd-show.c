@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "decode.h"
 #include "cmd.h"
 #include "export.h"
 #include "render.h"
@@ -297,6 +298,23 @@ const struct cmd_entry cmd_show_entry = {
 
 /* -------------------------------------------------------------------- top */
 
+/* A line under the table when a shown id is one the tokenizer has no text
+ * for (its vocabulary is smaller than the model's; decoder_ids). */
+static void top_note_beyond(const struct model *m, const int *ids, int n, const int *bids,
+			    int bn, struct render_buf *b)
+{
+	int nt = decoder_ids(m), beyond = 0;
+
+	for (int r = 0; r < n; r++)
+		beyond += ids[r] >= nt;
+	for (int r = 0; r < bn; r++)
+		beyond += bids[r] >= nt;
+	if (beyond)
+		render_buf_printf(b, "<bad id N>: ids %d..%d have no token in the tokenizer (%d "
+				  "tokens; the model's vocabulary is %d); generate never draws them\n",
+				  nt, m->cfg.vocab_size - 1, nt, m->cfg.vocab_size);
+}
+
 static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	int k = 5, pos = -1, i = 1;
@@ -382,6 +400,7 @@ static int top_exec(struct session *s, int argc, char **argv, struct err *e)
 			b.data[--b.len] = '\0';
 		render_buf_puts(&b, "\n");
 	}
+	top_note_beyond(s->model, ids, n, bids, bn, &b);
 	emit(s, &b);
 	return 0;
 }

@@ -228,8 +228,10 @@ static int forget_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (need_store(s, e))
 		return -1;
 	int64_t id, nc, nm;
-	if (store_find_session(s->store, argv[1], &id, e) != 0 ||
-	    store_forget_session(s->store, id, &nc, &nm, e) != 0)
+	char *ref = xstrndup(argv[1], raw_len(argv[1])); /* the name as typed, as open takes it */
+	int rc = store_find_session(s->store, ref, &id, e);
+	free(ref);
+	if (rc != 0 || store_forget_session(s->store, id, &nc, &nm, e) != 0)
 		return -1;
 	if (!s->quiet)
 		fprintf(s->out, "forgot session %lld: %lld command%s, %lld measurement%s\n",
@@ -244,7 +246,10 @@ const struct cmd_entry cmd_forget_entry = {
 	.help = "delete a recorded session and everything recorded in it",
 	.long_help = "Deletes the session (by id, or by name: the latest with that name) with its\n"
 		     "commands, measurements, head scores, sweeps and lab runs, in one\n"
-		     "transaction.  The session being recorded now cannot be forgotten.",
+		     "transaction.  The session being recorded now cannot be forgotten.  The\n"
+		     "name is the rest of the line as typed, quotes and backslashes included,\n"
+		     "as save and open take it.",
+	.flags = CMD_RAW,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = forget_exec,

@@ -360,9 +360,9 @@ int cmd_split(const char *line, int *argc, char ***argv, struct err *e)
 				}
 			} else if (*p == '\'' || *p == '"') {
 				quote = *p;
-			} else if (*p == '\\' && p[1] && (is_blank(p[1]) || strchr("'\"\\#", p[1]))) {
-				word[w++] = *++p; /* else the backslash is itself: a\nb stays 4 bytes */
-			} else {
+			} else if (*p == '\\' && p[1] && strchr(" \t'\"\\#", p[1])) {
+				word[w++] = *++p;
+			} else { /* a backslash before any other character stays */
 				word[w++] = *p;
 			}
 			p++;

@@ -296,6 +296,22 @@ const struct head_scores *session_head_scores(struct session *s, struct err *e)
 	return s->scores;
 }
 
+/* A warning on stderr when m's tokenizer and vocabulary differ in size. */
+static void warn_vocab(const struct model *m, const char *spec)
+{
+	int V = m->cfg.vocab_size, nt = m->tok ? m->tok->vocab_size : V;
+	const char *name = m->name ? m->name : spec;
+
+	if (nt < V)
+		fprintf(stderr, "attnscope: warning: %s: the tokenizer has %d tokens but the model's "
+			"vocabulary %d; ids %d..%d have no text (generate never draws them, top marks "
+			"them)\n", name, nt, V, nt, V - 1);
+	else if (nt > V)
+		fprintf(stderr, "attnscope: warning: %s: the tokenizer has %d tokens but the model's "
+			"vocabulary %d; a text holding ids %d..%d will not run\n", name, nt, V, V,
+			nt - 1);
+}
+
 int session_load(struct session *s, const char *spec, const char *tokenizer, struct err *e)
 {
 	int files = in_use_new("a file of the loaded model");
@@ -325,6 +341,7 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
 		free(m->name);
 		m->name = safe;
 	}
+	warn_vocab(m, spec);
 	model_free(s->model);
 	in_use_drop(s->model_files);
 	s->model_files = files;

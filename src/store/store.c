@@ -254,6 +254,48 @@ static bool is_damage(int rc)
 	return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT;
 }
 
+/* The one-line error for a step of opening path that SQLite refused with
+ * rc (verb: "read" or "write"): a read-only file or file system and a
+ * full disk are named as such whichever step met them (SQLite says
+ * "attempt to write a readonly database", "unable to open database file"
+ * or "disk I/O error" for them); anything else is SQLite's message.
+ * not_writable: 0 when path, or its directory when it does not exist, is
+ * writable by this process, else the errno that says why not. */
+static int not_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (access(path, W_OK) == 0)
+		return 0;
+	if (errno == ENOENT) { /* may it be created? */
+		if (!slash)
+			snprintf(dir, sizeof dir, ".");
+		else
+			snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		if (access(dir, W_OK) == 0)
+			return 0;
+	}
+	return errno == EROFS || errno == EACCES || errno == EPERM ? errno : 0;
+}
+
+static int open_error(sqlite3 *db, int rc, const char *path, const char *verb, struct err *e)
+{
+	int sys = db ? sqlite3_system_errno(db) : 0, prim = rc & 0xff, why = 0;
+	bool cant = prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR || prim == SQLITE_READONLY;
+
+	if (cant)
+		why = sys == EROFS ? EROFS : not_writable(path);
+	if (why)
+		return err_set(e, "%s: the database is read-only (%s)", path, strerror(why));
+	if (prim == SQLITE_READONLY)
+		return err_set(e, "%s: the database is read-only", path);
+	if (prim == SQLITE_FULL || ((prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN) &&
+				    (sys == ENOSPC || sys == EDQUOT)))
+		return err_set(e, "%s: no space left on the device", path);
+	return err_set(e, "cannot %s %s: %s", verb, path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
 /* Files above this size are not read whole by quick_check at every start. */
 #define QUICK_CHECK_MAX ((off_t)64 << 20)
 
@@ -270,7 +312,7 @@ static int probe(sqlite3 *db, const char *path, int64_t *version, struct err *e)
 		return err_set(e, "%s is not a SQLite database or is damaged (%s); it was left unchanged",
 			       path, sqlite3_errstr(rc));
 	if (rc != SQLITE_OK)
-		return err_set(e, "cannot read %s: %s", path, sqlite3_errmsg(db));
+		return open_error(db, rc, path, "read", e);
 	if (appid != 0 && appid != STORE_APPLICATION_ID)
 		return err_set(e, "%s is a SQLite database of another program (application_id %lld); "
 			       "it was left unchanged", path, (long long)appid);
@@ -298,7 +340,7 @@ static int migrate(sqlite3 *db, const char *path, struct err *e)
 {
 	int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
-		return err_set(e, "cannot write %s: %s", path, sqlite3_errmsg(db));
+		return open_error(db, rc, path, "write", e);
 	int64_t version = 0;
 	if (probe(db, path, &version, e) != 0) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -308,8 +350,11 @@ static int migrate(sqlite3 *db, const char *path, struct err *e)
 		char *msg = NULL;
 		rc = sqlite3_exec(db, store_migrations[v], NULL, NULL, &msg);
 		if (rc != SQLITE_OK) {
-			err_set(e, "cannot write %s: schema version %lld to %lld: %s", path,
-				(long long)v, (long long)v + 1, msg ? msg : sqlite3_errstr(rc));
+			if ((rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_READONLY)
+				open_error(db, rc, path, "write", e);
+			else
+				err_set(e, "cannot write %s: schema version %lld to %lld: %s", path,
+					(long long)v, (long long)v + 1, msg ? msg : sqlite3_errstr(rc));
 			sqlite3_free(msg);
 			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 			return -1;
@@ -317,7 +362,7 @@ static int migrate(sqlite3 *db, const char *path, struct err *e)
 	}
 	rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		err_set(e, "cannot write %s: %s", path, sqlite3_errmsg(db));
+		open_error(db, rc, path, "write", e);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
@@ -357,7 +402,7 @@ struct store *store_open(const char *path, struct err *e)
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
-		err_set(e, "cannot open or create %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		open_error(db, rc, path, "open or create", e);
 		sqlite3_close(db);
 		if (lockfd >= 0)
 			close(lockfd);
@@ -369,14 +414,17 @@ struct store *store_open(const char *path, struct err *e)
 	if (probe(db, path, &version, e) != 0)
 		goto fail;
 	if (sqlite3_db_readonly(db, "main") == 1) {
-		err_set(e, "cannot write %s (read-only)", path);
+		open_error(db, SQLITE_READONLY, path, "write", e);
 		goto fail;
 	}
 	char mode[32];
 	rc = pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
-	if (rc != SQLITE_OK || strcmp(mode, "wal") != 0) {
-		err_set(e, "cannot write %s: %s", path,
-			rc != SQLITE_OK ? sqlite3_errmsg(db) : "the WAL journal could not be set up");
+	if (rc != SQLITE_OK) {
+		open_error(db, rc, path, "write", e);
+		goto fail;
+	}
+	if (strcmp(mode, "wal") != 0) {
+		err_set(e, "cannot write %s: the WAL journal could not be set up", path);
 		goto fail;
 	}
 	if (sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", NULL, NULL,
@@ -392,7 +440,7 @@ struct store *store_open(const char *path, struct err *e)
 		 * without changing anything */
 		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
-			err_set(e, "cannot write %s: %s", path, sqlite3_errmsg(db));
+			open_error(db, rc, path, "write", e);
 			goto fail;
 		}
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);

@@ -567,8 +567,14 @@ static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, i
 			encode_chunk(b, s + pos, clen - pos, ids, n, cap);
 			break;
 		}
-		if (rc < 0)
-			die("gpt2 tokenizer: PCRE2 match failed (%d)", rc);
+		if (rc < 0) { /* a limit of PCRE2's: this text only, not the program */
+			PCRE2_UCHAR msg[120];
+
+			pcre2_get_error_message(rc, msg, sizeof msg);
+			nbad = err_set(e, "gpt2 tokenizer: the pre-tokenizer pattern failed on this "
+				       "text (%s); not encoded", (char *)msg);
+			break;
+		}
 		ov = pcre2_get_ovector_pointer(md);
 		ms = ov[0];
 		me = ov[1];

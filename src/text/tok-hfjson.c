@@ -289,24 +289,64 @@ static pcre2_code *compile(const char *pat, size_t len, bool literal, const char
 	return re;
 }
 
+/* Bounds on one pcre2_match call, so that a pattern with catastrophic
+ * backtracking ("(a|aa)+$", "(?R)?a") fails on that text instead of
+ * running for minutes or overflowing the stack.  The JIT honours the
+ * match limit; the interpreter also the depth and heap limits (KiB). */
+#define MATCH_LIMIT 10000000u
+#define DEPTH_LIMIT 1000000u
+#define HEAP_LIMIT (64u * 1024u)
+
+static pcre2_match_context *match_context(void)
+{
+	pcre2_match_context *mc = pcre2_match_context_create(NULL);
+
+	if (!mc)
+		die("out of memory (PCRE2 match context)");
+	pcre2_set_match_limit(mc, MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, DEPTH_LIMIT);
+	pcre2_set_heap_limit(mc, HEAP_LIMIT);
+	return mc;
+}
+
+/* A failed match (other than no match) as a one-line error for this text. */
+static int match_error(int rc, struct err *e)
+{
+	PCRE2_UCHAR msg[120];
+
+	if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+	    rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT)
+		return err_set(e, "tokenizer.json: a pre-tokenizer regex hit its match limit on "
+			       "this text (the pattern backtracks too much); not encoded");
+	pcre2_get_error_message(rc, msg, sizeof msg);
+	return err_set(e, "tokenizer.json: a pre-tokenizer regex failed on this text (PCRE2: %s); "
+		       "not encoded", (char *)msg);
+}
+
 /* Splits s[0..len) around the matches of re, keeping both the matches
  * and what lies between (behaviour Isolated, as transformers.js's
- * regexSplit); appends the non-empty parts to out. */
-static void split_isolated(const pcre2_code *re, const char *s, size_t len, struct strs *out)
+ * regexSplit); appends the non-empty parts to out.  -1 + e when a match
+ * fails (its limits, above); out then holds what was split so far. */
+static int split_isolated(const pcre2_code *re, const char *s, size_t len, struct strs *out,
+			  struct err *e)
 {
 	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	pcre2_match_context *mc = match_context();
 	size_t last = 0, from = 0;
+	int ret = 0;
 
 	if (!md)
 		die("out of memory (PCRE2 match data)");
 	while (from <= len) {
-		int rc = pcre2_match(re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK, md, NULL);
+		int rc = pcre2_match(re, (PCRE2_SPTR)s, len, from, PCRE2_NO_UTF_CHECK, md, mc);
 		PCRE2_SIZE *ov;
 
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
-		if (rc < 0)
-			die("tokenizer.json: PCRE2 match failed (%d)", rc);
+		if (rc < 0) {
+			ret = match_error(rc, e);
+			goto out;
+		}
 		ov = pcre2_get_ovector_pointer(md);
 		if (ov[0] > last)
 			strs_add(out, s + last, ov[0] - last);
@@ -325,7 +365,10 @@ static void split_isolated(const pcre2_code *re, const char *s, size_t len, stru
 	}
 	if (last < len)
 		strs_add(out, s + last, len - last);
+out:
+	pcre2_match_context_free(mc);
 	pcre2_match_data_free(md);
+	return ret;
 }
 
 /* ------------------------------------------------------------- freeing */
@@ -909,52 +952,100 @@ static void build_pieces(struct hf_impl *h)
 
 /* ------------------------------------------------------------ encoding */
 
+/* How far the normalizers may grow a text: no step's output may exceed
+ * NORM_GROWTH times the text given to normalize() plus NORM_SLACK bytes
+ * (a Prepend to one character), nor NORM_CAP bytes.  A chain of Replace
+ * steps ("a" by "aaaaaaaa", sixteen times) would otherwise ask for
+ * gigabytes from one character. */
+#define NORM_GROWTH 16
+#define NORM_SLACK 1024
+#define NORM_CAP ((size_t)256 << 20)
+
+static size_t norm_limit(size_t len)
+{
+	if (len > (NORM_CAP - NORM_SLACK) / NORM_GROWTH)
+		return len > NORM_CAP ? len : NORM_CAP;
+	return len * NORM_GROWTH + NORM_SLACK;
+}
+
+/* Normalizer step i (kind o) of a text of len bytes refused for growing past max. */
+static int norm_too_big(int i, const struct norm *o, size_t len, size_t max, struct err *e)
+{
+	static const char *const names[] = { "NFC", "Prepend", "Replace" };
+
+	return err_set(e, "tokenizer.json: normalizer %d (%s) would grow this %zu-byte text past "
+		       "%zu bytes (%d times its length plus %d, at most %zu MiB); not encoded",
+		       i + 1, names[o->kind], len, max, NORM_GROWTH, NORM_SLACK, NORM_CAP >> 20);
+}
+
+/* One normalizer step over b into nb (empty on entry); false, nb freed,
+ * when its output would pass max bytes. */
+static bool norm_step(const struct norm *o, const struct buf *b, size_t max, struct buf *nb)
+{
+	if (o->kind == NORM_NFC) { /* grows a text by a few times at most */
+		nb->s = tok_nfc(b->s, b->len, &nb->len);
+		nb->cap = nb->len + 1;
+	} else if (o->kind == NORM_PREPEND) {
+		if (o->al > max - b->len)
+			return false;
+		buf_put(nb, o->a, o->al);
+		buf_put(nb, b->s, b->len);
+	} else { /* Replace */
+		buf_put(nb, "", 0);
+		for (size_t k = 0; k < b->len;) {
+			bool hit = b->len - k >= o->al && !memcmp(b->s + k, o->a, o->al);
+			size_t n = hit ? o->bl : 1;
+
+			if (n > max - nb->len) {
+				free(nb->s);
+				return false;
+			}
+			buf_put(nb, hit ? o->b : b->s + k, n);
+			k += hit ? o->al : 1;
+		}
+	}
+	if (nb->len <= max)
+		return true;
+	free(nb->s);
+	return false;
+}
+
 /* Applies the normalizers to s[0..len) (valid UTF-8); malloc'd result in
- * *out, *out_len. */
-static void normalize(const struct hf_impl *h, const char *s, size_t len, char **out,
-		      size_t *out_len)
+ * *out, *out_len.  -1 + e (and *out NULL) when a step would grow the text
+ * past norm_limit(len). */
+static int normalize(const struct hf_impl *h, const char *s, size_t len, char **out,
+		     size_t *out_len, struct err *e)
 {
 	struct buf b = { 0 };
+	size_t max = norm_limit(len);
 
+	*out = NULL;
+	*out_len = 0;
 	buf_put(&b, s, len);
 	for (int i = 0; i < h->nnorm; i++) {
-		const struct norm *o = &h->norm[i];
 		struct buf nb = { 0 };
+		bool fits = norm_step(&h->norm[i], &b, max, &nb);
 
-		if (o->kind == NORM_NFC) {
-			nb.s = tok_nfc(b.s, b.len, &nb.len);
-			nb.cap = nb.len + 1;
-		} else if (o->kind == NORM_PREPEND) {
-			buf_put(&nb, o->a, o->al);
-			buf_put(&nb, b.s, b.len);
-		} else { /* Replace */
-			buf_put(&nb, "", 0);
-			for (size_t k = 0; k < b.len;) {
-				if (b.len - k >= o->al && !memcmp(b.s + k, o->a, o->al)) {
-					buf_put(&nb, o->b, o->bl);
-					k += o->al;
-				} else {
-					buf_put(&nb, b.s + k++, 1);
-				}
-			}
-		}
 		free(b.s);
+		if (!fits)
+			return norm_too_big(i, &h->norm[i], len, max, e);
 		b = nb;
 	}
 	*out = b.s;
 	*out_len = b.len;
+	return 0;
 }
 
-/* One pre-tokenizer over one piece; appends the results to out. */
-static void pre_one(const struct hf_impl *h, const struct pre *p, const char *s, size_t len,
-		    int section, struct strs *out)
+/* One pre-tokenizer over one piece; appends the results to out.
+ * -1 + e when a regex fails on this text (split_isolated). */
+static int pre_one(const struct hf_impl *h, const struct pre *p, const char *s, size_t len,
+		   int section, struct strs *out, struct err *e)
 {
 	struct buf b = { 0 };
+	int ret = 0;
 
-	if (p->kind == PRE_SPLIT) {
-		split_isolated(p->re, s, len, out);
-		return;
-	}
+	if (p->kind == PRE_SPLIT)
+		return split_isolated(p->re, s, len, out, e);
 	if (p->kind == PRE_METASPACE) {
 		struct buf m = { 0 };
 
@@ -972,7 +1063,7 @@ static void pre_one(const struct hf_impl *h, const struct pre *p, const char *s,
 		free(m.s);
 		strs_add(out, b.s, b.len);
 		free(b.s);
-		return;
+		return 0;
 	}
 	/* ByteLevel: a space first, the pattern, then bytes to code points */
 	struct strs parts = { 0 };
@@ -980,10 +1071,10 @@ static void pre_one(const struct hf_impl *h, const struct pre *p, const char *s,
 		buf_put(&b, " ", 1);
 	buf_put(&b, s, len);
 	if (p->re)
-		split_isolated(p->re, b.s, b.len, &parts);
+		ret = split_isolated(p->re, b.s, b.len, &parts, e);
 	else
 		strs_add(&parts, b.s, b.len);
-	for (int i = 0; i < parts.n; i++) {
+	for (int i = 0; i < parts.n && !ret; i++) {
 		struct buf m = { 0 };
 
 		buf_put(&m, "", 0);
@@ -998,21 +1089,27 @@ static void pre_one(const struct hf_impl *h, const struct pre *p, const char *s,
 	}
 	strs_free(&parts);
 	free(b.s);
+	return ret;
 }
 
-/* All pre-tokenizers in turn over s[0..len). */
-static void pre_tokenize(const struct hf_impl *h, const char *s, size_t len, int section,
-			 struct strs *out)
+/* All pre-tokenizers in turn over s[0..len); -1 + e as pre_one (out is
+ * then still the caller's to free). */
+static int pre_tokenize(const struct hf_impl *h, const char *s, size_t len, int section,
+			struct strs *out, struct err *e)
 {
 	strs_add(out, s, len);
 	for (int i = 0; i < h->npre; i++) {
 		struct strs next = { 0 };
+		int rc = 0;
 
-		for (int k = 0; k < out->n; k++)
-			pre_one(h, &h->pre[i], out->s[k], out->len[k], section, &next);
+		for (int k = 0; k < out->n && !rc; k++)
+			rc = pre_one(h, &h->pre[i], out->s[k], out->len[k], section, &next, e);
 		strs_free(out);
 		*out = next;
+		if (rc)
+			return -1;
 	}
+	return 0;
 }
 
 static void ids_push(int **ids, int *n, int *cap, int id)
@@ -1103,12 +1200,13 @@ static int encode_section(const struct tokenizer *t, const char *s, size_t len, 
 
 	if (len == 0)
 		return 0;
-	normalize(h, s, len, &norm, &nlen);
+	if (normalize(h, s, len, &norm, &nlen, e))
+		return -1;
 	if (nlen == 0) {
 		free(norm);
 		return 0;
 	}
-	pre_tokenize(h, norm, nlen, section, &words);
+	rc = pre_tokenize(h, norm, nlen, section, &words, e);
 	for (int i = 0; i < words.n && !rc; i++)
 		if (words.len[i] > 0)
 			rc = bpe_word(t, words.s[i], words.len[i], first, ids, n, cap, e);
