@@ -73,6 +73,33 @@ rm "$tmp/hf/model-00002-of-00002.safetensors"
 run "$tmp/hf" -t hi
 check "a missing shard is named" sh -c "[ $rc -ne 0 ] && grep -q 'model-00002-of-00002.safetensors' '$tmp/err'"
 
+# a shard that is a FIFO, or a symbolic link to one, is refused for what
+# it is, at once (the open does not wait for a writer: `timeout 10` ends a
+# broken build's run); so is every other file the loader opens
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --shards >/dev/null 2>&1
+mv "$tmp/hf/model-00002-of-00002.safetensors" "$tmp/shard2"
+mkfifo "$tmp/hf/model-00002-of-00002.safetensors"
+TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+check "a shard that is a FIFO is refused as one" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model-00002-of-00002.safetensors: is a FIFO, not a regular file' '$tmp/err'"
+rm "$tmp/hf/model-00002-of-00002.safetensors"
+mkfifo "$tmp/fifo"
+ln -s "$tmp/fifo" "$tmp/hf/model-00002-of-00002.safetensors"
+TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+check "a shard that is a symbolic link to a FIFO is refused as a FIFO" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model-00002-of-00002.safetensors: is a FIFO, not a regular file' '$tmp/err'"
+rm "$tmp/hf/model-00002-of-00002.safetensors"
+mv "$tmp/shard2" "$tmp/hf/model-00002-of-00002.safetensors"
+for f in merges.txt vocab.json model.safetensors.index.json; do
+	mv "$tmp/hf/$f" "$tmp/saved"
+	ln -s "$tmp/fifo" "$tmp/hf/$f"
+	TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+	check "$f a link to a FIFO: refused at once, not waited on" sh -c "[ $rc -eq 1 ] && [ -s '$tmp/err' ]"
+	rm "$tmp/hf/$f"
+	mv "$tmp/saved" "$tmp/hf/$f"
+done
+
 # a real tokenizer.json (sentencepiece-style BPE, 32000 tokens) beside the
 # model: the ids are transformers.js's (tests/data/llama2_expect.tsv), and
 # the checkpoint, which stores the tokenizer, gives the same dump

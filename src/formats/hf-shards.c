@@ -19,7 +19,7 @@
 static int open_index(const char *dir, const char *idx, struct ld_shards *s, struct err *e)
 {
 	static const struct st_checks checks = { .other_dtypes = true };
-	json_t *root = json_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
+	json_t *root = ju_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
 	const char *key;
 	json_t *v;
 	int rc = json_is_object(map) ? 0 : err_set(e, "model.safetensors.index.json: no weight_map");

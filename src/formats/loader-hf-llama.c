@@ -57,7 +57,7 @@ static const char *const families[] = { "llama", "qwen2", "mistral" };
  * (the string lives in *root, which the caller frees). */
 static const char *family_of(const char *path, json_t **root)
 {
-	*root = json_load_file(path, 0, NULL);
+	*root = ju_load_file(path, 0, NULL);
 	json_t *t = json_object_get(*root, "model_type");
 	for (size_t i = 0; json_is_string(t) && i < sizeof families / sizeof *families; i++)
 		if (!strcmp(json_string_value(t), families[i]))

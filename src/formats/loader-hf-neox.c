@@ -64,7 +64,7 @@ int neox_qkv_row(int r, int H, int D, int R)
 /* config.json at path when its model_type is gpt_neox, else NULL. */
 static json_t *neox_config(const char *path)
 {
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	json_t *root = ju_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	json_t *t = json_object_get(root, "model_type");
 	if (json_is_string(t) && !strcmp(json_string_value(t), "gpt_neox"))
 		return root;

@@ -44,10 +44,12 @@ static const struct st_checks hf_checks = { .other_dtypes = true };
 static int parse_config(const char *path, struct model_config *c, struct err *e)
 {
 	json_error_t jerr;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *o = ju_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
 		if (!ld_is_file(path))
 			return err_set(e, "no config.json: not a Hugging Face model directory");
+		if (jerr.line == -1) /* a FIFO now, or too large */
+			return err_set(e, "%s", jerr.text);
 		return err_set(e, "config.json: invalid JSON (line %d, column %d: %s)", jerr.line,
 			       jerr.column, jerr.text);
 	}

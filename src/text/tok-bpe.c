@@ -688,11 +688,11 @@ static bool is_regular(const char *p)
 static json_t *load_json(const char *path, struct err *e)
 {
 	json_error_t jerr;
-	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *j = ju_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 
 	if (!j) {
-		if (!is_regular(path))
-			err_set(e, "%s: no such file", path);
+		if (jerr.line == -1) /* missing, a FIFO, too large */
+			err_set(e, "%s", jerr.text);
 		else
 			err_set(e, "%s: invalid JSON (line %d, column %d: %.120s)", path,
 				jerr.line, jerr.column, jerr.text);
