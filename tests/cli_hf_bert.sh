@@ -135,6 +135,16 @@ printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nhi\n##s\n' >"$tmp/hf/vocab.txt"
 run "$tmp/hf" -t "his hi" --dump
 check "a vocab.txt beside the model is BERT's WordPiece: [CLS] hi ##s hi [SEP]" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
+# Hugging Face reads a vocab.txt with a UTF-8 byte order mark, or blank
+# lines at its end, as the same vocabulary
+printf '\357\273\277[PAD]\n[UNK]\n[CLS]\n[SEP]\nhi\n##s\n\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t "his hi" --dump
+check "a vocab.txt with a byte order mark and a blank last line: the same ids" \
+	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
+printf '[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nhi\r\n##s\r\n\r\n\r\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t "his hi" --dump
+check "a vocab.txt with CRLF lines and blank lines at its end: the same ids" \
+	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
 run "$tmp/hf" --tokenizer "$gpt2" -t "$text" --dump
 grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
 check "--tokenizer gives the model GPT-2's pair: the same numbers as the checkpoint" \

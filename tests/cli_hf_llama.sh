@@ -73,6 +73,41 @@ rm "$tmp/hf/model-00002-of-00002.safetensors"
 run "$tmp/hf" -t hi
 check "a missing shard is named" sh -c "[ $rc -ne 0 ] && grep -q 'model-00002-of-00002.safetensors' '$tmp/err'"
 
+# tie_word_embeddings: absent is transformers' default for Llama, Qwen2 and
+# Mistral, false: the file's lm_head.weight is the output layer
+for opt in "" --qwen2; do
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+	"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $opt >/dev/null 2>&1
+	sed 's/"tie_word_embeddings": false, //' "$tmp/hf/config.json" >"$tmp/c" &&
+		mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t "$text" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/ref.dump"
+	check "${opt:-llama} without tie_word_embeddings is untied: lm_head.weight is read" \
+		sh -c "! grep -q tie_word '$tmp/hf/config.json' && [ -s '$tmp/hf.dump' ] &&
+		cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+done
+sed '1s/^{/{"tie_word_embeddings": true, /' "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t hi
+check "tied in config.json, but lm_head.weight is not the embeddings: refused, not ignored" \
+	sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'lm_head.weight differs from model.embed_tokens.weight at row 0, but config.json ties them' '$tmp/err'"
+
+# the index and its shards: true one-line messages
+rm -rf "$tmp/hf" && mkdir "$tmp/hf" "$tmp/one"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --shards >/dev/null 2>&1
+"$TOOLS/tool_mkhf" "$tmp/one" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
+cp "$tmp/hf/model.safetensors.index.json" "$tmp/index"
+printf '{"weight_map": ' >"$tmp/hf/model.safetensors.index.json"
+run "$tmp/hf" -t hi
+check "an index that is not JSON says so" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model.safetensors.index.json: invalid JSON (line 1' '$tmp/err'"
+cp "$tmp/index" "$tmp/hf/model.safetensors.index.json"
+cp "$tmp/one/model.safetensors" "$tmp/hf/model-00002-of-00002.safetensors"
+run "$tmp/hf" -t hi
+check "a tensor in two shards is named with both" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'tensor \"model\..*\" is in two shards, model-00001-of-00002.safetensors and model-00002-of-00002.safetensors' '$tmp/err'"
+
 # a shard that is a FIFO, or a symbolic link to one, is refused for what
 # it is, at once (the open does not wait for a writer: `timeout 10` ends a
 # broken build's run); so is every other file the loader opens

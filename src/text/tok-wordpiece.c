@@ -923,6 +923,14 @@ struct tokenizer *tok_wordpiece_from_vocab(const char *vocab, size_t len, const 
 	int no = 0;
 	char *text = NULL;
 
+	/* as Hugging Face reads it: a UTF-8 byte order mark is no token's, and
+	 * blank lines at the end are no tokens (one inside is refused) */
+	if (len >= 3 && !memcmp(vocab, "\xef\xbb\xbf", 3)) {
+		vocab += 3;
+		len -= 3;
+	}
+	while (len && (vocab[len - 1] == '\n' || vocab[len - 1] == '\r'))
+		len--;
 	for (size_t i = 0; i < len; no++) {
 		const char *nl = memchr(vocab + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - vocab) : len, l = end - i;
