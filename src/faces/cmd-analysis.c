@@ -23,6 +23,7 @@
 #include "tokenizer.h"
 
 #define CORPUS_TOKENS 256   /* default --tokens: min(context, 256) */
+#define CORPUS_MAX_BYTES ((size_t)256 << 20) /* a --corpus file is tokenized whole */
 #define REMOVABLE_FRAC 0.01 /* "under 1% loss increase" */
 #define TABLE_WIDTH 80      /* sweep tables are split into chunks of heads this wide */
 
@@ -79,7 +80,8 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	if (!m->tok)
 		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
 	size_t len;
-	char *text = read_file(corpus, &len, e);
+	/* tokenized whole: bounded, and refused by its size before it is read */
+	char *text = read_file_max(corpus, CORPUS_MAX_BYTES, "a --corpus file", &len, e);
 	if (!text)
 		return -1;
 	int *ids = NULL, n = 0;
