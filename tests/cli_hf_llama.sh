@@ -134,6 +134,11 @@ for f in merges.txt vocab.json model.safetensors.index.json; do
 	rm "$tmp/hf/$f"
 	mv "$tmp/saved" "$tmp/hf/$f"
 done
+# a tokenizer file too large is refused by its size, not read
+truncate -s 300M "$tmp/hf/merges.txt"
+run "$tmp/hf" -t hi </dev/null
+check "a 300 MiB merges.txt is refused by its size" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'merges.txt: 300 MiB is more than the 256 MiB a tokenizer file may have' '$tmp/err'"
 
 # a real tokenizer.json (sentencepiece-style BPE, 32000 tokens) beside the
 # model: the ids are transformers.js's (tests/data/llama2_expect.tsv), and

@@ -737,7 +737,7 @@ static struct tokenizer *load_vocab_merges(const char *vpath, const char *mpath,
 		return NULL;
 	}
 	json_decref(vocab);
-	text = read_file(mpath, &len, e);
+	text = read_file_max(mpath, TOK_FILE_MAX, "a tokenizer file", &len, e);
 	if (!text || parse_merges_txt(b, text, len, mpath, e)) {
 		free(text);
 		bpe_impl_free(b);
