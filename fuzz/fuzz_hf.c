@@ -31,7 +31,12 @@
  * or 8, context 4 or 8) over a byte-level vocabulary of 256 bytes, 3 merges
  * and <|endoftext|>: F32 with the "transformer." prefix and attn.bias
  * buffers; F16, untied (lm_head.weight) with n_inner; BF16 with the
- * tokenizer as tokenizer.json.
+ * tokenizer as tokenizer.json.  And one for each other loader, written by
+ * `tool_mkhf ... --tiny` over the same vocabulary (1 layer, d_model 8, 2
+ * heads, context 8; each a directory: an even length, bit 1 clear):
+ * llama-tiny-untied, qwen2-tiny-qkv-bias, neox-tiny-tokenizer-json
+ * (tokenizer.json, no vocab.json/merges.txt) and bert-tiny-mlm (tied
+ * decoder).  tests/test_loaders.c checks that each loads.
  *
  *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */

@@ -81,4 +81,18 @@ int ju_get_bool(const json_t *o, const char *key, const char *where, unsigned fl
 int ju_get_str(const json_t *o, const char *key, const char *where, unsigned flags,
 	       const char **out, struct err *e);
 
+/* ---------------------------------------------------------------- reading */
+
+/* The largest JSON file ju_load_file() reads: 256 MiB (a tokenizer.json is
+ * tens of MiB at most, a config.json a few KiB). */
+#define JU_FILE_MAX ((size_t)256 << 20)
+
+/* json_load_file() through read_file_max(): a FIFO, a device or a file of
+ * more than JU_FILE_MAX bytes is refused without blocking or reading it.
+ * NULL with jerr (may be NULL) set as jansson does for bad JSON; when the
+ * file could not be read, jerr->line is -1 and jerr->text the one-line
+ * reason ("PATH: is a FIFO, not a regular file", truncated to jansson's
+ * 160 bytes). */
+json_t *ju_load_file(const char *path, size_t flags, json_error_t *jerr);
+
 #endif

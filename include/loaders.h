@@ -94,6 +94,19 @@ uint64_t ld_shards_values(const struct ld_shards *s);
  * more weights (need) than the shards hold: 0, or -1 + e. */
 int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e);
 
+/* With a tied config: the file's output-layer tensor t (lm_head.weight,
+ * embed_out.weight) must be a copy of the embeddings emb (named for the
+ * message), read into wte (V x C).  Read a row at a time and compared;
+ * 0 with t marked read, or -1 + e: "lm_head.weight differs from
+ * model.embed_tokens.weight at row R, but config.json ties them (TIE);
+ * set ..." (TIE says why the config ties: "tie_word_embeddings true"). */
+int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const float *wte,
+		 uint64_t V, uint64_t C, const char *tie, struct err *e);
+
+/* ld_tied_copy() of the tensor head when the shards hold one, else 0. */
+int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const float *wte,
+		   uint64_t V, uint64_t C, const char *tie, struct err *e);
+
 /* 0 when every tensor has been read but those ignored(name) accepts
  * (ignored may be NULL), else -1 + e naming the first other one. */
 int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),

@@ -28,15 +28,19 @@ struct text_passage {
 	char *text;        /* malloc'd, NUL-terminated: the passage's exact bytes */
 	long first;        /* its first character's index in the file (characters) */
 	long chars;        /* its length in characters */
-	long file_chars;   /* the file's length in characters */
+	long long file_bytes; /* the file's size in bytes */
 	int tokens;        /* what t encodes it to, without BOS */
 };
 
-/* Reads path (inflated when gzip: gz.h), skips `offset` characters and keeps the longest run of
- * whole characters that t encodes into at most max_tokens tokens (BOS not
- * counted; max_tokens >= 1).  Fills p (free p->text).  Fails with one line
- * naming the file for an unreadable file, a NUL byte in the passage, or an
- * offset at or past the end.  0 or -1. */
+/* Reads path (a regular file: open_regular; inflated as it is read when
+ * gzip: gz.h), skips `offset` characters and
+ * keeps the longest run of whole characters that t encodes into at most
+ * max_tokens tokens (BOS not counted; max_tokens >= 1).  Reads only the
+ * file's first bytes as far as the passage needs (the skipped ones a chunk
+ * at a time), so a file of any size costs memory for the passage alone.
+ * Fills p (free p->text).  Fails with one line naming the file for an
+ * unreadable file, a NUL byte in the passage (the rest of the file is not
+ * looked at), or an offset at or past the end.  0 or -1. */
 int text_passage(const struct tokenizer *t, const char *path, long offset, int max_tokens,
 		 struct text_passage *p, struct err *e);
 

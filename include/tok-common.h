@@ -133,4 +133,9 @@ bool tok_merges_add(struct tok_merges *m, int a, int b, int rank, int out);
 int tok_merges_find(const struct tok_merges *m, int a, int b, int *out);
 void tok_merges_free(struct tok_merges *m);
 
+/* The largest tokenizer file read whole (vocab.txt, merges.txt,
+ * tokenizer.bin): 256 MiB, far above any published one; a larger file is
+ * refused by its size before it is read (read_file_max). */
+#define TOK_FILE_MAX ((size_t)256 << 20)
+
 #endif

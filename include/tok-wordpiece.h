@@ -77,10 +77,11 @@ struct tokenizer *tok_wordpiece_from_text(const char *json, size_t len, const ch
 
 /*
  * From a vocab.txt's text vocab[0..len) (one token a line, the id is the
- * line number from 0; "\r\n" endings accepted), with the text of a
+ * line number from 0; "\r\n" endings, a leading UTF-8 byte order mark and
+ * blank lines at the end accepted, as Hugging Face reads them), with the text of a
  * tokenizer_config.json (config, clen) or NULL.  [UNK] must be in the
  * vocabulary; [PAD], [UNK], [CLS], [SEP] and [MASK] are the added tokens,
- * and [CLS] ... [SEP] the template, when present.  An empty line, a line
+ * and [CLS] ... [SEP] the template, when present.  An empty line within, a line
  * holding white space, a control character or invalid UTF-8, and a token
  * given twice are refused with the line number.
  */

@@ -47,10 +47,7 @@ bool size_mul(size_t a, size_t b, size_t *out);
 /* Prints "attnscope: fatal: ..." and aborts.  For broken invariants only. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Reads a whole regular file (a FIFO, device or directory is refused before
- * it is opened: file_refuse_special).  On success returns a malloc'd buffer
- * (NUL-terminated one past *len) that the caller frees; on failure returns
- * NULL and sets e. */
+/* Reads a whole regular file: read_file_max() without a limit (below). */
 char *read_file(const char *path, size_t *len, struct err *e);
 
 /*
@@ -216,5 +213,26 @@ void format_bytes(double bytes, char *buf, size_t size);
 /* Levenshtein distance between a and b (bytes); 99 when either is longer
  * than 98 bytes.  For "did you mean" suggestions. */
 int edit_distance(const char *a, const char *b);
+
+/* ------------------------------------------ regular files, read bounded */
+
+/*
+ * Opens path (symbolic links followed) for reading when it is a regular
+ * file, race-free: the open does not block on a FIFO (O_NONBLOCK, cleared
+ * after), and what is refused is what the descriptor is (fstat), not what
+ * the name was a moment before.  Every reader of a file a user names goes
+ * through here.  Returns the descriptor (O_CLOEXEC), or -1 with e set to
+ * "is a FIFO, not a regular file" (file_kind) or the system's reason,
+ * without the path, which the caller adds.
+ */
+int open_regular(const char *path, struct err *e);
+
+/* Reads the whole regular file path (open_regular) when it holds at most
+ * max bytes.  Returns a malloc'd buffer, NUL-terminated one past *len,
+ * that the caller frees; or NULL with e set: "PATH: is a FIFO, not a
+ * regular file", "PATH: 3 GiB is more than the 2 GiB WHAT may have"
+ * (what: "a training text"; NULL: "a file read whole"), "PATH: SIZE does
+ * not fit in memory" (never an abort), "PATH: REASON". */
+char *read_file_max(const char *path, size_t max, const char *what, size_t *len, struct err *e);
 
 #endif

@@ -273,6 +273,26 @@ check text-file-fifo-refused sh -c "[ $rc -eq 1 ] && grep -q 'fifo: is a FIFO, n
 run --no-db shakespeare -c "text hi; sweep --corpus $tmp/fifo --tokens 8" </dev/null
 check sweep-corpus-fifo-refused sh -c "[ $rc -eq 1 ] && grep -q 'fifo: is a FIFO, not a regular file' '$tmp/err'"
 
+# text --file reads only the passage, --corpus and train --data refuse a
+# file too large by its size: a 2 GiB sparse file under a 1 GiB address
+# space limit (the old code read it whole: an out-of-memory abort)
+printf 'abc' >"$tmp/big.txt" && truncate -s 2G "$tmp/big.txt"
+truncate -s 2G "$tmp/holes.txt"
+(ulimit -v 1048576 && run --no-db shakespeare -c "text --file $tmp/big.txt --tokens 3" </dev/null); rc=$?
+check text-file-huge-passage sh -c "[ $rc -eq 0 ] &&
+	grep -q 'characters 0..2 of a 2147483648-byte file, 3 tokens' '$tmp/out'"
+(ulimit -v 1048576 && run --no-db shakespeare -c "text --file $tmp/holes.txt --tokens 8" </dev/null); rc=$?
+check text-file-huge-nul sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+	grep -q 'holes.txt: NUL byte at offset 0; not a text file' '$tmp/err'"
+(ulimit -v 1048576 && run --no-db shakespeare -c "text hi; sweep --corpus $tmp/big.txt --tokens 8" </dev/null); rc=$?
+check sweep-corpus-huge-refused sh -c "[ $rc -eq 1 ] &&
+	grep -q 'big.txt: 2 GiB is more than the 256 MiB a --corpus file may have' '$tmp/err'"
+truncate -s 3G "$tmp/big.txt"
+(ulimit -v 1048576 && run train --data "$tmp/big.txt" --steps 1 --out "$tmp/t.safetensors" </dev/null); rc=$?
+check train-data-huge-refused sh -c "[ $rc -ne 0 ] &&
+	grep -q 'big.txt: 3 GiB is more than the 2 GiB a training text may have' '$tmp/err'"
+rm -f "$tmp/big.txt" "$tmp/holes.txt"
+
 # an empty -t is a usage error that says so, not a silent success
 run --no-db shakespeare -t '' </dev/null
 check empty-text-refused sh -c "[ $rc -eq 2 ] && grep -q \"^attnscope: -t '': the text is empty\" '$tmp/err'"

@@ -135,6 +135,16 @@ printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nhi\n##s\n' >"$tmp/hf/vocab.txt"
 run "$tmp/hf" -t "his hi" --dump
 check "a vocab.txt beside the model is BERT's WordPiece: [CLS] hi ##s hi [SEP]" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
+# Hugging Face reads a vocab.txt with a UTF-8 byte order mark, or blank
+# lines at its end, as the same vocabulary
+printf '\357\273\277[PAD]\n[UNK]\n[CLS]\n[SEP]\nhi\n##s\n\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t "his hi" --dump
+check "a vocab.txt with a byte order mark and a blank last line: the same ids" \
+	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
+printf '[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nhi\r\n##s\r\n\r\n\r\n' >"$tmp/hf/vocab.txt"
+run "$tmp/hf" -t "his hi" --dump
+check "a vocab.txt with CRLF lines and blank lines at its end: the same ids" \
+	sh -c "[ $rc -eq 0 ] && [ \"\$(grep '^token ' '$tmp/out' | awk '{ print \$4 }' | tr '\n' ' ')\" = '2 4 5 4 3 ' ]"
 run "$tmp/hf" --tokenizer "$gpt2" -t "$text" --dump
 grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
 check "--tokenizer gives the model GPT-2's pair: the same numbers as the checkpoint" \
@@ -156,7 +166,7 @@ if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tmp/bert.json" --bert >
 	while [ $i -lt 40 ]; do echo "the cat sat on the mat and the dog ran to the log" >>"$tmp/corpus.txt"; i=$((i + 1)); done
 	run "$tmp/hf" -c "text --file $tmp/corpus.txt --tokens 62"
 	check "text --file --tokens 62 on a word-level tokenizer: 62 tokens, 64 with [CLS] and [SEP]" \
-		sh -c "[ $rc -eq 0 ] && grep -q '^text from .*: characters 0\.\.[0-9]* of [0-9]*, 62 tokens$' '$tmp/out' &&
+		sh -c "[ $rc -eq 0 ] && grep -q '^text from .*: characters 0\.\.[0-9]* of a [0-9]*-byte file, 62 tokens$' '$tmp/out' &&
 		grep -q '^64 tokens ' '$tmp/out'"
 else
 	fail "setup (tool_mkhf with bert-base-uncased's tokenizer.json)"

@@ -73,6 +73,73 @@ rm "$tmp/hf/model-00002-of-00002.safetensors"
 run "$tmp/hf" -t hi
 check "a missing shard is named" sh -c "[ $rc -ne 0 ] && grep -q 'model-00002-of-00002.safetensors' '$tmp/err'"
 
+# tie_word_embeddings: absent is transformers' default for Llama, Qwen2 and
+# Mistral, false: the file's lm_head.weight is the output layer
+for opt in "" --qwen2; do
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+	"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $opt >/dev/null 2>&1
+	sed 's/"tie_word_embeddings": false, //' "$tmp/hf/config.json" >"$tmp/c" &&
+		mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t "$text" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/ref.dump"
+	check "${opt:-llama} without tie_word_embeddings is untied: lm_head.weight is read" \
+		sh -c "! grep -q tie_word '$tmp/hf/config.json' && [ -s '$tmp/hf.dump' ] &&
+		cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+done
+sed '1s/^{/{"tie_word_embeddings": true, /' "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t hi
+check "tied in config.json, but lm_head.weight is not the embeddings: refused, not ignored" \
+	sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'lm_head.weight differs from model.embed_tokens.weight at row 0, but config.json ties them' '$tmp/err'"
+
+# the index and its shards: true one-line messages
+rm -rf "$tmp/hf" && mkdir "$tmp/hf" "$tmp/one"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --shards >/dev/null 2>&1
+"$TOOLS/tool_mkhf" "$tmp/one" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
+cp "$tmp/hf/model.safetensors.index.json" "$tmp/index"
+printf '{"weight_map": ' >"$tmp/hf/model.safetensors.index.json"
+run "$tmp/hf" -t hi
+check "an index that is not JSON says so" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model.safetensors.index.json: invalid JSON (line 1' '$tmp/err'"
+cp "$tmp/index" "$tmp/hf/model.safetensors.index.json"
+cp "$tmp/one/model.safetensors" "$tmp/hf/model-00002-of-00002.safetensors"
+run "$tmp/hf" -t hi
+check "a tensor in two shards is named with both" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'tensor \"model\..*\" is in two shards, model-00001-of-00002.safetensors and model-00002-of-00002.safetensors' '$tmp/err'"
+
+# a shard that is a FIFO, or a symbolic link to one, is refused for what
+# it is, at once (the open does not wait for a writer: `timeout 10` ends a
+# broken build's run); so is every other file the loader opens
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --shards >/dev/null 2>&1
+mv "$tmp/hf/model-00002-of-00002.safetensors" "$tmp/shard2"
+mkfifo "$tmp/hf/model-00002-of-00002.safetensors"
+TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+check "a shard that is a FIFO is refused as one" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model-00002-of-00002.safetensors: is a FIFO, not a regular file' '$tmp/err'"
+rm "$tmp/hf/model-00002-of-00002.safetensors"
+mkfifo "$tmp/fifo"
+ln -s "$tmp/fifo" "$tmp/hf/model-00002-of-00002.safetensors"
+TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+check "a shard that is a symbolic link to a FIFO is refused as a FIFO" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'model-00002-of-00002.safetensors: is a FIFO, not a regular file' '$tmp/err'"
+rm "$tmp/hf/model-00002-of-00002.safetensors"
+mv "$tmp/shard2" "$tmp/hf/model-00002-of-00002.safetensors"
+for f in merges.txt vocab.json model.safetensors.index.json; do
+	mv "$tmp/hf/$f" "$tmp/saved"
+	ln -s "$tmp/fifo" "$tmp/hf/$f"
+	TIMEOUT="timeout 10" run "$tmp/hf" -t hi </dev/null
+	check "$f a link to a FIFO: refused at once, not waited on" sh -c "[ $rc -eq 1 ] && [ -s '$tmp/err' ]"
+	rm "$tmp/hf/$f"
+	mv "$tmp/saved" "$tmp/hf/$f"
+done
+# a tokenizer file too large is refused by its size, not read
+truncate -s 300M "$tmp/hf/merges.txt"
+run "$tmp/hf" -t hi </dev/null
+check "a 300 MiB merges.txt is refused by its size" sh -c "[ $rc -eq 1 ] &&
+	grep -q 'merges.txt: 300 MiB is more than the 256 MiB a tokenizer file may have' '$tmp/err'"
+
 # a real tokenizer.json (sentencepiece-style BPE, 32000 tokens) beside the
 # model: the ids are transformers.js's (tests/data/llama2_expect.tsv), and
 # the checkpoint, which stores the tokenizer, gives the same dump

@@ -50,11 +50,11 @@ check real-newline-in-c sh -c "[ $rc -eq 0 ] && grep -q '^ *2 .*⏎' '$tmp/out' 
 # ---------------------------------------------------------- --file
 printf 'abc\ndef\nabcdef' >passage.txt
 run abc -c 'text --file passage.txt --offset 2 --tokens 5; show tokens' </dev/null
-check file-passage sh -c "[ $rc -eq 0 ] && grep -q 'text from passage.txt: characters 2..6 of 14, 5 tokens' '$tmp/out' && grep -q '^5 tokens' '$tmp/out'"
+check file-passage sh -c "[ $rc -eq 0 ] && grep -q 'text from passage.txt: characters 2..6 of a 14-byte file, 5 tokens' '$tmp/out' && grep -q '^5 tokens' '$tmp/out'"
 check file-passage-exact labels_are 'c|⏎|d|e|f|'
 
 run abc -c 'text --file passage.txt' </dev/null
-check file-whole sh -c "[ $rc -eq 0 ] && grep -q 'characters 0..13 of 14, 14 tokens' '$tmp/out'"
+check file-whole sh -c "[ $rc -eq 0 ] && grep -q 'characters 0..13 of a 14-byte file, 14 tokens' '$tmp/out'"
 
 run abc -c 'text --file passage.txt --offset 14' </dev/null
 check file-past-end sh -c "[ $rc -eq 1 ] && grep -q 'passage.txt: offset 14 is past the end of its 14 characters' '$tmp/err'"

@@ -966,6 +966,23 @@ static void test_damaged_config(void **state)
 		{ "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": 2}",
 		  "config.json: missing key \"num_attention_heads\"" },
 		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
+		/* config products are taken in 64 bits: 256 x (2^24 + 2) is not 512 */
+		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 256, "
+		  "\"hidden_size\": 512, \"intermediate_size\": 48, \"vocab_size\": 265, "
+		  "\"max_position_embeddings\": 16, \"head_dim\": 16777218}",
+		  "config.json: head_dim 16777218 is not hidden_size / num_attention_heads (2)" },
+		/* nor 4 x 2^30 an overflow (UBSan) */
+		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+		  "\"hidden_size\": 32, \"intermediate_size\": 48, \"vocab_size\": 265, "
+		  "\"max_position_embeddings\": 16, \"head_dim\": 1073741824}",
+		  "config.json: head_dim 1073741824 is not hidden_size / num_attention_heads (8)" },
+		/* GPT-2's d_ff of 4 x n_embd: no overflow (UBSan) before n_embd is refused */
+		{ "{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 1073741824, \"n_positions\": 16, "
+		  "\"vocab_size\": 265}", "config.json: config: d_model = 1073741824 is outside" },
+		/* a Llama config.json without model_type: said so, not GPT-2's missing key */
+		{ "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 32, "
+		  "\"intermediate_size\": 48, \"vocab_size\": 265, \"max_position_embeddings\": 16}",
+		  "config.json: no \"model_type\", and no \"n_layer\" for GPT-2, the family assumed" },
 		{ "{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265, \"activation_function\": \"relu\"}",
 		  "activation_function \"relu\" is not supported" },
@@ -1088,6 +1105,53 @@ static void test_damaged_llmc(void **state)
 }
 
 /* ------------------------------------------------------------------ main */
+
+/* ------------------------------------------------------------- fuzz seeds */
+
+/* Each Hugging Face loader has a fuzz seed of its own (fuzz/seeds/hf, in
+ * fuzz_hf.c's layout: config.json, vocab.json, merges.txt,
+ * model.safetensors, tokenizer.json, split at "\n--8<--\n"), and each
+ * seed is a valid directory its loader takes: the fuzzer starts inside
+ * every loader, not at its first refusal. */
+static void test_fuzz_seeds(void **state)
+{
+	static const struct {
+		const char *seed, *format;
+	} seeds[] = {
+		{ "llama-tiny-untied", "hf-llama" },
+		{ "qwen2-tiny-qkv-bias", "hf-llama" },
+		{ "neox-tiny-tokenizer-json", "hf-neox" },
+		{ "bert-tiny-mlm", "hf-bert" },
+	};
+	static const char *const names[] = { "config.json", "vocab.json", "merges.txt",
+					      "model.safetensors", "tokenizer.json" };
+	static const char sep[] = "\n--8<--\n";
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		char path[128], *dir = xstrdup(path_of("seed-%zu", i));
+		snprintf(path, sizeof path, "fuzz/seeds/hf/%s", seeds[i].seed);
+		struct err e;
+		size_t len;
+		char *data = read_file(path, &len, &e);
+		if (!data)
+			print_error("%s\n", e.msg);
+		assert_non_null(data);
+		assert_true(len <= 32768 && len % 2 == 0); /* small; the directory, not its file */
+		mkdir(dir, 0755);
+		const char *p = data, *end = data + len;
+		for (int k = 0; k < 5 && p <= end; k++) {
+			const char *s = k < 4 ? memmem(p, (size_t)(end - p), sep, sizeof sep - 1) : NULL;
+			size_t n = (size_t)((s ? s : end) - p);
+			if (n)
+				write_bytes(path_of("seed-%zu/%s", i, names[k]), p, n);
+			p = s ? s + sizeof sep - 1 : end + 1;
+		}
+		struct model *m = open_ok(dir, NULL, seeds[i].format);
+		model_free(m);
+		rm_tree(dir);
+		free(data);
+		free(dir);
+	}
+}
 
 static int setup(void **state)
 {
@@ -1244,6 +1308,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_tokenizer_files),
 		cmocka_unit_test(test_damaged_llama2c),
 		cmocka_unit_test(test_damaged_llmc),
+		cmocka_unit_test(test_fuzz_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

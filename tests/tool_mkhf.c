@@ -8,7 +8,7 @@
  *
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma]
- *                 [--bare]] [--shards]
+ *                 [--bare]] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --shards splits the weights over two files and an index.
@@ -24,7 +24,9 @@
  * with its decoder tied (--untied: a decoder.weight of its own), GPT-2's
  * pair as the tokenizer; --gamma spells the LayerNorms gamma/beta, --bare
  * writes a BertModel (no "bert." prefix, no head, a pooler) that the
- * loader refuses.
+ * loader refuses.  --tiny makes each model as small as it can be (1 layer,
+ * d_model 8, 2 heads (Llama: 1 K/V head), d_ff 8, context 8; NeoX rotates
+ * 2 of each head's 4 dims), for the fuzz seeds in fuzz/seeds/hf.
  */
 #include <jansson.h>
 
@@ -49,6 +51,11 @@ struct tensor {
 
 static struct tensor tens[64];
 static int n_tens;
+
+/* The sizes every family shares (--tiny shrinks them). */
+static struct dims {
+	int L, H, K, C, F, S;
+} g = { 2, 4, 2, 32, 48, 64 };
 
 static float *add(const char *name, size_t rows, size_t cols)
 {
@@ -132,7 +139,9 @@ static int write_tokenizer_json(const char *tokdir, const char *dir)
 	 * token, no BOS */
 	json_t *root = json_pack("{s:[{s:i, s:s, s:b}], s:{s:s}, s:{s:s, s:b, s:b}, s:{s:s}, "
 				 "s:{s:s, s:o, s:o}}",
-				 "added_tokens", "id", 50256, "content", "<|endoftext|>", "special", 1,
+				 "added_tokens", "id",
+				 (int)json_integer_value(json_object_get(vocab, "<|endoftext|>")),
+				 "content", "<|endoftext|>", "special", 1,
 				 "normalizer", "type", "NFC",
 				 "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0,
 				 "trim_offsets", 1,
@@ -206,9 +215,10 @@ static void neox_tensors(const struct model *m)
 /* The Llama (or Qwen2) tensors of m in HF's names and layout. */
 static void llama_tensors(const struct model *m, bool qwen)
 {
-	size_t C = 32, F = 48, D = 8, H = 4, K = 2, V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
+	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K, D = C / H;
+	size_t V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
 	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
-	for (int l = 0; l < 2; l++) {
+	for (int l = 0; l < g.L; l++) {
 		char nm[96];
 		const float *qkv = m->p[P_QKVW] + l * QKV * C;
 		const float *qb = qwen ? m->p[P_QKVB] + l * QKV : NULL;
@@ -310,12 +320,12 @@ static void bert_tensors(const struct model *m, const float *types, bool gamma, 
 
 static void bert_config(struct model_config *c, bool untied)
 {
-	c->n_layer = 2;
-	c->n_head = 4;
-	c->n_kv_head = 4;
-	c->d_model = 32;
-	c->d_ff = 48;
-	c->context = 64;
+	c->n_layer = g.L;
+	c->n_head = g.H;
+	c->n_kv_head = g.H;
+	c->d_model = g.C;
+	c->d_ff = g.F;
+	c->context = g.S;
 	c->norm = NORM_LAYER;
 	c->norm_eps = 1e-12f;
 	c->placement = PLACE_POST;
@@ -331,29 +341,31 @@ static void bert_config(struct model_config *c, bool untied)
 static void write_bert_config(FILE *f, const struct model_config *c, bool bare)
 {
 	fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"bert\", "
-		   "\"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 2, "
-		   "\"num_attention_heads\": 4, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
+		   "\"hidden_size\": %d, \"intermediate_size\": %d, \"num_hidden_layers\": %d, "
+		   "\"num_attention_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": %d, "
 		   "\"type_vocab_size\": 2, \"layer_norm_eps\": 1e-12, \"hidden_act\": \"gelu\", "
 		   "\"position_embedding_type\": \"absolute\", \"hidden_dropout_prob\": 0.1, "
 		   "\"attention_probs_dropout_prob\": 0.1, \"initializer_range\": 0.02, "
 		   "\"pad_token_id\": 0, \"use_cache\": true, \"classifier_dropout\": null, "
 		   "\"torch_dtype\": \"float32\"}\n",
-		bare ? "BertModel" : "BertForMaskedLM", c->vocab_size);
+		bare ? "BertModel" : "BertForMaskedLM", c->d_model, c->d_ff, c->n_layer, c->n_head,
+		c->vocab_size, c->context);
 }
 
 static void neox_config(struct model_config *c, bool sequential)
 {
-	c->n_layer = 2;
-	c->n_head = 4;
-	c->n_kv_head = 4;
-	c->d_model = 64;
-	c->d_ff = 96;
-	c->context = 64;
+	bool tiny = g.C < 32;
+	c->n_layer = g.L;
+	c->n_head = g.H;
+	c->n_kv_head = g.H;
+	c->d_model = tiny ? g.C : 64;
+	c->d_ff = tiny ? g.F : 96;
+	c->context = g.S;
 	c->norm = NORM_LAYER;
 	c->norm_eps = 1e-5f;
 	c->pos = POS_ROPE;
 	c->rope_theta = 10000.0f;
-	c->rotary_dims = 4;
+	c->rotary_dims = tiny ? 2 : 4;
 	c->mlp = MLP_GELU_EXACT;
 	c->parallel = !sequential;
 	c->bias = true;
@@ -363,13 +375,14 @@ static void neox_config(struct model_config *c, bool sequential)
 static void write_neox_config(FILE *f, const struct model_config *c)
 {
 	fprintf(f, "{\"architectures\": [\"GPTNeoXForCausalLM\"], \"model_type\": \"gpt_neox\", "
-		   "\"hidden_size\": 64, \"intermediate_size\": 96, \"num_hidden_layers\": 2, "
-		   "\"num_attention_heads\": 4, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
-		   "\"layer_norm_eps\": 1e-05, \"rotary_pct\": 0.25, \"rotary_emb_base\": 10000, "
+		   "\"hidden_size\": %d, \"intermediate_size\": %d, \"num_hidden_layers\": %d, "
+		   "\"num_attention_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": %d, "
+		   "\"layer_norm_eps\": 1e-05, \"rotary_pct\": %g, \"rotary_emb_base\": 10000, "
 		   "\"hidden_act\": \"gelu\", \"use_parallel_residual\": %s, "
 		   "\"tie_word_embeddings\": false, \"attention_bias\": true, \"rope_scaling\": null, "
 		   "\"bos_token_id\": 0, \"eos_token_id\": 0, \"torch_dtype\": \"float32\"}\n",
-		c->vocab_size, c->parallel ? "true" : "false");
+		c->d_model, c->d_ff, c->n_layer, c->n_head, c->vocab_size, c->context,
+		(double)c->rotary_dims / cfg_d_head(c), c->parallel ? "true" : "false");
 }
 
 int main(int argc, char **argv)
@@ -392,6 +405,8 @@ int main(int argc, char **argv)
 		untied |= !strcmp(argv[i], "--untied");
 		gamma |= !strcmp(argv[i], "--gamma");
 		bare |= !strcmp(argv[i], "--bare");
+		if (!strcmp(argv[i], "--tiny"))
+			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
 	}
 	struct err e;
 	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
@@ -405,12 +420,12 @@ int main(int argc, char **argv)
 	struct model_config c;
 	config_default(&c);
 	c.vocab_size = tok->vocab_size;
-	c.n_layer = 2;
-	c.n_head = 4;
-	c.n_kv_head = 2;
-	c.d_model = 32;
-	c.d_ff = 48;
-	c.context = 64;
+	c.n_layer = g.L;
+	c.n_head = g.H;
+	c.n_kv_head = g.K;
+	c.d_model = g.C;
+	c.d_ff = g.F;
+	c.context = g.S;
 	c.norm = NORM_RMS;
 	c.norm_eps = 1e-6f;
 	c.pos = POS_ROPE;
@@ -464,12 +479,13 @@ int main(int argc, char **argv)
 	else if (bert)
 		write_bert_config(f, &c, bare);
 	else
-		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 32, "
-		   "\"intermediate_size\": 48, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-		   "\"num_key_value_heads\": 2, \"vocab_size\": %d, \"max_position_embeddings\": 64, "
+		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
+		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
+		   "\"num_key_value_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": %d, "
 		   "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
 		   "\"tie_word_embeddings\": false, \"rope_scaling\": null}\n",
-		qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen ? "qwen2" : "llama", c.vocab_size);
+		qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen ? "qwen2" : "llama", c.d_model,
+		c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.vocab_size, c.context);
 	int bad = fclose(f) != 0;
 	if (shards) {
 		int half = n_tens / 2;

@@ -3,9 +3,11 @@
  */
 #include "gz.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -17,11 +19,15 @@ bool gz_is_gzip(const void *p, size_t n)
 
 /* Inflates the n gzip bytes of in (every member) into a malloc'd buffer
  * NUL-terminated one past *len.  NULL with e set. */
-static char *inflate_all(const char *path, const unsigned char *in, size_t n, size_t *len,
-			 struct err *e)
+static char *inflate_all(const char *path, const unsigned char *in, size_t n, size_t max,
+			 const char *what, size_t *len, struct err *e)
 {
-	size_t cap = n * 3 + 64, used = 0;
-	char *out = xmalloc(cap + 1);
+	size_t cap = n < max / 3 ? n * 3 + 64 : max, used = 0;
+	char *out = malloc(cap + 1);
+	if (!out) {
+		err_set(e, "%s: does not fit in memory inflated", path);
+		return NULL;
+	}
 	z_stream z;
 	memset(&z, 0, sizeof z);
 	if (inflateInit2(&z, 15 + 16) != Z_OK) /* 15 + 16: a gzip wrapper */
@@ -31,12 +37,18 @@ static char *inflate_all(const char *path, const unsigned char *in, size_t n, si
 	const char *why = NULL;
 	while (!why) {
 		if (used == cap) {
-			if (cap >= GZ_MAX_BYTES) {
+			if (cap >= max) {
 				why = "big";
 				break;
 			}
-			cap = cap * 2 < GZ_MAX_BYTES ? cap * 2 : GZ_MAX_BYTES;
-			out = xrealloc(out, cap + 1);
+			size_t grown = cap < max / 2 ? cap * 2 : max;
+			char *more = realloc(out, grown + 1);
+			if (!more) { /* too large to hold: a message, not an abort */
+				why = "memory";
+				break;
+			}
+			out = more;
+			cap = grown;
 		}
 		size_t in_chunk = n - pos < UINT32_MAX ? n - pos : UINT32_MAX;
 		size_t out_chunk = cap - used < UINT32_MAX ? cap - used : UINT32_MAX;
@@ -63,7 +75,10 @@ static char *inflate_all(const char *path, const unsigned char *in, size_t n, si
 	if (why) {
 		free(out);
 		if (!strcmp(why, "big"))
-			err_set(e, "%s: inflates to more than %zu bytes", path, (size_t)GZ_MAX_BYTES);
+			err_set(e, "%s: inflates to more than the %zu bytes %s may have", path, max,
+				what ? what : "a file read whole");
+		else if (!strcmp(why, "memory"))
+			err_set(e, "%s: does not fit in memory inflated", path);
 		else
 			err_set(e, "%s: not a valid gzip file (%s)", path, why);
 		return NULL;
@@ -73,19 +88,66 @@ static char *inflate_all(const char *path, const unsigned char *in, size_t n, si
 	return out;
 }
 
-char *gz_read_file(const char *path, size_t *len, struct err *e)
+char *gz_read_file(const char *path, size_t max, const char *what, size_t *len, struct err *e)
 {
 	size_t n;
-	char *raw = read_file(path, &n, e);
+	char *raw = read_file_max(path, max, what, &n, e);
 	if (!raw || !gz_is_gzip(raw, n)) {
 		if (raw && len)
 			*len = n;
 		return raw;
 	}
 	size_t m = 0;
-	char *text = inflate_all(path, (const unsigned char *)raw, n, &m, e);
+	char *text = inflate_all(path, (const unsigned char *)raw, n, max, what, &m, e);
 	free(raw);
 	if (text && len)
 		*len = m;
 	return text;
+}
+
+/* ------------------------------------------------------------ streaming */
+
+struct gz_stream {
+	gzFile f;
+};
+
+struct gz_stream *gz_stream_open(int fd, const char *path, struct err *e)
+{
+	gzFile f = gzdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		err_set(e, "%s: cannot read it through zlib", path);
+		return NULL;
+	}
+	struct gz_stream *s = xmalloc(sizeof *s);
+	s->f = f;
+	return s;
+}
+
+long gz_stream_read(struct gz_stream *s, void *buf, size_t n, const char *path, struct err *e)
+{
+	unsigned chunk = n < (1u << 30) ? (unsigned)n : 1u << 30;
+	int k = gzread(s->f, buf, chunk);
+	if (k < 0) {
+		int code;
+		const char *why = gzerror(s->f, &code);
+		if (code == Z_ERRNO)
+			return err_set(e, "%s: read failed: %s", path, strerror(errno));
+		return err_set(e, "%s: not a valid gzip file (%s)", path, why ? why : "inflate failed");
+	}
+	if (k == 0 && chunk) {
+		int code;
+		gzerror(s->f, &code);
+		if (code == Z_BUF_ERROR) /* the stream ended before its trailer */
+			return err_set(e, "%s: not a valid gzip file (truncated)", path);
+	}
+	return k;
+}
+
+void gz_stream_close(struct gz_stream *s)
+{
+	if (!s)
+		return;
+	gzclose_r(s->f);
+	free(s);
 }

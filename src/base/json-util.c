@@ -8,6 +8,8 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- building */
@@ -130,4 +132,26 @@ int ju_get_str(const json_t *o, const char *key, const char *where, unsigned fla
 	if (r == 0)
 		*out = json_string_value(v);
 	return r;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+json_t *ju_load_file(const char *path, size_t flags, json_error_t *jerr)
+{
+	json_error_t local;
+	jerr = jerr ? jerr : &local;
+	struct err e;
+	size_t len;
+	char *text = read_file_max(path, JU_FILE_MAX, "a JSON file", &len, &e);
+	if (!text) {
+		memset(jerr, 0, sizeof *jerr);
+		jerr->line = -1;
+		size_t n = strlen(e.msg) < sizeof jerr->text ? strlen(e.msg) : sizeof jerr->text - 1;
+		memcpy(jerr->text, e.msg, n);
+		jerr->text[n] = '\0';
+		return NULL;
+	}
+	json_t *j = json_loadb(text, len, flags, jerr);
+	free(text);
+	return j;
 }

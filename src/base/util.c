@@ -125,33 +125,7 @@ bool size_mul(size_t a, size_t b, size_t *out)
 
 char *read_file(const char *path, size_t *len, struct err *e)
 {
-	if (file_refuse_special(path, false, "a regular file", e)) /* a FIFO would block in fopen */
-		return NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_set(e, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	in_use_read(path);
-	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		err_set(e, "%s: not a regular file", path);
-		fclose(f);
-		return NULL;
-	}
-	size_t n = (size_t)st.st_size;
-	char *buf = xmalloc(n + 1);
-	if (n && fread(buf, 1, n, f) != n) {
-		err_set(e, "%s: read failed: %s", path, strerror(errno));
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
+	return read_file_max(path, SIZE_MAX, NULL, len, e);
 }
 
 /* ---------------------------------------------------- files attnscope writes */
@@ -799,4 +773,78 @@ int edit_distance(const char *a, const char *b)
 		}
 	}
 	return row[m];
+}
+
+/* ------------------------------------------ regular files, read bounded */
+
+int open_regular(const char *path, struct err *e)
+{
+	/* O_NONBLOCK: opening a FIFO for reading does not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, "%s", strerror(errno));
+	struct stat st;
+	int flags;
+	if (fstat(fd, &st) != 0 || (flags = fcntl(fd, F_GETFL)) < 0 ||
+	    (S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+		err_set(e, "%s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_set(e, "is %s, not a regular file", file_kind(st.st_mode));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+char *read_file_max(const char *path, size_t max, const char *what, size_t *len, struct err *e)
+{
+	int fd = open_regular(path, e);
+	if (fd < 0) {
+		err_prefix(e, "%s", path);
+		return NULL;
+	}
+	in_use_read(path);
+	struct stat st;
+	char *buf = NULL;
+	if (fstat(fd, &st) != 0) {
+		err_set(e, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	char size[32], limit[32];
+	format_bytes((double)st.st_size, size, sizeof size);
+	if ((uintmax_t)st.st_size > max) {
+		format_bytes((double)max, limit, sizeof limit);
+		err_set(e, "%s: %s is more than the %s %s may have", path, size, limit,
+			what ? what : "a file read whole");
+		goto out;
+	}
+	size_t n = (size_t)st.st_size, got = 0;
+	buf = n < SIZE_MAX ? malloc(n + 1) : NULL;
+	if (!buf) { /* too large to hold: a message, not an abort */
+		err_set(e, "%s: %s does not fit in memory", path, size);
+		goto out;
+	}
+	while (got < n) { /* a file that shrank since fstat() ends early */
+		ssize_t k = read(fd, buf + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			err_set(e, "%s: read failed: %s", path, strerror(errno));
+			free(buf);
+			buf = NULL;
+			goto out;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	buf[got] = '\0';
+	if (len)
+		*len = got;
+out:
+	close(fd);
+	return buf;
 }

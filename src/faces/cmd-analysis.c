@@ -24,6 +24,7 @@
 #include "tokenizer.h"
 
 #define CORPUS_TOKENS 256   /* default --tokens: min(context, 256) */
+#define CORPUS_MAX_BYTES ((size_t)256 << 20) /* a --corpus file is tokenized whole */
 #define TABLE_WIDTH 80      /* sweep tables are split into chunks of heads this wide */
 
 /* ---------------------------------------------------------------- helpers */
@@ -79,7 +80,8 @@ static int source_get(struct session *s, const char *corpus, int ntok, struct so
 	if (!m->tok)
 		return err_set(e, "model %s has no tokenizer", m->name ? m->name : "?");
 	size_t len;
-	char *text = gz_read_file(corpus, &len, e);
+	/* tokenized whole: bounded, and refused by its size before it is read */
+	char *text = gz_read_file(corpus, CORPUS_MAX_BYTES, "a --corpus file", &len, e);
 	if (!text)
 		return -1;
 	int *ids = NULL, n = 0;

@@ -111,8 +111,8 @@ static int text_file(struct session *s, const char *args, struct err *e)
 		goto out;
 	rc = session_set_text(s, p.text, e);
 	if (rc == 0 && !s->quiet)
-		fprintf(s->out, "text from %s: characters %ld..%ld of %ld, %d tokens\n", path, p.first,
-			p.first + p.chars - 1, p.file_chars, p.tokens);
+		fprintf(s->out, "text from %s: characters %ld..%ld of a %lld-byte file, %d tokens\n",
+			path, p.first, p.first + p.chars - 1, p.file_bytes, p.tokens);
 	free(p.text);
 out:
 	cmd_free_argv(argc, argv);

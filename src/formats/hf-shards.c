@@ -6,6 +6,7 @@
  * loader-hf-llama.c and loader-hf-neox.c read through these.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,47 @@
 #include "loaders.h"
 #include "safetensors.h"
 
+/* 0 when no tensor is in two of the shards, else -1 + e naming it and both. */
+static int check_twice(const struct ld_shards *s, struct err *e)
+{
+	for (int i = 1; i < s->n; i++)
+		for (int j = 0; j < s->f[i].n; j++)
+			for (int k = 0; k < i; k++)
+				if (st_find(&s->f[k], s->f[i].t[j].name)) {
+					const char *a = strrchr(s->path[k], '/'), *b = strrchr(s->path[i], '/');
+					return err_set(e, "tensor \"%.60s\" is in two shards, %.80s and %.80s",
+						       s->f[i].t[j].name, a ? a + 1 : s->path[k],
+						       b ? b + 1 : s->path[i]);
+				}
+	return 0;
+}
+
+/* The index's root, or NULL + e: not JSON, not an object, no weight_map. */
+static json_t *load_index(const char *idx, struct err *e)
+{
+	json_error_t jerr;
+	json_t *root = ju_load_file(idx, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root && jerr.line == -1)
+		err_set(e, "%s", jerr.text);
+	else if (!root)
+		err_set(e, "model.safetensors.index.json: invalid JSON (line %d, column %d: %.80s)",
+			jerr.line, jerr.column, jerr.text);
+	else if (!json_is_object(json_object_get(root, "weight_map")))
+		err_set(e, "model.safetensors.index.json: no \"weight_map\" object");
+	else
+		return root;
+	json_decref(root);
+	return NULL;
+}
+
 /* Opens every shard the index's weight_map names, each once. */
 static int open_index(const char *dir, const char *idx, struct ld_shards *s, struct err *e)
 {
 	static const struct st_checks checks = { .other_dtypes = true };
-	json_t *root = json_load_file(idx, 0, NULL), *map = json_object_get(root, "weight_map");
+	json_t *root = load_index(idx, e), *map = json_object_get(root, "weight_map");
 	const char *key;
 	json_t *v;
-	int rc = json_is_object(map) ? 0 : err_set(e, "model.safetensors.index.json: no weight_map");
+	int rc = root ? 0 : -1;
 	json_object_foreach(map, key, v) {
 		if (rc || !json_is_string(v) || strchr(json_string_value(v), '/')) {
 			rc = rc ? rc : err_set(e, "model.safetensors.index.json: \"%.60s\" names no "
@@ -44,7 +78,7 @@ static int open_index(const char *dir, const char *idx, struct ld_shards *s, str
 		free(path);
 	}
 	json_decref(root);
-	return rc;
+	return rc ? rc : check_twice(s, e);
 }
 
 int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e)
@@ -140,4 +174,40 @@ int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e)
 		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
 			       "hold %.0f values", need, have);
 	return 0;
+}
+
+int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const float *wte,
+		 uint64_t V, uint64_t C, const char *tie, struct err *e)
+{
+	char why[64] = "";
+	if (t->ndim != 2 || t->shape[0] != V || t->shape[1] != C || t->dtype == DTYPE_OTHER) {
+		st_shape_str(why, sizeof why, t->shape, t->ndim);
+		memmove(why + 7, why, strlen(why) + 1);
+		memcpy(why, " shape ", 7);
+	}
+	float *row = xmalloc_aligned((size_t)C * sizeof(float));
+	for (uint64_t r = 0; !why[0] && r < V; r++) { /* a row at a time: no V x C copy */
+		off_t off = (off_t)(f->data_off + t->begin + r * C * t->esize);
+		if (ld_read_floats(f->fd, off, row, (size_t)C, t->dtype, t->name, e)) {
+			free(row);
+			return -1;
+		}
+		for (uint64_t j = 0; j < C && !why[0]; j++)
+			if (row[j] != wte[r * C + j])
+				snprintf(why, sizeof why, " at row %" PRIu64, r);
+	}
+	free(row);
+	if (why[0])
+		return err_set(e, "%.60s differs from %s%s, but config.json ties them (%s); set "
+			       "\"tie_word_embeddings\": false to use it", t->name, emb, why, tie);
+	t->read = true;
+	return 0;
+}
+
+int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const float *wte,
+		   uint64_t V, uint64_t C, const char *tie, struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = ld_shards_find(s, head, &f);
+	return t ? ld_tied_copy(f, t, emb, wte, V, C, tie, e) : 0;
 }

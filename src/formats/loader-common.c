@@ -111,7 +111,7 @@ int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const
 
 bool ld_read_ints(const char *path, int32_t *h, int n, off_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path, NULL);
 	struct stat st;
 	bool ok = false;
 	if (fd < 0)
@@ -135,9 +135,9 @@ struct model *ld_load_model(const char *path, const struct model_config *cfg,
 		err_prefix(e, "%s", path);
 		goto fail;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path, e);
 	if (fd < 0) {
-		err_set(e, "%s: %s", path, strerror(errno));
+		err_prefix(e, "%s", path);
 		goto fail;
 	}
 	if (read(fd, m, ctx, e)) {

@@ -60,7 +60,7 @@
 /* config.json at path when its model_type is bert, else NULL. */
 static json_t *bert_config(const char *path)
 {
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	json_t *root = ju_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	json_t *t = json_object_get(root, "model_type");
 	if (json_is_string(t) && !strcmp(json_string_value(t), "bert"))
 		return root;
@@ -314,7 +314,7 @@ static const char *name_prefix(struct ld_shards *s, bool *head)
 /* Whether the tokenizer.json at path has a WordPiece model (BERT's). */
 static bool wordpiece_json(const char *path)
 {
-	json_t *root = json_load_file(path, 0, NULL);
+	json_t *root = ju_load_file(path, 0, NULL);
 	json_t *type = json_object_get(json_object_get(root, "model"), "type");
 	bool wp = json_is_string(type) && !strcmp(json_string_value(type), "WordPiece");
 	json_decref(root);

@@ -7,8 +7,11 @@
  *   num_hidden_layers, num_attention_heads, num_key_value_heads (default:
  *   the heads), hidden_size, intermediate_size, vocab_size,
  *   max_position_embeddings; RMSNorm with rms_norm_eps, pre-norm, RoPE with
- *   rope_theta (10000), SwiGLU (hidden_act silu), tied unless
- *   tie_word_embeddings is false; head_dim, when given, must be
+ *   rope_theta (10000), SwiGLU (hidden_act silu), untied unless
+ *   tie_word_embeddings is true (transformers' default for these three
+ *   families is false): lm_head.weight is then required, and when tied a
+ *   lm_head.weight in the file must equal the embeddings (it is refused,
+ *   not ignored, when it differs); head_dim, when given, must be
  *   hidden_size / heads.  Qwen2's Q/K/V biases are read (the engine's other
  *   biases stay 0, which is exact).  Mistral's sliding_window (Qwen2's
  *   only with use_sliding_window true), when smaller than the context,
@@ -57,7 +60,7 @@ static const char *const families[] = { "llama", "qwen2", "mistral" };
  * (the string lives in *root, which the caller frees). */
 static const char *family_of(const char *path, json_t **root)
 {
-	*root = json_load_file(path, 0, NULL);
+	*root = ju_load_file(path, 0, NULL);
 	json_t *t = json_object_get(*root, "model_type");
 	for (size_t i = 0; json_is_string(t) && i < sizeof families / sizeof *families; i++)
 		if (!strcmp(json_string_value(t), families[i]))
@@ -74,7 +77,7 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, b
 	if (LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
 	    LD_HF_INT(o, "head_dim", 0, &hd, e) < 0 || LD_HF_INT(o, "sliding_window", 0, &window, e) < 0)
 		return -1;
-	if (hd && hd * c->n_head != c->d_model)
+	if (hd && (int64_t)hd * c->n_head != c->d_model) /* in 64 bits: both may be 2^30 */
 		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "
 			       "(%d); the engine needs that", hd, c->d_model / c->n_head);
 	/* Qwen2 windows attention only when use_sliding_window is true */
@@ -101,7 +104,7 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, b
 		return -1;
 	if (b)
 		return err_set(e, "config.json: attention_bias true is not supported");
-	b = true;
+	b = false; /* LlamaConfig's, Qwen2Config's and MistralConfig's default */
 	if (ju_get_bool(o, "tie_word_embeddings", "config.json", JU_NULL_ABSENT, &b, e) < 0)
 		return -1;
 	c->tied = b;
@@ -148,11 +151,6 @@ static bool ignored(const char *name)
 	return strstr(name, "rotary_emb.inv_freq") != NULL;
 }
 
-static bool ignored_tied(const char *name)
-{
-	return ignored(name) || !strcmp(name, "lm_head.weight");
-}
-
 static int read_weights(struct ld_shards *s, struct model *m, bool qkv_bias, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
@@ -192,11 +190,20 @@ static int read_weights(struct ld_shards *s, struct model *m, bool qkv_bias, str
 #undef N
 	if (ld_shards_read(s, "model.norm.weight", (uint64_t)C, 0, m->p[P_LNFW], e))
 		goto out;
-	if (!c->tied && ld_shards_read(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
-				    m->p[P_LMHEAD], e))
+	struct st_file *f;
+	if (!c->tied && !ld_shards_find(s, "lm_head.weight", &f)) {
+		err_set(e, "missing tensor \"lm_head.weight\" (config.json: tie_word_embeddings is "
+			"false, or absent: false is the family's default)");
 		goto out;
-	/* every tensor read, but a tied lm_head copy and RoPE's frequencies */
-	rc = ld_shards_all_read(s, c->tied ? ignored_tied : ignored, e);
+	}
+	if (c->tied ? ld_shards_tied(s, "lm_head.weight", "model.embed_tokens.weight", m->p[P_WTE],
+				     (uint64_t)c->vocab_size, (uint64_t)C,
+				     "tie_word_embeddings true", e)
+		    : ld_shards_read(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
+				     m->p[P_LMHEAD], e))
+		goto out;
+	/* every tensor read, but RoPE's frequencies */
+	rc = ld_shards_all_read(s, ignored, e);
 out:
 	free(tmp);
 	return rc;

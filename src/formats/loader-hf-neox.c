@@ -64,7 +64,7 @@ int neox_qkv_row(int r, int H, int D, int R)
 /* config.json at path when its model_type is gpt_neox, else NULL. */
 static json_t *neox_config(const char *path)
 {
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	json_t *root = ju_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	json_t *t = json_object_get(root, "model_type");
 	if (json_is_string(t) && !strcmp(json_string_value(t), "gpt_neox"))
 		return root;
@@ -246,12 +246,9 @@ static int read_weights(struct ld_shards *s, struct model *m, bool attn_bias, st
 		goto out;
 	if (!c->tied && ld_shards_read(s, "embed_out.weight", V, C, m->p[P_LMHEAD], e))
 		goto out;
-	if (c->tied) { /* a copy of embed_in, if the file has one, is not read */
-		struct st_file *f;
-		struct st_tensor *t = ld_shards_find(s, "embed_out.weight", &f);
-		if (t)
-			t->read = true;
-	}
+	if (c->tied && ld_shards_tied(s, "embed_out.weight", "gpt_neox.embed_in.weight",
+				      m->p[P_WTE], V, C, "tie_word_embeddings true", e))
+		goto out; /* a copy of embed_in is checked, then left */
 	rc = ld_shards_all_read(s, ignored_tensor, e);
 out:
 	free(tmp);

@@ -7,7 +7,9 @@
  *   LayerNorm with eps layer_norm_epsilon (1e-5 when absent), pre-norm,
  *   learned positions, GELU tanh (activation_function gelu_new,
  *   gelu_pytorch_tanh or gelu_fast), biases, tied unless
- *   tie_word_embeddings is false (then lm_head.weight is read).
+ *   tie_word_embeddings is false (then lm_head.weight is read); a tied
+ *   file's lm_head.weight must equal wte (refused, not ignored, when not).
+ * Without model_type the config must have GPT-2's keys (n_layer, ...).
  * Settings the engine cannot reproduce (scale_attn_weights false,
  * scale_attn_by_inverse_layer_idx, cross-attention, another model_type or
  * activation) are refused by name.
@@ -24,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +47,12 @@ static const struct st_checks hf_checks = { .other_dtypes = true };
 static int parse_config(const char *path, struct model_config *c, struct err *e)
 {
 	json_error_t jerr;
-	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *o = ju_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
 		if (!ld_is_file(path))
 			return err_set(e, "no config.json: not a Hugging Face model directory");
+		if (jerr.line == -1) /* a FIFO now, or too large */
+			return err_set(e, "%s", jerr.text);
 		return err_set(e, "config.json: invalid JSON (line %d, column %d: %s)", jerr.line,
 			       jerr.column, jerr.text);
 	}
@@ -67,6 +72,11 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 			"mistral, gpt_neox and bert are)", s);
 		goto out;
 	}
+	if (r == 1 && !json_object_get(o, "n_layer")) { /* no family named, not GPT-2's keys */
+		err_set(e, "config.json: no \"model_type\", and no \"n_layer\" for GPT-2, the family "
+			"assumed without one; name it (gpt2, llama, qwen2, mistral, gpt_neox, bert)");
+		goto out;
+	}
 	if (LD_HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||
 	    LD_HF_INT(o, "n_head", JU_REQUIRED, &c->n_head, e) < 0 ||
 	    LD_HF_INT(o, "n_embd", JU_REQUIRED, &c->d_model, e) < 0 ||
@@ -79,7 +89,7 @@ static int parse_config(const char *path, struct model_config *c, struct err *e)
 		goto out;
 	}
 	c->n_kv_head = c->n_head;
-	c->d_ff = 4 * c->d_model;
+	c->d_ff = c->d_model <= INT_MAX / 4 ? 4 * c->d_model : INT_MAX; /* d_model is refused */
 	if (LD_HF_INT(o, "n_inner", 0, &c->d_ff, e) < 0 ||
 	    ju_get_float(o, "layer_norm_epsilon", "config.json", 0, &c->norm_eps, e) < 0)
 		goto out;
@@ -192,11 +202,9 @@ static int read_conv1d(struct st_file *f, const char *prefix, const char *name, 
 	return 0;
 }
 
-static bool ignorable(const char *name, const char *prefix, bool tied)
+static bool ignorable(const char *name, const char *prefix)
 {
 	size_t pl = strlen(prefix);
-	if (strcmp(name, "lm_head.weight") == 0)
-		return tied; /* a tied copy of wte */
 	if (strncmp(name, prefix, pl) != 0)
 		return false;
 	name += pl;
@@ -248,11 +256,16 @@ static int read_weights(struct st_file *f, struct model *m, struct err *e)
 			goto out;
 		}
 		PLAIN("lm_head.weight", V, C, m->p[P_LMHEAD]);
+	} else if (st_find(f, "lm_head.weight") &&
+		   ld_tied_copy(f, st_find(f, "lm_head.weight"), "wte.weight", m->p[P_WTE], V, C,
+				"tie_word_embeddings true, or absent: GPT-2's default", e)) {
+		err_prefix(e, "model.safetensors");
+		goto out;
 	}
 #undef PLAIN
 #undef CONV
 	for (int i = 0; i < f->n; i++)
-		if (!f->t[i].read && !ignorable(f->t[i].name, prefix, c->tied)) {
+		if (!f->t[i].read && !ignorable(f->t[i].name, prefix)) {
 			err_set(e, "model.safetensors: unexpected tensor \"%.60s\" (not GPT-2's)",
 				f->t[i].name);
 			goto out;

@@ -29,13 +29,14 @@
 /* A safetensors file: an 8-byte header length that fits the file, then '{'. */
 static bool probe_safetensors(const char *path, char *why, size_t n)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct err e;
+	int fd = open_regular(path, &e);
 	unsigned char b[9];
 	struct stat st;
 	bool ok = false;
 
 	if (fd < 0) {
-		snprintf(why, n, "cannot open");
+		snprintf(why, n, "%s", e.msg);
 		return false;
 	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 10 &&

@@ -121,7 +121,10 @@ static int hf_resolve(const char *spec, char *out, size_t size, struct err *e)
 	/* refs/main first */
 	char refpath[PATH_MAX + 288];
 	snprintf(refpath, sizeof refpath, "%s/refs/main", repo);
-	FILE *f = fopen(refpath, "r");
+	int fd = open_regular(refpath, NULL);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (fd >= 0 && !f)
+		close(fd);
 	if (f) {
 		if (fgets(ref, sizeof ref, f)) {
 			ref[strcspn(ref, "\r\n")] = '\0';

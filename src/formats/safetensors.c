@@ -275,9 +275,9 @@ int st_open(struct st_file *f, const char *path, const struct st_checks *c, stru
 	uint64_t data_size = 0;
 
 	memset(f, 0, sizeof *f);
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->fd = open_regular(path, e); /* a FIFO is refused, not waited on */
 	if (f->fd < 0)
-		return err_set(e, "%s", strerror(errno));
+		return -1;
 	if (read_header(f, &data_size, e) || read_entries(f, c, data_size, e)) {
 		ld_one_line(e); /* names and JSON excerpts come from the file */
 		st_close(f);

@@ -47,7 +47,8 @@ static int load(struct dataset *d, const char *path, struct tokenizer *tok, int 
 {
 	memset(d, 0, sizeof *d);
 	size_t len;
-	char *text = gz_read_file(path, &len, e);
+	/* the size is refused before anything is read */
+	char *text = gz_read_file(path, (size_t)1 << 31, "a training text", &len, e);
 	if (!text) {
 		tok_free(tok);
 		return -1;
@@ -55,9 +56,6 @@ static int load(struct dataset *d, const char *path, struct tokenizer *tok, int 
 	int rc = 0;
 	if (len == 0)
 		rc = err_set(e, "%s: empty file", path);
-	else if (len > (size_t)1 << 31)
-		rc = err_set(e, "%s: %zu bytes is more than the 2 GiB a training text may have",
-			     path, len);
 	else
 		rc = check_text(text, len, path, e);
 	if (rc) {

@@ -694,11 +694,11 @@ static bool is_regular(const char *p)
 static json_t *load_json(const char *path, struct err *e)
 {
 	json_error_t jerr;
-	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *j = ju_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 
 	if (!j) {
-		if (!is_regular(path))
-			err_set(e, "%s: no such file", path);
+		if (jerr.line == -1) /* missing, a FIFO, too large */
+			err_set(e, "%s", jerr.text);
 		else
 			err_set(e, "%s: invalid JSON (line %d, column %d: %.120s)", path,
 				jerr.line, jerr.column, jerr.text);
@@ -743,7 +743,7 @@ static struct tokenizer *load_vocab_merges(const char *vpath, const char *mpath,
 		return NULL;
 	}
 	json_decref(vocab);
-	text = read_file(mpath, &len, e);
+	text = read_file_max(mpath, TOK_FILE_MAX, "a tokenizer file", &len, e);
 	if (!text || parse_merges_txt(b, text, len, mpath, e)) {
 		free(text);
 		bpe_impl_free(b);

@@ -518,7 +518,7 @@ struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e)
 struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e)
 {
 	size_t len;
-	char *buf = read_file(path, &len, e);
+	char *buf = read_file_max(path, TOK_FILE_MAX, "a tokenizer file", &len, e);
 
 	if (!buf)
 		return NULL;

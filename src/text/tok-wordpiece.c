@@ -923,6 +923,14 @@ struct tokenizer *tok_wordpiece_from_vocab(const char *vocab, size_t len, const 
 	int no = 0;
 	char *text = NULL;
 
+	/* as Hugging Face reads it: a UTF-8 byte order mark is no token's, and
+	 * blank lines at the end are no tokens (one inside is refused) */
+	if (len >= 3 && !memcmp(vocab, "\xef\xbb\xbf", 3)) {
+		vocab += 3;
+		len -= 3;
+	}
+	while (len && (vocab[len - 1] == '\n' || vocab[len - 1] == '\r'))
+		len--;
 	for (size_t i = 0; i < len; no++) {
 		const char *nl = memchr(vocab + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - vocab) : len, l = end - i;
@@ -988,13 +996,15 @@ static bool join(char *buf, size_t size, const char *dir, const char *name)
 static struct tokenizer *load_vocab_txt(const char *vpath, const char *cpath, struct err *e)
 {
 	size_t len, clen = 0;
-	char *vocab = read_file(vpath, &len, e), *config = NULL;
+	char *vocab = read_file_max(vpath, TOK_FILE_MAX, "a tokenizer file", &len, e);
+	char *config = NULL;
 	struct stat st;
 	struct tokenizer *t = NULL;
 
 	if (!vocab)
 		return NULL;
-	if (cpath && stat(cpath, &st) == 0 && !(config = read_file(cpath, &clen, e)))
+	if (cpath && stat(cpath, &st) == 0 &&
+	    !(config = read_file_max(cpath, TOK_FILE_MAX, "a tokenizer file", &clen, e)))
 		goto out;
 	t = tok_wordpiece_from_vocab(vocab, len, config, clen, vpath, e);
 out:
@@ -1029,7 +1039,7 @@ struct tokenizer *tok_wordpiece_load(const char *path, struct err *e)
 			return err_set(e, "%s: path too long", path), NULL;
 		return load_vocab_txt(path, b, e);
 	}
-	if (!(text = read_file(path, &len, e)))
+	if (!(text = read_file_max(path, TOK_FILE_MAX, "a tokenizer file", &len, e)))
 		return NULL;
 	t = tok_wordpiece_from_text(text, len, path, e);
 	free(text);
