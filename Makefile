@@ -91,6 +91,7 @@ test: deps
 check: $(BIN) $(TESTBINS) $(TOOLBINS)
 	@sh tests/check-layers.sh $(BUILD)
 	@sh tests/check-length.sh
+	@sh tests/check-comments.sh
 	@ATTNSCOPE=./$(BIN) TOOLS=$(BUILD)/tests sh tests/run.sh $(TESTBINS)
 
 # Modules depend one way (tests/check-layers.sh reads the object files).

@@ -2,8 +2,8 @@
  * cmd.h — the one command table behind the REPL, scripts, -c, stdin and the
  * TUI's `:` prompt.  Everything a user can do goes through cmd_run().
  *
- * A command lives in one src/cmd-*.c file as a `const struct cmd_entry`
- * with a static exec function; cmd.c lists them in cmd_table[].  Help,
+ * A command lives in one src/faces/cmd-*.c file as a `const struct
+ * cmd_entry` with a static exec function; cmd.c lists them in cmd_table[].  Help,
  * completion and "did you mean" are generated from the table.
  */
 #ifndef ATTNSCOPE_CMD_H

@@ -10,8 +10,12 @@
  *                  tokenizer.json (or the model.safetensors file inside one)
  *   "hf-llama"     a Hugging Face Llama, Qwen2 or Mistral directory:
  *                  config.json, model.safetensors or a sharded
- *                  model.safetensors.index.json, a GPT-2-style byte-level
- *                  tokenizer (loaders.h: the rotate-half Q/K row order)
+ *                  model.safetensors.index.json, tokenizer.json or a
+ *                  GPT-2-style byte-level tokenizer (loaders.h: the rotate-half Q/K row order)
+ *   "hf-neox"      a Hugging Face GPT-NeoX (Pythia) directory: parallel
+ *                  blocks, partial rotary, the fused per-head query_key_value
+ *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
+ *                  BertModel without its head), WordPiece tokenizer
  *   "llama2c"      a llama2.c checkpoint (.bin, 7-int header), with
  *                  tokenizer.bin (or tok<V>.bin) beside it or --tokenizer
  *   "llmc"         an llm.c GPT-2 checkpoint (.bin, 256-int header, magic

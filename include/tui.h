@@ -48,8 +48,8 @@ enum {
 int tui_run(struct session *s, int first, unsigned flags, struct err *e);
 
 /* The name of view v ("grid", "head", "token", "numbers", "lens",
- * "curves"; "?" for none) and the view a name or a number 1..6 names: 0,
- * or -1 when unknown. */
+ * "curves", "patch"; "?" for none) and the view a name or a number 1..7
+ * names: 0, or -1 when unknown. */
 const char *tui_view_name(int v);
 int tui_view_parse(const char *s, int *out);
 
@@ -195,7 +195,7 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
  * A view of the visualizer (after tmux's window modes): what the body
  * shows and what moving and clicking do there.  Each lives in its own file
  * (tui-grid.c, tui-head.c, tui-token.c, tui-numbers.c, tui-lens.c,
- * tui-curves.c) and is listed once
+ * tui-curves.c, tui-patch.c) and is listed once
  * in tui_views[] (tui-views.c); its state is its own fields of struct
  * tui_state.  Handlers change only view state and the session's selection.
  */

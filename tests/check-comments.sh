@@ -1,0 +1,32 @@
+#!/bin/sh
+# The headers' lists of table members are the tables' own: every model
+# format in loader.c's formats[] is named in loader.h's opening comment,
+# and every visualizer view (a `.name` in a src/faces/tui-*.c view mode) is
+# named in tui.h's tui_view_name() comment and its file in tui.h's view
+# modes comment.  Prints "ok comments" or one FAIL line per missing name.
+#
+#   sh tests/check-comments.sh
+cd "$(dirname "$0")/.." || exit 1
+bad=0
+n=0
+for f in src/formats/loader*.c src/formats/checkpoint.c; do
+	# a format is `const struct model_format format_X = { "NAME", ...`
+	for name in $(grep -A1 '^const struct model_format format_' "$f" | grep -o '^	"[a-z0-9-]*"' | tr -d '\t"'); do
+		n=$((n + 1))
+		grep -q "^ \*   \"$name\"" include/loader.h || { echo "FAIL comments: format \"$name\" ($f) is not in include/loader.h's list"; bad=1; }
+	done
+done
+[ "$n" -gt 0 ] || { echo "FAIL comments: found no model format to check"; bad=1; }
+v=0
+for f in src/faces/tui-*.c; do
+	name=$(sed -n 's/^	\.name = "\([a-z]*\)",$/\1/p' "$f" | head -n 1)
+	[ -n "$name" ] || continue
+	v=$((v + 1))
+	sed -n '/The name of view v/,/\*\//p' include/tui.h | grep -q "\"$name\"" ||
+		{ echo "FAIL comments: view \"$name\" is not in tui.h's tui_view_name() comment"; bad=1; }
+	sed -n '/A view of the visualizer/,/\*\//p' include/tui.h | grep -q "$(basename "$f")" ||
+		{ echo "FAIL comments: $(basename "$f") is not in tui.h's view modes comment"; bad=1; }
+done
+[ "$v" -gt 0 ] || { echo "FAIL comments: found no view to check"; bad=1; }
+[ $bad = 0 ] && echo "ok comments ($n formats, $v views)"
+exit $bad
