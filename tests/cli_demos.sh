@@ -16,18 +16,28 @@ export ATTNSCOPE_MODELS
 RUN_ARGS="--no-db --batch"
 cd "$root" || exit 1
 
+# The lab demo trains small models: on a loaded machine OpenBLAS's threads
+# wait for each other, and it has taken 80 s of wall time for 6 s of CPU.
+# The timeout only guards against a hang.
+hang_guard=$TIMEOUT
+[ -n "$TIMEOUT" ] && TIMEOUT="timeout 900"
 for d in sessions/demos/*.cmds; do
 	n=$(basename "$d" .cmds)
 	want=$(grep -c '^expect ' "$d")
 	run -f "$d" </dev/null
 	got=$(grep -c '^✓ ' "$tmp/out")
-	if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" -eq "$want" ] && ! grep -q '^✗' "$tmp/out"; then
+	# all its claims hold, and the only warning it may print is the one
+	# naming characters a model does not know
+	if [ $rc -eq 0 ] && [ "$want" -gt 0 ] && [ "$got" -eq "$want" ] && ! grep -q '^✗' "$tmp/out" &&
+	   ! grep -v '^attnscope: warning: [0-9]* of [0-9]* tokens are <unk>' "$tmp/err" | grep -q .; then
 		ok "demo-$n ($got expectations)"
 	else
 		fail "demo-$n" "$got of $want expectations held" "$(grep -A2 '^✗' "$tmp/out" | head -n 6)" \
 			"$(tail -n 2 "$tmp/err")"
 	fi
 done
+
+TIMEOUT=$hang_guard
 
 # one number broken: basics.cmds claims 42 tokens; say 43
 sed 's/^expect tokens == 42 /expect tokens == 43 /' sessions/demos/basics.cmds >"$tmp/broken.cmds"
