@@ -7,7 +7,10 @@
 # pager; a sweep's progress and Esc cancelling it; no colour with NO_COLOR;
 # `view` from the REPL and `q` back to it; a sane terminal afterwards
 # (no alternate screen, echo on) after q, quit, SIGTERM and SIGINT; the
-# newline key of the text editor; and the role badge on the shipped model.
+# newline key of the text editor; bytes that are no UTF-8, a paste into a
+# prompt and a key held down during a sweep (each followed by a key that
+# must act); and the role badge on the shipped model.  Every wait is for
+# what the screen shows, with a deadline that only bounds a failure.
 # Prints "ok NAME" or "FAIL NAME" per check; skips when tmux is missing.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_tui.sh
@@ -60,17 +63,24 @@ check() { if eval "$2"; then ok "$1"; else fail "$1" "$3"; fi; }
 screen() { T capture-pane -p -t "$S"; }
 screen_e() { T capture-pane -p -e -t "$S"; }
 line() { screen | sed -n "${1}p"; }
-# wait_for PATTERN [ROW]: until the screen (or row ROW) matches an
-# extended regular expression (about 15 s).
-wait_for() {
+# wait_until TENTHS PATTERN [ROW]: until the screen (or row ROW) matches
+# an extended regular expression, for at most TENTHS tenths of a second.
+wait_until() {
 	i=0
-	while [ $i -lt 150 ]; do
-		if [ -n "$2" ]; then line "$2"; else screen; fi | grep -Eq -- "$1" && return 0
+	while [ $i -lt "$1" ]; do
+		if [ -n "$3" ]; then line "$3"; else screen; fi | grep -Eq -- "$2" && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
 	return 1
 }
+# wait_for PATTERN [ROW]: wait_until for about 30 s, for what a key or a
+# short command draws.  The deadline only bounds a failure: a loaded
+# machine may take longer than an idle one, never this long.
+wait_for() { wait_until 300 "$@"; }
+# wait_long PATTERN [ROW]: the same for the end of a long command, whose
+# time depends on the machine and on its load (at most 10 minutes).
+wait_long() { wait_until 6000 "$@"; }
 # wait_stable: until two captures 0.2 s apart agree (a redraw finished).
 wait_stable() {
 	prev=$(screen_e)
@@ -84,9 +94,10 @@ wait_stable() {
 	done
 	return 1
 }
+# wait_file FILE: until FILE is there and not empty (about 30 s).
 wait_file() {
 	i=0
-	while [ $i -lt 150 ]; do
+	while [ $i -lt 300 ]; do
 		[ -s "$1" ] && return 0
 		sleep 0.1
 		i=$((i + 1))
@@ -303,6 +314,83 @@ check tui-help 'wait_for "g +sharing: MHA"'
 keys q
 wait_for '1 grid' 1 >/dev/null
 
+# -------------------------------- bytes that start no UTF-8 character
+# (a Latin-1 terminal, a Meta key setting the 8th bit): the byte is
+# dropped and the key after it acts, in the views and in a prompt
+for b in ff e9 c3 80; do
+	T send-keys -t "$S" -H "$b"
+	keys 4
+	if wait_for ' 4 numbers *$' 1; then ok "tui-bad-byte-$b-then-key"; else fail "tui-bad-byte-$b-then-key"; fi
+	keys 1
+	wait_for ' 1 grid *$' 1 >/dev/null
+done
+keys e C-u
+T send-keys -t "$S" -H e9
+keys -l ab
+T send-keys -t "$S" -H ff c3 a9 80
+keys -l cd
+if wait_for '^text: abécd *$' 23; then ok tui-bad-byte-prompt; else fail tui-bad-byte-prompt; fi
+keys Escape
+wait_for 'q quit' 24 >/dev/null
+
+# --------------------------------------------------- a paste in a prompt
+# Pasting is reading: 50 times the characters take less than 10 times as
+# long as the small paste before it (drawing each character took 250 us,
+# the large paste as long as 50 small ones), with every character there
+# (the line ends in its marker, the start shows after Home), and an Esc
+# right after a large paste is read as soon as the paste is.
+now_ms() { date +%s%3N; }
+# paste_time N MARK: pastes N-3 a's and MARK (3 characters) into the open
+# : prompt; the milliseconds until the prompt's line ends in it, or
+# nothing after LIMIT ms (default 10 minutes).
+paste_time() {
+	awk -v n="$1" -v m="$2" 'BEGIN { for (i = 3; i < n; i++) printf "a"; printf "%s", m }' >"$tmp/paste"
+	T load-buffer -b paste "$tmp/paste"
+	t0=$(now_ms)
+	T paste-buffer -b paste -t "$S"
+	while ! line 23 | grep -q "a$2 *\$"; do
+		[ $(($(now_ms) - t0)) -gt "${LIMIT:-600000}" ] && return 0
+		sleep 0.02
+	done
+	echo $(($(now_ms) - t0))
+}
+case $(now_ms) in
+*N*) ok "tui-paste # skipped: date has no %N" ;;
+*)
+	keys :
+	wait_for '^:' 23 >/dev/null
+	small=$(paste_time 20000 S1Z)
+	keys C-u
+	wait_for '^: *$' 23 >/dev/null
+	LIMIT=$((small * 10))
+	large=$(paste_time 1000000 L2Z)
+	check "tui-paste-linear # 20000 characters in $small ms, 1000000 in ${large:-more than $LIMIT} ms" \
+		'[ -n "$small" ] && [ -n "$large" ]'
+	keys Home
+	check tui-paste-whole 'wait_for "^:aaaa" 23'
+	keys Escape
+	check tui-paste-esc-closes 'wait_for "q quit" 24'
+	keys :
+	wait_for '^:' 23 >/dev/null
+	awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "b" }' >"$tmp/paste"
+	T load-buffer -b paste "$tmp/paste"
+	t0=$(now_ms)
+	T paste-buffer -b paste -t "$S"
+	keys Escape
+	until line 24 | grep -q 'q quit' || [ $(($(now_ms) - t0)) -gt "$LIMIT" ]; do sleep 0.02; done
+	check tui-paste-esc-cancels 'line 24 | grep -q "q quit"' "after $(($(now_ms) - t0)) ms"
+	;;
+esac
+# a paste's newline runs the line, and its text is the text's characters
+keys :
+wait_for '^:' 23 >/dev/null
+printf 'text 床前明月光 abc\n' >"$tmp/paste"
+T load-buffer -b paste "$tmp/paste"
+T paste-buffer -b paste -t "$S"
+check tui-paste-runs 'wait_for " 9 tokens" 2'
+keys 1
+wait_for ' 1 grid *$' 1 >/dev/null
+
 # ----------------------------------------------------- q: terminal sane
 keys q
 if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-q-exits-0; else fail tui-q-exits-0; fi
@@ -375,6 +463,19 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	keys Escape
 	if wait_for '^cancelled: sweep cancelled' 23; then ok tui-sweep-esc-cancels; else fail tui-sweep-esc-cancels; fi
 	check tui-sweep-still-in-tui 'line 1 | grep -q MHA && [ "$(alt_on)" = 1 ]'
+	# a key held down during a sweep (100 arrows, 300 bytes, more than
+	# curses takes back): what fits is given back, the rest dropped, and
+	# the keys after it act
+	wait_stable
+	keys : sweep Enter
+	wait_for 'running sweep' 23 >/dev/null
+	keys $(awk 'BEGIN { for (i = 0; i < 100; i++) printf "Up " }')
+	keys C-c
+	wait_for '^cancelled: sweep cancelled' 23 >/dev/null
+	keys 4
+	if wait_for ' 4 numbers *$' 1; then ok tui-keys-held-during-sweep; else fail tui-keys-held-during-sweep; fi
+	keys 1
+	wait_for ' 1 grid *$' 1 >/dev/null
 	# patching (1,666 sites on 199 tokens here) shows its progress and Esc
 	# stops it
 	short=$(echo "$text" | cut -c1-199)
@@ -403,10 +504,15 @@ if "$TOOLS/tool_mkmodel" "$tmp/models/big.safetensors" --layers 8 --heads 8 --d-
 	else
 		fail tui-generate-glance
 	fi
-	# its output opens in the pager; q closes it onto the grid of 799 tokens
-	wait_for '^generated 600 tokens' >/dev/null
-	keys q
-	if wait_for '^8×8 heads, 799 tokens' 2; then ok tui-generate-grid-grows; else fail tui-generate-grid-grows; fi
+	# its output shows when it ends (however long the 600 steps take
+	# here): over the grid, or in the pager when long (q closes it); the
+	# grid then holds the 799 tokens
+	if ! wait_long '^generated 600 tokens'; then
+		fail tui-generate-grid-grows "no output from generate"
+	else
+		line 24 | grep -q 'q/Esc close' && keys q
+		if wait_for '^8×8 heads, 799 tokens' 2; then ok tui-generate-grid-grows; else fail tui-generate-grid-grows; fi
+	fi
 	keys q
 	if wait_file "$tmp/status" && [ "$(cat "$tmp/status")" = 0 ]; then ok tui-sweep-quit-0; else fail tui-sweep-quit-0; fi
 else

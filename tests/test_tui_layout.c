@@ -604,6 +604,12 @@ static void test_line_editor(void **state)
 	assert_int_equal(tui_line_scroll(&l, first, 4), 0);
 	tui_line_set(&l, "abc");
 	assert_int_equal(tui_line_scroll(&l, 0, 80), 0);
+	/* a paste of a million characters read before the next draw: from 0 to
+	 * the end in one call, which looks back only the width shown */
+	tui_line_set(&l, "");
+	for (int i = 0; i < 1000000; i++)
+		tui_line_insert(&l, 'a');
+	assert_int_equal(tui_line_scroll(&l, 0, 80), 1000000 - 79);
 	tui_line_set(&l, "\xff" "a"); /* invalid byte: U+FFFD */
 	assert_int_equal(l.n, 2);
 	assert_int_equal((int)l.cp[0], 0xFFFD);

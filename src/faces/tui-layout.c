@@ -581,7 +581,12 @@ int tui_line_width(const struct tui_line *l, int from, int to)
 int tui_line_scroll(const struct tui_line *l, int first, int width)
 {
 	first = clampi(first, 0, l->cur);
-	while (first < l->cur && tui_line_width(l, first, l->cur) > width - 1)
-		first++;
-	return first;
+	/* back from the cursor while the columns fit: as many steps as the
+	 * width shows, however far the cursor went since (a paste) */
+	int lo = l->cur, w = 0;
+	while (lo > first && w + render_cp_width(l->cp[lo - 1]) <= width - 1) {
+		w += render_cp_width(l->cp[lo - 1]);
+		lo--;
+	}
+	return lo;
 }

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -36,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "cmd.h"
 #include "lens.h"
@@ -68,6 +70,7 @@ struct tui {
 	char *history[HISTORY_MAX];
 	int n_history;
 	volatile sig_atomic_t local_cancel;
+	bool gone;              /* the terminal hung up: leave */
 };
 
 /* ============================================= terminal and signals */
@@ -295,6 +298,48 @@ bool tui_active(void)
 	return g_in_tui;
 }
 
+/* ================================== keys given back to curses */
+
+/*
+ * Bytes given back to curses (ungetch) go in front of what it reads from
+ * the terminal.  g_held counts the entries its input queue may hold:
+ * those given back, and after an Esc (or a byte of the 8-bit half) what
+ * it may have read ahead looking for a key's sequence.  Each read takes
+ * at least one, so at 0 the queue is empty and the terminal's bytes can
+ * be read directly, in order (a paste in a prompt).
+ */
+static int g_held;
+#define KEY_SEQ_MAX 32   /* read ahead by curses at most, after an Esc */
+#define GIVE_BACK_MAX 64 /* given back at once at most; the queue holds about 137 */
+
+/* Gives back the first bytes of p[0, n) that fit (GIVE_BACK_MAX), in
+ * order; the rest are dropped. */
+static void unget_bytes(const unsigned char *p, int n)
+{
+	if (n > GIVE_BACK_MAX)
+		n = GIVE_BACK_MAX;
+	for (int i = n - 1; i >= 0; i--) {
+		if (ungetch(p[i]) == ERR)
+			break;
+		g_held++;
+	}
+}
+
+/* getch() with g_held kept: waits delay_ms (-1: until a key). */
+static int key_byte(int delay_ms)
+{
+	if (delay_ms >= 0)
+		timeout(delay_ms);
+	int c = getch();
+	if (delay_ms >= 0)
+		timeout(-1);
+	if (c != ERR && g_held > 0)
+		g_held--;
+	if (c == 27 || (c >= 0x80 && c <= 0xff))
+		g_held += KEY_SEQ_MAX;
+	return c;
+}
+
 /* ======================================= commands and their output */
 
 /*
@@ -315,8 +360,11 @@ struct watcher {
 	char progress[256];
 	struct render_buf err_text;
 	bool cancel_seen;
-	unsigned char typed[256]; /* other keys typed meanwhile, given back afterwards */
+	/* other keys typed meanwhile, given back afterwards: whole reads, as
+	 * many as curses takes back (unget_bytes) */
+	unsigned char typed[GIVE_BACK_MAX];
 	int n_typed;
+	bool typed_full; /* a read did not fit: it and later keys were dropped */
 };
 
 static struct watcher g_w = { .master = -1, .slave = -1, .wake = { -1, -1 } };
@@ -401,6 +449,33 @@ static void watch_drain(struct watcher *w)
 		watch_feed(w, buf, (size_t)n);
 }
 
+/* Reads what was typed while the command runs: Esc alone or Ctrl-C
+ * cancels it; other keys are kept while they fit (a read whole or not at
+ * all, so that no key's bytes are cut), later ones dropped. */
+static void watch_keys(struct watcher *w)
+{
+	unsigned char k[256]; /* a burst (a held key) in one read, not cut in a key */
+	ssize_t n = read(STDIN_FILENO, k, sizeof k);
+	if (n <= 0)
+		return;
+	bool cancel = n == 1 && k[0] == 27; /* a lone Esc, not an arrow key's sequence */
+	for (ssize_t i = 0; i < n; i++)
+		cancel |= k[i] == 3;
+	if (cancel) {
+		if (g_cancel) {
+			*g_cancel = 1;
+			w->cancel_seen = true;
+		}
+		return;
+	}
+	if (w->typed_full || w->n_typed + n > (int)sizeof w->typed) {
+		w->typed_full = true;
+		return;
+	}
+	memcpy(w->typed + w->n_typed, k, (size_t)n);
+	w->n_typed += (int)n;
+}
+
 static void *watch_thread(void *arg)
 {
 	struct watcher *w = arg;
@@ -416,19 +491,8 @@ static void *watch_thread(void *arg)
 			break;
 		if (r > 0 && (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(fds[1].revents & POLLIN))
 			keyboard = false;
-		if (r > 0 && (fds[1].revents & POLLIN)) {
-			unsigned char k[64];
-			ssize_t n = read(STDIN_FILENO, k, sizeof k);
-			bool cancel = n == 1 && k[0] == 27; /* a lone Esc, not an arrow key's sequence */
-			for (ssize_t i = 0; i < n; i++)
-				cancel |= k[i] == 3;
-			for (ssize_t i = 0; !cancel && i < n && w->n_typed < (int)sizeof w->typed; i++)
-				w->typed[w->n_typed++] = k[i];
-			if (cancel && g_cancel) {
-				*g_cancel = 1;
-				w->cancel_seen = true;
-			}
-		}
+		if (r > 0 && (fds[1].revents & POLLIN))
+			watch_keys(w);
 		if (r > 0 && w->master >= 0 && (fds[2].revents & POLLIN))
 			watch_drain(w);
 		double el = now_ms() - w->t0;
@@ -459,6 +523,7 @@ static bool watch_start(struct watcher *w, const char *line)
 	w->progress[0] = '\0';
 	w->cancel_seen = false;
 	w->n_typed = 0;
+	w->typed_full = false;
 	render_buf_free(&w->err_text);
 	if (pipe(w->wake) != 0)
 		return false;
@@ -494,9 +559,8 @@ static void watch_stop(struct watcher *w, bool started)
 		g_saved_stderr = -1;
 	}
 	watch_drain(w);
-	/* keys typed during the command, in order (ungetch pushes in front) */
-	for (int i = w->n_typed - 1; i >= 0; i--)
-		ungetch(w->typed[i]);
+	/* keys typed during the command, in order */
+	unget_bytes(w->typed, w->n_typed);
 	w->n_typed = 0;
 }
 
@@ -602,8 +666,11 @@ static void pager(struct tui *t, const char *title, const char *text)
 		refresh();
 		wint_t ch;
 		bool fn;
-		if (read_key(t, &ch, &fn) != OK)
+		if (read_key(t, &ch, &fn) != OK) {
+			if (t->gone)
+				goto done;
 			continue;
+		}
 		if (fn) {
 			switch (ch) {
 			case KEY_UP: top--; break;
@@ -876,13 +943,79 @@ static void draw_screen(struct tui *t)
 
 /* ============================================================ keys */
 
-/* Reads one key (a wide character, or a function key when *fn). */
+/* How long the rest of a character's bytes may take after its first. */
+#define KEY_MORE_MS 100
+
+/*
+ * Decodes the character that starts with byte `first` in the locale's
+ * encoding, reading its other bytes.  OK with *ch; ERR when the bytes
+ * start no character (a Latin-1 terminal, a Meta key setting the 8th
+ * bit, a stray continuation byte): that first byte is dropped and the
+ * bytes after it are read again as keys of their own.
+ */
+static int key_decode(int first, wint_t *ch)
+{
+	unsigned char buf[MB_LEN_MAX];
+	int n = 0;
+	buf[n++] = (unsigned char)first;
+	for (;;) {
+		mbstate_t st;
+		memset(&st, 0, sizeof st);
+		wchar_t wc;
+		size_t r = mbrtowc(&wc, (const char *)buf, (size_t)n, &st);
+		if (r <= (size_t)n) {
+			*ch = (wint_t)wc;
+			return OK;
+		}
+		if (r == (size_t)-1 || n == (int)sizeof buf)
+			break;
+		int c = key_byte(KEY_MORE_MS); /* (size_t)-2: more bytes to come */
+		if (c == ERR)
+			break;
+		if (c > 0xff) { /* a function key: not part of this character */
+			if (ungetch(c) == OK)
+				g_held++;
+			break;
+		}
+		buf[n++] = (unsigned char)c;
+	}
+	unget_bytes(buf + 1, n - 1); /* buf[0] is dropped */
+	return ERR;
+}
+
+/* After ERR from a blocking read (a signal, a terminal gone): waits for
+ * input up to 100 ms rather than spinning; t->gone when it hung up. */
+static void key_wait(struct tui *t)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	if (poll(&p, 1, 100) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+		t->gone = true;
+}
+
+/* Reads one key (a wide character, or a function key when *fn).  ERR
+ * when there was none, or a byte that is no character was dropped. */
 static int read_key(struct tui *t, wint_t *ch, bool *fn)
 {
-	int r = get_wch(ch);
+	int c = key_byte(-1);
 	t->key_t0 = now_ms();
-	*fn = r == KEY_CODE_YES;
-	return r == ERR ? ERR : OK;
+	*fn = c > 0xff;
+	if (c == ERR) {
+		key_wait(t);
+		return ERR;
+	}
+	if (*fn) {
+		*ch = (wint_t)c;
+		return OK;
+	}
+	return key_decode(c, ch);
+}
+
+/* Whether more keys are waiting (a paste, a held key): then the screen
+ * is drawn once they are read. */
+static bool key_pending(void)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 /* ----------------------------------------------------- line prompt */
@@ -1023,99 +1156,169 @@ static int draw_prompt(struct tui *t, const char *prompt, const struct tui_line 
 	return cx;
 }
 
+/* A prompt's line being edited. */
+struct prompt {
+	struct tui_line l;
+	enum prompt_kind kind;
+	int first;   /* the first code point shown */
+	int hist;    /* the history entry shown; n_history: the line being typed */
+	char *saved; /* the line being typed while browsing history */
+};
+
+enum prompt_step { PROMPT_EDITING, PROMPT_ACCEPT, PROMPT_CANCEL };
+
+/* Up/Down in a command prompt: the previous or next history entry. */
+static void prompt_history(struct tui *t, struct prompt *p, int step)
+{
+	if (p->kind != PROMPT_COMMAND || t->n_history == 0)
+		return;
+	if (p->hist == t->n_history) {
+		free(p->saved);
+		p->saved = tui_line_utf8(&p->l);
+	}
+	p->hist += step;
+	if (p->hist < 0)
+		p->hist = 0;
+	if (p->hist >= t->n_history) {
+		p->hist = t->n_history;
+		tui_line_set(&p->l, p->saved);
+	} else {
+		tui_line_set(&p->l, t->history[p->hist]);
+	}
+	p->first = 0;
+}
+
+static enum prompt_step prompt_fn_key(struct tui *t, struct prompt *p, wint_t ch)
+{
+	struct tui_line *l = &p->l;
+	switch (ch) {
+	case KEY_LEFT: tui_line_left(l); break;
+	case KEY_RIGHT: tui_line_right(l); break;
+	case KEY_HOME: tui_line_home(l); break;
+	case KEY_END: tui_line_end(l); break;
+	case KEY_BACKSPACE: tui_line_backspace(l); break;
+	case KEY_DC: tui_line_delete(l); break;
+	case KEY_ENTER: return PROMPT_ACCEPT;
+	case KEY_RESIZE: clearok(curscr, TRUE); break;
+	case KEY_UP: prompt_history(t, p, -1); break;
+	case KEY_DOWN: prompt_history(t, p, 1); break;
+	default: break;
+	}
+	return PROMPT_EDITING;
+}
+
+static enum prompt_step prompt_char(struct tui *t, struct prompt *p, wint_t ch)
+{
+	struct tui_line *l = &p->l;
+	switch (ch) {
+	case '\r':
+	case '\n':
+		return PROMPT_ACCEPT;
+	case 27: /* Esc */
+	case 3:  /* Ctrl-C */
+	case 7:  /* Ctrl-G */
+		return PROMPT_CANCEL;
+	case 1: tui_line_home(l); break;           /* Ctrl-A */
+	case 5: tui_line_end(l); break;            /* Ctrl-E */
+	case 2: tui_line_left(l); break;           /* Ctrl-B */
+	case 6: tui_line_right(l); break;          /* Ctrl-F */
+	case 4: tui_line_delete(l); break;         /* Ctrl-D */
+	case 8: case 127: tui_line_backspace(l); break;
+	case 11: tui_line_kill_end(l); break;      /* Ctrl-K */
+	case 21: tui_line_kill_start(l); break;    /* Ctrl-U */
+	case 23: tui_line_kill_word(l); break;     /* Ctrl-W */
+	case 12: clearok(curscr, TRUE); break;     /* Ctrl-L */
+	case 15:                                   /* Ctrl-O: a newline in the text */
+		if (p->kind == PROMPT_TEXT)
+			tui_line_insert(l, '\n');
+		break;
+	case '\t':
+		if (p->kind == PROMPT_COMMAND)
+			complete_line(t, l);
+		break;
+	default:
+		if (ch >= 32 && ch != 127 && ch <= 0x10FFFF)
+			tui_line_insert(l, (uint32_t)ch);
+		break;
+	}
+	return PROMPT_EDITING;
+}
+
+/*
+ * Takes the keys waiting at the terminal in one read (a paste, while curses
+ * holds nothing): text goes into the line, control keys act as typed.
+ * From an Esc, or after a key that ends the prompt, the rest goes back to
+ * curses (as much as fits), as do the first bytes of a character whose
+ * others are still to come.  Bytes that start no character are dropped.
+ */
+static enum prompt_step prompt_paste(struct tui *t, struct prompt *p)
+{
+	unsigned char buf[4096];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof buf), i = 0;
+	enum prompt_step step = PROMPT_EDITING;
+	t->msg_kind = MSG_NONE;
+	while (i < n && step == PROMPT_EDITING && buf[i] != 27) {
+		if (buf[i] < 0x20 || buf[i] == 0x7f) {
+			step = prompt_char(t, p, buf[i++]);
+			continue;
+		}
+		mbstate_t st;
+		memset(&st, 0, sizeof st);
+		wchar_t wc;
+		size_t r = mbrtowc(&wc, (const char *)buf + i, (size_t)(n - i), &st);
+		if (r == (size_t)-2)
+			break;
+		if (r == (size_t)-1) {
+			i++;
+			continue;
+		}
+		prompt_char(t, p, (wint_t)wc);
+		i += (ssize_t)r;
+	}
+	if (i < n)
+		unget_bytes(buf + i, (int)(n - i));
+	return step;
+}
+
 /*
  * Edits one line on the info row under the screen.  Enter returns the
  * line (malloc'd UTF-8); Esc or Ctrl-C returns NULL.  Commands get Tab
- * completion and Up/Down history.
+ * completion and Up/Down history.  The screen is drawn when no more keys
+ * wait, so a paste costs its reading, not a redraw a character, and an
+ * Esc after it is read as soon as the paste is.
  */
 static char *prompt_line(struct tui *t, const char *prompt, const char *initial, enum prompt_kind kind)
 {
-	struct tui_line l;
-	tui_line_init(&l, initial);
-	int first = 0, hist = t->n_history;
+	struct prompt p = { .kind = kind, .hist = t->n_history };
+	tui_line_init(&p.l, initial);
 	char *result = NULL;
-	char *saved = NULL; /* the line being typed while browsing history */
-	for (;;) {
-		draw_screen(t);
-		int y = LINES - 2, cx = draw_prompt(t, prompt, &l, &first, kind);
-		move(y, cx < COLS ? cx : COLS - 1);
-		curs_set(1);
-		refresh();
+	while (!t->gone) {
+		if (!key_pending()) {
+			draw_screen(t);
+			int y = LINES - 2, cx = draw_prompt(t, prompt, &p.l, &p.first, kind);
+			move(y, cx < COLS ? cx : COLS - 1);
+			curs_set(1);
+			refresh();
+		}
+		enum prompt_step step;
 		wint_t ch;
 		bool fn;
-		if (read_key(t, &ch, &fn) != OK)
-			continue;
-		t->msg_kind = MSG_NONE;
-		if (fn) {
-			switch (ch) {
-			case KEY_LEFT: tui_line_left(&l); break;
-			case KEY_RIGHT: tui_line_right(&l); break;
-			case KEY_HOME: tui_line_home(&l); break;
-			case KEY_END: tui_line_end(&l); break;
-			case KEY_BACKSPACE: tui_line_backspace(&l); break;
-			case KEY_DC: tui_line_delete(&l); break;
-			case KEY_ENTER: result = tui_line_utf8(&l); goto done;
-			case KEY_RESIZE: clearok(curscr, TRUE); break;
-			case KEY_UP:
-			case KEY_DOWN:
-				if (kind != PROMPT_COMMAND || t->n_history == 0)
-					break;
-				if (hist == t->n_history) {
-					free(saved);
-					saved = tui_line_utf8(&l);
-				}
-				hist += ch == KEY_UP ? -1 : 1;
-				if (hist < 0)
-					hist = 0;
-				if (hist >= t->n_history) {
-					hist = t->n_history;
-					tui_line_set(&l, saved);
-				} else {
-					tui_line_set(&l, t->history[hist]);
-				}
-				first = 0;
-				break;
-			default: break;
-			}
+		if (g_held == 0 && key_pending()) {
+			step = prompt_paste(t, &p);
+		} else if (read_key(t, &ch, &fn) == OK) {
+			t->msg_kind = MSG_NONE;
+			step = fn ? prompt_fn_key(t, &p, ch) : prompt_char(t, &p, ch);
+		} else {
 			continue;
 		}
-		switch (ch) {
-		case '\r':
-		case '\n':
-			result = tui_line_utf8(&l);
-			goto done;
-		case 27: /* Esc */
-		case 3:  /* Ctrl-C */
-		case 7:  /* Ctrl-G */
-			goto done;
-		case 1: tui_line_home(&l); break;           /* Ctrl-A */
-		case 5: tui_line_end(&l); break;            /* Ctrl-E */
-		case 2: tui_line_left(&l); break;           /* Ctrl-B */
-		case 6: tui_line_right(&l); break;          /* Ctrl-F */
-		case 4: tui_line_delete(&l); break;         /* Ctrl-D */
-		case 8: case 127: tui_line_backspace(&l); break;
-		case 11: tui_line_kill_end(&l); break;      /* Ctrl-K */
-		case 21: tui_line_kill_start(&l); break;    /* Ctrl-U */
-		case 23: tui_line_kill_word(&l); break;     /* Ctrl-W */
-		case 12: clearok(curscr, TRUE); break;      /* Ctrl-L */
-		case 15:                                    /* Ctrl-O: a newline in the text */
-			if (kind == PROMPT_TEXT)
-				tui_line_insert(&l, '\n');
+		if (step == PROMPT_ACCEPT)
+			result = tui_line_utf8(&p.l);
+		if (step != PROMPT_EDITING)
 			break;
-		case '\t':
-			if (kind == PROMPT_COMMAND)
-				complete_line(t, &l);
-			break;
-		default:
-			if (ch >= 32 && ch != 127 && ch <= 0x10FFFF)
-				tui_line_insert(&l, (uint32_t)ch);
-			break;
-		}
 	}
-done:
 	curs_set(0);
-	free(saved);
-	tui_line_free(&l);
+	free(p.saved);
+	tui_line_free(&p.l);
 	return result;
 }
 
@@ -1531,6 +1734,8 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 		wint_t ch;
 		bool fn;
 		if (read_key(t, &ch, &fn) != OK) {
+			if (t->gone)
+				break;
 			r = HANDLED;
 			continue;
 		}
