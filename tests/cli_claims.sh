@@ -20,7 +20,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib-cli.sh"
 make_tmp claims
 ATTNSCOPE_MODELS=$root/models
-export ATTNSCOPE_MODELS
+ATTNSCOPE_DATA=$root/data
+export ATTNSCOPE_MODELS ATTNSCOPE_DATA
 RUN_ARGS="--no-db --batch"
 cd "$tmp" || exit 1
 POEM='床前明月光，疑是地上霜。举头望明月，低头思故乡。'

@@ -104,6 +104,15 @@ static int fill(struct reader *r, size_t want, const char *path, struct err *e)
 	return 0;
 }
 
+/* Drops r's first p bytes. */
+static void drop(struct reader *r, size_t p)
+{
+	if (r->len > p)
+		memmove(r->buf, r->buf + p, r->len - p);
+	r->len -= p;
+	r->at += p;
+}
+
 /* Drops the first k characters from r, reading on in chunks (memory stays
  * one chunk); *count gets the characters dropped (< k at the end of the
  * file).  0, or -1 + e. */
@@ -114,9 +123,7 @@ static int skip_chars(struct reader *r, long k, long *count, const char *path, s
 	long c = 0;
 	for (;;) {
 		if (r->len - p < 4 && !r->eof) { /* a character may continue past len */
-			memmove(r->buf, r->buf + p, r->len - p);
-			r->len -= p;
-			r->at += p;
+			drop(r, p);
 			p = 0;
 			if (fill(r, READ_CHUNK, path, e))
 				return -1;
@@ -129,9 +136,7 @@ static int skip_chars(struct reader *r, long k, long *count, const char *path, s
 		p += (size_t)utf8_decode(u + p, r->len - p, &cp, &bad);
 		c++;
 	}
-	memmove(r->buf, r->buf + p, r->len - p);
-	r->len -= p;
-	r->at += p;
+	drop(r, p);
 	*count = c;
 	return 0;
 }
