@@ -2,7 +2,8 @@
  * train.c — `attnscope train`: its flags turned into a train_run spec
  * (train-run.h: the model, the data, resuming, the loop and the files),
  * and the hooks that add progress, the stop signals and the session
- * database (store.h) around the run.  On --resume the flags stored in
+ * database (the recorder of store-train.h, on the store train.c opens)
+ * around the run.  On --resume the flags stored in
  * FILE.optim (layout in optim.h, struct optim_file) are replayed first.
  */
 #define _GNU_SOURCE
@@ -18,13 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "checkpoint.h"
 #include "config.h"
-#include "json-util.h"
 #include "model.h"
-#include "store.h"
+#include "store-train.h"
 #include "train-run.h"
 #include "trainer.h"
 
@@ -431,16 +429,6 @@ static void fmt_duration(char *buf, size_t size, double s)
 		snprintf(buf, size, "%lds", t);
 }
 
-/* The run's rows in the session database (--db, else $ATTNSCOPE_DB; none
- * with --no-db); see "session database" below. */
-struct recorder {
-	struct store *st;        /* NULL: not recording (none asked for, or stopped) */
-	char *real;              /* the database's path with links resolved, or NULL */
-	int64_t run_id;          /* this run's training_runs id; 0 before rec_begin */
-	size_t next;             /* history row of the first step not yet committed */
-	double last_ms;          /* when steps were last committed */
-};
-
 /* ------------------------------------------------------------ signals */
 
 /*
@@ -517,7 +505,8 @@ struct cli {
 	struct train_saved saved; /* on --resume */
 	struct strv args;         /* replayable flags of the run */
 	struct strv cmds;         /* command lines that ran it */
-	struct recorder rec;
+	struct train_spec spec;   /* the flags as a train_run spec */
+	struct store_train rec;   /* the run's rows in the session database */
 	struct stop_signals sigs;
 	bool tty;                 /* progress redrawn in place on a terminal */
 	double t0;                /* when this session's first step began */
@@ -525,28 +514,14 @@ struct cli {
 
 /* ------------------------------------------------- session database */
 
-/* Steps are committed REC_STEPS at a time, or REC_MS after the last commit,
- * and at every validation, interrupt and end. */
-#define REC_STEPS 50
-#define REC_MS 2000.0
-
-/*
- * The run's rows in the session database: its training_runs row is
- * inserted before the first step (status "running"), its steps are
- * committed in batches as they are done (a kill -9 loses at most the last
- * batch), and the row is finished at the end (finished_at, status, losses).
- * A database that cannot be opened or written is refused before training;
- * a write that fails later is one warning and recording stops, because
- * the checkpoint is what matters.
- */
-
 /* Opens the database of --db; else, on --resume, the one the resumed run
  * recorded in (when it is still there); else $ATTNSCOPE_DB; none with
- * --no-db.  0 (also when there is none), or -1 with a message. */
-static int rec_open(struct recorder *r, const struct opts *o, const struct train_saved *saved,
-		    struct err *e)
+ * --no-db.  0 with *st (NULL when there is none), or -1 with a message. */
+static int db_open(const struct opts *o, const struct train_saved *saved, struct store **st,
+		   struct err *e)
 {
 	const char *env = getenv(STORE_ENV), *path = o->db, *from = "--db";
+	*st = NULL;
 	if (!path && o->resume && saved->link.path) {
 		path = saved->link.path;
 		from = "the database of the run resumed";
@@ -562,103 +537,13 @@ static int rec_open(struct recorder *r, const struct opts *o, const struct train
 	}
 	if (!path || o->no_db)
 		return 0;
-	r->st = store_open(path, e);
-	if (!r->st) {
+	*st = store_open(path, e);
+	if (!*st) {
 		char msg[ERR_MAX];
 		snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
 		return err_set(e, "%s: %s%s", from, msg, o->db ? "" : " (--no-db records nothing)");
 	}
-	r->real = realpath(path, NULL);
 	return 0;
-}
-
-/* The first write that fails: one warning, and nothing more is recorded. */
-static void rec_stop(struct recorder *r, const struct err *e)
-{
-	fprintf(stderr, "attnscope train: warning: %s; recording stopped, training goes on\n", e->msg);
-	store_close(r->st);
-	r->st = NULL;
-}
-
-/* Inserts the run's row (status "running"), linked by resumed_from to the
- * row of the run that saved the state it resumes when that row is in the
- * same database.  Steps already done (restored on --resume) belong to that
- * run and are not recorded again.  0 (also without a database), or -1. */
-static int rec_begin(struct cli *c, const struct train_state *s, struct err *e)
-{
-	struct recorder *r = &c->rec;
-	const struct opts *o = &c->o;
-	const struct train_saved *saved = o->resume ? &c->saved : NULL;
-	r->next = s->tr->hist_n;
-	r->last_ms = now_ms();
-	if (!r->st)
-		return 0;
-	char hash[24];
-	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->d->hash);
-	char *cj = checkpoint_config_json(&s->m->cfg);
-	json_t *aj = ju_strings(c->args.v, c->args.n);
-	char *args = ju_dump(aj, JSON_COMPACT);
-	json_decref(aj);
-	bool linked = saved && saved->link.path && r->real && strcmp(saved->link.path, r->real) == 0;
-	struct store_train_run run = {
-		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)s->d->bytes,
-		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
-		.threads = o->threads > 0 ? o->threads : cpu_count(),
-		.resumed_from = linked ? saved->link.run : 0,
-	};
-	r->run_id = store_training_run(r->st, &run, e);
-	free(cj);
-	free(args);
-	return r->run_id > 0 ? 0 : -1;
-}
-
-/* Commits the steps done since the last commit: always when force, else
- * once REC_STEPS are waiting or REC_MS have passed. */
-static void rec_flush(struct recorder *r, const struct train_state *s, bool force)
-{
-	const struct trainer *t = s->tr;
-	size_t n = t->hist_n - r->next;
-	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
-		return;
-	struct store_train_step *steps = xcalloc(n, sizeof *steps);
-	for (size_t i = 0; i < n; i++) {
-		const float *row = t->hist + (r->next + i) * (size_t)t->hw;
-		steps[i] = (struct store_train_step){
-			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
-			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
-			.n_layers = s->m->cfg.n_layer,
-		};
-	}
-	for (size_t i = t->val_n; i-- > 0;) { /* validations, newest first */
-		size_t step = (size_t)t->val[2 * i];
-		if (step <= r->next)
-			break;
-		if (step <= t->hist_n)
-			steps[step - 1 - r->next].val_loss = t->val[2 * i + 1];
-	}
-	struct err e;
-	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
-		rec_stop(r, &e);
-	else
-		r->next = t->hist_n;
-	r->last_ms = now_ms();
-	free(steps);
-}
-
-/* Commits the last steps and finishes the run's row: status "done",
- * "interrupted" or "failed" (with message). */
-static void rec_finish(struct recorder *r, const struct train_state *s, const char *status,
-		       double seconds, const char *message)
-{
-	const struct trainer *t = s->tr;
-	if (r->run_id <= 0)
-		return;
-	rec_flush(r, s, true);
-	struct err e;
-	if (r->st && store_training_finish(r->st, r->run_id, status, t->step, (int64_t)t->tokens,
-					   trainer_final_loss(t), trainer_last_val(t), seconds, message,
-					   &e) != 0)
-		rec_stop(r, &e);
 }
 
 static void cli_free(struct cli *c)
@@ -666,8 +551,7 @@ static void cli_free(struct cli *c)
 	train_saved_free(&c->saved);
 	strv_free(&c->args);
 	strv_free(&c->cmds);
-	store_close(c->rec.st);
-	free(c->rec.real);
+	store_train_free(&c->rec);
 }
 
 /* Progress: one line redrawn in place on a terminal, else a log line every
@@ -710,12 +594,8 @@ static int on_start(void *ctx, const struct train_state *s, struct train_link *l
 {
 	struct cli *c = ctx;
 	const struct opts *o = &c->o;
-	if (rec_begin(c, s, e))
+	if (store_train_on_start(&c->rec, s, link, e))
 		return -1;
-	if (c->rec.real && c->rec.run_id > 0) {
-		link->path = xstrdup(c->rec.real);
-		link->run = c->rec.run_id;
-	}
 	if (!o->quiet)
 		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
 			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
@@ -745,7 +625,7 @@ static void on_step(void *ctx, const struct train_state *s)
 	struct cli *c = ctx;
 	if (!c->o.quiet)
 		progress(c, s, s->validated && !c->tty);
-	rec_flush(&c->rec, s, s->validated);
+	store_train_on_step(&c->rec, s);
 }
 
 static void after_steps(void *ctx, const struct train_state *s)
@@ -760,8 +640,7 @@ static void on_end(void *ctx, const struct train_state *s, int status, double se
 		   const char *message)
 {
 	struct cli *c = ctx;
-	rec_finish(&c->rec, s, status < 0 ? "failed" : status == 1 ? "interrupted" : "done",
-		   seconds, message);
+	store_train_on_end(&c->rec, s, status, seconds, message);
 	stop_signals_release(&c->sigs);
 }
 
@@ -933,23 +812,24 @@ int train_run_args(int argc, char **argv, struct err *e)
 {
 	struct cli c;
 	memset(&c, 0, sizeof c);
+	struct store *st = NULL;
 	int status = read_flags(&c, argc, argv, e);
 	/* util.h's rules for the files read and written, before any work;
 	 * the database first, so that --out is not it either */
 	if (status < 0 && (file_refuse_special(c.o.data, false, "a regular file", e) ||
-			   rec_open(&c.rec, &c.o, &c.saved, e)))
+			   db_open(&c.o, &c.saved, &st, e)))
 		status = TRAIN_EXIT_FAIL;
 	if (status < 0) {
 		c.tty = !c.o.quiet && isatty(STDERR_FILENO);
-		struct train_spec spec;
-		make_spec(&c, &spec);
+		make_spec(&c, &c.spec);
+		store_train_init(&c.rec, st, &c.spec);
 		struct train_hooks hooks = {
 			.ctx = &c, .on_start = on_start, .should_stop = should_stop,
 			.on_step = on_step, .after_steps = after_steps, .on_end = on_end,
 			.stop_now = &stop_level,
 		};
 		struct train_outcome r;
-		int rc = train_run(&spec, &hooks, &r, e);
+		int rc = train_run(&c.spec, &hooks, &r, e);
 		status = rc < 0 ? (r.spec_error ? TRAIN_EXIT_USAGE : TRAIN_EXIT_FAIL) : report(&c, rc, &r, e);
 	}
 	cli_free(&c);
