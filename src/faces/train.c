@@ -259,78 +259,19 @@ static int parse_args(struct opts *o, int n, char **args, struct strv *replay, s
 	return flags_parse(flags, N_FLAGS, o, n, args, seen_flag, &p, e);
 }
 
-/* ------------------------------------------------------- text helpers */
-
-/* Growable string. */
-struct sbuf {
-	char *s;
-	size_t n, cap;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		b->cap = (b->n + n + 1) * 2;
-		b->s = xrealloc(b->s, b->cap);
-	}
-	memcpy(b->s + b->n, s, n);
-	b->n += n;
-	b->s[b->n] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-/* Appends s quoted for a POSIX shell: as is when it only has safe
- * characters, else in single quotes with ' written as '\''. */
-static void sb_shell_quote(struct sbuf *b, const char *s)
-{
-	bool safe = *s != '\0';
-	for (const char *p = s; *p && safe; p++)
-		safe = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		       (*p >= '0' && *p <= '9') || strchr("-_./:=,+@%", *p);
-	if (safe) {
-		sb_puts(b, s);
-		return;
-	}
-	sb_puts(b, "'");
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'')
-			sb_puts(b, "'\\''");
-		else
-			sb_putn(b, p, 1);
-	}
-	sb_puts(b, "'");
-}
-
 /* "attnscope train ARGS..." shell-quoted (argv[0] is "train"). */
 static char *command_line(int argc, char **argv)
 {
-	struct sbuf b = { 0 };
-	sb_puts(&b, "attnscope");
+	size_t len = strlen("attnscope") + 1;
+	char *line = xstrdup("attnscope");
 	for (int i = 0; i < argc; i++) {
-		sb_puts(&b, " ");
-		sb_shell_quote(&b, argv[i]);
+		char *q = shell_quote(argv[i]);
+		len += strlen(q) + 1;
+		line = xrealloc(line, len);
+		strcat(strcat(line, " "), q);
+		free(q);
 	}
-	return b.s;
-}
-
-/* "1h02m03s", "4m05s", "12s". */
-static void fmt_duration(char *buf, size_t size, double s)
-{
-	if (!(s >= 0) || s > 1e8) {
-		snprintf(buf, size, "?");
-		return;
-	}
-	long t = (long)(s + 0.5);
-	if (t >= 3600)
-		snprintf(buf, size, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
-	else if (t >= 60)
-		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(buf, size, "%lds", t);
+	return line;
 }
 
 /* ------------------------------------------------------------ signals */
@@ -477,7 +418,7 @@ static void progress(const struct cli *c, const struct train_state *s, bool forc
 	double tps = session_s > 0 ? (double)s->session * o->batch * s->m->cfg.context / session_s : 0;
 	double eta = s->session ? session_s / (double)s->session * (double)(o->steps - tr->step) : NAN;
 	char etas[32], val[32];
-	fmt_duration(etas, sizeof etas, eta);
+	format_duration(eta, etas, sizeof etas);
 	if (tr->val_n)
 		snprintf(val, sizeof val, "%.4f", trainer_last_val(tr));
 	else
@@ -687,19 +628,18 @@ static int report(const struct cli *c, int rc, const struct train_outcome *r, st
 {
 	const struct opts *o = &c->o;
 	if (rc == 1) {
-		struct sbuf b = { 0 };
-		sb_shell_quote(&b, o->out);
+		char *q = shell_quote(o->out);
 		if (!o->quiet)
 			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and "
 				"%s.optim\nresume with: attnscope train --resume %s\n",
-				r->step, o->steps, o->out, o->out, b.s);
-		free(b.s);
+				r->step, o->steps, o->out, o->out, q);
+		free(q);
 		return TRAIN_EXIT_INTERRUPTED;
 	}
 	if (o->quiet)
 		return TRAIN_EXIT_OK;
 	char wall[32], val[32] = "- (no validation split)";
-	fmt_duration(wall, sizeof wall, r->seconds);
+	format_duration(r->seconds, wall, sizeof wall);
 	if (r->validated)
 		snprintf(val, sizeof val, "%.4f", r->val_loss);
 	char *name = o->name ? xstrdup(o->name) : train_default_name(o->out);
