@@ -1,10 +1,11 @@
 /*
- * train.c — `attnscope train`: its flags turned into a train_run spec
- * (train-run.h: the model, the data, resuming, the loop and the files),
- * and the hooks that add progress, the stop signals and the session
- * database (the recorder of store-train.h, on the store train.c opens)
- * around the run.  On --resume the flags stored in
- * FILE.optim (layout in optim.h, struct optim_file) are replayed first.
+ * train.c — `attnscope train`: its flags (a flags.h table) turned into a
+ * train_run spec (train-run.h: the model, the data, resuming, the loop and
+ * the files), and the hooks that add progress, the stop signals
+ * (train-stop.h) and the session database (the recorder of store-train.h,
+ * on the store train.c opens) around the run.  On --resume the flags
+ * stored in FILE.optim (layout in optim.h, struct optim_file) are
+ * replayed first.
  */
 #define _GNU_SOURCE
 #include "train.h"
@@ -26,6 +27,7 @@
 #include "model.h"
 #include "store-train.h"
 #include "train-run.h"
+#include "train-stop.h"
 #include "trainer.h"
 
 /* ------------------------------------------------------------------ flags */
@@ -274,72 +276,6 @@ static char *command_line(int argc, char **argv)
 	return line;
 }
 
-/* ------------------------------------------------------------ signals */
-
-/*
- * SIGINT and SIGTERM while training.  The first asks the loop to stop
- * after the current step (stop_level 1); the second to stop at once
- * (stop_level 2): the step in progress is dropped before it changes the
- * weights, and the last finished step is saved; the third quits at once,
- * saving nothing, with status TRAIN_EXIT_FAIL.  While the checkpoint and
- * FILE.optim are written (saving), a signal only says so: the files are
- * always finished.
- */
-static volatile sig_atomic_t stop_level;
-static volatile sig_atomic_t saving;
-
-static void say(const char *msg, size_t len)
-{
-	ssize_t w = write(STDERR_FILENO, msg, len);
-	(void)w;
-}
-#define SAY(s) say(s, sizeof s - 1)
-
-static void on_stop_signal(int sig)
-{
-	(void)sig;
-	if (saving) {
-		SAY("\nattnscope train: writing the checkpoint; it will be complete in a moment\n");
-		return;
-	}
-	if (stop_level >= 2) {
-		SAY("\nattnscope train: quit without saving: the checkpoint and FILE.optim are as "
-		    "they were before this run\n");
-		_exit(TRAIN_EXIT_FAIL);
-	}
-	if (++stop_level == 1)
-		SAY("\nattnscope train: interrupted: finishing this step and saving (again: stop "
-		    "now, saving the last finished step)\n");
-	else
-		SAY("\nattnscope train: stopping now: saving the last finished step (again: quit "
-		    "without saving)\n");
-}
-
-/* The handlers in place from the first step until the files are written. */
-struct stop_signals {
-	struct sigaction old_int, old_term;
-};
-
-static void stop_signals_catch(struct stop_signals *s)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	stop_level = 0;
-	saving = 0;
-	sigaction(SIGINT, &sa, &s->old_int);
-	sigaction(SIGTERM, &sa, &s->old_term);
-}
-
-static void stop_signals_release(const struct stop_signals *s)
-{
-	sigaction(SIGINT, &s->old_int, NULL);
-	sigaction(SIGTERM, &s->old_term, NULL);
-	saving = 0;
-}
-
-
 /* ------------------------------------------------------------ the run */
 
 /* The hooks' state: the flags, the stored run on --resume, the run's
@@ -352,7 +288,7 @@ struct cli {
 	struct strv cmds;         /* command lines that ran it */
 	struct train_spec spec;   /* the flags as a train_run spec */
 	struct store_train rec;   /* the run's rows in the session database */
-	struct stop_signals sigs;
+	struct train_stop sigs;
 	bool tty;                 /* progress redrawn in place on a terminal */
 	double t0;                /* when this session's first step began */
 };
@@ -447,7 +383,7 @@ static int on_start(void *ctx, const struct train_state *s, struct train_link *l
 			o->data, s->d->n, s->d->n_train, s->d->n_val, s->m->cfg.vocab_size,
 			s->m->n_params, o->resume ? "resuming at" : "starting at", s->tr->step + 1,
 			o->steps);
-	stop_signals_catch(&c->sigs);
+	train_stop_catch(&c->sigs);
 	c->t0 = now_ms();
 	return 0;
 }
@@ -458,10 +394,10 @@ static int on_start(void *ctx, const struct train_state *s, struct train_link *l
 static bool should_stop(void *ctx, const struct train_state *s)
 {
 	const struct opts *o = &((struct cli *)ctx)->o;
-	if (s->session > 0 && (stop_level || (o->stop_after && s->session >= o->stop_after)))
+	if (s->session > 0 && (train_stop_level || (o->stop_after && s->session >= o->stop_after)))
 		return true;
 	if (o->stop_now_at && s->session + 1 == o->stop_now_at)
-		stop_level = 2;
+		train_stop_level = 2;
 	return false;
 }
 
@@ -478,7 +414,7 @@ static void after_steps(void *ctx, const struct train_state *s)
 	struct cli *c = ctx;
 	if (c->tty && s->session > 0)
 		fputc('\n', stderr);
-	saving = 1;
+	train_stop_saving();
 }
 
 static void on_end(void *ctx, const struct train_state *s, int status, double seconds,
@@ -486,7 +422,7 @@ static void on_end(void *ctx, const struct train_state *s, int status, double se
 {
 	struct cli *c = ctx;
 	store_train_on_end(&c->rec, s, status, seconds, message);
-	stop_signals_release(&c->sigs);
+	train_stop_release(&c->sigs);
 }
 
 /* ------------------------------------------------------------ entry */
@@ -670,7 +606,7 @@ int train_run_args(int argc, char **argv, struct err *e)
 		struct train_hooks hooks = {
 			.ctx = &c, .on_start = on_start, .should_stop = should_stop,
 			.on_step = on_step, .after_steps = after_steps, .on_end = on_end,
-			.stop_now = &stop_level,
+			.stop_now = &train_stop_level,
 		};
 		struct train_outcome r;
 		int rc = train_run(&c.spec, &hooks, &r, e);
