@@ -210,6 +210,15 @@ void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t);
 /* Formats a byte count with binary units ("1.25 GiB", "160 MiB", "896 B"). */
 void format_bytes(double bytes, char *buf, size_t size);
 
+/* Formats a duration in seconds: "1h02m03s", "4m05s", "12s"; "?" when
+ * negative, NAN or over 1e8 s. */
+void format_duration(double seconds, char *buf, size_t size);
+
+/* s quoted for a POSIX shell (malloc'd): as is when it has only the
+ * characters a-z A-Z 0-9 - _ . / : = , + @ % and is not empty, else in
+ * single quotes with ' written as '\''. */
+char *shell_quote(const char *s);
+
 /* Levenshtein distance between a and b (bytes); 99 when either is longer
  * than 98 bytes.  For "did you mean" suggestions. */
 int edit_distance(const char *a, const char *b);

@@ -750,6 +750,44 @@ void format_bytes(double bytes, char *buf, size_t size)
 		snprintf(buf, size, "%.2f %s", bytes, units[u]);
 }
 
+void format_duration(double s, char *buf, size_t size)
+{
+	if (!(s >= 0) || s > 1e8) {
+		snprintf(buf, size, "?");
+		return;
+	}
+	long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, size, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+	else if (t >= 60)
+		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, size, "%lds", t);
+}
+
+char *shell_quote(const char *s)
+{
+	bool safe = *s != '\0';
+	for (const char *p = s; *p && safe; p++)
+		safe = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		       (*p >= '0' && *p <= '9') || strchr("-_./:=,+@%", *p);
+	if (safe)
+		return xstrdup(s);
+	char *q = xmalloc(4 * strlen(s) + 3), *w = q;
+	*w++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(w, "'\\''", 4);
+			w += 4;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w++ = '\'';
+	*w = '\0';
+	return q;
+}
+
 int edit_distance(const char *a, const char *b)
 {
 	size_t n = strlen(a), m = strlen(b);

@@ -1,13 +1,16 @@
 /*
- * train.c — `attnscope train`: its flags turned into a train_run spec
- * (train-run.h: the model, the data, resuming, the loop and the files),
- * and the hooks that add progress, the stop signals and the session
- * database (store.h) around the run.  On --resume the flags stored in
- * FILE.optim (layout in optim.h, struct optim_file) are replayed first.
+ * train.c — `attnscope train`: its flags (a flags.h table) turned into a
+ * train_run spec (train-run.h: the model, the data, resuming, the loop and
+ * the files), and the hooks that add progress, the stop signals
+ * (train-stop.h) and the session database (the recorder of store-train.h,
+ * on the store train.c opens) around the run.  On --resume the flags
+ * stored in FILE.optim (layout in optim.h, struct optim_file) are
+ * replayed first.
  */
 #define _GNU_SOURCE
 #include "train.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -18,14 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "checkpoint.h"
 #include "config.h"
-#include "json-util.h"
+#include "flags.h"
 #include "model.h"
-#include "store.h"
+#include "store-train.h"
 #include "train-run.h"
+#include "train-stop.h"
 #include "trainer.h"
 
 /* ------------------------------------------------------------------ flags */
@@ -53,123 +55,138 @@ struct opts {
 	int repeat_min, repeat_max;
 };
 
+/* The values of the FLAG_CHOICE flags. */
+static int norm_flag(const char *v, void *p) { return norm_type_parse(v, p); }
+static int place_flag(const char *v, void *p) { return norm_place_parse(v, p); }
+static int pos_flag(const char *v, void *p) { return pos_type_parse(v, p); }
+static int mlp_flag(const char *v, void *p) { return mlp_type_parse(v, p); }
+
+static int mask_flag(const char *v, void *p)
+{
+	return mask_kind_parse(v, p) || *(enum mask_kind *)p == MASK_WINDOW ? -1 : 0;
+}
+
+static int dtype_flag(const char *v, void *p)
+{
+	if (strcmp(v, "f32") == 0 || strcmp(v, "F32") == 0)
+		*(enum ckpt_dtype *)p = CKPT_F32;
+	else if (strcmp(v, "f16") == 0 || strcmp(v, "F16") == 0)
+		*(enum ckpt_dtype *)p = CKPT_F16;
+	else
+		return -1;
+	return 0;
+}
+
+/* Marks: R, stored in FILE.optim and replayed on --resume; S, a shape
+ * flag (the architecture or the vocabulary), which --from MODEL takes from
+ * MODEL instead.  The defaults of --batch .. --seed are the trainer's
+ * (train_hparams_default; opts_default checks that they agree). */
+enum { R = 1, S = 2 };
+#define F(name, kind, field, lo, hi, marks, arg, def, help) \
+	{ name, kind, offsetof(struct opts, field), lo, hi, marks, arg, def, help, NULL }
+#define C(name, field, marks, arg, def, help, choice) \
+	{ name, FLAG_CHOICE, offsetof(struct opts, field), 0, 0, marks, arg, def, help, choice }
+#define MORE "\n                                 " /* a help line's continuation */
+static const struct flag flags[] = {
+	F("--data", FLAG_STR, data, 0, 0, R, "FILE", NULL, "UTF-8 training text (required)"),
+	F("--min-count", FLAG_INT, min_count, 1, 1e9, R | S, "N", "1",
+	  "characters occurring fewer than N times become <unk>"),
+	F("--layers", FLAG_INT, layers, 1, CFG_MAX_LAYERS, R | S, "N", "4", "transformer blocks"),
+	F("--heads", FLAG_INT, heads, 1, CFG_MAX_HEADS, R | S, "N", "4", "query heads"),
+	F("--kv-heads", FLAG_INT, kv_heads, 1, CFG_MAX_HEADS, R, "N", NULL,
+	  "key/value heads: = heads MHA, 1 MQA, else GQA (heads); with --from, MODEL's"
+	  MORE "K/V heads mean-pooled (or replicated) to N first"),
+	F("--d-model", FLAG_INT, d_model, 1, CFG_MAX_DMODEL, R | S, "N", "128", "model width"),
+	F("--d-ff", FLAG_INT, d_ff, 1, CFG_MAX_DFF, R | S, "N", NULL, "MLP width (4 x d-model)"),
+	F("--context", FLAG_INT, context, 1, CFG_MAX_CONTEXT, R | S, "N", "256",
+	  "context = training window length"),
+	C("--norm", norm, R | S, "layernorm|rmsnorm", "layernorm", "norm type",
+	  norm_flag),
+	C("--placement", placement, R | S, "pre|post", "pre", "norm placement",
+	  place_flag),
+	C("--pos", pos, R | S, "learned|rope", "learned", "positions", pos_flag),
+	C("--mlp", mlp, R | S, "gelu|swiglu|gelu-exact", "gelu",
+	  "MLP kind: GELU (tanh approximation), SwiGLU or exact GELU", mlp_flag),
+	F("--no-bias", FLAG_BOOL, no_bias, 0, 0, R | S, NULL, NULL,
+	  "no biases in linear layers and norms"),
+	F("--untied", FLAG_BOOL, untied, 0, 0, R | S, NULL, NULL,
+	  "separate output projection (tied to wte)"),
+	F("--no-residual", FLAG_BOOL, no_residual, 0, 0, R | S, NULL, NULL,
+	  "blocks without residual connections: each sub-block replaces the stream"),
+	F("--no-scale", FLAG_BOOL, no_scale, 0, 0, R | S, NULL, NULL,
+	  "scores not multiplied by 1/sqrt(d_head)"),
+	C("--mask", mask, R | S, "causal|none|after-softmax", NULL,
+	  "the mask the model trains with (causal); none and after-softmax"
+	  MORE "let a position see the token it must predict", mask_flag),
+	F("--no-mlp", FLAG_BOOL, no_mlp, 0, 0, R | S, NULL, NULL, "attention-only blocks (no MLP)"),
+	F("--from", FLAG_STR, from, 0, 0, R, "MODEL", NULL,
+	  "start from MODEL's weights, shape and tokenizer (a name in models/ or a"
+	  MORE "path); the shape flags above cannot be given with it"),
+	F("--steps", FLAG_LONG, steps, 1, 1e8, R, "N", "2000", "optimizer steps"),
+	F("--batch", FLAG_INT, batch, 1, 65536, R, "N", "16", "windows per step"),
+	F("--lr", FLAG_DOUBLE, lr, 1e-9, 10, R, "X", "2e-3", "peak learning rate"),
+	F("--warmup", FLAG_LONG, warmup, 0, 1e8, R, "N", "100", "linear warmup steps"),
+	F("--min-lr-frac", FLAG_DOUBLE, min_lr_frac, 0, 1, R, "X", "0.1",
+	  "cosine floor as a fraction of --lr"),
+	F("--weight-decay", FLAG_DOUBLE, weight_decay, 0, 10, R, "X", "0.1",
+	  "AdamW decay of matrices and embeddings"),
+	F("--clip", FLAG_DOUBLE, clip, 0, 1e9, R, "X", "1.0", "global grad-norm clip, 0 = off"),
+	F("--line-starts", FLAG_BOOL, line_starts, 0, 0, R, NULL, NULL,
+	  "every window starts at a line's first token (one poem per line: at a poem)"),
+	F("--repeat", FLAG_DOUBLE, repeat, 0, 1, R, "P", "0",
+	  "chance that a training window repeats a span of itself later"),
+	F("--repeat-min", FLAG_INT, repeat_min, 1, CFG_MAX_CONTEXT, R, "N", "20",
+	  "shortest repeated span, tokens"),
+	F("--repeat-max", FLAG_INT, repeat_max, 1, CFG_MAX_CONTEXT, R, "N", "100",
+	  "longest repeated span, tokens"),
+	F("--repeat-random", FLAG_BOOL, repeat_random, 0, 0, R, NULL, NULL,
+	  "repeated spans are random characters written twice, not copies of the text"),
+	F("--val-fraction", FLAG_DOUBLE, val_fraction, 0, 0.9, R, "X", "0.1",
+	  "last fraction of the file kept for validation"),
+	F("--val-every", FLAG_LONG, val_every, 0, 1e8, R, "N", "250",
+	  "validate every N steps, 0 = only at the end"),
+	F("--val-batches", FLAG_INT, val_batches, 1, 100000, R, "N", "8",
+	  "fixed validation batches"),
+	F("--seed", FLAG_NATURAL, seed, 0, 0, R, "N", "1337", "initialisation and batch seed"),
+	F("--threads", FLAG_INT, threads, 0, 1024, R, "N", "0", "threads, 0 = all cores"),
+	F("--out", FLAG_STR, out, 0, 0, R, "FILE", NULL, "checkpoint to write (required)"),
+	F("--resume", FLAG_STR, resume, 0, 0, 0, "FILE", NULL,
+	  "continue an interrupted run from FILE + FILE.optim"),
+	F("--name", FLAG_STR, name, 0, 0, R, "NAME", NULL, "model name (--out without .safetensors)"),
+	C("--dtype", dtype, R, "f32|f16", "f32", "checkpoint dtype", dtype_flag),
+	F("--log-every", FLAG_LONG, log_every, 1, 1e8, R, "N", "100",
+	  "log line every N steps when not on a terminal"),
+	F("--keep-optim", FLAG_BOOL, keep_optim, 0, 0, R, NULL, NULL,
+	  "keep FILE.optim after a complete run"),
+	F("--stop-after", FLAG_LONG, stop_after, 1, 1e8, 0, "N", NULL,
+	  "stop as if interrupted after N steps of this session"),
+	F("--stop-now-at", FLAG_LONG, stop_now_at, 1, 1e8, 0, "N", NULL,
+	  "stop as if interrupted twice during step N of this session (it is dropped)"),
+	F("--db", FLAG_STR, db, 0, 0, 0, "PATH", NULL,
+	  "record the run here as it trains ($ATTNSCOPE_DB)"),
+	F("--no-db", FLAG_BOOL, no_db, 0, 0, 0, NULL, NULL,
+	  "record nothing, even with $ATTNSCOPE_DB set"),
+	F("--quiet", FLAG_BOOL, quiet, 0, 0, 0, NULL, NULL, "no progress or summary"),
+	F("--help", FLAG_BOOL, help, 0, 0, 0, NULL, NULL, "this help"),
+};
+#undef MORE
+#undef C
+#undef F
+#define N_FLAGS (sizeof flags / sizeof flags[0])
+
 static void opts_default(struct opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->min_count = 1;
-	o->layers = 4;
-	o->heads = 4;
-	o->d_model = 128;
-	o->context = 256;
-	o->norm = NORM_LAYER;
-	o->placement = PLACE_PRE;
-	o->pos = POS_LEARNED;
-	o->mlp = MLP_GELU;
+	if (flags_defaults(flags, N_FLAGS, o, NULL))
+		abort();
 	struct train_hparams hp; /* the trainer's defaults (trainer.h) */
-	train_hparams_default(&hp, 2000);
-	o->steps = hp.steps;
-	o->batch = hp.batch;
-	o->lr = hp.lr;
-	o->warmup = hp.warmup;
-	o->min_lr_frac = hp.min_lr_frac;
-	o->weight_decay = hp.weight_decay;
-	o->clip = hp.clip;
-	o->val_batches = hp.val_batches;
-	o->seed = (long long)hp.seed;
-	o->val_fraction = 0.1;
-	o->val_every = 250;
-	o->threads = 0;
-	o->dtype = CKPT_F32;
-	o->log_every = 100;
-	o->repeat_min = 20;
-	o->repeat_max = 100;
+	train_hparams_default(&hp, o->steps);
+	assert(o->batch == hp.batch && o->lr == hp.lr && o->warmup == hp.warmup &&
+	       o->min_lr_frac == hp.min_lr_frac && o->weight_decay == hp.weight_decay &&
+	       o->clip == hp.clip && o->val_batches == hp.val_batches &&
+	       (uint64_t)o->seed == hp.seed);
+	(void)hp;
 }
-
-enum flag_kind { F_STR, F_INT, F_LONG, F_SEED, F_DOUBLE, F_BOOL, F_NORM, F_PLACE, F_POS, F_MLP,
-		 F_MASK, F_DTYPE };
-
-struct flag {
-	const char *name;
-	enum flag_kind kind;
-	size_t off;
-	double lo, hi;     /* numeric range (inclusive) */
-	bool replay;       /* stored in FILE.optim and replayed on --resume */
-	const char *arg, *help;
-};
-
-#define O(f) offsetof(struct opts, f)
-static const struct flag flags[] = {
-	{ "--data", F_STR, O(data), 0, 0, true, "FILE", "UTF-8 training text (required)" },
-	{ "--min-count", F_INT, O(min_count), 1, 1e9, true, "N",
-	  "characters occurring fewer than N times become <unk> (1)" },
-	{ "--layers", F_INT, O(layers), 1, CFG_MAX_LAYERS, true, "N", "transformer blocks (4)" },
-	{ "--heads", F_INT, O(heads), 1, CFG_MAX_HEADS, true, "N", "query heads (4)" },
-	{ "--kv-heads", F_INT, O(kv_heads), 1, CFG_MAX_HEADS, true, "N",
-	  "key/value heads: = heads MHA, 1 MQA, else GQA (heads); with --from, MODEL's\n"
-	  "                                 K/V heads mean-pooled (or replicated) to N first" },
-	{ "--d-model", F_INT, O(d_model), 1, CFG_MAX_DMODEL, true, "N", "model width (128)" },
-	{ "--d-ff", F_INT, O(d_ff), 1, CFG_MAX_DFF, true, "N", "MLP width (4 x d-model)" },
-	{ "--context", F_INT, O(context), 1, CFG_MAX_CONTEXT, true, "N",
-	  "context = training window length (256)" },
-	{ "--norm", F_NORM, O(norm), 0, 0, true, "layernorm|rmsnorm", "norm type (layernorm)" },
-	{ "--placement", F_PLACE, O(placement), 0, 0, true, "pre|post", "norm placement (pre)" },
-	{ "--pos", F_POS, O(pos), 0, 0, true, "learned|rope", "positions (learned)" },
-	{ "--mlp", F_MLP, O(mlp), 0, 0, true, "gelu|swiglu|gelu-exact",
-	  "MLP kind: GELU (tanh approximation), SwiGLU or exact GELU (gelu)" },
-	{ "--no-bias", F_BOOL, O(no_bias), 0, 0, true, NULL, "no biases in linear layers and norms" },
-	{ "--untied", F_BOOL, O(untied), 0, 0, true, NULL, "separate output projection (tied to wte)" },
-	{ "--no-residual", F_BOOL, O(no_residual), 0, 0, true, NULL,
-	  "blocks without residual connections: each sub-block replaces the stream" },
-	{ "--no-scale", F_BOOL, O(no_scale), 0, 0, true, NULL, "scores not multiplied by 1/sqrt(d_head)" },
-	{ "--mask", F_MASK, O(mask), 0, 0, true, "causal|none|after-softmax",
-	  "the mask the model trains with (causal); none and after-softmax\n"
-	  "                                 let a position see the token it must predict" },
-	{ "--no-mlp", F_BOOL, O(no_mlp), 0, 0, true, NULL, "attention-only blocks (no MLP)" },
-	{ "--from", F_STR, O(from), 0, 0, true, "MODEL",
-	  "start from MODEL's weights, shape and tokenizer (a name in models/ or a\n"
-	  "                                 path); the shape flags above cannot be given with it" },
-	{ "--steps", F_LONG, O(steps), 1, 1e8, true, "N", "optimizer steps (2000)" },
-	{ "--batch", F_INT, O(batch), 1, 65536, true, "N", "windows per step (16)" },
-	{ "--lr", F_DOUBLE, O(lr), 1e-9, 10, true, "X", "peak learning rate (2e-3)" },
-	{ "--warmup", F_LONG, O(warmup), 0, 1e8, true, "N", "linear warmup steps (100)" },
-	{ "--min-lr-frac", F_DOUBLE, O(min_lr_frac), 0, 1, true, "X",
-	  "cosine floor as a fraction of --lr (0.1)" },
-	{ "--weight-decay", F_DOUBLE, O(weight_decay), 0, 10, true, "X",
-	  "AdamW decay of matrices and embeddings (0.1)" },
-	{ "--clip", F_DOUBLE, O(clip), 0, 1e9, true, "X", "global grad-norm clip, 0 = off (1.0)" },
-	{ "--line-starts", F_BOOL, O(line_starts), 0, 0, true, NULL,
-	  "every window starts at a line's first token (one poem per line: at a poem)" },
-	{ "--repeat", F_DOUBLE, O(repeat), 0, 1, true, "P",
-	  "chance that a training window repeats a span of itself later (0)" },
-	{ "--repeat-min", F_INT, O(repeat_min), 1, CFG_MAX_CONTEXT, true, "N",
-	  "shortest repeated span, tokens (20)" },
-	{ "--repeat-max", F_INT, O(repeat_max), 1, CFG_MAX_CONTEXT, true, "N",
-	  "longest repeated span, tokens (100)" },
-	{ "--repeat-random", F_BOOL, O(repeat_random), 0, 0, true, NULL,
-	  "repeated spans are random characters written twice, not copies of the text" },
-	{ "--val-fraction", F_DOUBLE, O(val_fraction), 0, 0.9, true, "X",
-	  "last fraction of the file kept for validation (0.1)" },
-	{ "--val-every", F_LONG, O(val_every), 0, 1e8, true, "N", "validate every N steps, 0 = only at the end (250)" },
-	{ "--val-batches", F_INT, O(val_batches), 1, 100000, true, "N", "fixed validation batches (8)" },
-	{ "--seed", F_SEED, O(seed), 0, 0, true, "N", "initialisation and batch seed (1337)" },
-	{ "--threads", F_INT, O(threads), 0, 1024, true, "N", "threads, 0 = all cores (0)" },
-	{ "--out", F_STR, O(out), 0, 0, true, "FILE", "checkpoint to write (required)" },
-	{ "--resume", F_STR, O(resume), 0, 0, false, "FILE", "continue an interrupted run from FILE + FILE.optim" },
-	{ "--name", F_STR, O(name), 0, 0, true, "NAME", "model name (--out without .safetensors)" },
-	{ "--dtype", F_DTYPE, O(dtype), 0, 0, true, "f32|f16", "checkpoint dtype (f32)" },
-	{ "--log-every", F_LONG, O(log_every), 1, 1e8, true, "N", "log line every N steps when not on a terminal (100)" },
-	{ "--keep-optim", F_BOOL, O(keep_optim), 0, 0, true, NULL, "keep FILE.optim after a complete run" },
-	{ "--stop-after", F_LONG, O(stop_after), 1, 1e8, false, "N", "stop as if interrupted after N steps of this session" },
-	{ "--stop-now-at", F_LONG, O(stop_now_at), 1, 1e8, false, "N",
-	  "stop as if interrupted twice during step N of this session (it is dropped)" },
-	{ "--db", F_STR, O(db), 0, 0, false, "PATH",
-	  "record the run here as it trains ($ATTNSCOPE_DB)" },
-	{ "--no-db", F_BOOL, O(no_db), 0, 0, false, NULL, "record nothing, even with $ATTNSCOPE_DB set" },
-	{ "--quiet", F_BOOL, O(quiet), 0, 0, false, NULL, "no progress or summary" },
-	{ "--help", F_BOOL, O(help), 0, 0, false, NULL, "this help" },
-};
-#undef O
-#define N_FLAGS (sizeof flags / sizeof flags[0])
 
 static void usage(FILE *f)
 {
@@ -184,90 +201,7 @@ static void usage(FILE *f)
 	      "diverged, or quit without saving); 2 bad flags (wrong whatever the data);\n"
 	      "130 stopped early and saved (resumable).\n\n",
 	      f);
-	for (size_t i = 0; i < N_FLAGS; i++) {
-		char left[64];
-		snprintf(left, sizeof left, "%s%s%s", flags[i].name, flags[i].arg ? " " : "",
-			 flags[i].arg ? flags[i].arg : "");
-		fprintf(f, "  %-30s %s\n", left, flags[i].help);
-	}
-}
-
-static int parse_num(const char *name, const char *v, double lo, double hi, bool integer,
-		     double *out, struct err *e)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (end == v || *end || errno == ERANGE || !isfinite(x))
-		return err_set(e, "%s: '%s' is not a number", name, v);
-	if (integer && x != floor(x))
-		return err_set(e, "%s: '%s' is not a whole number", name, v);
-	if (x < lo || x > hi)
-		return err_set(e, "%s: %s is outside %g..%g", name, v, lo, hi);
-	*out = x;
-	return 0;
-}
-
-/* Sets one flag from its value (NULL for booleans). */
-static int set_flag(struct opts *o, const struct flag *f, const char *v, struct err *e)
-{
-	char *base = (char *)o + f->off;
-	double x;
-	int rc = 0;
-	switch (f->kind) {
-	case F_STR:
-		if (!*v)
-			return err_set(e, "%s: empty value", f->name);
-		*(const char **)base = v;
-		break;
-	case F_INT:
-		if (parse_num(f->name, v, f->lo, f->hi, true, &x, e))
-			return -1;
-		*(int *)base = (int)x;
-		break;
-	case F_LONG:
-		if (parse_num(f->name, v, f->lo, f->hi, true, &x, e))
-			return -1;
-		*(long *)base = (long)x;
-		break;
-	case F_SEED: {
-		char *end;
-		errno = 0;
-		long long s = strtoll(v, &end, 10);
-		if (end == v || *end || errno || s < 0)
-			return err_set(e, "%s: '%s' is not a non-negative integer", f->name, v);
-		*(long long *)base = s;
-		break;
-	}
-	case F_DOUBLE:
-		if (parse_num(f->name, v, f->lo, f->hi, false, &x, e))
-			return -1;
-		*(double *)base = x;
-		break;
-	case F_BOOL:
-		*(bool *)base = true;
-		break;
-	case F_NORM: rc = norm_type_parse(v, (enum norm_type *)base); break;
-	case F_PLACE: rc = norm_place_parse(v, (enum norm_place *)base); break;
-	case F_POS: rc = pos_type_parse(v, (enum pos_type *)base); break;
-	case F_MLP: rc = mlp_type_parse(v, (enum mlp_type *)base); break;
-	case F_MASK:
-		rc = mask_kind_parse(v, (enum mask_kind *)base);
-		if (rc == 0 && *(enum mask_kind *)base == MASK_WINDOW)
-			rc = -1;
-		break;
-	case F_DTYPE:
-		if (strcmp(v, "f32") == 0 || strcmp(v, "F32") == 0)
-			*(enum ckpt_dtype *)base = CKPT_F32;
-		else if (strcmp(v, "f16") == 0 || strcmp(v, "F16") == 0)
-			*(enum ckpt_dtype *)base = CKPT_F16;
-		else
-			rc = -1;
-		break;
-	}
-	if (rc)
-		return err_set(e, "%s: unknown value '%s' (expected %s)", f->name, v, f->arg);
-	return 0;
+	flags_usage(f, flags, N_FLAGS, 30);
 }
 
 /* Growable array of owned strings. */
@@ -293,219 +227,54 @@ static void strv_free(struct strv *s)
 	memset(s, 0, sizeof *s);
 }
 
-/* Flags that decide the architecture or the vocabulary: --from MODEL
- * takes them from MODEL instead. */
-static bool is_shape_flag(const char *name)
+struct parse_ctx {
+	struct opts *o;
+	struct strv *replay;
+};
+
+/* After each flag: the first shape flag noted, a replayable one kept as
+ * "--flag=value" / "--flag". */
+static void seen_flag(void *ctx, const struct flag *f, const char *v)
 {
-	static const char *const shape[] = {
-		"--min-count", "--layers", "--heads", "--d-model", "--d-ff", "--context", "--norm",
-		"--placement", "--pos", "--mlp", "--no-bias", "--untied", "--no-residual",
-		"--no-scale", "--mask", "--no-mlp",
-	};
-	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
-		if (strcmp(name, shape[i]) == 0)
-			return true;
-	return false;
+	struct parse_ctx *p = ctx;
+	if (!p->o->shape_flag && (f->marks & S))
+		p->o->shape_flag = f->name;
+	if (!p->replay || !(f->marks & R))
+		return;
+	if (!v) {
+		strv_push(p->replay, f->name);
+		return;
+	}
+	size_t len = strlen(f->name) + strlen(v) + 2;
+	char *s = xmalloc(len);
+	snprintf(s, len, "%s=%s", f->name, v);
+	strv_push(p->replay, s);
+	free(s);
 }
 
-/* Parses args[0..n) onto o (later flags win).  Accepts "--flag value" and
- * "--flag=value".  When replay is not NULL, the flags marked replayable are
- * appended to it as "--flag=value" / "--flag".  The values point into args,
+/* Parses args[0..n) onto o (later flags win); when replay is not NULL,
+ * the replayable flags are appended to it.  The values point into args,
  * which must outlive o. */
 static int parse_args(struct opts *o, int n, char **args, struct strv *replay, struct err *e)
 {
-	for (int i = 0; i < n; i++) {
-		const char *a = args[i];
-		const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
-		const struct flag *f = NULL;
-		for (size_t j = 0; j < N_FLAGS; j++)
-			if (strlen(flags[j].name) == klen && strncmp(flags[j].name, a, klen) == 0)
-				f = &flags[j];
-		if (!f) {
-			if (strncmp(a, "--", 2) == 0)
-				return err_set(e, "unknown option '%.*s'", (int)klen, a);
-			return err_set(e, "unexpected argument '%s'", a);
-		}
-		const char *v = NULL;
-		if (f->kind == F_BOOL) {
-			if (eq)
-				return err_set(e, "%s takes no value", f->name);
-		} else if (eq) {
-			v = eq + 1;
-		} else {
-			if (i + 1 >= n)
-				return err_set(e, "%s needs a value (%s)", f->name, f->arg);
-			v = args[++i];
-		}
-		if (set_flag(o, f, v, e))
-			return -1;
-		if (!o->shape_flag && is_shape_flag(f->name))
-			o->shape_flag = f->name;
-		if (replay && f->replay) {
-			if (v) {
-				size_t len = strlen(f->name) + strlen(v) + 2;
-				char *s = xmalloc(len);
-				snprintf(s, len, "%s=%s", f->name, v);
-				strv_push(replay, s);
-				free(s);
-			} else {
-				strv_push(replay, f->name);
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------- text helpers */
-
-/* Growable string. */
-struct sbuf {
-	char *s;
-	size_t n, cap;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		b->cap = (b->n + n + 1) * 2;
-		b->s = xrealloc(b->s, b->cap);
-	}
-	memcpy(b->s + b->n, s, n);
-	b->n += n;
-	b->s[b->n] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-/* Appends s quoted for a POSIX shell: as is when it only has safe
- * characters, else in single quotes with ' written as '\''. */
-static void sb_shell_quote(struct sbuf *b, const char *s)
-{
-	bool safe = *s != '\0';
-	for (const char *p = s; *p && safe; p++)
-		safe = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		       (*p >= '0' && *p <= '9') || strchr("-_./:=,+@%", *p);
-	if (safe) {
-		sb_puts(b, s);
-		return;
-	}
-	sb_puts(b, "'");
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'')
-			sb_puts(b, "'\\''");
-		else
-			sb_putn(b, p, 1);
-	}
-	sb_puts(b, "'");
+	struct parse_ctx p = { o, replay };
+	return flags_parse(flags, N_FLAGS, o, n, args, seen_flag, &p, e);
 }
 
 /* "attnscope train ARGS..." shell-quoted (argv[0] is "train"). */
 static char *command_line(int argc, char **argv)
 {
-	struct sbuf b = { 0 };
-	sb_puts(&b, "attnscope");
+	size_t len = strlen("attnscope") + 1;
+	char *line = xstrdup("attnscope");
 	for (int i = 0; i < argc; i++) {
-		sb_puts(&b, " ");
-		sb_shell_quote(&b, argv[i]);
+		char *q = shell_quote(argv[i]);
+		len += strlen(q) + 1;
+		line = xrealloc(line, len);
+		strcat(strcat(line, " "), q);
+		free(q);
 	}
-	return b.s;
+	return line;
 }
-
-/* "1h02m03s", "4m05s", "12s". */
-static void fmt_duration(char *buf, size_t size, double s)
-{
-	if (!(s >= 0) || s > 1e8) {
-		snprintf(buf, size, "?");
-		return;
-	}
-	long t = (long)(s + 0.5);
-	if (t >= 3600)
-		snprintf(buf, size, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
-	else if (t >= 60)
-		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(buf, size, "%lds", t);
-}
-
-/* The run's rows in the session database (--db, else $ATTNSCOPE_DB; none
- * with --no-db); see "session database" below. */
-struct recorder {
-	struct store *st;        /* NULL: not recording (none asked for, or stopped) */
-	char *real;              /* the database's path with links resolved, or NULL */
-	int64_t run_id;          /* this run's training_runs id; 0 before rec_begin */
-	size_t next;             /* history row of the first step not yet committed */
-	double last_ms;          /* when steps were last committed */
-};
-
-/* ------------------------------------------------------------ signals */
-
-/*
- * SIGINT and SIGTERM while training.  The first asks the loop to stop
- * after the current step (stop_level 1); the second to stop at once
- * (stop_level 2): the step in progress is dropped before it changes the
- * weights, and the last finished step is saved; the third quits at once,
- * saving nothing, with status TRAIN_EXIT_FAIL.  While the checkpoint and
- * FILE.optim are written (saving), a signal only says so: the files are
- * always finished.
- */
-static volatile sig_atomic_t stop_level;
-static volatile sig_atomic_t saving;
-
-static void say(const char *msg, size_t len)
-{
-	ssize_t w = write(STDERR_FILENO, msg, len);
-	(void)w;
-}
-#define SAY(s) say(s, sizeof s - 1)
-
-static void on_stop_signal(int sig)
-{
-	(void)sig;
-	if (saving) {
-		SAY("\nattnscope train: writing the checkpoint; it will be complete in a moment\n");
-		return;
-	}
-	if (stop_level >= 2) {
-		SAY("\nattnscope train: quit without saving: the checkpoint and FILE.optim are as "
-		    "they were before this run\n");
-		_exit(TRAIN_EXIT_FAIL);
-	}
-	if (++stop_level == 1)
-		SAY("\nattnscope train: interrupted: finishing this step and saving (again: stop "
-		    "now, saving the last finished step)\n");
-	else
-		SAY("\nattnscope train: stopping now: saving the last finished step (again: quit "
-		    "without saving)\n");
-}
-
-/* The handlers in place from the first step until the files are written. */
-struct stop_signals {
-	struct sigaction old_int, old_term;
-};
-
-static void stop_signals_catch(struct stop_signals *s)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	stop_level = 0;
-	saving = 0;
-	sigaction(SIGINT, &sa, &s->old_int);
-	sigaction(SIGTERM, &sa, &s->old_term);
-}
-
-static void stop_signals_release(const struct stop_signals *s)
-{
-	sigaction(SIGINT, &s->old_int, NULL);
-	sigaction(SIGTERM, &s->old_term, NULL);
-	saving = 0;
-}
-
 
 /* ------------------------------------------------------------ the run */
 
@@ -517,36 +286,23 @@ struct cli {
 	struct train_saved saved; /* on --resume */
 	struct strv args;         /* replayable flags of the run */
 	struct strv cmds;         /* command lines that ran it */
-	struct recorder rec;
-	struct stop_signals sigs;
+	struct train_spec spec;   /* the flags as a train_run spec */
+	struct store_train rec;   /* the run's rows in the session database */
+	struct train_stop sigs;
 	bool tty;                 /* progress redrawn in place on a terminal */
 	double t0;                /* when this session's first step began */
 };
 
 /* ------------------------------------------------- session database */
 
-/* Steps are committed REC_STEPS at a time, or REC_MS after the last commit,
- * and at every validation, interrupt and end. */
-#define REC_STEPS 50
-#define REC_MS 2000.0
-
-/*
- * The run's rows in the session database: its training_runs row is
- * inserted before the first step (status "running"), its steps are
- * committed in batches as they are done (a kill -9 loses at most the last
- * batch), and the row is finished at the end (finished_at, status, losses).
- * A database that cannot be opened or written is refused before training;
- * a write that fails later is one warning and recording stops, because
- * the checkpoint is what matters.
- */
-
 /* Opens the database of --db; else, on --resume, the one the resumed run
  * recorded in (when it is still there); else $ATTNSCOPE_DB; none with
- * --no-db.  0 (also when there is none), or -1 with a message. */
-static int rec_open(struct recorder *r, const struct opts *o, const struct train_saved *saved,
-		    struct err *e)
+ * --no-db.  0 with *st (NULL when there is none), or -1 with a message. */
+static int db_open(const struct opts *o, const struct train_saved *saved, struct store **st,
+		   struct err *e)
 {
 	const char *env = getenv(STORE_ENV), *path = o->db, *from = "--db";
+	*st = NULL;
 	if (!path && o->resume && saved->link.path) {
 		path = saved->link.path;
 		from = "the database of the run resumed";
@@ -562,103 +318,13 @@ static int rec_open(struct recorder *r, const struct opts *o, const struct train
 	}
 	if (!path || o->no_db)
 		return 0;
-	r->st = store_open(path, e);
-	if (!r->st) {
+	*st = store_open(path, e);
+	if (!*st) {
 		char msg[ERR_MAX];
 		snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
 		return err_set(e, "%s: %s%s", from, msg, o->db ? "" : " (--no-db records nothing)");
 	}
-	r->real = realpath(path, NULL);
 	return 0;
-}
-
-/* The first write that fails: one warning, and nothing more is recorded. */
-static void rec_stop(struct recorder *r, const struct err *e)
-{
-	fprintf(stderr, "attnscope train: warning: %s; recording stopped, training goes on\n", e->msg);
-	store_close(r->st);
-	r->st = NULL;
-}
-
-/* Inserts the run's row (status "running"), linked by resumed_from to the
- * row of the run that saved the state it resumes when that row is in the
- * same database.  Steps already done (restored on --resume) belong to that
- * run and are not recorded again.  0 (also without a database), or -1. */
-static int rec_begin(struct cli *c, const struct train_state *s, struct err *e)
-{
-	struct recorder *r = &c->rec;
-	const struct opts *o = &c->o;
-	const struct train_saved *saved = o->resume ? &c->saved : NULL;
-	r->next = s->tr->hist_n;
-	r->last_ms = now_ms();
-	if (!r->st)
-		return 0;
-	char hash[24];
-	snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->d->hash);
-	char *cj = checkpoint_config_json(&s->m->cfg);
-	json_t *aj = ju_strings(c->args.v, c->args.n);
-	char *args = ju_dump(aj, JSON_COMPACT);
-	json_decref(aj);
-	bool linked = saved && saved->link.path && r->real && strcmp(saved->link.path, r->real) == 0;
-	struct store_train_run run = {
-		.model_path = o->out, .data_path = o->data, .data_bytes = (int64_t)s->d->bytes,
-		.data_hash = hash, .config_json = cj, .args_json = args, .seed = (uint64_t)o->seed,
-		.threads = o->threads > 0 ? o->threads : cpu_count(),
-		.resumed_from = linked ? saved->link.run : 0,
-	};
-	r->run_id = store_training_run(r->st, &run, e);
-	free(cj);
-	free(args);
-	return r->run_id > 0 ? 0 : -1;
-}
-
-/* Commits the steps done since the last commit: always when force, else
- * once REC_STEPS are waiting or REC_MS have passed. */
-static void rec_flush(struct recorder *r, const struct train_state *s, bool force)
-{
-	const struct trainer *t = s->tr;
-	size_t n = t->hist_n - r->next;
-	if (!r->st || n == 0 || (!force && n < REC_STEPS && now_ms() - r->last_ms < REC_MS))
-		return;
-	struct store_train_step *steps = xcalloc(n, sizeof *steps);
-	for (size_t i = 0; i < n; i++) {
-		const float *row = t->hist + (r->next + i) * (size_t)t->hw;
-		steps[i] = (struct store_train_step){
-			.step = (int64_t)(r->next + i) + 1, .loss = row[0], .lr = row[1],
-			.grad_norm = row[2], .val_loss = NAN, .layer_grad_norms = row + 3,
-			.n_layers = s->m->cfg.n_layer,
-		};
-	}
-	for (size_t i = t->val_n; i-- > 0;) { /* validations, newest first */
-		size_t step = (size_t)t->val[2 * i];
-		if (step <= r->next)
-			break;
-		if (step <= t->hist_n)
-			steps[step - 1 - r->next].val_loss = t->val[2 * i + 1];
-	}
-	struct err e;
-	if (store_training_steps(r->st, r->run_id, steps, (int)n, &e) != 0)
-		rec_stop(r, &e);
-	else
-		r->next = t->hist_n;
-	r->last_ms = now_ms();
-	free(steps);
-}
-
-/* Commits the last steps and finishes the run's row: status "done",
- * "interrupted" or "failed" (with message). */
-static void rec_finish(struct recorder *r, const struct train_state *s, const char *status,
-		       double seconds, const char *message)
-{
-	const struct trainer *t = s->tr;
-	if (r->run_id <= 0)
-		return;
-	rec_flush(r, s, true);
-	struct err e;
-	if (r->st && store_training_finish(r->st, r->run_id, status, t->step, (int64_t)t->tokens,
-					   trainer_final_loss(t), trainer_last_val(t), seconds, message,
-					   &e) != 0)
-		rec_stop(r, &e);
 }
 
 static void cli_free(struct cli *c)
@@ -666,8 +332,7 @@ static void cli_free(struct cli *c)
 	train_saved_free(&c->saved);
 	strv_free(&c->args);
 	strv_free(&c->cmds);
-	store_close(c->rec.st);
-	free(c->rec.real);
+	store_train_free(&c->rec);
 }
 
 /* Progress: one line redrawn in place on a terminal, else a log line every
@@ -689,7 +354,7 @@ static void progress(const struct cli *c, const struct train_state *s, bool forc
 	double tps = session_s > 0 ? (double)s->session * o->batch * s->m->cfg.context / session_s : 0;
 	double eta = s->session ? session_s / (double)s->session * (double)(o->steps - tr->step) : NAN;
 	char etas[32], val[32];
-	fmt_duration(etas, sizeof etas, eta);
+	format_duration(eta, etas, sizeof etas);
 	if (tr->val_n)
 		snprintf(val, sizeof val, "%.4f", trainer_last_val(tr));
 	else
@@ -710,19 +375,15 @@ static int on_start(void *ctx, const struct train_state *s, struct train_link *l
 {
 	struct cli *c = ctx;
 	const struct opts *o = &c->o;
-	if (rec_begin(c, s, e))
+	if (store_train_on_start(&c->rec, s, link, e))
 		return -1;
-	if (c->rec.real && c->rec.run_id > 0) {
-		link->path = xstrdup(c->rec.real);
-		link->run = c->rec.run_id;
-	}
 	if (!o->quiet)
 		fprintf(stderr, "attnscope train: %s: %zu tokens (%zu train, %zu validation), "
 			"vocabulary %d; %zu parameters; %s step %ld of %ld\n",
 			o->data, s->d->n, s->d->n_train, s->d->n_val, s->m->cfg.vocab_size,
 			s->m->n_params, o->resume ? "resuming at" : "starting at", s->tr->step + 1,
 			o->steps);
-	stop_signals_catch(&c->sigs);
+	train_stop_catch(&c->sigs);
 	c->t0 = now_ms();
 	return 0;
 }
@@ -733,10 +394,10 @@ static int on_start(void *ctx, const struct train_state *s, struct train_link *l
 static bool should_stop(void *ctx, const struct train_state *s)
 {
 	const struct opts *o = &((struct cli *)ctx)->o;
-	if (s->session > 0 && (stop_level || (o->stop_after && s->session >= o->stop_after)))
+	if (s->session > 0 && (train_stop_level || (o->stop_after && s->session >= o->stop_after)))
 		return true;
 	if (o->stop_now_at && s->session + 1 == o->stop_now_at)
-		stop_level = 2;
+		train_stop_level = 2;
 	return false;
 }
 
@@ -745,7 +406,7 @@ static void on_step(void *ctx, const struct train_state *s)
 	struct cli *c = ctx;
 	if (!c->o.quiet)
 		progress(c, s, s->validated && !c->tty);
-	rec_flush(&c->rec, s, s->validated);
+	store_train_on_step(&c->rec, s);
 }
 
 static void after_steps(void *ctx, const struct train_state *s)
@@ -753,16 +414,15 @@ static void after_steps(void *ctx, const struct train_state *s)
 	struct cli *c = ctx;
 	if (c->tty && s->session > 0)
 		fputc('\n', stderr);
-	saving = 1;
+	train_stop_saving();
 }
 
 static void on_end(void *ctx, const struct train_state *s, int status, double seconds,
 		   const char *message)
 {
 	struct cli *c = ctx;
-	rec_finish(&c->rec, s, status < 0 ? "failed" : status == 1 ? "interrupted" : "done",
-		   seconds, message);
-	stop_signals_release(&c->sigs);
+	store_train_on_end(&c->rec, s, status, seconds, message);
+	train_stop_release(&c->sigs);
 }
 
 /* ------------------------------------------------------------ entry */
@@ -904,19 +564,18 @@ static int report(const struct cli *c, int rc, const struct train_outcome *r, st
 {
 	const struct opts *o = &c->o;
 	if (rc == 1) {
-		struct sbuf b = { 0 };
-		sb_shell_quote(&b, o->out);
+		char *q = shell_quote(o->out);
 		if (!o->quiet)
 			fprintf(stderr, "attnscope train: stopped after step %ld of %ld; saved %s and "
 				"%s.optim\nresume with: attnscope train --resume %s\n",
-				r->step, o->steps, o->out, o->out, b.s);
-		free(b.s);
+				r->step, o->steps, o->out, o->out, q);
+		free(q);
 		return TRAIN_EXIT_INTERRUPTED;
 	}
 	if (o->quiet)
 		return TRAIN_EXIT_OK;
 	char wall[32], val[32] = "- (no validation split)";
-	fmt_duration(wall, sizeof wall, r->seconds);
+	format_duration(r->seconds, wall, sizeof wall);
 	if (r->validated)
 		snprintf(val, sizeof val, "%.4f", r->val_loss);
 	char *name = o->name ? xstrdup(o->name) : train_default_name(o->out);
@@ -933,23 +592,24 @@ int train_run_args(int argc, char **argv, struct err *e)
 {
 	struct cli c;
 	memset(&c, 0, sizeof c);
+	struct store *st = NULL;
 	int status = read_flags(&c, argc, argv, e);
 	/* util.h's rules for the files read and written, before any work;
 	 * the database first, so that --out is not it either */
 	if (status < 0 && (file_refuse_special(c.o.data, false, "a regular file", e) ||
-			   rec_open(&c.rec, &c.o, &c.saved, e)))
+			   db_open(&c.o, &c.saved, &st, e)))
 		status = TRAIN_EXIT_FAIL;
 	if (status < 0) {
 		c.tty = !c.o.quiet && isatty(STDERR_FILENO);
-		struct train_spec spec;
-		make_spec(&c, &spec);
+		make_spec(&c, &c.spec);
+		store_train_init(&c.rec, st, &c.spec);
 		struct train_hooks hooks = {
 			.ctx = &c, .on_start = on_start, .should_stop = should_stop,
 			.on_step = on_step, .after_steps = after_steps, .on_end = on_end,
-			.stop_now = &stop_level,
+			.stop_now = &train_stop_level,
 		};
 		struct train_outcome r;
-		int rc = train_run(&spec, &hooks, &r, e);
+		int rc = train_run(&c.spec, &hooks, &r, e);
 		status = rc < 0 ? (r.spec_error ? TRAIN_EXIT_USAGE : TRAIN_EXIT_FAIL) : report(&c, rc, &r, e);
 	}
 	cli_free(&c);
