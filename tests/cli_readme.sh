@@ -1,10 +1,12 @@
 #!/bin/sh
 # README and docs/ stay true: the command list in docs/commands.md is exactly
-# the output of `help`, every demo they name exists in sessions/demos, and
-# every example output they show is what the program prints.
+# the output of `help`, every demo they name exists in sessions/demos, every
+# example output they show is what the program prints, and README's screen
+# is what the visualizer draws.
 A=${ATTNSCOPE:-./attnscope}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+sock=attnscope-readme-$$
+trap 'tmux -L "$sock" kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 docs="README.md docs/*.md"
 
 COLUMNS=80 "$A" --no-db -c help >"$tmp/help" 2>"$tmp/err"
@@ -58,3 +60,45 @@ while IFS= read -r hit; do
 		diff "$tmp/want" "$tmp/got" | head -n 20
 	fi
 done <"$tmp/hits"
+
+# README's screen (<!-- screen: ARGS --> before a fenced block) is what the
+# visualizer draws for ARGS at 80x24, but for the forward time; skipped
+# without tmux or a UTF-8 locale.
+grep -n '^<!-- screen: .* -->$' README.md >"$tmp/screens"
+utf8=
+for l in C.UTF-8 C.utf8 en_US.UTF-8 en_US.utf8; do
+	if locale -a 2>/dev/null | grep -qx "$l"; then utf8=$l; break; fi
+done
+if [ ! -s "$tmp/screens" ]; then
+	echo "FAIL readme-screen: no <!-- screen: ARGS --> block in README.md"
+elif ! command -v tmux >/dev/null 2>&1 || [ -z "$utf8" ]; then
+	echo "ok readme-screen # skipped: no tmux or no UTF-8 locale"
+else
+	abs=$(cd "$(dirname "$A")" && pwd)/$(basename "$A")
+	n=0
+	while IFS= read -r hit; do
+		line=${hit%%:*}
+		args=$(echo "${hit#*:}" | sed 's/^<!-- screen: //; s/ -->$//')
+		n=$((n + 1))
+		tail -n +"$((line + 2))" README.md | sed '/^```$/,$d' |
+			sed 's/fwd [0-9.]* ms/fwd - ms/' >"$tmp/want"
+		LC_ALL=$utf8 tmux -L "$sock" -f /dev/null new-session -d -x 80 -y 24 \
+			"LC_ALL=$utf8 exec '$abs' --no-db $args"
+		i=0
+		while [ $i -lt 40 ]; do
+			sleep 0.25
+			tmux -L "$sock" capture-pane -p >"$tmp/got" 2>/dev/null
+			grep -q '^loss ' "$tmp/got" && break
+			i=$((i + 1))
+		done
+		sleep 0.5
+		tmux -L "$sock" capture-pane -p 2>/dev/null | sed 's/ *$//; s/fwd [0-9.]* ms/fwd - ms/' >"$tmp/got"
+		tmux -L "$sock" kill-server >/dev/null 2>&1
+		if [ -s "$tmp/want" ] && cmp -s "$tmp/want" "$tmp/got"; then
+			echo "ok readme-screen-$n ($args)"
+		else
+			echo "FAIL readme-screen-$n ($args): the visualizer draws another screen (diff below)"
+			diff "$tmp/want" "$tmp/got" | head -n 20
+		fi
+	done <"$tmp/screens"
+fi
