@@ -172,7 +172,7 @@ int config_validate(const struct model_config *c, struct err *e);
  * RoPE over all of d_head (rotary_dims 0), no embedding norm, the LM head. */
 void config_default(struct model_config *c);
 
-/* Short names used in metadata, flags and README ("layernorm", "pre", ...);
+/* Short names used in metadata, flags and docs/ ("layernorm", "pre", ...);
  * the parsers return -1 for an unknown name. */
 const char *norm_type_name(enum norm_type t);
 const char *norm_place_name(enum norm_place p);

@@ -5,9 +5,9 @@
  * induction score runs the model once on its own sequence); nothing here
  * prints.  A storage module records struct head_scores as it is.
  *
- * Definitions (README "Head scores"; A is one head's (T, T) attention of
- * batch 0, row i = query, column j = key, each row summing to 1; "rows
- * i >= 1" because under a causal mask row 0 can only see itself):
+ * Definitions (docs/heatmaps.md "Head scores"; A is one head's (T, T)
+ * attention of batch 0, row i = query, column j = key, each row summing to
+ * 1; "rows i >= 1" because under a causal mask row 0 can only see itself):
  *
  *   entropy        mean over all T rows of -sum_j A[i][j] ln A[i][j]  (nats;
  *                  the same number `stats` shows)

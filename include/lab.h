@@ -10,7 +10,7 @@
  * progress callback; the `lab` command (cmd-lab.c) shows and records it.
  *
  * Two sizes: quick (under a minute here: what the tests run) and full
- * (minutes: what README quotes).
+ * (minutes: what docs/training.md quotes).
  */
 #ifndef ATTNSCOPE_LAB_H
 #define ATTNSCOPE_LAB_H
@@ -61,12 +61,12 @@ struct lab_experiment {
 	const char *name;
 	const char *claim;      /* what the tutorial says, one sentence */
 	const char *measures;   /* what the experiment does, one sentence */
-	int quick_s, full_s;    /* measured wall time here, seconds (README's machine) */
+	int quick_s, full_s;    /* measured wall time here, seconds (docs/training.md's machine) */
 	/* 0, 1 when cancelled (partial result), or -1 with a message. */
 	int (*run)(const struct lab_ctx *ctx, struct lab_result *out, struct err *e);
 };
 
-/* The experiments, in README's order; NULL-terminated by name. */
+/* The experiments, in docs/training.md's order; NULL-terminated by name. */
 extern const struct lab_experiment lab_experiments[];
 
 /* The experiment called name, or NULL. */

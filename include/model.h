@@ -238,7 +238,7 @@ float *run_qkv(const struct run *r, int l);
  *   targets: (B, T) ids for the NLL, -1 to skip a position; NULL means
  *            model_targets: tokens shifted left by one (the last position
  *            has none), or for an encoder the tokens themselves.
- * Option semantics (README "Variants"):
+ * Option semantics (docs/variants.md):
  *   - kv_heads G != K: K/V projection weights are converted once and cached:
  *     each query head's native K/V head is mean-pooled over the H/G query
  *     heads of its new group.  Going down this is the mean of the native

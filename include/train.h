@@ -1,6 +1,6 @@
 /*
  * train.h — `attnscope train`: trains a model on a UTF-8 text file and
- * writes a checkpoint (see README "Training" and `attnscope train --help`).
+ * writes a checkpoint (see docs/training.md and `attnscope train --help`).
  *
  * Interrupting (Ctrl-C, SIGTERM or --stop-after N) finishes the current
  * step and writes the checkpoint FILE plus its optimizer state FILE.optim;

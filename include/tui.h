@@ -21,7 +21,7 @@
  * and SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (restored in the
  * handler, then the signal's usual action).
  *
- * Keys: see tui_help_text() (`?` in the visualizer) and README.
+ * Keys: see tui_help_text() (`?` in the visualizer) and docs/visualizer.md.
  */
 #ifndef ATTNSCOPE_TUI_H
 #define ATTNSCOPE_TUI_H

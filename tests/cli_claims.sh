@@ -1,12 +1,12 @@
 #!/bin/sh
-# What README and the demos say about the shipped models is what the program
-# finds on them, so that retraining a model cannot make a lesson silently
-# false.  Runs the real models in models/:
-#  - README's table between <!-- notable-heads --> and <!-- /notable-heads -->:
+# What docs/models.md and the demos say about the shipped models is what the
+# program finds on them, so that retraining a model cannot make a lesson
+# silently false.  Runs the real models in models/:
+#  - docs/models.md's table between <!-- notable-heads --> and <!-- /notable-heads -->:
 #    for every row (model, text, claims "L.H ROLE SCORE; ..."), `heads` on
 #    that text gives head L.H the role ROLE and the score the role is decided
 #    on (offw, delim, sink, self, local or induct) rounds to SCORE;
-#  - README's block between <!-- tang-offsets --> and <!-- /tang-offsets -->
+#  - docs/models.md's block between <!-- tang-offsets --> and <!-- /tang-offsets -->
 #    is exactly `heads --offsets --layer 3` of tang on 静夜思;
 #  - the demos' sentences about the models: the induction model's layer-0
 #    previous-token head puts >= 0.9 on the previous token and feeds a
@@ -43,8 +43,8 @@ summary() { grep -E '^[0-9]+ tokens  loss ' "$tmp/out" | sed -n "${2}p" | awk -v
 	  d = $5; gsub(/[()+]/, "", d); print (f == "kl" ? k : f == "loss" ? l : d) }'; }
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 
-# ---------------------------------------------------- README's head table
-sed -n '/^<!-- notable-heads -->$/,/^<!-- \/notable-heads -->$/p' "$root/README.md" |
+# ------------------------------------------- docs/models.md's head table
+sed -n '/^<!-- notable-heads -->$/,/^<!-- \/notable-heads -->$/p' "$root/docs/models.md" |
 	grep '^| `' >rows
 [ -s rows ] || { rc=1; fail readme-head-table "no rows between the notable-heads markers"; }
 while IFS='|' read -r _ model text claims _; do
@@ -72,7 +72,7 @@ while IFS='|' read -r _ model text claims _; do
 		if [ "$got_role" = "$role" ] && [ "$got2" = "$score" ]; then
 			ok "$name"
 		else
-			fail "$name" "README: $id $role $score; heads: $got_role, $c $got"
+			fail "$name" "docs/models.md: $id $role $score; heads: $got_role, $c $got"
 		fi
 	done <claims
 done <rows
@@ -80,15 +80,15 @@ done <rows
 # ------------------------------------------------ tang's offset profile
 run tang -c "text $POEM; heads --offsets --layer 3" </dev/null
 sed 1d "$tmp/out" >profile
-sed -n '/^<!-- tang-offsets -->$/,/^<!-- \/tang-offsets -->$/p' "$root/README.md" |
+sed -n '/^<!-- tang-offsets -->$/,/^<!-- \/tang-offsets -->$/p' "$root/docs/models.md" |
 	sed '1,2d;$d' | sed '$d' >readme-profile
-if [ $rc -eq 0 ] && cmp -s profile readme-profile; then
+if [ $rc -eq 0 ] && [ -s readme-profile ] && cmp -s profile readme-profile; then
 	ok readme-tang-offsets
 else
-	fail readme-tang-offsets "README differs from heads --offsets:" "$(diff readme-profile profile | head -n 8)"
+	fail readme-tang-offsets "docs/models.md differs from heads --offsets:" "$(diff readme-profile profile | head -n 8)"
 fi
 
-# ------------------------------------------------ README's sentences
+# ---------------------------------------- docs/models.md's sentences
 SHAKES='First Citizen:\nBefore we proceed any further, hear me speak.'
 # four-layer Shakespeare models: no previous-token or induction head; the
 # highest prev 0.48 (head 0.1 of shakespeare-mqa), induct 0.021 at most
@@ -157,7 +157,7 @@ check demo-causal-padding-unseen-under-causal grep -q 'pads get no weight either
 check demo-causal-padding-mask-matters-under-none \
 	grep -qE 'real tokens put up to [0-9.]+ of their attention on pads' "$tmp/out"
 check demo-causal-back sh -c "[ '$(summary kl 8)' = 0.0000 ]"
-# README's padding paragraph: with the mask each text matches its own run to
+# docs/training.md's padding paragraph: with the mask each text matches its own run to
 # 2e-6; without it (mask none) losses move by up to 2.6
 with=$(sed -n 's/^  loss match its own run to \([0-9.e-]*\)$/\1/p' "$tmp/out" | tail -1)
 moved=$(sed -n 's/^  attention and loss move by up to \([0-9.]*\)$/\1/p' "$tmp/out" | tail -1)

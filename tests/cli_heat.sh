@@ -36,7 +36,7 @@ run shakespeare -c "text To be, or not to be; attn mqa; show diff 0.1"
 check "show diff under MQA marks changes and names the largest" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'weights under mqa minus' '$tmp/out' && grep -qE '│.*[+-][1-9#]' '$tmp/out' &&
 	grep -qE '^largest change [+-]0\.[0-9]+: query 1 ' '$tmp/out'"
-check "README's example: head 0.1 moves 0.191 of query 1's weight off token 0" \
+check "docs/heatmaps.md's example: head 0.1 moves 0.191 of query 1's weight off token 0" \
 	grep -q "^largest change -0.191: query 1 'o' on key 0 'T'" "$tmp/out"
 
 # export heatmap --diff: the values are run minus native, so each row of a

@@ -1,6 +1,6 @@
 /*
  * heads.c — per-head scores, the induction score and role labels.  The
- * definitions are in heads.h (and README "Head scores").
+ * definitions are in heads.h (and docs/heatmaps.md "Head scores").
  */
 #include "heads.h"
 

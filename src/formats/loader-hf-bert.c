@@ -21,7 +21,7 @@
  * HF uses when none are given) this is exact up to the order of one float
  * addition; a second segment (a sentence pair) cannot be expressed.
  *
- * An encoder's numbers (README "Variants"): the loss is the masked-LM
+ * An encoder's numbers (docs/variants.md): the loss is the masked-LM
  * head's cross-entropy of each input token at its own, unmasked position
  * (reconstruction; model_targets), not a next-token loss; KL and top-1
  * compare the run's and the baseline's output distributions at every
