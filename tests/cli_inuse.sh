@@ -6,8 +6,7 @@
 # the command reads, and train's --data and --from; by identity, so a
 # symbolic link, a hard link or another spelling of the path is refused
 # too.  Each refusal leaves the file as it was; a file no longer in use (the
-# model before a `load`) may be written again.  And a backslash in an --out
-# name is kept unless it escapes something.
+# model before a `load`) may be written again.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_inuse.sh
 #
@@ -132,11 +131,5 @@ check train-out-over-database-refused sh -c \
 "$A" train --no-db --data data.txt --out new.safetensors $tiny >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check train-out-elsewhere-written sh -c "[ $rc -eq 0 ] && [ -s new.safetensors ]"
-
-# ------------------------------------------------ a backslash in a file name
-# is itself unless it escapes a blank, a quote, '#' or a backslash: --out
-# a\nb.txt writes that name, not anb.txt
-run --no-db shakespeare -c 'text hi; export stats --out a\nb.txt; export stats --out c\ d.txt' </dev/null
-check out-name-backslash-kept sh -c "[ $rc -eq 0 ] && [ -s 'a\\nb.txt' ] && [ ! -e anb.txt ] && [ -s 'c d.txt' ]"
 
 [ "$failures" -eq 0 ]
