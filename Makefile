@@ -184,10 +184,12 @@ $(FUZZDIR)/obj:
 CORPORA        ?= data
 MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction \
 		  shakespeare-rmsnorm shakespeare-gqa-uptrained
-MODELS_BASE    := --layers 4 --heads 4 --d-model 128 --norm layernorm --pos learned \
-		  --mlp gelu --seed 1337 --threads 1 --dtype f16 --val-every 250
-MODELS_SHAKES  := $(MODELS_BASE) --data $(CORPORA)/tinyshakespeare.txt --context 256 \
-		  --batch 8 --steps 3000 --lr 2.5e-3 --warmup 200
+MODELS_ARCH    := --layers 4 --heads 4 --d-model 128 --norm layernorm --mlp gelu \
+		  --seed 1337 --threads 1 --dtype f16 --val-every 250
+MODELS_BASE    := $(MODELS_ARCH) --pos learned
+MODELS_SHAKES  := $(MODELS_ARCH) --pos rope --data $(CORPORA)/tinyshakespeare.txt --context 256 \
+		  --batch 8 --steps 3000 --lr 2.5e-3 --warmup 200 \
+		  --repeat 1 --repeat-random --repeat-min 32 --repeat-max 96
 MODELS_FLAGS_shakespeare          := $(MODELS_SHAKES)
 MODELS_FLAGS_shakespeare-gqa      := $(MODELS_SHAKES) --kv-heads 2
 MODELS_FLAGS_shakespeare-mqa      := $(MODELS_SHAKES) --kv-heads 1
