@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <stdio.h>

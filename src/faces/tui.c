@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
 #include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 
@@ -1334,6 +1335,68 @@ static void history_add(struct tui *t, const char *line)
 	t->history[t->n_history++] = xstrdup(line);
 }
 
+/* ============================================================ help */
+
+/* The `?` help: every key, one per line. */
+static const char *help_text(void)
+{
+	return "attnscope visualizer: keys\n"
+	       "\n"
+	       "Views\n"
+	       "  Tab, Shift-Tab   next / previous view\n"
+	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
+	       "  Enter            open the selected head (again: back to the grid)\n"
+	       "  Esc              back to the grid\n"
+	       "\n"
+	       "Moving\n"
+	       "  arrows or hjkl   grid and numbers: heads (left/right) and layers (up/down)\n"
+	       "                   head view: query row (up/down) and key column (left/right)\n"
+	       "                   token view: token (left/right) and head (up/down)\n"
+	       "  [ ]              previous / next head (in every view)\n"
+	       "  , . or < >       previous / next query token\n"
+	       "  PgUp PgDn        a page of query rows (head view)\n"
+	       "  Home End         first / last token\n"
+	       "  z                token view: one layer / every layer\n"
+	       "  mouse click      select a head (click again to open it) or a cell\n"
+	       "\n"
+	       "Changing the model's attention (each re-runs the forward pass; the command\n"
+	       "it runs is shown at the end of the info line)\n"
+	       "  g                sharing: MHA -> GQA (each group count, descending) -> MQA -> MHA\n"
+	       "  n                norm placement: pre <-> post\n"
+	       "  m                mask: causal -> none -> window 4 -> after-softmax -> causal\n"
+	       "  s                1/sqrt(d_head) scaling on <-> off\n"
+	       "  a                ablate / restore the selected head\n"
+	       "  A                restore every head\n"
+	       "  r                reset every option to the model's native ones\n"
+	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
+	       "  d                head view: the weights, or run minus native (what the\n"
+	       "                   options changed: +k / -k tenths, red up, blue down)\n"
+	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
+	       "\n"
+	       "Commands\n"
+	       "  :                run any command (Tab completes, Up/Down history); output\n"
+	       "                   longer than a line opens in a pager.  Long work (sweep)\n"
+	       "                   shows its progress; Esc or Ctrl-C cancels it.\n"
+	       "  x                export the current view (asks for the format and the file)\n"
+	       "  ?                this help\n"
+	       "  Ctrl-L           repaint       Ctrl-Z  suspend\n"
+	       "  q                leave (back to the prompt, or quit when started with --tui)\n"
+	       "\n"
+	       "Curves view (the training record in the model file, as `curves` draws it)\n"
+	       "  c                the curve: loss (train and val) -> learning rate -> grad norm\n"
+	       "  y                the y scale: automatic -> log -> linear\n"
+	       "\n"
+	       "Reading the screen\n"
+	       "  status line      model, sharing (MHA / GQA G / MQA), norm, mask, scale, ablations\n"
+	       "  grid             layers down, heads across; rows are query tokens, columns key\n"
+	       "                   tokens; a half block shows two query rows; large texts are\n"
+	       "                   max-pooled (the line above the grid says by how much);\n"
+	       "                   [L.H] is the selected head, a cross marks an ablated one, and\n"
+	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
+	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
+	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
+}
+
 /* ------------------------------------------------------------ actions */
 
 static enum result do_edit_text(struct tui *t)
@@ -1558,7 +1621,7 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		set_msg(t, MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
 		return REFRESH;
 	case '?':
-		pager(t, "attnscope visualizer: keys (q closes)", tui_help_text());
+		pager(t, "attnscope visualizer: keys (q closes)", help_text());
 		return REDRAW;
 	case ':':
 		return do_command(t);
@@ -1609,67 +1672,6 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		return HANDLED;
 	}
 	return key_command(t, line);
-}
-
-/* ============================================================ help */
-
-const char *tui_help_text(void)
-{
-	return "attnscope visualizer: keys\n"
-	       "\n"
-	       "Views\n"
-	       "  Tab, Shift-Tab   next / previous view\n"
-	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
-	       "  Enter            open the selected head (again: back to the grid)\n"
-	       "  Esc              back to the grid\n"
-	       "\n"
-	       "Moving\n"
-	       "  arrows or hjkl   grid and numbers: heads (left/right) and layers (up/down)\n"
-	       "                   head view: query row (up/down) and key column (left/right)\n"
-	       "                   token view: token (left/right) and head (up/down)\n"
-	       "  [ ]              previous / next head (in every view)\n"
-	       "  , . or < >       previous / next query token\n"
-	       "  PgUp PgDn        a page of query rows (head view)\n"
-	       "  Home End         first / last token\n"
-	       "  z                token view: one layer / every layer\n"
-	       "  mouse click      select a head (click again to open it) or a cell\n"
-	       "\n"
-	       "Changing the model's attention (each re-runs the forward pass; the command\n"
-	       "it runs is shown at the end of the info line)\n"
-	       "  g                sharing: MHA -> GQA (each group count, descending) -> MQA -> MHA\n"
-	       "  n                norm placement: pre <-> post\n"
-	       "  m                mask: causal -> none -> window 4 -> after-softmax -> causal\n"
-	       "  s                1/sqrt(d_head) scaling on <-> off\n"
-	       "  a                ablate / restore the selected head\n"
-	       "  A                restore every head\n"
-	       "  r                reset every option to the model's native ones\n"
-	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
-	       "  d                head view: the weights, or run minus native (what the\n"
-	       "                   options changed: +k / -k tenths, red up, blue down)\n"
-	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
-	       "\n"
-	       "Commands\n"
-	       "  :                run any command (Tab completes, Up/Down history); output\n"
-	       "                   longer than a line opens in a pager.  Long work (sweep)\n"
-	       "                   shows its progress; Esc or Ctrl-C cancels it.\n"
-	       "  x                export the current view (asks for the format and the file)\n"
-	       "  ?                this help\n"
-	       "  Ctrl-L           repaint       Ctrl-Z  suspend\n"
-	       "  q                leave (back to the prompt, or quit when started with --tui)\n"
-	       "\n"
-	       "Curves view (the training record in the model file, as `curves` draws it)\n"
-	       "  c                the curve: loss (train and val) -> learning rate -> grad norm\n"
-	       "  y                the y scale: automatic -> log -> linear\n"
-	       "\n"
-	       "Reading the screen\n"
-	       "  status line      model, sharing (MHA / GQA G / MQA), norm, mask, scale, ablations\n"
-	       "  grid             layers down, heads across; rows are query tokens, columns key\n"
-	       "                   tokens; a half block shows two query rows; large texts are\n"
-	       "                   max-pooled (the line above the grid says by how much);\n"
-	       "                   [L.H] is the selected head, a cross marks an ablated one, and\n"
-	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
-	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
-	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
 }
 
 /* ========================================================= main loop */
