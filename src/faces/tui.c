@@ -1,10 +1,10 @@
 /*
- * tui.c — the visualizer's terminal, main loop and keys.
+ * tui.c — the visualizer's main loop and keys.
  *
- * Scope: entering and leaving curses mode (and restoring the terminal on
- * every way out, signals included), the loop that reads a key, lets its
- * handler act and redraws, running commands with their output captured,
- * the line prompts (`e`, `:`, `x`), the pager and the help.  The views are
+ * Scope: the loop that reads a key, lets its handler act and redraws,
+ * running commands with their output captured, the line prompts (`e`,
+ * `:`, `x`), the pager and the help; the terminal is tui-term.c
+ * (tui-int.h lists the visualizer's files).  The views are
  * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
  * computed in tui-layout.c.
  *
@@ -18,14 +18,13 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
+#include "tui-int.h"
 #include "tui.h"
-#include "tui-view.h"
 
 #include <curses.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <langinfo.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -74,225 +73,9 @@ struct tui {
 	bool gone;              /* the terminal hung up: leave */
 };
 
-/* ============================================= terminal and signals */
+/* ================================================== the visualizer */
 
-static SCREEN *g_screen;         /* made once per process, reused by later entries */
-static bool g_colors_started;
-static volatile sig_atomic_t g_active;      /* curses mode is on */
-static volatile sig_atomic_t g_running_cmd; /* a command is running */
-static volatile sig_atomic_t *g_cancel;
 static bool g_in_tui;
-static struct termios g_saved_tio;
-static bool g_have_tio;
-static char g_restore[512];      /* bytes that leave curses mode, for the signal path */
-static size_t g_restore_len;
-static int g_saved_stderr = -1;  /* the real stderr while a command's goes to the pty */
-static bool g_mouse;
-
-static const int g_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT };
-#define N_SIGS (sizeof g_sigs / sizeof g_sigs[0])
-static struct sigaction g_old_sa[N_SIGS];
-
-/* Async-signal-safe: put the terminal back as it was before curses. */
-static int g_err_master = -1;   /* where a running command's stderr can be read back */
-
-static void emergency_restore(void)
-{
-	if (!g_active)
-		return;
-	g_active = 0;
-	if (g_restore_len) {
-		ssize_t w = write(STDOUT_FILENO, g_restore, g_restore_len);
-		(void)w;
-	}
-	if (g_have_tio)
-		tcsetattr(STDOUT_FILENO, TCSADRAIN, &g_saved_tio);
-	if (g_saved_stderr >= 0) {
-		/* what the command wrote last (e.g. a fatal message) goes to
-		 * the real stderr, after the screen is back */
-		dup2(g_saved_stderr, STDERR_FILENO);
-		char buf[4096];
-		ssize_t n;
-		while (g_err_master >= 0 && (n = read(g_err_master, buf, sizeof buf)) > 0) {
-			ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
-			(void)w;
-		}
-	}
-}
-
-static void on_signal(int sig)
-{
-	if (sig == SIGINT && g_running_cmd && g_cancel && !*g_cancel) {
-		*g_cancel = 1; /* first Ctrl-C from outside: cancel the running command */
-		return;
-	}
-	emergency_restore();
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(sig);
-}
-
-static void at_exit_restore(void)
-{
-	if (g_active) {
-		g_active = 0;
-		if (g_saved_stderr >= 0)
-			dup2(g_saved_stderr, STDERR_FILENO);
-		endwin();
-	}
-}
-
-static void signals_on(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < N_SIGS; i++) {
-		sigaction(g_sigs[i], &sa, &g_old_sa[i]);
-		/* a signal the process ignores (nohup) stays ignored */
-		if (g_old_sa[i].sa_handler == SIG_IGN)
-			sigaction(g_sigs[i], &g_old_sa[i], NULL);
-	}
-}
-
-static void signals_off(void)
-{
-	for (size_t i = 0; i < N_SIGS; i++)
-		sigaction(g_sigs[i], &g_old_sa[i], NULL);
-}
-
-/* Appends terminfo capability `cap` to the restore bytes. */
-static void restore_add(const char *cap)
-{
-	const char *v = tigetstr(cap);
-	if (!v || v == (char *)-1)
-		return;
-	size_t n = strlen(v);
-	if (g_restore_len + n < sizeof g_restore) {
-		memcpy(g_restore + g_restore_len, v, n);
-		g_restore_len += n;
-	}
-}
-
-static void restore_add_raw(const char *v)
-{
-	size_t n = strlen(v);
-	if (g_restore_len + n < sizeof g_restore) {
-		memcpy(g_restore + g_restore_len, v, n);
-		g_restore_len += n;
-	}
-}
-
-/* Picks colour depth and glyphs for this terminal. */
-static void choose_style(struct tui_state *t)
-{
-	const char *codeset = nl_langinfo(CODESET);
-	t->utf8 = codeset && (!strcmp(codeset, "UTF-8") || !strcmp(codeset, "utf8"));
-	const char *nc = getenv("NO_COLOR");
-	const char *term = getenv("TERM");
-	bool no_color = (nc && nc[0]) || !term || !strcmp(term, "dumb") || !has_colors();
-	t->colors = 0;
-	if (!no_color) {
-		if (!g_colors_started) {
-			start_color();
-			g_colors_started = true;
-		}
-		if (COLORS >= 256 && COLOR_PAIRS >= 16 + 11 * 11)
-			t->colors = 256;
-		else if (COLORS >= 8 && COLOR_PAIRS >= 16 + 6 * 6)
-			t->colors = 8;
-	}
-	t->vsub = t->colors && t->utf8 ? 2 : 1;
-	tui_colors_init(t);
-}
-
-/* Makes curses aware of a size change that happened while it was off. */
-static void sync_size(void)
-{
-	struct winsize ws;
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 &&
-	    (ws.ws_row != LINES || ws.ws_col != COLS))
-		resizeterm(ws.ws_row, ws.ws_col);
-}
-
-static int term_enter(struct tui *t, struct err *e)
-{
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-		return err_set(e, "the visualizer needs a terminal (standard input and output are not one)");
-	const char *term = getenv("TERM");
-	if (!term || !term[0])
-		return err_set(e, "TERM is not set: the visualizer needs to know the terminal");
-	fflush(stdout);
-	fflush(stderr);
-	g_have_tio = tcgetattr(STDOUT_FILENO, &g_saved_tio) == 0;
-	if (!g_screen) {
-		g_screen = newterm(NULL, stdout, stdin);
-		if (!g_screen)
-			return err_set(e, "cannot drive the terminal type %s (no terminfo entry?)", term);
-		const char *cup = tigetstr("cup");
-		if (!cup || cup == (char *)-1) {
-			endwin();
-			delscreen(g_screen);
-			g_screen = NULL;
-			if (g_have_tio)
-				tcsetattr(STDOUT_FILENO, TCSADRAIN, &g_saved_tio);
-			return err_set(e, "the terminal (TERM=%s) cannot move the cursor; the visualizer needs one "
-					  "that can, such as xterm (the REPL and scripts work anywhere)", term);
-		}
-		static bool registered;
-		if (!registered) {
-			atexit(at_exit_restore);
-			registered = true;
-		}
-	} else {
-		set_term(g_screen);
-		reset_prog_mode();
-		sync_size();
-	}
-	set_escdelay(25);
-	raw();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	intrflush(stdscr, FALSE);
-	curs_set(0);
-	choose_style(&t->st);
-	g_mouse = mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL) != 0;
-	mouseinterval(0);
-
-	g_restore_len = 0;
-	restore_add("sgr0");
-	if (g_mouse)
-		restore_add_raw("\033[?1000l\033[?1002l\033[?1006l");
-	restore_add("rmkx");
-	restore_add("cnorm");
-	restore_add("rmcup");
-	g_active = 1;
-	signals_on();
-	clearok(curscr, TRUE);
-	return 0;
-}
-
-static void term_leave(void)
-{
-	signals_off();
-	if (g_mouse)
-		mousemask(0, NULL);
-	curs_set(1);
-	erase();
-	refresh();
-	endwin();
-	g_active = 0;
-	fflush(stdout);
-}
 
 bool tui_active(void)
 {
@@ -354,6 +137,8 @@ struct watcher {
 	pthread_t th;
 	int wake[2];
 	int master, slave;  /* pty (or pipe) ends; -1 when unavailable */
+	int saved_stderr;   /* the real stderr while the command's goes to the pty, or -1 */
+	volatile sig_atomic_t *cancel; /* what Esc and Ctrl-C set */
 	double t0;
 	char what[96];
 	char line[256];
@@ -368,7 +153,7 @@ struct watcher {
 	bool typed_full; /* a read did not fit: it and later keys were dropped */
 };
 
-static struct watcher g_w = { .master = -1, .slave = -1, .wake = { -1, -1 } };
+static struct watcher g_w = { .master = -1, .slave = -1, .saved_stderr = -1, .wake = { -1, -1 } };
 
 static void watch_open(struct watcher *w)
 {
@@ -401,12 +186,12 @@ static void watch_open(struct watcher *w)
 	fcntl(sl, F_SETFD, FD_CLOEXEC);
 	w->master = m;
 	w->slave = sl;
-	g_err_master = m;
+	tui_term_stderr(w->saved_stderr, m);
 }
 
 static void watch_close(struct watcher *w)
 {
-	g_err_master = -1;
+	tui_term_stderr(w->saved_stderr, -1);
 	if (w->master >= 0)
 		close(w->master);
 	if (w->slave >= 0)
@@ -463,8 +248,8 @@ static void watch_keys(struct watcher *w)
 	for (ssize_t i = 0; i < n; i++)
 		cancel |= k[i] == 3;
 	if (cancel) {
-		if (g_cancel) {
-			*g_cancel = 1;
+		if (w->cancel) {
+			*w->cancel = 1;
 			w->cancel_seen = true;
 		}
 		return;
@@ -511,10 +296,12 @@ static void *watch_thread(void *arg)
 	return NULL;
 }
 
-/* Starts watching a command line; its stderr goes to the pty. */
-static bool watch_start(struct watcher *w, const char *line)
+/* Starts watching a command line; its stderr goes to the pty, and Esc
+ * or Ctrl-C sets *cancel. */
+static bool watch_start(struct watcher *w, const char *line, volatile sig_atomic_t *cancel)
 {
 	w->t0 = now_ms();
+	w->cancel = cancel;
 	/* the command as typed, cut to leave room for the progress on the line */
 	if (strlen(line) > 32)
 		snprintf(w->what, sizeof w->what, "%.29s...", line);
@@ -530,8 +317,9 @@ static bool watch_start(struct watcher *w, const char *line)
 		return false;
 	fflush(stderr);
 	if (w->slave >= 0) {
-		g_saved_stderr = dup(STDERR_FILENO);
-		if (g_saved_stderr >= 0)
+		w->saved_stderr = dup(STDERR_FILENO);
+		tui_term_stderr(w->saved_stderr, w->master);
+		if (w->saved_stderr >= 0)
 			dup2(w->slave, STDERR_FILENO);
 	}
 	if (pthread_create(&w->th, NULL, watch_thread, w) != 0) {
@@ -554,10 +342,11 @@ static void watch_stop(struct watcher *w, bool started)
 		close(w->wake[1]);
 		w->wake[0] = w->wake[1] = -1;
 	}
-	if (g_saved_stderr >= 0) {
-		dup2(g_saved_stderr, STDERR_FILENO);
-		close(g_saved_stderr);
-		g_saved_stderr = -1;
+	if (w->saved_stderr >= 0) {
+		dup2(w->saved_stderr, STDERR_FILENO);
+		close(w->saved_stderr);
+		w->saved_stderr = -1;
+		tui_term_stderr(-1, w->master);
 	}
 	watch_drain(w);
 	/* keys typed during the command, in order */
@@ -729,10 +518,10 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		*s->cancel = 0;
 	struct err e;
 	e.msg[0] = '\0';
-	bool started = watch_start(&g_w, line);
-	g_running_cmd = 1;
+	bool started = watch_start(&g_w, line, s->cancel);
+	tui_term_command(s->cancel);
 	int rc = argv ? cmd_run(s, argc, argv, &e) : cmd_run_line(s, line, &e);
-	g_running_cmd = 0;
+	tui_term_command(NULL);
 	watch_stop(&g_w, started);
 	s->out = keep;
 	fclose(mem);
@@ -1542,18 +1331,6 @@ static enum result mouse_event(struct tui *t)
 	return REFRESH;
 }
 
-static void suspend(void)
-{
-	def_prog_mode();
-	endwin();
-	g_active = 0;
-	raise(SIGSTOP);
-	g_active = 1;
-	reset_prog_mode();
-	sync_size();
-	clearok(curscr, TRUE);
-}
-
 static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 {
 	struct session *s = t->s;
@@ -1616,7 +1393,7 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 	case '[': tui_step_head(st, -1); return REFRESH;
 	case ']': tui_step_head(st, 1); return REFRESH;
 	case 12: return REDRAW; /* Ctrl-L */
-	case 26: suspend(); return REDRAW; /* Ctrl-Z */
+	case 26: tui_term_suspend(); return REDRAW; /* Ctrl-Z */
 	case 3:
 		set_msg(t, MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
 		return REFRESH;
@@ -1700,7 +1477,7 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	t->st.standalone = flags & TUI_STANDALONE;
 	t->st.head_key = s->sel_token;
 	s->dirty = 0;
-	if (term_enter(t, e) != 0) {
+	if (tui_term_enter(&t->st, e) != 0) {
 		free(t);
 		return -1;
 	}
@@ -1708,7 +1485,6 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	volatile sig_atomic_t *keep_cancel = s->cancel;
 	if (!s->cancel)
 		s->cancel = &t->local_cancel;
-	g_cancel = s->cancel;
 	bool keep_interactive = s->interactive;
 	s->interactive = false; /* pause must not wait on a raw terminal */
 	watch_open(&g_w);
@@ -1765,10 +1541,9 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	}
 
 	watch_close(&g_w);
-	term_leave();
+	tui_term_leave();
 	s->interactive = keep_interactive;
 	s->cancel = keep_cancel;
-	g_cancel = NULL;
 	g_in_tui = false;
 	for (int i = 0; i < t->n_history; i++)
 		free(t->history[i]);
