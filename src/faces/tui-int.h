@@ -5,6 +5,8 @@
  *
  *   tui-term.c     the terminal: curses mode on and off, colours and
  *                  glyphs, restored on every way out (signals, exit())
+ *   tui-input.c    keys: the terminal's bytes as characters and function
+ *                  keys, and bytes given back to be read again
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -15,9 +17,40 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <wchar.h>
 
 #include "tui-view.h"
 #include "util.h"
+
+/* ------------------------------------------------------------- state */
+
+/* What a key handler returns (after htop): what changed on screen. */
+enum tui_result {
+	TUI_HANDLED, /* nothing changed on screen */
+	TUI_REFRESH, /* draw again */
+	TUI_REDRAW,  /* repaint the whole terminal */
+	TUI_BACK,    /* q: leave the visualizer */
+	TUI_QUIT,    /* :quit: leave and end the program */
+};
+
+enum tui_msg_kind { TUI_MSG_NONE, TUI_MSG_INFO, TUI_MSG_ERROR };
+
+#define TUI_HISTORY_MAX 100
+#define TUI_MSG_LINES 4 /* output up to this many lines is shown without the pager */
+
+/* The visualizer while it runs (tui_run makes it and frees it). */
+struct tui {
+	struct tui_state st;    /* what the views see */
+	struct session *s;
+	char msg[1024];         /* the message over the info line, until the next key */
+	enum tui_msg_kind msg_kind;
+	double key_t0;          /* when the key being handled arrived */
+	bool measure;           /* time this key's redraw */
+	char *history[TUI_HISTORY_MAX]; /* the `:` lines run, oldest first (owned) */
+	int n_history;
+	volatile sig_atomic_t local_cancel;
+	bool gone;              /* the terminal hung up: leave */
+};
 
 /* ------------------------------------------------ the terminal (tui-term.c) */
 
@@ -47,5 +80,28 @@ void tui_term_command(volatile sig_atomic_t *cancel);
  * command wrote (master; -1: none), so that a fatal signal or exit()
  * puts the real one back and shows what the command wrote last. */
 void tui_term_stderr(int saved, int master);
+
+/* ------------------------------------------------------ keys (tui-input.c) */
+
+#define TUI_GIVE_BACK_MAX 64 /* bytes given back at once at most; curses' queue holds about 137 */
+
+/* Reads one key, waiting for it: a wide character, or a function key
+ * (KEY_*) when *fn; t->key_t0 is when it came.  OK, or ERR when there was
+ * none (a signal; t->gone when the terminal hung up) or a byte that
+ * starts no character was dropped (the bytes after it are read again). */
+int tui_key_read(struct tui *t, wint_t *ch, bool *fn);
+
+/* Whether more keys are waiting at the terminal (a paste, a held key):
+ * then the screen is drawn once they are read. */
+bool tui_key_pending(void);
+
+/* Whether curses may hold bytes of its own (given back, or read ahead
+ * after an Esc); when not, the terminal's bytes can be read directly, in
+ * order (a paste in a prompt). */
+bool tui_key_held(void);
+
+/* Gives back the first bytes of p[0, n) that fit (TUI_GIVE_BACK_MAX), in
+ * order, to be read before the terminal's; the rest are dropped. */
+void tui_key_unget(const unsigned char *p, int n);
 
 #endif

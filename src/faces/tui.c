@@ -12,9 +12,9 @@
  * run through cmd_run_line() — the same table, checks and recording as the
  * REPL.  Moving the selection and scrolling are view state.
  *
- * Key handlers return what changed (after htop): HANDLED (nothing to
- * draw), REFRESH (draw the screen again; curses sends only what differs),
- * REDRAW (repaint everything, e.g. after a resize), or a way out.
+ * Key handlers return what changed (after htop): TUI_HANDLED (nothing to
+ * draw), TUI_REFRESH (draw the screen again; curses sends only what differs),
+ * TUI_REDRAW (repaint everything, e.g. after a resize), or a way out.
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -45,34 +45,6 @@
 #include "text-input.h"
 #include "tokenizer.h"
 
-/* ================================================================ state */
-
-enum result {
-	HANDLED, /* nothing changed on screen */
-	REFRESH, /* draw again */
-	REDRAW,  /* repaint the whole terminal */
-	BACK,    /* q: leave the visualizer */
-	QUIT,    /* :quit: leave and end the program */
-};
-
-enum msg_kind { MSG_NONE, MSG_INFO, MSG_ERROR };
-
-#define HISTORY_MAX 100
-#define MSG_LINES 4 /* output up to this many lines is shown without the pager */
-
-struct tui {
-	struct tui_state st;
-	struct session *s;
-	char msg[1024];
-	enum msg_kind msg_kind;
-	double key_t0;          /* when the key being handled arrived */
-	bool measure;           /* time this key's redraw */
-	char *history[HISTORY_MAX];
-	int n_history;
-	volatile sig_atomic_t local_cancel;
-	bool gone;              /* the terminal hung up: leave */
-};
-
 /* ================================================== the visualizer */
 
 static bool g_in_tui;
@@ -80,48 +52,6 @@ static bool g_in_tui;
 bool tui_active(void)
 {
 	return g_in_tui;
-}
-
-/* ================================== keys given back to curses */
-
-/*
- * Bytes given back to curses (ungetch) go in front of what it reads from
- * the terminal.  g_held counts the entries its input queue may hold:
- * those given back, and after an Esc (or a byte of the 8-bit half) what
- * it may have read ahead looking for a key's sequence.  Each read takes
- * at least one, so at 0 the queue is empty and the terminal's bytes can
- * be read directly, in order (a paste in a prompt).
- */
-static int g_held;
-#define KEY_SEQ_MAX 32   /* read ahead by curses at most, after an Esc */
-#define GIVE_BACK_MAX 64 /* given back at once at most; the queue holds about 137 */
-
-/* Gives back the first bytes of p[0, n) that fit (GIVE_BACK_MAX), in
- * order; the rest are dropped. */
-static void unget_bytes(const unsigned char *p, int n)
-{
-	if (n > GIVE_BACK_MAX)
-		n = GIVE_BACK_MAX;
-	for (int i = n - 1; i >= 0; i--) {
-		if (ungetch(p[i]) == ERR)
-			break;
-		g_held++;
-	}
-}
-
-/* getch() with g_held kept: waits delay_ms (-1: until a key). */
-static int key_byte(int delay_ms)
-{
-	if (delay_ms >= 0)
-		timeout(delay_ms);
-	int c = getch();
-	if (delay_ms >= 0)
-		timeout(-1);
-	if (c != ERR && g_held > 0)
-		g_held--;
-	if (c == 27 || (c >= 0x80 && c <= 0xff))
-		g_held += KEY_SEQ_MAX;
-	return c;
 }
 
 /* ======================================= commands and their output */
@@ -147,8 +77,8 @@ struct watcher {
 	struct render_buf err_text;
 	bool cancel_seen;
 	/* other keys typed meanwhile, given back afterwards: whole reads, as
-	 * many as curses takes back (unget_bytes) */
-	unsigned char typed[GIVE_BACK_MAX];
+	 * many as curses takes back (tui_key_unget) */
+	unsigned char typed[TUI_GIVE_BACK_MAX];
 	int n_typed;
 	bool typed_full; /* a read did not fit: it and later keys were dropped */
 };
@@ -350,15 +280,15 @@ static void watch_stop(struct watcher *w, bool started)
 	}
 	watch_drain(w);
 	/* keys typed during the command, in order */
-	unget_bytes(w->typed, w->n_typed);
+	tui_key_unget(w->typed, w->n_typed);
 	w->n_typed = 0;
 }
 
 /* ================================================== messages, pager */
 
-static void set_msg(struct tui *t, enum msg_kind k, const char *fmt, ...)
+static void set_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void set_msg(struct tui *t, enum msg_kind k, const char *fmt, ...)
+static void set_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -368,7 +298,6 @@ static void set_msg(struct tui *t, enum msg_kind k, const char *fmt, ...)
 }
 
 static void draw_screen(struct tui *t);
-static int read_key(struct tui *t, wint_t *ch, bool *fn);
 
 /* Text without terminal escape sequences and with tabs expanded, split
  * into lines (a malloc'd array of malloc'd strings). */
@@ -456,7 +385,7 @@ static void pager(struct tui *t, const char *title, const char *text)
 		refresh();
 		wint_t ch;
 		bool fn;
-		if (read_key(t, &ch, &fn) != OK) {
+		if (tui_key_read(t, &ch, &fn) != OK) {
 			if (t->gone)
 				goto done;
 			continue;
@@ -509,7 +438,7 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
 	if (!mem) {
-		set_msg(t, MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
+		set_msg(t, TUI_MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
 		return -1;
 	}
 	FILE *keep = s->out;
@@ -544,29 +473,29 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		n_lines++;
 
 	if (rc < 0 && cancelled) {
-		set_msg(t, MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
+		set_msg(t, TUI_MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
 	} else if (rc < 0) {
-		set_msg(t, MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
+		set_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
 		if (show && n_lines > 1)
 			pager(t, line, text);
-	} else if (show && n_lines > 1 && n_lines <= MSG_LINES) {
+	} else if (show && n_lines > 1 && n_lines <= TUI_MSG_LINES) {
 		/* a few lines: over the bottom of the view until the next key */
 		size_t k = all.len;
 		while (k > 0 && text[k - 1] == '\n')
 			k--;
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
+		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show && n_lines > 1) {
 		pager(t, line, text);
-		set_msg(t, MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
+		set_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
 	} else if (show && n_lines == 1) {
 		size_t k = strcspn(text, "\n");
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
+		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show) {
-		set_msg(t, MSG_INFO, "%s: done", line);
+		set_msg(t, TUI_MSG_INFO, "%s: done", line);
 	} else if (g_w.err_text.len) {
 		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
 		size_t k = strcspn(g_w.err_text.data, "\n");
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), g_w.err_text.data);
+		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), g_w.err_text.data);
 	}
 	render_buf_free(&all);
 	return rc;
@@ -578,13 +507,13 @@ static int run_command(struct tui *t, const char *line, bool show)
 }
 
 /* A key's command: recorded as the last one run, output not shown. */
-static enum result key_command(struct tui *t, const char *line)
+static enum tui_result key_command(struct tui *t, const char *line)
 {
 	snprintf(t->st.ran, sizeof t->st.ran, "%s", line);
 	int rc = run_command(t, line, false);
 	if (rc == CMD_QUIT)
-		return QUIT;
-	return REFRESH;
+		return TUI_QUIT;
+	return TUI_REFRESH;
 }
 
 /* ======================================================= the screen */
@@ -624,13 +553,13 @@ static void draw_info(struct tui *t, const struct tui_rect *r)
 {
 	struct session *s = t->s;
 	tui_blank(r->y, r->x, r->w, 0, TUI_ROLE_NONE);
-	if (t->msg_kind != MSG_NONE) {
+	if (t->msg_kind != TUI_MSG_NONE) {
 		/* one line on the info row; a few more grow upwards over the view */
 		int n = 1;
 		for (const char *p = t->msg; *p; p++)
 			n += *p == '\n';
-		if (n > MSG_LINES)
-			n = MSG_LINES;
+		if (n > TUI_MSG_LINES)
+			n = TUI_MSG_LINES;
 		const char *p = t->msg;
 		for (int i = 0; i < n; i++) {
 			int y = r->y - (n - 1) + i;
@@ -638,8 +567,8 @@ static void draw_info(struct tui *t, const struct tui_rect *r)
 			char row[1024];
 			snprintf(row, sizeof row, "%.*s", (int)k, p);
 			tui_blank(y, r->x, r->w, 0, TUI_ROLE_NONE);
-			tui_put(y, r->x, r->w, row, t->msg_kind == MSG_ERROR ? TUI_A_BOLD : 0,
-				t->msg_kind == MSG_ERROR ? TUI_ROLE_ERROR : TUI_ROLE_NONE);
+			tui_put(y, r->x, r->w, row, t->msg_kind == TUI_MSG_ERROR ? TUI_A_BOLD : 0,
+				t->msg_kind == TUI_MSG_ERROR ? TUI_ROLE_ERROR : TUI_ROLE_NONE);
 			p += k + (p[k] == '\n');
 		}
 		return;
@@ -733,81 +662,6 @@ static void draw_screen(struct tui *t)
 
 /* ============================================================ keys */
 
-/* How long the rest of a character's bytes may take after its first. */
-#define KEY_MORE_MS 100
-
-/*
- * Decodes the character that starts with byte `first` in the locale's
- * encoding, reading its other bytes.  OK with *ch; ERR when the bytes
- * start no character (a Latin-1 terminal, a Meta key setting the 8th
- * bit, a stray continuation byte): that first byte is dropped and the
- * bytes after it are read again as keys of their own.
- */
-static int key_decode(int first, wint_t *ch)
-{
-	unsigned char buf[MB_LEN_MAX];
-	int n = 0;
-	buf[n++] = (unsigned char)first;
-	for (;;) {
-		mbstate_t st;
-		memset(&st, 0, sizeof st);
-		wchar_t wc;
-		size_t r = mbrtowc(&wc, (const char *)buf, (size_t)n, &st);
-		if (r <= (size_t)n) {
-			*ch = (wint_t)wc;
-			return OK;
-		}
-		if (r == (size_t)-1 || n == (int)sizeof buf)
-			break;
-		int c = key_byte(KEY_MORE_MS); /* (size_t)-2: more bytes to come */
-		if (c == ERR)
-			break;
-		if (c > 0xff) { /* a function key: not part of this character */
-			if (ungetch(c) == OK)
-				g_held++;
-			break;
-		}
-		buf[n++] = (unsigned char)c;
-	}
-	unget_bytes(buf + 1, n - 1); /* buf[0] is dropped */
-	return ERR;
-}
-
-/* After ERR from a blocking read (a signal, a terminal gone): waits for
- * input up to 100 ms rather than spinning; t->gone when it hung up. */
-static void key_wait(struct tui *t)
-{
-	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
-	if (poll(&p, 1, 100) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
-		t->gone = true;
-}
-
-/* Reads one key (a wide character, or a function key when *fn).  ERR
- * when there was none, or a byte that is no character was dropped. */
-static int read_key(struct tui *t, wint_t *ch, bool *fn)
-{
-	int c = key_byte(-1);
-	t->key_t0 = now_ms();
-	*fn = c > 0xff;
-	if (c == ERR) {
-		key_wait(t);
-		return ERR;
-	}
-	if (*fn) {
-		*ch = (wint_t)c;
-		return OK;
-	}
-	return key_decode(c, ch);
-}
-
-/* Whether more keys are waiting (a paste, a held key): then the screen
- * is drawn once they are read. */
-static bool key_pending(void)
-{
-	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
-	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
 /* ----------------------------------------------------- line prompt */
 
 enum prompt_kind { PROMPT_TEXT, PROMPT_COMMAND, PROMPT_PLAIN };
@@ -878,7 +732,7 @@ static void complete_line(struct tui *t, struct tui_line *l)
 		if (!strncmp(cands[i], word, wl))
 			match[nm++] = cands[i];
 	if (nm == 0) {
-		set_msg(t, MSG_INFO, "no completion");
+		set_msg(t, TUI_MSG_INFO, "no completion");
 	} else {
 		/* the longest common prefix */
 		size_t common = strlen(match[0]);
@@ -892,13 +746,13 @@ static void complete_line(struct tui *t, struct tui_line *l)
 			tui_line_insert(l, (unsigned char)match[0][k]);
 		if (nm == 1) {
 			tui_line_insert(l, ' ');
-			t->msg_kind = MSG_NONE;
+			t->msg_kind = TUI_MSG_NONE;
 		} else {
 			char list[1024];
 			size_t n = 0;
 			for (int i = 0; i < nm && n < sizeof list; i++)
 				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", match[i]);
-			set_msg(t, MSG_INFO, "%s", list);
+			set_msg(t, TUI_MSG_INFO, "%s", list);
 		}
 	}
 	free(pre);
@@ -933,7 +787,7 @@ static int draw_prompt(struct tui *t, const char *prompt, const struct tui_line 
 	if (l->cur >= l->n)
 		cx = x;
 	tui_blank(LINES - 1, 0, COLS, 0, TUI_ROLE_NONE);
-	if (t->msg_kind != MSG_NONE) /* completions, or what went wrong */
+	if (t->msg_kind != TUI_MSG_NONE) /* completions, or what went wrong */
 		tui_put(LINES - 1, 0, COLS, t->msg, 0, TUI_ROLE_HINT);
 	else if (kind == PROMPT_TEXT)
 		tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Ctrl-O newline, Esc cancels, "
@@ -1046,7 +900,7 @@ static enum prompt_step prompt_paste(struct tui *t, struct prompt *p)
 	unsigned char buf[4096];
 	ssize_t n = read(STDIN_FILENO, buf, sizeof buf), i = 0;
 	enum prompt_step step = PROMPT_EDITING;
-	t->msg_kind = MSG_NONE;
+	t->msg_kind = TUI_MSG_NONE;
 	while (i < n && step == PROMPT_EDITING && buf[i] != 27) {
 		if (buf[i] < 0x20 || buf[i] == 0x7f) {
 			step = prompt_char(t, p, buf[i++]);
@@ -1066,7 +920,7 @@ static enum prompt_step prompt_paste(struct tui *t, struct prompt *p)
 		i += (ssize_t)r;
 	}
 	if (i < n)
-		unget_bytes(buf + i, (int)(n - i));
+		tui_key_unget(buf + i, (int)(n - i));
 	return step;
 }
 
@@ -1083,7 +937,7 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 	tui_line_init(&p.l, initial);
 	char *result = NULL;
 	while (!t->gone) {
-		if (!key_pending()) {
+		if (!tui_key_pending()) {
 			draw_screen(t);
 			int y = LINES - 2, cx = draw_prompt(t, prompt, &p.l, &p.first, kind);
 			move(y, cx < COLS ? cx : COLS - 1);
@@ -1093,10 +947,10 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 		enum prompt_step step;
 		wint_t ch;
 		bool fn;
-		if (g_held == 0 && key_pending()) {
+		if (!tui_key_held() && tui_key_pending()) {
 			step = prompt_paste(t, &p);
-		} else if (read_key(t, &ch, &fn) == OK) {
-			t->msg_kind = MSG_NONE;
+		} else if (tui_key_read(t, &ch, &fn) == OK) {
+			t->msg_kind = TUI_MSG_NONE;
 			step = fn ? prompt_fn_key(t, &p, ch) : prompt_char(t, &p, ch);
 		} else {
 			continue;
@@ -1116,9 +970,9 @@ static void history_add(struct tui *t, const char *line)
 {
 	if (!line[0] || (t->n_history && !strcmp(t->history[t->n_history - 1], line)))
 		return;
-	if (t->n_history == HISTORY_MAX) {
+	if (t->n_history == TUI_HISTORY_MAX) {
 		free(t->history[0]);
-		memmove(t->history, t->history + 1, (HISTORY_MAX - 1) * sizeof *t->history);
+		memmove(t->history, t->history + 1, (TUI_HISTORY_MAX - 1) * sizeof *t->history);
 		t->n_history--;
 	}
 	t->history[t->n_history++] = xstrdup(line);
@@ -1188,16 +1042,16 @@ static const char *help_text(void)
 
 /* ------------------------------------------------------------ actions */
 
-static enum result do_edit_text(struct tui *t)
+static enum tui_result do_edit_text(struct tui *t)
 {
 	struct session *s = t->s;
 	if (!s->model) {
-		set_msg(t, MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-		return REFRESH;
+		set_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+		return TUI_REFRESH;
 	}
 	char *text = prompt_line(t, "text: ", s->text ? s->text : "", PROMPT_TEXT);
 	if (!text)
-		return REFRESH;
+		return TUI_REFRESH;
 	t->measure = true;
 	/* the command line holds the text with its escapes (text-input.h), so
 	 * that newlines, tabs and backslashes come back exactly */
@@ -1220,14 +1074,14 @@ static enum result do_edit_text(struct tui *t)
 	snprintf(t->st.ran, sizeof t->st.ran, "text ...");
 	free(line);
 	free(text);
-	return rc == CMD_QUIT ? QUIT : REFRESH;
+	return rc == CMD_QUIT ? TUI_QUIT : TUI_REFRESH;
 }
 
-static enum result do_command(struct tui *t)
+static enum tui_result do_command(struct tui *t)
 {
 	char *line = prompt_line(t, ":", "", PROMPT_COMMAND);
 	if (!line)
-		return REFRESH;
+		return TUI_REFRESH;
 	history_add(t, line);
 	t->measure = true;
 	draw_screen(t); /* the prompt goes; progress shows in the info line */
@@ -1235,22 +1089,22 @@ static enum result do_command(struct tui *t)
 	int rc = run_command(t, line, true);
 	free(line);
 	if (rc == CMD_QUIT)
-		return QUIT;
-	return REDRAW;
+		return TUI_QUIT;
+	return TUI_REDRAW;
 }
 
 /* `x`: asks for a format and a file, then runs export. */
-static enum result do_export(struct tui *t)
+static enum tui_result do_export(struct tui *t)
 {
 	struct session *s = t->s;
 	if (!session_ready(s)) {
-		set_msg(t, MSG_ERROR, "error: nothing to export yet");
-		return REFRESH;
+		set_msg(t, TUI_MSG_ERROR, "error: nothing to export yet");
+		return TUI_REFRESH;
 	}
 	const char *what = tui_views[t->st.view]->export_what;
 	char *fmt = prompt_line(t, "export format (txt ascii ansi csv json svg): ", "txt", PROMPT_PLAIN);
 	if (!fmt)
-		return REFRESH;
+		return TUI_REFRESH;
 	const char *ext = !strcmp(fmt, "csv") ? "csv" : !strcmp(fmt, "json") ? "json" : !strcmp(fmt, "svg") ? "svg" : "txt";
 	char def[128];
 	if (!strcmp(what, "heatmap"))
@@ -1260,7 +1114,7 @@ static enum result do_export(struct tui *t)
 	char *file = prompt_line(t, "export to file: ", def, PROMPT_PLAIN);
 	if (!file) {
 		free(fmt);
-		return REFRESH;
+		return TUI_REFRESH;
 	}
 	/* quote the file name for cmd_split: "..." with \" and \\ escaped */
 	struct render_buf q;
@@ -1284,7 +1138,7 @@ static enum result do_export(struct tui *t)
 	free(fmt);
 	free(file);
 	render_buf_free(&q);
-	return REFRESH;
+	return TUI_REFRESH;
 }
 
 /* --------------------------------------------------- moving and clicking */
@@ -1298,40 +1152,40 @@ static int head_view(void)
 }
 
 /* Arrow keys, hjkl and the wheel: dy, dx in {-1, 0, 1}, as the view moves. */
-static enum result move_cursor(struct tui *t, int dy, int dx)
+static enum tui_result move_cursor(struct tui *t, int dy, int dx)
 {
 	if (!session_ready(t->s))
-		return HANDLED;
+		return TUI_HANDLED;
 	const struct tui_view_mode *v = tui_views[t->st.view];
 	if (v->arrows)
 		v->arrows(&t->st, dy, dx);
 	else
 		tui_select_head(&t->st, t->s->sel_layer + dy, t->s->sel_head + dx);
-	return REFRESH;
+	return TUI_REFRESH;
 }
 
-static enum result mouse_event(struct tui *t)
+static enum tui_result mouse_event(struct tui *t)
 {
 	MEVENT ev;
 	if (getmouse(&ev) != OK)
-		return HANDLED;
+		return TUI_HANDLED;
 	if (!session_ready(t->s))
-		return HANDLED;
+		return TUI_HANDLED;
 	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
 		return move_cursor(t, ev.bstate & BUTTON4_PRESSED ? -1 : 1, 0); /* the wheel */
 	}
 	const struct tui_view_mode *v = tui_views[t->st.view];
 	if (!(ev.bstate & BUTTON1_PRESSED) || !v->click)
-		return HANDLED;
+		return TUI_HANDLED;
 	bool open = false;
 	if (v->click(&t->st, ev.y, ev.x, &open) == TUI_KEY_IGNORED)
-		return HANDLED;
+		return TUI_HANDLED;
 	if (open)
 		t->st.view = head_view();
-	return REFRESH;
+	return TUI_REFRESH;
 }
 
-static enum result handle_key(struct tui *t, wint_t ch, bool fn)
+static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 {
 	struct session *s = t->s;
 	struct tui_state *st = &t->st;
@@ -1342,17 +1196,17 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		enum tui_key_result k = v->key(st, (int)ch, fn);
 		if (k != TUI_KEY_IGNORED) {
 			t->measure = !fn;
-			return k == TUI_KEY_REFRESH ? REFRESH : HANDLED;
+			return k == TUI_KEY_REFRESH ? TUI_REFRESH : TUI_HANDLED;
 		}
 	}
 	if (!fn && ch >= '1' && (int)(ch - '1') < tui_n_views) {
 		t->measure = true;
 		st->view = (int)(ch - '1');
-		return REFRESH;
+		return TUI_REFRESH;
 	}
 	if (fn) {
 		switch (ch) {
-		case KEY_RESIZE: return REDRAW;
+		case KEY_RESIZE: return TUI_REDRAW;
 		case KEY_UP: return move_cursor(t, -1, 0);
 		case KEY_DOWN: return move_cursor(t, 1, 0);
 		case KEY_LEFT: return move_cursor(t, 0, -1);
@@ -1360,46 +1214,46 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		case KEY_PPAGE:
 		case KEY_NPAGE:
 			return move_cursor(t, ch == KEY_PPAGE ? -1 : 1, 0);
-		case KEY_HOME: tui_select_token(st, 0); return REFRESH;
-		case KEY_END: tui_select_token(st, s->n_tokens - 1); return REFRESH;
-		case KEY_BTAB: st->view = (st->view + tui_n_views - 1) % tui_n_views; return REFRESH;
-		case KEY_ENTER: st->view = st->view == head_view() ? 0 : head_view(); return REFRESH;
+		case KEY_HOME: tui_select_token(st, 0); return TUI_REFRESH;
+		case KEY_END: tui_select_token(st, s->n_tokens - 1); return TUI_REFRESH;
+		case KEY_BTAB: st->view = (st->view + tui_n_views - 1) % tui_n_views; return TUI_REFRESH;
+		case KEY_ENTER: st->view = st->view == head_view() ? 0 : head_view(); return TUI_REFRESH;
 		case KEY_MOUSE: return mouse_event(t);
-		default: return HANDLED;
+		default: return TUI_HANDLED;
 		}
 	}
 	t->measure = true;
 	switch (ch) {
 	case 'q':
-		return BACK;
+		return TUI_BACK;
 	case '\t':
 		st->view = (st->view + 1) % tui_n_views;
-		return REFRESH;
+		return TUI_REFRESH;
 	case '\r':
 	case '\n':
 		st->view = st->view == head_view() ? 0 : head_view();
-		return REFRESH;
+		return TUI_REFRESH;
 	case 27: /* Esc: back to the grid */
 		if (st->view == 0)
-			return HANDLED;
+			return TUI_HANDLED;
 		st->view = 0;
-		return REFRESH;
+		return TUI_REFRESH;
 	case 'k': return move_cursor(t, -1, 0);
 	case 'j': return move_cursor(t, 1, 0);
 	case 'h': return move_cursor(t, 0, -1);
 	case 'l': return move_cursor(t, 0, 1);
-	case ',': case '<': tui_select_token(st, s->sel_token - 1); return REFRESH;
-	case '.': case '>': tui_select_token(st, s->sel_token + 1); return REFRESH;
-	case '[': tui_step_head(st, -1); return REFRESH;
-	case ']': tui_step_head(st, 1); return REFRESH;
-	case 12: return REDRAW; /* Ctrl-L */
-	case 26: tui_term_suspend(); return REDRAW; /* Ctrl-Z */
+	case ',': case '<': tui_select_token(st, s->sel_token - 1); return TUI_REFRESH;
+	case '.': case '>': tui_select_token(st, s->sel_token + 1); return TUI_REFRESH;
+	case '[': tui_step_head(st, -1); return TUI_REFRESH;
+	case ']': tui_step_head(st, 1); return TUI_REFRESH;
+	case 12: return TUI_REDRAW; /* Ctrl-L */
+	case 26: tui_term_suspend(); return TUI_REDRAW; /* Ctrl-Z */
 	case 3:
-		set_msg(t, MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
-		return REFRESH;
+		set_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
+		return TUI_REFRESH;
 	case '?':
 		pager(t, "attnscope visualizer: keys (q closes)", help_text());
-		return REDRAW;
+		return TUI_REDRAW;
 	case ':':
 		return do_command(t);
 	case 'e':
@@ -1412,10 +1266,10 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 	/* the option keys: each is a command */
 	if (!s->model) {
 		if (strchr("gnmsaArw", (int)ch)) {
-			set_msg(t, MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-			return REFRESH;
+			set_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+			return TUI_REFRESH;
 		}
-		return HANDLED;
+		return TUI_HANDLED;
 	}
 	const struct model_config *c = &s->model->cfg;
 	switch (ch) {
@@ -1446,7 +1300,7 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		snprintf(line, sizeof line, "heat %s", heat_kind_name((enum heat_kind)((s->heat + 1) % HEAT_KINDS)));
 		break;
 	default:
-		return HANDLED;
+		return TUI_HANDLED;
 	}
 	return key_command(t, line);
 }
@@ -1490,11 +1344,11 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	watch_open(&g_w);
 
 	int rc = 0;
-	enum result r = REDRAW;
+	enum tui_result r = TUI_REDRAW;
 	for (;;) {
-		if (r == REDRAW)
+		if (r == TUI_REDRAW)
 			clearok(curscr, TRUE);
-		if (r != HANDLED) {
+		if (r != TUI_HANDLED) {
 			draw_screen(t);
 			refresh();
 			if (t->measure) {
@@ -1511,18 +1365,18 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 		t->measure = false;
 		wint_t ch;
 		bool fn;
-		if (read_key(t, &ch, &fn) != OK) {
+		if (tui_key_read(t, &ch, &fn) != OK) {
 			if (t->gone)
 				break;
-			r = HANDLED;
+			r = TUI_HANDLED;
 			continue;
 		}
 		/* a message stays until the next key */
-		t->msg_kind = MSG_NONE;
+		t->msg_kind = TUI_MSG_NONE;
 		t->msg[0] = '\0';
 		r = handle_key(t, ch, fn);
 		if (fn && ch != KEY_RESIZE)
-			t->measure = r != HANDLED;
+			t->measure = r != TUI_HANDLED;
 		/* what the commands changed (session.h): a new model or text
 		 * starts the views' cursors and scrolling over */
 		if (s->dirty & (DIRTY_MODEL | DIRTY_TEXT)) {
@@ -1531,11 +1385,11 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 			t->st.token_row0 = t->st.token_key0 = 0;
 			t->st.grid_layer0 = t->st.grid_head0 = 0;
 		}
-		if (s->dirty && r == HANDLED)
-			r = REFRESH;
+		if (s->dirty && r == TUI_HANDLED)
+			r = TUI_REFRESH;
 		s->dirty = 0;
-		if (r == BACK || r == QUIT) {
-			rc = r == QUIT ? CMD_QUIT : 0;
+		if (r == TUI_BACK || r == TUI_QUIT) {
+			rc = r == TUI_QUIT ? CMD_QUIT : 0;
 			break;
 		}
 	}
