@@ -7,6 +7,8 @@
  *                  glyphs, restored on every way out (signals, exit())
  *   tui-input.c    keys: the terminal's bytes as characters and function
  *                  keys, and bytes given back to be read again
+ *   tui-watch.c    a running command's stderr on a pseudo-terminal, read
+ *                  by a thread that shows its progress and takes Esc
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 #include <wchar.h>
 
+#include "render.h"
 #include "tui-view.h"
 #include "util.h"
 
@@ -103,5 +106,28 @@ bool tui_key_held(void);
 /* Gives back the first bytes of p[0, n) that fit (TUI_GIVE_BACK_MAX), in
  * order, to be read before the terminal's; the rest are dropped. */
 void tui_key_unget(const unsigned char *p, int n);
+
+/* ------------------------------------- a command's stderr (tui-watch.c) */
+
+/* Opens the pseudo-terminal (or a pipe) the commands of one visualizer
+ * session write their stderr to; without either, commands keep the real
+ * stderr.  tui_watch_close() closes it and frees what it kept. */
+void tui_watch_open(void);
+void tui_watch_close(void);
+
+/*
+ * Starts watching the command `line` (shown in the progress line): its
+ * stderr goes to the pty, and a thread shows its progress and reads the
+ * keyboard (Esc or Ctrl-C sets *cancel).  Returns whether the thread
+ * started; pass that to tui_watch_stop() after the command, which puts
+ * stderr back, reads what is left and gives the other keys typed
+ * meanwhile back to curses, in order.  No curses calls between the two.
+ */
+bool tui_watch_start(const char *line, volatile sig_atomic_t *cancel);
+void tui_watch_stop(bool started);
+
+/* The lines of text the last watched command wrote to stderr (progress
+ * lines ending in '\r' left out); valid until the next start. */
+const struct render_buf *tui_watch_errors(void);
 
 #endif

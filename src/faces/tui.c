@@ -3,8 +3,9 @@
  *
  * Scope: the loop that reads a key, lets its handler act and redraws,
  * running commands with their output captured, the line prompts (`e`,
- * `:`, `x`), the pager and the help; the terminal is tui-term.c
- * (tui-int.h lists the visualizer's files).  The views are
+ * `:`, `x`), the pager and the help; the terminal is tui-term.c, keys
+ * tui-input.c, a command's stderr tui-watch.c (tui-int.h lists the
+ * visualizer's files).  The views are
  * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
  * computed in tui-layout.c.
  *
@@ -52,236 +53,6 @@ static bool g_in_tui;
 bool tui_active(void)
 {
 	return g_in_tui;
-}
-
-/* ======================================= commands and their output */
-
-/*
- * While a command runs, its standard error goes to a pseudo-terminal (so
- * that commands that show progress only at a terminal still do) and a
- * watcher thread reads it, shows the latest progress line in the info
- * line, and reads the keyboard: Esc or Ctrl-C sets *s->cancel.  The main
- * thread does no curses calls until it has joined the watcher.
- */
-struct watcher {
-	pthread_t th;
-	int wake[2];
-	int master, slave;  /* pty (or pipe) ends; -1 when unavailable */
-	int saved_stderr;   /* the real stderr while the command's goes to the pty, or -1 */
-	volatile sig_atomic_t *cancel; /* what Esc and Ctrl-C set */
-	double t0;
-	char what[96];
-	char line[256];
-	size_t line_len;
-	char progress[256];
-	struct render_buf err_text;
-	bool cancel_seen;
-	/* other keys typed meanwhile, given back afterwards: whole reads, as
-	 * many as curses takes back (tui_key_unget) */
-	unsigned char typed[TUI_GIVE_BACK_MAX];
-	int n_typed;
-	bool typed_full; /* a read did not fit: it and later keys were dropped */
-};
-
-static struct watcher g_w = { .master = -1, .slave = -1, .saved_stderr = -1, .wake = { -1, -1 } };
-
-static void watch_open(struct watcher *w)
-{
-	int m = posix_openpt(O_RDWR | O_NOCTTY);
-	char name[128];
-	int sl = -1;
-	if (m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 && ptsname_r(m, name, sizeof name) == 0)
-		sl = open(name, O_RDWR | O_NOCTTY);
-	if (sl >= 0) {
-		struct termios tio;
-		if (tcgetattr(sl, &tio) == 0) {
-			cfmakeraw(&tio);
-			tcsetattr(sl, TCSANOW, &tio);
-		}
-		struct winsize ws = { .ws_row = (unsigned short)LINES, .ws_col = (unsigned short)COLS };
-		ioctl(sl, TIOCSWINSZ, &ws);
-	} else {
-		if (m >= 0)
-			close(m);
-		int p[2];
-		if (pipe(p) != 0) {
-			w->master = w->slave = -1;
-			return;
-		}
-		m = p[0];
-		sl = p[1];
-	}
-	fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
-	fcntl(m, F_SETFD, FD_CLOEXEC);
-	fcntl(sl, F_SETFD, FD_CLOEXEC);
-	w->master = m;
-	w->slave = sl;
-	tui_term_stderr(w->saved_stderr, m);
-}
-
-static void watch_close(struct watcher *w)
-{
-	tui_term_stderr(w->saved_stderr, -1);
-	if (w->master >= 0)
-		close(w->master);
-	if (w->slave >= 0)
-		close(w->slave);
-	w->master = w->slave = -1;
-	render_buf_free(&w->err_text);
-}
-
-/* Takes bytes written to the command's stderr: '\r' starts the line over
- * (a progress line), '\n' ends a line of text. */
-static void watch_feed(struct watcher *w, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = p[i];
-		if (c == '\r' || c == '\n') {
-			w->line[w->line_len] = '\0';
-			bool blank = strspn(w->line, " \t") == w->line_len;
-			if (!blank) {
-				if (c == '\n') {
-					render_buf_puts(&w->err_text, w->line);
-					render_buf_puts(&w->err_text, "\n");
-				} else {
-					snprintf(w->progress, sizeof w->progress, "%s", w->line);
-				}
-			}
-			w->line_len = 0;
-		} else if (w->line_len + 1 < sizeof w->line) {
-			w->line[w->line_len++] = c;
-		}
-	}
-	w->line[w->line_len] = '\0';
-	if (w->line_len && strspn(w->line, " \t") != w->line_len)
-		snprintf(w->progress, sizeof w->progress, "%s", w->line);
-}
-
-static void watch_drain(struct watcher *w)
-{
-	char buf[4096];
-	ssize_t n;
-	while (w->master >= 0 && (n = read(w->master, buf, sizeof buf)) > 0)
-		watch_feed(w, buf, (size_t)n);
-}
-
-/* Reads what was typed while the command runs: Esc alone or Ctrl-C
- * cancels it; other keys are kept while they fit (a read whole or not at
- * all, so that no key's bytes are cut), later ones dropped. */
-static void watch_keys(struct watcher *w)
-{
-	unsigned char k[256]; /* a burst (a held key) in one read, not cut in a key */
-	ssize_t n = read(STDIN_FILENO, k, sizeof k);
-	if (n <= 0)
-		return;
-	bool cancel = n == 1 && k[0] == 27; /* a lone Esc, not an arrow key's sequence */
-	for (ssize_t i = 0; i < n; i++)
-		cancel |= k[i] == 3;
-	if (cancel) {
-		if (w->cancel) {
-			*w->cancel = 1;
-			w->cancel_seen = true;
-		}
-		return;
-	}
-	if (w->typed_full || w->n_typed + n > (int)sizeof w->typed) {
-		w->typed_full = true;
-		return;
-	}
-	memcpy(w->typed + w->n_typed, k, (size_t)n);
-	w->n_typed += (int)n;
-}
-
-static void *watch_thread(void *arg)
-{
-	struct watcher *w = arg;
-	bool keyboard = true; /* false once the terminal hangs up */
-	for (;;) {
-		struct pollfd fds[3] = {
-			{ .fd = w->wake[0], .events = POLLIN },
-			{ .fd = keyboard ? STDIN_FILENO : -1, .events = POLLIN },
-			{ .fd = w->master, .events = POLLIN },
-		};
-		int r = poll(fds, w->master >= 0 ? 3 : 2, 100);
-		if (r > 0 && (fds[0].revents & POLLIN))
-			break;
-		if (r > 0 && (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(fds[1].revents & POLLIN))
-			keyboard = false;
-		if (r > 0 && (fds[1].revents & POLLIN))
-			watch_keys(w);
-		if (r > 0 && w->master >= 0 && (fds[2].revents & POLLIN))
-			watch_drain(w);
-		double el = now_ms() - w->t0;
-		if (el >= 150) {
-			/* the main thread makes no curses calls until it joins us */
-			int y = LINES - 2;
-			char line[512];
-			snprintf(line, sizeof line, "%s %s  %s  %.1f s  (%s)", w->cancel_seen ? "cancelling" : "running",
-				 w->what, w->progress, el / 1000.0, "Esc or Ctrl-C cancels");
-			tui_blank(y, 0, COLS, TUI_A_BOLD, TUI_ROLE_STATUS);
-			tui_put(y, 1, COLS - 2, line, TUI_A_BOLD, TUI_ROLE_STATUS);
-			refresh();
-		}
-	}
-	return NULL;
-}
-
-/* Starts watching a command line; its stderr goes to the pty, and Esc
- * or Ctrl-C sets *cancel. */
-static bool watch_start(struct watcher *w, const char *line, volatile sig_atomic_t *cancel)
-{
-	w->t0 = now_ms();
-	w->cancel = cancel;
-	/* the command as typed, cut to leave room for the progress on the line */
-	if (strlen(line) > 32)
-		snprintf(w->what, sizeof w->what, "%.29s...", line);
-	else
-		snprintf(w->what, sizeof w->what, "%s", line);
-	w->line_len = 0;
-	w->progress[0] = '\0';
-	w->cancel_seen = false;
-	w->n_typed = 0;
-	w->typed_full = false;
-	render_buf_free(&w->err_text);
-	if (pipe(w->wake) != 0)
-		return false;
-	fflush(stderr);
-	if (w->slave >= 0) {
-		w->saved_stderr = dup(STDERR_FILENO);
-		tui_term_stderr(w->saved_stderr, w->master);
-		if (w->saved_stderr >= 0)
-			dup2(w->slave, STDERR_FILENO);
-	}
-	if (pthread_create(&w->th, NULL, watch_thread, w) != 0) {
-		close(w->wake[0]);
-		close(w->wake[1]);
-		w->wake[0] = w->wake[1] = -1;
-		return false;
-	}
-	return true;
-}
-
-static void watch_stop(struct watcher *w, bool started)
-{
-	fflush(stderr);
-	if (started) {
-		ssize_t n = write(w->wake[1], "x", 1);
-		(void)n;
-		pthread_join(w->th, NULL);
-		close(w->wake[0]);
-		close(w->wake[1]);
-		w->wake[0] = w->wake[1] = -1;
-	}
-	if (w->saved_stderr >= 0) {
-		dup2(w->saved_stderr, STDERR_FILENO);
-		close(w->saved_stderr);
-		w->saved_stderr = -1;
-		tui_term_stderr(-1, w->master);
-	}
-	watch_drain(w);
-	/* keys typed during the command, in order */
-	tui_key_unget(w->typed, w->n_typed);
-	w->n_typed = 0;
 }
 
 /* ================================================== messages, pager */
@@ -447,23 +218,24 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		*s->cancel = 0;
 	struct err e;
 	e.msg[0] = '\0';
-	bool started = watch_start(&g_w, line, s->cancel);
+	bool started = tui_watch_start(line, s->cancel);
 	tui_term_command(s->cancel);
 	int rc = argv ? cmd_run(s, argc, argv, &e) : cmd_run_line(s, line, &e);
 	tui_term_command(NULL);
-	watch_stop(&g_w, started);
+	tui_watch_stop(started);
 	s->out = keep;
 	fclose(mem);
 	bool cancelled = s->cancel && *s->cancel;
 	if (s->cancel)
 		*s->cancel = 0;
 
+	const struct render_buf *err_text = tui_watch_errors();
 	struct render_buf all;
 	render_buf_init(&all);
 	if (len)
 		render_buf_put(&all, buf, len);
-	if (g_w.err_text.len)
-		render_buf_put(&all, g_w.err_text.data, g_w.err_text.len);
+	if (err_text->len)
+		render_buf_put(&all, err_text->data, err_text->len);
 	free(buf);
 	const char *text = all.data ? all.data : "";
 	int n_lines = 0;
@@ -492,10 +264,10 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show) {
 		set_msg(t, TUI_MSG_INFO, "%s: done", line);
-	} else if (g_w.err_text.len) {
+	} else if (err_text->len) {
 		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
-		size_t k = strcspn(g_w.err_text.data, "\n");
-		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), g_w.err_text.data);
+		size_t k = strcspn(err_text->data, "\n");
+		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), err_text->data);
 	}
 	render_buf_free(&all);
 	return rc;
@@ -1341,7 +1113,7 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 		s->cancel = &t->local_cancel;
 	bool keep_interactive = s->interactive;
 	s->interactive = false; /* pause must not wait on a raw terminal */
-	watch_open(&g_w);
+	tui_watch_open();
 
 	int rc = 0;
 	enum tui_result r = TUI_REDRAW;
@@ -1394,7 +1166,7 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 		}
 	}
 
-	watch_close(&g_w);
+	tui_watch_close();
 	tui_term_leave();
 	s->interactive = keep_interactive;
 	s->cancel = keep_cancel;
