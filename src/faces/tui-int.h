@@ -9,6 +9,8 @@
  *                  keys, and bytes given back to be read again
  *   tui-watch.c    a running command's stderr on a pseudo-terminal, read
  *                  by a thread that shows its progress and takes Esc
+ *   tui-screen.c   the screen: status line, the view, the side panel, the
+ *                  info line (the message or the run's numbers), hints
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -129,5 +131,21 @@ void tui_watch_stop(bool started);
 /* The lines of text the last watched command wrote to stderr (progress
  * lines ending in '\r' left out); valid until the next start. */
 const struct render_buf *tui_watch_errors(void);
+
+/* -------------------------------------------------- the screen (tui-screen.c) */
+
+/* Sets the message the info line shows (up to TUI_MSG_LINES lines, growing
+ * upwards over the view) until the next key; TUI_MSG_ERROR in the error
+ * colour. */
+void tui_screen_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Draws the whole screen for the current view into curses' buffer (the
+ * caller refresh()es); t->st.frame is where each region went. */
+void tui_screen_draw(struct tui *t);
+
+/* Draws the info line in r: the message, else the run's numbers (with the
+ * last key-to-redraw time). */
+void tui_screen_info(struct tui *t, const struct tui_rect *r);
 
 #endif

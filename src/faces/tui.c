@@ -4,8 +4,8 @@
  * Scope: the loop that reads a key, lets its handler act and redraws,
  * running commands with their output captured, the line prompts (`e`,
  * `:`, `x`), the pager and the help; the terminal is tui-term.c, keys
- * tui-input.c, a command's stderr tui-watch.c (tui-int.h lists the
- * visualizer's files).  The views are
+ * tui-input.c, a command's stderr tui-watch.c, drawing the screen
+ * tui-screen.c (tui-int.h lists the visualizer's files).  The views are
  * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
  * computed in tui-layout.c.
  *
@@ -55,20 +55,7 @@ bool tui_active(void)
 	return g_in_tui;
 }
 
-/* ================================================== messages, pager */
-
-static void set_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->msg, sizeof t->msg, fmt, ap);
-	va_end(ap);
-	t->msg_kind = k;
-}
-
-static void draw_screen(struct tui *t);
+/* ============================================================ pager */
 
 /* Text without terminal escape sequences and with tabs expanded, split
  * into lines (a malloc'd array of malloc'd strings). */
@@ -209,7 +196,7 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
 	if (!mem) {
-		set_msg(t, TUI_MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
+		tui_screen_msg(t, TUI_MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
 		return -1;
 	}
 	FILE *keep = s->out;
@@ -245,9 +232,9 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		n_lines++;
 
 	if (rc < 0 && cancelled) {
-		set_msg(t, TUI_MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
+		tui_screen_msg(t, TUI_MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
 	} else if (rc < 0) {
-		set_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
+		tui_screen_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
 		if (show && n_lines > 1)
 			pager(t, line, text);
 	} else if (show && n_lines > 1 && n_lines <= TUI_MSG_LINES) {
@@ -255,19 +242,19 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		size_t k = all.len;
 		while (k > 0 && text[k - 1] == '\n')
 			k--;
-		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
+		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show && n_lines > 1) {
 		pager(t, line, text);
-		set_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
+		tui_screen_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
 	} else if (show && n_lines == 1) {
 		size_t k = strcspn(text, "\n");
-		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
+		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show) {
-		set_msg(t, TUI_MSG_INFO, "%s: done", line);
+		tui_screen_msg(t, TUI_MSG_INFO, "%s: done", line);
 	} else if (err_text->len) {
 		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
 		size_t k = strcspn(err_text->data, "\n");
-		set_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), err_text->data);
+		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), err_text->data);
 	}
 	render_buf_free(&all);
 	return rc;
@@ -286,150 +273,6 @@ static enum tui_result key_command(struct tui *t, const char *line)
 	if (rc == CMD_QUIT)
 		return TUI_QUIT;
 	return TUI_REFRESH;
-}
-
-/* ======================================================= the screen */
-
-static void draw_status(struct tui *t, const struct tui_rect *r)
-{
-	struct session *s = t->s;
-	tui_blank(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_STATUS);
-	char line[512], right[64];
-	snprintf(right, sizeof right, " %d %s ", t->st.view + 1, tui_views[t->st.view]->name);
-	int rw = render_width(right);
-	if (s->model) {
-		const struct model_config *c = &s->model->cfg;
-		const char *name = s->model->name ? s->model->name : s->model_spec ? s->model_spec : "model";
-		tui_status_text(name, c->n_layer, c->n_head, &s->opt, t->st.utf8, true, line, sizeof line);
-		if (render_width(line) > r->w - rw - 2) /* the sizes are in the views too */
-			tui_status_text(name, c->n_layer, c->n_head, &s->opt, t->st.utf8, false, line,
-					sizeof line);
-		if (s->heat != HEAT_WEIGHTS) { /* what the heatmaps show, after the model */
-			const char *sep = t->st.utf8 ? " \u2502 " : " | ";
-			char *at = strstr(line, sep), rest[sizeof line];
-			if (at) {
-				snprintf(rest, sizeof rest, "%s", at);
-				snprintf(at, sizeof line - (size_t)(at - line), "%s%s%s", sep,
-					 heat_kind_name(s->heat), rest);
-			}
-		}
-	} else {
-		snprintf(line, sizeof line, "attnscope: no model loaded");
-	}
-	tui_put(r->y, r->x + 1, r->w - rw - 2, line, TUI_A_BOLD, TUI_ROLE_STATUS);
-	tui_put(r->y, r->x + r->w - rw, rw, right, TUI_A_BOLD | TUI_A_REVERSE, TUI_ROLE_STATUS);
-}
-
-/* The info line: the last message, else the run's numbers. */
-static void draw_info(struct tui *t, const struct tui_rect *r)
-{
-	struct session *s = t->s;
-	tui_blank(r->y, r->x, r->w, 0, TUI_ROLE_NONE);
-	if (t->msg_kind != TUI_MSG_NONE) {
-		/* one line on the info row; a few more grow upwards over the view */
-		int n = 1;
-		for (const char *p = t->msg; *p; p++)
-			n += *p == '\n';
-		if (n > TUI_MSG_LINES)
-			n = TUI_MSG_LINES;
-		const char *p = t->msg;
-		for (int i = 0; i < n; i++) {
-			int y = r->y - (n - 1) + i;
-			size_t k = strcspn(p, "\n");
-			char row[1024];
-			snprintf(row, sizeof row, "%.*s", (int)k, p);
-			tui_blank(y, r->x, r->w, 0, TUI_ROLE_NONE);
-			tui_put(y, r->x, r->w, row, t->msg_kind == TUI_MSG_ERROR ? TUI_A_BOLD : 0,
-				t->msg_kind == TUI_MSG_ERROR ? TUI_ROLE_ERROR : TUI_ROLE_NONE);
-			p += k + (p[k] == '\n');
-		}
-		return;
-	}
-	if (!session_ready(s)) {
-		session_summary(s, t->msg, sizeof t->msg);
-		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
-		t->msg[0] = '\0';
-		return;
-	}
-	char kv[32], loss[48], key[32] = "";
-	format_bytes(session_kv_bytes(s, &s->opt), kv, sizeof kv);
-	if (!cfg_has_head(&s->model->cfg)) { /* the summary line: drift, no KL */
-		session_summary(s, t->msg, sizeof t->msg);
-		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
-		t->msg[0] = '\0';
-		return;
-	}
-	if (isnan(s->run->loss))
-		snprintf(loss, sizeof loss, "loss -");
-	else
-		snprintf(loss, sizeof loss, "loss %.3f (%+.3f)", s->run->loss, s->cmp.delta_loss);
-	int nk = t->st.n_key_ms < TUI_KEY_MS_KEEP ? t->st.n_key_ms : TUI_KEY_MS_KEEP;
-	if (nk)
-		snprintf(key, sizeof key, "  key %.1f ms", t->st.key_ms[nk - 1]);
-	/* narrow screens: the token count is in the views' headings, and the
-	 * command a key ran only in the numbers view */
-	bool wide = r->w >= 100;
-	char tok[32] = "", agree[16];
-	if (wide)
-		snprintf(tok, sizeof tok, "%d tok  ", s->n_tokens);
-	double a = 100.0 * s->cmp.top1_agree;
-	snprintf(agree, sizeof agree, a == 100.0 || a == 0.0 ? "%.0f%%" : "%.1f%%", a);
-	char line[512];
-	int n = snprintf(line, sizeof line, "%s%s  KL %.4f  top-1 %s  KV %s  fwd %.1f ms%s", tok, loss,
-			 s->cmp.kl, agree, kv, s->run->forward_ms, key);
-	if (wide && t->st.ran[0] && n > 0 && (size_t)n < sizeof line)
-		snprintf(line + n, sizeof line - (size_t)n, "  %s %s", t->st.utf8 ? "\u2190" : "<-", t->st.ran);
-	tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_NONE);
-}
-
-static void draw_hints(struct tui *t, const struct tui_rect *r)
-{
-	char line[512];
-	tui_hints_text(tui_views[t->st.view]->hints, !t->st.standalone, t->st.utf8, r->w, line,
-		       sizeof line);
-	/* keys in the hint colour, their words plain: draw word by word */
-	int x = r->x;
-	const char *p = line;
-	bool key = true;
-	while (*p && x < r->x + r->w) {
-		if (*p == ' ') {
-			int n = 0;
-			while (p[n] == ' ')
-				n++;
-			key = n >= 2; /* two blanks separate hints; one separates key and word */
-			x += n;
-			p += n;
-			continue;
-		}
-		size_t k = strcspn(p, " ");
-		char word[64];
-		snprintf(word, sizeof word, "%.*s", (int)(k < 63 ? k : 63), p);
-		x += tui_put(r->y, x, r->x + r->w - x, word, key ? TUI_A_BOLD : TUI_A_DIM,
-			     key ? TUI_ROLE_HINT : TUI_ROLE_NONE);
-		p += k;
-	}
-}
-
-static void draw_screen(struct tui *t)
-{
-	struct tui_state *st = &t->st;
-	erase();
-	const struct tui_view_mode *v = tui_views[st->view];
-	bool side = v->side && v->side(st);
-	tui_frame_layout(LINES, COLS, side, &st->frame);
-	const struct tui_frame *f = &st->frame;
-	if (f->too_small) {
-		tui_printf(0, 0, COLS, TUI_A_BOLD, TUI_ROLE_NONE, "%dx%d is too small", COLS, LINES);
-		tui_printf(1, 0, COLS, 0, TUI_ROLE_NONE, "need %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
-		tui_printf(2, 0, COLS, 0, TUI_ROLE_NONE, "q %s", st->standalone ? "quits" : "returns");
-		return;
-	}
-	draw_status(t, &f->status);
-	v->draw(st, &f->body);
-	if (f->side.w > 0)
-		tui_draw_side(st, &f->side);
-	draw_info(t, &f->info);
-	draw_hints(t, &f->hints);
 }
 
 /* ============================================================ keys */
@@ -504,7 +347,7 @@ static void complete_line(struct tui *t, struct tui_line *l)
 		if (!strncmp(cands[i], word, wl))
 			match[nm++] = cands[i];
 	if (nm == 0) {
-		set_msg(t, TUI_MSG_INFO, "no completion");
+		tui_screen_msg(t, TUI_MSG_INFO, "no completion");
 	} else {
 		/* the longest common prefix */
 		size_t common = strlen(match[0]);
@@ -524,7 +367,7 @@ static void complete_line(struct tui *t, struct tui_line *l)
 			size_t n = 0;
 			for (int i = 0; i < nm && n < sizeof list; i++)
 				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", match[i]);
-			set_msg(t, TUI_MSG_INFO, "%s", list);
+			tui_screen_msg(t, TUI_MSG_INFO, "%s", list);
 		}
 	}
 	free(pre);
@@ -710,7 +553,7 @@ static char *prompt_line(struct tui *t, const char *prompt, const char *initial,
 	char *result = NULL;
 	while (!t->gone) {
 		if (!tui_key_pending()) {
-			draw_screen(t);
+			tui_screen_draw(t);
 			int y = LINES - 2, cx = draw_prompt(t, prompt, &p.l, &p.first, kind);
 			move(y, cx < COLS ? cx : COLS - 1);
 			curs_set(1);
@@ -818,7 +661,7 @@ static enum tui_result do_edit_text(struct tui *t)
 {
 	struct session *s = t->s;
 	if (!s->model) {
-		set_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+		tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
 		return TUI_REFRESH;
 	}
 	char *text = prompt_line(t, "text: ", s->text ? s->text : "", PROMPT_TEXT);
@@ -856,7 +699,7 @@ static enum tui_result do_command(struct tui *t)
 		return TUI_REFRESH;
 	history_add(t, line);
 	t->measure = true;
-	draw_screen(t); /* the prompt goes; progress shows in the info line */
+	tui_screen_draw(t); /* the prompt goes; progress shows in the info line */
 	refresh();
 	int rc = run_command(t, line, true);
 	free(line);
@@ -870,7 +713,7 @@ static enum tui_result do_export(struct tui *t)
 {
 	struct session *s = t->s;
 	if (!session_ready(s)) {
-		set_msg(t, TUI_MSG_ERROR, "error: nothing to export yet");
+		tui_screen_msg(t, TUI_MSG_ERROR, "error: nothing to export yet");
 		return TUI_REFRESH;
 	}
 	const char *what = tui_views[t->st.view]->export_what;
@@ -1021,7 +864,7 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 	case 12: return TUI_REDRAW; /* Ctrl-L */
 	case 26: tui_term_suspend(); return TUI_REDRAW; /* Ctrl-Z */
 	case 3:
-		set_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
+		tui_screen_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
 		return TUI_REFRESH;
 	case '?':
 		pager(t, "attnscope visualizer: keys (q closes)", help_text());
@@ -1038,7 +881,7 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 	/* the option keys: each is a command */
 	if (!s->model) {
 		if (strchr("gnmsaArw", (int)ch)) {
-			set_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+			tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
 			return TUI_REFRESH;
 		}
 		return TUI_HANDLED;
@@ -1121,15 +964,15 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 		if (r == TUI_REDRAW)
 			clearok(curscr, TRUE);
 		if (r != TUI_HANDLED) {
-			draw_screen(t);
+			tui_screen_draw(t);
 			refresh();
 			if (t->measure) {
 				record_key_time(t, now_ms() - t->key_t0);
 				/* show the time just measured */
 				if (!t->st.frame.too_small) {
-					draw_info(t, &t->st.frame.info);
+					tui_screen_info(t, &t->st.frame.info);
 					if (tui_views[t->st.view]->numbers || t->st.frame.side.w > 0)
-						draw_screen(t);
+						tui_screen_draw(t);
 					refresh();
 				}
 			}
