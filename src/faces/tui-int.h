@@ -11,6 +11,7 @@
  *                  by a thread that shows its progress and takes Esc
  *   tui-screen.c   the screen: status line, the view, the side panel, the
  *                  info line (the message or the run's numbers), hints
+ *   tui-pager.c    a scrollable window over text (long output, the help)
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -147,5 +148,12 @@ void tui_screen_draw(struct tui *t);
 /* Draws the info line in r: the message, else the run's numbers (with the
  * last key-to-redraw time). */
 void tui_screen_info(struct tui *t, const struct tui_rect *r);
+
+/* ------------------------------------------------------ the pager (tui-pager.c) */
+
+/* Shows text under title in a window over the whole screen until q, Esc
+ * or Enter (or the terminal hangs up: t->gone); the next refresh then
+ * repaints the whole terminal. */
+void tui_pager(struct tui *t, const char *title, const char *text);
 
 #endif

@@ -5,7 +5,8 @@
  * running commands with their output captured, the line prompts (`e`,
  * `:`, `x`), the pager and the help; the terminal is tui-term.c, keys
  * tui-input.c, a command's stderr tui-watch.c, drawing the screen
- * tui-screen.c (tui-int.h lists the visualizer's files).  The views are
+ * tui-screen.c, the pager tui-pager.c (tui-int.h lists the visualizer's
+ * files).  The views are
  * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
  * computed in tui-layout.c.
  *
@@ -55,134 +56,7 @@ bool tui_active(void)
 	return g_in_tui;
 }
 
-/* ============================================================ pager */
-
-/* Text without terminal escape sequences and with tabs expanded, split
- * into lines (a malloc'd array of malloc'd strings). */
-static char **split_lines(const char *text, int *n_out)
-{
-	int n = 0, cap = 64;
-	char **v = xmalloc((size_t)cap * sizeof *v);
-	struct render_buf line;
-	render_buf_init(&line);
-	int col = 0;
-	for (const char *p = text;; p++) {
-		if (*p == '\0' || *p == '\n') {
-			if (*p == '\0' && line.len == 0)
-				break;
-			if (n == cap) {
-				cap *= 2;
-				v = xrealloc(v, (size_t)cap * sizeof *v);
-			}
-			v[n++] = xstrdup(line.data ? line.data : "");
-			render_buf_free(&line);
-			col = 0;
-			if (*p == '\0')
-				break;
-		} else if (*p == '\x1b') {
-			/* CSI ... final byte, or a two-byte escape */
-			if (p[1] == '[') {
-				p += 2;
-				while (*p && !(*p >= '@' && *p <= '~'))
-					p++;
-				if (!*p)
-					p--;
-			} else if (p[1]) {
-				p++;
-			}
-		} else if (*p == '\t') {
-			do {
-				render_buf_puts(&line, " ");
-				col++;
-			} while (col % 8);
-		} else if (*p == '\r') {
-			/* dropped */
-		} else {
-			render_buf_put(&line, p, 1);
-			col++;
-		}
-	}
-	render_buf_free(&line);
-	*n_out = n;
-	return v;
-}
-
-/* A scrollable window over text until q, Esc or Enter. */
-static void pager(struct tui *t, const char *title, const char *text)
-{
-	int n;
-	char **lines = split_lines(text, &n);
-	int top = 0, left = 0;
-	for (;;) {
-		erase();
-		int rows = LINES - 2 > 1 ? LINES - 2 : 1;
-		tui_blank(0, 0, COLS, TUI_A_BOLD, TUI_ROLE_STATUS);
-		tui_put(0, 1, COLS - 2, title, TUI_A_BOLD, TUI_ROLE_STATUS);
-		if (top > n - rows)
-			top = n - rows;
-		if (top < 0)
-			top = 0;
-		for (int i = 0; i < rows && top + i < n; i++) {
-			/* skip `left` columns */
-			const char *p = lines[top + i];
-			int skip = 0;
-			while (*p && skip < left) {
-				uint32_t cp;
-				int bad;
-				int k = utf8_decode((const unsigned char *)p, strlen(p), &cp, &bad);
-				skip += bad ? 1 : render_cp_width(cp);
-				p += k;
-			}
-			tui_put(1 + i, 0, COLS, p, 0, TUI_ROLE_NONE);
-		}
-		char foot[256];
-		snprintf(foot, sizeof foot, "lines %d-%d of %d   %s scroll  PgUp/PgDn  %s  q/Esc close",
-			 n ? top + 1 : 0, top + rows < n ? top + rows : n, n, t->st.utf8 ? "\u2191\u2193" : "j/k",
-			 t->st.utf8 ? "\u2190\u2192 sideways" : "h/l sideways");
-		tui_put(LINES - 1, 0, COLS, foot, TUI_A_DIM, TUI_ROLE_HINT);
-		refresh();
-		wint_t ch;
-		bool fn;
-		if (tui_key_read(t, &ch, &fn) != OK) {
-			if (t->gone)
-				goto done;
-			continue;
-		}
-		if (fn) {
-			switch (ch) {
-			case KEY_UP: top--; break;
-			case KEY_DOWN: top++; break;
-			case KEY_PPAGE: top -= rows; break;
-			case KEY_NPAGE: top += rows; break;
-			case KEY_HOME: top = 0; break;
-			case KEY_END: top = n; break;
-			case KEY_LEFT: left = left > 8 ? left - 8 : 0; break;
-			case KEY_RIGHT: left += 8; break;
-			case KEY_ENTER: goto done;
-			case KEY_RESIZE: clearok(curscr, TRUE); break;
-			default: break;
-			}
-			continue;
-		}
-		switch (ch) {
-		case 'k': top--; break;
-		case 'j': top++; break;
-		case ' ': case 'f': case 6: top += rows; break;
-		case 'b': case 2: top -= rows; break;
-		case 'g': top = 0; break;
-		case 'G': top = n; break;
-		case 'h': left = left > 8 ? left - 8 : 0; break;
-		case 'l': left += 8; break;
-		case 'q': case 27: case '\r': case '\n': case 3: goto done;
-		default: break;
-		}
-	}
-done:
-	for (int i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
-	clearok(curscr, TRUE);
-}
+/* ========================================================= commands */
 
 /* Runs one command line with its output captured.  show: display what
  * it printed (info line for one line, the pager for more); otherwise only
@@ -236,7 +110,7 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 	} else if (rc < 0) {
 		tui_screen_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
 		if (show && n_lines > 1)
-			pager(t, line, text);
+			tui_pager(t, line, text);
 	} else if (show && n_lines > 1 && n_lines <= TUI_MSG_LINES) {
 		/* a few lines: over the bottom of the view until the next key */
 		size_t k = all.len;
@@ -244,7 +118,7 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 			k--;
 		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
 	} else if (show && n_lines > 1) {
-		pager(t, line, text);
+		tui_pager(t, line, text);
 		tui_screen_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
 	} else if (show && n_lines == 1) {
 		size_t k = strcspn(text, "\n");
@@ -867,7 +741,7 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 		tui_screen_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
 		return TUI_REFRESH;
 	case '?':
-		pager(t, "attnscope visualizer: keys (q closes)", help_text());
+		tui_pager(t, "attnscope visualizer: keys (q closes)", help_text());
 		return TUI_REDRAW;
 	case ':':
 		return do_command(t);
