@@ -12,6 +12,7 @@
  *   tui-screen.c   the screen: status line, the view, the side panel, the
  *                  info line (the message or the run's numbers), hints
  *   tui-pager.c    a scrollable window over text (long output, the help)
+ *   tui-edit.c     the line prompt: editing, history, Tab completion
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -155,5 +156,25 @@ void tui_screen_info(struct tui *t, const struct tui_rect *r);
  * or Enter (or the terminal hangs up: t->gone); the next refresh then
  * repaints the whole terminal. */
 void tui_pager(struct tui *t, const char *title, const char *text);
+
+/* -------------------------------------------------- the line prompt (tui-edit.c) */
+
+enum tui_prompt_kind {
+	TUI_PROMPT_TEXT,    /* the text: Ctrl-O inserts a newline */
+	TUI_PROMPT_COMMAND, /* a command: Tab completes, Up/Down browse the history */
+	TUI_PROMPT_PLAIN,   /* anything else (an export's format and file) */
+};
+
+/*
+ * Edits one line, starting from initial, on the info row under the
+ * screen, prompt before it and what the keys do on the bottom row.  Enter
+ * returns the line (malloc'd UTF-8, the caller frees it); Esc, Ctrl-C or
+ * Ctrl-G, and a terminal that hung up, return NULL.
+ */
+char *tui_edit_line(struct tui *t, const char *prompt, const char *initial, enum tui_prompt_kind kind);
+
+/* Adds a command line to the history Up/Down browse (not a blank line
+ * nor the newest one again; the oldest goes at TUI_HISTORY_MAX). */
+void tui_edit_history_add(struct tui *t, const char *line);
 
 #endif
