@@ -19,7 +19,7 @@
 #include "tui-layout.h"
 #include "util.h"
 
-/* --------------------------------------------------------------- state */
+/* ---------------------------------------------------------------- state */
 
 #define TUI_KEY_MS_KEEP 64 /* key-to-redraw times kept for the numbers view */
 
@@ -59,7 +59,7 @@ struct tui_state {
 	long keys_total;
 };
 
-/* ------------------------------------------------------------- drawing */
+/* -------------------------------------------------------------- drawing */
 
 enum {
 	TUI_A_BOLD = 1u << 0,
@@ -143,7 +143,7 @@ void tui_short_label(const char *label, int w, char *buf, size_t size);
 double tui_key_ms_median(const struct tui_state *t);
 double tui_last_key_ms(const struct tui_state *t);
 
-/* ------------------------------------------- selection and side panel */
+/* --------------------------------------------- selection and side panel */
 
 /* Selection shared by the views (tui-draw.c), clamped to the model and
  * the text; each marks the session DIRTY_SELECT. */
@@ -154,7 +154,7 @@ void tui_select_token(struct tui_state *t, int q);
 /* The numbers side panel (tui-numbers.c), beside the views that want it. */
 void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
 
-/* ---------------------------------------------------------- view modes */
+/* ----------------------------------------------------------- view modes */
 
 /*
  * A view of the visualizer (after tmux's window modes): what the body

@@ -21,7 +21,7 @@
 #include "cmd.h"
 #include "render.h"
 
-/* --------------------------------------------------------- completion */
+/* ----------------------------------------------------------- completion */
 
 static const char *const export_formats[] = { "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
 
@@ -122,7 +122,7 @@ static void edit_complete(struct tui *t, struct tui_line *l)
 	free(pre);
 }
 
-/* --------------------------------------------------------- the prompt */
+/* ----------------------------------------------------------- the prompt */
 
 /* Draws the prompt's line being edited on the row above the bottom one
  * (scrolled so the cursor shows; newlines as ⏎) and, on the bottom row,

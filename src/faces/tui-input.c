@@ -59,7 +59,7 @@ static int key_byte(int delay_ms)
 	return c;
 }
 
-/* ------------------------------------------------------------- reading */
+/* -------------------------------------------------------------- reading */
 
 /* How long the rest of a character's bytes may take after its first. */
 #define KEY_MORE_MS 100

@@ -13,6 +13,8 @@
  *                  info line (the message or the run's numbers), hints
  *   tui-pager.c    a scrollable window over text (long output, the help)
  *   tui-edit.c     the line prompt: editing, history, Tab completion
+ *   tui-command.c  command lines run with their output captured, and the
+ *                  keys that run one (option keys, e, :, x)
  *   tui.c          tui_run: the loop, what each key does, the help
  *
  * All drawing and reading of keys happens on the thread that runs
@@ -29,7 +31,7 @@
 #include "tui-view.h"
 #include "util.h"
 
-/* ------------------------------------------------------------- state */
+/* ---------------------------------------------------------------- state */
 
 /* What a key handler returns (after htop): what changed on screen. */
 enum tui_result {
@@ -59,7 +61,7 @@ struct tui {
 	bool gone;              /* the terminal hung up: leave */
 };
 
-/* ------------------------------------------------ the terminal (tui-term.c) */
+/* -------------------------------------------- the terminal (tui-term.c) */
 
 /*
  * Takes the terminal: curses mode (made once per process, resumed on later
@@ -88,7 +90,7 @@ void tui_term_command(volatile sig_atomic_t *cancel);
  * puts the real one back and shows what the command wrote last. */
 void tui_term_stderr(int saved, int master);
 
-/* ------------------------------------------------------ keys (tui-input.c) */
+/* --------------------------------------------------- keys (tui-input.c) */
 
 #define TUI_GIVE_BACK_MAX 64 /* bytes given back at once at most; curses' queue holds about 137 */
 
@@ -134,7 +136,7 @@ void tui_watch_stop(bool started);
  * lines ending in '\r' left out); valid until the next start. */
 const struct render_buf *tui_watch_errors(void);
 
-/* -------------------------------------------------- the screen (tui-screen.c) */
+/* -------------------------------------------- the screen (tui-screen.c) */
 
 /* Sets the message the info line shows (up to TUI_MSG_LINES lines, growing
  * upwards over the view) until the next key; TUI_MSG_ERROR in the error
@@ -150,14 +152,14 @@ void tui_screen_draw(struct tui *t);
  * last key-to-redraw time). */
 void tui_screen_info(struct tui *t, const struct tui_rect *r);
 
-/* ------------------------------------------------------ the pager (tui-pager.c) */
+/* ---------------------------------------------- the pager (tui-pager.c) */
 
 /* Shows text under title in a window over the whole screen until q, Esc
  * or Enter (or the terminal hangs up: t->gone); the next refresh then
  * repaints the whole terminal. */
 void tui_pager(struct tui *t, const char *title, const char *text);
 
-/* -------------------------------------------------- the line prompt (tui-edit.c) */
+/* ----------------------------------------- the line prompt (tui-edit.c) */
 
 enum tui_prompt_kind {
 	TUI_PROMPT_TEXT,    /* the text: Ctrl-O inserts a newline */
@@ -176,5 +178,25 @@ char *tui_edit_line(struct tui *t, const char *prompt, const char *initial, enum
 /* Adds a command line to the history Up/Down browse (not a blank line
  * nor the newest one again; the oldest goes at TUI_HISTORY_MAX). */
 void tui_edit_history_add(struct tui *t, const char *line);
+
+/* --------------------------------------------- commands (tui-command.c) */
+
+/*
+ * Each runs a command line through the command table with its output
+ * captured, as the REPL would run it (recorded the same way), and returns
+ * TUI_QUIT after `quit`, else what to draw.  Errors go to the message.
+ *
+ * tui_command_key: an option key's command (g, n, m, ...), shown at the
+ * end of the info line (t->st.ran); only errors and warnings are shown.
+ * tui_command_text (e): the text, edited in the prompt, as `text ...`.
+ * tui_command_line (:): any command from the prompt, into the history;
+ * what it prints goes to the message or the pager.
+ * tui_command_export (x): `export` of what the view shows, asking for
+ * the format and the file.
+ */
+enum tui_result tui_command_key(struct tui *t, const char *line);
+enum tui_result tui_command_text(struct tui *t);
+enum tui_result tui_command_line(struct tui *t);
+enum tui_result tui_command_export(struct tui *t);
 
 #endif

@@ -50,7 +50,7 @@ void tui_term_stderr(int saved, int master)
 	g_err_master = master;
 }
 
-/* ---------------------------------------------------- the signal path */
+/* ------------------------------------------------------ the signal path */
 
 /* Async-signal-safe: put the terminal back as it was before curses. */
 static void emergency_restore(void)
@@ -148,7 +148,7 @@ static void restore_add_raw(const char *v)
 	}
 }
 
-/* ------------------------------------------------ entering and leaving */
+/* ------------------------------------------------- entering and leaving */
 
 /* Picks colour depth and glyphs for this terminal. */
 static void choose_style(struct tui_state *t)

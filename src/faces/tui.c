@@ -1,22 +1,19 @@
 /*
- * tui.c — the visualizer's main loop and keys.
- *
- * Scope: the loop that reads a key, lets its handler act and redraws,
- * running commands with their output captured, the line prompts (`e`,
- * `:`, `x`), the pager and the help; the terminal is tui-term.c, keys
- * tui-input.c, a command's stderr tui-watch.c, drawing the screen
- * tui-screen.c, the pager tui-pager.c, the line prompt tui-edit.c
- * (tui-int.h lists the visualizer's files).  The views are
- * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
- * computed in tui-layout.c.
+ * tui.c — the visualizer's main loop and its keys: tui_run takes the
+ * terminal, then reads a key, lets its handler act and draws the screen
+ * again, until q or `:quit`; and the help that `?` shows.
  *
  * Every change to how the model runs, or to the text, is a command line
- * run through cmd_run_line() — the same table, checks and recording as the
- * REPL.  Moving the selection and scrolling are view state.
+ * run through the command table (tui-command.c) — the same table, checks
+ * and recording as the REPL.  Moving the selection and scrolling are view
+ * state (the views, tui-view.h).  The rest of the visualizer is in the
+ * files tui-int.h lists.
  *
- * Key handlers return what changed (after htop): TUI_HANDLED (nothing to
- * draw), TUI_REFRESH (draw the screen again; curses sends only what differs),
- * TUI_REDRAW (repaint everything, e.g. after a resize), or a way out.
+ * Key handlers return what changed (after htop; enum tui_result):
+ * TUI_HANDLED (nothing to draw), TUI_REFRESH (draw the screen again;
+ * curses sends only what differs), TUI_REDRAW (repaint everything, e.g.
+ * after a resize), or a way out.  The time from a key to its screen is
+ * measured and shown in the info line and the numbers view.
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -25,131 +22,16 @@
 
 #include <curses.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <math.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
-#include <unistd.h>
 #include <wchar.h>
 
 #include "cmd.h"
 #include "lens.h"
-#include "render.h"
-#include "text-input.h"
-#include "tokenizer.h"
 
-/* ================================================== the visualizer */
-
-static bool g_in_tui;
-
-bool tui_active(void)
-{
-	return g_in_tui;
-}
-
-/* ========================================================= commands */
-
-/* Runs one command line with its output captured.  show: display what
- * it printed (info line for one line, the pager for more); otherwise only
- * errors are shown.  With argv (argc words), runs those words through
- * cmd_run() instead of splitting line (which then only labels it).
- * Returns cmd_run_line's (or cmd_run's) result. */
-static int run_command_argv(struct tui *t, const char *line, int argc, char **argv, bool show)
-{
-	struct session *s = t->s;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (!mem) {
-		tui_screen_msg(t, TUI_MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
-		return -1;
-	}
-	FILE *keep = s->out;
-	s->out = mem;
-	if (s->cancel)
-		*s->cancel = 0;
-	struct err e;
-	e.msg[0] = '\0';
-	bool started = tui_watch_start(line, s->cancel);
-	tui_term_command(s->cancel);
-	int rc = argv ? cmd_run(s, argc, argv, &e) : cmd_run_line(s, line, &e);
-	tui_term_command(NULL);
-	tui_watch_stop(started);
-	s->out = keep;
-	fclose(mem);
-	bool cancelled = s->cancel && *s->cancel;
-	if (s->cancel)
-		*s->cancel = 0;
-
-	const struct render_buf *err_text = tui_watch_errors();
-	struct render_buf all;
-	render_buf_init(&all);
-	if (len)
-		render_buf_put(&all, buf, len);
-	if (err_text->len)
-		render_buf_put(&all, err_text->data, err_text->len);
-	free(buf);
-	const char *text = all.data ? all.data : "";
-	int n_lines = 0;
-	for (const char *p = text; *p; p++)
-		n_lines += *p == '\n';
-	if (all.len && text[all.len - 1] != '\n')
-		n_lines++;
-
-	if (rc < 0 && cancelled) {
-		tui_screen_msg(t, TUI_MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
-	} else if (rc < 0) {
-		tui_screen_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
-		if (show && n_lines > 1)
-			tui_pager(t, line, text);
-	} else if (show && n_lines > 1 && n_lines <= TUI_MSG_LINES) {
-		/* a few lines: over the bottom of the view until the next key */
-		size_t k = all.len;
-		while (k > 0 && text[k - 1] == '\n')
-			k--;
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
-	} else if (show && n_lines > 1) {
-		tui_pager(t, line, text);
-		tui_screen_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
-	} else if (show && n_lines == 1) {
-		size_t k = strcspn(text, "\n");
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
-	} else if (show) {
-		tui_screen_msg(t, TUI_MSG_INFO, "%s: done", line);
-	} else if (err_text->len) {
-		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
-		size_t k = strcspn(err_text->data, "\n");
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), err_text->data);
-	}
-	render_buf_free(&all);
-	return rc;
-}
-
-static int run_command(struct tui *t, const char *line, bool show)
-{
-	return run_command_argv(t, line, 0, NULL, show);
-}
-
-/* A key's command: recorded as the last one run, output not shown. */
-static enum tui_result key_command(struct tui *t, const char *line)
-{
-	snprintf(t->st.ran, sizeof t->st.ran, "%s", line);
-	int rc = run_command(t, line, false);
-	if (rc == CMD_QUIT)
-		return TUI_QUIT;
-	return TUI_REFRESH;
-}
-
-/* ============================================================ help */
+/* ================================================================= help */
 
 /* The `?` help: every key, one per line. */
 static const char *help_text(void)
@@ -211,108 +93,9 @@ static const char *help_text(void)
 	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
 }
 
-/* ------------------------------------------------------------ actions */
+/* ================================================================= keys */
 
-static enum tui_result do_edit_text(struct tui *t)
-{
-	struct session *s = t->s;
-	if (!s->model) {
-		tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-		return TUI_REFRESH;
-	}
-	char *text = tui_edit_line(t, "text: ", s->text ? s->text : "", TUI_PROMPT_TEXT);
-	if (!text)
-		return TUI_REFRESH;
-	t->measure = true;
-	/* the command line holds the text with its escapes (text-input.h), so
-	 * that newlines, tabs and backslashes come back exactly */
-	char *esc = text_escape(text);
-	size_t n = strlen(esc);
-	char *line = xmalloc(n + 6);
-	memcpy(line, "text ", 5);
-	memcpy(line + 5, esc, n + 1);
-	free(esc);
-	int rc;
-	if (text[0] && text[0] != ' ' && text[0] != '\t' && text[0] != '#') {
-		rc = run_command(t, line, false);
-	} else {
-		/* what the line splitter would drop (leading blanks, a leading
-		 * '#') or refuse (nothing): the words themselves, escaped as on
-		 * the line */
-		char *argv[] = { "text", line + 5, NULL };
-		rc = run_command_argv(t, line, 2, argv, false);
-	}
-	snprintf(t->st.ran, sizeof t->st.ran, "text ...");
-	free(line);
-	free(text);
-	return rc == CMD_QUIT ? TUI_QUIT : TUI_REFRESH;
-}
-
-static enum tui_result do_command(struct tui *t)
-{
-	char *line = tui_edit_line(t, ":", "", TUI_PROMPT_COMMAND);
-	if (!line)
-		return TUI_REFRESH;
-	tui_edit_history_add(t, line);
-	t->measure = true;
-	tui_screen_draw(t); /* the prompt goes; progress shows in the info line */
-	refresh();
-	int rc = run_command(t, line, true);
-	free(line);
-	if (rc == CMD_QUIT)
-		return TUI_QUIT;
-	return TUI_REDRAW;
-}
-
-/* `x`: asks for a format and a file, then runs export. */
-static enum tui_result do_export(struct tui *t)
-{
-	struct session *s = t->s;
-	if (!session_ready(s)) {
-		tui_screen_msg(t, TUI_MSG_ERROR, "error: nothing to export yet");
-		return TUI_REFRESH;
-	}
-	const char *what = tui_views[t->st.view]->export_what;
-	char *fmt = tui_edit_line(t, "export format (txt ascii ansi csv json svg): ", "txt", TUI_PROMPT_PLAIN);
-	if (!fmt)
-		return TUI_REFRESH;
-	const char *ext = !strcmp(fmt, "csv") ? "csv" : !strcmp(fmt, "json") ? "json" : !strcmp(fmt, "svg") ? "svg" : "txt";
-	char def[128];
-	if (!strcmp(what, "heatmap"))
-		snprintf(def, sizeof def, "attnscope-head-%d.%d.%s", s->sel_layer, s->sel_head, ext);
-	else
-		snprintf(def, sizeof def, "attnscope-%s.%s", what, ext);
-	char *file = tui_edit_line(t, "export to file: ", def, TUI_PROMPT_PLAIN);
-	if (!file) {
-		free(fmt);
-		return TUI_REFRESH;
-	}
-	/* quote the file name for cmd_split: "..." with \" and \\ escaped */
-	struct render_buf q;
-	render_buf_init(&q);
-	render_buf_puts(&q, "\"");
-	for (const char *p = file; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			render_buf_puts(&q, "\\");
-		render_buf_put(&q, p, 1);
-	}
-	render_buf_puts(&q, "\"");
-	char head[32] = "";
-	if (!strcmp(what, "heatmap"))
-		snprintf(head, sizeof head, " %d.%d", s->sel_layer, s->sel_head);
-	size_t need = strlen(what) + strlen(head) + strlen(fmt) + q.len + 64;
-	char *line = xmalloc(need);
-	snprintf(line, need, "export %s%s --format %s --out %s", what, head, fmt, q.data);
-	t->measure = true;
-	run_command(t, line, true);
-	free(line);
-	free(fmt);
-	free(file);
-	render_buf_free(&q);
-	return TUI_REFRESH;
-}
-
-/* --------------------------------------------------- moving and clicking */
+/* -------------------------------------------------- moving and clicking */
 
 /* The head view's index in tui_views[] (Enter and a second click open it). */
 static int head_view(void)
@@ -356,11 +139,58 @@ static enum tui_result mouse_event(struct tui *t)
 	return TUI_REFRESH;
 }
 
+/* ------------------------------------------------------------ every key */
+
+/* The option keys (g n m s a A r w): each is a command. */
+static enum tui_result option_key(struct tui *t, wint_t ch)
+{
+	struct session *s = t->s;
+	char line[160];
+	if (!s->model) {
+		if (strchr("gnmsaArw", (int)ch)) {
+			tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+			return TUI_REFRESH;
+		}
+		return TUI_HANDLED;
+	}
+	const struct model_config *c = &s->model->cfg;
+	switch (ch) {
+	case 'g':
+		tui_sharing_command(c->n_head, s->opt.kv_heads, line, sizeof line);
+		break;
+	case 'n':
+		snprintf(line, sizeof line, "norm %s", s->opt.placement == PLACE_PRE ? "post" : "pre");
+		break;
+	case 'm':
+		tui_mask_command(s->opt.mask, line, sizeof line);
+		break;
+	case 's':
+		snprintf(line, sizeof line, "scale %s", s->opt.scale ? "off" : "on");
+		break;
+	case 'a': {
+		bool on = session_head_ablated(s, s->sel_layer, s->sel_head);
+		snprintf(line, sizeof line, "%s %d.%d", on ? "restore" : "ablate", s->sel_layer, s->sel_head);
+		break;
+	}
+	case 'A':
+		snprintf(line, sizeof line, "restore all");
+		break;
+	case 'r':
+		snprintf(line, sizeof line, "reset");
+		break;
+	case 'w':
+		snprintf(line, sizeof line, "heat %s", heat_kind_name((enum heat_kind)((s->heat + 1) % HEAT_KINDS)));
+		break;
+	default:
+		return TUI_HANDLED;
+	}
+	return tui_command_key(t, line);
+}
+
 static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 {
 	struct session *s = t->s;
 	struct tui_state *st = &t->st;
-	char line[160];
 	/* the view's own keys come first */
 	const struct tui_view_mode *v = tui_views[st->view];
 	if (v->key) {
@@ -426,57 +256,25 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 		tui_pager(t, "attnscope visualizer: keys (q closes)", help_text());
 		return TUI_REDRAW;
 	case ':':
-		return do_command(t);
+		return tui_command_line(t);
 	case 'e':
-		return do_edit_text(t);
+		return tui_command_text(t);
 	case 'x':
-		return do_export(t);
+		return tui_command_export(t);
 	default:
-		break;
+		return option_key(t, ch);
 	}
-	/* the option keys: each is a command */
-	if (!s->model) {
-		if (strchr("gnmsaArw", (int)ch)) {
-			tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-			return TUI_REFRESH;
-		}
-		return TUI_HANDLED;
-	}
-	const struct model_config *c = &s->model->cfg;
-	switch (ch) {
-	case 'g':
-		tui_sharing_command(c->n_head, s->opt.kv_heads, line, sizeof line);
-		break;
-	case 'n':
-		snprintf(line, sizeof line, "norm %s", s->opt.placement == PLACE_PRE ? "post" : "pre");
-		break;
-	case 'm':
-		tui_mask_command(s->opt.mask, line, sizeof line);
-		break;
-	case 's':
-		snprintf(line, sizeof line, "scale %s", s->opt.scale ? "off" : "on");
-		break;
-	case 'a': {
-		bool on = session_head_ablated(s, s->sel_layer, s->sel_head);
-		snprintf(line, sizeof line, "%s %d.%d", on ? "restore" : "ablate", s->sel_layer, s->sel_head);
-		break;
-	}
-	case 'A':
-		snprintf(line, sizeof line, "restore all");
-		break;
-	case 'r':
-		snprintf(line, sizeof line, "reset");
-		break;
-	case 'w':
-		snprintf(line, sizeof line, "heat %s", heat_kind_name((enum heat_kind)((s->heat + 1) % HEAT_KINDS)));
-		break;
-	default:
-		return TUI_HANDLED;
-	}
-	return key_command(t, line);
 }
 
-/* ========================================================= main loop */
+/* ============================================================ main loop */
+
+static bool g_in_tui; /* tui_run is running */
+
+bool tui_active(void)
+{
+	return g_in_tui;
+}
+
 
 static void record_key_time(struct tui *t, double ms)
 {
