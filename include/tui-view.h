@@ -23,8 +23,9 @@
 
 #define TUI_KEY_MS_KEEP 64 /* key-to-redraw times kept for the numbers view */
 
-struct lens;
-
+/* What every view reads: the session, the terminal's style, where the
+ * screen's regions are, and the numbers of the last keys.  Each view's
+ * own state is its data (struct tui_view_mode's init). */
 struct tui_state {
 	struct session *s;
 	int view;             /* index into tui_views[] */
@@ -34,22 +35,7 @@ struct tui_state {
 	int levels;           /* heat levels including blank: 11, 6, or the glyph ramp's */
 	int vsub;             /* matrix rows per text row in the grid: 2 or 1 */
 	struct tui_frame frame;
-
-	/* per view: scroll positions and cursors */
-	struct tui_grid_layout grid;
-	int grid_layer0, grid_head0;
-	struct tui_head_layout head;
-	int head_key;         /* the key column of the head view's cursor */
-	bool head_diff;       /* the head view shows run minus native (d) */
-	int head_row0, head_col0;
-	struct tui_token_layout token;
-	bool token_all;       /* token view lists every layer */
-	struct lens *lens;    /* the lens view's lens of the run (owned), or NULL */
-	unsigned long lens_gen; /* the session's run_gen it was computed for */
-	int lens_col0;        /* first position shown */
-	int token_row0, token_key0;
-	int curves_what;      /* the curves view's curve: 0 loss, 1 learning rate, 2 grad norm */
-	int curves_scale;     /* its y scale: 0 automatic, 1 log, 2 linear */
+	void **data;          /* each view's data, by its index in tui_views[] (tui_views_init) */
 
 	char ran[192];        /* the command the last option key ran, or "" */
 
@@ -170,8 +156,9 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
  *   6 "curves"   tui-curves.c   the model's training curves
  *   7 "patch"    tui-patch.c    the last activation patching
  *
- * A view's state is its own fields of struct tui_state.  Handlers change
- * only view state and the session's selection.
+ * A view's state is its own: init makes it (a struct of the view's file)
+ * when the visualizer starts, and every handler is given it as `data`.
+ * Handlers change only that state and the session's selection.
  */
 enum tui_key_result { TUI_KEY_IGNORED, TUI_KEY_HANDLED, TUI_KEY_REFRESH };
 
@@ -180,23 +167,35 @@ struct tui_view_mode {
 	const char *export_what;     /* what `x` exports: "grid", "heatmap" or "stats" */
 	const struct tui_hint *hints; /* the hint line, most useful first */
 	bool numbers;                /* it shows the numbers (redrawn after each key's timing) */
+	/* its state: made when the visualizer starts (malloc'd; NULL: none,
+	 * and init NULL for a view without state), freed when it ends */
+	void *(*init)(struct tui_state *t);
+	void (*free)(void *data);
+	/* a new model or text: cursors and scrolling start over (NULL: none) */
+	void (*reset)(struct tui_state *t, void *data);
 	/* whether the side panel sits beside the body (NULL: never) */
-	bool (*side)(struct tui_state *t);
-	void (*draw)(struct tui_state *t, const struct tui_rect *r);
+	bool (*side)(struct tui_state *t, void *data);
+	void (*draw)(struct tui_state *t, void *data, const struct tui_rect *r);
 	/* arrows, hjkl and the wheel: dy, dx in {-1, 0, 1} (NULL: the head) */
-	void (*arrows)(struct tui_state *t, int dy, int dx);
+	void (*arrows)(struct tui_state *t, void *data, int dy, int dx);
 	/* a left click at (y, x): TUI_KEY_REFRESH when it changed something;
 	 * *open is set when it asks for the head view */
-	enum tui_key_result (*click)(struct tui_state *t, int y, int x, bool *open);
+	enum tui_key_result (*click)(struct tui_state *t, void *data, int y, int x, bool *open);
 	/* keys of its own (PgUp/PgDn, z); NULL: none */
-	enum tui_key_result (*key)(struct tui_state *t, int ch, bool fn);
+	enum tui_key_result (*key)(struct tui_state *t, void *data, int ch, bool fn);
 };
 
 /* The views in order, and how many. */
 extern const struct tui_view_mode *const tui_views[];
 extern const int tui_n_views;
 
+/* Every view's data in t->data (init), freed again (free; t->data goes
+ * too), and started over for a new model or text (reset). */
+void tui_views_init(struct tui_state *t);
+void tui_views_free(struct tui_state *t);
+void tui_views_reset(struct tui_state *t);
+
 /* A view mode's side: the side panel whenever there is room (tui-draw.c). */
-bool tui_side_always(struct tui_state *t);
+bool tui_side_always(struct tui_state *t, void *data);
 
 #endif

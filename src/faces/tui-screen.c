@@ -153,7 +153,7 @@ void tui_screen_draw(struct tui *t)
 	struct tui_state *st = &t->st;
 	erase();
 	const struct tui_view_mode *v = tui_views[st->view];
-	bool side = v->side && v->side(st);
+	bool side = v->side && v->side(st, st->data[st->view]);
 	tui_frame_layout(LINES, COLS, side, &st->frame);
 	const struct tui_frame *f = &st->frame;
 	if (f->too_small) {
@@ -163,7 +163,7 @@ void tui_screen_draw(struct tui *t)
 		return;
 	}
 	draw_status(t, &f->status);
-	v->draw(st, &f->body);
+	v->draw(st, st->data[st->view], &f->body);
 	if (f->side.w > 0)
 		tui_draw_side(st, &f->side);
 	tui_screen_info(t, &f->info);

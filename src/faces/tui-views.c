@@ -6,6 +6,7 @@
 #include "tui-view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tui.h"
@@ -40,4 +41,30 @@ int tui_view_parse(const char *s, int *out)
 		}
 	}
 	return -1;
+}
+
+void tui_views_init(struct tui_state *t)
+{
+	t->data = xcalloc((size_t)tui_n_views, sizeof *t->data);
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->init)
+			t->data[v] = tui_views[v]->init(t);
+}
+
+void tui_views_free(struct tui_state *t)
+{
+	if (!t->data)
+		return;
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->free)
+			tui_views[v]->free(t->data[v]);
+	free(t->data);
+	t->data = NULL;
+}
+
+void tui_views_reset(struct tui_state *t)
+{
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->reset)
+			tui_views[v]->reset(t, t->data[v]);
 }

@@ -29,7 +29,6 @@
 #include <wchar.h>
 
 #include "cmd.h"
-#include "lens.h"
 
 /* ================================================================= help */
 
@@ -112,7 +111,7 @@ static enum tui_result move_cursor(struct tui *t, int dy, int dx)
 		return TUI_HANDLED;
 	const struct tui_view_mode *v = tui_views[t->st.view];
 	if (v->arrows)
-		v->arrows(&t->st, dy, dx);
+		v->arrows(&t->st, t->st.data[t->st.view], dy, dx);
 	else
 		tui_select_head(&t->st, t->s->sel_layer + dy, t->s->sel_head + dx);
 	return TUI_REFRESH;
@@ -132,7 +131,7 @@ static enum tui_result mouse_event(struct tui *t)
 	if (!(ev.bstate & BUTTON1_PRESSED) || !v->click)
 		return TUI_HANDLED;
 	bool open = false;
-	if (v->click(&t->st, ev.y, ev.x, &open) == TUI_KEY_IGNORED)
+	if (v->click(&t->st, t->st.data[t->st.view], ev.y, ev.x, &open) == TUI_KEY_IGNORED)
 		return TUI_HANDLED;
 	if (open)
 		t->st.view = head_view();
@@ -194,7 +193,7 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 	/* the view's own keys come first */
 	const struct tui_view_mode *v = tui_views[st->view];
 	if (v->key) {
-		enum tui_key_result k = v->key(st, (int)ch, fn);
+		enum tui_key_result k = v->key(st, st->data[st->view], (int)ch, fn);
 		if (k != TUI_KEY_IGNORED) {
 			t->measure = !fn;
 			return k == TUI_KEY_REFRESH ? TUI_REFRESH : TUI_HANDLED;
@@ -298,13 +297,13 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	t->st.s = s;
 	t->st.view = first >= 0 && first < tui_n_views ? first : 0;
 	t->st.standalone = flags & TUI_STANDALONE;
-	t->st.head_key = s->sel_token;
 	s->dirty = 0;
 	if (tui_term_enter(&t->st, e) != 0) {
 		free(t);
 		return -1;
 	}
 	g_in_tui = true;
+	tui_views_init(&t->st);
 	volatile sig_atomic_t *keep_cancel = s->cancel;
 	if (!s->cancel)
 		s->cancel = &t->local_cancel;
@@ -348,12 +347,8 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 			t->measure = r != TUI_HANDLED;
 		/* what the commands changed (session.h): a new model or text
 		 * starts the views' cursors and scrolling over */
-		if (s->dirty & (DIRTY_MODEL | DIRTY_TEXT)) {
-			t->st.head_key = s->sel_token;
-			t->st.head_row0 = t->st.head_col0 = 0;
-			t->st.token_row0 = t->st.token_key0 = 0;
-			t->st.grid_layer0 = t->st.grid_head0 = 0;
-		}
+		if (s->dirty & (DIRTY_MODEL | DIRTY_TEXT))
+			tui_views_reset(&t->st);
 		if (s->dirty && r == TUI_HANDLED)
 			r = TUI_REFRESH;
 		s->dirty = 0;
@@ -370,10 +365,7 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	g_in_tui = false;
 	for (int i = 0; i < t->n_history; i++)
 		free(t->history[i]);
-	if (t->st.lens) {
-		lens_free(t->st.lens);
-		free(t->st.lens);
-	}
+	tui_views_free(&t->st);
 	free(t);
 	return rc;
 }
