@@ -156,9 +156,10 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
  *   6 "curves"   tui-curves.c   the model's training curves
  *   7 "patch"    tui-patch.c    the last activation patching
  *
- * A view's state is its own: init makes it (a struct of the view's file)
- * when the visualizer starts, and every handler is given it as `data`.
- * Handlers change only that state and the session's selection.
+ * A view's state is its own (after tmux's mode data): a struct of the
+ * view's file that init makes, given to every handler as `data`.
+ * Handlers change only that state and the session's selection.  A new
+ * view is its file, its line above, and its line in tui_views[].
  */
 enum tui_key_result { TUI_KEY_IGNORED, TUI_KEY_HANDLED, TUI_KEY_REFRESH };
 
@@ -167,8 +168,9 @@ struct tui_view_mode {
 	const char *export_what;     /* what `x` exports: "grid", "heatmap" or "stats" */
 	const struct tui_hint *hints; /* the hint line, most useful first */
 	bool numbers;                /* it shows the numbers (redrawn after each key's timing) */
-	/* its state: made when the visualizer starts (malloc'd; NULL: none,
-	 * and init NULL for a view without state), freed when it ends */
+	/* its state: init makes it when the visualizer starts and free
+	 * frees it when it ends (both NULL: a view without state, whose
+	 * data is NULL) */
 	void *(*init)(struct tui_state *t);
 	void (*free)(void *data);
 	/* a new model or text: cursors and scrolling start over (NULL: none) */

@@ -30,67 +30,7 @@
 
 #include "cmd.h"
 
-/* ================================================================= help */
-
-/* The `?` help: every key, one per line. */
-static const char *help_text(void)
-{
-	return "attnscope visualizer: keys\n"
-	       "\n"
-	       "Views\n"
-	       "  Tab, Shift-Tab   next / previous view\n"
-	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
-	       "  Enter            open the selected head (again: back to the grid)\n"
-	       "  Esc              back to the grid\n"
-	       "\n"
-	       "Moving\n"
-	       "  arrows or hjkl   grid and numbers: heads (left/right) and layers (up/down)\n"
-	       "                   head view: query row (up/down) and key column (left/right)\n"
-	       "                   token view: token (left/right) and head (up/down)\n"
-	       "  [ ]              previous / next head (in every view)\n"
-	       "  , . or < >       previous / next query token\n"
-	       "  PgUp PgDn        a page of query rows (head view)\n"
-	       "  Home End         first / last token\n"
-	       "  z                token view: one layer / every layer\n"
-	       "  mouse click      select a head (click again to open it) or a cell\n"
-	       "\n"
-	       "Changing the model's attention (each re-runs the forward pass; the command\n"
-	       "it runs is shown at the end of the info line)\n"
-	       "  g                sharing: MHA -> GQA (each group count, descending) -> MQA -> MHA\n"
-	       "  n                norm placement: pre <-> post\n"
-	       "  m                mask: causal -> none -> window 4 -> after-softmax -> causal\n"
-	       "  s                1/sqrt(d_head) scaling on <-> off\n"
-	       "  a                ablate / restore the selected head\n"
-	       "  A                restore every head\n"
-	       "  r                reset every option to the model's native ones\n"
-	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
-	       "  d                head view: the weights, or run minus native (what the\n"
-	       "                   options changed: +k / -k tenths, red up, blue down)\n"
-	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
-	       "\n"
-	       "Commands\n"
-	       "  :                run any command (Tab completes, Up/Down history); output\n"
-	       "                   longer than a line opens in a pager.  Long work (sweep)\n"
-	       "                   shows its progress; Esc or Ctrl-C cancels it.\n"
-	       "  x                export the current view (asks for the format and the file)\n"
-	       "  ?                this help\n"
-	       "  Ctrl-L           repaint       Ctrl-Z  suspend\n"
-	       "  q                leave (back to the prompt, or quit when started with --tui)\n"
-	       "\n"
-	       "Curves view (the training record in the model file, as `curves` draws it)\n"
-	       "  c                the curve: loss (train and val) -> learning rate -> grad norm\n"
-	       "  y                the y scale: automatic -> log -> linear\n"
-	       "\n"
-	       "Reading the screen\n"
-	       "  status line      model, sharing (MHA / GQA G / MQA), norm, mask, scale, ablations\n"
-	       "  grid             layers down, heads across; rows are query tokens, columns key\n"
-	       "                   tokens; a half block shows two query rows; large texts are\n"
-	       "                   max-pooled (the line above the grid says by how much);\n"
-	       "                   [L.H] is the selected head, a cross marks an ablated one, and\n"
-	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
-	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
-	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
-}
+static const char *help_text(void);
 
 /* ================================================================= keys */
 
@@ -186,6 +126,8 @@ static enum tui_result option_key(struct tui *t, wint_t ch)
 	return tui_command_key(t, line);
 }
 
+/* One key: the view's own keys first, then switching views, moving, the
+ * prompts and the help, and last the option keys. */
 static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 {
 	struct session *s = t->s;
@@ -274,7 +216,7 @@ bool tui_active(void)
 	return g_in_tui;
 }
 
-
+/* Keeps the time from a key to its screen (the newest TUI_KEY_MS_KEEP). */
 static void record_key_time(struct tui *t, double ms)
 {
 	struct tui_state *st = &t->st;
@@ -368,4 +310,66 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 	tui_views_free(&t->st);
 	free(t);
 	return rc;
+}
+
+/* ================================================================= help */
+
+/* The `?` help: every key, one per line. */
+static const char *help_text(void)
+{
+	return "attnscope visualizer: keys\n"
+	       "\n"
+	       "Views\n"
+	       "  Tab, Shift-Tab   next / previous view\n"
+	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
+	       "  Enter            open the selected head (again: back to the grid)\n"
+	       "  Esc              back to the grid\n"
+	       "\n"
+	       "Moving\n"
+	       "  arrows or hjkl   grid and numbers: heads (left/right) and layers (up/down)\n"
+	       "                   head view: query row (up/down) and key column (left/right)\n"
+	       "                   token view: token (left/right) and head (up/down)\n"
+	       "  [ ]              previous / next head (in every view)\n"
+	       "  , . or < >       previous / next query token\n"
+	       "  PgUp PgDn        a page of query rows (head view)\n"
+	       "  Home End         first / last token\n"
+	       "  z                token view: one layer / every layer\n"
+	       "  mouse click      select a head (click again to open it) or a cell\n"
+	       "\n"
+	       "Changing the model's attention (each re-runs the forward pass; the command\n"
+	       "it runs is shown at the end of the info line)\n"
+	       "  g                sharing: MHA -> GQA (each group count, descending) -> MQA -> MHA\n"
+	       "  n                norm placement: pre <-> post\n"
+	       "  m                mask: causal -> none -> window 4 -> after-softmax -> causal\n"
+	       "  s                1/sqrt(d_head) scaling on <-> off\n"
+	       "  a                ablate / restore the selected head\n"
+	       "  A                restore every head\n"
+	       "  r                reset every option to the model's native ones\n"
+	       "  w                what heatmaps show: weights -> scores -> norms -> rollout\n"
+	       "  d                head view: the weights, or run minus native (what the\n"
+	       "                   options changed: +k / -k tenths, red up, blue down)\n"
+	       "  e                edit the text (Enter applies, Ctrl-O a newline, Esc cancels)\n"
+	       "\n"
+	       "Commands\n"
+	       "  :                run any command (Tab completes, Up/Down history); output\n"
+	       "                   longer than a line opens in a pager.  Long work (sweep)\n"
+	       "                   shows its progress; Esc or Ctrl-C cancels it.\n"
+	       "  x                export the current view (asks for the format and the file)\n"
+	       "  ?                this help\n"
+	       "  Ctrl-L           repaint       Ctrl-Z  suspend\n"
+	       "  q                leave (back to the prompt, or quit when started with --tui)\n"
+	       "\n"
+	       "Curves view (the training record in the model file, as `curves` draws it)\n"
+	       "  c                the curve: loss (train and val) -> learning rate -> grad norm\n"
+	       "  y                the y scale: automatic -> log -> linear\n"
+	       "\n"
+	       "Reading the screen\n"
+	       "  status line      model, sharing (MHA / GQA G / MQA), norm, mask, scale, ablations\n"
+	       "  grid             layers down, heads across; rows are query tokens, columns key\n"
+	       "                   tokens; a half block shows two query rows; large texts are\n"
+	       "                   max-pooled (the line above the grid says by how much);\n"
+	       "                   [L.H] is the selected head, a cross marks an ablated one, and\n"
+	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
+	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
+	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
 }
