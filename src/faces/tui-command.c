@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "export.h"
 #include "render.h"
 #include "text-input.h"
 
@@ -174,10 +175,19 @@ enum tui_result tui_command_export(struct tui *t)
 		return TUI_REFRESH;
 	}
 	const char *what = tui_views[t->st.view]->export_what;
-	char *fmt = tui_edit_line(t, "export format (txt ascii ansi csv json svg): ", "txt", TUI_PROMPT_PLAIN);
+	char ask[128] = "export format (";
+	for (int i = 0; i < export_format_count(); i++)
+		snprintf(ask + strlen(ask), sizeof ask - strlen(ask), "%s%s", i ? " " : "",
+			 export_format_name((enum export_format)i));
+	snprintf(ask + strlen(ask), sizeof ask - strlen(ask), "): ");
+	char *fmt = tui_edit_line(t, ask, "txt", TUI_PROMPT_PLAIN);
 	if (!fmt)
 		return TUI_REFRESH;
-	const char *ext = !strcmp(fmt, "csv") ? "csv" : !strcmp(fmt, "json") ? "json" : !strcmp(fmt, "svg") ? "svg" : "txt";
+	/* the file's extension is the format's name where a name implies it */
+	char probe[32];
+	enum export_format f;
+	snprintf(probe, sizeof probe, "x.%.24s", fmt);
+	const char *ext = export_format_from_path(probe, &f) == 0 ? fmt : "txt";
 	char def[128];
 	if (!strcmp(what, "heatmap"))
 		snprintf(def, sizeof def, "attnscope-head-%d.%d.%s", s->sel_layer, s->sel_head, ext);

@@ -4,7 +4,7 @@
  * bottom one (tui_line, tui-layout.h, holds it), scrolled to keep the
  * cursor in view, with Emacs keys, Ctrl-O for a newline in the text, a
  * paste read in blocks, and in a command prompt Up/Down history and Tab
- * completion from the command table (edit_complete).
+ * completion by cmd_complete() (edit_complete).
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -20,106 +20,53 @@
 
 #include "cmd.h"
 #include "render.h"
+#include "utf8.h"
 
 /* ----------------------------------------------------------- completion */
 
-static const char *const export_formats[] = { "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
-
 /*
- * Tab in a command prompt: completes the word before the cursor in l from
- * the command table (a command's name, also after `help`; its words and
- * flags; the loaded model's heads L.H where it takes one; the formats
- * after --format) to the longest common prefix of what matches, with a
- * blank after a single match.  Several matches are listed in the
- * message; none says "no completion".
+ * Tab in a command prompt: completes the word before the cursor in l by
+ * cmd_complete(), the REPL's rules (commands, words, options, models,
+ * paths, formats, heads and roles), to the longest common prefix of the
+ * candidates, with a blank after a single one (none after a directory's
+ * '/').  Several are listed in the message; none says "no completion".
  */
 static void edit_complete(struct tui *t, struct tui_line *l)
 {
-	/* the text before the cursor */
-	struct tui_line before;
+	struct tui_line before; /* the text before the cursor */
 	tui_line_init(&before, NULL);
 	for (int i = 0; i < l->cur; i++)
 		tui_line_insert(&before, l->cp[i]);
 	char *pre = tui_line_utf8(&before);
 	tui_line_free(&before);
-
-	size_t plen = strlen(pre);
-	size_t ws = plen;
-	while (ws > 0 && pre[ws - 1] != ' ')
-		ws--;
-	const char *word = pre + ws;
-	int argc = 0;
-	char **argv = NULL;
-	char *head = xstrndup(pre, ws);
-	struct err e;
-	if (cmd_split(head, &argc, &argv, &e) != 0) {
-		free(head);
-		free(pre);
+	struct cmd_cands c;
+	cmd_complete(t->s, pre, strlen(pre), &c);
+	free(pre);
+	if (c.n == 0) {
+		tui_screen_msg(t, TUI_MSG_INFO, "no completion");
+		cmd_cands_free(&c);
 		return;
 	}
-	free(head);
-	const char *cands[512];
-	char heads[256][32];
-	int nc = 0, nh = 0;
-	const struct cmd_entry *c = argc > 0 ? cmd_find(argv[0], NULL) : NULL;
-	if (argc == 0) {
-		for (int i = 0; cmd_table[i] && nc < 512; i++)
-			cands[nc++] = cmd_table[i]->name;
-	} else if (c && argc >= 2 && !strcmp(argv[argc - 1], "--format")) {
-		for (int i = 0; export_formats[i]; i++)
-			cands[nc++] = export_formats[i];
-	} else if (c && !(c->flags & CMD_RAW)) {
-		if (c->complete == COMPLETE_COMMAND && argc == 1)
-			for (int i = 0; cmd_table[i] && nc < 512; i++)
-				cands[nc++] = cmd_table[i]->name;
-		if ((c->complete == COMPLETE_WORDS && argc == 1) || c->complete == COMPLETE_HEAD)
-			for (int i = 0; c->words && c->words[i] && nc < 512; i++)
-				cands[nc++] = c->words[i];
-		for (int i = 0; c->opts && c->opts[i].name && nc < 512; i++)
-			cands[nc++] = c->opts[i].name;
-		bool want_heads = c->complete == COMPLETE_HEAD ||
-				  (argc >= 2 && (!strcmp(argv[argc - 1], "head") || !strcmp(argv[argc - 1], "heatmap")));
-		if (want_heads && t->s->model) {
-			const struct model_config *mc = &t->s->model->cfg;
-			for (int ly = 0; ly < mc->n_layer; ly++)
-				for (int h = 0; h < mc->n_head && nh < 256 && nc < 512; h++) {
-					snprintf(heads[nh], sizeof heads[nh], "%d.%d", ly, h);
-					cands[nc++] = heads[nh++];
-				}
-		}
+	size_t common = cmd_cands_common(&c), wl = strlen(c.word);
+	const unsigned char *m = (const unsigned char *)c.v[0];
+	for (size_t k = wl; k < common;) {
+		uint32_t cp;
+		int bad;
+		k += (size_t)utf8_decode(m + k, common - k, &cp, &bad);
+		tui_line_insert(l, cp);
 	}
-	cmd_free_argv(argc, argv);
-	size_t wl = strlen(word);
-	const char *match[512];
-	int nm = 0;
-	for (int i = 0; i < nc; i++)
-		if (!strncmp(cands[i], word, wl))
-			match[nm++] = cands[i];
-	if (nm == 0) {
-		tui_screen_msg(t, TUI_MSG_INFO, "no completion");
-	} else {
-		/* the longest common prefix */
-		size_t common = strlen(match[0]);
-		for (int i = 1; i < nm; i++) {
-			size_t k = 0;
-			while (k < common && match[i][k] == match[0][k])
-				k++;
-			common = k;
-		}
-		for (size_t k = wl; k < common; k++)
-			tui_line_insert(l, (unsigned char)match[0][k]);
-		if (nm == 1) {
+	if (c.n == 1) {
+		if (common == 0 || c.v[0][common - 1] != '/')
 			tui_line_insert(l, ' ');
-			t->msg_kind = TUI_MSG_NONE;
-		} else {
-			char list[1024];
-			size_t n = 0;
-			for (int i = 0; i < nm && n < sizeof list; i++)
-				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", match[i]);
-			tui_screen_msg(t, TUI_MSG_INFO, "%s", list);
-		}
+		t->msg_kind = TUI_MSG_NONE;
+	} else {
+		char list[1024];
+		size_t n = 0;
+		for (int i = 0; i < c.n && n < sizeof list; i++)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", c.v[i]);
+		tui_screen_msg(t, TUI_MSG_INFO, "%s", list);
 	}
-	free(pre);
+	cmd_cands_free(&c);
 }
 
 /* ----------------------------------------------------------- the prompt */
