@@ -23,7 +23,8 @@ int tour_lessons(void);
 /* Runs lesson n (1..M): prints its header and runs its demo file, in
  * batch mode (stopping at its first failing command) unless a person is at
  * the terminal (s->interactive: pauses wait, failures are reported and
- * the lesson goes on).  Sets s->tour_lesson = n.  Returns 0; CMD_QUIT when
+ * the lesson goes on), after clearing the text, as when the file runs
+ * alone.  Sets s->tour_lesson = n.  Returns 0; CMD_QUIT when
  * the lesson ran `quit`; -1 with e set when the file is missing, a command
  * of it failed ("lesson N/M (FILE): ..."; the command's own
  * FILE:LINE: message is already on standard error) or a lesson is already

@@ -32,7 +32,7 @@ static const struct lesson lessons[] = {
 	{ "causal.cmds", 7, "Masks: causal, none, window, after the softmax; padding",
 	  "掩码：因果掩码、无掩码、窗口、softmax 之后再掩码；填充掩码" },
 	{ "gqa.cmds", 7, "The KV cache: MHA → GQA → MQA, and uptraining",
-	  "KV 缓存：MHA → GQA → MQA，以及转换后的继续训练（uptraining）" },
+	  "KV 缓存：MHA → GQA → MQA，以及转换后的继续训练" },
 	{ "norm.cmds", 6, "Residuals and the norm: pre-norm, post-norm, RMSNorm",
 	  "残差与归一化：前置归一化、后置归一化与 RMSNorm" },
 	{ "heads.cmds", 8, "Heads that specialise, and heads that are redundant",
@@ -76,6 +76,10 @@ int tour_run_lesson(struct session *s, int n, struct err *e)
 	else
 		fprintf(s->out, "lesson %d/%d: %s (about %d min)\n", n, N_LESSONS, title(s, n),
 			l->minutes);
+	/* as when its file runs alone: no text of an earlier lesson (which
+	 * its `load` would run, and warn about, on its own model) */
+	if (session_set_text(s, "", e) != 0)
+		return -1;
 	s->tour_lesson = n;
 	running = true;
 	int rc = script_run_file(s, path, s->interactive ? 0 : SCRIPT_BATCH, stderr);
