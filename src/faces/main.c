@@ -31,7 +31,7 @@
 static const char usage[] =
 	"usage: attnscope [MODEL] [-m MODEL] [--tokenizer PATH] [-t TEXT] [-c \"CMD; CMD\"]\n"
 	"                 [-f FILE] [--batch] [--tui] [--db PATH | --no-db] [--threads N] [--dump]\n"
-	"                 [--help] [--version]\n"
+	"                 [--lang en|zh] [--help] [--version]\n"
 	"       attnscope tour [options]       (attnscope tour --help)\n"
 	"       attnscope train [options]      (attnscope train --help)\n"
 	"\n"
@@ -93,7 +93,9 @@ static const char tour_usage[] =
 	"                    at its first failing command (FILE:LINE: message) and the next\n"
 	"                    one runs; the exit status is 1 when any failed.  Implied when\n"
 	"                    standard input is not a terminal\n"
-	"  --db PATH, --no-db, --threads N   as for attnscope\n";
+	"  --db PATH, --no-db, --threads N   as for attnscope\n"
+	"\n"
+	"The lessons are sessions/demos/*.cmds ($ATTNSCOPE_DEMOS moves them).\n";
 
 /* A -c or -f argument, in command-line order. */
 struct script_arg {
