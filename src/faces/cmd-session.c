@@ -189,7 +189,7 @@ static int pause_exec(struct session *s, int argc, char **argv, struct err *e)
 	(void)e;
 	if (!s->interactive || !isatty(STDIN_FILENO))
 		return 0;
-	fprintf(s->out, "-- press Enter to continue --");
+	fputs(s->lang == NARRATE_ZH ? "-- 按回车键继续 --" : "-- press Enter to continue --", s->out);
 	fflush(s->out);
 	int c;
 	while ((c = getchar()) != EOF && c != '\n')
