@@ -629,8 +629,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const export_words[] = { "heatmap", "grid", "stats", "lens", "patch", "txt", "ascii", "ansi", "csv",
-					    "json", "svg", NULL };
+static const char *const export_words[] = { "heatmap", "grid", "stats", "lens", "patch", NULL };
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg", 0, 0, "the format" },
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
