@@ -167,13 +167,16 @@ $(FUZZDIR)/obj:
 # Measured on the idle 2-core build machine, two runs side by side: a
 # shakespeare step (8 x 256 tokens) takes ~0.19 s and a tang step (16 x 128)
 # ~0.24 s, which puts a shakespeare model near 10 min (an estimate from
-# those rates; the shipped shakespeare models, trained beside other work,
-# took 15-19 min each; tang's 6000 steps 24 min 41 s and induction's 5000
-# 6 min 27 s, each beside one other training run).  Validation loss after
-# 3000 steps: shakespeare 1.628 nats/char, gqa 1.628, mqa 1.618, postnorm
-# 1.580 (2500 steps gave 1.667), rmsnorm 1.626 (11 min 51 s beside a 54 s
-# gqa-uptrained run and test suites); tang 4.900, induction 1.950;
-# gqa-uptrained 1.664 after its 150 steps from shakespeare.  Runs train into
+# those rates; the shipped shakespeare models, trained two at a time beside
+# other work, took 29-31 min each; tang's 6000 steps 24 min 41 s and
+# induction's 5000 6 min 27 s, each beside one other training run).
+# Validation loss after 3000 steps: shakespeare 1.614 nats/char, gqa 1.612,
+# mqa 1.610, postnorm 1.591, rmsnorm 1.625; tang 4.900, induction 1.950;
+# gqa-uptrained 1.684 after its 150 steps from shakespeare.  The
+# shakespeare recipe before RoPE and the repeated random strings (learned
+# positions, plain windows) gave 1.628 and one labelled head on
+# docs/models.md's text; this one gives previous-token, offset-2, delimiter
+# and local heads there.  Runs train into
 # $(BUILD)/models/ and are moved to models/ when complete; after a Ctrl-C
 # the next `make models` resumes the interrupted run where it stopped.
 # tang keeps every character seen >= 100 times (2719 of 9176, 2.8% of the
@@ -198,9 +201,11 @@ MODELS_FLAGS_shakespeare-rmsnorm  := $(MODELS_SHAKES) --norm rmsnorm
 
 # shakespeare-gqa-uptrained: shakespeare with its K/V heads mean-pooled to 2
 # (what `attn gqa 2` runs), then trained on for 150 steps, 5% of the
-# original 3000 (Ainslie et al. 2023 uptrain for 5%).
+# original 3000 (Ainslie et al. 2023 uptrain for 5%), on the same windows
+# (a random span repeated in each) as the model it starts from.
 MODELS_FLAGS_shakespeare-gqa-uptrained := --from models/shakespeare.safetensors --kv-heads 2 \
 		--data $(CORPORA)/tinyshakespeare.txt --batch 8 --steps 150 --lr 1e-3 --warmup 15 \
+		--repeat 1 --repeat-random --repeat-min 32 --repeat-max 96 \
 		--seed 1337 --threads 1 --dtype f16 --val-every 50
 models/shakespeare-gqa-uptrained.safetensors: | models/shakespeare.safetensors
 MODELS_FLAGS_tang := $(MODELS_BASE) --data $(CORPORA)/tang_poems.simp.txt.gz --min-count 100 \

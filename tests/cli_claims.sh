@@ -90,16 +90,17 @@ fi
 
 # ---------------------------------------- docs/models.md's sentences
 SHAKES='First Citizen:\nBefore we proceed any further, hear me speak.'
-# four-layer Shakespeare models: no previous-token or induction head; the
-# highest prev 0.48 (head 0.1 of shakespeare-mqa), induct 0.021 at most
+# four-layer Shakespeare models: a previous-token head in each, the
+# default's previous-token, offset and delimiter heads; the largest
+# induction score 0.040, head 3.3 of shakespeare-rmsnorm
 : >maxes
-for m in shakespeare shakespeare-gqa shakespeare-mqa shakespeare-postnorm; do
+for m in shakespeare shakespeare-gqa shakespeare-mqa shakespeare-postnorm shakespeare-rmsnorm; do
 	run "$m" -c "text $SHAKES; heads" </dev/null
-	awk -v m="$m" '/^[0-9]+\.[0-9]+ / { print m, $1, $2, $5, $NF }' "$tmp/out" >>maxes
+	awk -v m="$m" '/^[0-9]+\.[0-9]+ / { print m, $1, $2, $NF }' "$tmp/out" >>maxes
 done
-check readme-shakespeare-no-prev-induction sh -c "! awk '\$3 == \"previous-token\" || \$3 == \"induction\"' maxes | grep -q . && [ \$(wc -l <maxes) -eq 64 ]"
-check readme-shakespeare-max-prev sh -c "[ \"\$(sort -k4,4nr maxes | head -n 1 | awk '{ printf \"%s %s %.2f\", \$1, \$2, \$4 }')\" = 'shakespeare-mqa 0.1 0.48' ]"
-check readme-shakespeare-max-induct sh -c "[ \"\$(sort -k5,5nr maxes | head -n 1 | awk '{ print \$5 }')\" = 0.021 ]"
+check readme-shakespeare-prev-in-each sh -c "[ \$(awk '\$3 == \"previous-token\" { print \$1 }' maxes | sort -u | wc -l) -eq 5 ] && [ \$(wc -l <maxes) -eq 80 ]"
+check readme-shakespeare-default-kinds sh -c "[ \$(awk '\$1 == \"shakespeare\" && (\$3 == \"previous-token\" || \$3 == \"offset\" || \$3 == \"delimiter\") { print \$3 }' maxes | sort -u | wc -l) -eq 3 ]"
+check readme-shakespeare-max-induct sh -c "[ \"\$(sort -k4,4nr maxes | head -n 1 | awk '{ print \$1, \$2, \$4 }')\" = 'shakespeare-rmsnorm 3.3 0.040' ]"
 
 # induction: xqzvk jwpfy bmgd. once 4.15, twice 2.56, ablated 4.17
 STR='xqzvk jwpfy bmgd.'
@@ -158,18 +159,19 @@ check demo-causal-padding-mask-matters-under-none \
 	grep -qE 'real tokens put up to [0-9.]+ of their attention on pads' "$tmp/out"
 check demo-causal-back sh -c "[ '$(summary kl 8)' = 0.0000 ]"
 # docs/training.md's padding paragraph: with the mask each text matches its own run to
-# 2e-6; without it (mask none) losses move by up to 2.6
+# 2e-6; without it (mask none) losses move by up to 0.86
 with=$(sed -n 's/^  loss match its own run to \([0-9.e-]*\)$/\1/p' "$tmp/out" | tail -1)
 moved=$(sed -n 's/^  attention and loss move by up to \([0-9.]*\)$/\1/p' "$tmp/out" | tail -1)
 check "readme-padding-matches-alone ($with)" gt 1e-5 "${with:-1}"
-check "readme-padding-moves-2.6 ($moved)" sh -c "[ '$moved' = 2.6 ]"
+check "readme-padding-moves-0.86 ($moved)" sh -c "[ '$moved' = 0.86 ]"
 
 # gqa.cmds: MQA moves the predictions more than GQA 2 ("the biggest
-# change"); the KV-cache figures it narrates
+# change"); on the held-out passage uptraining wins back most of what the
+# conversion cost; the KV-cache figures it narrates
 run -f "$root/sessions/demos/gqa.cmds" </dev/null
 check demo-gqa-kl gt "$(summary kl 3)" 0
 check demo-gqa-mqa-biggest gt "$(summary kl 4)" "$(summary kl 3)"
-conv=$(summary loss 3) up=$(summary loss 5) native=$(summary loss 1)
+conv=$(summary loss 7) up=$(summary loss 9) native=$(summary loss 6)
 check "demo-gqa-uptrained-recovers-most ($native, $conv -> $up)" \
 	awk -v n="$native" -v c="$conv" -v u="$up" 'BEGIN { exit !(u - n < (c - n) / 4) }'
 check demo-gqa-kv sh -c "grep -qE '^  MHA +64 kv heads +10 GiB$' '$tmp/out' &&
