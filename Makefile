@@ -8,7 +8,9 @@
 #   make deps       install the Debian packages the build needs (as root)
 
 CC      ?= cc
-PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib
+# librsvg-2.0 and cairo rasterise the SVG figures for export --format png
+# (src/faces/export-png.c, the only file that includes their headers)
+PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib librsvg-2.0 cairo
 TESTPKG := cmocka
 WERROR  ?=
 OPT     ?= -O2 -march=native -fvect-cost-model=dynamic
