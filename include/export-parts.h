@@ -56,6 +56,11 @@ float *ex_masked_copy(const struct run_options *o, const float *a, int T);
  * '\n' (ex_svg_figure wraps them).  Writes into buf. */
 void ex_subtitle(const struct session *s, bool diff, char *buf, size_t size);
 
+/* Rewrites b from byte `from` on as ASCII, in place, keeping every
+ * character's width: the space and newline labels become '_' and '$', any
+ * other character one '?' per column it takes (--format ascii). */
+void ex_to_ascii(struct render_buf *b, size_t from);
+
 /* s in double quotes, inner quotes doubled (RFC 4180). */
 void ex_csv_quoted(struct render_buf *b, const char *s);
 
@@ -110,6 +115,11 @@ void ex_svg_scale(struct render_buf *b, int x, int y, int h, const char *what, b
  */
 void ex_svg_figure(struct render_buf *out, int w, int body_h, const char *tooltip,
 		   const char *heading, const char *subtitle, const struct render_buf *body);
+
+/* text at font size fs wrapped to width pixels, one <text> per line from
+ * baseline y down (fs + 3 apart) when draw; the number of lines. */
+int ex_svg_wrapped(struct render_buf *b, int x, int y, int fs, int width, const char *text,
+		   bool draw);
 
 /* One (T, T) map drawn at x0, y0 with cells of cs pixels. */
 struct ex_map {

@@ -1,6 +1,7 @@
 /*
- * export.h — one head, one layer, every head, the run's numbers, the lens
- * or the last patching as text, ANSI, CSV, JSON, SVG or PNG, built in
+ * export.h — one head, one layer, every head, the run's numbers, the lens,
+ * the last patching or the mask matrix as text, ANSI, CSV, JSON, SVG or
+ * PNG, built in
  * memory (render.h's render_buf) so that the caller decides where the
  * bytes go (stdout, or a file written atomically).
  *
@@ -30,7 +31,7 @@
  *
  * What can be exported (export_kinds[], one row each; each file says its
  * formats): heatmap L.H, layer L, grid, stats, lens, patch (export.c,
- * export-layer.c, export-analysis.c).
+ * export-layer.c, export-analysis.c), mask (export-mask.c).
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -81,6 +82,7 @@ struct export_req {
 	bool diff;                /* heatmap --diff: minus the native run */
 	bool selected;            /* --selected: frame (SVG) or bracket (text) the
 				   * session's selected head */
+	bool all;                 /* mask --all: every mask kind side by side */
 	int scale;                /* png: pixels per SVG pixel, 1..EXPORT_MAX_SCALE
 				   * (0 is 1) */
 	const struct head_scores *roles; /* (L * H) session_head_scores, for role
@@ -136,6 +138,8 @@ int export_png(const char *svg, size_t len, int scale, struct render_buf *out, s
  * functions below are the same exports without a request). */
 int export_layer(const struct session *s, const struct export_req *r, enum export_format f,
 		 struct render_buf *out, struct err *e);
+int export_mask(const struct session *s, const struct export_req *r, enum export_format f,
+		struct render_buf *out, struct err *e);
 int export_heatmap_req(const struct session *s, const struct export_req *r,
 		       enum export_format f, struct render_buf *out, struct err *e);
 int export_grid_req(const struct session *s, const struct export_req *r, enum export_format f,

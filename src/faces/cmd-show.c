@@ -222,14 +222,24 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	const char *what = argv[1];
 	bool is_diff = !strcmp(what, "diff");
 	bool is_head = !strcmp(what, "head") || is_diff, is_token = !strcmp(what, "token");
+	bool is_mask = !strcmp(what, "mask");
 	if (!(((is_head || is_token) && argc == 3) ||
-	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
+	      ((!strcmp(what, "grid") || !strcmp(what, "tokens") || is_mask) && argc == 2)))
 		return err_set(e, "usage: show grid | show head L.H|ROLE | show diff L.H|ROLE | "
-			       "show token I | show tokens");
+			       "show token I | show tokens | show mask");
 	if (session_need_run(s, e))
 		return -1;
 	struct render_buf b;
 	render_buf_init(&b);
+	if (is_mask) { /* the text form of export mask */
+		struct export_req r = { 0 };
+		if (export_mask(s, &r, EXPORT_TXT, &b, e) != 0) {
+			render_buf_free(&b);
+			return -1;
+		}
+		emit(s, &b);
+		return 0;
+	}
 	if (is_head) {
 		int l, h;
 		enum head_role role;
@@ -272,11 +282,12 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", NULL };
+static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", "mask",
+					  NULL };
 const struct cmd_entry cmd_show_entry = {
 	.name = "show",
-	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens",
-	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, or the tokens",
+	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens | mask",
+	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, the tokens, or the mask",
 	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
 		     "               selected head, \u2717 an ablated one)\n"
 		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
@@ -287,6 +298,8 @@ const struct cmd_entry cmd_show_entry = {
 		     "               (red / blue in colour), blank within 0.05; selects it\n"
 		     "show token I   the 3 keys token I attends to most in every head; selects it\n"
 		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
+		     "show mask      which keys each query sees under the current mask (export mask\n"
+		     "               writes it as a figure; --all there shows every mask)\n"
 		     "Shading is what `heat` chooses (the attention weight by default): ' ' <0.01\n"
 		     "'\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
 	.complete = COMPLETE_WORDS,
@@ -564,11 +577,14 @@ static int export_request(struct session *s, const struct export_kind *k, const 
 	memset(r, 0, sizeof *r);
 	r->diff = cmd_has(c, a, "--diff");
 	r->selected = cmd_has(c, a, "--selected");
+	r->all = cmd_has(c, a, "--all");
 	r->scale = (int)cmd_num(c, a, "--scale", 1);
 	if (r->diff && strcmp(k->name, "heatmap"))
 		return err_set(e, "export: --diff goes with heatmap L.H");
 	if (r->selected && strcmp(k->name, "grid") && strcmp(k->name, "layer"))
 		return err_set(e, "export: --selected goes with grid and layer L");
+	if (r->all && strcmp(k->name, "mask"))
+		return err_set(e, "export: --all goes with mask");
 	if (!k->arg)
 		return 0;
 	const char *arg = a->pos[1];
@@ -631,7 +647,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	else if (!strcmp(k->name, "layer"))
 		snprintf(desc, sizeof desc, "layer %d", r.layer);
 	else
-		snprintf(desc, sizeof desc, "%s", k->name);
+		snprintf(desc, sizeof desc, "%s%s", k->name, r.all ? " all" : "");
 	if (!s->quiet)
 		fprintf(s->out, "wrote %s (%s, %s, %zu bytes)\n", path, desc, export_format_name(f), b.len);
 	render_buf_free(&b);
@@ -646,15 +662,16 @@ static const struct cmd_opt export_opts[] = {
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
 	{ "--diff", CMD_OPT_FLAG, NULL, 0, 0, NULL },
 	{ "--selected", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--all", CMD_OPT_FLAG, NULL, 0, 0, NULL },
 	{ "--scale", CMD_OPT_INT, "N", 1, EXPORT_MAX_SCALE, "the PNG scale" },
 	{ NULL },
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | layer L | grid | stats | lens | patch",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask",
 	.opts = export_opts,
-	.help = "write one head, a layer, every head, the numbers, the lens or the last patch as "
-		"text, CSV, JSON, SVG or PNG",
+	.help = "write one head, a layer, every head, the numbers, the lens, the last patch or "
+		"the mask as text, CSV, JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"
@@ -666,7 +683,10 @@ const struct cmd_entry cmd_export_entry = {
 		     "head of layer L, each with the tokens on both axes. grid: every head\n"
 		     "(--selected frames the selected head). stats: txt, csv or json. lens: p(the\n"
 		     "model's prediction) by depth and position. patch: the last `patch TEXT` of this\n"
-		     "run. Exports of the same run are byte-identical (no timestamps or timings).",
+		     "run. mask: which keys each query may see under the current mask (--all: causal,\n"
+		     "window, none, after-softmax with the selected head's weights, and padding\n"
+		     "side by side). Exports of the same run are byte-identical (no timestamps or\n"
+		     "timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,

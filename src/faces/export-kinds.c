@@ -44,6 +44,8 @@ const struct export_kind export_kinds[] = {
 	  false, stats_w },
 	{ "lens", NULL, EXPORT_BIT(EXPORT_TXT) | DATA | FIGURE, "the logit lens", false, lens_w },
 	{ "patch", NULL, EXPORT_BIT(EXPORT_TXT) | DATA | FIGURE, "the last patch", false, patch_w },
+	{ "mask", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
+	  "the mask matrix", false, export_mask },
 	{ NULL, NULL, 0, NULL, false, NULL },
 };
 

@@ -12,7 +12,7 @@
  *     key labels (upright)
  *     query labels | map of T x T cells of cs pixels
  *
- * with cs = LAYER_SIDE / T clamped to 3..16 pixels.
+ * with cs = LAYER_SIDE / T clamped to 3..28 pixels.
  */
 #include "export.h"
 #include "export-parts.h"
@@ -38,7 +38,7 @@ static void svg_layer(const struct session *s, const struct export_req *r, int l
 	while (cols * cols < H)
 		cols++;
 	int rows = (H + cols - 1) / cols;
-	int cs = clamp(LAYER_SIDE / T, 3, 16), side = T * cs;
+	int cs = clamp(LAYER_SIDE / T, 3, 28), side = T * cs;
 	char **labels = session_labels(s);
 	int qw = ex_svg_query_labels_w(labels, T, cs, false), kh = ex_svg_key_labels_h(labels, T, cs);
 	int pw = qw + side + LAYER_GAP, ph = LAYER_TITLE + kh + side + LAYER_GAP;

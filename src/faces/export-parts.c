@@ -224,6 +224,32 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 		 o->scale ? "on" : "off", n ? abl : "none");
 }
 
+void ex_to_ascii(struct render_buf *b, size_t from)
+{
+	size_t w = from;
+	for (size_t r = from; r < b->len;) {
+		unsigned char c = (unsigned char)b->data[r];
+		if (c < 0x80) {
+			b->data[w++] = b->data[r++];
+			continue;
+		}
+		uint32_t cp;
+		int bad;
+		int n = utf8_decode((const unsigned char *)b->data + r, b->len - r, &cp, &bad);
+		r += (size_t)n;
+		if (cp == 0x2423)
+			b->data[w++] = '_';
+		else if (cp == 0x23CE)
+			b->data[w++] = '$';
+		else
+			for (int k = render_cp_width(cp); k > 0; k--)
+				b->data[w++] = '?';
+	}
+	b->len = w;
+	if (b->data)
+		b->data[w] = '\0';
+}
+
 /* ------------------------------------------------------------------ json */
 
 json_t *ex_json_str(const char *s)
@@ -396,6 +422,31 @@ static void wrap_subtitle(const char *subtitle, int w, struct render_buf *out)
 		if (*p == '\n')
 			p++;
 	}
+}
+
+int ex_svg_wrapped(struct render_buf *b, int x, int y, int fs, int width, const char *text,
+		   bool draw)
+{
+	struct render_buf lines;
+	render_buf_init(&lines);
+	render_wrap(&lines, text, 0, 0, imax(8, width * 10 / (fs * 6)));
+	int n = 0;
+	const char *p = lines.data ? lines.data : "";
+	while (*p) {
+		size_t len = strcspn(p, "\n");
+		if (draw) {
+			char *line = xstrndup(p, len);
+			render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" fill=\"#333333\">", x,
+					  y + n * (fs + 3), fs);
+			ex_xml_text(b, line);
+			render_buf_puts(b, "</text>\n");
+			free(line);
+		}
+		n++;
+		p += len + (p[len] == '\n');
+	}
+	render_buf_free(&lines);
+	return n;
 }
 
 void ex_svg_figure(struct render_buf *out, int w, int body_h, const char *tooltip,

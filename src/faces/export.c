@@ -20,37 +20,6 @@
 #include "tokenizer.h"
 #include "utf8.h"
 
-/* ----------------------------------------------------------------- ascii */
-
-/* Rewrites b from byte `from` on as ASCII, in place, keeping every
- * character's width: the space and newline labels become '_' and '$', any
- * other character one '?' per column it takes. */
-static void to_ascii(struct render_buf *b, size_t from)
-{
-	size_t w = from;
-	for (size_t r = from; r < b->len;) {
-		unsigned char c = (unsigned char)b->data[r];
-		if (c < 0x80) {
-			b->data[w++] = b->data[r++];
-			continue;
-		}
-		uint32_t cp;
-		int bad;
-		int n = utf8_decode((const unsigned char *)b->data + r, b->len - r, &cp, &bad);
-		r += (size_t)n;
-		if (cp == 0x2423)
-			b->data[w++] = '_';
-		else if (cp == 0x23CE)
-			b->data[w++] = '$';
-		else
-			for (int k = render_cp_width(cp); k > 0; k--)
-				b->data[w++] = '?';
-	}
-	b->len = w;
-	if (b->data)
-		b->data[w] = '\0';
-}
-
 /* ------------------------------------------------------------------- csv */
 
 static void csv_header(struct render_buf *b, char **labels, int T, bool with_head)
@@ -279,7 +248,7 @@ int export_heatmap_req(const struct session *s, const struct export_req *r, enum
 	render_labels_free(labels, T);
 	free(d);
 	if (f == EXPORT_ASCII)
-		to_ascii(out, start);
+		ex_to_ascii(out, start);
 	return 0;
 }
 
@@ -386,7 +355,7 @@ int export_grid_range(const struct session *s, const struct export_req *r, int l
 	}
 	render_labels_free(labels, T);
 	if (f == EXPORT_ASCII)
-		to_ascii(out, start);
+		ex_to_ascii(out, start);
 	return 0;
 }
 
@@ -493,7 +462,7 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 	if (f == EXPORT_TXT || f == EXPORT_ASCII) {
 		export_stats_txt(s, false, out);
 		if (f == EXPORT_ASCII)
-			to_ascii(out, start);
+			ex_to_ascii(out, start);
 		return 0;
 	}
 	if (f == EXPORT_CSV) {
