@@ -222,24 +222,25 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	const char *what = argv[1];
 	bool is_diff = !strcmp(what, "diff");
 	bool is_head = !strcmp(what, "head") || is_diff, is_token = !strcmp(what, "token");
-	bool is_mask = !strcmp(what, "mask");
+	bool is_mask = !strcmp(what, "mask"), is_groups = !strcmp(what, "groups");
 	if (!(((is_head || is_token) && argc == 3) ||
-	      ((!strcmp(what, "grid") || !strcmp(what, "tokens") || is_mask) && argc == 2)))
+	      ((!strcmp(what, "grid") || !strcmp(what, "tokens") || is_mask || is_groups) &&
+	       argc == 2)))
 		return err_set(e, "usage: show grid | show head L.H|ROLE | show diff L.H|ROLE | "
-			       "show token I | show tokens | show mask");
-	if (session_need_run(s, e))
-		return -1;
+			       "show token I | show tokens | show mask | show groups");
 	struct render_buf b;
 	render_buf_init(&b);
-	if (is_mask) { /* the text form of export mask */
+	if (is_mask || is_groups) { /* the text forms of export mask and export groups */
 		struct export_req r = { 0 };
-		if (export_mask(s, &r, EXPORT_TXT, &b, e) != 0) {
+		if ((is_mask ? export_mask : export_groups)(s, &r, EXPORT_TXT, &b, e) != 0) {
 			render_buf_free(&b);
 			return -1;
 		}
 		emit(s, &b);
 		return 0;
 	}
+	if (session_need_run(s, e))
+		return -1;
 	if (is_head) {
 		int l, h;
 		enum head_role role;
@@ -283,11 +284,11 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 }
 
 static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", "mask",
-					  NULL };
+					  "groups", NULL };
 const struct cmd_entry cmd_show_entry = {
 	.name = "show",
-	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens | mask",
-	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, the tokens, or the mask",
+	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens | mask | groups",
+	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, the tokens, the mask, or the K/V groups",
 	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
 		     "               selected head, \u2717 an ablated one)\n"
 		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
@@ -300,6 +301,8 @@ const struct cmd_entry cmd_show_entry = {
 		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
 		     "show mask      which keys each query sees under the current mask (export mask\n"
 		     "               writes it as a figure; --all there shows every mask)\n"
+		     "show groups    which query heads read which K/V head under the current attn,\n"
+		     "               and the KV-cache size of each setting (export groups: a figure)\n"
 		     "Shading is what `heat` chooses (the attention weight by default): ' ' <0.01\n"
 		     "'\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
 	.complete = COMPLETE_WORDS,
@@ -668,10 +671,10 @@ static const struct cmd_opt export_opts[] = {
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups",
 	.opts = export_opts,
-	.help = "write one head, a layer, every head, the numbers, the lens, the last patch or "
-		"the mask as text, CSV, JSON, SVG or PNG",
+	.help = "write one head, a layer, every head, the numbers, the lens, the last patch, the "
+		"mask or GQA's groups as text, CSV, JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"
@@ -685,8 +688,9 @@ const struct cmd_entry cmd_export_entry = {
 		     "model's prediction) by depth and position. patch: the last `patch TEXT` of this\n"
 		     "run. mask: which keys each query may see under the current mask (--all: causal,\n"
 		     "window, none, after-softmax with the selected head's weights, and padding\n"
-		     "side by side). Exports of the same run are byte-identical (no timestamps or\n"
-		     "timings).",
+		     "side by side). groups: which query heads read which K/V head under the current\n"
+		     "attn, and the KV-cache bytes (a model is enough). Exports of the same run are\n"
+		     "byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,

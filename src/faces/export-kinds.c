@@ -46,6 +46,8 @@ const struct export_kind export_kinds[] = {
 	{ "patch", NULL, EXPORT_BIT(EXPORT_TXT) | DATA | FIGURE, "the last patch", false, patch_w },
 	{ "mask", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
 	  "the mask matrix", false, export_mask },
+	{ "groups", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
+	  "GQA's query-head to K/V-head grouping", false, export_groups },
 	{ NULL, NULL, 0, NULL, false, NULL },
 };
 
