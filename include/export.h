@@ -1,7 +1,7 @@
 /*
  * export.h — one head, one layer, every head, the run's numbers, the lens,
- * the last patching, the mask matrix or GQA's grouping as text, ANSI, CSV,
- * JSON, SVG or PNG, built in
+ * the last patching, the mask matrix, GQA's grouping or the last lab
+ * experiment as text, ANSI, CSV, JSON, SVG or PNG, built in
  * memory (render.h's render_buf) so that the caller decides where the
  * bytes go (stdout, or a file written atomically).
  *
@@ -32,7 +32,8 @@
  * What can be exported (export_kinds[], one row each; each file says its
  * formats): heatmap L.H, layer L, grid, stats, lens, patch (export.c,
  * export-layer.c, export-analysis.c), mask (export-mask.c), groups
- * (export-groups.c; needs a model only).
+ * (export-groups.c; needs a model only), lab (export-lab.c; needs a `lab`
+ * run in the session).
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -143,6 +144,8 @@ int export_mask(const struct session *s, const struct export_req *r, enum export
 		struct render_buf *out, struct err *e);
 int export_groups(const struct session *s, const struct export_req *r, enum export_format f,
 		  struct render_buf *out, struct err *e);
+int export_lab(const struct session *s, const struct export_req *r, enum export_format f,
+	       struct render_buf *out, struct err *e);
 int export_heatmap_req(const struct session *s, const struct export_req *r,
 		       enum export_format f, struct render_buf *out, struct err *e);
 int export_grid_req(const struct session *s, const struct export_req *r, enum export_format f,

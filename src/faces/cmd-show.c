@@ -658,7 +658,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 }
 
 static const char *const export_words[] = { "heatmap", "layer", "grid", "stats", "lens", "patch",
-					    "txt", "ascii", "ansi", "csv",
+					    "mask", "groups", "lab", "txt", "ascii", "ansi", "csv",
 					    "json", "svg", "png", NULL };
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg|png", 0, 0, "the format" },
@@ -671,10 +671,10 @@ static const struct cmd_opt export_opts[] = {
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab",
 	.opts = export_opts,
 	.help = "write one head, a layer, every head, the numbers, the lens, the last patch, the "
-		"mask or GQA's groups as text, CSV, JSON, SVG or PNG",
+		"mask, GQA's groups or the last lab run as text, CSV, JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"
@@ -689,8 +689,9 @@ const struct cmd_entry cmd_export_entry = {
 		     "run. mask: which keys each query may see under the current mask (--all: causal,\n"
 		     "window, none, after-softmax with the selected head's weights, and padding\n"
 		     "side by side). groups: which query heads read which K/V head under the current\n"
-		     "attn, and the KV-cache bytes (a model is enough). Exports of the same run are\n"
-		     "byte-identical (no timestamps or timings).",
+		     "attn, and the KV-cache bytes (a model is enough). lab: the last `lab` run's\n"
+		     "arms, the table's losses as bars and each arm's training loss by step. Exports\n"
+		     "of the same run are byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,

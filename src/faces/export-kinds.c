@@ -48,6 +48,8 @@ const struct export_kind export_kinds[] = {
 	  "the mask matrix", false, export_mask },
 	{ "groups", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
 	  "GQA's query-head to K/V-head grouping", false, export_groups },
+	{ "lab", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
+	  "the last lab experiment's arms", false, export_lab },
 	{ NULL, NULL, 0, NULL, false, NULL },
 };
 
