@@ -14,6 +14,7 @@
 #include "decode.h"
 #include "cmd.h"
 #include "export.h"
+#include "export-parts.h"
 #include "render.h"
 #include "tokenizer.h"
 
@@ -86,8 +87,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	};
 	render_grid(b, &sp);
 	if (sc)
-		render_buf_puts(b, "badges: the role `heads` gives (prev previous-token, offK offset K, "
-				   "sink, delim delimiter, self, local, ind induction)\n");
+		render_buf_puts(b, EX_BADGE_LEGEND);
 	free(badges);
 	free(badge);
 	free(att);
@@ -595,7 +595,12 @@ static int export_request(struct session *s, const struct export_kind *k, const 
 		return -1;
 	if (!strcmp(k->arg, "L.H"))
 		return session_parse_head(s, arg, &r->layer, &r->head, e);
-	return cmd_parse_int(arg, 0, s->model->cfg.n_layer - 1, "the layer", &r->layer, e) ? -1 : 0;
+	if (cmd_parse_int(arg, 0, 1 << 20, "the layer", &r->layer, e))
+		return -1;
+	if (r->layer >= s->model->cfg.n_layer)
+		return err_set(e, "layer %d does not exist (layers 0-%d)", r->layer,
+			       s->model->cfg.n_layer - 1);
+	return 0;
 }
 
 static int export_exec(struct session *s, int argc, char **argv, struct err *e)

@@ -291,7 +291,10 @@ static void grid_text(const struct session *s, const struct export_req *r, int l
 		.what = heat_kind_legend(s->heat),
 	};
 	render_grid(out, &sp);
-	if (badges)
+	bool any = false;
+	for (int k = 0; badges && k < n; k++)
+		any |= badges[k][0] != '\0';
+	if (any)
 		render_buf_puts(out, EX_BADGE_LEGEND);
 	for (int k = 0; k < n; k++)
 		free(masked[k]);
