@@ -100,9 +100,11 @@ check: $(BIN) $(TESTBINS) $(TOOLBINS)
 check-layers: $(LIB)
 	@sh tests/check-layers.sh $(BUILD)
 
-# The whole suite again under AddressSanitizer + UBSan, in its own tree.
+# The whole suite again under AddressSanitizer + UBSan, in its own tree;
+# tests/lsan.supp leaves out fontconfig's process-wide caches (PNG export).
 test-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+		$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
 		OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
 
 bench: deps $(BENCHBINS)

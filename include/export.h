@@ -131,7 +131,7 @@ int export_run(const struct export_kind *k, const struct session *s, const struc
  * Rasterises the SVG document svg (len bytes) with librsvg onto a cairo
  * image surface of its width x height times scale (1..EXPORT_MAX_SCALE)
  * pixels, white where the drawing leaves it transparent, and appends the
- * PNG bytes to out.  0, or -1 with a one-line message (an SVG librsvg
+ * PNG bytes (8-bit RGB, no alpha) to out.  0, or -1 with a one-line message (an SVG librsvg
  * cannot read, a side over EXPORT_MAX_PNG_SIDE pixels) and out unchanged.
  */
 int export_png(const char *svg, size_t len, int scale, struct render_buf *out, struct err *e);

@@ -104,7 +104,7 @@ training_text text.txt
 run m.safetensors -c "export lab"
 check "export lab before any lab is one error line" \
 	sh -c "[ $rc = 1 ] && [ \$(grep -vc '^attnscope: note:' '$tmp/err') = 1 ] && grep -q 'no lab experiment has run' '$tmp/err'"
-run m.safetensors -c "lab fused --quick; export lab --out fused.svg; lab heads --quick --data text.txt; export lab --out heads.svg; export lab --out heads.png; export lab --format csv --out heads.csv; export lab --format txt --out heads.txt"
+run m.safetensors -c "lab fused --quick --data text.txt; export lab --out fused.svg; lab heads --quick --data text.txt; export lab --out heads.svg; export lab --out heads.png; export lab --format csv --out heads.csv; export lab --format txt --out heads.txt"
 check "lab fused: two bars for each of three shapes, on a log axis, no curves" \
 	sh -c "[ $rc = 0 ] && [ \$(grep -c 'class=\"bar\"' fused.svg) = 6 ] && grep -q 'log axis' fused.svg && ! grep -q 'class=\"series\"' fused.svg"
 check "lab heads: final and held-out loss of each of 4 arms, and 4 training curves" \

@@ -53,7 +53,8 @@ int export_png(const char *svg, size_t len, int scale, struct render_buf *out, s
 		return err_set(e, "png: the figure would be %.0f x %.0f pixels, over the %d-pixel limit "
 			       "(use --format svg, or a smaller --scale)", pw, ph, EXPORT_MAX_PNG_SIDE);
 	}
-	cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)pw, (int)ph);
+	/* opaque: the figures paint a white background, so PNG needs no alpha */
+	cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)pw, (int)ph);
 	cairo_t *cr = cairo_create(surf);
 	int rc = 0;
 	if (cairo_status(cr) != CAIRO_STATUS_SUCCESS) {
