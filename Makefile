@@ -5,6 +5,7 @@
 #   make test       build and run every test (unit and CLI)
 #   make test-asan  the same under AddressSanitizer + UBSan
 #   make bench      benchmarks (not part of the tests)
+#   make figures    the PNG figures of docs/figures.md
 #   make deps       install the Debian packages the build needs (as root)
 
 CC      ?= cc
@@ -49,7 +50,7 @@ MODEL   ?= shakespeare
 
 .SECONDARY: $(SUPPOBJS)
 
-.PHONY: all run test check check-layers test-asan bench deps models clean
+.PHONY: all run test check check-layers test-asan bench deps models figures clean
 
 all: $(BIN)
 
@@ -112,6 +113,10 @@ bench: deps $(BENCHBINS)
 
 deps:
 	@sh tests/deps.sh
+
+# The PNG figures docs/figures.md shows (docs/figures/figures.cmds).
+figures: $(BIN)
+	./$(BIN) --no-db -f docs/figures/figures.cmds
 
 clean:
 	rm -rf build build-asan build-fuzz attnscope
