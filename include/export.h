@@ -103,7 +103,7 @@ struct export_kind {
 	const char *name;         /* "heatmap" */
 	const char *arg;          /* its one positional argument for usage ("L.H", "L"), or NULL */
 	unsigned formats;         /* EXPORT_BIT of every format it writes */
-	const char *help;         /* a few words for help export */
+	const char *help;         /* a few words naming it (an unknown export's message) */
 	bool roles;               /* shows role badges: the command passes the roles */
 	int (*write)(const struct session *s, const struct export_req *r, enum export_format f,
 		     struct render_buf *out, struct err *e);
@@ -131,13 +131,14 @@ int export_run(const struct export_kind *k, const struct session *s, const struc
  * Rasterises the SVG document svg (len bytes) with librsvg onto a cairo
  * image surface of its width x height times scale (1..EXPORT_MAX_SCALE)
  * pixels, white where the drawing leaves it transparent, and appends the
- * PNG bytes (8-bit RGB, no alpha) to out.  0, or -1 with a one-line message (an SVG librsvg
- * cannot read, a side over EXPORT_MAX_PNG_SIDE pixels) and out unchanged.
+ * PNG bytes (8-bit RGB, no alpha) to out.  0, or -1 with a one-line
+ * message (an SVG librsvg cannot read, a side over EXPORT_MAX_PNG_SIDE
+ * pixels) and out unchanged.
  */
 int export_png(const char *svg, size_t len, int scale, struct render_buf *out, struct err *e);
 
-/* The exports of the figures (export_kinds' rows; the session-only
- * functions below are the same exports without a request). */
+/* The write functions of export_kinds' rows (export_heatmap_req and
+ * export_grid_req are export_heatmap and export_grid with a request). */
 int export_layer(const struct session *s, const struct export_req *r, enum export_format f,
 		 struct render_buf *out, struct err *e);
 int export_mask(const struct session *s, const struct export_req *r, enum export_format f,

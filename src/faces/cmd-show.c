@@ -609,6 +609,14 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (cmd_args_parse(&cmd_export_entry, argc, argv, &a, e) != 0)
 		return -1;
 	const struct export_kind *k = a.n_pos ? export_find(a.pos[0]) : NULL;
+	if (a.n_pos && !k) { /* name every export, in the table's words */
+		char list[ERR_MAX];
+		size_t n = 0;
+		for (const struct export_kind *x = export_kinds; x->name && n < sizeof list; x++)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s%s%s: %s", n ? "; " : "",
+					      x->name, x->arg ? " " : "", x->arg ? x->arg : "", x->help);
+		return err_set(e, "export: %.32s is not an export (%s)", a.pos[0], list);
+	}
 	if (!k || a.n_pos != (k->arg ? 2 : 1)) {
 		char u[256];
 		cmd_usage(&cmd_export_entry, u, sizeof u);
