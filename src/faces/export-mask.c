@@ -109,13 +109,18 @@ static void add_panel(struct mask_fig *f, const struct session *s, enum mask_kin
 		snprintf(p->what, sizeof p->what, "each token sees itself and at most %d tokens back",
 			 window);
 		break;
-	default:
-		p->w_layer = s->sel_layer;
-		p->w_head = s->sel_head;
+	default: {
+		/* the selected head, or 0.0 when the selection is not this model's */
+		const struct model_config *c = &s->model->cfg;
+		bool ok = s->sel_layer >= 0 && s->sel_layer < c->n_layer && s->sel_head >= 0 &&
+			  s->sel_head < c->n_head;
+		p->w_layer = ok ? s->sel_layer : 0;
+		p->w_head = ok ? s->sel_head : 0;
 		p->w = after_softmax_weights(s, p->w_layer, p->w_head);
 		snprintf(p->what, sizeof p->what, "softmax over every key, then later keys zeroed: "
 			 "head %d.%d's weights, rows summing to less than 1", p->w_layer, p->w_head);
 		break;
+	}
 	}
 }
 
