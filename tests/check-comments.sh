@@ -3,9 +3,7 @@
 # format in loader.c's formats[] is named in loader.h's opening comment,
 # and every visualizer view (a `.name` in a src/faces/tui-*.c view mode) is
 # named in tui.h's tui_view_name() comment and its file in tui.h's view
-# modes comment; every export in export-kinds.c's export_kinds[] is named
-# in export.h's list and in the export command's usage line.  Prints "ok
-# comments" or one FAIL line per missing name.
+# modes comment.  Prints "ok comments" or one FAIL line per missing name.
 #
 #   sh tests/check-comments.sh
 cd "$(dirname "$0")/.." || exit 1
