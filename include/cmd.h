@@ -68,6 +68,8 @@ struct cmd_args {
 /* Return values of exec and cmd_run besides 0 and -1. */
 #define CMD_QUIT 1
 
+struct cmd_cands;
+
 struct cmd_entry {
 	const char *name;
 	const char *alias;          /* or NULL */
@@ -77,6 +79,9 @@ struct cmd_entry {
 	unsigned flags;
 	enum cmd_complete complete;
 	const char *const *words;   /* NULL-terminated, for COMPLETE_WORDS */
+	/* Adds COMPLETE_WORDS candidates kept in another module's table (the
+	 * lab's experiments, the visualizer's views); or NULL. */
+	void (*more_words)(struct cmd_cands *out);
 	int min_args, max_args;     /* after the name; max -1 = any (ignored with opts:
 				     * they bound the positional words instead) */
 	const struct cmd_opt *opts; /* declared options, or NULL */
@@ -163,6 +168,40 @@ void cmd_synopsis(const struct cmd_entry *c, char *buf, size_t size);
 
 /* Prints the usage line of c: "usage: " and its synopsis. */
 void cmd_usage(const struct cmd_entry *c, char *buf, size_t size);
+
+/* --------------------------------------------- completion (cmd-complete.c) */
+
+/* What Tab offers for one word: every candidate that starts with it,
+ * sorted, each once.  The editor replaces line[start, cursor) by one of
+ * them (or by their common prefix, cmd_cands_common). */
+struct cmd_cands {
+	char *word;   /* the word being completed, line[start, cursor) */
+	size_t start; /* its byte offset in the line */
+	char **v;     /* the candidates, owned */
+	int n, cap;
+};
+
+/*
+ * Fills out (free with cmd_cands_free) for the word that ends at byte
+ * cursor of line.  The first word completes to command names; after a
+ * command the word completes to, in this order of precedence: export
+ * formats after "--format"; paths after an option whose value is a FILE
+ * (and "-o"); the command's --options for a word starting with "-"; head
+ * ids and role names after a word that a head follows ("head", "heatmap", "diff"); otherwise
+ * what the command's complete kind says (WORDS, MODEL and COMMAND for its
+ * first argument only).  Paths are the entries of the word's directory
+ * ("~/" the home directory), directories ending in '/'.  Nothing inside an
+ * open quote or after a CMD_RAW command.  s may be NULL (no head ids).
+ */
+void cmd_complete(const struct session *s, const char *line, size_t cursor, struct cmd_cands *out);
+
+/* Adds w when it starts with out->word and is not there yet. */
+void cmd_cands_add(struct cmd_cands *out, const char *w);
+
+/* The length of the longest prefix every candidate shares (0 for none). */
+size_t cmd_cands_common(const struct cmd_cands *c);
+
+void cmd_cands_free(struct cmd_cands *c);
 
 /* ------------------------------------------ shared between command files */
 

@@ -63,6 +63,9 @@ enum export_format {
 /* "txt", "ascii", "ansi", "csv", "json", "svg", "png". */
 const char *export_format_name(enum export_format f);
 
+/* How many formats there are: 0 .. export_format_count() - 1. */
+int export_format_count(void);
+
 /* Parses a format name.  0, or -1 with a message listing the formats. */
 int export_format_parse(const char *s, enum export_format *out, struct err *e);
 

@@ -1,6 +1,7 @@
 /*
  * resolve.h — from what a user typed to a model's path, the models there
- * are to choose from, and where the data that ships with the program is.
+ * are to choose from, and where the data and the demos that ship with the
+ * program are.
  *
  * A spec is
  *   - a path to a file or directory;
@@ -40,6 +41,13 @@ const char *models_dir(void);
  * models/).  0 with the path in out, or -1 with a message saying where it
  * looked. */
 int data_file(const char *name, char *out, size_t size, struct err *e);
+
+/* A demo command file that ships with the program (sessions/demos/NAME,
+ * the tour's lessons): in $ATTNSCOPE_DEMOS when that is set, else
+ * sessions/demos/ under the current directory, else beside the
+ * executable.  0 with the path in out, or -1 with a message saying where
+ * it looked. */
+int demo_file(const char *name, char *out, size_t size, struct err *e);
 
 /* The hub directory of the local Hugging Face cache (which may not exist). */
 void hf_hub_dir(char *out, size_t size);

@@ -14,6 +14,15 @@
  *     is refused with an error (it is never run);
  *   - only -c splits on ';' ("\;" keeps a literal semicolon): in files
  *     `text a; b` sets the text "a; b";
+ *   - a line `zh TEXT` right after an echo or expect line is that line's
+ *     Chinese twin: with the session's language NARRATE_ZH (attnscope
+ *     --lang zh) the narrated line runs with s->narration = TEXT, so echo
+ *     prints TEXT and expect checks its own EXPR but prints TEXT as its
+ *     sentence; in English the twin does nothing.  A narrated line without
+ *     a twin prints its own text in both.  In Chinese a narrated line runs
+ *     once the line after it has been read (or the input has ended).  A zh
+ *     line anywhere else is an error ("NAME:LINE: a zh line gives ...");
+ *     the same holds for the commands of -c;
  *   - `quit` ends the script (and the program) with status 0;
  *   - errors are printed as "NAME:LINE: message" on the error stream; with
  *     SCRIPT_BATCH the first error stops the script, otherwise the script

@@ -41,6 +41,12 @@ struct run_numbers {
 	char model[64];             /* the model's name */
 };
 
+/* The language demos narrate in (attnscope --lang; script.h: zh twins). */
+enum narrate_lang {
+	NARRATE_EN, /* the echo and expect lines as written */
+	NARRATE_ZH, /* their zh twins, where a line has one */
+};
+
 struct session {
 	struct model *model;       /* owned; NULL before the first load */
 	int model_files;           /* util.h group of its files and its tokenizer's; 0: none */
@@ -83,6 +89,12 @@ struct session {
 	char lab_name[16];          /* its experiment */
 	struct variant_row *variants; /* (n_variants) the last `compare variants`; owned */
 	int n_variants;
+
+	enum narrate_lang lang;    /* what echo and expect print in command files */
+	const char *narration;     /* while the script runner runs a narrated line in
+				    * Chinese: its zh twin, which echo or expect prints
+				    * instead of its own text; else NULL (not owned) */
+	int tour_lesson;           /* the lesson `tour` ran last (1..), 0: none yet */
 
 	int sel_layer, sel_head, sel_token;
 	unsigned dirty;

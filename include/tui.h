@@ -21,7 +21,9 @@
  * and SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (restored in the
  * handler, then the signal's usual action).
  *
- * Keys: see tui_help_text() (`?` in the visualizer) and docs/visualizer.md.
+ * Keys: `?` in the visualizer (the help in tui.c) and docs/visualizer.md.
+ * The views and what they share are tui-view.h; the modules of the
+ * visualizer itself share src/faces/tui-int.h.
  */
 #ifndef ATTNSCOPE_TUI_H
 #define ATTNSCOPE_TUI_H
@@ -29,10 +31,7 @@
 #include <stdbool.h>
 
 #include "session.h"
-#include "tui-layout.h"
 #include "util.h"
-
-/* ------------------------------------------------------------- running */
 
 enum {
 	TUI_STANDALONE = 1u << 0, /* started with --tui: q quits the program */
@@ -47,187 +46,12 @@ enum {
  */
 int tui_run(struct session *s, int first, unsigned flags, struct err *e);
 
-/* The name of view v ("grid", "head", "token", "numbers", "lens",
- * "curves", "patch"; "?" for none) and the view a name or a number 1..7
- * names: 0, or -1 when unknown. */
+/* The name of view v (tui-view.h lists them; "?" for none) and the view
+ * a name or a number 1..n names: 0, or -1 when unknown. */
 const char *tui_view_name(int v);
 int tui_view_parse(const char *s, int *out);
 
 /* Whether the visualizer is up (a nested `view` is refused). */
 bool tui_active(void);
-
-/* The `?` help: every key, one per line (static text). */
-const char *tui_help_text(void);
-
-/* ------------------------------------------------ internal: the views */
-
-/*
- * What tui.c and the view drawing in tui-views.c share.  Not for other
- * modules.  Attributes are TUI_A_* bits, turned into curses attributes by
- * the drawing helpers.
- */
-enum {
-	TUI_A_BOLD = 1u << 0,
-	TUI_A_REVERSE = 1u << 1,
-	TUI_A_DIM = 1u << 2,
-	TUI_A_UNDERLINE = 1u << 3,
-};
-
-/* Colour roles (pairs), used only when the terminal has colour. */
-enum tui_role {
-	TUI_ROLE_NONE,
-	TUI_ROLE_STATUS,   /* the status line */
-	TUI_ROLE_SELECT,   /* the selected head / cursor */
-	TUI_ROLE_ABLATED,  /* ablation marks */
-	TUI_ROLE_ERROR,    /* error messages */
-	TUI_ROLE_HINT,     /* key names in the hint line */
-	TUI_ROLE_GROUP,    /* rules joining heads that share a KV head */
-	TUI_ROLE_LABEL,    /* axis labels and headings */
-	TUI_ROLE_UP,       /* a weight that rose (head view, d) */
-	TUI_ROLE_DOWN,     /* a weight that fell */
-	TUI_N_ROLES
-};
-
-#define TUI_KEY_MS_KEEP 64 /* key-to-redraw times kept for the numbers view */
-
-struct lens;
-
-struct tui_state {
-	struct session *s;
-	int view;             /* index into tui_views[] */
-	bool standalone;
-	bool utf8;            /* the locale is UTF-8: half blocks, CJK */
-	int colors;           /* 256, 8, or 0 (monochrome) */
-	int levels;           /* heat levels including blank: 11, 6, or the glyph ramp's */
-	int vsub;             /* matrix rows per text row in the grid: 2 or 1 */
-	struct tui_frame frame;
-
-	/* per view: scroll positions and cursors */
-	struct tui_grid_layout grid;
-	int grid_layer0, grid_head0;
-	struct tui_head_layout head;
-	int head_key;         /* the key column of the head view's cursor */
-	bool head_diff;       /* the head view shows run minus native (d) */
-	int head_row0, head_col0;
-	struct tui_token_layout token;
-	bool token_all;       /* token view lists every layer */
-	struct lens *lens;    /* the lens view's lens of the run (owned), or NULL */
-	unsigned long lens_gen; /* the session's run_gen it was computed for */
-	int lens_col0;        /* first position shown */
-	int token_row0, token_key0;
-	int curves_what;      /* the curves view's curve: 0 loss, 1 learning rate, 2 grad norm */
-	int curves_scale;     /* its y scale: 0 automatic, 1 log, 2 linear */
-
-	char ran[192];        /* the command the last option key ran, or "" */
-
-	/* key-to-redraw times (ms), newest last */
-	double key_ms[TUI_KEY_MS_KEEP];
-	int n_key_ms;
-	long keys_total;
-};
-
-/* Drawing helpers (tui-views.c).  All clip to the screen. */
-
-/* Draws UTF-8 text at (y, x) in at most maxw columns (a character that
- * would cross the limit is not drawn); returns the columns used. */
-int tui_put(int y, int x, int maxw, const char *utf8, unsigned attr, enum tui_role role);
-
-/* printf into tui_put. */
-int tui_printf(int y, int x, int maxw, unsigned attr, enum tui_role role, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
-/* Fills columns [x, x + w) of row y with blanks. */
-void tui_blank(int y, int x, int w, unsigned attr, enum tui_role role);
-
-/* Draws one cell of weight v, `w` columns wide, in the heat ramp (colour
- * background, or the shading glyph without colour). */
-void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned attr);
-
-/* The colour pairs (after start_color); no-op without colour. */
-void tui_colors_init(struct tui_state *t);
-
-/* Draws one glyph in the heat colour of v (bold when asked) when the
- * terminal has colour, else plain. */
-void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold);
-
-/* A change d in -1..1 in w (1 or 2) columns at (y, x): its sign and
- * tenths ("+3", "-#" from 0.95), red when up, blue when down, bold from
- * 0.5; blank within 0.05. */
-void tui_change(int y, int x, int w, double d, unsigned attr);
-
-/* One half-block character for the weights of two query rows, top and
- * bottom (NAN: nothing). */
-void tui_half_block(int y, int x, double top, double bottom);
-
-/* Whether the locale is UTF-8; the ablation mark ('✗' or 'x') and the
- * times sign ('×' or 'x') that follow from it. */
-bool tui_utf8(void);
-const char *tui_mark_ablated(void);
-const char *tui_times_sign(void);
-
-/* Draws the "no model / no text" note in r; true when the view can draw. */
-bool tui_need_run(const struct session *s, const struct tui_rect *r);
-
-/* Labels of the session's tokens (render_labels_free them); their widest
- * width and whether any is double width (either may be NULL). */
-char **tui_token_labels(const struct session *s, int *widest, bool *wide);
-
-/* The k strongest keys of a row of n weights, strongest first (earlier
- * keys win ties).  Returns how many. */
-int tui_top_keys(const float *row, int n, int k, int *best);
-
-/* A bar of `w` columns for v in [0, 1] in eighths ('▏'..'█'), ASCII '#'. */
-void tui_put_bar(int y, int x, int w, double v, enum tui_role role);
-
-/* A label cut to `w` columns with '…' into buf. */
-void tui_short_label(const char *label, int w, char *buf, size_t size);
-
-/* Median and newest of the kept key-to-redraw times (0 / NAN when none). */
-double tui_key_ms_median(const struct tui_state *t);
-double tui_last_key_ms(const struct tui_state *t);
-
-/* The numbers side panel (tui-numbers.c), beside the views that want it. */
-void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
-
-/* --------------------------------------------------- internal: view modes */
-
-/*
- * A view of the visualizer (after tmux's window modes): what the body
- * shows and what moving and clicking do there.  Each lives in its own file
- * (tui-grid.c, tui-head.c, tui-token.c, tui-numbers.c, tui-lens.c,
- * tui-curves.c, tui-patch.c) and is listed once
- * in tui_views[] (tui-views.c); its state is its own fields of struct
- * tui_state.  Handlers change only view state and the session's selection.
- */
-enum tui_key_result { TUI_KEY_IGNORED, TUI_KEY_HANDLED, TUI_KEY_REFRESH };
-
-struct tui_view_mode {
-	const char *name;            /* "grid", ...: `view NAME`, the status line */
-	const char *export_what;     /* what `x` exports: "grid", "heatmap" or "stats" */
-	const struct tui_hint *hints; /* the hint line, most useful first */
-	bool numbers;                /* it shows the numbers (redrawn after each key's timing) */
-	/* whether the side panel sits beside the body (NULL: never) */
-	bool (*side)(struct tui_state *t);
-	void (*draw)(struct tui_state *t, const struct tui_rect *r);
-	/* arrows, hjkl and the wheel: dy, dx in {-1, 0, 1} (NULL: the head) */
-	void (*arrows)(struct tui_state *t, int dy, int dx);
-	/* a left click at (y, x): TUI_KEY_REFRESH when it changed something;
-	 * *open is set when it asks for the head view */
-	enum tui_key_result (*click)(struct tui_state *t, int y, int x, bool *open);
-	/* keys of its own (PgUp/PgDn, z); NULL: none */
-	enum tui_key_result (*key)(struct tui_state *t, int ch, bool fn);
-};
-
-extern const struct tui_view_mode *const tui_views[];
-
-/* A view mode's side: the side panel whenever there is room (tui-draw.c). */
-bool tui_side_always(struct tui_state *t);
-extern const int tui_n_views;
-
-/* Selection shared by the views (tui-draw.c), clamped to the model and
- * the text; each marks the session DIRTY_SELECT. */
-void tui_select_head(struct tui_state *t, int l, int h);
-void tui_step_head(struct tui_state *t, int d); /* layer-major, wrapping */
-void tui_select_token(struct tui_state *t, int q);
 
 #endif

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The headers' lists of table members are the tables' own: every model
 # format in loader.c's formats[] is named in loader.h's opening comment,
-# and every visualizer view (a `.name` in a src/faces/tui-*.c view mode) is
-# named in tui.h's tui_view_name() comment and its file in tui.h's view
-# modes comment.  Prints "ok comments" or one FAIL line per missing name.
+# and every visualizer view (a `.name` in a src/faces/tui-*.c view mode)
+# is in tui_views[] (tui-views.c) and named, with its file, in
+# tui-view.h's view modes comment.  Prints "ok comments" or one FAIL line
+# per missing name.
 #
 #   sh tests/check-comments.sh
 cd "$(dirname "$0")/.." || exit 1
@@ -18,14 +19,18 @@ for f in src/formats/loader*.c src/formats/checkpoint.c; do
 done
 [ "$n" -gt 0 ] || { echo "FAIL comments: found no model format to check"; bad=1; }
 v=0
+modes=$(sed -n '/A view of the visualizer/,/\*\//p' include/tui-view.h)
 for f in src/faces/tui-*.c; do
 	name=$(sed -n 's/^	\.name = "\([a-z]*\)",$/\1/p' "$f" | head -n 1)
 	[ -n "$name" ] || continue
 	v=$((v + 1))
-	sed -n '/The name of view v/,/\*\//p' include/tui.h | grep -q "\"$name\"" ||
-		{ echo "FAIL comments: view \"$name\" is not in tui.h's tui_view_name() comment"; bad=1; }
-	sed -n '/A view of the visualizer/,/\*\//p' include/tui.h | grep -q "$(basename "$f")" ||
-		{ echo "FAIL comments: $(basename "$f") is not in tui.h's view modes comment"; bad=1; }
+	mode=$(sed -n 's/^const struct tui_view_mode \(tui_[a-z]*_view\) = {$/\1/p' "$f")
+	[ -n "$mode" ] && grep -q "^	&$mode,$" src/faces/tui-views.c ||
+		{ echo "FAIL comments: view \"$name\" ($(basename "$f")) is not in tui_views[] (tui-views.c)"; bad=1; }
+	echo "$modes" | grep -q "\"$name\"" ||
+		{ echo "FAIL comments: view \"$name\" is not in tui-view.h's view modes comment"; bad=1; }
+	echo "$modes" | grep -q "$(basename "$f")" ||
+		{ echo "FAIL comments: $(basename "$f") is not in tui-view.h's view modes comment"; bad=1; }
 done
 [ "$v" -gt 0 ] || { echo "FAIL comments: found no view to check"; bad=1; }
 # every export (a row `{ "NAME", ` of export_kinds[] in export-kinds.c) is

@@ -6,6 +6,10 @@
 make_tmp cli-lab
 training_text "$tmp/text.txt"
 RUN_ARGS="--no-db"
+# The experiments train: a quick one takes seconds on an idle machine but
+# has taken over a minute beside two training runs, where OpenBLAS's
+# threads wait for each other.  The timeout only guards against a hang.
+[ -n "$TIMEOUT" ] && TIMEOUT="timeout 600"
 
 # column N of the table row whose first cell is KEY, from $tmp/out
 cell() { awk -v k="$1" -v n="$2" '$1 == k { print $n; exit }' "$tmp/out"; }

@@ -120,7 +120,7 @@ check open-summary has_out '^opened session 2: shakespeare, 39 tokens, gqa2 post
 
 # replay in a new process: the same measurements
 run --db "$DB" -c 'replay demo' </dev/null
-check replay sh -c "[ $rc -eq 0 ] && grep -q '^replayed session 2: 5 commands run, 1 skipped (save, replay, quit), 2 not run because they write a file' '$tmp/out'"
+check replay sh -c "[ $rc -eq 0 ] && grep -q '^replayed session 2: 5 commands run, 1 skipped (save, replay, quit, tour), 2 not run because they write a file' '$tmp/out'"
 run --db "$DB" -c 'measurements --csv --last 4' </dev/null
 numbers <"$tmp/out" >"$tmp/replay.numbers"
 check replay-measurements cmp -s "$tmp/orig.numbers" "$tmp/replay.numbers"

@@ -8,6 +8,11 @@
 # (tool_mkmodel's directory: $TOOLS, default build/tests), both made
 # absolute; failures=0; and TIMEOUT ("timeout 60" when timeout exists).
 # Scripts whose run/fail/check differ define their own after sourcing.
+# Command files narrate in the locale's language (attnscope --lang: zh for
+# a zh_* LC_ALL, LC_MESSAGES or LANG); the tests read their English unless
+# they ask for Chinese, so a zh_* locale of the caller's is set aside.
+case ${LC_ALL:-} in zh*) LC_ALL=C.UTF-8; export LC_ALL ;; esac
+case ${LC_MESSAGES:-${LANG:-}} in zh*) LC_MESSAGES=C; export LC_MESSAGES ;; esac
 A=${ATTNSCOPE:-./attnscope}
 TOOLS=${TOOLS:-build/tests}
 case $A in /*) ;; *) A=$(pwd)/$A ;; esac

@@ -21,6 +21,7 @@
 
 #include "render.h"
 #include "tui-layout.h"
+#include "tui-view.h"
 #include "tui.h"
 
 /* ------------------------------------------------------------- regions */

@@ -2,7 +2,9 @@
  * cmd-expect.c — expect EXPR "SENTENCE": a demo's claim about the current
  * session, checked where it is made.  Prints "✓ SENTENCE" when EXPR holds;
  * else "✗ SENTENCE" with the value of every quantity EXPR read, and fails
- * (so that --batch stops with FILE:LINE and exit status 1).
+ * (so that --batch stops with FILE:LINE and exit status 1).  In Chinese
+ * (attnscope --lang zh) the sentence printed is the line's zh twin
+ * (s->narration, script.h); the claim checked is the same.
  *
  * EXPR is read from the command's words (quotes group a word, as for every
  * command) and evaluated as it is parsed:
@@ -730,7 +732,8 @@ static int expect_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (argc == 2)
 		return err_set(e, "usage: expect EXPR \"SENTENCE\" (expect alone lists the quantities)");
 	struct ex x = { .s = s, .w = argv + 1, .n = argc - 2, .e = e };
-	const char *sentence = argv[argc - 1];
+	/* in Chinese, the zh twin of this line (script.h); the claim is the same */
+	const char *sentence = s->narration ? s->narration : argv[argc - 1];
 	bool holds;
 	if (claim(&x, &holds))
 		return -1;
@@ -770,6 +773,9 @@ const struct cmd_entry cmd_expect_entry = {
 		"lab and patch.  `expect` alone lists every quantity with its arguments.\n"
 		"A quantity a head of a role does not exist for is not measured (-): the\n"
 		"test fails.  An unknown name or a missing result is an error.\n"
+		"In a command file, a line `zh TEXT` right after an expect line is its\n"
+		"sentence in Chinese: with attnscope --lang zh expect checks the same EXPR\n"
+		"and prints TEXT.\n"
 		"Example: expect head induction induct >= 0.3 and dloss > 0 \"...\"",
 	.min_args = 0,
 	.max_args = -1,

@@ -211,8 +211,11 @@ static const struct cmd_opt lab_opts[] = {
 	{ NULL },
 };
 
-static const char *const lab_words[] = { "residual", "norm", "scaling", "mask", "heads", "gqa",
-					 "fused", NULL };
+static void lab_names(struct cmd_cands *out)
+{
+	for (const struct lab_experiment *x = lab_experiments; x->name; x++)
+		cmd_cands_add(out, x->name);
+}
 
 const struct cmd_entry cmd_lab_entry = {
 	.name = "lab",
@@ -232,7 +235,7 @@ const struct cmd_entry cmd_lab_entry = {
 		"shows the arms that finished.  Every run is recorded in the session\n"
 		"database (lab_runs); --csv FILE writes the table.",
 	.complete = COMPLETE_WORDS,
-	.words = lab_words,
+	.more_words = lab_names,
 	.min_args = 0,
 	.max_args = 1,
 	.exec = lab_exec,

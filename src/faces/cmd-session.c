@@ -160,10 +160,13 @@ const struct cmd_entry cmd_text_entry = {
 	.exec = text_exec,
 };
 
+/* echo TEXT: the text, or in Chinese the zh twin the script runner found
+ * for this line (s->narration). */
 static int echo_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	(void)e;
-	fprintf(s->out, "%s\n", argc > 1 ? argv[1] : "");
+	const char *text = s->narration ? s->narration : argc > 1 ? argv[1] : "";
+	fprintf(s->out, "%s\n", text);
 	return 0;
 }
 
@@ -171,6 +174,8 @@ const struct cmd_entry cmd_echo_entry = {
 	.name = "echo",
 	.usage = "TEXT...",
 	.help = "print a line (for narrated demos)",
+	.long_help = "In a command file, a line `zh TEXT` right after an echo line is its Chinese:\n"
+		     "with attnscope --lang zh (or a zh_* locale) echo prints that instead.",
 	.flags = CMD_RAW,
 	.min_args = 0,
 	.max_args = 1,
@@ -184,7 +189,7 @@ static int pause_exec(struct session *s, int argc, char **argv, struct err *e)
 	(void)e;
 	if (!s->interactive || !isatty(STDIN_FILENO))
 		return 0;
-	fprintf(s->out, "-- press Enter to continue --");
+	fputs(s->lang == NARRATE_ZH ? "-- 按回车键继续 --" : "-- press Enter to continue --", s->out);
 	fflush(s->out);
 	int c;
 	while ((c = getchar()) != EOF && c != '\n')

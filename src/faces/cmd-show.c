@@ -670,9 +670,9 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
+/* the exports (export_kinds[]); formats complete after --format (cmd-complete.c) */
 static const char *const export_words[] = { "heatmap", "layer", "grid", "stats", "lens", "patch",
-					    "mask", "groups", "lab", "txt", "ascii", "ansi", "csv",
-					    "json", "svg", "png", NULL };
+					    "mask", "groups", "lab", NULL };
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg|png", 0, 0, "the format" },
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },

@@ -516,7 +516,9 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 			continue;
 		}
 		const char *name = line_command(c->line);
-		if (!strcmp(name, "replay") || !strcmp(name, "save") || !strcmp(name, "quit")) {
+		/* a tour line's lessons were recorded line by line after it */
+		if (!strcmp(name, "replay") || !strcmp(name, "save") || !strcmp(name, "quit") ||
+		    !strcmp(name, "tour")) {
 			skipped++;
 			continue;
 		}
@@ -554,7 +556,7 @@ static int replay_exec(struct session *s, int argc, char **argv, struct err *e)
 		fprintf(s->out, "replayed session %lld: %d command%s run", (long long)id, ran,
 			ran == 1 ? "" : "s");
 		if (skipped)
-			fprintf(s->out, ", %d skipped (save, replay, quit)", skipped);
+			fprintf(s->out, ", %d skipped (save, replay, quit, tour)", skipped);
 		if (not_ok)
 			fprintf(s->out, ", %d not run (failed or unfinished when recorded)", not_ok);
 		if (unwritten)
@@ -574,7 +576,8 @@ const struct cmd_entry cmd_replay_entry = {
 	.long_help = "Restores the model, text and options the session started with, then runs\n"
 		     "its command log in order, as a script in batch mode (pause does not wait,\n"
 		     "the first failing command stops the replay). Skipped: replay, save and quit\n"
-		     "lines, and commands that failed or never finished when they were recorded\n"
+		     "lines, tour lines (the lesson's commands are in the log after them),\n"
+		     "and commands that failed or never finished when they were recorded\n"
 		     "(they changed nothing), and, unless --write is given, commands that write a\n"
 		     "file (--out, --csv, --svg), so that a replay never overwrites one unasked.\n"
 		     "open lines run. The commands are recorded in this session.",

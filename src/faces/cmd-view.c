@@ -4,6 +4,7 @@
  * or the script goes on.  `:quit` inside the visualizer ends the program
  * as `quit` would.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -12,8 +13,13 @@
 static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	int v = 0;
-	if (argc == 2 && tui_view_parse(argv[1], &v) != 0)
-		return err_set(e, "%.32s: not a view (grid, head, token, numbers, lens, curves, or 1-6)", argv[1]);
+	if (argc == 2 && tui_view_parse(argv[1], &v) != 0) {
+		char list[256] = "";
+		int n = 0;
+		for (; strcmp(tui_view_name(n), "?") != 0; n++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s, ", tui_view_name(n));
+		return err_set(e, "%.32s: not a view (%sor 1-%d)", argv[1], list, n);
+	}
 	if (tui_active())
 		return err_set(e, "view: the visualizer is already running");
 	if (s->out)
@@ -21,8 +27,13 @@ static int view_exec(struct session *s, int argc, char **argv, struct err *e)
 	return tui_run(s, v, 0, e);
 }
 
-static const char *const view_words[] = { "grid", "head", "token", "numbers", "lens", "curves",
-					  "patch", NULL };
+/* The views' names, from the visualizer's table. */
+static void view_names(struct cmd_cands *out)
+{
+	for (int v = 0; strcmp(tui_view_name(v), "?") != 0; v++)
+		cmd_cands_add(out, tui_view_name(v));
+}
+
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
 	.flags = CMD_STREAMS,
@@ -37,7 +48,7 @@ const struct cmd_entry cmd_view_entry = {
 		     "command; x exports the view; ? lists every key; q returns. Needs a terminal;\n"
 		     "colour follows the terminal (none with NO_COLOR).",
 	.complete = COMPLETE_WORDS,
-	.words = view_words,
+	.more_words = view_names,
 	.min_args = 0,
 	.max_args = 1,
 	.exec = view_exec,

@@ -38,6 +38,11 @@ const char *export_format_name(enum export_format f)
 	return (int)f >= 0 && (int)f < N_FORMATS ? format_names[f] : "?";
 }
 
+int export_format_count(void)
+{
+	return N_FORMATS;
+}
+
 int export_format_parse(const char *s, enum export_format *out, struct err *e)
 {
 	for (int i = 0; i < N_FORMATS; i++)
@@ -45,7 +50,11 @@ int export_format_parse(const char *s, enum export_format *out, struct err *e)
 			*out = (enum export_format)i;
 			return 0;
 		}
-	return err_set(e, "%.64s: unknown format (use txt, ascii, ansi, csv, json, svg or png)", s);
+	char list[128] = "";
+	for (int i = 0; i < N_FORMATS; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+			 i == 0 ? "" : i == N_FORMATS - 1 ? " or " : ", ", format_names[i]);
+	return err_set(e, "%.64s: unknown format (use %s)", s, list);
 }
 
 int export_format_from_path(const char *path, enum export_format *out)

@@ -1,16 +1,19 @@
 /*
  * main.c — the attnscope command line: options, then the chosen face
- * (--dump, command files and -c, standard input, or the REPL).
+ * (--dump, command files and -c, standard input, the REPL, or the tour),
+ * and the narration language (--lang, else the locale).
  */
 #define _GNU_SOURCE
 #include <locale.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd.h"
 #include "dump.h"
 #include "loader.h"
 #include "model.h"
@@ -18,6 +21,7 @@
 #include "script.h"
 #include "session.h"
 #include "store.h"
+#include "tour.h"
 #include "train.h"
 #include "tui.h"
 #include "version.h"
@@ -27,7 +31,8 @@
 static const char usage[] =
 	"usage: attnscope [MODEL] [-m MODEL] [--tokenizer PATH] [-t TEXT] [-c \"CMD; CMD\"]\n"
 	"                 [-f FILE] [--batch] [--tui] [--db PATH | --no-db] [--threads N] [--dump]\n"
-	"                 [--help] [--version]\n"
+	"                 [--lang en|zh] [--help] [--version]\n"
+	"       attnscope tour [options]       (attnscope tour --help)\n"
 	"       attnscope train [options]      (attnscope train --help)\n"
 	"\n"
 	"Runs a transformer language model on text and shows what every attention\n"
@@ -60,6 +65,9 @@ static const char usage[] =
 	"  --no-db           record nothing\n"
 	"  --dump            print the config, tokens and every head's attention rows\n"
 	"  --threads N       threads for matrix products (default: all cores)\n"
+	"  --lang en|zh      narration of command files: English, or the Chinese twins of\n"
+	"                    their echo and expect lines (default: zh for a zh_* locale in\n"
+	"                    LC_ALL, LC_MESSAGES or LANG, the first one set; else en)\n"
 	"  -h, --help        this help\n"
 	"  --version         the version\n"
 	"\n"
@@ -67,6 +75,27 @@ static const char usage[] =
 	"rest of the line literally; a line with a NUL byte is refused, and one longer than\n"
 	"1 MiB (1048576 bytes) ends the run.  `pause` waits for Enter only at a terminal.\n"
 	"`quit` ends with status 0.  Type `help` at the prompt for the commands.\n";
+
+static const char tour_usage[] =
+	"usage: attnscope tour [--lang en|zh] [--from N] [--batch] [--db PATH | --no-db]\n"
+	"                      [--threads N] [--help]\n"
+	"\n"
+	"A 50-minute class through the shipped demos in the tutorials' order, one\n"
+	"lesson per demo file, each announced as \"lesson N/M: TITLE (about K min)\".\n"
+	"At a terminal: runs lesson N (default 1), its pauses waiting for Enter, then\n"
+	"opens the prompt, where `tour` runs the next lesson, `tour back` the one\n"
+	"before, `tour N` any, `tour list` lists them (help tour).\n"
+	"\n"
+	"  --lang en|zh      the narration: English or Chinese (default: from the locale,\n"
+	"                    as attnscope --lang)\n"
+	"  --from N          start at lesson N\n"
+	"  --batch           no prompt and no pauses: lessons N..M in order; a lesson stops\n"
+	"                    at its first failing command (FILE:LINE: message) and the next\n"
+	"                    one runs; the exit status is 1 when any failed.  Implied when\n"
+	"                    standard input is not a terminal\n"
+	"  --db PATH, --no-db, --threads N   as for attnscope\n"
+	"\n"
+	"The lessons are sessions/demos/*.cmds ($ATTNSCOPE_DEMOS moves them).\n";
 
 /* A -c or -f argument, in command-line order. */
 struct script_arg {
@@ -84,6 +113,10 @@ struct cli {
 	bool no_db;              /* --no-db */
 	struct script_arg *scripts;
 	int n_scripts;
+	bool lang_given;         /* --lang */
+	enum narrate_lang lang;
+	bool tour;               /* attnscope tour */
+	int tour_from;           /* its --from (1..M) */
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -92,6 +125,102 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputs(" (attnscope --help lists the options)\n", stderr);
 	return 2;
+}
+
+/* A usage error of attnscope tour: "attnscope tour: MESSAGE (...)";
+ * returns the exit status, 2. */
+static int tour_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int tour_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("attnscope tour: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs(" (attnscope tour --help lists the options)\n", stderr);
+	va_end(ap);
+	return 2;
+}
+
+/* --lang WORD into c.  0, or -1 when WORD is neither en nor zh. */
+static int parse_lang(const char *v, struct cli *c)
+{
+	if (strcmp(v, "en") && strcmp(v, "zh"))
+		return -1;
+	c->lang_given = true;
+	c->lang = !strcmp(v, "zh") ? NARRATE_ZH : NARRATE_EN;
+	return 0;
+}
+
+/* The narration language of the locale: zh when the first of LC_ALL,
+ * LC_MESSAGES and LANG that is set (POSIX's order) names a zh locale
+ * ("zh", "zh_CN.UTF-8", "zh_TW"...), else en. */
+static enum narrate_lang lang_from_env(void)
+{
+	static const char *const vars[] = { "LC_ALL", "LC_MESSAGES", "LANG" };
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return !strncmp(v, "zh", 2) && strchr("_.@", v[2] ? v[2] : '_') ? NARRATE_ZH
+										: NARRATE_EN;
+	}
+	return NARRATE_EN;
+}
+
+/* Parses the arguments of `attnscope tour` (argv[0] is "tour") into c.
+ * Returns -1 to go on, or the exit status (help, usage errors). */
+static int parse_tour_args(int argc, char **argv, struct cli *c)
+{
+	const char *env_db = getenv("ATTNSCOPE_DB");
+	c->db_path = env_db && env_db[0] ? env_db : NULL;
+	c->scripts = xmalloc(sizeof *c->scripts);
+	c->tour = true;
+	c->tour_from = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char name[64];
+		const char *v = NULL;
+		if (!strncmp(a, "--", 2) && strchr(a, '=') && strchr(a, '=') - a < (long)sizeof name) {
+			snprintf(name, sizeof name, "%.*s", (int)(strchr(a, '=') - a), a);
+			v = strchr(a, '=') + 1;
+			a = name;
+		}
+		bool takes = !strcmp(a, "--lang") || !strcmp(a, "--from") || !strcmp(a, "--db") ||
+			     !strcmp(a, "--threads");
+		if (!takes && v)
+			return tour_error("%s takes no value", a);
+		if (takes && !v && i + 1 >= argc)
+			return tour_error("%s needs a value", a);
+		if (takes && !v)
+			v = argv[++i];
+		char *end = NULL;
+		long n = v ? strtol(v, &end, 10) : 0;
+		bool number = v && end != v && !*end;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(tour_usage, stdout);
+			return 0;
+		} else if (!strcmp(a, "--lang")) {
+			if (parse_lang(v, c) != 0)
+				return tour_error("--lang %s: expected en or zh", v);
+		} else if (!strcmp(a, "--from")) {
+			if (!number || n < 1 || n > tour_lessons())
+				return tour_error("--from %s: expected a lesson from 1 to %d", v,
+						  tour_lessons());
+			c->tour_from = (int)n;
+		} else if (!strcmp(a, "--threads")) {
+			if (!number || n < 0 || n > 4096)
+				return tour_error("--threads %s: expected a number from 0 to 4096", v);
+			c->threads = (int)n;
+		} else if (!strcmp(a, "--db")) {
+			c->db_path = v;
+		} else if (!strcmp(a, "--batch")) {
+			c->batch = true;
+		} else if (!strcmp(a, "--no-db")) {
+			c->no_db = true;
+		} else {
+			return tour_error("unexpected argument %s", a);
+		}
+	}
+	return -1;
 }
 
 /* Parses argv into c.  Returns -1 to go on, or the exit status (help,
@@ -141,7 +270,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		} else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") ||
 			   !strcmp(a, "--text") || !strcmp(a, "-c") || !strcmp(a, "--command") ||
 			   !strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "--db") ||
-			   !strcmp(a, "--threads") || !strcmp(a, "--tokenizer")) {
+			   !strcmp(a, "--threads") || !strcmp(a, "--tokenizer") || !strcmp(a, "--lang")) {
 			const char *v = inline_val;
 			if (!v) {
 				if (i + 1 >= argc)
@@ -162,6 +291,9 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				c->scripts[c->n_scripts++] = (struct script_arg){ 'f', v };
 			} else if (!strcmp(a, "--db")) {
 				c->db_path = v;
+			} else if (!strcmp(a, "--lang")) {
+				if (parse_lang(v, c) != 0)
+					return usage_error("--lang %s: expected en or zh", v);
 			} else if (!strcmp(a, "--tokenizer")) {
 				if (!v[0])
 					return usage_error("%s needs a value", a);
@@ -228,6 +360,29 @@ static void banner(const struct session *s)
 
 static volatile sig_atomic_t cancel_flag;
 
+/* attnscope tour: with no_repl every lesson from --from on; else the
+ * command `tour N` for that lesson (recorded as if typed), then the
+ * prompt.  Returns the exit status. */
+static int run_tour(const struct cli *c, struct session *s, bool no_repl)
+{
+	struct err e;
+	e.msg[0] = '\0';
+	char line[32];
+	snprintf(line, sizeof line, "tour %d", c->tour_from);
+	if (s->interactive)
+		repl_interrupts_begin(s);
+	int rc = no_repl ? tour_run_all(s, c->tour_from, &e) : cmd_run_line(s, line, &e);
+	if (s->interactive)
+		repl_interrupts_end();
+	if (rc == CMD_QUIT)
+		return 0;
+	if (rc < 0)
+		fprintf(stderr, "attnscope: %s\n", e.msg[0] ? e.msg : "the tour failed");
+	if (no_repl)
+		return rc < 0 ? 1 : 0;
+	return repl_run(s);
+}
+
 /* Everything but --dump: load, set the text, run scripts, then maybe the
  * prompt.  Returns the exit status. */
 static int run_session(const struct cli *c, struct session *s)
@@ -260,6 +415,8 @@ static int run_session(const struct cli *c, struct session *s)
 		return 1;
 	}
 
+	if (c->tour)
+		return run_tour(c, s, no_repl);
 	unsigned flags = no_repl ? SCRIPT_BATCH : 0;
 	for (int i = 0; i < c->n_scripts; i++) {
 		const struct script_arg *a = &c->scripts[i];
@@ -304,7 +461,8 @@ static int run(int argc, char **argv)
 
 	struct cli c;
 	memset(&c, 0, sizeof c);
-	int rc = parse_args(argc, argv, &c);
+	bool tour = argc > 1 && !strcmp(argv[1], "tour");
+	int rc = tour ? parse_tour_args(argc - 1, argv + 1, &c) : parse_args(argc, argv, &c);
 	if (rc >= 0) {
 		free(c.scripts);
 		return rc;
@@ -318,6 +476,7 @@ static int run(int argc, char **argv)
 
 	struct session s;
 	session_init(&s, stdout);
+	s.lang = c.lang_given ? c.lang : lang_from_env();
 	char warning[ERR_MAX + 256];
 	store_attach(&s, store_open_default(c.db_path, c.no_db, warning, sizeof warning));
 	if (warning[0]) {

@@ -208,195 +208,28 @@ static void history_close(void)
 
 /* ------------------------------------------------------------- completion */
 
-static const char *const export_formats[] = { "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
-
-/* What the generator offers: a list of words, then optionally file paths. */
-static char **cands;
-static int n_cands, cap_cands;
-static bool cands_files;
-
-static void cands_clear(void)
-{
-	for (int i = 0; i < n_cands; i++)
-		free(cands[i]);
-	n_cands = 0;
-	cands_files = false;
-}
-
-static void cands_add(const char *w)
-{
-	if (n_cands == cap_cands) {
-		cap_cands = cap_cands ? 2 * cap_cands : 64;
-		cands = xrealloc(cands, (size_t)cap_cands * sizeof *cands);
-	}
-	cands[n_cands++] = xstrdup(w);
-}
-
-static void cands_add_list(const char *const *words)
-{
-	for (int i = 0; words && words[i]; i++)
-		cands_add(words[i]);
-}
-
-static void cands_add_commands(void)
-{
-	for (int i = 0; cmd_table[i]; i++)
-		cands_add(cmd_table[i]->name);
-}
-
-static void cands_add_heads(void)
-{
-	if (!cur || !cur->model)
-		return;
-	const struct model_config *c = &cur->model->cfg;
-	char id[32];
-	for (int l = 0; l < c->n_layer; l++)
-		for (int h = 0; h < c->n_head; h++) {
-			snprintf(id, sizeof id, "%d.%d", l, h);
-			cands_add(id);
-		}
-}
-
-static void cands_add_models(void)
-{
-	struct model_place *p;
-	int n;
-	model_places(&p, &n);
-	for (int i = 0; i < n; i++)
-		cands_add(p[i].name);
-	model_places_free(p, n);
-}
-
-/* The --options named in a usage line, e.g. "[--layers N --heads N]". */
-static void cands_add_usage_options(const char *usage)
-{
-	for (const char *p = usage ? strstr(usage, "--") : NULL; p; p = strstr(p, "--")) {
-		size_t n = 2;
-		while (p[n] && (p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9')))
-			n++;
-		if (n > 2) {
-			char *w = xstrndup(p, n);
-			bool dup = false;
-			for (int i = 0; i < n_cands; i++)
-				dup |= !strcmp(cands[i], w);
-			if (!dup)
-				cands_add(w);
-			free(w);
-		}
-		p += n;
-	}
-}
+/* What cmd_complete() offered for the word readline is completing. */
+static struct cmd_cands cands;
 
 static char *generate(const char *text, int state)
 {
-	static int next, file_state;
-	static bool in_files;
-	if (state == 0) {
+	static int next;
+	(void)text; /* cands holds only the words that start with it */
+	if (state == 0)
 		next = 0;
-		file_state = 0;
-		in_files = false;
-	}
-	size_t len = strlen(text);
-	while (!in_files && next < n_cands) {
-		const char *w = cands[next++];
-		if (!strncmp(w, text, len))
-			return xstrdup(w);
-	}
-	if (!cands_files)
-		return NULL;
-	in_files = true;
-	return rl_filename_completion_function(text, file_state++);
+	return next < cands.n ? xstrdup(cands.v[next++]) : NULL;
 }
 
-/* Words of the line before the one being completed (blank-separated). */
-static int words_before(const char *line, int start, char ***out)
-{
-	int n = 0, cap = 8;
-	char **v = xmalloc((size_t)cap * sizeof *v);
-	int i = 0;
-	while (i < start) {
-		while (i < start && (line[i] == ' ' || line[i] == '\t'))
-			i++;
-		int b = i;
-		while (i < start && line[i] != ' ' && line[i] != '\t')
-			i++;
-		if (i > b) {
-			if (n == cap) {
-				cap *= 2;
-				v = xrealloc(v, (size_t)cap * sizeof *v);
-			}
-			v[n++] = xstrndup(line + b, (size_t)(i - b));
-		}
-	}
-	*out = v;
-	return n;
-}
-
-/*
- * Fills the candidates for the word at `start`: the first word completes
- * to command names; later ones follow the command's `complete` kind
- * (WORDS and MODEL and COMMAND only for the first argument), except that
- * "--format" is followed by export formats, "--out" by a path, a word
- * naming a head ("head", "heatmap") by head ids, and a word starting with
- * "-" completes to the --options the command declares or names in its
- * usage line.
- */
-static void fill_candidates(const char *text, int start)
-{
-	cands_clear();
-	char **w;
-	int n = words_before(rl_line_buffer, start, &w);
-	const struct cmd_entry *c = n > 0 ? cmd_find(w[0], NULL) : NULL;
-	const char *prev = n > 0 ? w[n - 1] : "";
-	if (n == 0) {
-		cands_add_commands();
-	} else if (!c || c->flags & CMD_RAW) {
-		/* free text: nothing to offer */
-	} else if (!strcmp(prev, "--format")) {
-		cands_add_list(export_formats);
-	} else if (!strcmp(prev, "--out") || !strcmp(prev, "-o")) {
-		cands_files = true;
-	} else if (text[0] == '-') {
-		cands_add_usage_options(c->usage);
-		for (int i = 0; c->opts && c->opts[i].name; i++)
-			cands_add(c->opts[i].name);
-	} else if (n >= 2 && (strstr(prev, "head") || !strcmp(prev, "heatmap"))) {
-		cands_add_heads();
-	} else {
-		switch (c->complete) {
-		case COMPLETE_WORDS:
-			if (n == 1)
-				cands_add_list(c->words);
-			break;
-		case COMPLETE_MODEL:
-			if (n == 1) {
-				cands_add_models();
-				cands_files = true;
-			}
-			break;
-		case COMPLETE_HEAD:
-			cands_add_list(c->words);
-			cands_add_heads();
-			break;
-		case COMPLETE_FILE:
-			cands_files = true;
-			break;
-		case COMPLETE_COMMAND:
-			if (n == 1)
-				cands_add_commands();
-			break;
-		case COMPLETE_NONE:
-			break;
-		}
-	}
-	cmd_free_argv(n, w);
-}
-
+/* readline's hook: words break at blanks only, as cmd_complete() reads
+ * them; a directory completed alone gets no space after its '/'. */
 static char **complete(const char *text, int start, int end)
 {
-	(void)end;
-	rl_attempted_completion_over = 1; /* no file names unless asked for */
-	fill_candidates(text, start);
+	(void)start;
+	rl_attempted_completion_over = 1; /* no readline file names: cands has them */
+	cmd_cands_free(&cands);
+	cmd_complete(cur, rl_line_buffer, (size_t)end, &cands);
+	if (cands.n == 1 && cands.v[0][strlen(cands.v[0]) - 1] == '/')
+		rl_completion_suppress_append = 1;
 	return rl_completion_matches(text, generate);
 }
 
@@ -685,6 +518,7 @@ int repl_run(struct session *s)
 	rl_catch_signals = 0;
 	rl_catch_sigwinch = 0;
 	rl_attempted_completion_function = complete;
+	rl_completer_word_break_characters = " \t";
 	rl_instream = stdin;
 	rl_outstream = stdout;
 	/* a paste arrives whole, newlines included (see the loop below) */
@@ -731,10 +565,7 @@ int repl_run(struct session *s)
 		}
 	}
 	history_close();
-	cands_clear();
-	free(cands);
-	cands = NULL;
-	cap_cands = 0;
+	cmd_cands_free(&cands);
 	cur = NULL;
 	return status;
 }

@@ -1,6 +1,7 @@
 /*
  * script.c — command files, standard input and -c: lines in, cmd_run_line()
- * on each, "NAME:LINE: message" out.
+ * on each, "NAME:LINE: message" out; a `zh` line gives the narrated line
+ * before it its Chinese (script.h).
  */
 #include "script.h"
 
@@ -110,6 +111,107 @@ static bool settle(struct session *s, int rc, unsigned flags, int *result)
 	return false;
 }
 
+/* ------------------------------------------------------------ zh twins */
+
+/* The text of a line "zh TEXT" (leading blanks allowed; one blank after zh
+ * is dropped, as after echo): the Chinese of the line before.  NULL when
+ * the line is something else. */
+static const char *twin_text(const char *line)
+{
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (strncmp(line, "zh", 2) || (line[2] != ' ' && line[2] != '\t' && line[2] != '\0'))
+		return NULL;
+	return line[2] ? line + 3 : line + 2;
+}
+
+/* Whether line runs echo or expect (by any name cmd_find takes): the lines
+ * a zh twin may follow. */
+static bool narrated(const char *line)
+{
+	while (*line == ' ' || *line == '\t')
+		line++;
+	size_t n = strcspn(line, " \t");
+	char name[16];
+	if (n == 0 || n >= sizeof name)
+		return false;
+	memcpy(name, line, n);
+	name[n] = '\0';
+	const struct cmd_entry *c = cmd_find(name, NULL);
+	return c && (!strcmp(c->name, "echo") || !strcmp(c->name, "expect"));
+}
+
+/* One script being run: where its messages go, how it has gone so far,
+ * and the narrated line that waits for its twin. */
+struct runner {
+	struct session *s;
+	const char *name;    /* labels messages: a file name, "<stdin>", "-c" */
+	unsigned flags;      /* SCRIPT_BATCH */
+	FILE *errs;
+	int result;          /* SCRIPT_OK, SCRIPT_QUIT or SCRIPT_FAILED so far */
+	bool after_narrated; /* the line before was echo or expect: a zh line may follow */
+	char *held;          /* in Chinese, that line (held_len bytes, line held_no)
+			      * until the next line says whether it has a twin; or NULL */
+	size_t held_len;
+	long held_no;
+};
+
+/* Runs one line with narration (its zh twin, or NULL) in effect.  True
+ * when the script stops here. */
+static bool run_as(struct runner *r, const char *line, size_t len, long lineno, const char *twin)
+{
+	r->s->narration = twin;
+	int rc = run_one(r->s, line, len, r->name, lineno, r->errs);
+	r->s->narration = NULL;
+	return settle(r->s, rc, r->flags, &r->result);
+}
+
+/* Runs the held line, if any, with twin, and lets it go.  True when the
+ * script stops here. */
+static bool run_held(struct runner *r, const char *twin)
+{
+	if (!r->held)
+		return false;
+	bool stop = run_as(r, r->held, r->held_len, r->held_no, twin);
+	free(r->held);
+	r->held = NULL;
+	return stop;
+}
+
+/* Takes the script's next line (len bytes, which may include NULs): a zh
+ * line goes with the narrated line before it, and is an error anywhere
+ * else; in Chinese a narrated line waits for the next line, to print its
+ * twin when it has one.  True when the script stops here. */
+static bool feed(struct runner *r, const char *line, size_t len, long lineno)
+{
+	bool whole = strlen(line) == len; /* else run_one refuses it */
+	const char *twin = whole ? twin_text(line) : NULL;
+	if (twin) {
+		bool after = r->after_narrated;
+		r->after_narrated = false;
+		if (after)
+			return run_held(r, twin); /* in English nothing is held */
+		report(r->s, r->errs, r->name, lineno,
+		       "a zh line gives the Chinese of the echo or expect line just before it, "
+		       "and the line before is neither");
+		return settle(r->s, SCRIPT_FAILED, r->flags, &r->result);
+	}
+	if (run_held(r, NULL))
+		return true;
+	r->after_narrated = whole && narrated(line);
+	if (r->after_narrated && r->s->lang == NARRATE_ZH) {
+		r->held = xmalloc(len + 1);
+		memcpy(r->held, line, len);
+		r->held[len] = '\0';
+		r->held_len = len;
+		r->held_no = lineno;
+		return false;
+	}
+	return run_as(r, line, len, lineno, NULL);
+}
+
+/* ------------------------------------------------------------ the readers */
+
 /*
  * Reads one line of in into *buf (grown as needed, to at most max + 1
  * bytes), without its '\n' and NUL-terminated.  Returns its length in
@@ -142,15 +244,13 @@ static long read_line(FILE *in, char **buf, size_t *cap, size_t max)
 
 int script_run_stream(struct session *s, FILE *in, const char *name, unsigned flags, FILE *errs)
 {
-	if (!errs)
-		errs = stderr;
+	struct runner r = { .s = s, .name = name, .flags = flags, .errs = errs ? errs : stderr };
 	if (s->cancel)
 		*s->cancel = 0;
 	char *line = NULL;
 	size_t cap = 0;
 	long got;
 	long lineno = 0;
-	int result = SCRIPT_OK;
 	while ((got = read_line(in, &line, &cap, SCRIPT_LINE_MAX)) >= 0) {
 		lineno++;
 		size_t len = (size_t)got;
@@ -161,21 +261,23 @@ int script_run_stream(struct session *s, FILE *in, const char *name, unsigned fl
 			p += 3;
 			len -= 3;
 		}
-		int rc = run_one(s, p, len, name, lineno, errs);
-		if (settle(s, rc, flags, &result))
+		if (feed(&r, p, len, lineno))
 			break;
 	}
-	if (got == -2) {
+	bool stopped = got >= 0;
+	if (!stopped && run_held(&r, NULL))
+		stopped = true;
+	if (!stopped && got == -2) {
 		/* the rest of that line is never read: where the next line
 		 * starts is unknown, so the input ends here */
-		report_too_long(s, errs, name, lineno + 1);
-		result = SCRIPT_FAILED;
-	} else if (got < 0 && ferror(in)) {
-		report(s, errs, name, lineno + 1, strerror(errno));
-		result = SCRIPT_FAILED;
+		report_too_long(s, r.errs, name, lineno + 1);
+		r.result = SCRIPT_FAILED;
+	} else if (!stopped && ferror(in)) {
+		report(s, r.errs, name, lineno + 1, strerror(errno));
+		r.result = SCRIPT_FAILED;
 	}
 	free(line);
-	return result;
+	return r.result;
 }
 
 int script_run_file(struct session *s, const char *path, unsigned flags, FILE *errs)
@@ -233,26 +335,25 @@ void script_split_commands(const char *cmds, int *n, char ***out)
 
 int script_run_commands(struct session *s, const char *cmds, unsigned flags, FILE *errs)
 {
-	if (!errs)
-		errs = stderr;
+	struct runner r = { .s = s, .name = "-c", .flags = flags, .errs = errs ? errs : stderr };
 	if (s->cancel)
 		*s->cancel = 0;
 	int n;
 	char **v;
 	script_split_commands(cmds, &n, &v);
-	int result = SCRIPT_OK;
-	for (int i = 0; i < n; i++) {
+	bool stopped = false;
+	for (int i = 0; i < n && !stopped; i++) {
 		size_t len = strlen(v[i]);
-		int rc;
-		if (len > SCRIPT_LINE_MAX) {
-			report_too_long(s, errs, "-c", i + 1);
-			rc = SCRIPT_FAILED;
-		} else {
-			rc = run_one(s, v[i], len, "-c", i + 1, errs);
+		if (len <= SCRIPT_LINE_MAX) {
+			stopped = feed(&r, v[i], len, i + 1);
+		} else if (!(stopped = run_held(&r, NULL))) {
+			report_too_long(s, r.errs, "-c", i + 1);
+			r.after_narrated = false;
+			stopped = settle(s, SCRIPT_FAILED, flags, &r.result);
 		}
-		if (settle(s, rc, flags, &result))
-			break;
 	}
+	if (!stopped)
+		run_held(&r, NULL);
 	cmd_free_argv(n, v);
-	return result;
+	return r.result;
 }

@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <stdio.h>
@@ -22,6 +22,18 @@
 
 static const char *const curve_names[] = { "loss", "learning rate", "gradient norm" };
 static const char *const scale_names[] = { "auto", "log", "linear" };
+
+/* The curves view's own state. */
+struct curves_view {
+	int what;  /* the curve: 0 loss, 1 learning rate, 2 grad norm */
+	int scale; /* its y scale: 0 automatic, 1 log, 2 linear */
+};
+
+static void *curves_init(struct tui_state *t)
+{
+	(void)t;
+	return xcalloc(1, sizeof(struct curves_view));
+}
 
 /* Series colours: the roles with a colour of their own. */
 static const enum tui_role ink_roles[] = { TUI_ROLE_HINT, TUI_ROLE_LABEL, TUI_ROLE_GROUP,
@@ -52,19 +64,19 @@ static void note(const struct tui_rect *r, const char *msg)
 }
 
 /* The heading: what is drawn, then how it was kept when that fits. */
-static void heading(struct tui_state *t, const struct tui_rect *r, const struct curves_record *rec,
-		    bool log)
+static void heading(struct tui_state *t, const struct curves_view *cv, const struct tui_rect *r,
+		    const struct curves_record *rec, bool log)
 {
 	const struct model *m = t->s->model;
 	int x = r->x + tui_printf(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL, "%s: %s by step%s",
-				  m->name ? m->name : "the model", curve_names[t->curves_what],
+				  m->name ? m->name : "the model", curve_names[cv->what],
 				  log ? ", log y" : "");
 	char kept[128], more[192];
-	curves_describe(rec, t->curves_what == 0, kept, sizeof kept);
+	curves_describe(rec, cv->what == 0, kept, sizeof kept);
 	snprintf(more, sizeof more, "  (%s; c: curve, y: scale %s)", kept,
-		 scale_names[t->curves_scale]);
+		 scale_names[cv->scale]);
 	if (render_width(more) > r->x + r->w - x) /* the keys at least */
-		snprintf(more, sizeof more, "  (c: curve, y: scale %s)", scale_names[t->curves_scale]);
+		snprintf(more, sizeof more, "  (c: curve, y: scale %s)", scale_names[cv->scale]);
 	if (render_width(more) <= r->x + r->w - x)
 		tui_put(r->y, x, r->x + r->w - x, more, TUI_A_DIM, TUI_ROLE_NONE);
 }
@@ -97,8 +109,9 @@ static int strip(const struct tui_rect *r, const struct curves_record *rec, bool
 	return need;
 }
 
-static void curves_draw(struct tui_state *t, const struct tui_rect *r)
+static void curves_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
+	const struct curves_view *cv = data;
 	const struct model *m = t->s->model;
 	if (!m) {
 		note(r, "No model loaded.  Press : and type  load NAME  (e.g. load shakespeare).");
@@ -124,17 +137,17 @@ static void curves_draw(struct tui_state *t, const struct tui_rect *r)
 	}
 	const struct curve *series[2] = { &rec.loss, &rec.val };
 	int n = 1;
-	if (t->curves_what == 0 && rec.val.n)
+	if (cv->what == 0 && rec.val.n)
 		n = 2;
-	else if (t->curves_what > 0)
-		series[0] = t->curves_what == 1 ? &rec.lr : &rec.grad;
+	else if (cv->what > 0)
+		series[0] = cv->what == 1 ? &rec.lr : &rec.grad;
 	static const enum curves_scale scales[] = { CURVES_AUTO, CURVES_LOG, CURVES_LINEAR };
 	struct curves_plot_spec sp = {
-		.series = series, .n_series = n, .width = r->w, .scale = scales[t->curves_scale],
+		.series = series, .n_series = n, .width = r->w, .scale = scales[cv->scale],
 		.ascii = !t->utf8,
 	};
-	if (sp.scale == CURVES_AUTO && t->curves_what > 0)
-		sp.scale = t->curves_what == 2 ? CURVES_LOG : CURVES_LINEAR;
+	if (sp.scale == CURVES_AUTO && cv->what > 0)
+		sp.scale = cv->what == 2 ? CURVES_LOG : CURVES_LINEAR;
 	int extra = curves_plot_extra_rows(&sp) + 1; /* and the heading */
 	struct tui_rect body = *r;
 	body.h -= strip(r, &rec, !t->utf8, extra);
@@ -144,7 +157,7 @@ static void curves_draw(struct tui_state *t, const struct tui_rect *r)
 		curves_record_free(&rec);
 		return;
 	}
-	heading(t, r, &rec, curves_plot_is_log(&sp));
+	heading(t, cv, r, &rec, curves_plot_is_log(&sp));
 	struct curves_grid g;
 	curves_plot(&sp, &g);
 	put_grid(&g, r->y + 1, r->x);
@@ -153,16 +166,18 @@ static void curves_draw(struct tui_state *t, const struct tui_rect *r)
 }
 
 /* c: the next curve; y: the next y scale. */
-static enum tui_key_result curves_key(struct tui_state *t, int ch, bool fn)
+static enum tui_key_result curves_key(struct tui_state *t, void *data, int ch, bool fn)
 {
+	(void)t;
+	struct curves_view *cv = data;
 	if (fn)
 		return TUI_KEY_IGNORED;
 	if (ch == 'c') {
-		t->curves_what = (t->curves_what + 1) % 3;
+		cv->what = (cv->what + 1) % 3;
 		return TUI_KEY_REFRESH;
 	}
 	if (ch == 'y') {
-		t->curves_scale = (t->curves_scale + 1) % 3;
+		cv->scale = (cv->scale + 1) % 3;
 		return TUI_KEY_REFRESH;
 	}
 	return TUI_KEY_IGNORED;
@@ -177,6 +192,8 @@ const struct tui_view_mode tui_curves_view = {
 	.name = "curves",
 	.export_what = "stats",
 	.hints = curves_hints,
+	.init = curves_init,
+	.free = free,
 	.draw = curves_draw,
 	.key = curves_key,
 };

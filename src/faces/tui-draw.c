@@ -2,7 +2,7 @@
  * tui-draw.c — what every view of the visualizer uses (ncursesw): text
  * clipped to the screen, heat cells and half blocks, bars, token labels
  * cut to a width, and moving the selection.  The views themselves are
- * tui-grid.c, tui-head.c, tui-token.c and tui-numbers.c.
+ * the files tui-view.h lists.
  *
  * Heat: 256 colours use the render ramp (render_color256) over 10 levels,
  * 8 colours a blue-cyan-green-yellow-white ramp over 5; level 0 (weights
@@ -15,7 +15,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <math.h>
@@ -394,8 +394,9 @@ void tui_select_token(struct tui_state *t, int q)
 	s->dirty |= DIRTY_SELECT;
 }
 
-bool tui_side_always(struct tui_state *t)
+bool tui_side_always(struct tui_state *t, void *data)
 {
 	(void)t;
+	(void)data;
 	return true;
 }

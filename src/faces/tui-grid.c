@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <math.h>
@@ -20,6 +20,26 @@
 #include "heat.h"
 #include "render.h"
 #include "tokenizer.h"
+
+/* The grid view's own state. */
+struct grid {
+	struct tui_grid_layout layout; /* where the last draw put the heads (clicks) */
+	int layer0, head0;             /* the first layer and head shown */
+};
+
+static void *grid_init(struct tui_state *t)
+{
+	(void)t;
+	return xcalloc(1, sizeof(struct grid));
+}
+
+/* A new model or text: the first layer and head again. */
+static void grid_reset(struct tui_state *t, void *data)
+{
+	(void)t;
+	struct grid *gd = data;
+	gd->layer0 = gd->head0 = 0;
+}
 
 /* The colour scale at the right end of the header line, when the line
  * leaves room: "0 ░▒▓█ 1 attention weight" in the heatmaps' own cells. */
@@ -37,20 +57,21 @@ static void grid_legend(const struct tui_state *t, const struct tui_rect *r, int
 	tui_put(r->y, x + 5 + steps, w - 5 - steps, what, 0, TUI_ROLE_LABEL);
 }
 
-static void grid_draw(struct tui_state *t, const struct tui_rect *r)
+static void grid_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
+	struct grid *gd = data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
 	const struct model_config *c = &s->model->cfg;
 	int L = c->n_layer, H = c->n_head, T = s->n_tokens, G = s->opt.kv_heads;
-	struct tui_grid_layout *g = &t->grid;
+	struct tui_grid_layout *g = &gd->layout;
 	tui_grid_layout(r, L, H, T, t->vsub, g);
-	g->layer0 = t->grid_layer0;
-	g->head0 = t->grid_head0;
+	g->layer0 = gd->layer0;
+	g->head0 = gd->head0;
 	tui_grid_follow(g, s->sel_layer, s->sel_head);
-	t->grid_layer0 = g->layer0;
-	t->grid_head0 = g->head0;
+	gd->layer0 = g->layer0;
+	gd->head0 = g->head0;
 
 	/* the line stating the size and the pooling */
 	if (g->header) {
@@ -144,22 +165,25 @@ static void grid_draw(struct tui_state *t, const struct tui_rect *r)
 }
 
 /* The side panel when the grid leaves room for it (always before a run). */
-static bool grid_side(struct tui_state *t)
+static bool grid_side(struct tui_state *t, void *data)
 {
+	(void)data;
 	struct session *s = t->s;
 	return !session_ready(s) || tui_grid_side_panel(LINES, COLS, s->model->cfg.n_layer,
 							s->model->cfg.n_head, s->n_tokens, t->vsub);
 }
 
-static void grid_move(struct tui_state *t, int dy, int dx)
+static void grid_move(struct tui_state *t, void *data, int dy, int dx)
 {
+	(void)data;
 	tui_select_head(t, t->s->sel_layer + dy, t->s->sel_head + dx);
 }
 
-static enum tui_key_result grid_click(struct tui_state *t, int y, int x, bool *open)
+static enum tui_key_result grid_click(struct tui_state *t, void *data, int y, int x, bool *open)
 {
+	struct grid *gd = data;
 	int l, h;
-	if (!tui_grid_hit(&t->grid, y, x, &l, &h))
+	if (!tui_grid_hit(&gd->layout, y, x, &l, &h))
 		return TUI_KEY_IGNORED;
 	*open = l == t->s->sel_layer && h == t->s->sel_head; /* a second click opens it */
 	tui_select_head(t, l, h);
@@ -175,6 +199,9 @@ const struct tui_view_mode tui_grid_view = {
 	.name = "grid",
 	.export_what = "grid",
 	.hints = grid_hints,
+	.init = grid_init,
+	.free = free,
+	.reset = grid_reset,
 	.side = grid_side,
 	.draw = grid_draw,
 	.arrows = grid_move,

@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <math.h>
@@ -17,6 +17,30 @@
 #include "analysis.h"
 #include "render.h"
 #include "tokenizer.h"
+
+/* The head view's own state: its cursor's key column (the query row is
+ * the session's selected token) and its scrolling. */
+struct head {
+	struct tui_head_layout layout; /* where the last draw put the cells (clicks, pages) */
+	int key;                       /* the key column of the cursor */
+	bool diff;                     /* it shows run minus native (d) */
+	int row0, col0;                /* the first query row and key column shown */
+};
+
+/* A new model or text: the cursor on the selected token, no scrolling. */
+static void head_reset(struct tui_state *t, void *data)
+{
+	struct head *hv = data;
+	hv->key = t->s->sel_token;
+	hv->row0 = hv->col0 = 0;
+}
+
+static void *head_init(struct tui_state *t)
+{
+	struct head *hv = xcalloc(1, sizeof *hv);
+	head_reset(t, hv);
+	return hv;
+}
 
 /* The panel beside the map: the strongest keys of query q (what a is its
  * label) in att (T, T) of head l.hd, the run minus native when diff, and
@@ -70,8 +94,9 @@ static void head_panel(struct tui_state *t, const struct tui_rect *p, char **lab
 	}
 }
 
-static void head_draw(struct tui_state *t, const struct tui_rect *r)
+static void head_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
+	struct head *hv = data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
@@ -79,16 +104,16 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 	int lw;
 	bool wide;
 	char **lab = tui_token_labels(s, &lw, &wide);
-	if (t->head_key >= T)
-		t->head_key = T - 1;
-	if (t->head_key < 0)
-		t->head_key = 0;
-	int q = s->sel_token, k = t->head_key;
-	struct tui_head_layout *h = &t->head;
-	tui_head_layout(r, T, lw, wide, q, k, t->head_row0, t->head_col0, h);
-	t->head_row0 = h->row0;
-	t->head_col0 = h->col0;
-	float *diff = t->head_diff ? session_diff(s, l, hd) : NULL;
+	if (hv->key >= T)
+		hv->key = T - 1;
+	if (hv->key < 0)
+		hv->key = 0;
+	int q = s->sel_token, k = hv->key;
+	struct tui_head_layout *h = &hv->layout;
+	tui_head_layout(r, T, lw, wide, q, k, hv->row0, hv->col0, h);
+	hv->row0 = h->row0;
+	hv->col0 = h->col0;
+	float *diff = hv->diff ? session_diff(s, l, hd) : NULL;
 	const float *att = diff ? diff : session_att(s, l, hd);
 	char a[64], b[64];
 
@@ -155,35 +180,38 @@ static void head_draw(struct tui_state *t, const struct tui_rect *r)
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static void head_move(struct tui_state *t, int dy, int dx)
+static void head_move(struct tui_state *t, void *data, int dy, int dx)
 {
+	struct head *hv = data;
 	struct session *s = t->s;
 	if (dy)
 		tui_select_token(t, s->sel_token + dy);
 	if (dx)
-		t->head_key = clampi(t->head_key + dx, 0, s->n_tokens - 1);
+		hv->key = clampi(hv->key + dx, 0, s->n_tokens - 1);
 }
 
-static enum tui_key_result head_click(struct tui_state *t, int y, int x, bool *open)
+static enum tui_key_result head_click(struct tui_state *t, void *data, int y, int x, bool *open)
 {
 	(void)open;
+	struct head *hv = data;
 	int q, k;
-	if (!tui_head_hit(&t->head, y, x, &q, &k))
+	if (!tui_head_hit(&hv->layout, y, x, &q, &k))
 		return TUI_KEY_IGNORED;
 	tui_select_token(t, q);
-	t->head_key = k;
+	hv->key = k;
 	return TUI_KEY_REFRESH;
 }
 
-static enum tui_key_result head_key(struct tui_state *t, int ch, bool fn)
+static enum tui_key_result head_key(struct tui_state *t, void *data, int ch, bool fn)
 {
+	struct head *hv = data;
 	if (!fn && ch == 'd') { /* the weights, or what the options changed in them */
-		t->head_diff = !t->head_diff;
+		hv->diff = !hv->diff;
 		return TUI_KEY_REFRESH;
 	}
 	if (!fn || (ch != KEY_PPAGE && ch != KEY_NPAGE) || !session_ready(t->s))
 		return TUI_KEY_IGNORED;
-	int page = t->head.rows_vis > 1 ? t->head.rows_vis - 1 : 1;
+	int page = hv->layout.rows_vis > 1 ? hv->layout.rows_vis - 1 : 1;
 	tui_select_token(t, t->s->sel_token + (ch == KEY_PPAGE ? -page : page));
 	return TUI_KEY_REFRESH;
 }
@@ -197,6 +225,9 @@ const struct tui_view_mode tui_head_view = {
 	.name = "head",
 	.export_what = "heatmap",
 	.hints = head_hints,
+	.init = head_init,
+	.free = free,
+	.reset = head_reset,
 	.side = tui_side_always,
 	.draw = head_draw,
 	.arrows = head_move,

@@ -7,7 +7,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <stdio.h>
@@ -17,23 +17,47 @@
 #include "render.h"
 #include "tokenizer.h"
 
-/* The lens of the session's current run, computed when the run changed. */
-static const struct lens *current_lens(struct tui_state *t)
+/* The lens view's own state. */
+struct lens_view {
+	struct lens *lens;     /* the lens of the run (owned), or NULL before the first */
+	unsigned long gen;     /* the session's run_gen it was computed for */
+	int col0;              /* the first position shown */
+};
+
+static void *lens_init(struct tui_state *t)
 {
-	struct session *s = t->s;
-	if (!t->lens || t->lens_gen != s->run_gen) {
-		if (t->lens)
-			lens_free(t->lens);
-		else
-			t->lens = xcalloc(1, sizeof *t->lens);
-		lens_run(s->model, s->run, t->lens);
-		t->lens_gen = s->run_gen;
-	}
-	return t->lens;
+	(void)t;
+	return xcalloc(1, sizeof(struct lens_view));
 }
 
-static void lens_draw(struct tui_state *t, const struct tui_rect *r)
+static void lens_view_free(void *data)
 {
+	struct lens_view *lv = data;
+	if (lv && lv->lens) {
+		lens_free(lv->lens);
+		free(lv->lens);
+	}
+	free(lv);
+}
+
+/* The lens of the session's current run, computed when the run changed. */
+static const struct lens *current_lens(struct tui_state *t, struct lens_view *lv)
+{
+	struct session *s = t->s;
+	if (!lv->lens || lv->gen != s->run_gen) {
+		if (lv->lens)
+			lens_free(lv->lens);
+		else
+			lv->lens = xcalloc(1, sizeof *lv->lens);
+		lens_run(s->model, s->run, lv->lens);
+		lv->gen = s->run_gen;
+	}
+	return lv->lens;
+}
+
+static void lens_draw(struct tui_state *t, void *data, const struct tui_rect *r)
+{
+	struct lens_view *lv = data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
@@ -42,7 +66,7 @@ static void lens_draw(struct tui_state *t, const struct tui_rect *r)
 			TUI_ROLE_NONE);
 		return;
 	}
-	const struct lens *ln = current_lens(t);
+	const struct lens *ln = current_lens(t, lv);
 	int T = ln->T, D = ln->D, q = s->sel_token;
 	bool wide;
 	char **lab = tui_token_labels(s, NULL, &wide);
@@ -51,13 +75,13 @@ static void lens_draw(struct tui_state *t, const struct tui_rect *r)
 	if (cols < 1)
 		cols = 1;
 	/* keep the selected position in view */
-	if (q < t->lens_col0)
-		t->lens_col0 = q;
-	if (q >= t->lens_col0 + cols)
-		t->lens_col0 = q - cols + 1;
-	if (t->lens_col0 > T - cols)
-		t->lens_col0 = T - cols > 0 ? T - cols : 0;
-	int c0 = t->lens_col0, c1 = c0 + cols < T ? c0 + cols : T, y = r->y;
+	if (q < lv->col0)
+		lv->col0 = q;
+	if (q >= lv->col0 + cols)
+		lv->col0 = q - cols + 1;
+	if (lv->col0 > T - cols)
+		lv->col0 = T - cols > 0 ? T - cols : 0;
+	int c0 = lv->col0, c1 = c0 + cols < T ? c0 + cols : T, y = r->y;
 
 	char want[64];
 	tok_label(s->model->tok, ln->final[q], want, sizeof want);
@@ -93,8 +117,9 @@ static void lens_draw(struct tui_state *t, const struct tui_rect *r)
 	render_labels_free(lab, T);
 }
 
-static void lens_arrows(struct tui_state *t, int dy, int dx)
+static void lens_arrows(struct tui_state *t, void *data, int dy, int dx)
 {
+	(void)data;
 	if (dx)
 		tui_select_token(t, t->s->sel_token + dx);
 	if (dy)
@@ -109,6 +134,8 @@ const struct tui_view_mode tui_lens_view = {
 	.name = "lens",
 	.export_what = "stats",
 	.hints = lens_hints,
+	.init = lens_init,
+	.free = lens_view_free,
 	.draw = lens_draw,
 	.arrows = lens_arrows,
 };

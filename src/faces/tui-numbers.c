@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <math.h>
@@ -174,8 +174,9 @@ static int draw_next_tokens(struct tui_state *t, int y, int x, int w, int y_end,
 	return y;
 }
 
-static void numbers_draw(struct tui_state *t, const struct tui_rect *r)
+static void numbers_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
+	(void)data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
@@ -241,8 +242,9 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r)
 	draw_next_tokens(t, y, x, w, end, 5);
 }
 
-static void numbers_move(struct tui_state *t, int dy, int dx)
+static void numbers_move(struct tui_state *t, void *data, int dy, int dx)
 {
+	(void)data;
 	tui_select_head(t, t->s->sel_layer + dy, t->s->sel_head + dx);
 }
 

@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <stdio.h>
@@ -22,8 +22,9 @@ static double clip01(double v)
 	return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
-static void patch_draw(struct tui_state *t, const struct tui_rect *r)
+static void patch_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
+	(void)data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
@@ -82,8 +83,9 @@ static void patch_draw(struct tui_state *t, const struct tui_rect *r)
 	render_labels_free(lab, s->n_tokens);
 }
 
-static void patch_move(struct tui_state *t, int dy, int dx)
+static void patch_move(struct tui_state *t, void *data, int dy, int dx)
 {
+	(void)data;
 	(void)dy;
 	if (dx)
 		tui_select_token(t, t->s->sel_token + dx);

@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
-#include "tui.h"
+#include "tui-view.h"
 
 #include <curses.h>
 #include <math.h>
@@ -18,8 +18,30 @@
 #include "render.h"
 #include "tokenizer.h"
 
-static void token_draw(struct tui_state *t, const struct tui_rect *r)
+/* The token view's own state. */
+struct token {
+	struct tui_token_layout layout; /* where the last draw put the rows (clicks) */
+	bool all;                       /* every layer's heads, not the selected layer's (z) */
+	int row0, key0;                 /* the first head row and key shown */
+};
+
+static void *token_init(struct tui_state *t)
 {
+	(void)t;
+	return xcalloc(1, sizeof(struct token));
+}
+
+/* A new model or text: no scrolling. */
+static void token_reset(struct tui_state *t, void *data)
+{
+	(void)t;
+	struct token *tv = data;
+	tv->row0 = tv->key0 = 0;
+}
+
+static void token_draw(struct tui_state *t, void *data, const struct tui_rect *r)
+{
+	struct token *tv = data;
 	struct session *s = t->s;
 	if (!tui_need_run(s, r))
 		return;
@@ -28,18 +50,18 @@ static void token_draw(struct tui_state *t, const struct tui_rect *r)
 	int lw;
 	bool wide;
 	char **lab = tui_token_labels(s, &lw, &wide);
-	int n_layers = t->token_all ? L : 1;
-	int first_layer = t->token_all ? 0 : s->sel_layer;
-	int sel_row = t->token_all ? s->sel_layer * H + s->sel_head : s->sel_head;
-	struct tui_token_layout *tk = &t->token;
+	int n_layers = tv->all ? L : 1;
+	int first_layer = tv->all ? 0 : s->sel_layer;
+	int sel_row = tv->all ? s->sel_layer * H + s->sel_head : s->sel_head;
+	struct tui_token_layout *tk = &tv->layout;
 	int label_w = tui_grid_title_width(L, H) - 2;
-	tui_token_layout(r, n_layers, H, T, label_w, wide, q, sel_row, t->token_row0, t->token_key0, tk);
-	t->token_row0 = tk->row0;
-	t->token_key0 = tk->key0;
+	tui_token_layout(r, n_layers, H, T, label_w, wide, q, sel_row, tv->row0, tv->key0, tk);
+	tv->row0 = tk->row0;
+	tv->key0 = tk->key0;
 
 	char a[64];
 	tui_short_label(lab[q], 12, a, sizeof a);
-	if (t->token_all)
+	if (tv->all)
 		tui_printf(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL,
 			   "token %d '%s' %s keys, in every head of every layer (z: one layer)", q, a,
 			   tui_utf8() ? "\u2192" : "->");
@@ -118,33 +140,37 @@ static void token_draw(struct tui_state *t, const struct tui_rect *r)
 	render_labels_free(lab, T);
 }
 
-static void token_move(struct tui_state *t, int dy, int dx)
+static void token_move(struct tui_state *t, void *data, int dy, int dx)
 {
+	(void)data;
 	if (dx)
 		tui_select_token(t, t->s->sel_token + dx);
 	if (dy)
 		tui_step_head(t, dy);
 }
 
-static enum tui_key_result token_click(struct tui_state *t, int y, int x, bool *open)
+static enum tui_key_result token_click(struct tui_state *t, void *data, int y, int x, bool *open)
 {
 	(void)open;
+	struct token *tv = data;
 	int q, k;
-	if (!tui_token_hit(&t->token, y, x, &q, &k))
+	if (!tui_token_hit(&tv->layout, y, x, &q, &k))
 		return TUI_KEY_IGNORED;
 	int H = t->s->model->cfg.n_head;
-	int first = t->token_all ? 0 : t->s->sel_layer;
+	int first = tv->all ? 0 : t->s->sel_layer;
 	tui_select_head(t, first + q / H, q % H);
 	if (k >= 0)
 		tui_select_token(t, k);
 	return TUI_KEY_REFRESH;
 }
 
-static enum tui_key_result token_key(struct tui_state *t, int ch, bool fn)
+static enum tui_key_result token_key(struct tui_state *t, void *data, int ch, bool fn)
 {
+	(void)t;
+	struct token *tv = data;
 	if (fn || ch != 'z')
 		return TUI_KEY_IGNORED;
-	t->token_all = !t->token_all;
+	tv->all = !tv->all;
 	return TUI_KEY_REFRESH;
 }
 
@@ -157,6 +183,9 @@ const struct tui_view_mode tui_token_view = {
 	.name = "token",
 	.export_what = "grid",
 	.hints = token_hints,
+	.init = token_init,
+	.free = free,
+	.reset = token_reset,
 	.side = tui_side_always,
 	.draw = token_draw,
 	.arrows = token_move,

@@ -1,12 +1,15 @@
 /*
- * tui-views.c — the visualizer's views in order (1 grid, 2 head, 3 token,
- * 4 numbers, 5 lens, 6 curves, 7 patch: the keys 1-7, Tab, `view NAME`).  A new view is a
- * file with its struct tui_view_mode and one line here.
+ * tui-views.c — the visualizer's views in order, the table behind the keys
+ * 1..n, Tab and `view NAME` (tui-view.h lists them).  A new view is a file
+ * with its struct tui_view_mode, declared and listed here.
  */
-#include "tui.h"
+#include "tui-view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "tui.h"
 
 extern const struct tui_view_mode tui_grid_view, tui_head_view, tui_token_view, tui_numbers_view,
 	tui_lens_view, tui_curves_view, tui_patch_view;
@@ -38,4 +41,30 @@ int tui_view_parse(const char *s, int *out)
 		}
 	}
 	return -1;
+}
+
+void tui_views_init(struct tui_state *t)
+{
+	t->data = xcalloc((size_t)tui_n_views, sizeof *t->data);
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->init)
+			t->data[v] = tui_views[v]->init(t);
+}
+
+void tui_views_free(struct tui_state *t)
+{
+	if (!t->data)
+		return;
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->free)
+			tui_views[v]->free(t->data[v]);
+	free(t->data);
+	t->data = NULL;
+}
+
+void tui_views_reset(struct tui_state *t)
+{
+	for (int v = 0; v < tui_n_views; v++)
+		if (tui_views[v]->reset)
+			tui_views[v]->reset(t, t->data[v]);
 }

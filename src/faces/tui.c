@@ -1,1441 +1,40 @@
 /*
- * tui.c — the visualizer's terminal, main loop and keys.
- *
- * Scope: entering and leaving curses mode (and restoring the terminal on
- * every way out, signals included), the loop that reads a key, lets its
- * handler act and redraws, running commands with their output captured,
- * the line prompts (`e`, `:`, `x`), the pager and the help.  The views are
- * the modes of tui_views[] (tui-views.c: one file each), drawn from layouts
- * computed in tui-layout.c.
+ * tui.c — the visualizer's main loop and its keys: tui_run takes the
+ * terminal, then reads a key, lets its handler act and draws the screen
+ * again, until q or `:quit`; and the help that `?` shows.
  *
  * Every change to how the model runs, or to the text, is a command line
- * run through cmd_run_line() — the same table, checks and recording as the
- * REPL.  Moving the selection and scrolling are view state.
+ * run through the command table (tui-command.c) — the same table, checks
+ * and recording as the REPL.  Moving the selection and scrolling are view
+ * state (the views, tui-view.h).  The rest of the visualizer is in the
+ * files tui-int.h lists.
  *
- * Key handlers return what changed (after htop): HANDLED (nothing to
- * draw), REFRESH (draw the screen again; curses sends only what differs),
- * REDRAW (repaint everything, e.g. after a resize), or a way out.
+ * Key handlers return what changed (after htop; enum tui_result):
+ * TUI_HANDLED (nothing to draw), TUI_REFRESH (draw the screen again;
+ * curses sends only what differs), TUI_REDRAW (repaint everything, e.g.
+ * after a resize), or a way out.  The time from a key to its screen is
+ * measured and shown in the info line and the numbers view.
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
+#include "tui-int.h"
 #include "tui.h"
 
 #include <curses.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <langinfo.h>
-#include <limits.h>
-#include <math.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
-#include <unistd.h>
 #include <wchar.h>
 
 #include "cmd.h"
-#include "lens.h"
-#include "render.h"
-#include "text-input.h"
-#include "tokenizer.h"
 
-/* ================================================================ state */
+static const char *help_text(void);
 
-enum result {
-	HANDLED, /* nothing changed on screen */
-	REFRESH, /* draw again */
-	REDRAW,  /* repaint the whole terminal */
-	BACK,    /* q: leave the visualizer */
-	QUIT,    /* :quit: leave and end the program */
-};
+/* ================================================================= keys */
 
-enum msg_kind { MSG_NONE, MSG_INFO, MSG_ERROR };
-
-#define HISTORY_MAX 100
-#define MSG_LINES 4 /* output up to this many lines is shown without the pager */
-
-struct tui {
-	struct tui_state st;
-	struct session *s;
-	char msg[1024];
-	enum msg_kind msg_kind;
-	double key_t0;          /* when the key being handled arrived */
-	bool measure;           /* time this key's redraw */
-	char *history[HISTORY_MAX];
-	int n_history;
-	volatile sig_atomic_t local_cancel;
-	bool gone;              /* the terminal hung up: leave */
-};
-
-/* ============================================= terminal and signals */
-
-static SCREEN *g_screen;         /* made once per process, reused by later entries */
-static bool g_colors_started;
-static volatile sig_atomic_t g_active;      /* curses mode is on */
-static volatile sig_atomic_t g_running_cmd; /* a command is running */
-static volatile sig_atomic_t *g_cancel;
-static bool g_in_tui;
-static struct termios g_saved_tio;
-static bool g_have_tio;
-static char g_restore[512];      /* bytes that leave curses mode, for the signal path */
-static size_t g_restore_len;
-static int g_saved_stderr = -1;  /* the real stderr while a command's goes to the pty */
-static bool g_mouse;
-
-static const int g_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT };
-#define N_SIGS (sizeof g_sigs / sizeof g_sigs[0])
-static struct sigaction g_old_sa[N_SIGS];
-
-/* Async-signal-safe: put the terminal back as it was before curses. */
-static int g_err_master = -1;   /* where a running command's stderr can be read back */
-
-static void emergency_restore(void)
-{
-	if (!g_active)
-		return;
-	g_active = 0;
-	if (g_restore_len) {
-		ssize_t w = write(STDOUT_FILENO, g_restore, g_restore_len);
-		(void)w;
-	}
-	if (g_have_tio)
-		tcsetattr(STDOUT_FILENO, TCSADRAIN, &g_saved_tio);
-	if (g_saved_stderr >= 0) {
-		/* what the command wrote last (e.g. a fatal message) goes to
-		 * the real stderr, after the screen is back */
-		dup2(g_saved_stderr, STDERR_FILENO);
-		char buf[4096];
-		ssize_t n;
-		while (g_err_master >= 0 && (n = read(g_err_master, buf, sizeof buf)) > 0) {
-			ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
-			(void)w;
-		}
-	}
-}
-
-static void on_signal(int sig)
-{
-	if (sig == SIGINT && g_running_cmd && g_cancel && !*g_cancel) {
-		*g_cancel = 1; /* first Ctrl-C from outside: cancel the running command */
-		return;
-	}
-	emergency_restore();
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(sig);
-}
-
-static void at_exit_restore(void)
-{
-	if (g_active) {
-		g_active = 0;
-		if (g_saved_stderr >= 0)
-			dup2(g_saved_stderr, STDERR_FILENO);
-		endwin();
-	}
-}
-
-static void signals_on(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < N_SIGS; i++) {
-		sigaction(g_sigs[i], &sa, &g_old_sa[i]);
-		/* a signal the process ignores (nohup) stays ignored */
-		if (g_old_sa[i].sa_handler == SIG_IGN)
-			sigaction(g_sigs[i], &g_old_sa[i], NULL);
-	}
-}
-
-static void signals_off(void)
-{
-	for (size_t i = 0; i < N_SIGS; i++)
-		sigaction(g_sigs[i], &g_old_sa[i], NULL);
-}
-
-/* Appends terminfo capability `cap` to the restore bytes. */
-static void restore_add(const char *cap)
-{
-	const char *v = tigetstr(cap);
-	if (!v || v == (char *)-1)
-		return;
-	size_t n = strlen(v);
-	if (g_restore_len + n < sizeof g_restore) {
-		memcpy(g_restore + g_restore_len, v, n);
-		g_restore_len += n;
-	}
-}
-
-static void restore_add_raw(const char *v)
-{
-	size_t n = strlen(v);
-	if (g_restore_len + n < sizeof g_restore) {
-		memcpy(g_restore + g_restore_len, v, n);
-		g_restore_len += n;
-	}
-}
-
-/* Picks colour depth and glyphs for this terminal. */
-static void choose_style(struct tui_state *t)
-{
-	const char *codeset = nl_langinfo(CODESET);
-	t->utf8 = codeset && (!strcmp(codeset, "UTF-8") || !strcmp(codeset, "utf8"));
-	const char *nc = getenv("NO_COLOR");
-	const char *term = getenv("TERM");
-	bool no_color = (nc && nc[0]) || !term || !strcmp(term, "dumb") || !has_colors();
-	t->colors = 0;
-	if (!no_color) {
-		if (!g_colors_started) {
-			start_color();
-			g_colors_started = true;
-		}
-		if (COLORS >= 256 && COLOR_PAIRS >= 16 + 11 * 11)
-			t->colors = 256;
-		else if (COLORS >= 8 && COLOR_PAIRS >= 16 + 6 * 6)
-			t->colors = 8;
-	}
-	t->vsub = t->colors && t->utf8 ? 2 : 1;
-	tui_colors_init(t);
-}
-
-/* Makes curses aware of a size change that happened while it was off. */
-static void sync_size(void)
-{
-	struct winsize ws;
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 &&
-	    (ws.ws_row != LINES || ws.ws_col != COLS))
-		resizeterm(ws.ws_row, ws.ws_col);
-}
-
-static int term_enter(struct tui *t, struct err *e)
-{
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-		return err_set(e, "the visualizer needs a terminal (standard input and output are not one)");
-	const char *term = getenv("TERM");
-	if (!term || !term[0])
-		return err_set(e, "TERM is not set: the visualizer needs to know the terminal");
-	fflush(stdout);
-	fflush(stderr);
-	g_have_tio = tcgetattr(STDOUT_FILENO, &g_saved_tio) == 0;
-	if (!g_screen) {
-		g_screen = newterm(NULL, stdout, stdin);
-		if (!g_screen)
-			return err_set(e, "cannot drive the terminal type %s (no terminfo entry?)", term);
-		const char *cup = tigetstr("cup");
-		if (!cup || cup == (char *)-1) {
-			endwin();
-			delscreen(g_screen);
-			g_screen = NULL;
-			if (g_have_tio)
-				tcsetattr(STDOUT_FILENO, TCSADRAIN, &g_saved_tio);
-			return err_set(e, "the terminal (TERM=%s) cannot move the cursor; the visualizer needs one "
-					  "that can, such as xterm (the REPL and scripts work anywhere)", term);
-		}
-		static bool registered;
-		if (!registered) {
-			atexit(at_exit_restore);
-			registered = true;
-		}
-	} else {
-		set_term(g_screen);
-		reset_prog_mode();
-		sync_size();
-	}
-	set_escdelay(25);
-	raw();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	intrflush(stdscr, FALSE);
-	curs_set(0);
-	choose_style(&t->st);
-	g_mouse = mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL) != 0;
-	mouseinterval(0);
-
-	g_restore_len = 0;
-	restore_add("sgr0");
-	if (g_mouse)
-		restore_add_raw("\033[?1000l\033[?1002l\033[?1006l");
-	restore_add("rmkx");
-	restore_add("cnorm");
-	restore_add("rmcup");
-	g_active = 1;
-	signals_on();
-	clearok(curscr, TRUE);
-	return 0;
-}
-
-static void term_leave(void)
-{
-	signals_off();
-	if (g_mouse)
-		mousemask(0, NULL);
-	curs_set(1);
-	erase();
-	refresh();
-	endwin();
-	g_active = 0;
-	fflush(stdout);
-}
-
-bool tui_active(void)
-{
-	return g_in_tui;
-}
-
-/* ================================== keys given back to curses */
-
-/*
- * Bytes given back to curses (ungetch) go in front of what it reads from
- * the terminal.  g_held counts the entries its input queue may hold:
- * those given back, and after an Esc (or a byte of the 8-bit half) what
- * it may have read ahead looking for a key's sequence.  Each read takes
- * at least one, so at 0 the queue is empty and the terminal's bytes can
- * be read directly, in order (a paste in a prompt).
- */
-static int g_held;
-#define KEY_SEQ_MAX 32   /* read ahead by curses at most, after an Esc */
-#define GIVE_BACK_MAX 64 /* given back at once at most; the queue holds about 137 */
-
-/* Gives back the first bytes of p[0, n) that fit (GIVE_BACK_MAX), in
- * order; the rest are dropped. */
-static void unget_bytes(const unsigned char *p, int n)
-{
-	if (n > GIVE_BACK_MAX)
-		n = GIVE_BACK_MAX;
-	for (int i = n - 1; i >= 0; i--) {
-		if (ungetch(p[i]) == ERR)
-			break;
-		g_held++;
-	}
-}
-
-/* getch() with g_held kept: waits delay_ms (-1: until a key). */
-static int key_byte(int delay_ms)
-{
-	if (delay_ms >= 0)
-		timeout(delay_ms);
-	int c = getch();
-	if (delay_ms >= 0)
-		timeout(-1);
-	if (c != ERR && g_held > 0)
-		g_held--;
-	if (c == 27 || (c >= 0x80 && c <= 0xff))
-		g_held += KEY_SEQ_MAX;
-	return c;
-}
-
-/* ======================================= commands and their output */
-
-/*
- * While a command runs, its standard error goes to a pseudo-terminal (so
- * that commands that show progress only at a terminal still do) and a
- * watcher thread reads it, shows the latest progress line in the info
- * line, and reads the keyboard: Esc or Ctrl-C sets *s->cancel.  The main
- * thread does no curses calls until it has joined the watcher.
- */
-struct watcher {
-	pthread_t th;
-	int wake[2];
-	int master, slave;  /* pty (or pipe) ends; -1 when unavailable */
-	double t0;
-	char what[96];
-	char line[256];
-	size_t line_len;
-	char progress[256];
-	struct render_buf err_text;
-	bool cancel_seen;
-	/* other keys typed meanwhile, given back afterwards: whole reads, as
-	 * many as curses takes back (unget_bytes) */
-	unsigned char typed[GIVE_BACK_MAX];
-	int n_typed;
-	bool typed_full; /* a read did not fit: it and later keys were dropped */
-};
-
-static struct watcher g_w = { .master = -1, .slave = -1, .wake = { -1, -1 } };
-
-static void watch_open(struct watcher *w)
-{
-	int m = posix_openpt(O_RDWR | O_NOCTTY);
-	char name[128];
-	int sl = -1;
-	if (m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 && ptsname_r(m, name, sizeof name) == 0)
-		sl = open(name, O_RDWR | O_NOCTTY);
-	if (sl >= 0) {
-		struct termios tio;
-		if (tcgetattr(sl, &tio) == 0) {
-			cfmakeraw(&tio);
-			tcsetattr(sl, TCSANOW, &tio);
-		}
-		struct winsize ws = { .ws_row = (unsigned short)LINES, .ws_col = (unsigned short)COLS };
-		ioctl(sl, TIOCSWINSZ, &ws);
-	} else {
-		if (m >= 0)
-			close(m);
-		int p[2];
-		if (pipe(p) != 0) {
-			w->master = w->slave = -1;
-			return;
-		}
-		m = p[0];
-		sl = p[1];
-	}
-	fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
-	fcntl(m, F_SETFD, FD_CLOEXEC);
-	fcntl(sl, F_SETFD, FD_CLOEXEC);
-	w->master = m;
-	w->slave = sl;
-	g_err_master = m;
-}
-
-static void watch_close(struct watcher *w)
-{
-	g_err_master = -1;
-	if (w->master >= 0)
-		close(w->master);
-	if (w->slave >= 0)
-		close(w->slave);
-	w->master = w->slave = -1;
-	render_buf_free(&w->err_text);
-}
-
-/* Takes bytes written to the command's stderr: '\r' starts the line over
- * (a progress line), '\n' ends a line of text. */
-static void watch_feed(struct watcher *w, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = p[i];
-		if (c == '\r' || c == '\n') {
-			w->line[w->line_len] = '\0';
-			bool blank = strspn(w->line, " \t") == w->line_len;
-			if (!blank) {
-				if (c == '\n') {
-					render_buf_puts(&w->err_text, w->line);
-					render_buf_puts(&w->err_text, "\n");
-				} else {
-					snprintf(w->progress, sizeof w->progress, "%s", w->line);
-				}
-			}
-			w->line_len = 0;
-		} else if (w->line_len + 1 < sizeof w->line) {
-			w->line[w->line_len++] = c;
-		}
-	}
-	w->line[w->line_len] = '\0';
-	if (w->line_len && strspn(w->line, " \t") != w->line_len)
-		snprintf(w->progress, sizeof w->progress, "%s", w->line);
-}
-
-static void watch_drain(struct watcher *w)
-{
-	char buf[4096];
-	ssize_t n;
-	while (w->master >= 0 && (n = read(w->master, buf, sizeof buf)) > 0)
-		watch_feed(w, buf, (size_t)n);
-}
-
-/* Reads what was typed while the command runs: Esc alone or Ctrl-C
- * cancels it; other keys are kept while they fit (a read whole or not at
- * all, so that no key's bytes are cut), later ones dropped. */
-static void watch_keys(struct watcher *w)
-{
-	unsigned char k[256]; /* a burst (a held key) in one read, not cut in a key */
-	ssize_t n = read(STDIN_FILENO, k, sizeof k);
-	if (n <= 0)
-		return;
-	bool cancel = n == 1 && k[0] == 27; /* a lone Esc, not an arrow key's sequence */
-	for (ssize_t i = 0; i < n; i++)
-		cancel |= k[i] == 3;
-	if (cancel) {
-		if (g_cancel) {
-			*g_cancel = 1;
-			w->cancel_seen = true;
-		}
-		return;
-	}
-	if (w->typed_full || w->n_typed + n > (int)sizeof w->typed) {
-		w->typed_full = true;
-		return;
-	}
-	memcpy(w->typed + w->n_typed, k, (size_t)n);
-	w->n_typed += (int)n;
-}
-
-static void *watch_thread(void *arg)
-{
-	struct watcher *w = arg;
-	bool keyboard = true; /* false once the terminal hangs up */
-	for (;;) {
-		struct pollfd fds[3] = {
-			{ .fd = w->wake[0], .events = POLLIN },
-			{ .fd = keyboard ? STDIN_FILENO : -1, .events = POLLIN },
-			{ .fd = w->master, .events = POLLIN },
-		};
-		int r = poll(fds, w->master >= 0 ? 3 : 2, 100);
-		if (r > 0 && (fds[0].revents & POLLIN))
-			break;
-		if (r > 0 && (fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(fds[1].revents & POLLIN))
-			keyboard = false;
-		if (r > 0 && (fds[1].revents & POLLIN))
-			watch_keys(w);
-		if (r > 0 && w->master >= 0 && (fds[2].revents & POLLIN))
-			watch_drain(w);
-		double el = now_ms() - w->t0;
-		if (el >= 150) {
-			/* the main thread makes no curses calls until it joins us */
-			int y = LINES - 2;
-			char line[512];
-			snprintf(line, sizeof line, "%s %s  %s  %.1f s  (%s)", w->cancel_seen ? "cancelling" : "running",
-				 w->what, w->progress, el / 1000.0, "Esc or Ctrl-C cancels");
-			tui_blank(y, 0, COLS, TUI_A_BOLD, TUI_ROLE_STATUS);
-			tui_put(y, 1, COLS - 2, line, TUI_A_BOLD, TUI_ROLE_STATUS);
-			refresh();
-		}
-	}
-	return NULL;
-}
-
-/* Starts watching a command line; its stderr goes to the pty. */
-static bool watch_start(struct watcher *w, const char *line)
-{
-	w->t0 = now_ms();
-	/* the command as typed, cut to leave room for the progress on the line */
-	if (strlen(line) > 32)
-		snprintf(w->what, sizeof w->what, "%.29s...", line);
-	else
-		snprintf(w->what, sizeof w->what, "%s", line);
-	w->line_len = 0;
-	w->progress[0] = '\0';
-	w->cancel_seen = false;
-	w->n_typed = 0;
-	w->typed_full = false;
-	render_buf_free(&w->err_text);
-	if (pipe(w->wake) != 0)
-		return false;
-	fflush(stderr);
-	if (w->slave >= 0) {
-		g_saved_stderr = dup(STDERR_FILENO);
-		if (g_saved_stderr >= 0)
-			dup2(w->slave, STDERR_FILENO);
-	}
-	if (pthread_create(&w->th, NULL, watch_thread, w) != 0) {
-		close(w->wake[0]);
-		close(w->wake[1]);
-		w->wake[0] = w->wake[1] = -1;
-		return false;
-	}
-	return true;
-}
-
-static void watch_stop(struct watcher *w, bool started)
-{
-	fflush(stderr);
-	if (started) {
-		ssize_t n = write(w->wake[1], "x", 1);
-		(void)n;
-		pthread_join(w->th, NULL);
-		close(w->wake[0]);
-		close(w->wake[1]);
-		w->wake[0] = w->wake[1] = -1;
-	}
-	if (g_saved_stderr >= 0) {
-		dup2(g_saved_stderr, STDERR_FILENO);
-		close(g_saved_stderr);
-		g_saved_stderr = -1;
-	}
-	watch_drain(w);
-	/* keys typed during the command, in order */
-	unget_bytes(w->typed, w->n_typed);
-	w->n_typed = 0;
-}
-
-/* ================================================== messages, pager */
-
-static void set_msg(struct tui *t, enum msg_kind k, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_msg(struct tui *t, enum msg_kind k, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->msg, sizeof t->msg, fmt, ap);
-	va_end(ap);
-	t->msg_kind = k;
-}
-
-static void draw_screen(struct tui *t);
-static int read_key(struct tui *t, wint_t *ch, bool *fn);
-
-/* Text without terminal escape sequences and with tabs expanded, split
- * into lines (a malloc'd array of malloc'd strings). */
-static char **split_lines(const char *text, int *n_out)
-{
-	int n = 0, cap = 64;
-	char **v = xmalloc((size_t)cap * sizeof *v);
-	struct render_buf line;
-	render_buf_init(&line);
-	int col = 0;
-	for (const char *p = text;; p++) {
-		if (*p == '\0' || *p == '\n') {
-			if (*p == '\0' && line.len == 0)
-				break;
-			if (n == cap) {
-				cap *= 2;
-				v = xrealloc(v, (size_t)cap * sizeof *v);
-			}
-			v[n++] = xstrdup(line.data ? line.data : "");
-			render_buf_free(&line);
-			col = 0;
-			if (*p == '\0')
-				break;
-		} else if (*p == '\x1b') {
-			/* CSI ... final byte, or a two-byte escape */
-			if (p[1] == '[') {
-				p += 2;
-				while (*p && !(*p >= '@' && *p <= '~'))
-					p++;
-				if (!*p)
-					p--;
-			} else if (p[1]) {
-				p++;
-			}
-		} else if (*p == '\t') {
-			do {
-				render_buf_puts(&line, " ");
-				col++;
-			} while (col % 8);
-		} else if (*p == '\r') {
-			/* dropped */
-		} else {
-			render_buf_put(&line, p, 1);
-			col++;
-		}
-	}
-	render_buf_free(&line);
-	*n_out = n;
-	return v;
-}
-
-/* A scrollable window over text until q, Esc or Enter. */
-static void pager(struct tui *t, const char *title, const char *text)
-{
-	int n;
-	char **lines = split_lines(text, &n);
-	int top = 0, left = 0;
-	for (;;) {
-		erase();
-		int rows = LINES - 2 > 1 ? LINES - 2 : 1;
-		tui_blank(0, 0, COLS, TUI_A_BOLD, TUI_ROLE_STATUS);
-		tui_put(0, 1, COLS - 2, title, TUI_A_BOLD, TUI_ROLE_STATUS);
-		if (top > n - rows)
-			top = n - rows;
-		if (top < 0)
-			top = 0;
-		for (int i = 0; i < rows && top + i < n; i++) {
-			/* skip `left` columns */
-			const char *p = lines[top + i];
-			int skip = 0;
-			while (*p && skip < left) {
-				uint32_t cp;
-				int bad;
-				int k = utf8_decode((const unsigned char *)p, strlen(p), &cp, &bad);
-				skip += bad ? 1 : render_cp_width(cp);
-				p += k;
-			}
-			tui_put(1 + i, 0, COLS, p, 0, TUI_ROLE_NONE);
-		}
-		char foot[256];
-		snprintf(foot, sizeof foot, "lines %d-%d of %d   %s scroll  PgUp/PgDn  %s  q/Esc close",
-			 n ? top + 1 : 0, top + rows < n ? top + rows : n, n, t->st.utf8 ? "\u2191\u2193" : "j/k",
-			 t->st.utf8 ? "\u2190\u2192 sideways" : "h/l sideways");
-		tui_put(LINES - 1, 0, COLS, foot, TUI_A_DIM, TUI_ROLE_HINT);
-		refresh();
-		wint_t ch;
-		bool fn;
-		if (read_key(t, &ch, &fn) != OK) {
-			if (t->gone)
-				goto done;
-			continue;
-		}
-		if (fn) {
-			switch (ch) {
-			case KEY_UP: top--; break;
-			case KEY_DOWN: top++; break;
-			case KEY_PPAGE: top -= rows; break;
-			case KEY_NPAGE: top += rows; break;
-			case KEY_HOME: top = 0; break;
-			case KEY_END: top = n; break;
-			case KEY_LEFT: left = left > 8 ? left - 8 : 0; break;
-			case KEY_RIGHT: left += 8; break;
-			case KEY_ENTER: goto done;
-			case KEY_RESIZE: clearok(curscr, TRUE); break;
-			default: break;
-			}
-			continue;
-		}
-		switch (ch) {
-		case 'k': top--; break;
-		case 'j': top++; break;
-		case ' ': case 'f': case 6: top += rows; break;
-		case 'b': case 2: top -= rows; break;
-		case 'g': top = 0; break;
-		case 'G': top = n; break;
-		case 'h': left = left > 8 ? left - 8 : 0; break;
-		case 'l': left += 8; break;
-		case 'q': case 27: case '\r': case '\n': case 3: goto done;
-		default: break;
-		}
-	}
-done:
-	for (int i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
-	clearok(curscr, TRUE);
-}
-
-/* Runs one command line with its output captured.  show: display what
- * it printed (info line for one line, the pager for more); otherwise only
- * errors are shown.  With argv (argc words), runs those words through
- * cmd_run() instead of splitting line (which then only labels it).
- * Returns cmd_run_line's (or cmd_run's) result. */
-static int run_command_argv(struct tui *t, const char *line, int argc, char **argv, bool show)
-{
-	struct session *s = t->s;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (!mem) {
-		set_msg(t, MSG_ERROR, "error: cannot capture output: %s", strerror(errno));
-		return -1;
-	}
-	FILE *keep = s->out;
-	s->out = mem;
-	if (s->cancel)
-		*s->cancel = 0;
-	struct err e;
-	e.msg[0] = '\0';
-	bool started = watch_start(&g_w, line);
-	g_running_cmd = 1;
-	int rc = argv ? cmd_run(s, argc, argv, &e) : cmd_run_line(s, line, &e);
-	g_running_cmd = 0;
-	watch_stop(&g_w, started);
-	s->out = keep;
-	fclose(mem);
-	bool cancelled = s->cancel && *s->cancel;
-	if (s->cancel)
-		*s->cancel = 0;
-
-	struct render_buf all;
-	render_buf_init(&all);
-	if (len)
-		render_buf_put(&all, buf, len);
-	if (g_w.err_text.len)
-		render_buf_put(&all, g_w.err_text.data, g_w.err_text.len);
-	free(buf);
-	const char *text = all.data ? all.data : "";
-	int n_lines = 0;
-	for (const char *p = text; *p; p++)
-		n_lines += *p == '\n';
-	if (all.len && text[all.len - 1] != '\n')
-		n_lines++;
-
-	if (rc < 0 && cancelled) {
-		set_msg(t, MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
-	} else if (rc < 0) {
-		set_msg(t, MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
-		if (show && n_lines > 1)
-			pager(t, line, text);
-	} else if (show && n_lines > 1 && n_lines <= MSG_LINES) {
-		/* a few lines: over the bottom of the view until the next key */
-		size_t k = all.len;
-		while (k > 0 && text[k - 1] == '\n')
-			k--;
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
-	} else if (show && n_lines > 1) {
-		pager(t, line, text);
-		set_msg(t, MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
-	} else if (show && n_lines == 1) {
-		size_t k = strcspn(text, "\n");
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
-	} else if (show) {
-		set_msg(t, MSG_INFO, "%s: done", line);
-	} else if (g_w.err_text.len) {
-		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
-		size_t k = strcspn(g_w.err_text.data, "\n");
-		set_msg(t, MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), g_w.err_text.data);
-	}
-	render_buf_free(&all);
-	return rc;
-}
-
-static int run_command(struct tui *t, const char *line, bool show)
-{
-	return run_command_argv(t, line, 0, NULL, show);
-}
-
-/* A key's command: recorded as the last one run, output not shown. */
-static enum result key_command(struct tui *t, const char *line)
-{
-	snprintf(t->st.ran, sizeof t->st.ran, "%s", line);
-	int rc = run_command(t, line, false);
-	if (rc == CMD_QUIT)
-		return QUIT;
-	return REFRESH;
-}
-
-/* ======================================================= the screen */
-
-static void draw_status(struct tui *t, const struct tui_rect *r)
-{
-	struct session *s = t->s;
-	tui_blank(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_STATUS);
-	char line[512], right[64];
-	snprintf(right, sizeof right, " %d %s ", t->st.view + 1, tui_views[t->st.view]->name);
-	int rw = render_width(right);
-	if (s->model) {
-		const struct model_config *c = &s->model->cfg;
-		const char *name = s->model->name ? s->model->name : s->model_spec ? s->model_spec : "model";
-		tui_status_text(name, c->n_layer, c->n_head, &s->opt, t->st.utf8, true, line, sizeof line);
-		if (render_width(line) > r->w - rw - 2) /* the sizes are in the views too */
-			tui_status_text(name, c->n_layer, c->n_head, &s->opt, t->st.utf8, false, line,
-					sizeof line);
-		if (s->heat != HEAT_WEIGHTS) { /* what the heatmaps show, after the model */
-			const char *sep = t->st.utf8 ? " \u2502 " : " | ";
-			char *at = strstr(line, sep), rest[sizeof line];
-			if (at) {
-				snprintf(rest, sizeof rest, "%s", at);
-				snprintf(at, sizeof line - (size_t)(at - line), "%s%s%s", sep,
-					 heat_kind_name(s->heat), rest);
-			}
-		}
-	} else {
-		snprintf(line, sizeof line, "attnscope: no model loaded");
-	}
-	tui_put(r->y, r->x + 1, r->w - rw - 2, line, TUI_A_BOLD, TUI_ROLE_STATUS);
-	tui_put(r->y, r->x + r->w - rw, rw, right, TUI_A_BOLD | TUI_A_REVERSE, TUI_ROLE_STATUS);
-}
-
-/* The info line: the last message, else the run's numbers. */
-static void draw_info(struct tui *t, const struct tui_rect *r)
-{
-	struct session *s = t->s;
-	tui_blank(r->y, r->x, r->w, 0, TUI_ROLE_NONE);
-	if (t->msg_kind != MSG_NONE) {
-		/* one line on the info row; a few more grow upwards over the view */
-		int n = 1;
-		for (const char *p = t->msg; *p; p++)
-			n += *p == '\n';
-		if (n > MSG_LINES)
-			n = MSG_LINES;
-		const char *p = t->msg;
-		for (int i = 0; i < n; i++) {
-			int y = r->y - (n - 1) + i;
-			size_t k = strcspn(p, "\n");
-			char row[1024];
-			snprintf(row, sizeof row, "%.*s", (int)k, p);
-			tui_blank(y, r->x, r->w, 0, TUI_ROLE_NONE);
-			tui_put(y, r->x, r->w, row, t->msg_kind == MSG_ERROR ? TUI_A_BOLD : 0,
-				t->msg_kind == MSG_ERROR ? TUI_ROLE_ERROR : TUI_ROLE_NONE);
-			p += k + (p[k] == '\n');
-		}
-		return;
-	}
-	if (!session_ready(s)) {
-		session_summary(s, t->msg, sizeof t->msg);
-		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
-		t->msg[0] = '\0';
-		return;
-	}
-	char kv[32], loss[48], key[32] = "";
-	format_bytes(session_kv_bytes(s, &s->opt), kv, sizeof kv);
-	if (!cfg_has_head(&s->model->cfg)) { /* the summary line: drift, no KL */
-		session_summary(s, t->msg, sizeof t->msg);
-		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
-		t->msg[0] = '\0';
-		return;
-	}
-	if (isnan(s->run->loss))
-		snprintf(loss, sizeof loss, "loss -");
-	else
-		snprintf(loss, sizeof loss, "loss %.3f (%+.3f)", s->run->loss, s->cmp.delta_loss);
-	int nk = t->st.n_key_ms < TUI_KEY_MS_KEEP ? t->st.n_key_ms : TUI_KEY_MS_KEEP;
-	if (nk)
-		snprintf(key, sizeof key, "  key %.1f ms", t->st.key_ms[nk - 1]);
-	/* narrow screens: the token count is in the views' headings, and the
-	 * command a key ran only in the numbers view */
-	bool wide = r->w >= 100;
-	char tok[32] = "", agree[16];
-	if (wide)
-		snprintf(tok, sizeof tok, "%d tok  ", s->n_tokens);
-	double a = 100.0 * s->cmp.top1_agree;
-	snprintf(agree, sizeof agree, a == 100.0 || a == 0.0 ? "%.0f%%" : "%.1f%%", a);
-	char line[512];
-	int n = snprintf(line, sizeof line, "%s%s  KL %.4f  top-1 %s  KV %s  fwd %.1f ms%s", tok, loss,
-			 s->cmp.kl, agree, kv, s->run->forward_ms, key);
-	if (wide && t->st.ran[0] && n > 0 && (size_t)n < sizeof line)
-		snprintf(line + n, sizeof line - (size_t)n, "  %s %s", t->st.utf8 ? "\u2190" : "<-", t->st.ran);
-	tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_NONE);
-}
-
-static void draw_hints(struct tui *t, const struct tui_rect *r)
-{
-	char line[512];
-	tui_hints_text(tui_views[t->st.view]->hints, !t->st.standalone, t->st.utf8, r->w, line,
-		       sizeof line);
-	/* keys in the hint colour, their words plain: draw word by word */
-	int x = r->x;
-	const char *p = line;
-	bool key = true;
-	while (*p && x < r->x + r->w) {
-		if (*p == ' ') {
-			int n = 0;
-			while (p[n] == ' ')
-				n++;
-			key = n >= 2; /* two blanks separate hints; one separates key and word */
-			x += n;
-			p += n;
-			continue;
-		}
-		size_t k = strcspn(p, " ");
-		char word[64];
-		snprintf(word, sizeof word, "%.*s", (int)(k < 63 ? k : 63), p);
-		x += tui_put(r->y, x, r->x + r->w - x, word, key ? TUI_A_BOLD : TUI_A_DIM,
-			     key ? TUI_ROLE_HINT : TUI_ROLE_NONE);
-		p += k;
-	}
-}
-
-static void draw_screen(struct tui *t)
-{
-	struct tui_state *st = &t->st;
-	erase();
-	const struct tui_view_mode *v = tui_views[st->view];
-	bool side = v->side && v->side(st);
-	tui_frame_layout(LINES, COLS, side, &st->frame);
-	const struct tui_frame *f = &st->frame;
-	if (f->too_small) {
-		tui_printf(0, 0, COLS, TUI_A_BOLD, TUI_ROLE_NONE, "%dx%d is too small", COLS, LINES);
-		tui_printf(1, 0, COLS, 0, TUI_ROLE_NONE, "need %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
-		tui_printf(2, 0, COLS, 0, TUI_ROLE_NONE, "q %s", st->standalone ? "quits" : "returns");
-		return;
-	}
-	draw_status(t, &f->status);
-	v->draw(st, &f->body);
-	if (f->side.w > 0)
-		tui_draw_side(st, &f->side);
-	draw_info(t, &f->info);
-	draw_hints(t, &f->hints);
-}
-
-/* ============================================================ keys */
-
-/* How long the rest of a character's bytes may take after its first. */
-#define KEY_MORE_MS 100
-
-/*
- * Decodes the character that starts with byte `first` in the locale's
- * encoding, reading its other bytes.  OK with *ch; ERR when the bytes
- * start no character (a Latin-1 terminal, a Meta key setting the 8th
- * bit, a stray continuation byte): that first byte is dropped and the
- * bytes after it are read again as keys of their own.
- */
-static int key_decode(int first, wint_t *ch)
-{
-	unsigned char buf[MB_LEN_MAX];
-	int n = 0;
-	buf[n++] = (unsigned char)first;
-	for (;;) {
-		mbstate_t st;
-		memset(&st, 0, sizeof st);
-		wchar_t wc;
-		size_t r = mbrtowc(&wc, (const char *)buf, (size_t)n, &st);
-		if (r <= (size_t)n) {
-			*ch = (wint_t)wc;
-			return OK;
-		}
-		if (r == (size_t)-1 || n == (int)sizeof buf)
-			break;
-		int c = key_byte(KEY_MORE_MS); /* (size_t)-2: more bytes to come */
-		if (c == ERR)
-			break;
-		if (c > 0xff) { /* a function key: not part of this character */
-			if (ungetch(c) == OK)
-				g_held++;
-			break;
-		}
-		buf[n++] = (unsigned char)c;
-	}
-	unget_bytes(buf + 1, n - 1); /* buf[0] is dropped */
-	return ERR;
-}
-
-/* After ERR from a blocking read (a signal, a terminal gone): waits for
- * input up to 100 ms rather than spinning; t->gone when it hung up. */
-static void key_wait(struct tui *t)
-{
-	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
-	if (poll(&p, 1, 100) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
-		t->gone = true;
-}
-
-/* Reads one key (a wide character, or a function key when *fn).  ERR
- * when there was none, or a byte that is no character was dropped. */
-static int read_key(struct tui *t, wint_t *ch, bool *fn)
-{
-	int c = key_byte(-1);
-	t->key_t0 = now_ms();
-	*fn = c > 0xff;
-	if (c == ERR) {
-		key_wait(t);
-		return ERR;
-	}
-	if (*fn) {
-		*ch = (wint_t)c;
-		return OK;
-	}
-	return key_decode(c, ch);
-}
-
-/* Whether more keys are waiting (a paste, a held key): then the screen
- * is drawn once they are read. */
-static bool key_pending(void)
-{
-	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
-	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
-/* ----------------------------------------------------- line prompt */
-
-enum prompt_kind { PROMPT_TEXT, PROMPT_COMMAND, PROMPT_PLAIN };
-
-static const char *const export_formats[] = { "txt", "ascii", "ansi", "csv", "json", "svg", NULL };
-
-/* Tab completion of the word before the cursor from the command table. */
-static void complete_line(struct tui *t, struct tui_line *l)
-{
-	/* the text before the cursor */
-	struct tui_line before;
-	tui_line_init(&before, NULL);
-	for (int i = 0; i < l->cur; i++)
-		tui_line_insert(&before, l->cp[i]);
-	char *pre = tui_line_utf8(&before);
-	tui_line_free(&before);
-
-	size_t plen = strlen(pre);
-	size_t ws = plen;
-	while (ws > 0 && pre[ws - 1] != ' ')
-		ws--;
-	const char *word = pre + ws;
-	int argc = 0;
-	char **argv = NULL;
-	char *head = xstrndup(pre, ws);
-	struct err e;
-	if (cmd_split(head, &argc, &argv, &e) != 0) {
-		free(head);
-		free(pre);
-		return;
-	}
-	free(head);
-	const char *cands[512];
-	char heads[256][32];
-	int nc = 0, nh = 0;
-	const struct cmd_entry *c = argc > 0 ? cmd_find(argv[0], NULL) : NULL;
-	if (argc == 0) {
-		for (int i = 0; cmd_table[i] && nc < 512; i++)
-			cands[nc++] = cmd_table[i]->name;
-	} else if (c && argc >= 2 && !strcmp(argv[argc - 1], "--format")) {
-		for (int i = 0; export_formats[i]; i++)
-			cands[nc++] = export_formats[i];
-	} else if (c && !(c->flags & CMD_RAW)) {
-		if (c->complete == COMPLETE_COMMAND && argc == 1)
-			for (int i = 0; cmd_table[i] && nc < 512; i++)
-				cands[nc++] = cmd_table[i]->name;
-		if ((c->complete == COMPLETE_WORDS && argc == 1) || c->complete == COMPLETE_HEAD)
-			for (int i = 0; c->words && c->words[i] && nc < 512; i++)
-				cands[nc++] = c->words[i];
-		for (int i = 0; c->opts && c->opts[i].name && nc < 512; i++)
-			cands[nc++] = c->opts[i].name;
-		bool want_heads = c->complete == COMPLETE_HEAD ||
-				  (argc >= 2 && (!strcmp(argv[argc - 1], "head") || !strcmp(argv[argc - 1], "heatmap")));
-		if (want_heads && t->s->model) {
-			const struct model_config *mc = &t->s->model->cfg;
-			for (int ly = 0; ly < mc->n_layer; ly++)
-				for (int h = 0; h < mc->n_head && nh < 256 && nc < 512; h++) {
-					snprintf(heads[nh], sizeof heads[nh], "%d.%d", ly, h);
-					cands[nc++] = heads[nh++];
-				}
-		}
-	}
-	cmd_free_argv(argc, argv);
-	size_t wl = strlen(word);
-	const char *match[512];
-	int nm = 0;
-	for (int i = 0; i < nc; i++)
-		if (!strncmp(cands[i], word, wl))
-			match[nm++] = cands[i];
-	if (nm == 0) {
-		set_msg(t, MSG_INFO, "no completion");
-	} else {
-		/* the longest common prefix */
-		size_t common = strlen(match[0]);
-		for (int i = 1; i < nm; i++) {
-			size_t k = 0;
-			while (k < common && match[i][k] == match[0][k])
-				k++;
-			common = k;
-		}
-		for (size_t k = wl; k < common; k++)
-			tui_line_insert(l, (unsigned char)match[0][k]);
-		if (nm == 1) {
-			tui_line_insert(l, ' ');
-			t->msg_kind = MSG_NONE;
-		} else {
-			char list[1024];
-			size_t n = 0;
-			for (int i = 0; i < nm && n < sizeof list; i++)
-				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", match[i]);
-			set_msg(t, MSG_INFO, "%s", list);
-		}
-	}
-	free(pre);
-}
-
-/* Draws the prompt's line being edited on the row above the bottom one
- * (scrolled so the cursor shows; newlines as ⏎) and, on the bottom row,
- * the message or what the keys do.  Returns the cursor's column. */
-static int draw_prompt(struct tui *t, const char *prompt, const struct tui_line *l, int *first,
-		       enum prompt_kind kind)
-{
-	int y = LINES - 2;
-	tui_blank(y, 0, COLS, 0, TUI_ROLE_NONE);
-	int pw = tui_put(y, 0, COLS, prompt, TUI_A_BOLD, TUI_ROLE_LABEL);
-	*first = tui_line_scroll(l, *first, COLS - pw);
-	int x = pw, cx = pw;
-	for (int i = *first; i < l->n; i++) {
-		char u[8];
-		uint32_t cp = l->cp[i];
-		int cw = render_cp_width(cp);
-		if (cp == '\n')
-			snprintf(u, sizeof u, "%s", t->st.utf8 ? "\u23ce" : "|"), cw = 1;
-		else
-			u[utf8_encode(cp, u)] = '\0';
-		if (x + cw > COLS)
-			break;
-		if (i == l->cur)
-			cx = x;
-		tui_put(y, x, cw, u, 0, TUI_ROLE_NONE);
-		x += cw;
-	}
-	if (l->cur >= l->n)
-		cx = x;
-	tui_blank(LINES - 1, 0, COLS, 0, TUI_ROLE_NONE);
-	if (t->msg_kind != MSG_NONE) /* completions, or what went wrong */
-		tui_put(LINES - 1, 0, COLS, t->msg, 0, TUI_ROLE_HINT);
-	else if (kind == PROMPT_TEXT)
-		tui_put(LINES - 1, 0, COLS, "editing the text: Enter applies (text ...), Ctrl-O newline, Esc cancels, "
-			"Ctrl-U clears, \u2190\u2192 Home End move", TUI_A_DIM, TUI_ROLE_NONE);
-	else if (kind == PROMPT_COMMAND)
-		tui_put(LINES - 1, 0, COLS, "any command: Enter runs, Tab completes, \u2191\u2193 history, Esc cancels",
-			TUI_A_DIM, TUI_ROLE_NONE);
-	else
-		tui_put(LINES - 1, 0, COLS, "Enter accepts, Esc cancels", TUI_A_DIM, TUI_ROLE_NONE);
-	return cx;
-}
-
-/* A prompt's line being edited. */
-struct prompt {
-	struct tui_line l;
-	enum prompt_kind kind;
-	int first;   /* the first code point shown */
-	int hist;    /* the history entry shown; n_history: the line being typed */
-	char *saved; /* the line being typed while browsing history */
-};
-
-enum prompt_step { PROMPT_EDITING, PROMPT_ACCEPT, PROMPT_CANCEL };
-
-/* Up/Down in a command prompt: the previous or next history entry. */
-static void prompt_history(struct tui *t, struct prompt *p, int step)
-{
-	if (p->kind != PROMPT_COMMAND || t->n_history == 0)
-		return;
-	if (p->hist == t->n_history) {
-		free(p->saved);
-		p->saved = tui_line_utf8(&p->l);
-	}
-	p->hist += step;
-	if (p->hist < 0)
-		p->hist = 0;
-	if (p->hist >= t->n_history) {
-		p->hist = t->n_history;
-		tui_line_set(&p->l, p->saved);
-	} else {
-		tui_line_set(&p->l, t->history[p->hist]);
-	}
-	p->first = 0;
-}
-
-static enum prompt_step prompt_fn_key(struct tui *t, struct prompt *p, wint_t ch)
-{
-	struct tui_line *l = &p->l;
-	switch (ch) {
-	case KEY_LEFT: tui_line_left(l); break;
-	case KEY_RIGHT: tui_line_right(l); break;
-	case KEY_HOME: tui_line_home(l); break;
-	case KEY_END: tui_line_end(l); break;
-	case KEY_BACKSPACE: tui_line_backspace(l); break;
-	case KEY_DC: tui_line_delete(l); break;
-	case KEY_ENTER: return PROMPT_ACCEPT;
-	case KEY_RESIZE: clearok(curscr, TRUE); break;
-	case KEY_UP: prompt_history(t, p, -1); break;
-	case KEY_DOWN: prompt_history(t, p, 1); break;
-	default: break;
-	}
-	return PROMPT_EDITING;
-}
-
-static enum prompt_step prompt_char(struct tui *t, struct prompt *p, wint_t ch)
-{
-	struct tui_line *l = &p->l;
-	switch (ch) {
-	case '\r':
-	case '\n':
-		return PROMPT_ACCEPT;
-	case 27: /* Esc */
-	case 3:  /* Ctrl-C */
-	case 7:  /* Ctrl-G */
-		return PROMPT_CANCEL;
-	case 1: tui_line_home(l); break;           /* Ctrl-A */
-	case 5: tui_line_end(l); break;            /* Ctrl-E */
-	case 2: tui_line_left(l); break;           /* Ctrl-B */
-	case 6: tui_line_right(l); break;          /* Ctrl-F */
-	case 4: tui_line_delete(l); break;         /* Ctrl-D */
-	case 8: case 127: tui_line_backspace(l); break;
-	case 11: tui_line_kill_end(l); break;      /* Ctrl-K */
-	case 21: tui_line_kill_start(l); break;    /* Ctrl-U */
-	case 23: tui_line_kill_word(l); break;     /* Ctrl-W */
-	case 12: clearok(curscr, TRUE); break;     /* Ctrl-L */
-	case 15:                                   /* Ctrl-O: a newline in the text */
-		if (p->kind == PROMPT_TEXT)
-			tui_line_insert(l, '\n');
-		break;
-	case '\t':
-		if (p->kind == PROMPT_COMMAND)
-			complete_line(t, l);
-		break;
-	default:
-		if (ch >= 32 && ch != 127 && ch <= 0x10FFFF)
-			tui_line_insert(l, (uint32_t)ch);
-		break;
-	}
-	return PROMPT_EDITING;
-}
-
-/*
- * Takes the keys waiting at the terminal in one read (a paste, while curses
- * holds nothing): text goes into the line, control keys act as typed.
- * From an Esc, or after a key that ends the prompt, the rest goes back to
- * curses (as much as fits), as do the first bytes of a character whose
- * others are still to come.  Bytes that start no character are dropped.
- */
-static enum prompt_step prompt_paste(struct tui *t, struct prompt *p)
-{
-	unsigned char buf[4096];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof buf), i = 0;
-	enum prompt_step step = PROMPT_EDITING;
-	t->msg_kind = MSG_NONE;
-	while (i < n && step == PROMPT_EDITING && buf[i] != 27) {
-		if (buf[i] < 0x20 || buf[i] == 0x7f) {
-			step = prompt_char(t, p, buf[i++]);
-			continue;
-		}
-		mbstate_t st;
-		memset(&st, 0, sizeof st);
-		wchar_t wc;
-		size_t r = mbrtowc(&wc, (const char *)buf + i, (size_t)(n - i), &st);
-		if (r == (size_t)-2)
-			break;
-		if (r == (size_t)-1) {
-			i++;
-			continue;
-		}
-		prompt_char(t, p, (wint_t)wc);
-		i += (ssize_t)r;
-	}
-	if (i < n)
-		unget_bytes(buf + i, (int)(n - i));
-	return step;
-}
-
-/*
- * Edits one line on the info row under the screen.  Enter returns the
- * line (malloc'd UTF-8); Esc or Ctrl-C returns NULL.  Commands get Tab
- * completion and Up/Down history.  The screen is drawn when no more keys
- * wait, so a paste costs its reading, not a redraw a character, and an
- * Esc after it is read as soon as the paste is.
- */
-static char *prompt_line(struct tui *t, const char *prompt, const char *initial, enum prompt_kind kind)
-{
-	struct prompt p = { .kind = kind, .hist = t->n_history };
-	tui_line_init(&p.l, initial);
-	char *result = NULL;
-	while (!t->gone) {
-		if (!key_pending()) {
-			draw_screen(t);
-			int y = LINES - 2, cx = draw_prompt(t, prompt, &p.l, &p.first, kind);
-			move(y, cx < COLS ? cx : COLS - 1);
-			curs_set(1);
-			refresh();
-		}
-		enum prompt_step step;
-		wint_t ch;
-		bool fn;
-		if (g_held == 0 && key_pending()) {
-			step = prompt_paste(t, &p);
-		} else if (read_key(t, &ch, &fn) == OK) {
-			t->msg_kind = MSG_NONE;
-			step = fn ? prompt_fn_key(t, &p, ch) : prompt_char(t, &p, ch);
-		} else {
-			continue;
-		}
-		if (step == PROMPT_ACCEPT)
-			result = tui_line_utf8(&p.l);
-		if (step != PROMPT_EDITING)
-			break;
-	}
-	curs_set(0);
-	free(p.saved);
-	tui_line_free(&p.l);
-	return result;
-}
-
-static void history_add(struct tui *t, const char *line)
-{
-	if (!line[0] || (t->n_history && !strcmp(t->history[t->n_history - 1], line)))
-		return;
-	if (t->n_history == HISTORY_MAX) {
-		free(t->history[0]);
-		memmove(t->history, t->history + 1, (HISTORY_MAX - 1) * sizeof *t->history);
-		t->n_history--;
-	}
-	t->history[t->n_history++] = xstrdup(line);
-}
-
-/* ------------------------------------------------------------ actions */
-
-static enum result do_edit_text(struct tui *t)
-{
-	struct session *s = t->s;
-	if (!s->model) {
-		set_msg(t, MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-		return REFRESH;
-	}
-	char *text = prompt_line(t, "text: ", s->text ? s->text : "", PROMPT_TEXT);
-	if (!text)
-		return REFRESH;
-	t->measure = true;
-	/* the command line holds the text with its escapes (text-input.h), so
-	 * that newlines, tabs and backslashes come back exactly */
-	char *esc = text_escape(text);
-	size_t n = strlen(esc);
-	char *line = xmalloc(n + 6);
-	memcpy(line, "text ", 5);
-	memcpy(line + 5, esc, n + 1);
-	free(esc);
-	int rc;
-	if (text[0] && text[0] != ' ' && text[0] != '\t' && text[0] != '#') {
-		rc = run_command(t, line, false);
-	} else {
-		/* what the line splitter would drop (leading blanks, a leading
-		 * '#') or refuse (nothing): the words themselves, escaped as on
-		 * the line */
-		char *argv[] = { "text", line + 5, NULL };
-		rc = run_command_argv(t, line, 2, argv, false);
-	}
-	snprintf(t->st.ran, sizeof t->st.ran, "text ...");
-	free(line);
-	free(text);
-	return rc == CMD_QUIT ? QUIT : REFRESH;
-}
-
-static enum result do_command(struct tui *t)
-{
-	char *line = prompt_line(t, ":", "", PROMPT_COMMAND);
-	if (!line)
-		return REFRESH;
-	history_add(t, line);
-	t->measure = true;
-	draw_screen(t); /* the prompt goes; progress shows in the info line */
-	refresh();
-	int rc = run_command(t, line, true);
-	free(line);
-	if (rc == CMD_QUIT)
-		return QUIT;
-	return REDRAW;
-}
-
-/* `x`: asks for a format and a file, then runs export. */
-static enum result do_export(struct tui *t)
-{
-	struct session *s = t->s;
-	if (!session_ready(s)) {
-		set_msg(t, MSG_ERROR, "error: nothing to export yet");
-		return REFRESH;
-	}
-	const char *what = tui_views[t->st.view]->export_what;
-	char *fmt = prompt_line(t, "export format (txt ascii ansi csv json svg): ", "txt", PROMPT_PLAIN);
-	if (!fmt)
-		return REFRESH;
-	const char *ext = !strcmp(fmt, "csv") ? "csv" : !strcmp(fmt, "json") ? "json" : !strcmp(fmt, "svg") ? "svg" : "txt";
-	char def[128];
-	if (!strcmp(what, "heatmap"))
-		snprintf(def, sizeof def, "attnscope-head-%d.%d.%s", s->sel_layer, s->sel_head, ext);
-	else
-		snprintf(def, sizeof def, "attnscope-%s.%s", what, ext);
-	char *file = prompt_line(t, "export to file: ", def, PROMPT_PLAIN);
-	if (!file) {
-		free(fmt);
-		return REFRESH;
-	}
-	/* quote the file name for cmd_split: "..." with \" and \\ escaped */
-	struct render_buf q;
-	render_buf_init(&q);
-	render_buf_puts(&q, "\"");
-	for (const char *p = file; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			render_buf_puts(&q, "\\");
-		render_buf_put(&q, p, 1);
-	}
-	render_buf_puts(&q, "\"");
-	char head[32] = "";
-	if (!strcmp(what, "heatmap"))
-		snprintf(head, sizeof head, " %d.%d", s->sel_layer, s->sel_head);
-	size_t need = strlen(what) + strlen(head) + strlen(fmt) + q.len + 64;
-	char *line = xmalloc(need);
-	snprintf(line, need, "export %s%s --format %s --out %s", what, head, fmt, q.data);
-	t->measure = true;
-	run_command(t, line, true);
-	free(line);
-	free(fmt);
-	free(file);
-	render_buf_free(&q);
-	return REFRESH;
-}
-
-/* --------------------------------------------------- moving and clicking */
+/* -------------------------------------------------- moving and clicking */
 
 /* The head view's index in tui_views[] (Enter and a second click open it). */
 static int head_view(void)
@@ -1446,136 +45,52 @@ static int head_view(void)
 }
 
 /* Arrow keys, hjkl and the wheel: dy, dx in {-1, 0, 1}, as the view moves. */
-static enum result move_cursor(struct tui *t, int dy, int dx)
+static enum tui_result move_cursor(struct tui *t, int dy, int dx)
 {
 	if (!session_ready(t->s))
-		return HANDLED;
+		return TUI_HANDLED;
 	const struct tui_view_mode *v = tui_views[t->st.view];
 	if (v->arrows)
-		v->arrows(&t->st, dy, dx);
+		v->arrows(&t->st, t->st.data[t->st.view], dy, dx);
 	else
 		tui_select_head(&t->st, t->s->sel_layer + dy, t->s->sel_head + dx);
-	return REFRESH;
+	return TUI_REFRESH;
 }
 
-static enum result mouse_event(struct tui *t)
+static enum tui_result mouse_event(struct tui *t)
 {
 	MEVENT ev;
 	if (getmouse(&ev) != OK)
-		return HANDLED;
+		return TUI_HANDLED;
 	if (!session_ready(t->s))
-		return HANDLED;
+		return TUI_HANDLED;
 	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
 		return move_cursor(t, ev.bstate & BUTTON4_PRESSED ? -1 : 1, 0); /* the wheel */
 	}
 	const struct tui_view_mode *v = tui_views[t->st.view];
 	if (!(ev.bstate & BUTTON1_PRESSED) || !v->click)
-		return HANDLED;
+		return TUI_HANDLED;
 	bool open = false;
-	if (v->click(&t->st, ev.y, ev.x, &open) == TUI_KEY_IGNORED)
-		return HANDLED;
+	if (v->click(&t->st, t->st.data[t->st.view], ev.y, ev.x, &open) == TUI_KEY_IGNORED)
+		return TUI_HANDLED;
 	if (open)
 		t->st.view = head_view();
-	return REFRESH;
+	return TUI_REFRESH;
 }
 
-static void suspend(void)
-{
-	def_prog_mode();
-	endwin();
-	g_active = 0;
-	raise(SIGSTOP);
-	g_active = 1;
-	reset_prog_mode();
-	sync_size();
-	clearok(curscr, TRUE);
-}
+/* ------------------------------------------------------------ every key */
 
-static enum result handle_key(struct tui *t, wint_t ch, bool fn)
+/* The option keys (g n m s a A r w): each is a command. */
+static enum tui_result option_key(struct tui *t, wint_t ch)
 {
 	struct session *s = t->s;
-	struct tui_state *st = &t->st;
 	char line[160];
-	/* the view's own keys come first */
-	const struct tui_view_mode *v = tui_views[st->view];
-	if (v->key) {
-		enum tui_key_result k = v->key(st, (int)ch, fn);
-		if (k != TUI_KEY_IGNORED) {
-			t->measure = !fn;
-			return k == TUI_KEY_REFRESH ? REFRESH : HANDLED;
-		}
-	}
-	if (!fn && ch >= '1' && (int)(ch - '1') < tui_n_views) {
-		t->measure = true;
-		st->view = (int)(ch - '1');
-		return REFRESH;
-	}
-	if (fn) {
-		switch (ch) {
-		case KEY_RESIZE: return REDRAW;
-		case KEY_UP: return move_cursor(t, -1, 0);
-		case KEY_DOWN: return move_cursor(t, 1, 0);
-		case KEY_LEFT: return move_cursor(t, 0, -1);
-		case KEY_RIGHT: return move_cursor(t, 0, 1);
-		case KEY_PPAGE:
-		case KEY_NPAGE:
-			return move_cursor(t, ch == KEY_PPAGE ? -1 : 1, 0);
-		case KEY_HOME: tui_select_token(st, 0); return REFRESH;
-		case KEY_END: tui_select_token(st, s->n_tokens - 1); return REFRESH;
-		case KEY_BTAB: st->view = (st->view + tui_n_views - 1) % tui_n_views; return REFRESH;
-		case KEY_ENTER: st->view = st->view == head_view() ? 0 : head_view(); return REFRESH;
-		case KEY_MOUSE: return mouse_event(t);
-		default: return HANDLED;
-		}
-	}
-	t->measure = true;
-	switch (ch) {
-	case 'q':
-		return BACK;
-	case '\t':
-		st->view = (st->view + 1) % tui_n_views;
-		return REFRESH;
-	case '\r':
-	case '\n':
-		st->view = st->view == head_view() ? 0 : head_view();
-		return REFRESH;
-	case 27: /* Esc: back to the grid */
-		if (st->view == 0)
-			return HANDLED;
-		st->view = 0;
-		return REFRESH;
-	case 'k': return move_cursor(t, -1, 0);
-	case 'j': return move_cursor(t, 1, 0);
-	case 'h': return move_cursor(t, 0, -1);
-	case 'l': return move_cursor(t, 0, 1);
-	case ',': case '<': tui_select_token(st, s->sel_token - 1); return REFRESH;
-	case '.': case '>': tui_select_token(st, s->sel_token + 1); return REFRESH;
-	case '[': tui_step_head(st, -1); return REFRESH;
-	case ']': tui_step_head(st, 1); return REFRESH;
-	case 12: return REDRAW; /* Ctrl-L */
-	case 26: suspend(); return REDRAW; /* Ctrl-Z */
-	case 3:
-		set_msg(t, MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
-		return REFRESH;
-	case '?':
-		pager(t, "attnscope visualizer: keys (q closes)", tui_help_text());
-		return REDRAW;
-	case ':':
-		return do_command(t);
-	case 'e':
-		return do_edit_text(t);
-	case 'x':
-		return do_export(t);
-	default:
-		break;
-	}
-	/* the option keys: each is a command */
 	if (!s->model) {
 		if (strchr("gnmsaArw", (int)ch)) {
-			set_msg(t, MSG_ERROR, "error: no model loaded (press : and type load NAME)");
-			return REFRESH;
+			tui_screen_msg(t, TUI_MSG_ERROR, "error: no model loaded (press : and type load NAME)");
+			return TUI_REFRESH;
 		}
-		return HANDLED;
+		return TUI_HANDLED;
 	}
 	const struct model_config *c = &s->model->cfg;
 	switch (ch) {
@@ -1606,14 +121,201 @@ static enum result handle_key(struct tui *t, wint_t ch, bool fn)
 		snprintf(line, sizeof line, "heat %s", heat_kind_name((enum heat_kind)((s->heat + 1) % HEAT_KINDS)));
 		break;
 	default:
-		return HANDLED;
+		return TUI_HANDLED;
 	}
-	return key_command(t, line);
+	return tui_command_key(t, line);
 }
 
-/* ============================================================ help */
+/* One key: the view's own keys first, then switching views, moving, the
+ * prompts and the help, and last the option keys. */
+static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
+{
+	struct session *s = t->s;
+	struct tui_state *st = &t->st;
+	/* the view's own keys come first */
+	const struct tui_view_mode *v = tui_views[st->view];
+	if (v->key) {
+		enum tui_key_result k = v->key(st, st->data[st->view], (int)ch, fn);
+		if (k != TUI_KEY_IGNORED) {
+			t->measure = !fn;
+			return k == TUI_KEY_REFRESH ? TUI_REFRESH : TUI_HANDLED;
+		}
+	}
+	if (!fn && ch >= '1' && (int)(ch - '1') < tui_n_views) {
+		t->measure = true;
+		st->view = (int)(ch - '1');
+		return TUI_REFRESH;
+	}
+	if (fn) {
+		switch (ch) {
+		case KEY_RESIZE: return TUI_REDRAW;
+		case KEY_UP: return move_cursor(t, -1, 0);
+		case KEY_DOWN: return move_cursor(t, 1, 0);
+		case KEY_LEFT: return move_cursor(t, 0, -1);
+		case KEY_RIGHT: return move_cursor(t, 0, 1);
+		case KEY_PPAGE:
+		case KEY_NPAGE:
+			return move_cursor(t, ch == KEY_PPAGE ? -1 : 1, 0);
+		case KEY_HOME: tui_select_token(st, 0); return TUI_REFRESH;
+		case KEY_END: tui_select_token(st, s->n_tokens - 1); return TUI_REFRESH;
+		case KEY_BTAB: st->view = (st->view + tui_n_views - 1) % tui_n_views; return TUI_REFRESH;
+		case KEY_ENTER: st->view = st->view == head_view() ? 0 : head_view(); return TUI_REFRESH;
+		case KEY_MOUSE: return mouse_event(t);
+		default: return TUI_HANDLED;
+		}
+	}
+	t->measure = true;
+	switch (ch) {
+	case 'q':
+		return TUI_BACK;
+	case '\t':
+		st->view = (st->view + 1) % tui_n_views;
+		return TUI_REFRESH;
+	case '\r':
+	case '\n':
+		st->view = st->view == head_view() ? 0 : head_view();
+		return TUI_REFRESH;
+	case 27: /* Esc: back to the grid */
+		if (st->view == 0)
+			return TUI_HANDLED;
+		st->view = 0;
+		return TUI_REFRESH;
+	case 'k': return move_cursor(t, -1, 0);
+	case 'j': return move_cursor(t, 1, 0);
+	case 'h': return move_cursor(t, 0, -1);
+	case 'l': return move_cursor(t, 0, 1);
+	case ',': case '<': tui_select_token(st, s->sel_token - 1); return TUI_REFRESH;
+	case '.': case '>': tui_select_token(st, s->sel_token + 1); return TUI_REFRESH;
+	case '[': tui_step_head(st, -1); return TUI_REFRESH;
+	case ']': tui_step_head(st, 1); return TUI_REFRESH;
+	case 12: return TUI_REDRAW; /* Ctrl-L */
+	case 26: tui_term_suspend(); return TUI_REDRAW; /* Ctrl-Z */
+	case 3:
+		tui_screen_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
+		return TUI_REFRESH;
+	case '?':
+		tui_pager(t, "attnscope visualizer: keys (q closes)", help_text());
+		return TUI_REDRAW;
+	case ':':
+		return tui_command_line(t);
+	case 'e':
+		return tui_command_text(t);
+	case 'x':
+		return tui_command_export(t);
+	default:
+		return option_key(t, ch);
+	}
+}
 
-const char *tui_help_text(void)
+/* ============================================================ main loop */
+
+static bool g_in_tui; /* tui_run is running */
+
+bool tui_active(void)
+{
+	return g_in_tui;
+}
+
+/* Keeps the time from a key to its screen (the newest TUI_KEY_MS_KEEP). */
+static void record_key_time(struct tui *t, double ms)
+{
+	struct tui_state *st = &t->st;
+	if (st->n_key_ms >= TUI_KEY_MS_KEEP) {
+		memmove(st->key_ms, st->key_ms + 1, (TUI_KEY_MS_KEEP - 1) * sizeof *st->key_ms);
+		st->key_ms[TUI_KEY_MS_KEEP - 1] = ms;
+	} else {
+		st->key_ms[st->n_key_ms] = ms;
+	}
+	st->n_key_ms++;
+	st->keys_total++;
+}
+
+int tui_run(struct session *s, int first, unsigned flags, struct err *e)
+{
+	if (g_in_tui)
+		return err_set(e, "the visualizer is already running");
+	struct tui *t = xcalloc(1, sizeof *t);
+	t->s = s;
+	t->st.s = s;
+	t->st.view = first >= 0 && first < tui_n_views ? first : 0;
+	t->st.standalone = flags & TUI_STANDALONE;
+	s->dirty = 0;
+	if (tui_term_enter(&t->st, e) != 0) {
+		free(t);
+		return -1;
+	}
+	g_in_tui = true;
+	tui_views_init(&t->st);
+	volatile sig_atomic_t *keep_cancel = s->cancel;
+	if (!s->cancel)
+		s->cancel = &t->local_cancel;
+	bool keep_interactive = s->interactive;
+	s->interactive = false; /* pause must not wait on a raw terminal */
+	tui_watch_open();
+
+	int rc = 0;
+	enum tui_result r = TUI_REDRAW;
+	for (;;) {
+		if (r == TUI_REDRAW)
+			clearok(curscr, TRUE);
+		if (r != TUI_HANDLED) {
+			tui_screen_draw(t);
+			refresh();
+			if (t->measure) {
+				record_key_time(t, now_ms() - t->key_t0);
+				/* show the time just measured */
+				if (!t->st.frame.too_small) {
+					tui_screen_info(t, &t->st.frame.info);
+					if (tui_views[t->st.view]->numbers || t->st.frame.side.w > 0)
+						tui_screen_draw(t);
+					refresh();
+				}
+			}
+		}
+		t->measure = false;
+		wint_t ch;
+		bool fn;
+		if (tui_key_read(t, &ch, &fn) != OK) {
+			if (t->gone)
+				break;
+			r = TUI_HANDLED;
+			continue;
+		}
+		/* a message stays until the next key */
+		t->msg_kind = TUI_MSG_NONE;
+		t->msg[0] = '\0';
+		r = handle_key(t, ch, fn);
+		if (fn && ch != KEY_RESIZE)
+			t->measure = r != TUI_HANDLED;
+		/* what the commands changed (session.h): a new model or text
+		 * starts the views' cursors and scrolling over */
+		if (s->dirty & (DIRTY_MODEL | DIRTY_TEXT))
+			tui_views_reset(&t->st);
+		if (s->dirty && r == TUI_HANDLED)
+			r = TUI_REFRESH;
+		s->dirty = 0;
+		if (r == TUI_BACK || r == TUI_QUIT) {
+			rc = r == TUI_QUIT ? CMD_QUIT : 0;
+			break;
+		}
+	}
+
+	tui_watch_close();
+	tui_term_leave();
+	s->interactive = keep_interactive;
+	s->cancel = keep_cancel;
+	g_in_tui = false;
+	for (int i = 0; i < t->n_history; i++)
+		free(t->history[i]);
+	tui_views_free(&t->st);
+	free(t);
+	return rc;
+}
+
+/* ================================================================= help */
+
+/* The `?` help: every key, one per line. */
+static const char *help_text(void)
 {
 	return "attnscope visualizer: keys\n"
 	       "\n"
@@ -1670,110 +372,4 @@ const char *tui_help_text(void)
 	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
 	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
 	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
-}
-
-/* ========================================================= main loop */
-
-static void record_key_time(struct tui *t, double ms)
-{
-	struct tui_state *st = &t->st;
-	if (st->n_key_ms >= TUI_KEY_MS_KEEP) {
-		memmove(st->key_ms, st->key_ms + 1, (TUI_KEY_MS_KEEP - 1) * sizeof *st->key_ms);
-		st->key_ms[TUI_KEY_MS_KEEP - 1] = ms;
-	} else {
-		st->key_ms[st->n_key_ms] = ms;
-	}
-	st->n_key_ms++;
-	st->keys_total++;
-}
-
-int tui_run(struct session *s, int first, unsigned flags, struct err *e)
-{
-	if (g_in_tui)
-		return err_set(e, "the visualizer is already running");
-	struct tui *t = xcalloc(1, sizeof *t);
-	t->s = s;
-	t->st.s = s;
-	t->st.view = first >= 0 && first < tui_n_views ? first : 0;
-	t->st.standalone = flags & TUI_STANDALONE;
-	t->st.head_key = s->sel_token;
-	s->dirty = 0;
-	if (term_enter(t, e) != 0) {
-		free(t);
-		return -1;
-	}
-	g_in_tui = true;
-	volatile sig_atomic_t *keep_cancel = s->cancel;
-	if (!s->cancel)
-		s->cancel = &t->local_cancel;
-	g_cancel = s->cancel;
-	bool keep_interactive = s->interactive;
-	s->interactive = false; /* pause must not wait on a raw terminal */
-	watch_open(&g_w);
-
-	int rc = 0;
-	enum result r = REDRAW;
-	for (;;) {
-		if (r == REDRAW)
-			clearok(curscr, TRUE);
-		if (r != HANDLED) {
-			draw_screen(t);
-			refresh();
-			if (t->measure) {
-				record_key_time(t, now_ms() - t->key_t0);
-				/* show the time just measured */
-				if (!t->st.frame.too_small) {
-					draw_info(t, &t->st.frame.info);
-					if (tui_views[t->st.view]->numbers || t->st.frame.side.w > 0)
-						draw_screen(t);
-					refresh();
-				}
-			}
-		}
-		t->measure = false;
-		wint_t ch;
-		bool fn;
-		if (read_key(t, &ch, &fn) != OK) {
-			if (t->gone)
-				break;
-			r = HANDLED;
-			continue;
-		}
-		/* a message stays until the next key */
-		t->msg_kind = MSG_NONE;
-		t->msg[0] = '\0';
-		r = handle_key(t, ch, fn);
-		if (fn && ch != KEY_RESIZE)
-			t->measure = r != HANDLED;
-		/* what the commands changed (session.h): a new model or text
-		 * starts the views' cursors and scrolling over */
-		if (s->dirty & (DIRTY_MODEL | DIRTY_TEXT)) {
-			t->st.head_key = s->sel_token;
-			t->st.head_row0 = t->st.head_col0 = 0;
-			t->st.token_row0 = t->st.token_key0 = 0;
-			t->st.grid_layer0 = t->st.grid_head0 = 0;
-		}
-		if (s->dirty && r == HANDLED)
-			r = REFRESH;
-		s->dirty = 0;
-		if (r == BACK || r == QUIT) {
-			rc = r == QUIT ? CMD_QUIT : 0;
-			break;
-		}
-	}
-
-	watch_close(&g_w);
-	term_leave();
-	s->interactive = keep_interactive;
-	s->cancel = keep_cancel;
-	g_cancel = NULL;
-	g_in_tui = false;
-	for (int i = 0; i < t->n_history; i++)
-		free(t->history[i]);
-	if (t->st.lens) {
-		lens_free(t->st.lens);
-		free(t->st.lens);
-	}
-	free(t);
-	return rc;
 }

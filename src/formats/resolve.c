@@ -1,6 +1,7 @@
 /*
  * resolve.c — model specs to paths, the models directory and the local
- * Hugging Face cache, and the list of models found in both (resolve.h).
+ * Hugging Face cache, the list of models found in both, and the data and
+ * demos that ship with the program (resolve.h).
  */
 #define _GNU_SOURCE
 #include "resolve.h"
@@ -48,27 +49,41 @@ const char *models_dir(void)
 	return ld_is_dir(dir) ? dir : NULL;
 }
 
-int data_file(const char *name, char *out, size_t size, struct err *e)
+/* A file that ships with the program: name in $env when that is set, else
+ * dir/name under the current directory, else dir/name beside the
+ * executable.  what names the kind of file in messages. */
+static int shipped_file(const char *env_name, const char *dir, const char *name, char *out,
+			size_t size, struct err *e)
 {
-	const char *env = getenv("ATTNSCOPE_DATA");
+	const char *env = getenv(env_name);
 	if (env && *env) {
 		snprintf(out, size, "%s/%s", env, name);
 		if (ld_is_file(out))
 			return 0;
-		return err_set(e, "no %s in $ATTNSCOPE_DATA (%s)", name, env);
+		return err_set(e, "no %s in $%s (%s)", name, env_name, env);
 	}
-	snprintf(out, size, "data/%s", name);
+	snprintf(out, size, "%s/%s", dir, name);
 	if (ld_is_file(out))
 		return 0;
 	char exe[PATH_MAX];
 	exe_dir(exe, sizeof exe);
 	if (exe[0]) {
-		snprintf(out, size, "%s/data/%s", exe, name);
+		snprintf(out, size, "%s/%s/%s", exe, dir, name);
 		if (ld_is_file(out))
 			return 0;
 	}
-	return err_set(e, "no %s in data/ here or beside the program%s%s", name,
+	return err_set(e, "no %s in %s/ here or beside the program%s%s", name, dir,
 		       exe[0] ? " in " : "", exe);
+}
+
+int data_file(const char *name, char *out, size_t size, struct err *e)
+{
+	return shipped_file("ATTNSCOPE_DATA", "data", name, out, size, e);
+}
+
+int demo_file(const char *name, char *out, size_t size, struct err *e)
+{
+	return shipped_file("ATTNSCOPE_DEMOS", "sessions/demos", name, out, size, e);
 }
 
 void hf_hub_dir(char *out, size_t size)
