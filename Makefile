@@ -5,10 +5,13 @@
 #   make test       build and run every test (unit and CLI)
 #   make test-asan  the same under AddressSanitizer + UBSan
 #   make bench      benchmarks (not part of the tests)
+#   make figures    the PNG figures of docs/figures.md
 #   make deps       install the Debian packages the build needs (as root)
 
 CC      ?= cc
-PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib
+# librsvg-2.0 and cairo rasterise the SVG figures for export --format png
+# (src/faces/export-png.c, the only file that includes their headers)
+PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib librsvg-2.0 cairo
 TESTPKG := cmocka
 WERROR  ?=
 OPT     ?= -O2 -march=native -fvect-cost-model=dynamic
@@ -47,7 +50,7 @@ MODEL   ?= shakespeare
 
 .SECONDARY: $(SUPPOBJS)
 
-.PHONY: all run test check check-layers test-asan bench deps models clean
+.PHONY: all run test check check-layers test-asan bench deps models figures clean
 
 all: $(BIN)
 
@@ -98,9 +101,11 @@ check: $(BIN) $(TESTBINS) $(TOOLBINS)
 check-layers: $(LIB)
 	@sh tests/check-layers.sh $(BUILD)
 
-# The whole suite again under AddressSanitizer + UBSan, in its own tree.
+# The whole suite again under AddressSanitizer + UBSan, in its own tree;
+# tests/lsan.supp leaves out fontconfig's process-wide caches (PNG export).
 test-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+		$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
 		OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
 
 bench: deps $(BENCHBINS)
@@ -108,6 +113,10 @@ bench: deps $(BENCHBINS)
 
 deps:
 	@sh tests/deps.sh
+
+# The PNG figures docs/figures.md shows (docs/figures/figures.cmds).
+figures: $(BIN)
+	./$(BIN) --no-db -f docs/figures/figures.cmds
 
 clean:
 	rm -rf build build-asan build-fuzz attnscope

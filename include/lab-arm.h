@@ -36,6 +36,10 @@ int lab_held_out(struct model *m, const struct run_options *o, const struct data
  * first validation window, under the model's native options. */
 double lab_attention_entropy(struct model *m, const struct dataset *d, struct err *e);
 
+/* Keeps the training loss of arm `label` from tr's history (lab.h: struct
+ * lab_result's curves); nothing once LAB_MAX_CURVES are kept. */
+void lab_curve(struct lab_result *r, const char *label, const struct trainer *tr);
+
 /* Starts the table with its header: cols cells. */
 void lab_table_header(struct lab_table *t, int cols, const char *const *names);
 /* Appends a row of t->cols cells, each printf-formatted from one string in

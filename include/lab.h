@@ -7,7 +7,9 @@
  * tutorial gives, plus findings: sentences computed from the measured
  * numbers, which say plainly when the result is not the tutorial's.
  * Nothing here reads a session or prints to a terminal except through the
- * progress callback; the `lab` command (cmd-lab.c) shows and records it.
+ * progress callback; the `lab` command (cmd-lab.c) shows and records it,
+ * and `export lab` (export-lab.c) draws the table's bars (struct
+ * lab_plot) and the arms' training curves.
  *
  * Two sizes: quick (under a minute here: what the tests run) and full
  * (minutes: what docs/training.md quotes).
@@ -18,6 +20,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "curves.h"
 #include "util.h"
 
 /* A result table: rows x cols cells of text, row 0 the header. */
@@ -27,18 +30,29 @@ struct lab_table {
 };
 
 #define LAB_MAX_FINDINGS 8
+#define LAB_MAX_CURVES 16   /* trained arms whose loss curve is kept */
+#define LAB_CURVE_POINTS 200 /* points of a kept curve at most */
 
 struct lab_result {
 	struct lab_table table;
 	char *findings[LAB_MAX_FINDINGS]; /* sentences from the numbers, owned */
 	int n_findings;
-	char *json;             /* the table, the findings and each arm's numbers, owned */
+	/* The training loss of every trained arm, named by the arm (curves.h:
+	 * x the step, y the mean loss of the steps since the previous point;
+	 * every step when there are at most LAB_CURVE_POINTS), in the order
+	 * the arms ran; owned. */
+	struct curve curves[LAB_MAX_CURVES];
+	int n_curves;
+	char *json;             /* the table, the findings, the curves ("curves":
+				 * [{"arm","step":[...],"loss":[...]}]), owned */
 	bool partial;           /* stopped early: the rows of the arms that finished */
+	bool quick;             /* the quick size (lab_result_json sets it) */
 };
 
 void lab_result_free(struct lab_result *r);
 
-/* Fills r->json from the table and findings of experiment name. */
+/* Fills r->json from the table, findings and curves of experiment name,
+ * and r->quick. */
 void lab_result_json(struct lab_result *r, const char *name, bool quick);
 
 /* Where and how an experiment runs. */
@@ -57,6 +71,17 @@ struct lab_ctx {
 	void *progress_ctx;
 };
 
+/* What `export lab` draws of an experiment's table as bars: one group per
+ * row (an arm), named by its label columns (a number shown after its
+ * column's name: "depth 4"), one bar per value column; a cell that is not
+ * a number ("-", "") has no bar. */
+struct lab_plot {
+	const char *labels[4];  /* column names, NULL after the last */
+	const char *values[4];  /* column names, NULL after the last */
+	const char *axis;       /* what the bars measure ("loss, nats per character") */
+	bool log;               /* a logarithmic axis: the values span decades */
+};
+
 struct lab_experiment {
 	const char *name;
 	const char *claim;      /* what the tutorial says, one sentence */
@@ -64,6 +89,7 @@ struct lab_experiment {
 	int quick_s, full_s;    /* measured wall time here, seconds (docs/training.md's machine) */
 	/* 0, 1 when cancelled (partial result), or -1 with a message. */
 	int (*run)(const struct lab_ctx *ctx, struct lab_result *out, struct err *e);
+	struct lab_plot plot;
 };
 
 /* The experiments, in docs/training.md's order; NULL-terminated by name. */

@@ -94,6 +94,14 @@ void render_csv_field(struct render_buf *b, const char *s);
  * attributes); s should already be printable. */
 void render_xml_escape(struct render_buf *b, const char *s);
 
+/* The font-family of every SVG attnscope writes: DejaVu Sans Mono for
+ * Latin text, then CJK monospace and sans fonts for the characters it
+ * lacks (a renderer takes the first installed font that has a glyph),
+ * then the generic monospace.  In single quotes, for a double-quoted
+ * attribute. */
+#define RENDER_SVG_FONTS "'DejaVu Sans Mono', 'Noto Sans Mono CJK SC', 'Noto Sans CJK SC', " \
+			 "'WenQuanYi Zen Hei Mono', 'Source Han Sans SC', monospace"
+
 /* --------------------------------------------------------------- pooling */
 
 enum render_pool_mode {

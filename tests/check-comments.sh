@@ -33,5 +33,18 @@ for f in src/faces/tui-*.c; do
 		{ echo "FAIL comments: $(basename "$f") is not in tui-view.h's view modes comment"; bad=1; }
 done
 [ "$v" -gt 0 ] || { echo "FAIL comments: found no view to check"; bad=1; }
-[ $bad = 0 ] && echo "ok comments ($n formats, $v views)"
+# every export (a row `{ "NAME", ` of export_kinds[] in export-kinds.c) is
+# named in export.h's list of what can be exported and in the export
+# command's usage line (cmd-show.c)
+x=0
+for name in $(sed -n '/^const struct export_kind export_kinds\[\] = {/,/^};/p' src/faces/export-kinds.c |
+	sed -n 's/^	{ "\([a-z]*\)",.*/\1/p'); do
+	x=$((x + 1))
+	sed -n '/What can be exported/,/\*\//p' include/export.h | grep -qE "(^|[ (])$name([ ,.)]|\$)" ||
+		{ echo "FAIL comments: export \"$name\" is not in include/export.h's list"; bad=1; }
+	sed -n '/^	.name = "export",/,/^};/p' src/faces/cmd-show.c | grep '^	.usage = ' | grep -qw "$name" ||
+		{ echo "FAIL comments: export \"$name\" is not in the export command's usage"; bad=1; }
+done
+[ "$x" -gt 0 ] || { echo "FAIL comments: found no export to check"; bad=1; }
+[ $bad = 0 ] && echo "ok comments ($n formats, $v views, $x exports)"
 exit $bad

@@ -221,14 +221,14 @@ err_check "error: bad head" "does not exist" "text $text; export heatmap 9.9"
 err_check "error: bad format" "unknown format" "text $text; export grid --format pdf"
 err_check "error: unwritable --out" "export: " "text $text; export stats --out nodir/stats.csv"
 err_check "error: no text" "no text" "export grid"
-err_check "error: stats as svg names the formats it has" "use txt, ascii, csv or json" \
+err_check "error: stats as svg names the formats it has" "not one of its formats (txt, ascii, csv or json)" \
 	"text $text; export stats --format svg"
 err_check "error: export patch before any patch" 'no patching of the current run yet' \
 	"text $text; export patch"
 err_check "error: export patch after the text changed" 'no patching of the current run yet' \
 	"text $text; patch To be, or not to be: that is the answer!!!; text $text?; export patch"
 err_check "error: export lens --format ansi names its formats" \
-	'not one of its formats (txt, csv, json, svg)' "text $text; export lens --format ansi"
+	'not one of its formats (txt, csv, json, svg or png)' "text $text; export lens --format ansi"
 
 # --format ascii is ASCII only, also for spaces, newlines and CJK labels
 ATTNSCOPE_MODELS=$root/models

@@ -607,7 +607,10 @@ static void test_svg(void **state)
 	assert_true(!strncmp(svg, "<svg ", 5));
 	size_t n = strlen(svg);
 	assert_true(n > 8 && !strcmp(svg + n - 7, "</svg>\n"));
-	assert_int_equal(count_str(svg, "<rect class=\"c\""), T * T);
+	/* causal: the T(T+1)/2 visible cells, and one hatched run in every
+	 * row but the last */
+	assert_int_equal(count_str(svg, "<rect class=\"c\""), T * (T + 1) / 2);
+	assert_int_equal(count_str(svg, "<rect class=\"masked\""), T - 1 + 1 /* legend */);
 	assert_int_equal(count_str(svg, "<svg"), 1);
 	assert_int_equal(count_str(svg, "<title>"), 1);
 	assert_non_null(strstr(svg, "mask causal"));
@@ -620,7 +623,9 @@ static void test_svg(void **state)
 	free(svg);
 	svg = export_str(f, 1, 0, 0, EXPORT_SVG);
 	assert_true(!strncmp(svg, "<svg ", 5));
-	assert_int_equal(count_str(svg, "<g>"), 8);
+	assert_int_equal(count_str(svg, "<g class=\"head\">"), 8);
+	assert_int_equal(count_str(svg, "class=\"selected\""), 0); /* only with --selected */
+	assert_int_equal(count_str(svg, "<g"), count_str(svg, "</g>"));
 	free(svg);
 }
 

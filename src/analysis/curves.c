@@ -1024,7 +1024,7 @@ void curves_svg(const struct curves_plot_spec *sp, struct render_buf *b)
 	int pw = SVG_W - SVG_LEFT - SVG_RIGHT;
 	int h = SVG_TOP + SVG_PLOT_H + 48 + SVG_LEGEND * sp->n_series;
 	render_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-			  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, monospace\">\n",
+			  "viewBox=\"0 0 %d %d\" font-family=\"" RENDER_SVG_FONTS "\">\n",
 			  SVG_W, h, SVG_W, h);
 	render_buf_puts(b, "<title>");
 	xml_text(b, sp->title ? sp->title : "training curves");

@@ -65,18 +65,22 @@ static double tail_mean(const struct trainer *t, int col)
 	return s / (double)k;
 }
 
-/* Trains one fresh arm; on success *m and *tr hold the model and its
- * history (the caller frees both).  0, 1 cancelled, -1. */
+/* Trains one fresh arm and keeps its loss curve in out; on success *m
+ * and *tr hold the model and its history (the caller frees both).  0, 1
+ * cancelled, -1. */
 static int fresh_arm(const struct lab_ctx *ctx, const char *exp, const char *label,
 		     const struct model_config *c, const struct dataset *d,
 		     const struct train_hparams *hp, struct model **m, struct trainer *tr,
-		     struct err *e)
+		     struct lab_result *out, struct err *e)
 {
 	memset(tr, 0, sizeof *tr);
 	*m = lab_model(c, d, 1337, e);
 	if (!*m)
 		return -1;
-	return lab_train(ctx, exp, label, *m, d, hp, tr, e);
+	int rc = lab_train(ctx, exp, label, *m, d, hp, tr, e);
+	if (rc == 0)
+		lab_curve(out, label, tr);
+	return rc;
 }
 
 static void arm_free(struct model *m, struct trainer *tr)
@@ -240,7 +244,7 @@ static int run_norm(const struct lab_ctx *ctx, struct lab_result *out, struct er
 			 norm_type_name(a->norm), a->depth);
 		struct model *m;
 		struct trainer tr;
-		rc = fresh_arm(ctx, "norm", label, &c, &d, &hp, &m, &tr, e);
+		rc = fresh_arm(ctx, "norm", label, &c, &d, &hp, &m, &tr, out, e);
 		if (rc == 0) {
 			a->loss = tail_mean(&tr, HIST_LOSS);
 			a->dead = dead_blocks(&tr, a->depth);
@@ -297,7 +301,7 @@ static int run_scaling(const struct lab_ctx *ctx, struct lab_result *out, struct
 		struct model *m;
 		struct trainer tr;
 		rc = fresh_arm(ctx, "scaling", s ? "scaled by 1/sqrt(d_head)" : "unscaled", &c, &d, &hp,
-			       &m, &tr, e);
+			       &m, &tr, out, e);
 		double fin = NAN;
 		if (rc == 0) {
 			size_t k = tr.hist_n / 4;
@@ -360,7 +364,7 @@ static int run_mask(const struct lab_ctx *ctx, struct lab_result *out, struct er
 		snprintf(label, sizeof label, "mask %s", mask_kind_name(masks[i]));
 		struct model *m;
 		struct trainer tr;
-		rc = fresh_arm(ctx, "mask", label, &c, &d, &hp, &m, &tr, e);
+		rc = fresh_arm(ctx, "mask", label, &c, &d, &hp, &m, &tr, out, e);
 		if (rc == 0) {
 			train[i] = tail_mean(&tr, HIST_LOSS);
 			struct run_options o;
@@ -427,7 +431,7 @@ static int run_heads(const struct lab_ctx *ctx, struct lab_result *out, struct e
 		snprintf(label, sizeof label, "%d head%s", heads[i], heads[i] > 1 ? "s" : "");
 		struct model *m;
 		struct trainer tr;
-		rc = fresh_arm(ctx, "heads", label, &c, &d, &hp, &m, &tr, e);
+		rc = fresh_arm(ctx, "heads", label, &c, &d, &hp, &m, &tr, out, e);
 		double fin = NAN;
 		if (rc == 0) {
 			fin = tail_mean(&tr, HIST_LOSS);
@@ -548,8 +552,10 @@ static int run_gqa(const struct lab_ctx *ctx, struct lab_result *out, struct err
 		memset(&tr, 0, sizeof tr);
 		if (rc == 0)
 			rc = lab_train(ctx, "gqa", label, m, &d, &hp, &tr, e);
-		if (rc == 0)
+		if (rc == 0) {
+			lab_curve(out, label, &tr);
 			rc = lab_held_out(m, &o, &d, B, nb, &after[i], e);
+		}
 		arm_free(m, &tr);
 		if (rc)
 			break;
@@ -673,24 +679,36 @@ static int run_fused(const struct lab_ctx *ctx, struct lab_result *out, struct e
 const struct lab_experiment lab_experiments[] = {
 	{ "residual", "residual connections keep gradients alive as depth grows",
 	  "the first layer's gradient norm at initialisation, at depth 10, 20 and 50, with and "
-	  "without residual connections", 1, 6, run_residual },
+	  "without residual connections", 1, 6, run_residual,
+	  { { "depth" }, { "first grad, residual", "first grad, none" },
+	    "the first layer's gradient norm at initialisation", true } },
 	{ "norm", "pre-norm trains more stably than post-norm, deep stacks most of all",
 	  "pre- vs post-norm at several depths (final and held-out loss, blocks whose gradient "
-	  "died), and LayerNorm vs RMSNorm", 2, 95, run_norm },
+	  "died), and LayerNorm vs RMSNorm", 2, 95, run_norm,
+	  { { "depth", "norm", "placement" }, { "final loss", "held-out" },
+	    "loss, nats per token", false } },
 	{ "scaling", "without 1/sqrt(d_k) the softmax saturates and training stalls",
 	  "the same model trained with and without the scaling: loss and attention entropy",
-	  1, 140, run_scaling },
+	  1, 140, run_scaling,
+	  { { "scores" }, { "final loss", "held-out", "attention entropy" },
+	    "loss and entropy, nats", false } },
 	{ "mask", "a mask applied after the softmax, or none, leaks the future",
 	  "models trained causal, after-softmax and unmasked: training loss, and held-out loss "
-	  "when run causally", 1, 110, run_mask },
+	  "when run causally", 1, 110, run_mask,
+	  { { "trained with" }, { "training loss", "held-out, own mask", "held-out, causal" },
+	    "loss, nats per token", false } },
 	{ "heads", "several heads beat one head of the same total width",
-	  "1, 2, 4 and 8 heads at the same d_model (same parameter count)", 1, 120, run_heads },
+	  "1, 2, 4 and 8 heads at the same d_model (same parameter count)", 1, 120, run_heads,
+	  { { "heads" }, { "final loss", "held-out" }, "loss, nats per token", false } },
 	{ "gqa", "MHA converts to GQA by mean-pooling K/V heads, and a little uptraining recovers it",
 	  "shakespeare converted to GQA-2 and MQA, held-out loss before and after uptraining, "
-	  "beside the natively trained GQA model", 2, 50, run_gqa },
+	  "beside the natively trained GQA model", 2, 50, run_gqa,
+	  { { "model" }, { "held-out", "uptrained", "natively trained" },
+	    "held-out loss, nats per token", false } },
 	{ "fused", "one fused QKV projection is faster than a loop over heads (3.6x on a GPU)",
-	  "times the Q, K, V projections fused and per head on this CPU", 1, 1, run_fused },
-	{ NULL, NULL, NULL, 0, 0, NULL },
+	  "times the Q, K, V projections fused and per head on this CPU", 1, 1, run_fused,
+	  { { "shape" }, { "fused QKV ms", "per-head loop ms" }, "milliseconds", true } },
+	{ NULL, NULL, NULL, 0, 0, NULL, { { NULL }, { NULL }, NULL, false } },
 };
 
 const struct lab_experiment *lab_find(const char *name)

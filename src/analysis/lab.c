@@ -25,6 +25,8 @@ void lab_result_free(struct lab_result *r)
 	free(r->table.cells);
 	for (int i = 0; i < r->n_findings; i++)
 		free(r->findings[i]);
+	for (int i = 0; i < r->n_curves; i++)
+		curve_free(&r->curves[i]);
 	free(r->json);
 	memset(r, 0, sizeof *r);
 }
@@ -152,6 +154,27 @@ double lab_attention_entropy(struct model *m, const struct dataset *d, struct er
 	return sum;
 }
 
+/* ---------------------------------------------------------------- curves */
+
+void lab_curve(struct lab_result *r, const char *label, const struct trainer *tr)
+{
+	if (r->n_curves == LAB_MAX_CURVES)
+		return;
+	size_t n = tr->hist_n, per = (n + LAB_CURVE_POINTS - 1) / LAB_CURVE_POINTS;
+	per = per ? per : 1;
+	int points = (int)((n + per - 1) / per);
+	struct curve *c = &r->curves[r->n_curves++];
+	curve_init(c, label, points);
+	for (int k = 0; k < points; k++) {
+		size_t a = (size_t)k * per, b = a + per < n ? a + per : n;
+		double sum = 0;
+		for (size_t i = a; i < b; i++)
+			sum += tr->hist[i * (size_t)tr->hw + HIST_LOSS];
+		c->step[k] = (double)b; /* steps count from 1: the bucket's last */
+		c->value[k] = sum / (double)(b - a);
+	}
+}
+
 /* ---------------------------------------------------------------- tables */
 
 void lab_table_header(struct lab_table *t, int cols, const char *const *names)
@@ -205,6 +228,7 @@ static json_t *jstr(const char *s)
 
 void lab_result_json(struct lab_result *r, const char *name, bool quick)
 {
+	r->quick = quick;
 	json_t *o = ju_check(json_object()), *rows = ju_check(json_array()), *f = ju_check(json_array());
 	for (int i = 0; i < r->table.rows; i++) {
 		json_t *row = ju_check(json_array());
@@ -219,7 +243,22 @@ void lab_result_json(struct lab_result *r, const char *name, bool quick)
 	ju_set(o, "partial", json_boolean(r->partial));
 	ju_set(o, "table", rows);
 	ju_set(o, "findings", f);
+	json_t *curves = ju_check(json_array());
+	for (int i = 0; i < r->n_curves; i++) {
+		const struct curve *c = &r->curves[i];
+		json_t *co = ju_check(json_object()), *x = ju_check(json_array());
+		json_t *y = ju_check(json_array());
+		for (int k = 0; k < c->n; k++) {
+			ju_append(x, json_integer((json_int_t)c->step[k]));
+			ju_append(y, ju_real(c->value[k]));
+		}
+		ju_set(co, "arm", jstr(c->name));
+		ju_set(co, "step", x);
+		ju_set(co, "loss", y);
+		ju_append(curves, co);
+	}
+	ju_set(o, "curves", curves);
 	free(r->json);
-	r->json = ju_dump(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	r->json = ju_dump(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 	json_decref(o);
 }

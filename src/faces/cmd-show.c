@@ -14,6 +14,7 @@
 #include "decode.h"
 #include "cmd.h"
 #include "export.h"
+#include "export-parts.h"
 #include "render.h"
 #include "tokenizer.h"
 
@@ -86,8 +87,7 @@ static void show_grid(struct session *s, struct render_buf *b)
 	};
 	render_grid(b, &sp);
 	if (sc)
-		render_buf_puts(b, "badges: the role `heads` gives (prev previous-token, offK offset K, "
-				   "sink, delim delimiter, self, local, ind induction)\n");
+		render_buf_puts(b, EX_BADGE_LEGEND);
 	free(badges);
 	free(badge);
 	free(att);
@@ -222,14 +222,25 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	const char *what = argv[1];
 	bool is_diff = !strcmp(what, "diff");
 	bool is_head = !strcmp(what, "head") || is_diff, is_token = !strcmp(what, "token");
+	bool is_mask = !strcmp(what, "mask"), is_groups = !strcmp(what, "groups");
 	if (!(((is_head || is_token) && argc == 3) ||
-	      ((!strcmp(what, "grid") || !strcmp(what, "tokens")) && argc == 2)))
+	      ((!strcmp(what, "grid") || !strcmp(what, "tokens") || is_mask || is_groups) &&
+	       argc == 2)))
 		return err_set(e, "usage: show grid | show head L.H|ROLE | show diff L.H|ROLE | "
-			       "show token I | show tokens");
-	if (session_need_run(s, e))
-		return -1;
+			       "show token I | show tokens | show mask | show groups");
 	struct render_buf b;
 	render_buf_init(&b);
+	if (is_mask || is_groups) { /* the text forms of export mask and export groups */
+		struct export_req r = { 0 };
+		if ((is_mask ? export_mask : export_groups)(s, &r, EXPORT_TXT, &b, e) != 0) {
+			render_buf_free(&b);
+			return -1;
+		}
+		emit(s, &b);
+		return 0;
+	}
+	if (session_need_run(s, e))
+		return -1;
 	if (is_head) {
 		int l, h;
 		enum head_role role;
@@ -272,11 +283,12 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	return 0;
 }
 
-static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", NULL };
+static const char *const show_words[] = { "grid", "head", "diff", "token", "tokens", "mask",
+					  "groups", NULL };
 const struct cmd_entry cmd_show_entry = {
 	.name = "show",
-	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens",
-	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, or the tokens",
+	.usage = "grid | head L.H|ROLE | diff L.H|ROLE | token I | tokens | mask | groups",
+	.help = "print every head's heatmap, one head, what the options changed in one head, one token's keys, the tokens, the mask, or the K/V groups",
 	.long_help = "show grid      every head as a small heatmap (max-pooled to fit; [L.H] is the\n"
 		     "               selected head, \u2717 an ablated one)\n"
 		     "show head L.H  one head: rows are query tokens, columns key tokens; selects it\n"
@@ -287,6 +299,10 @@ const struct cmd_entry cmd_show_entry = {
 		     "               (red / blue in colour), blank within 0.05; selects it\n"
 		     "show token I   the 3 keys token I attends to most in every head; selects it\n"
 		     "show tokens    index, id and label of every token (\u2423 space, \u23ce newline)\n"
+		     "show mask      which keys each query sees under the current mask (export mask\n"
+		     "               writes it as a figure; --all there shows every mask)\n"
+		     "show groups    which query heads read which K/V head under the current attn,\n"
+		     "               and the KV-cache size of each setting (export groups: a figure)\n"
 		     "Shading is what `heat` chooses (the attention weight by default): ' ' <0.01\n"
 		     "'\u2591' <0.25 '\u2592' <0.5 '\u2593' <0.75 '\u2588'.",
 	.complete = COMPLETE_WORDS,
@@ -555,26 +571,59 @@ const struct cmd_entry cmd_kv_entry = {
 
 extern const struct cmd_entry cmd_export_entry;
 
+/* The request of export k from the command's arguments: the head or the
+ * layer, and the options only some exports take.  0 or -1. */
+static int export_request(struct session *s, const struct export_kind *k, const struct cmd_args *a,
+			  struct export_req *r, struct err *e)
+{
+	const struct cmd_entry *c = &cmd_export_entry;
+	memset(r, 0, sizeof *r);
+	r->diff = cmd_has(c, a, "--diff");
+	r->selected = cmd_has(c, a, "--selected");
+	r->all = cmd_has(c, a, "--all");
+	r->scale = (int)cmd_num(c, a, "--scale", 1);
+	if (r->diff && strcmp(k->name, "heatmap"))
+		return err_set(e, "export: --diff goes with heatmap L.H");
+	if (r->selected && strcmp(k->name, "grid") && strcmp(k->name, "layer"))
+		return err_set(e, "export: --selected goes with grid and layer L");
+	if (r->all && strcmp(k->name, "mask"))
+		return err_set(e, "export: --all goes with mask");
+	if (!k->arg)
+		return 0;
+	const char *arg = a->pos[1];
+	if (session_need_run(s, e))
+		return -1;
+	if (!strcmp(k->arg, "L.H"))
+		return session_parse_head(s, arg, &r->layer, &r->head, e);
+	if (cmd_parse_int(arg, 0, 1 << 20, "the layer", &r->layer, e))
+		return -1;
+	if (r->layer >= s->model->cfg.n_layer)
+		return err_set(e, "layer %d does not exist (layers 0-%d)", r->layer,
+			       s->model->cfg.n_layer - 1);
+	return 0;
+}
+
 static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	struct cmd_args a;
 	if (cmd_args_parse(&cmd_export_entry, argc, argv, &a, e) != 0)
 		return -1;
-	const char *what = a.n_pos ? a.pos[0] : "", *head = NULL;
-	const char *fmt = cmd_str(&cmd_export_entry, &a, "--format");
-	const char *path = cmd_str(&cmd_export_entry, &a, "--out");
-	bool heatmap = !strcmp(what, "heatmap");
-	bool one = !strcmp(what, "grid") || !strcmp(what, "stats") || !strcmp(what, "lens") ||
-		   !strcmp(what, "patch");
-	if (!(heatmap ? a.n_pos == 2 : a.n_pos == 1 && one)) {
+	const struct export_kind *k = a.n_pos ? export_find(a.pos[0]) : NULL;
+	if (a.n_pos && !k) { /* name every export, in the table's words */
+		char list[ERR_MAX];
+		size_t n = 0;
+		for (const struct export_kind *x = export_kinds; x->name && n < sizeof list; x++)
+			n += (size_t)snprintf(list + n, sizeof list - n, "%s%s%s%s: %s", n ? "; " : "",
+					      x->name, x->arg ? " " : "", x->arg ? x->arg : "", x->help);
+		return err_set(e, "export: %.32s is not an export (%s)", a.pos[0], list);
+	}
+	if (!k || a.n_pos != (k->arg ? 2 : 1)) {
 		char u[256];
 		cmd_usage(&cmd_export_entry, u, sizeof u);
 		return err_set(e, "%s", u);
 	}
-	if (heatmap)
-		head = a.pos[1];
-	else if (cmd_has(&cmd_export_entry, &a, "--diff"))
-		return err_set(e, "export: --diff goes with heatmap L.H");
+	const char *fmt = cmd_str(&cmd_export_entry, &a, "--format");
+	const char *path = cmd_str(&cmd_export_entry, &a, "--out");
 	enum export_format f = EXPORT_TXT;
 	if (fmt) {
 		if (export_format_parse(fmt, &f, e) != 0)
@@ -584,34 +633,19 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if (path && !path[0])
 		return err_set(e, "export: --out needs a file name");
-	if (session_need_run(s, e))
+	if (f == EXPORT_PNG && !path)
+		return err_set(e, "export: png is an image; give a file with --out FILE.png");
+	struct export_req r;
+	if (export_request(s, k, &a, &r, e) != 0)
 		return -1;
+	if (k->roles && session_ready(s)) {
+		struct err ignored; /* a failed induction pass only costs the badges */
+		r.roles = session_head_scores(s, &ignored);
+	}
 
 	struct render_buf b;
 	render_buf_init(&b);
-	int rc;
-	char desc[64];
-	if (head) {
-		int l, h;
-		if (session_parse_head(s, head, &l, &h, e) != 0)
-			return -1;
-		bool diff = cmd_has(&cmd_export_entry, &a, "--diff");
-		rc = diff ? export_heatmap_diff(s, l, h, f, &b, e) : export_heatmap(s, l, h, f, &b, e);
-		snprintf(desc, sizeof desc, "heatmap %d.%d%s", l, h, diff ? " diff" : "");
-	} else if (!strcmp(what, "grid")) {
-		rc = export_grid(s, f, &b, e);
-		snprintf(desc, sizeof desc, "grid");
-	} else if (!strcmp(what, "lens")) {
-		rc = export_lens(s, f, &b, e);
-		snprintf(desc, sizeof desc, "lens");
-	} else if (!strcmp(what, "patch")) {
-		rc = export_patch(s, f, &b, e);
-		snprintf(desc, sizeof desc, "patch");
-	} else {
-		rc = export_stats(s, f, &b, e);
-		snprintf(desc, sizeof desc, "stats");
-	}
-	if (rc != 0) {
+	if (export_run(k, s, &r, f, &b, e) != 0) {
 		render_buf_free(&b);
 		return -1;
 	}
@@ -623,34 +657,54 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 		render_buf_free(&b);
 		return err_prefix(e, "export");
 	}
+	char desc[64];
+	if (!strcmp(k->name, "heatmap"))
+		snprintf(desc, sizeof desc, "heatmap %d.%d%s", r.layer, r.head, r.diff ? " diff" : "");
+	else if (!strcmp(k->name, "layer"))
+		snprintf(desc, sizeof desc, "layer %d", r.layer);
+	else
+		snprintf(desc, sizeof desc, "%s%s", k->name, r.all ? " all" : "");
 	if (!s->quiet)
 		fprintf(s->out, "wrote %s (%s, %s, %zu bytes)\n", path, desc, export_format_name(f), b.len);
 	render_buf_free(&b);
 	return 0;
 }
 
-static const char *const export_words[] = { "heatmap", "grid", "stats", "lens", "patch", NULL };
+/* the exports (export_kinds[]); formats complete after --format (cmd-complete.c) */
+static const char *const export_words[] = { "heatmap", "layer", "grid", "stats", "lens", "patch",
+					    "mask", "groups", "lab", NULL };
 static const struct cmd_opt export_opts[] = {
-	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg", 0, 0, "the format" },
+	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg|png", 0, 0, "the format" },
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
 	{ "--diff", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--selected", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--all", CMD_OPT_FLAG, NULL, 0, 0, NULL },
+	{ "--scale", CMD_OPT_INT, "N", 1, EXPORT_MAX_SCALE, "the PNG scale" },
 	{ NULL },
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | grid | stats | lens | patch",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab",
 	.opts = export_opts,
-	.help = "write one head, every head, the numbers, the lens or the last patch as text, "
-		"CSV, JSON or SVG",
+	.help = "write one head, a layer, every head, the numbers, the lens, the last patch, the "
+		"mask, GQA's groups or the last lab run as text, CSV, JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
-		     "the format follows FILE's extension (.csv .json .svg .txt), else txt.\n"
-		     "txt/ascii/ansi: shaded heatmaps with token labels; csv: one row per query\n"
-		     "token (full-precision weights); json: tokens, shape, options and weights;\n"
-		     "svg: a standalone figure. Stats: txt, csv or json. lens: p(the model's\n"
-		     "prediction) by depth and position, with each depth's top token (csv, json).\n"
-		     "patch: the last `patch TEXT` of this run, each head's and each residual\n"
-		     "row's share restored (txt, csv, json, svg). Exports of the same run are\n"
-		     "byte-identical (no timestamps or timings).",
+		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
+		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"
+		     "per query token (full-precision weights); json: tokens, shape, options and\n"
+		     "weights; svg: a standalone figure for slides (a subtitle saying what it shows,\n"
+		     "token labels on both axes, masked cells hatched, role badges, a legend); png:\n"
+		     "that figure as an image (librsvg), --scale N pixels per SVG pixel (1-4), only\n"
+		     "to a file. heatmap L.H: one head (--diff: minus the native run). layer L: every\n"
+		     "head of layer L, each with the tokens on both axes. grid: every head\n"
+		     "(--selected frames the selected head). stats: txt, csv or json. lens: p(the\n"
+		     "model's prediction) by depth and position. patch: the last `patch TEXT` of this\n"
+		     "run. mask: which keys each query may see under the current mask (--all: causal,\n"
+		     "window, none, after-softmax with the selected head's weights, and padding\n"
+		     "side by side). groups: which query heads read which K/V head under the current\n"
+		     "attn, and the KV-cache bytes (a model is enough). lab: the last `lab` run's\n"
+		     "arms, the table's losses as bars and each arm's training loss by step. Exports\n"
+		     "of the same run are byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,

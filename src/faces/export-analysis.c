@@ -17,7 +17,6 @@
 
 #define SVG_CELL 14   /* pixels per cell */
 #define SVG_LEFT 90   /* room for the row names */
-#define SVG_LABELS 70 /* room for the rotated position labels */
 
 static int imax_int(int a, int b)
 {
@@ -126,16 +125,12 @@ static void lens_json(const struct session *s, const struct lens *ln, char **lab
 	ex_json_emit(b, root);
 }
 
-/* Position labels rotated under a row of cells starting at x0, y. */
-static void svg_position_labels(struct render_buf *b, char **lab, int T, int x0, int y)
+/* Position labels over a row of cells starting at x0 and ending at
+ * y_bottom, every glyph upright (export-parts.h: ex_svg_key_labels); the
+ * room they take is ex_svg_key_labels_h(lab, T, SVG_CELL). */
+static void svg_position_labels(struct render_buf *b, char **lab, int T, int x0, int y_bottom)
 {
-	for (int i = 0; i < T; i++) {
-		int x = x0 + i * SVG_CELL + SVG_CELL / 2 + 4;
-		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" transform=\"rotate(-60 %d %d)\">",
-				  x, y, x, y);
-		ex_xml_text(b, lab[i]);
-		render_buf_puts(b, "</text>\n");
-	}
+	ex_svg_key_labels(b, lab, T, x0, y_bottom, SVG_CELL);
 }
 
 /* Rows of cells: names[r] on the left, v[r * cols + c] coloured by color. */
@@ -167,8 +162,9 @@ static void lens_svg(const struct session *s, const struct lens *ln, char **lab,
 	export_describe_options(s, opts, sizeof opts);
 	snprintf(l1, sizeof l1, "logit lens, %d tokens", T);
 	snprintf(l2, sizeof l2, "p(the model's prediction) by depth (rows) and position (columns)");
-	int w = imax_int(SVG_LEFT + T * SVG_CELL + 80, ex_svg_heading_width(l1, l2, opts));
-	int h = SVG_HEAD_H + D * SVG_CELL + SVG_LABELS + 30;
+	int w = imax_int(SVG_LEFT + T * SVG_CELL + 100, ex_svg_heading_width(l1, l2, opts));
+	int kh = ex_svg_key_labels_h(lab, T, SVG_CELL), top = SVG_HEAD_H + kh;
+	int h = top + imax_int(D * SVG_CELL, 60) + 30;
 	ex_svg_open(b, w, h, opts);
 	ex_svg_heading(b, l1, l2, opts);
 	double *v = xmalloc((size_t)D * T * sizeof *v);
@@ -178,9 +174,9 @@ static void lens_svg(const struct session *s, const struct lens *ln, char **lab,
 		for (int i = 0; i < T; i++)
 			v[(size_t)d * T + i] = ln->p[(size_t)d * T + i];
 	}
-	svg_cells(b, SVG_LEFT, SVG_HEAD_H, D, T, v, names, ex_svg_color);
-	svg_position_labels(b, lab, T, SVG_LEFT, SVG_HEAD_H + D * SVG_CELL + 8);
-	ex_svg_scale(b, SVG_LEFT + T * SVG_CELL + 20, SVG_HEAD_H, imax_int(D * SVG_CELL, 60),
+	svg_position_labels(b, lab, T, SVG_LEFT, top);
+	svg_cells(b, SVG_LEFT, top, D, T, v, names, ex_svg_color);
+	ex_svg_scale(b, SVG_LEFT + T * SVG_CELL + 20, top, imax_int(D * SVG_CELL, 60),
 		     "probability", false);
 	render_buf_puts(b, "</svg>\n");
 	free(v);
@@ -308,7 +304,8 @@ static void patch_svg(const struct session *s, const struct patch_result *r, cha
 			      "residual stream by position (below)", ca, xa);
 	int heads_h = L * SVG_CELL + 30, grid_w = (T > H ? T : H) * SVG_CELL;
 	int w = imax_int(SVG_LEFT + grid_w + 80, ex_svg_heading_width(l1, l2, opts));
-	int h = SVG_HEAD_H + heads_h + L * SVG_CELL + SVG_LABELS + 30;
+	int kh = ex_svg_key_labels_h(lab, T, SVG_CELL);
+	int h = SVG_HEAD_H + heads_h + kh + L * SVG_CELL + 30;
 	ex_svg_open(b, w, h, opts);
 	ex_svg_heading(b, l1, l2, opts);
 	char (*names)[32] = xmalloc((size_t)L * sizeof *names);
@@ -321,9 +318,9 @@ static void patch_svg(const struct session *s, const struct patch_result *r, cha
 				  hd);
 	for (int l = 0; l < L; l++)
 		snprintf(names[l], sizeof names[l], "after %d", l);
-	int y1 = SVG_HEAD_H + heads_h;
+	int y1 = SVG_HEAD_H + heads_h + kh;
 	svg_cells(b, SVG_LEFT, y1, L, T, r->resid, names, ex_svg_diverging);
-	svg_position_labels(b, lab, T, SVG_LEFT, y1 + L * SVG_CELL + 8);
+	svg_position_labels(b, lab, T, SVG_LEFT, y1);
 	ex_svg_scale(b, SVG_LEFT + grid_w + 20, SVG_HEAD_H, imax_int(L * SVG_CELL, 60), "share",
 		     true);
 	render_buf_puts(b, "</svg>\n");

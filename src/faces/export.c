@@ -1,7 +1,8 @@
 /*
- * export.c — heatmaps, grids and run statistics as txt, ascii, ansi, csv,
- * json (jansson) and svg, built into a render_buf.  Nothing here depends on
- * the clock, so exports of one session reproduce byte for byte.
+ * export.c — heatmaps, grids (every layer, or a range of them: export
+ * layer's text forms) and run statistics as txt, ascii, ansi, csv, json
+ * (jansson) and svg, built into a render_buf.  Nothing here depends on the
+ * clock, so exports of one session reproduce byte for byte.
  */
 #include "export.h"
 #include "export-parts.h"
@@ -17,169 +18,9 @@
 #include "analysis.h"
 #include "json-util.h"
 #include "tokenizer.h"
-
-/* --------------------------------------------------------------- formats */
-
-static const char *const format_names[] = { "txt", "ascii", "ansi", "csv", "json", "svg" };
-#define N_FORMATS ((int)(sizeof format_names / sizeof *format_names))
-
-const char *export_format_name(enum export_format f)
-{
-	return (int)f >= 0 && (int)f < N_FORMATS ? format_names[f] : "?";
-}
-
-int export_format_count(void)
-{
-	return N_FORMATS;
-}
-
-int export_format_parse(const char *s, enum export_format *out, struct err *e)
-{
-	for (int i = 0; i < N_FORMATS; i++)
-		if (!strcmp(s, format_names[i])) {
-			*out = (enum export_format)i;
-			return 0;
-		}
-	char list[128] = "";
-	for (int i = 0; i < N_FORMATS; i++)
-		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-			 i == 0 ? "" : i == N_FORMATS - 1 ? " or " : ", ", format_names[i]);
-	return err_set(e, "%.64s: unknown format (use %s)", s, list);
-}
-
-int export_format_from_path(const char *path, enum export_format *out)
-{
-	const char *dot = strrchr(path, '.');
-	const char *slash = strrchr(path, '/');
-	if (!dot || (slash && dot < slash))
-		return -1;
-	char ext[8];
-	size_t n = strlen(dot + 1);
-	if (n == 0 || n >= sizeof ext)
-		return -1;
-	for (size_t i = 0; i <= n; i++)
-		ext[i] = (char)tolower((unsigned char)dot[1 + i]);
-	static const struct {
-		const char *ext;
-		enum export_format f;
-	} map[] = { { "txt", EXPORT_TXT }, { "csv", EXPORT_CSV }, { "json", EXPORT_JSON },
-		    { "svg", EXPORT_SVG } };
-	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-		if (!strcmp(ext, map[i].ext)) {
-			*out = map[i].f;
-			return 0;
-		}
-	return -1;
-}
-
-/* --------------------------------------------------------------- helpers */
-
-/* A copy of s that is valid UTF-8 without control characters (bad bytes
- * become U+FFFD, controls '?'), safe for JSON strings and XML text. */
-char *ex_clean_text(const char *s)
-{
-	struct render_buf b;
-	render_buf_init(&b);
-	size_t len = strlen(s);
-	const unsigned char *p = (const unsigned char *)s;
-	while (len > 0) {
-		uint32_t cp;
-		int bad, k = utf8_decode(p, len, &cp, &bad);
-		if (bad)
-			render_buf_puts(&b, "\xef\xbf\xbd");
-		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
-			render_buf_puts(&b, "?");
-		else
-			render_buf_put(&b, (const char *)p, (size_t)k);
-		p += k;
-		len -= (size_t)k;
-	}
-	char *out = xstrdup(b.data ? b.data : "");
-	render_buf_free(&b);
-	return out;
-}
-
-static const char *model_name(const struct session *s)
-{
-	if (s->model->name)
-		return s->model->name;
-	return s->model_spec ? s->model_spec : "model";
-}
-
-void export_describe_options(const struct session *s, char *buf, size_t size)
-{
-	if (!s->model) {
-		snprintf(buf, size, "no model");
-		return;
-	}
-	const struct run_options *o = &s->opt;
-	const struct model_config *c = &s->model->cfg;
-	char mask[32], abl[256] = "";
-	if (o->mask == MASK_WINDOW)
-		snprintf(mask, sizeof mask, "window %d", o->window);
-	else
-		snprintf(mask, sizeof mask, "%s", mask_kind_name(o->mask));
-	size_t n = 0;
-	for (int l = 0; l < c->n_layer; l++)
-		for (int h = 0; h < c->n_head; h++)
-			if (session_head_ablated(s, l, h) && n + 16 < sizeof abl)
-				n += (size_t)snprintf(abl + n, sizeof abl - n, "%s%d.%d", n ? " " : "", l, h);
-	snprintf(buf, size, "kv_heads %d (native %d), norm %s, mask %s, scale %s, ablated %s",
-		 o->kv_heads, s->native.kv_heads, norm_place_name(o->placement), mask,
-		 o->scale ? "on" : "off", n ? abl : "none");
-}
-
-/* Labels of the session's tokens (render_labels_free). */
-/* The token labels of s (render_labels_free them) and, in opts, its options. */
-static char **labels_and_options(const struct session *s, char *opts, size_t size)
-{
-	export_describe_options(s, opts, size);
-	return session_labels(s);
-}
-
-/* ----------------------------------------------------------------- ascii */
-
-/* Rewrites b from byte `from` on as ASCII, in place, keeping every
- * character's width: the space and newline labels become '_' and '$', any
- * other character one '?' per column it takes. */
-static void to_ascii(struct render_buf *b, size_t from)
-{
-	size_t w = from;
-	for (size_t r = from; r < b->len;) {
-		unsigned char c = (unsigned char)b->data[r];
-		if (c < 0x80) {
-			b->data[w++] = b->data[r++];
-			continue;
-		}
-		uint32_t cp;
-		int bad;
-		int n = utf8_decode((const unsigned char *)b->data + r, b->len - r, &cp, &bad);
-		r += (size_t)n;
-		if (cp == 0x2423)
-			b->data[w++] = '_';
-		else if (cp == 0x23CE)
-			b->data[w++] = '$';
-		else
-			for (int k = render_cp_width(cp); k > 0; k--)
-				b->data[w++] = '?';
-	}
-	b->len = w;
-	if (b->data)
-		b->data[w] = '\0';
-}
+#include "utf8.h"
 
 /* ------------------------------------------------------------------- csv */
-
-void ex_csv_quoted(struct render_buf *b, const char *s)
-{
-	render_buf_puts(b, "\"");
-	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-		render_buf_put(b, s, (size_t)(q - s));
-		render_buf_puts(b, "\"\"");
-	}
-	render_buf_puts(b, s);
-	render_buf_puts(b, "\"");
-}
 
 static void csv_header(struct render_buf *b, char **labels, int T, bool with_head)
 {
@@ -212,55 +53,6 @@ static void csv_rows(struct render_buf *b, const float *a, char **labels, int T,
 
 /* ------------------------------------------------------------------ json */
 
-json_t *ex_json_str(const char *s)
-{
-	char *c = ex_clean_text(s);
-	json_t *j = json_string(c);
-	free(c);
-	return j ? j : json_string("");
-}
-
-/* "model", "tokens" (when with_tokens), "shape", "options" of a session. */
-json_t *ex_json_head_obj(const struct session *s, char **labels, bool with_tokens)
-{
-	json_t *root = ju_check(json_object());
-	ju_set(root, "model", ex_json_str(model_name(s)));
-	int T = s->n_tokens;
-	if (with_tokens) {
-		json_t *toks = ju_check(json_array());
-		for (int i = 0; i < T; i++) {
-			json_t *t = ju_check(json_object());
-			ju_set(t, "id", json_integer(s->tokens[i]));
-			ju_set(t, "label", ex_json_str(labels[i]));
-			ju_append(toks, t);
-		}
-		ju_set(root, "tokens", toks);
-		json_t *shape = ju_check(json_array());
-		ju_append(shape, json_integer(T));
-		ju_append(shape, json_integer(T));
-		ju_set(root, "shape", shape);
-	}
-	const struct run_options *o = &s->opt;
-	const struct model_config *c = &s->model->cfg;
-	json_t *opt = ju_check(json_object());
-	ju_set(opt, "kv_heads", json_integer(o->kv_heads));
-	ju_set(opt, "placement", json_string(norm_place_name(o->placement)));
-	ju_set(opt, "mask", json_string(mask_kind_name(o->mask)));
-	ju_set(opt, "window", o->mask == MASK_WINDOW ? json_integer(o->window) : json_null());
-	ju_set(opt, "scale", json_boolean(o->scale));
-	json_t *abl = ju_check(json_array());
-	for (int l = 0; l < c->n_layer; l++)
-		for (int h = 0; h < c->n_head; h++)
-			if (session_head_ablated(s, l, h)) {
-				char id[32];
-				snprintf(id, sizeof id, "%d.%d", l, h);
-				ju_append(abl, json_string(id));
-			}
-	ju_set(opt, "ablated", abl);
-	ju_set(root, "options", opt);
-	return root;
-}
-
 static json_t *json_matrix(const float *a, int T)
 {
 	json_t *rows = ju_check(json_array());
@@ -273,223 +65,103 @@ static json_t *json_matrix(const float *a, int T)
 	return rows;
 }
 
-/* Appends root as compact JSON plus a newline and releases it. */
-void ex_json_emit(struct render_buf *b, json_t *root)
-{
-	char *txt = ju_dump(root, JSON_COMPACT | JSON_REAL_PRECISION(9));
-	render_buf_puts(b, txt);
-	render_buf_puts(b, "\n");
-	free(txt);
-	json_decref(root);
-}
-
 /* ------------------------------------------------------------------- svg */
-
-void ex_xml_text(struct render_buf *b, const char *s)
-{
-	char *c = ex_clean_text(s);
-	render_xml_escape(b, c);
-	free(c);
-}
-
-/* A change in -1..1: white at 0, red up, blue down. */
-void ex_svg_diverging(char out[8], double d)
-{
-	if (isnan(d)) {
-		snprintf(out, 8, "#d9d9d9");
-		return;
-	}
-	double a = fabs(d) > 1 ? 1 : fabs(d);
-	int hi = 255, lo = (int)floor(255 * (1 - a) + 0.5);
-	snprintf(out, 8, "#%02x%02x%02x", d > 0 ? hi : lo, lo, d > 0 ? lo : hi);
-}
-
-void ex_svg_color(char out[8], double v)
-{
-	if (isnan(v)) { /* a masked cell */
-		snprintf(out, 8, "#d9d9d9");
-		return;
-	}
-	unsigned char rgb[3];
-	render_rgb(v, rgb);
-	snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-}
-
-void ex_svg_open(struct render_buf *b, int w, int h, const char *title)
-{
-	render_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-			  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, monospace\">\n",
-			  w, h, w, h);
-	render_buf_puts(b, "<title>");
-	ex_xml_text(b, title);
-	render_buf_puts(b, "</title>\n");
-	render_buf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
-}
-
-
-/* Width the heading needs: about 10 px per character of the 16 px bold line
- * and 7 px per character of the 11 px lines. */
-int ex_svg_heading_width(const char *line1, const char *line2, const char *line3)
-{
-	int a = render_width(line1) * 10, b = render_width(line2) * 7, c = render_width(line3) * 7;
-	int w = a > b ? a : b;
-	return (w > c ? w : c) + 20;
-}
-
-/* A bold heading and two smaller lines (what and options) at the top. */
-void ex_svg_heading(struct render_buf *b, const char *line1, const char *line2,
-			const char *line3)
-{
-	render_buf_puts(b, "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">");
-	ex_xml_text(b, line1);
-	render_buf_puts(b, "</text>\n<text x=\"10\" y=\"40\" font-size=\"11\" fill=\"#333333\">");
-	ex_xml_text(b, line2);
-	render_buf_puts(b, "</text>\n<text x=\"10\" y=\"55\" font-size=\"11\" fill=\"#333333\">");
-	ex_xml_text(b, line3);
-	render_buf_puts(b, "</text>\n");
-}
-
-/* What an SVG's colour scale is named. */
-static const char *scale_name(const struct session *s)
-{
-	return s->heat == HEAT_WEIGHTS ? "weight" : heat_kind_name(s->heat);
-}
-
-/* A vertical colour scale (1 at the top, 0 or, diverging, -1 at the
- * bottom) at x, y of height h, named what. */
-void ex_svg_scale(struct render_buf *b, int x, int y, int h, const char *what, bool diverging)
-{
-	render_buf_puts(b, "<defs><linearGradient id=\"ramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
-	for (int k = 0; k <= 8; k++) {
-		char col[8];
-		if (diverging)
-			ex_svg_diverging(col, k / 4.0 - 1);
-		else
-			ex_svg_color(col, k / 8.0);
-		render_buf_printf(b, "<stop offset=\"%g%%\" stop-color=\"%s\"/>", k * 12.5, col);
-	}
-	render_buf_puts(b, "</linearGradient></defs>\n");
-	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" fill=\"url(#ramp)\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
-			  x, y, h);
-	static const char *const ticks[] = { "1", "0.5", "0" }, *const dticks[] = { "+1", "0", "-1" };
-	for (int k = 0; k < 3; k++)
-		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" dominant-baseline=\"middle\">%s</text>\n",
-				  x + 18, y + k * h / 2, diverging ? dticks[k] : ticks[k]);
-	render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%s</text>\n", x, y + h + 14, what);
-}
 
 static int imax(int a, int b)
 {
 	return a > b ? a : b;
 }
 
-/* One head's map a (T, T) as a figure; diverging: a holds changes in
- * -1..1 (export heatmap --diff). */
-static void svg_heatmap(struct render_buf *b, const struct session *s, int layer, int head,
-			char **labels, const char *opts, const float *a, bool diverging)
+/* The role scores of head (l, h) in r, or NULL. */
+static const struct head_scores *role_of(const struct session *s, const struct export_req *r,
+					 int l, int h)
 {
-	int T = s->n_tokens;
-	int cs = imax(4, 640 / T > 20 ? 20 : 640 / T);
-	int fs = cs >= 12 ? 11 : imax(4, cs - 1);
-	int lw = 1;
-	for (int i = 0; i < T; i++) {
-		int w = render_width(labels[i]);
-		lw = w > lw ? w : lw;
-	}
-	if (lw > 12)
-		lw = 12;
-	int iw = T > 1 ? (int)floor(log10(T - 1)) + 1 : 1;
-	int cw = (fs * 13 + 19) / 20; /* approximate advance of a monospace glyph */
-	int left = 16 + (iw + 1 + lw) * cw;
-	int top = SVG_HEAD_H + lw * cw + 8;
-	int side = T * cs, barh = imax(100, side < 240 ? side : 240);
-
-	char line1[256], line2[128], line3[600], title[1024];
-	snprintf(line1, sizeof line1, "%s of head %d.%d (layer %d, head %d)%s: %s",
-		 diverging ? "Change in the attention" : "Attention", layer, head, layer, head,
-		 session_head_ablated(s, layer, head) ? " [ablated]" : "", model_name(s));
-	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens", T);
-	snprintf(line3, sizeof line3, "options: %s", opts);
-	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
-	int w = imax(left + side + 70, ex_svg_heading_width(line1, line2, line3));
-	int h = imax(top + side, top + barh + 20) + 24;
-	ex_svg_open(b, w, h, title);
-	ex_svg_heading(b, line1, line2, line3);
-
-	/* key labels, rotated to read upwards, ending just above the matrix */
-	render_buf_printf(b, "<g font-size=\"%d\">\n", fs);
-	for (int j = 0; j < T; j++) {
-		int x = left + j * cs + cs / 2 + fs / 3, y = top - 4;
-		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\">", x, y, x, y);
-		ex_xml_text(b, labels[j]);
-		render_buf_puts(b, "</text>\n");
-	}
-	/* query labels, right-aligned against the matrix */
-	for (int i = 0; i < T; i++) {
-		render_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\">%d ",
-				  left - 4, top + i * cs + cs / 2, i);
-		ex_xml_text(b, labels[i]);
-		render_buf_puts(b, "</text>\n");
-	}
-	render_buf_puts(b, "</g>\n<g>\n");
-	for (int i = 0; i < T; i++)
-		for (int j = 0; j < T; j++) {
-			char col[8];
-			if (diverging)
-				ex_svg_diverging(col, a[(size_t)i * T + j]);
-			else
-				ex_svg_color(col, a[(size_t)i * T + j]);
-			render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-					  left + j * cs, top + i * cs, cs, cs, col);
-		}
-	render_buf_puts(b, "</g>\n");
-	render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#000000\" stroke-width=\"0.5\"/>\n",
-			  left, top, side, side);
-	ex_svg_scale(b, left + side + 16, top, barh, diverging ? "change" : scale_name(s), diverging);
-	render_buf_puts(b, "</svg>\n");
+	return r->roles ? &r->roles[l * s->model->cfg.n_head + h] : NULL;
 }
 
-static void svg_grid(struct render_buf *b, const struct session *s, const char *opts)
+/* One head's map a (T, T) as a figure; diverging: a holds changes in
+ * -1..1 (export heatmap --diff). */
+static void svg_heatmap(struct render_buf *out, const struct session *s, const struct export_req *r,
+			char **labels, const char *opts, const float *a, bool diverging)
+{
+	int T = s->n_tokens, layer = r->layer, head = r->head;
+	int cs = imax(4, 640 / T > 20 ? 20 : 640 / T);
+	int left = 16 + ex_svg_query_labels_w(labels, T, cs, true);
+	int top = 24 + ex_svg_key_labels_h(labels, T, cs);
+	int side = T * cs;
+	char mask[256], sub[1400], heading[256], tip[1024];
+	ex_mask_words(&s->opt, mask, sizeof mask);
+	struct ex_legend lg = {
+		.what = diverging ? "weight under these options minus the native run's"
+				  : heat_kind_legend(s->heat),
+		.diverging = diverging, .masked = mask, .roles = role_of(s, r, layer, head),
+		.n_roles = 1,
+	};
+	int w = imax(imax(left + side + 24, 720), left + ex_svg_legend_w(&lg));
+	int body_h = top + side + 16 + ex_svg_legend_h(&lg);
+	snprintf(heading, sizeof heading, "%s of head %d.%d (layer %d, head %d)%s: %s",
+		 diverging ? "Change in the attention" : "Attention", layer, head, layer, head,
+		 session_head_ablated(s, layer, head) ? " [ablated]" : "", ex_model_name(s));
+	ex_subtitle(s, diverging, sub, sizeof sub);
+	snprintf(tip, sizeof tip, "attnscope: %s; %d tokens; options: %s", heading, T, opts);
+
+	struct render_buf b;
+	render_buf_init(&b);
+	char name[48];
+	snprintf(name, sizeof name, "head %d.%d%s", layer, head,
+		 session_head_ablated(s, layer, head) ? " (ablated)" : "");
+	render_buf_printf(&b, "<text x=\"%d\" y=\"16\" font-size=\"13\" font-weight=\"bold\">%s</text>\n",
+			  left, name);
+	ex_svg_badge(&b, left + ex_text_px(render_width(name), 13) + 8, 16, role_of(s, r, layer, head));
+	ex_svg_key_labels(&b, labels, T, left, top, cs);
+	ex_svg_query_labels(&b, labels, T, left, top, cs, true);
+	struct ex_map m = { .a = a, .T = T, .o = &s->opt, .diverging = diverging, .every_cell = true };
+	ex_svg_map(&b, &m, left, top, cs);
+	ex_svg_frame(&b, left, top, side, side, false);
+	ex_svg_legend(&b, left, top + side + 16, &lg);
+	ex_svg_figure(out, w, body_h, tip, heading, sub, &b);
+	render_buf_free(&b);
+}
+
+static void svg_grid(struct render_buf *out, const struct session *s, const struct export_req *r,
+		     const char *opts)
 {
 	int T = s->n_tokens, L = s->model->cfg.n_layer, H = s->model->cfg.n_head;
 	int cs = imax(2, 128 / T > 8 ? 8 : 128 / T);
-	int side = T * cs, gap = 18, top = SVG_HEAD_H;
-	int bw = imax(side, 80);
-	char line1[256], line2[128], line3[600], title[1024], zero[8];
-	snprintf(line1, sizeof line1, "Attention of every head: %s (%d layers x %d heads)", model_name(s),
-		 L, H);
-	snprintf(line2, sizeof line2, "%d tokens; rows: query tokens, columns: key tokens; red frame: selected head", T);
-	snprintf(line3, sizeof line3, "options: %s", opts);
-	snprintf(title, sizeof title, "attnscope: %s; %d tokens; %s", line1, T, line3);
-	int w = imax(16 + H * (bw + gap) + 60, ex_svg_heading_width(line1, line2, line3));
-	int h = top + L * (side + gap + 14) + 30;
-	ex_svg_open(b, w, h, title);
-	ex_svg_heading(b, line1, line2, line3);
-	ex_svg_color(zero, 0.0);
+	int side = T * cs, gap = 22, row_h = side + gap + 20;
+	int bw = imax(side, r->roles ? 150 : 80);
+	char heading[256], sub[1400], tip[1024], mask[256];
+	snprintf(heading, sizeof heading, "Attention of every head: %s (%d layers x %d heads)",
+		 ex_model_name(s), L, H);
+	ex_subtitle(s, false, sub, sizeof sub);
+	snprintf(tip, sizeof tip, "attnscope: %s; %d tokens; options: %s", heading, T, opts);
+	ex_mask_words(&s->opt, mask, sizeof mask);
+	struct ex_legend lg = { .what = heat_kind_legend(s->heat), .masked = mask,
+				.roles = r->roles, .n_roles = L * H };
+	int w = imax(imax(16 + H * (bw + gap), 760), 16 + ex_svg_legend_w(&lg));
+	int body_h = L * row_h + 8 + ex_svg_legend_h(&lg);
+
+	struct render_buf b;
+	render_buf_init(&b);
 	for (int l = 0; l < L; l++)
 		for (int hd = 0; hd < H; hd++) {
-			int x0 = 16 + hd * (bw + gap), y0 = top + l * (side + gap + 14) + 14;
-			bool sel = l == s->sel_layer && hd == s->sel_head;
-			render_buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>%d.%d%s%s</text>\n", x0,
-					  y0 - 4, sel ? " font-weight=\"bold\"" : "", l, hd,
-					  session_head_ablated(s, l, hd) ? " ablated" : "", sel ? " (selected)" : "");
-			/* the background carries weight 0; only other cells get a rect */
-			render_buf_printf(b, "<g><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-					  x0, y0, side, side, zero);
-			const float *a = session_att(s, l, hd);
-			for (int i = 0; i < T; i++)
-				for (int j = 0; j < T; j++) {
-					char col[8];
-					ex_svg_color(col, a[(size_t)i * T + j]);
-					if (strcmp(col, zero))
-						render_buf_printf(b, "<rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-								  x0 + j * cs, y0 + i * cs, cs, cs, col);
-				}
-			render_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"/></g>\n",
-					  x0, y0, side, side, sel ? "#d62728" : "#000000", sel ? "2" : "0.5");
+			int x0 = 16 + hd * (bw + gap), y0 = l * row_h + 20;
+			bool sel = r->selected && l == s->sel_layer && hd == s->sel_head;
+			char name[48];
+			snprintf(name, sizeof name, "%d.%d%s%s", l, hd,
+				 session_head_ablated(s, l, hd) ? " ablated" : "", sel ? " (selected)" : "");
+			render_buf_printf(&b, "<g class=\"head\">\n<text x=\"%d\" y=\"%d\" font-size=\"12\"%s>%s</text>\n",
+					  x0, y0 - 6, sel ? " font-weight=\"bold\"" : "", name);
+			ex_svg_badge(&b, x0 + ex_text_px(render_width(name), 12) + 6, y0 - 6,
+				     role_of(s, r, l, hd));
+			struct ex_map m = { .a = session_att(s, l, hd), .T = T, .o = &s->opt };
+			ex_svg_map(&b, &m, x0, y0, cs);
+			ex_svg_frame(&b, x0, y0, side, side, sel);
+			render_buf_puts(&b, "</g>\n");
 		}
-	ex_svg_scale(b, 16 + H * (bw + gap), top + 14, 100, scale_name(s), false);
-	render_buf_puts(b, "</svg>\n");
+	ex_svg_legend(&b, 16, L * row_h + 8, &lg);
+	ex_svg_figure(out, w, body_h, tip, heading, sub, &b);
+	render_buf_free(&b);
 }
 
 /* --------------------------------------------------------------- exports */
@@ -499,44 +171,62 @@ static enum render_style text_style(enum export_format f)
 	return f == EXPORT_ASCII ? RENDER_ASCII : f == EXPORT_ANSI ? RENDER_ANSI : RENDER_UNICODE;
 }
 
-/* export_heatmap, or with diff its change against the native run. */
-static int heatmap(const struct session *s, int layer, int head, enum export_format f, bool diff,
-		   struct render_buf *out, struct err *e)
+/* The text form of one head: the shading with masked cells marked. */
+static void heatmap_text(const struct session *s, const struct export_req *r, const float *a,
+			 bool diff, char **labels, const char *opts, enum export_format f,
+			 struct render_buf *out)
+{
+	int layer = r->layer, head = r->head, T = s->n_tokens;
+	char title[1024], role[64] = "";
+	const struct head_scores *sc = role_of(s, r, layer, head);
+	if (sc && sc->role != HEAD_BROAD) {
+		strcpy(role, ", role ");
+		heads_role_text(sc, role + 7, sizeof role - 7);
+	}
+	snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s%s%s%s, model %s, %d tokens\noptions: %s",
+		 layer, head, layer, head,
+		 session_head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
+		 diff || s->heat != HEAT_WEIGHTS ? ": " : "",
+		 diff ? "weights minus the native run's" : s->heat != HEAT_WEIGHTS ? heat_kind_name(s->heat) : "",
+		 role, ex_model_name(s), T, opts);
+	float *m = ex_masked_copy(&s->opt, a, T);
+	struct render_head_spec sp = {
+		.att = m, .T = T, .labels = labels, .style = text_style(f),
+		.max_width = 0, .title = title,
+		.what = diff ? "the weight is" : heat_kind_legend(s->heat), .diverging = diff,
+	};
+	render_head(out, &sp);
+	free(m);
+}
+
+int export_heatmap_req(const struct session *s, const struct export_req *r, enum export_format f,
+		       struct render_buf *out, struct err *e)
 {
 	size_t start = out->len;
 	if (session_need_run(s, e))
 		return -1;
 	const struct model_config *c = &s->model->cfg;
+	int layer = r->layer, head = r->head;
 	if (layer < 0 || layer >= c->n_layer || head < 0 || head >= c->n_head)
 		return err_set(e, "head %d.%d does not exist (layers 0-%d, heads 0-%d)", layer, head,
 			       c->n_layer - 1, c->n_head - 1);
+	if (f == EXPORT_PNG)
+		return err_set(e, "export heatmap: png is made from the svg (export_run)");
 	int T = s->n_tokens;
-	float *d = diff ? session_diff(s, layer, head) : NULL;
+	float *d = r->diff ? session_diff(s, layer, head) : NULL;
 	const float *a = d ? d : session_att(s, layer, head);
 	const float *raw = d ? d : session_heat_values(s, layer, head);
 	const char *key = d ? "diff" : s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat);
 	char opts[512];
-	char **labels = labels_and_options(s, opts, sizeof opts);
+	export_describe_options(s, opts, sizeof opts);
+	char **labels = session_labels(s);
 
 	switch (f) {
 	case EXPORT_TXT:
 	case EXPORT_ASCII:
-	case EXPORT_ANSI: {
-		char title[1024];
-		snprintf(title, sizeof title, "head %d.%d (layer %d, head %d)%s%s%s, model %s, %d tokens\noptions: %s",
-			 layer, head, layer, head,
-			 session_head_ablated(s, layer, head) ? " ablated (output zeroed; attention shown)" : "",
-			 d || s->heat != HEAT_WEIGHTS ? ": " : "",
-			 d ? "weights minus the native run's" : s->heat != HEAT_WEIGHTS ? key : "",
-			 model_name(s), T, opts);
-		struct render_head_spec sp = {
-			.att = a, .T = T, .labels = labels, .style = text_style(f),
-			.max_width = 0, .title = title,
-			.what = d ? "the weight is" : heat_kind_legend(s->heat), .diverging = d != NULL,
-		};
-		render_head(out, &sp);
+	case EXPORT_ANSI:
+		heatmap_text(s, r, a, d != NULL, labels, opts, f, out);
 		break;
-	}
 	case EXPORT_CSV:
 		csv_header(out, labels, T, false);
 		csv_rows(out, raw, labels, T, layer, head, false);
@@ -551,78 +241,109 @@ static int heatmap(const struct session *s, int layer, int head, enum export_for
 		ex_json_emit(out, root);
 		break;
 	}
-	case EXPORT_SVG:
-		svg_heatmap(out, s, layer, head, labels, opts, a, d != NULL);
+	default:
+		svg_heatmap(out, s, r, labels, opts, a, d != NULL);
 		break;
 	}
 	render_labels_free(labels, T);
 	free(d);
 	if (f == EXPORT_ASCII)
-		to_ascii(out, start);
+		ex_to_ascii(out, start);
 	return 0;
 }
 
 int export_heatmap(const struct session *s, int layer, int head, enum export_format f,
 		   struct render_buf *out, struct err *e)
 {
-	return heatmap(s, layer, head, f, false, out, e);
+	struct export_req r = { .layer = layer, .head = head };
+	return export_heatmap_req(s, &r, f, out, e);
 }
 
 int export_heatmap_diff(const struct session *s, int layer, int head, enum export_format f,
 			struct render_buf *out, struct err *e)
 {
-	return heatmap(s, layer, head, f, true, out, e);
+	struct export_req r = { .layer = layer, .head = head, .diff = true };
+	return export_heatmap_req(s, &r, f, out, e);
 }
 
-int export_grid(const struct session *s, enum export_format f, struct render_buf *out,
-		struct err *e)
+/* Layers l0 .. l1-1 as the text grid: masked cells marked, badges when
+ * asked, the selected head bracketed only with r->selected. */
+static void grid_text(const struct session *s, const struct export_req *r, int l0, int l1,
+		      enum export_format f, struct render_buf *out)
+{
+	int T = s->n_tokens, H = s->model->cfg.n_head, n = (l1 - l0) * H;
+	const float **att = xmalloc((size_t)n * sizeof *att);
+	float **masked = xmalloc((size_t)n * sizeof *masked);
+	bool *abl = xmalloc((size_t)n * sizeof *abl);
+	for (int l = l0; l < l1; l++)
+		for (int h = 0; h < H; h++) {
+			int k = (l - l0) * H + h;
+			masked[k] = ex_masked_copy(&s->opt, session_att(s, l, h), T);
+			att[k] = masked[k];
+			abl[k] = session_head_ablated(s, l, h);
+		}
+	const char **badges = ex_badges(r->roles ? r->roles + l0 * H : NULL, n);
+	struct render_grid_spec sp = {
+		.att = att, .L = l1 - l0, .H = H, .T = T, .ablated = abl, .badges = badges,
+		.sel_layer = r->selected && s->sel_layer >= l0 ? s->sel_layer - l0 : -1,
+		.sel_head = r->selected ? s->sel_head : -1,
+		.style = text_style(f), .cell = 16, .max_width = 0,
+		.what = heat_kind_legend(s->heat),
+	};
+	render_grid(out, &sp);
+	bool any = false;
+	for (int k = 0; badges && k < n; k++)
+		any |= badges[k][0] != '\0';
+	if (any)
+		render_buf_puts(out, EX_BADGE_LEGEND);
+	for (int k = 0; k < n; k++)
+		free(masked[k]);
+	free(masked);
+	free(badges);
+	free(att);
+	free(abl);
+}
+
+int export_grid_range(const struct session *s, const struct export_req *r, int l0, int l1,
+		      enum export_format f, struct render_buf *out)
 {
 	size_t start = out->len;
-	if (session_need_run(s, e))
-		return -1;
 	const struct model_config *c = &s->model->cfg;
-	int T = s->n_tokens, L = c->n_layer, H = c->n_head;
+	int T = s->n_tokens, H = c->n_head;
 	char opts[512];
-	char **labels = labels_and_options(s, opts, sizeof opts);
+	export_describe_options(s, opts, sizeof opts);
+	char **labels = session_labels(s);
 
 	switch (f) {
 	case EXPORT_TXT:
 	case EXPORT_ASCII:
-	case EXPORT_ANSI: {
-		const float **att = xmalloc((size_t)L * H * sizeof *att);
-		bool *abl = xmalloc((size_t)L * H * sizeof *abl);
-		for (int l = 0; l < L; l++)
-			for (int h = 0; h < H; h++) {
-				att[l * H + h] = session_att(s, l, h);
-				abl[l * H + h] = session_head_ablated(s, l, h);
-			}
-		render_buf_printf(out, "model %s, %d tokens\noptions: %s\n", model_name(s), T, opts);
-		struct render_grid_spec sp = {
-			.att = att, .L = L, .H = H, .T = T, .ablated = abl,
-			.sel_layer = s->sel_layer, .sel_head = s->sel_head,
-			.style = text_style(f), .cell = 16, .max_width = 0,
-			.what = heat_kind_legend(s->heat),
-		};
-		render_grid(out, &sp);
-		free(att);
-		free(abl);
+	case EXPORT_ANSI:
+		render_buf_printf(out, "model %s, %d tokens", ex_model_name(s), T);
+		if (l1 - l0 == 1 && c->n_layer > 1)
+			render_buf_printf(out, ", layer %d", l0);
+		render_buf_printf(out, "\noptions: %s\n", opts);
+		grid_text(s, r, l0, l1, f, out);
 		break;
-	}
 	case EXPORT_CSV:
 		csv_header(out, labels, T, true);
-		for (int l = 0; l < L; l++)
+		for (int l = l0; l < l1; l++)
 			for (int h = 0; h < H; h++)
 				csv_rows(out, session_heat_values(s, l, h), labels, T, l, h, true);
 		break;
 	case EXPORT_JSON: {
 		json_t *root = ex_json_head_obj(s, labels, true);
 		json_t *heads = ju_check(json_array());
-		for (int l = 0; l < L; l++)
+		for (int l = l0; l < l1; l++)
 			for (int h = 0; h < H; h++) {
 				json_t *o = ju_check(json_object());
 				ju_set(o, "layer", json_integer(l));
 				ju_set(o, "head", json_integer(h));
 				ju_set(o, "ablated", json_boolean(session_head_ablated(s, l, h)));
+				if (r->roles) {
+					char role[48];
+					heads_role_text(role_of(s, r, l, h), role, sizeof role);
+					ju_set(o, "role", json_string(role));
+				}
 				ju_set(o, s->heat == HEAT_WEIGHTS ? "weights" : heat_kind_name(s->heat),
 				       json_matrix(session_heat_values(s, l, h), T));
 				ju_append(heads, o);
@@ -631,14 +352,31 @@ int export_grid(const struct session *s, enum export_format f, struct render_buf
 		ex_json_emit(out, root);
 		break;
 	}
-	case EXPORT_SVG:
-		svg_grid(out, s, opts);
+	default:
+		svg_grid(out, s, r, opts);
 		break;
 	}
 	render_labels_free(labels, T);
 	if (f == EXPORT_ASCII)
-		to_ascii(out, start);
+		ex_to_ascii(out, start);
 	return 0;
+}
+
+int export_grid_req(const struct session *s, const struct export_req *r, enum export_format f,
+		    struct render_buf *out, struct err *e)
+{
+	if (session_need_run(s, e))
+		return -1;
+	if (f == EXPORT_PNG)
+		return err_set(e, "export grid: png is made from the svg (export_run)");
+	return export_grid_range(s, r, 0, s->model->cfg.n_layer, f, out);
+}
+
+int export_grid(const struct session *s, enum export_format f, struct render_buf *out,
+		struct err *e)
+{
+	struct export_req r = { 0 };
+	return export_grid_req(s, &r, f, out, e);
 }
 
 /* ----------------------------------------------------------------- stats */
@@ -669,7 +407,7 @@ void export_stats_txt(const struct session *s, bool timing, struct render_buf *b
 	export_describe_options(s, opts, sizeof opts);
 	format_bytes(m.kv, kv, sizeof kv);
 	format_bytes(m.kv_native, kvn, sizeof kvn);
-	render_buf_printf(b, "model         %s\n", model_name(s));
+	render_buf_printf(b, "model         %s\n", ex_model_name(s));
 	render_buf_printf(b, "options       %s\n", opts);
 	render_buf_printf(b, "tokens        %d\n", s->n_tokens);
 	if (!cfg_has_head(c)) {
@@ -727,14 +465,14 @@ int export_stats(const struct session *s, enum export_format f, struct render_bu
 	if (f == EXPORT_TXT || f == EXPORT_ASCII) {
 		export_stats_txt(s, false, out);
 		if (f == EXPORT_ASCII)
-			to_ascii(out, start);
+			ex_to_ascii(out, start);
 		return 0;
 	}
 	if (f == EXPORT_CSV) {
 		render_buf_puts(out, "model,options,tokens,loss,baseline_loss,delta_loss,perplexity,"
 				     "kl_vs_baseline,top1_agree,kv_cache_bytes,kv_cache_bytes_native,"
 				     "layer,head,entropy,max_weight,ablated\n");
-		char *name = ex_clean_text(model_name(s));
+		char *name = ex_clean_text(ex_model_name(s));
 		for (int l = 0; l < c->n_layer; l++)
 			for (int h = 0; h < c->n_head; h++) {
 				double ent, mx;
