@@ -51,7 +51,7 @@ check "and stops there" sh -c "! grep -q '^✓ Each row sums to 1' '$tmp/out'"
 
 # the language
 E='text First Citizen:\nBefore we proceed any further, hear me speak.'
-run shakespeare -c "$E; expect loss > 0 and kl == 0 and top1 == 1 and dloss ~= 0 +- 1e-9 \"a\"; expect 1 + 2 * 3 == 7 and ( 1 + 2 ) * 3 == 9 and - 2 < 0 and 7 / 2 == 3.5 \"arith\"; expect role 1.2 == delimiter and role 1.2 != sink and head delimiter layer == 1 \"roles\"" </dev/null
+run shakespeare -c "$E; expect loss > 0 and kl == 0 and top1 == 1 and dloss ~= 0 +- 1e-9 \"a\"; expect 1 + 2 * 3 == 7 and ( 1 + 2 ) * 3 == 9 and - 2 < 0 and 7 / 2 == 3.5 \"arith\"; expect role 1.2 == offset and role 1.3 == delimiter and role 1.2 != sink and head delimiter layer == 1 \"roles\"" </dev/null
 check "expect: comparisons, arithmetic and roles" sh -c "[ $rc -eq 0 ] && [ \$(grep -c '^✓' '$tmp/out') -eq 3 ]"
 run shakespeare -c "$E; ablate 0.0; expect loss > prev.loss and base.loss == prev.loss and dloss > 0 \"prev\"" </dev/null
 check "expect: prev.* is the run before, base.loss the baseline's" sh -c "[ $rc -eq 0 ] && grep -q '^✓ prev' '$tmp/out'"
@@ -69,7 +69,7 @@ check "expect: a missing comparison is an error" grep -q 'where a comparison' "$
 run shakespeare -c "$E; expect sweep.removable > 0 \"x\"" </dev/null
 check "expect: a result not yet computed is an error, not ✗" \
 	sh -c "grep -q 'no sweep has run yet' '$tmp/err' && ! grep -q '^✗' '$tmp/out'"
-run shakespeare -c "$E; sweep; expect sweep.removable == 2 and sweep 0.1 dloss > 0.2 and sweep.layer 0 kl > 1 \"sweep\"" </dev/null
+run shakespeare -c "$E; sweep; expect sweep.removable == 0 and sweep 0.1 dloss > 0.2 and sweep.layer 0 kl > 0.8 \"sweep\"" </dev/null
 check "expect: the sweep's numbers as it printed them" sh -c "[ $rc -eq 0 ] && grep -q '^✓ sweep' '$tmp/out'"
 run -c "expect" </dev/null
 check "expect alone lists the quantities" sh -c "grep -qE '^  lab ROW COLUMN ' '$tmp/out' && grep -qE '^  head HEAD SCORE ' '$tmp/out'"
