@@ -24,11 +24,12 @@
  * caller adds: a bad magic, a version other than 2 and 3 (or a big-endian
  * file), counts the file cannot hold or above GGUF_MAX_KV / GGUF_MAX_TENSORS,
  * a key or tensor name that runs past the end, is empty, too long, not
- * UTF-8 or given twice, an unknown value type, nested arrays, an alignment
+ * UTF-8, holds a control character or is given twice, an unknown value type, nested arrays, an alignment
  * that is not a u32 power of two, more than 4 dimensions, element counts
  * that overflow, a ggml type that is not one attnscope reads (named), a
  * row not a whole number of blocks, an offset not a multiple of the
- * alignment, and data that runs past the end of the file.  Every string
+ * alignment, data that runs past the end of the file, and two tensors
+ * whose bytes overlap (so that what the tensors hold is at most the file).  Every string
  * and array read after is checked against the file again, and
  * gguf_read_tensor() refuses NaN and Inf.
  */
@@ -120,8 +121,10 @@ const struct gguf_kv *gguf_find(const struct gguf_file *f, const char *key);
  *   gguf_get_int    any integer type, in [lo, hi]
  *   gguf_get_float  F32 or F64 (an integer type too), finite
  *   gguf_get_bool   BOOL
- *   gguf_get_str    a STRING of at most max bytes, valid UTF-8, read into
- *                   a malloc'd NUL-terminated copy (the caller frees)
+ *   gguf_get_str    a STRING of at most max bytes, valid UTF-8 without NUL,
+ *                   read into a malloc'd NUL-terminated copy (the caller
+ *                   frees; it may hold control characters: quote it with
+ *                   utf8_printable() in a message)
  */
 int gguf_get_int(const struct gguf_file *f, const char *key, int64_t lo, int64_t hi,
 		 int64_t *out, struct err *e);

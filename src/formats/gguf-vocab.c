@@ -45,9 +45,11 @@
 
 #include "config.h"
 #include "json-util.h"
+#include "loaders.h"
 #include "tok-hfjson.h"
 #include "tok-wordpiece.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 #define SP "\xe2\x96\x81" /* U+2581, sentencepiece's space */
 
@@ -323,9 +325,12 @@ static struct tokenizer *bpe(const struct gguf_file *f, const struct vocab *v, s
 		t = hf_bpe(v, merges, true, e);
 	else if (!strcmp(pre, "qwen2"))
 		t = hf_bpe(v, merges, false, e);
-	else
+	else {
+		char shown[160];
+		utf8_printable(pre, strlen(pre), shown, sizeof shown);
 		err_set(e, "tokenizer.ggml.pre \"%s\" is not supported (gpt-2, llama-bpe and qwen2 "
-			"are)", pre);
+			"are)", shown);
+	}
 out:
 	json_decref(merges);
 	free(pre);
@@ -431,8 +436,10 @@ struct tokenizer *gguf_tokenizer(const struct gguf_file *f, struct err *e)
 		return NULL;
 	}
 	if (strcmp(model, "llama") && strcmp(model, "gpt2") && strcmp(model, "bert")) {
+		char shown[160];
+		utf8_printable(model, strlen(model), shown, sizeof shown);
 		err_set(e, "tokenizer.ggml.model \"%s\" is not supported (llama, gpt2 and bert are)",
-			model);
+			shown);
 		free(model);
 		return NULL;
 	}
@@ -442,5 +449,7 @@ struct tokenizer *gguf_tokenizer(const struct gguf_file *f, struct err *e)
 					     : wordpiece(f, &v, e);
 	vocab_free(&v);
 	free(model);
+	if (!t) /* the tokenizer modules quote tokens, which may hold control bytes */
+		ld_one_line(e);
 	return t;
 }

@@ -39,7 +39,7 @@ static bool utf8_valid(const char *s, size_t n)
 
 /* ------------------------------------------------------------ the cursor */
 
-#define BUF 65536
+#define BUF 8192
 
 struct cur {
 	int fd;
@@ -132,6 +132,11 @@ static int take_name(struct cur *c, uint64_t max, char **out, const char *what, 
 		free(s);
 		return err_set(e, "%s is not valid UTF-8 text", what);
 	}
+	for (uint64_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+			free(s);
+			return err_set(e, "%s holds a control character", what);
+		}
 	*out = s;
 	return 0;
 }
@@ -307,8 +312,31 @@ static int read_tensor_info(struct cur *c, struct gguf_file *f, uint64_t i, stru
 	return 0;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	const struct gguf_tensor *x = *(const struct gguf_tensor *const *)a;
+	const struct gguf_tensor *y = *(const struct gguf_tensor *const *)b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Refuses two tensors whose bytes overlap: what the tensors hold is then
+ * at most the file, which bounds what a model may be allocated for them. */
+static int no_overlap(const struct gguf_file *f, struct err *e)
+{
+	const struct gguf_tensor **s = xmalloc(((size_t)f->n_t + 1) * sizeof *s);
+	int rc = 0;
+	for (int i = 0; i < f->n_t; i++)
+		s[i] = &f->t[i];
+	qsort(s, (size_t)f->n_t, sizeof *s, by_offset);
+	for (int i = 1; i < f->n_t && !rc; i++)
+		if (s[i - 1]->off + s[i - 1]->bytes > s[i]->off)
+			rc = err_set(e, "tensors %s and %s overlap in the file", s[i - 1]->name, s[i]->name);
+	free(s);
+	return rc;
+}
+
 /* Places each tensor's data after the header and checks it lies within
- * the file. */
+ * the file and apart from the others. */
 static int place_tensors(struct gguf_file *f, uint64_t header_end, struct err *e)
 {
 	uint64_t a = f->alignment;
@@ -327,7 +355,7 @@ static int place_tensors(struct gguf_file *f, uint64_t header_end, struct err *e
 				       t->bytes, t->off, room);
 		t->off += f->data_off;
 	}
-	return 0;
+	return no_overlap(f, e);
 }
 
 /* general.alignment: a u32 power of two, 32 when absent. */
@@ -675,7 +703,8 @@ int gguf_read_tensor(const struct gguf_file *f, struct gguf_tensor *t, float *ds
 {
 	size_t bv = ggml_block_values(t->type), bb = ggml_block_bytes(t->type);
 	uint64_t blocks = t->bytes / bb, per = CHUNK / bb;
-	unsigned char *buf = xmalloc(CHUNK);
+	per = per < blocks ? per : blocks;
+	unsigned char *buf = xmalloc((size_t)(per * bb) + 1);
 	int rc = 0;
 	for (uint64_t b = 0; b < blocks && rc == 0; b += per) {
 		uint64_t k = blocks - b < per ? blocks - b : per;

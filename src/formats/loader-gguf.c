@@ -55,6 +55,7 @@
 #include "gguf.h"
 #include "loaders.h"
 #include "tok-wordpiece.h"
+#include "utf8.h"
 
 enum family { FAM_LLAMA, FAM_QWEN2, FAM_GPT2, FAM_NEOX, FAM_BERT };
 
@@ -123,8 +124,10 @@ static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
 			free(name);
 			return &archs[i];
 		}
+	char shown[160];
+	utf8_printable(name, strlen(name), shown, sizeof shown);
 	err_set(e, "general.architecture \"%s\" is not supported (llama, mistral, qwen2, gpt2, "
-		"gptneox and bert are)", name);
+		"gptneox and bert are)", shown);
 	free(name);
 	return NULL;
 }
@@ -138,7 +141,9 @@ static int refuse(const struct gguf_file *f, const struct arch *a, int D, struct
 	if (gguf_get_str(f, k, 64, &s, e) < 0)
 		return -1;
 	if (s && strcmp(s, "none")) {
-		err_set(e, "%s \"%s\" is not supported (RoPE scaling)", k, s);
+		char shown[160];
+		utf8_printable(s, strlen(s), shown, sizeof shown);
+		err_set(e, "%s \"%s\" is not supported (RoPE scaling)", k, shown);
 		free(s);
 		return -1;
 	}
