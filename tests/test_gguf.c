@@ -708,6 +708,9 @@ static void test_damaged(void **state)
 	put32(q + 4 + 16, 16);
 	damaged(c, len, "tensor output.weight has type IQ2_XXS, which attnscope does not read");
 	FRESH();
+	put64(q + 4 + 16 + 4, 0);
+	damaged(c, len, "tensors token_embd.weight and output.weight overlap in the file");
+	FRESH();
 	uint64_t off;
 	memcpy(&off, q + 4 + 16 + 4, 8);
 	put64(q + 4 + 16 + 4, off + 4);
