@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include "gguf.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +127,8 @@ static int read_vocab(const struct gguf_file *f, struct vocab *v, struct err *e)
 
 static int ttype(const struct vocab *v, uint64_t i)
 {
-	return v->type ? (int)v->type[i] : TT_NORMAL;
+	double t = v->type ? v->type[i] : TT_NORMAL;
+	return t >= 0 && t <= TT_BYTE ? (int)t : 0; /* 0: not a type GGUF defines */
 }
 
 /* A token as a JSON string, or an error naming it when it is not UTF-8. */
@@ -165,7 +167,8 @@ static struct tokenizer *spm(const struct gguf_file *f, const struct vocab *v, s
 	unsigned char *buf = xmalloc(total), *o = buf + 4;
 	int32_t maxlen = 1;
 	for (uint64_t i = 0; i < v->n; i++) {
-		float sc = (float)v->score[i];
+		double d = v->score[i];
+		float sc = d > FLT_MAX ? FLT_MAX : d >= -FLT_MAX ? (float)d : -FLT_MAX; /* NaN: last */
 		unsigned char *lenp = o + 4, *p = o + 8;
 		memcpy(o, &sc, 4);
 		for (uint32_t j = 0; j < v->len[i];) {
