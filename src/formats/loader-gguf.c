@@ -481,7 +481,7 @@ static int read_weights(const struct gguf_file *f, const struct info *in, struct
 	if (!rc && !bert)
 		rc = rd(f, "output_norm.weight", C, 0, m->p[P_LNFW], e) ||
 		     (c->norm == NORM_LAYER && rd(f, "output_norm.bias", C, 0, m->p[P_LNFB], e));
-	struct gguf_tensor *out = gguf_find_tensor(f, "output.weight");
+	struct gguf_tensor *out = bert ? NULL : gguf_find_tensor(f, "output.weight");
 	if (!rc && out && !c->tied)
 		rc = rd(f, "output.weight", V, C, m->p[P_LMHEAD], e);
 	else if (!rc && out)
