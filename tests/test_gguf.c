@@ -17,7 +17,9 @@
  *     the same tokenizer read from its own files, on every string of the
  *     expectation tables, for GPT-2, Llama 3, Qwen2.5, llama2.c (Llama 2's
  *     SentencePiece) and BERT;
- *   - damaged files fail with one line naming the file and the problem.
+ *   - what the engine cannot run (RoPE scaling, experts, other tokenizers)
+ *     is refused by name, and damaged files fail with one line naming the
+ *     file and the problem.
  * Needs ../shared/tokenizers (or $ATTNSCOPE_SHARED) for GPT-2 and llama2.c.
  */
 #define _GNU_SOURCE
@@ -602,6 +604,59 @@ static void test_tokenizers(void **state)
 	free(json);
 }
 
+/* What the engine cannot run is refused by name. */
+static void refused(void (*extra)(struct gw *w), bool tokenizer, const char *word)
+{
+	struct model *m = tiny(GA_LLAMA, 32, 48, 1, 3);
+	struct gw *w = gw_new();
+	extra(w);
+	ga_write_model(w, m, GA_LLAMA, GGML_F32);
+	if (tokenizer)
+		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	assert_int_equal(gw_write(w, path_of("refused.gguf"), 3, 0), 0);
+	gw_free(w);
+	model_free(m);
+	open_fails(path_of("refused.gguf"), word);
+}
+
+static void scaling(struct gw *w) { gw_str(w, "llama.rope.scaling.type", "yarn"); }
+static void experts(struct gw *w) { gw_u32(w, "llama.expert_count", 8); }
+static void key_len(struct gw *w) { gw_u32(w, "llama.attention.key_length", 7); }
+static void freqs(struct gw *w)
+{
+	float f[4] = { 1, 1, 1, 1 };
+	gw_tensor(w, "rope_freqs.weight", GGML_F32, 0, 4, f);
+}
+static void t5(struct gw *w)
+{
+	char *tok[] = { "a" };
+	gw_str(w, "tokenizer.ggml.model", "t5");
+	gw_strs(w, "tokenizer.ggml.tokens", tok, NULL, 1);
+}
+static void pre(struct gw *w)
+{
+	char *tok[] = { "a", "b", "ab" }, *merge[] = { "a b" };
+	gw_str(w, "tokenizer.ggml.model", "gpt2");
+	gw_str(w, "tokenizer.ggml.pre", "deepseek-llm");
+	gw_strs(w, "tokenizer.ggml.tokens", tok, NULL, 3);
+	gw_strs(w, "tokenizer.ggml.merges", merge, NULL, 1);
+}
+static void none(struct gw *w) { (void)w; }
+
+static void test_refused(void **state)
+{
+	(void)state;
+	refused(scaling, true, "llama.rope.scaling.type \"yarn\" is not supported (RoPE scaling)");
+	refused(experts, true, "llama.expert_count 8: mixtures of experts are not supported");
+	refused(key_len, true, "llama.attention.key_length 7 is not embedding_length / head_count (8)");
+	refused(freqs, true, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is not "
+		"supported");
+	refused(t5, false, "tokenizer.ggml.model \"t5\" is not supported (llama, gpt2 and bert are)");
+	refused(pre, false, "tokenizer.ggml.pre \"deepseek-llm\" is not supported");
+	refused(none, false, "no tokenizer.ggml.model: the file has no tokenizer; give one with "
+		"--tokenizer");
+}
+
 /* ---------------------------------------------------------- damaged files */
 
 /* A valid tiny llama GGUF file's bytes. */
@@ -740,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_version2_alignment),
 		cmocka_unit_test(test_quantized_models),
 		cmocka_unit_test(test_tokenizers),
+		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_damaged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
