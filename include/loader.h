@@ -16,6 +16,11 @@
  *                  blocks, partial rotary, the fused per-head query_key_value
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
+ *   "gguf"         a GGUF file (llama.cpp, Ollama, LM Studio), versions 2
+ *                  and 3: Llama, Mistral, Qwen2, GPT-2, GPT-NeoX or BERT,
+ *                  tensors in F32, F16, BF16, Q8_0, Q4_0/1, Q5_0/1 or
+ *                  Q2_K..Q6_K dequantized, the tokenizer from its metadata
+ *                  (loader-gguf.c; --tokenizer gives another)
  *   "llama2c"      a llama2.c checkpoint (.bin, 7-int header), with
  *                  tokenizer.bin (or tok<V>.bin) beside it or --tokenizer
  *   "llmc"         an llm.c GPT-2 checkpoint (.bin, 256-int header, magic

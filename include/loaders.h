@@ -39,7 +39,7 @@ struct model_format {
 };
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,
-	format_hf_neox, format_hf_bert, format_llama2c, format_llmc;
+	format_hf_neox, format_hf_bert, format_gguf, format_llama2c, format_llmc;
 
 /* Where row r of a Hugging Face Llama Q or K projection (heads of D rows,
  * rotate-half RoPE: pairs (i, i + D/2)) goes in the engine's layout

@@ -115,4 +115,10 @@ struct tokenizer *tok_bpe_load(const char *path, struct err *e);
  * with fewer or more; 0 reads to the end of the file. */
 struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e);
 
+/* The same from a tokenizer.bin image buf[0..len) (malloc'd; the
+ * tokenizer takes it, and frees it on failure too); where names it in
+ * messages. */
+struct tokenizer *tok_llama2c_from_bin(unsigned char *buf, size_t len, int n_pieces,
+				       const char *where, struct err *e);
+
 #endif

@@ -57,16 +57,20 @@ const struct cmd_entry cmd_load_entry = {
 	.long_help =
 		"load MODEL [--tokenizer PATH]\n"
 		"MODEL is a file or directory, found by its content: an attnscope .safetensors,\n"
-		"a Hugging Face GPT-2, Llama, Qwen2 or Mistral directory, a llama2.c .bin or an\n"
-		"llm.c GPT-2 .bin; or a name in models/ (shakespeare ->\n"
+		"a Hugging Face GPT-2, Llama, Qwen2, Mistral, GPT-NeoX or BERT directory, a GGUF\n"
+		"file (llama.cpp, Ollama, LM Studio: Llama, Mistral, Qwen2, GPT-2, GPT-NeoX or\n"
+		"BERT, F32/F16/BF16 or quantized Q8_0, Q4_0/1, Q5_0/1, Q2_K..Q6_K, dequantized),\n"
+		"a llama2.c .bin or an llm.c GPT-2 .bin; or a name in models/ (shakespeare ->\n"
 		"models/shakespeare.safetensors); or hf:NAME, a snapshot in the local Hugging\n"
 		"Face cache (never downloaded).  `models` lists the names there are.  A model\n"
 		"whose weights will not fit in the memory available is refused before loading.\n"
 		"--tokenizer PATH  the tokenizer to use instead of the one beside the model: for\n"
 		"                  a llama2.c .bin a tokenizer.bin; for an llm.c .bin or a GPT-2\n"
 		"                  directory, a directory with vocab.json + merges.txt or\n"
-		"                  tokenizer.json (or that file).  An attnscope .safetensors\n"
-		"                  carries its own tokenizer, so --tokenizer is refused for it.",
+		"                  tokenizer.json (or that file); for a GGUF file, whose\n"
+		"                  metadata holds its own, any of these.  An attnscope\n"
+		"                  .safetensors carries its own tokenizer, so --tokenizer is\n"
+		"                  refused for it.",
 	.complete = COMPLETE_MODEL,
 	.min_args = 1,
 	.max_args = 3,

@@ -515,6 +515,12 @@ struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e)
 	return parse_bin(buf, len, (int)json_integer_value(pieces), "tokenizer JSON", e);
 }
 
+struct tokenizer *tok_llama2c_from_bin(unsigned char *buf, size_t len, int n_pieces,
+				       const char *where, struct err *e)
+{
+	return parse_bin(buf, len, n_pieces < 0 ? 0 : n_pieces, where, e);
+}
+
 struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e)
 {
 	size_t len;

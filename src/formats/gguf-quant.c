@@ -1,0 +1,225 @@
+/*
+ * gguf-quant.c — ggml's tensor types as floats (gguf.h): the sizes and
+ * names of the types, and the dequantization of the ones attnscope reads,
+ * value for value as ggml's reference dequantizers compute them (the same
+ * float products in the same order).
+ *
+ * Bit positions, for value v of a block (all K types: 256 values):
+ *   Q4_0/Q4_1   v < 16: low nibble of qs[v]; v >= 16: high nibble of qs[v - 16]
+ *   Q5_0/Q5_1   the nibble as Q4, plus bit v of the u32 qh as the fifth bit
+ *   Q2_K        half h = v / 128, group g = v % 128 / 32, l = v % 32:
+ *               q = qs[32h + l] >> 2g & 3, scale byte 8h + 2g + (l >= 16)
+ *   Q3_K        as Q2_K for the low bits and the scale index; the high bit is
+ *               hmask[l] bit 4h + g; the 16 6-bit scales: low 4 bits from
+ *               byte i (i < 8) or the high nibble of byte i - 8, top 2 bits
+ *               from byte 8 + i % 4 at bit 2 (i / 4)
+ *   Q4_K/Q5_K   pair p = v / 64 of sub-blocks 2p, 2p + 1: qs[32p + l]'s low
+ *               nibble for the first 32, high for the next; Q5_K's fifth
+ *               bit is qh[l] bit 2p (first) or 2p + 1 (second); the 6-bit
+ *               scale and min of sub-block j: j < 4: bytes j and j + 4 (low
+ *               6 bits); else the nibbles of byte j + 4 with the top 2 bits
+ *               of bytes j - 4 (scale) and j (min)
+ *   Q6_K        half h = v / 128, quarter k = v % 128 / 32, l = v % 32:
+ *               low 4 bits of ql[64h + l + 32 (k & 1)], the high nibble when
+ *               k >= 2; 2 high bits qh[32h + l] >> 2k; scale 8h + l / 16 + 2k
+ */
+#include "gguf.h"
+
+#include <string.h>
+
+struct type_info {
+	const char *name;
+	size_t values, bytes; /* 0: not read here */
+};
+
+/* ggml's types by number; NULL names are numbers ggml has retired. */
+static const struct type_info types[] = {
+	[0] = { "F32", 1, 4 },        [1] = { "F16", 1, 2 },        [2] = { "Q4_0", 32, 18 },
+	[3] = { "Q4_1", 32, 20 },     [6] = { "Q5_0", 32, 22 },     [7] = { "Q5_1", 32, 24 },
+	[8] = { "Q8_0", 32, 34 },     [9] = { "Q8_1", 0, 0 },       [10] = { "Q2_K", 256, 84 },
+	[11] = { "Q3_K", 256, 110 },  [12] = { "Q4_K", 256, 144 },  [13] = { "Q5_K", 256, 176 },
+	[14] = { "Q6_K", 256, 210 },  [15] = { "Q8_K", 0, 0 },      [16] = { "IQ2_XXS", 0, 0 },
+	[17] = { "IQ2_XS", 0, 0 },    [18] = { "IQ3_XXS", 0, 0 },   [19] = { "IQ1_S", 0, 0 },
+	[20] = { "IQ4_NL", 0, 0 },    [21] = { "IQ3_S", 0, 0 },     [22] = { "IQ2_S", 0, 0 },
+	[23] = { "IQ4_XS", 0, 0 },    [24] = { "I8", 0, 0 },        [25] = { "I16", 0, 0 },
+	[26] = { "I32", 0, 0 },       [27] = { "I64", 0, 0 },       [28] = { "F64", 0, 0 },
+	[29] = { "IQ1_M", 0, 0 },     [30] = { "BF16", 1, 2 },      [34] = { "TQ1_0", 0, 0 },
+	[35] = { "TQ2_0", 0, 0 },     [39] = { "MXFP4", 0, 0 },
+};
+#define N_TYPES (sizeof types / sizeof types[0])
+
+size_t ggml_block_values(uint32_t t)
+{
+	return t < N_TYPES ? types[t].values : 0;
+}
+
+size_t ggml_block_bytes(uint32_t t)
+{
+	return t < N_TYPES ? types[t].bytes : 0;
+}
+
+const char *ggml_type_name(uint32_t t)
+{
+	return t < N_TYPES ? types[t].name : NULL;
+}
+
+static float half(const unsigned char *p)
+{
+	return f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+}
+
+/* ------------------------------------------------------ 32-value blocks */
+
+static void q8_0(const unsigned char *b, float *y)
+{
+	float d = half(b);
+	for (int j = 0; j < 32; j++)
+		y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+/* Q4_0 (with_min false) and Q4_1. */
+static void q4(const unsigned char *b, float *y, bool with_min)
+{
+	float d = half(b), m = with_min ? half(b + 2) : 0.0f;
+	const unsigned char *qs = b + (with_min ? 4 : 2);
+	for (int j = 0; j < 16; j++) {
+		int lo = qs[j] & 15, hi = qs[j] >> 4;
+		if (with_min) {
+			y[j] = (float)lo * d + m;
+			y[j + 16] = (float)hi * d + m;
+		} else {
+			y[j] = (float)(lo - 8) * d;
+			y[j + 16] = (float)(hi - 8) * d;
+		}
+	}
+}
+
+/* Q5_0 (with_min false) and Q5_1. */
+static void q5(const unsigned char *b, float *y, bool with_min)
+{
+	float d = half(b), m = with_min ? half(b + 2) : 0.0f;
+	const unsigned char *h = b + (with_min ? 4 : 2), *qs = h + 4;
+	uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+		      (uint32_t)h[3] << 24;
+	for (int j = 0; j < 16; j++) {
+		int lo = (qs[j] & 15) | (int)(qh >> j & 1) << 4;
+		int hi = (qs[j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
+		if (with_min) {
+			y[j] = (float)lo * d + m;
+			y[j + 16] = (float)hi * d + m;
+		} else {
+			y[j] = (float)(lo - 16) * d;
+			y[j + 16] = (float)(hi - 16) * d;
+		}
+	}
+}
+
+/* --------------------------------------------------------------- K types */
+
+static void q2_k(const unsigned char *b, float *y)
+{
+	const unsigned char *sc = b, *qs = b + 16;
+	float d = half(b + 80), dmin = half(b + 82);
+	for (int v = 0; v < 256; v++) {
+		int h = v / 128, g = v % 128 / 32, l = v % 32;
+		int s = sc[8 * h + 2 * g + (l >= 16)];
+		float dl = d * (float)(s & 15), ml = dmin * (float)(s >> 4);
+		y[v] = dl * (float)(qs[32 * h + l] >> (2 * g) & 3) - ml;
+	}
+}
+
+static void q3_k(const unsigned char *b, float *y)
+{
+	const unsigned char *hm = b, *qs = b + 32, *sb = b + 96;
+	float d = half(b + 108);
+	int scale[16];
+	for (int i = 0; i < 16; i++) {
+		int low = i < 8 ? sb[i] & 15 : sb[i - 8] >> 4;
+		scale[i] = (low | (sb[8 + i % 4] >> (2 * (i / 4)) & 3) << 4) - 32;
+	}
+	for (int v = 0; v < 256; v++) {
+		int h = v / 128, g = v % 128 / 32, l = v % 32;
+		int q = qs[32 * h + l] >> (2 * g) & 3;
+		if (!(hm[l] >> (4 * h + g) & 1))
+			q -= 4;
+		float dl = d * (float)scale[8 * h + 2 * g + (l >= 16)];
+		y[v] = dl * (float)q;
+	}
+}
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block. */
+static void scale_min(const unsigned char *s, int j, int *sc, int *mn)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*mn = s[j + 4] & 63;
+	} else {
+		*sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+		*mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+	}
+}
+
+/* Q4_K (qh NULL) and Q5_K. */
+static void q45_k(const unsigned char *b, float *y, bool five)
+{
+	float d = half(b), dmin = half(b + 2);
+	const unsigned char *s = b + 4, *qh = five ? b + 16 : NULL, *qs = b + (five ? 48 : 16);
+	for (int p = 0; p < 4; p++) {
+		int sc1, m1, sc2, m2;
+		scale_min(s, 2 * p, &sc1, &m1);
+		scale_min(s, 2 * p + 1, &sc2, &m2);
+		float d1 = d * (float)sc1, dm1 = dmin * (float)m1;
+		float d2 = d * (float)sc2, dm2 = dmin * (float)m2;
+		for (int l = 0; l < 32; l++) {
+			int lo = qs[32 * p + l] & 15, hi = qs[32 * p + l] >> 4;
+			if (qh) {
+				lo += (qh[l] >> (2 * p) & 1) ? 16 : 0;
+				hi += (qh[l] >> (2 * p + 1) & 1) ? 16 : 0;
+			}
+			y[64 * p + l] = d1 * (float)lo - dm1;
+			y[64 * p + 32 + l] = d2 * (float)hi - dm2;
+		}
+	}
+}
+
+static void q6_k(const unsigned char *b, float *y)
+{
+	const unsigned char *ql = b, *qh = b + 128;
+	const signed char *sc = (const signed char *)(b + 192);
+	float d = half(b + 208);
+	for (int v = 0; v < 256; v++) {
+		int h = v / 128, k = v % 128 / 32, l = v % 32;
+		int byte = ql[64 * h + l + 32 * (k & 1)];
+		int q = ((k >= 2 ? byte >> 4 : byte & 15) | (qh[32 * h + l] >> (2 * k) & 3) << 4) - 32;
+		y[v] = d * (float)sc[8 * h + l / 16 + 2 * k] * (float)q;
+	}
+}
+
+/* ---------------------------------------------------------------- entry */
+
+void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks)
+{
+	size_t bv = ggml_block_values(t), bb = ggml_block_bytes(t);
+	if (!bv)
+		die("ggml_dequantize: type %u is not read", t);
+	if (t == GGML_F32 || t == GGML_F16 || t == GGML_BF16) {
+		dtype_to_f32(dst, src, n_blocks,
+			     t == GGML_F32 ? DTYPE_F32 : t == GGML_F16 ? DTYPE_F16 : DTYPE_BF16);
+		return;
+	}
+	for (size_t i = 0; i < n_blocks; i++, src += bb, dst += bv) {
+		switch (t) {
+		case GGML_Q8_0: q8_0(src, dst); break;
+		case GGML_Q4_0: q4(src, dst, false); break;
+		case GGML_Q4_1: q4(src, dst, true); break;
+		case GGML_Q5_0: q5(src, dst, false); break;
+		case GGML_Q5_1: q5(src, dst, true); break;
+		case GGML_Q2_K: q2_k(src, dst); break;
+		case GGML_Q3_K: q3_k(src, dst); break;
+		case GGML_Q4_K: q45_k(src, dst, false); break;
+		case GGML_Q5_K: q45_k(src, dst, true); break;
+		case GGML_Q6_K: q6_k(src, dst); break;
+		default: die("ggml_dequantize: type %u has no dequantizer", t);
+		}
+	}
+}

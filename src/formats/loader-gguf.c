@@ -1,0 +1,587 @@
+/*
+ * loader-gguf.c — GGUF files ("gguf": llama.cpp's format, which Ollama and
+ * LM Studio use), versions 2 and 3, found by their "GGUF" magic; the
+ * container is gguf.c's, the tokenizer gguf-vocab.c's.
+ *
+ * general.architecture picks a row of the table below; its keys are
+ * ARCH.block_count (L), embedding_length (C), feed_forward_length (F),
+ * attention.head_count (H), attention.head_count_kv (K; H when absent),
+ * context_length (S; above the engine's 65536 for a RoPE model it is cut
+ * to 65536, exact within), and, by family:
+ *   llama, mistral  RMSNorm (attention.layer_norm_rms_epsilon), pre-norm,
+ *                   RoPE (rope.freq_base, 10000; rope.dimension_count, D),
+ *                   SwiGLU; the converter stores Q and K rows in the
+ *                   interleaved order the engine turns (pairs (2i, 2i + 1)),
+ *                   so they are read as they are
+ *   qwen2           as llama, with Q/K/V biases; its Q and K rows are HF's
+ *                   rotate-half order and are permuted (neox_rope_row)
+ *   gpt2            LayerNorm (attention.layer_norm_epsilon) with biases,
+ *                   learned positions (position_embd), GELU tanh, the fused
+ *                   attn_qkv [q; k; v]
+ *   gptneox         LayerNorm with biases, parallel blocks unless
+ *                   use_parallel_residual is false, RoPE over the first
+ *                   rope.dimension_count dims of each head, exact GELU (as
+ *                   Pythia), attn_qkv [q; k; v] with q and k in rotate-half
+ *                   order (permuted)
+ *   bert            post-norm LayerNorm blocks with biases, learned
+ *                   positions, exact GELU, no mask (attention.causal false),
+ *                   the embedding norm (token_embd_norm), token type 0
+ *                   folded into the positions as hf-bert does; no head (the
+ *                   converter keeps none: a BertModel, config head none)
+ * Tensors: token_embd, position_embd, token_types, token_embd_norm,
+ * output_norm, output (absent, or the same bytes as token_embd: tied),
+ * blk.N.{attn_norm, attn_q, attn_k, attn_v or the fused attn_qkv,
+ * attn_output, attn_output_norm, ffn_norm, ffn_gate, ffn_up, ffn_down,
+ * layer_output_norm}, ".weight" and, where the family has them, ".bias"
+ * (llama's optional Q/K/V/output biases make the config's bias true).
+ * Every tensor must be one of these; BERT's classifier (cls.*) is
+ * ignored.  Refused by name: other architectures, RoPE scaling
+ * (rope.scaling.type, rope_freqs), experts, a key_length or value_length
+ * other than D, a causal BERT.  Weights of every type gguf.h reads are
+ * dequantized to F32.
+ *
+ * The tokenizer comes from the metadata (gguf-vocab.c); --tokenizer gives
+ * another: a tokenizer.bin (llama2.c), or a tokenizer.json, vocab.json +
+ * merges.txt or vocab.txt and their directory, as the HF loaders read them.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gguf.h"
+#include "loaders.h"
+#include "tok-wordpiece.h"
+#include "utf8.h"
+
+enum family { FAM_LLAMA, FAM_QWEN2, FAM_GPT2, FAM_NEOX, FAM_BERT };
+
+static const struct arch {
+	const char *name; /* general.architecture */
+	enum family fam;
+} archs[] = {
+	{ "llama", FAM_LLAMA }, { "mistral", FAM_LLAMA }, { "qwen2", FAM_QWEN2 },
+	{ "gpt2", FAM_GPT2 },	{ "gptneox", FAM_NEOX },  { "bert", FAM_BERT },
+};
+#define N_ARCHS (sizeof archs / sizeof archs[0])
+
+/* What the metadata says beyond the config. */
+struct info {
+	const struct arch *a;
+	bool fused;	/* attn_qkv rather than attn_q/k/v */
+	bool rotate;	/* Q/K rows in rotate-half order: permute */
+};
+
+/* -------------------------------------------------------------- metadata */
+
+/* ARCH.key as an int in [lo, hi] into *out; 1 when absent (an error when
+ * required). */
+static int akey_int(const struct gguf_file *f, const struct arch *a, const char *key,
+		    bool required, int64_t lo, int64_t hi, int *out, struct err *e)
+{
+	char k[128];
+	int64_t v;
+	snprintf(k, sizeof k, "%s.%s", a->name, key);
+	int rc = gguf_get_int(f, k, lo, hi, &v, e);
+	if (rc == 0)
+		*out = (int)v;
+	if (rc > 0 && required)
+		return err_set(e, "missing key %s", k);
+	return rc;
+}
+
+static int akey_float(const struct gguf_file *f, const struct arch *a, const char *key,
+		      bool required, float *out, struct err *e)
+{
+	char k[128];
+	double v;
+	snprintf(k, sizeof k, "%s.%s", a->name, key);
+	int rc = gguf_get_float(f, k, &v, e);
+	if (rc == 0 && !(v >= 0 && v <= 1e30))
+		return err_set(e, "%s is %g, outside 0..1e30", k, v);
+	if (rc == 0)
+		*out = (float)v;
+	if (rc > 0 && required)
+		return err_set(e, "missing key %s", k);
+	return rc;
+}
+
+/* The architecture named by general.architecture, or NULL + e. */
+static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
+{
+	char *name = NULL;
+	int rc = gguf_get_str(f, "general.architecture", 64, &name, e);
+	if (rc) {
+		if (rc > 0)
+			err_set(e, "missing key general.architecture");
+		return NULL;
+	}
+	for (size_t i = 0; i < N_ARCHS; i++)
+		if (!strcmp(name, archs[i].name)) {
+			free(name);
+			return &archs[i];
+		}
+	char shown[160];
+	utf8_printable(name, strlen(name), shown, sizeof shown);
+	err_set(e, "general.architecture \"%s\" is not supported (llama, mistral, qwen2, gpt2, "
+		"gptneox and bert are)", shown);
+	free(name);
+	return NULL;
+}
+
+/* What the engine cannot run, refused by name. */
+static int refuse(const struct gguf_file *f, const struct arch *a, int D, struct err *e)
+{
+	char k[128], *s = NULL;
+	int n = 0;
+	snprintf(k, sizeof k, "%s.rope.scaling.type", a->name);
+	if (gguf_get_str(f, k, 64, &s, e) < 0)
+		return -1;
+	if (s && strcmp(s, "none")) {
+		char shown[160];
+		utf8_printable(s, strlen(s), shown, sizeof shown);
+		err_set(e, "%s \"%s\" is not supported (RoPE scaling)", k, shown);
+		free(s);
+		return -1;
+	}
+	free(s);
+	if (gguf_find_tensor(f, "rope_freqs.weight"))
+		return err_set(e, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is "
+			       "not supported");
+	if (akey_int(f, a, "expert_count", false, 0, 1 << 20, &n, e) < 0)
+		return -1;
+	if (n > 0)
+		return err_set(e, "%s.expert_count %d: mixtures of experts are not supported", a->name, n);
+	static const char *const lens[] = { "attention.key_length", "attention.value_length" };
+	for (int i = 0; i < 2; i++) {
+		n = D;
+		if (akey_int(f, a, lens[i], false, 1, 1 << 20, &n, e) < 0)
+			return -1;
+		if (n != D)
+			return err_set(e, "%s.%s %d is not embedding_length / head_count (%d); the engine "
+				       "needs that", a->name, lens[i], n, D);
+	}
+	return 0;
+}
+
+/* The shape every family spells the same way, and the vocabulary size from
+ * token_embd. */
+static int shape(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+		 struct err *e)
+{
+	config_default(c);
+	if (akey_int(f, a, "block_count", true, 1, 1 << 30, &c->n_layer, e) ||
+	    akey_int(f, a, "embedding_length", true, 1, 1 << 30, &c->d_model, e) ||
+	    akey_int(f, a, "feed_forward_length", true, 1, 1 << 30, &c->d_ff, e) ||
+	    akey_int(f, a, "attention.head_count", true, 1, 1 << 30, &c->n_head, e) ||
+	    akey_int(f, a, "context_length", true, 1, 1 << 30, &c->context, e))
+		return -1;
+	c->n_kv_head = c->n_head;
+	if (akey_int(f, a, "attention.head_count_kv", false, 1, 1 << 30, &c->n_kv_head, e) < 0)
+		return -1;
+	const struct gguf_tensor *t = gguf_find_tensor(f, "token_embd.weight");
+	if (!t)
+		return err_set(e, "missing tensor token_embd.weight");
+	if (t->ndim != 2 || t->ne[0] != (uint64_t)c->d_model || t->ne[1] > CFG_MAX_VOCAB ||
+	    t->ne[1] < 1)
+		return err_set(e, "tensor token_embd.weight has shape [%" PRIu64 ", %" PRIu64 "], not "
+			       "[embedding_length %d, the vocabulary]", t->ne[0], t->ne[1], c->d_model);
+	c->vocab_size = (int)t->ne[1];
+	int v = c->vocab_size;
+	if (akey_int(f, a, "vocab_size", false, 1, 1 << 30, &v, e) < 0)
+		return -1;
+	if (v != c->vocab_size)
+		return err_set(e, "%s.vocab_size %d, but token_embd.weight has %d rows", a->name, v,
+			       c->vocab_size);
+	if (c->d_model % c->n_head)
+		return err_set(e, "%s.embedding_length %d is not divisible by attention.head_count %d",
+			       a->name, c->d_model, c->n_head);
+	return 0;
+}
+
+/* Whether the output tensor is a copy of token_embd (bytes compared). */
+static bool same_as_embd(const struct gguf_file *f, const struct gguf_tensor *out)
+{
+	const struct gguf_tensor *emb = gguf_find_tensor(f, "token_embd.weight");
+	if (!emb || out->type != emb->type || out->bytes != emb->bytes || out->ndim != emb->ndim ||
+	    memcmp(out->ne, emb->ne, sizeof out->ne))
+		return false;
+	enum { K = 1 << 16 };
+	unsigned char *a = xmalloc(K), *b = xmalloc(K);
+	bool same = true;
+	for (uint64_t o = 0; same && o < out->bytes; o += K) {
+		size_t n = out->bytes - o < K ? (size_t)(out->bytes - o) : K;
+		same = pread(f->fd, a, n, (off_t)(out->off + o)) == (ssize_t)n &&
+		       pread(f->fd, b, n, (off_t)(emb->off + o)) == (ssize_t)n && !memcmp(a, b, n);
+	}
+	free(a);
+	free(b);
+	return same;
+}
+
+/* The family's switches, after shape(). */
+static int family_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+			 struct info *in, struct err *e)
+{
+	int D = c->d_model / c->n_head, R = D;
+	float theta = 10000.0f;
+	bool rope = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2 || a->fam == FAM_NEOX;
+	const char *eps = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2
+				  ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+	if (refuse(f, a, D, e) || akey_float(f, a, eps, true, &c->norm_eps, e))
+		return -1;
+	if (rope && (akey_float(f, a, "rope.freq_base", false, &theta, e) < 0 ||
+		     akey_int(f, a, "rope.dimension_count", a->fam == FAM_NEOX, 2, D, &R, e) < 0))
+		return -1;
+	if (rope && c->context > CFG_MAX_CONTEXT)
+		c->context = CFG_MAX_CONTEXT; /* RoPE holds no table: exact within */
+	const struct gguf_tensor *out = gguf_find_tensor(f, "output.weight");
+	c->tied = !out || same_as_embd(f, out);
+	c->pos = rope ? POS_ROPE : POS_LEARNED;
+	c->rope_theta = theta;
+	c->rotary_dims = R == D ? 0 : R;
+	in->rotate = a->fam == FAM_QWEN2 || a->fam == FAM_NEOX;
+	in->fused = gguf_find_tensor(f, "blk.0.attn_qkv.weight") != NULL;
+	switch (a->fam) {
+	case FAM_LLAMA:
+	case FAM_QWEN2:
+		c->norm = NORM_RMS;
+		c->mlp = MLP_SWIGLU;
+		c->bias = a->fam == FAM_QWEN2 || gguf_find_tensor(f, "blk.0.attn_q.bias") ||
+			  gguf_find_tensor(f, "blk.0.attn_qkv.bias") ||
+			  gguf_find_tensor(f, "blk.0.attn_output.bias");
+		break;
+	case FAM_NEOX: {
+		bool par = true;
+		char k[128];
+		snprintf(k, sizeof k, "%s.use_parallel_residual", a->name);
+		if (gguf_get_bool(f, k, &par, e) < 0)
+			return -1;
+		c->parallel = par;
+		c->mlp = MLP_GELU_EXACT;
+		break;
+	}
+	case FAM_GPT2:
+		break; /* config_default's: LayerNorm, learned positions, GELU tanh, biases */
+	case FAM_BERT: {
+		bool causal = false;
+		char k[128];
+		snprintf(k, sizeof k, "%s.attention.causal", a->name);
+		if (gguf_get_bool(f, k, &causal, e) < 0)
+			return -1;
+		if (causal)
+			return err_set(e, "%s true is not supported (BERT as an encoder is)", k);
+		c->placement = PLACE_POST;
+		c->mlp = MLP_GELU_EXACT;
+		c->mask = MASK_NONE;
+		c->emb_norm = true;
+		c->head = HEAD_NONE;
+		c->tied = true;
+		break;
+	}
+	}
+	return 0;
+}
+
+static int parse_config(const struct gguf_file *f, struct model_config *c, struct info *in,
+			struct err *e)
+{
+	in->a = arch_of(f, e);
+	if (!in->a || shape(f, in->a, c, e) || family_config(f, in->a, c, in, e))
+		return -1;
+	return config_validate(c, e);
+}
+
+/* --------------------------------------------------------------- tensors */
+
+/* Reads name, rows x cols (cols 0: a vector), into dst. */
+static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
+	      float *dst, struct err *e)
+{
+	struct gguf_tensor *t = gguf_find_tensor(f, name);
+	if (!t)
+		return err_set(e, "missing tensor %s", name);
+	bool ok = cols ? t->ndim == 2 && t->ne[0] == cols && t->ne[1] == rows
+		       : t->ndim == 1 && t->ne[0] == rows;
+	if (!ok) {
+		char got[96];
+		gguf_shape_str(t, got, sizeof got);
+		if (cols)
+			return err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 ", %"
+				       PRIu64 "]", name, got, cols, rows);
+		return err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 "]", name,
+			       got, rows);
+	}
+	return gguf_read_tensor(f, t, dst, e);
+}
+
+/* rd() of blk.L.NAME. */
+static int rdl(const struct gguf_file *f, int l, const char *name, uint64_t rows, uint64_t cols,
+	       float *dst, struct err *e)
+{
+	char full[GGUF_MAX_NAME + 32];
+	snprintf(full, sizeof full, "blk.%d.%s", l, name);
+	return rd(f, full, rows, cols, dst, e);
+}
+
+/* rdl() when the file has the tensor; else dst stays (zero). */
+static int rdl_opt(const struct gguf_file *f, int l, const char *name, uint64_t rows,
+		   uint64_t cols, float *dst, struct err *e)
+{
+	char full[GGUF_MAX_NAME + 32];
+	snprintf(full, sizeof full, "blk.%d.%s", l, name);
+	return gguf_find_tensor(f, full) ? rd(f, full, rows, cols, dst, e) : 0;
+}
+
+/* A weight .weight and, when b is not NULL, its .bias. */
+static int rd_wb(const struct gguf_file *f, int l, const char *base, uint64_t rows,
+		 uint64_t cols, float *w, float *b, struct err *e)
+{
+	char n[GGUF_MAX_NAME + 16];
+	snprintf(n, sizeof n, "%s.weight", base);
+	if (rdl(f, l, n, rows, cols, w, e))
+		return -1;
+	snprintf(n, sizeof n, "%s.bias", base);
+	return b ? rdl(f, l, n, rows, 0, b, e) : 0;
+}
+
+/* Moves each Q and K row of a layer's [q; k; v] (rows x cols; cols 1 for
+ * a bias) from rotate-half order to the engine's. */
+static void unrotate(const struct model_config *c, float *w, size_t cols, float *tmp)
+{
+	int H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	size_t qk = (size_t)(H + K) * D;
+	memcpy(tmp, w, qk * cols * sizeof(float));
+	for (size_t r = 0; r < qk; r++) {
+		size_t head0 = r < (size_t)H * D ? 0 : (size_t)H * D;
+		size_t to = head0 + (size_t)neox_rope_row((int)(r - head0), D, R);
+		memcpy(w + to * cols, tmp + r * cols, cols * sizeof(float));
+	}
+}
+
+/* Layer l's attention of a decoder: Q, K, V (separate or fused), output. */
+static int rd_attn(const struct gguf_file *f, const struct info *in, struct model *m, int l,
+		   float *tmp, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t C = (uint64_t)c->d_model, D = (uint64_t)cfg_d_head(c);
+	uint64_t H = (uint64_t)c->n_head, K = (uint64_t)c->n_kv_head, QKV = (H + 2 * K) * D;
+	float *w = m->p[P_QKVW] + l * QKV * C, *b = c->bias ? m->p[P_QKVB] + l * QKV : NULL;
+	/* Qwen2's and GPT-2's Q/K/V biases are always there, others' may be */
+	bool always = in->a->fam == FAM_QWEN2 || in->a->fam == FAM_GPT2;
+	int (*rb)(const struct gguf_file *, int, const char *, uint64_t, uint64_t, float *,
+		  struct err *) = always ? rdl : rdl_opt;
+	if (in->fused) {
+		if (rdl(f, l, "attn_qkv.weight", QKV, C, w, e) || (b && rb(f, l, "attn_qkv.bias", QKV, 0, b, e)))
+			return -1;
+	} else if (rdl(f, l, "attn_q.weight", H * D, C, w, e) ||
+		   rdl(f, l, "attn_k.weight", K * D, C, w + H * D * C, e) ||
+		   rdl(f, l, "attn_v.weight", K * D, C, w + (H + K) * D * C, e) ||
+		   (b && (rb(f, l, "attn_q.bias", H * D, 0, b, e) ||
+			  rb(f, l, "attn_k.bias", K * D, 0, b + H * D, e) ||
+			  rb(f, l, "attn_v.bias", K * D, 0, b + (H + K) * D, e)))) {
+		return -1;
+	}
+	if (in->rotate) {
+		unrotate(c, w, (size_t)C, tmp);
+		if (b)
+			unrotate(c, b, 1, tmp);
+	}
+	float *ob = c->bias ? m->p[P_ATTPROJB] + l * C : NULL;
+	if (rdl(f, l, "attn_output.weight", C, H * D, m->p[P_ATTPROJW] + l * C * C, e))
+		return -1;
+	return ob ? (in->a->fam == FAM_GPT2 ? rdl : rdl_opt)(f, l, "attn_output.bias", C, 0, ob, e)
+		  : 0;
+}
+
+/* Layer l of a decoder (llama, qwen2, gpt2, gptneox). */
+static int rd_layer(const struct gguf_file *f, const struct info *in, struct model *m, int l,
+		    float *tmp, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
+	bool ln = c->norm == NORM_LAYER;
+#define AT(id, n) (m->p[id] + (size_t)l * (n))
+	if (rd_wb(f, l, "attn_norm", C, 0, AT(P_LN1W, C), ln ? AT(P_LN1B, C) : NULL, e) ||
+	    rd_attn(f, in, m, l, tmp, e) ||
+	    rd_wb(f, l, "ffn_norm", C, 0, AT(P_LN2W, C), ln ? AT(P_LN2B, C) : NULL, e))
+		return -1;
+	if (c->mlp == MLP_SWIGLU)
+		return rdl(f, l, "ffn_gate.weight", F, C, AT(P_FCW, 2 * F * C), e) ||
+		       rdl(f, l, "ffn_up.weight", F, C, AT(P_FCW, 2 * F * C) + F * C, e) ||
+		       rdl(f, l, "ffn_down.weight", C, F, AT(P_FCPROJW, C * F), e) ? -1 : 0;
+	return rd_wb(f, l, "ffn_up", F, C, AT(P_FCW, F * C), AT(P_FCB, F), e) ||
+	       rd_wb(f, l, "ffn_down", C, F, AT(P_FCPROJW, C * F), AT(P_FCPROJB, C), e) ? -1 : 0;
+#undef AT
+}
+
+/* Layer l of BERT: Q, K and V stacked, the post-norm block's two norms. */
+static int rd_bert_layer(const struct gguf_file *f, struct model *m, int l, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
+	float *w = m->p[P_QKVW] + l * 3 * C * C, *b = m->p[P_QKVB] + l * 3 * C;
+	static const char *const qkv[3] = { "attn_q", "attn_k", "attn_v" };
+	for (int i = 0; i < 3; i++)
+		if (rd_wb(f, l, qkv[i], C, C, w + i * C * C, b + i * C, e))
+			return -1;
+#define AT(id, n) (m->p[id] + (size_t)l * (n))
+	return rd_wb(f, l, "attn_output", C, C, AT(P_ATTPROJW, C * C), AT(P_ATTPROJB, C), e) ||
+	       rd_wb(f, l, "attn_output_norm", C, 0, AT(P_LN1W, C), AT(P_LN1B, C), e) ||
+	       rd_wb(f, l, "ffn_up", F, C, AT(P_FCW, F * C), AT(P_FCB, F), e) ||
+	       rd_wb(f, l, "ffn_down", C, F, AT(P_FCPROJW, C * F), AT(P_FCPROJB, C), e) ||
+	       rd_wb(f, l, "layer_output_norm", C, 0, AT(P_LN2W, C), AT(P_LN2B, C), e) ? -1 : 0;
+#undef AT
+}
+
+/* BERT's embeddings: words, positions with token type 0 folded in, norm. */
+static int rd_bert_embd(const struct gguf_file *f, struct model *m, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t C = (uint64_t)c->d_model, S = (uint64_t)c->context;
+	struct gguf_tensor *t = gguf_find_tensor(f, "token_types.weight");
+	if (!t || t->ndim != 2 || t->ne[0] != C || t->ne[1] < 1 || t->ne[1] > 16)
+		return err_set(e, "tensor token_types.weight: missing, or not [%" PRIu64 ", 1 to 16]", C);
+	float *types = xmalloc((size_t)t->n * sizeof(float));
+	int rc = gguf_read_tensor(f, t, types, e) ||
+		 rd(f, "position_embd.weight", S, C, m->p[P_WPE], e) ||
+		 rd(f, "token_embd_norm.weight", C, 0, m->p[P_LNEW], e) ||
+		 rd(f, "token_embd_norm.bias", C, 0, m->p[P_LNEB], e);
+	for (uint64_t i = 0; !rc && i < S; i++) /* single-segment input: type 0 */
+		for (uint64_t j = 0; j < C; j++)
+			m->p[P_WPE][i * C + j] += types[j];
+	free(types);
+	return rc ? -1 : 0;
+}
+
+/* The tensors that hold no weight the engine uses. */
+static bool ignored(const struct info *in, const char *name)
+{
+	return in->a->fam == FAM_BERT && !strncmp(name, "cls.", 4);
+}
+
+static int read_weights(const struct gguf_file *f, const struct info *in, struct model *m,
+			struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t C = (uint64_t)c->d_model, V = (uint64_t)c->vocab_size, S = (uint64_t)c->context;
+	uint64_t big = (uint64_t)cfg_qkv_rows(c, c->n_kv_head) * C;
+	float *tmp = xmalloc_aligned((size_t)big * sizeof(float));
+	int rc = rd(f, "token_embd.weight", V, C, m->p[P_WTE], e);
+	bool bert = in->a->fam == FAM_BERT;
+	if (!rc && bert)
+		rc = rd_bert_embd(f, m, e);
+	else if (!rc && c->pos == POS_LEARNED)
+		rc = rd(f, "position_embd.weight", S, C, m->p[P_WPE], e);
+	for (int l = 0; !rc && l < c->n_layer; l++)
+		rc = bert ? rd_bert_layer(f, m, l, e) : rd_layer(f, in, m, l, tmp, e);
+	if (!rc && !bert)
+		rc = rd(f, "output_norm.weight", C, 0, m->p[P_LNFW], e) ||
+		     (c->norm == NORM_LAYER && rd(f, "output_norm.bias", C, 0, m->p[P_LNFB], e));
+	struct gguf_tensor *out = bert ? NULL : gguf_find_tensor(f, "output.weight");
+	if (!rc && out && !c->tied)
+		rc = rd(f, "output.weight", V, C, m->p[P_LMHEAD], e);
+	else if (!rc && out)
+		out->read = true; /* the same bytes as token_embd */
+	for (int i = 0; !rc && i < f->n_t; i++)
+		if (!f->t[i].read && !ignored(in, f->t[i].name))
+			rc = err_set(e, "unexpected tensor %s (not one of %s's)", f->t[i].name, in->a->name);
+	free(tmp);
+	return rc ? -1 : 0;
+}
+
+/* Refuses metadata that asks for far more weights than the tensors hold,
+ * before the model is allocated for it. */
+static int check_size(const struct gguf_file *f, const struct model_config *c, struct err *e)
+{
+	double held = 0, need = (double)config_param_count(c);
+	for (int i = 0; i < f->n_t; i++)
+		held += (double)f->t[i].n;
+	if (need / 2 > held)
+		return err_set(e, "the metadata describes %.0f parameters but the tensors hold %.0f "
+			       "values", need, held);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- format */
+
+/* --tokenizer: a tokenizer.bin, or what the HF loaders read. */
+static struct tokenizer *option_tokenizer(const char *opt, struct err *e)
+{
+	size_t n = strlen(opt);
+	if (n > 4 && !strcmp(opt + n - 4, ".bin"))
+		return tok_llama2c_load(opt, 0, e);
+	char *vt = ld_join(opt, "vocab.txt"), *tj = ld_join(opt, "tokenizer.json");
+	bool wp = (n >= 9 && !strcmp(opt + n - 9, "vocab.txt")) || (ld_is_file(vt) && !ld_is_file(tj));
+	free(vt);
+	free(tj);
+	if (wp)
+		return tok_wordpiece_load(opt, e);
+	struct tokenizer *t = ld_hf_tokenizer(opt, opt, e);
+	if (!t && strstr(e->msg, "WordPiece"))
+		t = tok_wordpiece_load(opt, e);
+	return t;
+}
+
+static bool probe_gguf(const char *path, char *why, size_t n)
+{
+	bool ok = gguf_probe(path);
+	if (!ok)
+		snprintf(why, n, "no \"GGUF\" magic");
+	return ok;
+}
+
+static int describe_gguf(const char *path, struct model_config *c, struct err *e)
+{
+	struct gguf_file f;
+	struct info in;
+	int rc = gguf_open(&f, path, e) || parse_config(&f, c, &in, e) ? -1 : 0;
+	gguf_close(&f);
+	return rc ? err_prefix(e, "%s", path) : 0;
+}
+
+static struct model *load_gguf(const char *path, const struct load_opts *o, struct err *e)
+{
+	struct gguf_file f;
+	struct model_config cfg;
+	struct info in;
+	struct tokenizer *tok = NULL;
+	struct model *m = NULL;
+	if (gguf_open(&f, path, e) || parse_config(&f, &cfg, &in, e))
+		goto fail;
+	tok = o->tokenizer ? option_tokenizer(o->tokenizer, e) : gguf_tokenizer(&f, e);
+	if (!tok) {
+		if (o->tokenizer)
+			goto fail_noprefix;
+		goto fail;
+	}
+	if (tok->vocab_size > cfg.vocab_size) {
+		err_set(e, "the tokenizer has %d tokens but token_embd.weight has %d rows",
+			tok->vocab_size, cfg.vocab_size);
+		goto fail;
+	}
+	if (check_size(&f, &cfg, e))
+		goto fail;
+	m = model_new(&cfg, e);
+	if (!m || read_weights(&f, &in, m, e))
+		goto fail;
+	gguf_close(&f);
+	m->tok = tok;
+	m->path = xstrdup(path);
+	m->name = ld_basename(path, ".gguf");
+	return m;
+fail:
+	err_prefix(e, "%s", path);
+fail_noprefix:
+	gguf_close(&f);
+	tok_free(tok);
+	model_free(m);
+	return NULL;
+}
+
+const struct model_format format_gguf = {
+	"gguf", "GGUF file (llama.cpp, Ollama, LM Studio)", probe_gguf, load_gguf, describe_gguf,
+};

@@ -1,0 +1,107 @@
+/*
+ * gguf_write.h — writes GGUF files for the tests (test_gguf.c,
+ * tool_mkgguf.c, the fuzz seeds): a small writer of the container, a
+ * reference quantizer for every type attnscope reads with the error bound
+ * its block predicts, an attnscope model written in llama.cpp's names and
+ * layout for each architecture loader-gguf.c takes, and tokenizer metadata
+ * from a tokenizer's own files.  No cmocka here (support files are linked
+ * into the tools too): failures abort with a message (a broken fixture).
+ *
+ * The quantizers are this file's own: each picks the block's scales as
+ * ggml's reference quantizers do in spirit (the largest magnitude, or the
+ * range, over the levels), rounds the scales to what the block stores,
+ * then puts every value on the nearest level of the stored grid.  So the
+ * error of each value is at most half a step of its sub-block's grid (the
+ * step being the product of the stored scales), or its distance to the
+ * grid's ends when it lies outside them: gq_bound() gives that bound for
+ * a block as stored, from the block's bytes alone.
+ */
+#ifndef ATTNSCOPE_TEST_GGUF_WRITE_H
+#define ATTNSCOPE_TEST_GGUF_WRITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* ------------------------------------------------------------- container */
+
+struct gw;
+
+/* A new file in memory: GGUF version 3 (gw_write can say otherwise). */
+struct gw *gw_new(void);
+void gw_free(struct gw *w);
+
+void gw_u32(struct gw *w, const char *key, uint32_t v);
+void gw_i32(struct gw *w, const char *key, int32_t v);
+void gw_f32(struct gw *w, const char *key, float v);
+void gw_bool(struct gw *w, const char *key, bool v);
+void gw_str(struct gw *w, const char *key, const char *v);
+void gw_strs(struct gw *w, const char *key, char *const *v, const uint32_t *len, size_t n);
+void gw_f32s(struct gw *w, const char *key, const float *v, size_t n);
+void gw_i32s(struct gw *w, const char *key, const int32_t *v, size_t n);
+
+/* A tensor of rows x cols values (rows 0: a vector of cols), stored as
+ * ggml type `type` (quantized by gq_quantize for the block types). */
+void gw_tensor(struct gw *w, const char *name, uint32_t type, size_t rows, size_t cols,
+	       const float *x);
+
+/* The file's bytes (malloc'd, *len of them) with tensor data aligned to
+ * `alignment` (32 when 0; written as general.alignment unless 32). */
+unsigned char *gw_bytes(struct gw *w, uint32_t version, uint32_t alignment, size_t *len);
+
+/* gw_bytes() written to path; 0 or -1. */
+int gw_write(struct gw *w, const char *path, uint32_t version, uint32_t alignment);
+
+/* ------------------------------------------------------------- quantizer */
+
+/* Quantizes n values (a whole number of blocks) of x into out (n / values
+ * * bytes of the type); F32, F16 and BF16 are stored as they are. */
+void gq_quantize(uint32_t type, const float *x, unsigned char *out, size_t n);
+
+/* For one stored block of type t and the values x it was made from, the
+ * bound of each value's error (the block's values of them into bound). */
+void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bound);
+
+/* ---------------------------------------------------------------- models */
+
+/* The architectures of loader-gguf.c. */
+enum ga { GA_LLAMA, GA_QWEN2, GA_GPT2, GA_NEOX, GA_BERT, GA_N };
+extern const char *const ga_name[GA_N];
+
+/* A seeded random model of architecture a (weights well away from their
+ * init, the biases the family does not have zero), L layers, d_model C,
+ * d_ff F, H heads (K K/V heads for Llama and Qwen2), context S, V tokens;
+ * tied for GPT-2, untied otherwise; NeoX turns half of each head. */
+struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
+		       uint64_t seed);
+
+/* The metadata and tensors of model m as llama.cpp's converter writes them
+ * for architecture a, the 2-D weights in type `type`, the vectors F32. */
+void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type);
+
+/* ------------------------------------------------------------ tokenizers */
+
+/*
+ * tokenizer.ggml.* for the tokenizer in src, as convert_hf_to_gguf.py
+ * writes it:
+ *   a directory with GPT-2's vocab.json + merges.txt: model gpt2, pre gpt-2;
+ *   a BPE tokenizer.json (text json): model gpt2, pre `pre` (llama-bpe,
+ *     qwen2), added tokens as control (special) or user-defined, BOS the
+ *     token named bos (or NULL);
+ *   a llama2.c tokenizer.bin: model llama, spaces as U+2581, scores, byte
+ *     and control types, BOS 1, EOS 2, UNK 0;
+ *   a WordPiece tokenizer.json: model bert, the phantom-space tokens.
+ * 0, or -1 with a message on stderr.
+ */
+int gt_gpt2_dir(struct gw *w, const char *dir);
+int gt_hf_json(struct gw *w, const char *json, size_t len, const char *pre, const char *bos);
+int gt_llama2c(struct gw *w, const char *path);
+int gt_wordpiece_json(struct gw *w, const char *json, size_t len);
+
+/* Writes m as an attnscope checkpoint whose tensors are BF16 (every weight
+ * is first rounded to BF16 in m).  0 or -1. */
+int gw_checkpoint_bf16(struct model *m, const char *path);
+
+#endif

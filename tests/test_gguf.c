@@ -1,0 +1,802 @@
+/*
+ * test_gguf.c — GGUF files (loader-gguf.c, gguf.c, gguf-quant.c,
+ * gguf-vocab.c), written by tests/gguf_write.c:
+ *   - hand-made blocks of every quantized type decode to the values the
+ *     block layouts define (golden values worked out from the layouts);
+ *   - every quantized type round-trips within the error its block predicts
+ *     (gq_bound: half a step of the sub-block's stored grid, or the distance
+ *     to the grid's ends), element by element;
+ *   - each architecture (llama, qwen2, gpt2, gptneox, bert) in F32, F16 and
+ *     BF16 loads to the config and weights of the same model's attnscope
+ *     checkpoint written in the same type (BF16: a checkpoint of BF16
+ *     tensors), and its attention and loss match to 1e-4;
+ *   - each architecture in each quantized type holds every weight within
+ *     its block's bound of the original, and its loss (decoders) or
+ *     attention (BERT) within the tolerance stated per type;
+ *   - the tokenizer rebuilt from tokenizer.ggml.* metadata gives the ids of
+ *     the same tokenizer read from its own files, on every string of the
+ *     expectation tables, for GPT-2, Llama 3, Qwen2.5, llama2.c (Llama 2's
+ *     SentencePiece) and BERT;
+ *   - what the engine cannot run (RoPE scaling, experts, other tokenizers)
+ *     is refused by name, and damaged files fail with one line naming the
+ *     file and the problem.
+ * Needs ../shared/tokenizers (or $ATTNSCOPE_SHARED) for GPT-2 and llama2.c.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "checkpoint.h"
+#include "config.h"
+#include "gguf.h"
+#include "gguf_write.h"
+#include "loader.h"
+#include "model.h"
+#include "tok-hfjson.h"
+#include "tok-wordpiece.h"
+#include "tok_expect.h"
+#include "tokenizer.h"
+#include "util.h"
+
+static char tmp[64];
+
+static char *path_of(const char *name)
+{
+	static char bufs[4][256];
+	static int k;
+	char *b = bufs[k++ % 4];
+	snprintf(b, sizeof bufs[0], "%s/%s", tmp, name);
+	return b;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+/* ------------------------------------------------------ a tiny tokenizer */
+
+/* GPT-2's byte-level alphabet and 8 merges, as test_loaders.c has it:
+ * vocab.json + merges.txt in tmp, 265 tokens. */
+#define TINY_V 265
+static void write_tiny_bpe(void)
+{
+	static const char *const merges[][2] = {
+		{ "\xc4\xa0", "t" }, { "h", "e" }, { "\xc4\xa0t", "he" }, { "i", "n" },
+		{ "\xc4\xa0", "a" }, { "e", "r" }, { "o", "n" }, { "\xc4\xa0", "c" },
+	};
+	json_t *v = json_object();
+	int next = 256;
+	for (int b = 0; b < 256; b++) {
+		int self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+		char s[4];
+		s[utf8_encode((uint32_t)(self ? b : next++), s)] = '\0';
+		json_object_set_new(v, s, json_integer(b));
+	}
+	char text[512] = "#version: 0.2\n";
+	for (int i = 0; i < 8; i++) {
+		char t[16];
+		snprintf(t, sizeof t, "%s%s", merges[i][0], merges[i][1]);
+		json_object_set_new(v, t, json_integer(256 + i));
+		snprintf(text + strlen(text), sizeof text - strlen(text), "%s %s\n", merges[i][0],
+			 merges[i][1]);
+	}
+	json_object_set_new(v, "<|endoftext|>", json_integer(TINY_V - 1));
+	assert_int_equal(json_dump_file(v, path_of("vocab.json"), 0), 0);
+	json_decref(v);
+	FILE *f = fopen(path_of("merges.txt"), "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmp, sizeof tmp, "/tmp/attnscope-gguf.XXXXXX");
+	assert_non_null(mkdtemp(tmp));
+	write_tiny_bpe();
+	engine_set_threads(1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static struct model *open_ok(const char *path, const char *format)
+{
+	struct err e = { "" };
+	const char *fmt = NULL;
+	struct model *m = model_open_ex(path, NULL, &fmt, &e);
+	if (!m)
+		print_error("%s: %s\n", path, e.msg);
+	assert_non_null(m);
+	assert_string_equal(fmt, format);
+	struct model_config c;
+	assert_int_equal(model_describe(path, &c, &fmt, &e), 0);
+	char *a = checkpoint_config_json(&m->cfg), *b = checkpoint_config_json(&c);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	return m;
+}
+
+/* Opening must fail with one line naming the file and holding word. */
+static void open_fails(const char *path, const char *word)
+{
+	struct err e = { "" };
+	struct model *m = model_open_ex(path, NULL, NULL, &e);
+	if (m) {
+		model_free(m);
+		print_error("%s loaded, but should fail with \"%s\"\n", path, word);
+		fail();
+	}
+	if (!strstr(e.msg, word) || strncmp(e.msg, path, strlen(path))) {
+		print_error("message \"%s\" should name %s and say \"%s\"\n", e.msg, path, word);
+		fail();
+	}
+	assert_null(strchr(e.msg, '\n'));
+}
+
+/* A model of architecture a with the tiny tokenizer. */
+static struct model *tiny(enum ga a, int C, int F, int L, uint64_t seed)
+{
+	struct err e;
+	struct model *m = ga_model(a, TINY_V, L, C, F, 4, a == GA_LLAMA || a == GA_QWEN2 ? 2 : 4,
+				   64, seed);
+	m->tok = tok_bpe_load(tmp, &e);
+	assert_non_null(m->tok);
+	return m;
+}
+
+/* Writes m as GGUF in type at path, with the tiny tokenizer's metadata. */
+static void write_gguf(const struct model *m, enum ga a, uint32_t type, const char *path)
+{
+	struct gw *w = gw_new();
+	ga_write_model(w, m, a, type);
+	assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	assert_int_equal(gw_write(w, path, 3, 0), 0);
+	gw_free(w);
+}
+
+static const char text[] = "the cat sat on the mat in the hat";
+
+/* Runs m on the text: attention (L, 1, H, T, T) and loss. */
+static struct run *run_text(struct model *m, int *T)
+{
+	struct err e;
+	int *ids, n, bad;
+	assert_int_equal(model_tokenize(m, text, strlen(text), &ids, &n, &bad, &e), 0);
+	struct run_options o;
+	run_options_native(m, &o);
+	struct run *r = run_new(&m->cfg, 1, n, RUN_LOGITS | RUN_ATTN);
+	assert_int_equal(model_forward(m, &o, ids, NULL, 1, n, r, &e), 0);
+	free(ids);
+	*T = n;
+	return r;
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+	double d = 0;
+	for (size_t i = 0; i < n; i++)
+		d = fmax(d, fabs((double)a[i] - b[i]));
+	return d;
+}
+
+/* ------------------------------------------------------------- golden */
+
+static void half_at(unsigned char *p, float x)
+{
+	uint16_t h = f32_to_f16(x);
+	p[0] = (unsigned char)h;
+	p[1] = (unsigned char)(h >> 8);
+}
+
+static void test_golden_blocks(void **state)
+{
+	(void)state;
+	unsigned char b[256];
+	float y[256];
+	/* Q8_0: d 0.5, q = j - 16 */
+	half_at(b, 0.5f);
+	for (int j = 0; j < 32; j++)
+		b[2 + j] = (unsigned char)(int8_t)(j - 16);
+	ggml_dequantize(GGML_Q8_0, b, y, 1);
+	assert_true(y[0] == -8.0f && y[31] == 7.5f);
+	/* Q4_0: d 2, byte j holds j (low) and 15 - j (high) */
+	half_at(b, 2.0f);
+	for (int j = 0; j < 16; j++)
+		b[2 + j] = (unsigned char)(j | (15 - j) << 4);
+	ggml_dequantize(GGML_Q4_0, b, y, 1);
+	assert_true(y[0] == -16 && y[15] == 14 && y[16] == 14 && y[31] == -16);
+	/* Q4_1: d 1, m -3 */
+	half_at(b, 1.0f);
+	half_at(b + 2, -3.0f);
+	for (int j = 0; j < 16; j++)
+		b[4 + j] = (unsigned char)(j | (15 - j) << 4);
+	ggml_dequantize(GGML_Q4_1, b, y, 1);
+	assert_true(y[0] == -3 && y[15] == 12 && y[16] == 12 && y[31] == -3);
+	/* Q5_0: d 1, qh bits 3 and 20, byte j = j | j << 4 */
+	half_at(b, 1.0f);
+	uint32_t qh = 1u << 3 | 1u << 20;
+	memcpy(b + 2, &qh, 4);
+	for (int j = 0; j < 16; j++)
+		b[6 + j] = (unsigned char)(j | j << 4);
+	ggml_dequantize(GGML_Q5_0, b, y, 1);
+	assert_true(y[3] == 3 && y[4] == -12 && y[20] == 4 && y[19] == -13);
+	/* Q5_1: d 0.5, m 1, the same bits */
+	half_at(b, 0.5f);
+	half_at(b + 2, 1.0f);
+	memcpy(b + 4, &qh, 4);
+	for (int j = 0; j < 16; j++)
+		b[8 + j] = (unsigned char)(j | j << 4);
+	ggml_dequantize(GGML_Q5_1, b, y, 1);
+	assert_true(y[3] == 10.5f && y[20] == 11.0f && y[19] == 2.5f);
+	/* Q2_K: scale byte j = (j % 15 + 1) | (j % 3) << 4, every qs byte 0b11100100
+	 * (group g reads g), d 1, dmin 0.5: value v = sc * g - 0.5 mn */
+	for (int j = 0; j < 16; j++)
+		b[j] = (unsigned char)((j % 15 + 1) | (j % 3) << 4);
+	memset(b + 16, 0xe4, 64);
+	half_at(b + 80, 1.0f);
+	half_at(b + 82, 0.5f);
+	ggml_dequantize(GGML_Q2_K, b, y, 1);
+	assert_true(y[37] == 2.0f);  /* sub-block 2: 3 * 1 - 0.5 * 2 */
+	assert_true(y[200] == 26.0f); /* sub-block 12: 13 * 2 - 0 */
+	assert_true(y[127] == 8 * 3 - 0.5f * 1); /* sub-block 7 */
+	/* Q3_K: scales 6-bit: sub-block i's is i + 8 (stored + 32 = i + 40);
+	 * qs all 0b11100100, hmask bit set for even l only; d 0.25 */
+	memset(b, 0, 110);
+	for (int l = 0; l < 32; l += 2)
+		b[l] = 0xff;
+	memset(b + 32, 0xe4, 64);
+	for (int i = 0; i < 16; i++) {
+		int u = i + 40;
+		b[96 + (i < 8 ? i : i - 8)] |= (unsigned char)((u & 15) << (i < 8 ? 0 : 4));
+		b[104 + i % 4] |= (unsigned char)((u >> 4) << (2 * (i / 4)));
+	}
+	half_at(b + 108, 0.25f);
+	ggml_dequantize(GGML_Q3_K, b, y, 1);
+	assert_true(y[0] == 0.0f);		    /* l 0 even: q 0 */
+	assert_true(y[33] == 0.25f * 10 * (1 - 4)); /* group 1, l 1 odd, sub-block 2 */
+	assert_true(y[226] == 0.25f * 22 * 3);      /* half 1, group 3, l 2, sub-block 14 */
+	/* Q4_K: sub-block j's scale j + 1, min 2j (6-bit packing), qs byte =
+	 * 0x5a (low 10, high 5), d 0.5, dmin 0.25 */
+	memset(b, 0, 144);
+	half_at(b, 0.5f);
+	half_at(b + 2, 0.25f);
+	for (int j = 0; j < 8; j++) {
+		int sc = j + 1 + (j == 7 ? 40 : 0), mn = 2 * j + (j == 6 ? 50 : 0);
+		if (j < 4) {
+			b[4 + j] = (unsigned char)sc;
+			b[8 + j] = (unsigned char)mn;
+		} else {
+			b[8 + j] = (unsigned char)((sc & 15) | (mn & 15) << 4);
+			b[j] |= (unsigned char)((sc >> 4) << 6);
+			b[4 + j] |= (unsigned char)((mn >> 4) << 6);
+		}
+	}
+	memset(b + 16, 0x5a, 128);
+	ggml_dequantize(GGML_Q4_K, b, y, 1);
+	assert_true(y[0] == 0.5f * 1 * 10 - 0);
+	assert_true(y[40] == 0.5f * 2 * 5 - 0.25f * 2);
+	assert_true(y[200] == 0.5f * 7 * 10 - 0.25f * 62); /* sub-block 6: min 12 + 50 */
+	assert_true(y[255] == 0.5f * 48 * 5 - 0.25f * 14); /* sub-block 7: scale 8 + 40 */
+	/* Q6_K: ql = 0x21 (low 1, high 2), qh = 0b11100100 (quarter k reads k),
+	 * scales int8 j - 8, d 1: q = low | k << 4 - 32 */
+	memset(b, 0x21, 128);
+	memset(b + 128, 0xe4, 64);
+	for (int j = 0; j < 16; j++)
+		b[192 + j] = (unsigned char)(int8_t)(j - 8);
+	half_at(b + 208, 1.0f);
+	ggml_dequantize(GGML_Q6_K, b, y, 1);
+	assert_true(y[0] == (float)(-8 * (1 - 32)));		/* k 0, scale 0 */
+	assert_true(y[50] == (float)(-5 * ((1 | 1 << 4) - 32)));	/* k 1, l 18: scale 3 */
+	assert_true(y[70] == (float)(-4 * ((2 | 2 << 4) - 32)));	/* k 2, l 6: scale 4 */
+	assert_true(y[255] == (float)(7 * ((2 | 3 << 4) - 32)));	/* half 1, k 3: scale 15 */
+}
+
+/* ------------------------------------------------------ quantizer bounds */
+
+static const uint32_t quant_types[] = {
+	GGML_Q8_0, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1,
+	GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K,
+};
+#define N_QUANT (sizeof quant_types / sizeof quant_types[0])
+
+/* Quantizes x (n values), dequantizes it, and checks every value within
+ * its block's bound; returns the largest error relative to the bound. */
+static double check_bound(uint32_t t, const float *x, const float *got, size_t n,
+			  const char *what)
+{
+	size_t bv = ggml_block_values(t), bb = ggml_block_bytes(t);
+	unsigned char *q = xmalloc(n / bv * bb);
+	float *bound = xmalloc(bv * sizeof *bound);
+	gq_quantize(t, x, q, n);
+	double worst = 0;
+	for (size_t b = 0; b < n / bv; b++) {
+		gq_bound(t, q + b * bb, x + b * bv, bound);
+		for (size_t v = 0; v < bv; v++) {
+			size_t i = b * bv + v;
+			double err = fabs((double)x[i] - got[i]), lim = bound[v] * (1 + 1e-5) + 1e-7;
+			if (err > lim) {
+				print_error("%s %s: value %zu = %g came back %g, error %g > bound %g\n",
+					    ggml_type_name(t), what, i, x[i], got[i], err, bound[v]);
+				fail();
+			}
+			worst = fmax(worst, err / (bound[v] + 1e-12));
+		}
+	}
+	free(q);
+	free(bound);
+	return worst;
+}
+
+static void test_quant_bounds(void **state)
+{
+	(void)state;
+	size_t n = 64 * 512;
+	float *x = xmalloc(n * sizeof *x), *y = xmalloc(n * sizeof *y);
+	struct rng r;
+	rng_seed(&r, 5);
+	for (size_t i = 0; i < n; i++) /* rows of different scales, some outliers */
+		x[i] = rng_normal(&r) * (0.01f + (float)(i / 512 % 8)) * (i % 97 == 0 ? 8.0f : 1.0f) +
+		       (i / 512 % 5 == 0 ? 0.3f : 0.0f);
+	for (size_t k = 0; k < N_QUANT; k++) {
+		uint32_t t = quant_types[k];
+		size_t bv = ggml_block_values(t), bb = ggml_block_bytes(t);
+		unsigned char *q = xmalloc(n / bv * bb);
+		gq_quantize(t, x, q, n);
+		ggml_dequantize(t, q, y, n / bv);
+		double worst = check_bound(t, x, y, n, "random rows"), rms = 0, ref = 0;
+		for (size_t i = 0; i < n; i++) {
+			rms += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+			ref += (double)x[i] * x[i];
+		}
+		printf("  %-5s worst error %.3f of its bound, relative RMS error %.4f\n",
+		       ggml_type_name(t), worst, sqrt(rms / ref));
+		free(q);
+	}
+	free(x);
+	free(y);
+}
+
+/* ------------------------------------------------ F32, F16, BF16 exactly */
+
+static const char *const type_names[] = { [GGML_F32] = "F32", [GGML_F16] = "F16",
+					  [GGML_BF16] = "BF16" };
+
+/* The same weights from a checkpoint and a GGUF file: config, weights,
+ * attention and loss within 1e-4 (the weights are the same floats). */
+static void compare_exact(enum ga a, uint32_t t)
+{
+	struct err e;
+	struct model *m = tiny(a, 32, a == GA_LLAMA || a == GA_QWEN2 ? 48 : 64, 2, 40 + a);
+	const char *ck = path_of("ref.safetensors"), *gg = path_of("m.gguf");
+	if (t == GGML_BF16) {
+		assert_int_equal(gw_checkpoint_bf16(m, ck), 0);
+	} else {
+		if (t == GGML_F16)
+			for (size_t i = 0; i < m->n_params; i++)
+				m->params[i] = f16_to_f32(f32_to_f16(m->params[i]));
+		assert_int_equal(checkpoint_save(m, ck, t == GGML_F16 ? CKPT_F16 : CKPT_F32, &e), 0);
+	}
+	write_gguf(m, a, t, gg);
+	struct model *r = open_ok(ck, "safetensors"), *g = open_ok(gg, "gguf");
+	char *cr = checkpoint_config_json(&r->cfg), *cg = checkpoint_config_json(&g->cfg);
+	assert_string_equal(cr, cg);
+	free(cr);
+	free(cg);
+	assert_int_equal(r->n_params, g->n_params);
+	double dw = max_diff(r->params, g->params, r->n_params);
+	int T, T2;
+	struct run *rr = run_text(r, &T), *rg = run_text(g, &T2);
+	assert_int_equal(T, T2);
+	size_t na = (size_t)r->cfg.n_layer * r->cfg.n_head * T * T;
+	double da = max_diff(rr->att, rg->att, na);
+	double dl = cfg_has_head(&r->cfg) ? fabs(rr->loss - rg->loss) : 0;
+	printf("  %-7s %-4s weights %.1e, attention %.1e, loss %.1e (loss %.4f)\n", ga_name[a],
+	       type_names[t], dw, da, dl, cfg_has_head(&r->cfg) ? rr->loss : NAN);
+	assert_true(dw <= 1e-4 && da <= 1e-4 && dl <= 1e-4);
+	run_free(rr);
+	run_free(rg);
+	model_free(r);
+	model_free(g);
+	model_free(m);
+}
+
+static void test_exact_types(void **state)
+{
+	(void)state;
+	static const uint32_t types[] = { GGML_F32, GGML_F16, GGML_BF16 };
+	for (int a = 0; a < GA_N; a++)
+		for (int k = 0; k < 3; k++)
+			compare_exact((enum ga)a, types[k]);
+}
+
+/* GGUF version 2 and a 64-byte alignment read as well. */
+static void test_version2_alignment(void **state)
+{
+	(void)state;
+	struct model *m = tiny(GA_LLAMA, 32, 48, 1, 7);
+	struct gw *w = gw_new();
+	ga_write_model(w, m, GA_LLAMA, GGML_F32);
+	assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	assert_int_equal(gw_write(w, path_of("v2.gguf"), 2, 64), 0);
+	gw_free(w);
+	struct model *g = open_ok(path_of("v2.gguf"), "gguf");
+	assert_true(max_diff(m->params, g->params, m->n_params) == 0);
+	model_free(g);
+	model_free(m);
+}
+
+/* ------------------------------------------------------ quantized models */
+
+/* The loss (decoders) or the attention (BERT) may move by at most three
+ * times the relative RMS error of the weights (eps, measured on the
+ * model's own matrices) plus 1e-3: on these random models a weight error
+ * of relative size eps moves them by up to about twice eps (printed); a
+ * layout error makes eps of order 1, and the element-wise bounds fail
+ * first. */
+static double tolerance(double eps)
+{
+	return 3 * eps + 1e-3;
+}
+
+static void compare_quant(enum ga a, uint32_t t)
+{
+	struct model *m = tiny(a, 256, 512, 1, 60 + a);
+	const char *gg = path_of("q.gguf");
+	write_gguf(m, a, t, gg);
+	struct model *g = open_ok(gg, "gguf");
+	static const enum param_id mats[] = { P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW,
+					      P_LMHEAD };
+	double worst = 0, err2 = 0, ref2 = 0;
+	bool quant[N_PARAMS] = { false };
+	for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+		enum param_id p = mats[k];
+		if (!m->psize[p])
+			continue;
+		quant[p] = true;
+		worst = fmax(worst, check_bound(t, m->p[p], g->p[p], m->psize[p], param_name(p)));
+		for (size_t i = 0; i < m->psize[p]; i++) {
+			double d = (double)m->p[p][i] - g->p[p][i];
+			err2 += d * d;
+			ref2 += (double)m->p[p][i] * m->p[p][i];
+		}
+	}
+	double eps = sqrt(err2 / ref2);
+	for (int p = 0; p < N_PARAMS; p++) /* the vectors are stored as F32 */
+		if (!quant[p] && m->psize[p])
+			assert_true(max_diff(m->p[p], g->p[p], m->psize[p]) == 0);
+	int T;
+	struct run *rm = run_text(m, &T), *rg = run_text(g, &T);
+	size_t na = (size_t)m->cfg.n_layer * m->cfg.n_head * T * T;
+	double da = max_diff(rm->att, rg->att, na);
+	double dl = cfg_has_head(&m->cfg) ? fabs(rm->loss - rg->loss) : da;
+	printf("  %-7s %-4s worst error %.3f of its bound, weights' relative RMS error %.4f; "
+	       "attention %.2e, %s %.2e (limit %.4f)\n", ga_name[a], ggml_type_name(t), worst, eps,
+	       da, cfg_has_head(&m->cfg) ? "loss" : "attention", dl, tolerance(eps));
+	assert_true(dl <= tolerance(eps));
+	run_free(rm);
+	run_free(rg);
+	model_free(g);
+	model_free(m);
+}
+
+static void test_quantized_models(void **state)
+{
+	(void)state;
+	for (int a = 0; a < GA_N; a++)
+		for (size_t k = 0; k < N_QUANT; k++)
+			compare_quant((enum ga)a, quant_types[k]);
+}
+
+/* ------------------------------------------------------------ tokenizers */
+
+/* The tokenizer of a metadata-only GGUF file written by w. */
+static struct tokenizer *from_meta(struct gw *w)
+{
+	struct gguf_file f;
+	struct err e = { "" };
+	const char *p = path_of("tok.gguf");
+	gw_str(w, "general.architecture", "llama");
+	assert_int_equal(gw_write(w, p, 3, 0), 0);
+	gw_free(w);
+	assert_int_equal(gguf_open(&f, p, &e), 0);
+	struct tokenizer *t = gguf_tokenizer(&f, &e);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	gguf_close(&f);
+	return t;
+}
+
+/* t (from GGUF) and want (from the tokenizer's files) are the same: sizes,
+ * special ids, every piece, and the ids of the table's strings. */
+static void same_tokenizer(struct tokenizer *t, struct tokenizer *want, const char *table,
+			   int rows)
+{
+	char path[512], a[256], b[256];
+	assert_int_equal(t->vocab_size, want->vocab_size);
+	assert_int_equal(t->bos_id, want->bos_id);
+	assert_int_equal(t->eos_id, want->eos_id);
+	for (int i = 0; i < t->vocab_size; i++) {
+		int la = tok_piece(t, i, a, sizeof a), lb = tok_piece(want, i, b, sizeof b);
+		if (la != lb || memcmp(a, b, (size_t)(la < 255 ? la : 255))) {
+			print_error("%s: piece %d differs\n", table, i);
+			fail();
+		}
+	}
+	snprintf(path, sizeof path, "tests/data/%s_expect.tsv", table);
+	assert_int_equal(tok_expect_check(t, path, rows), 0);
+	assert_int_equal(tok_expect_check(want, path, rows), 0);
+	struct err e;
+	int *x, *y, nx, ny;
+	static const char s[] = "Hello world, this is a test.";
+	assert_true(tok_encode(t, s, strlen(s), 1, &x, &nx, &e) >= 0);
+	assert_true(tok_encode(want, s, strlen(s), 1, &y, &ny, &e) >= 0);
+	assert_int_equal(nx, ny);
+	assert_memory_equal(x, y, (size_t)nx * sizeof *x);
+	free(x);
+	free(y);
+	printf("  %-14s %d tokens: the same pieces, specials and ids\n", table, t->vocab_size);
+	tok_free(t);
+	tok_free(want);
+}
+
+static void test_tokenizers(void **state)
+{
+	(void)state;
+	char dir[512];
+	struct err e;
+	size_t len;
+	struct gw *w = gw_new();
+	snprintf(dir, sizeof dir, "%s/tokenizers/gpt2", tok_expect_shared_dir());
+	assert_int_equal(gt_gpt2_dir(w, dir), 0);
+	same_tokenizer(from_meta(w), tok_bpe_load(dir, &e), "gpt2", 50);
+
+	static const struct { const char *name, *pre, *bos, *table; } hf[] = {
+		{ "llama3", "llama-bpe", "<|begin_of_text|>", "llama3" },
+		{ "qwen2_5", "qwen2", NULL, "qwen2_5" },
+	};
+	for (int i = 0; i < 2; i++) {
+		char *json = tok_expect_gz_text(hf[i].name, &len);
+		assert_non_null(json);
+		w = gw_new();
+		assert_int_equal(gt_hf_json(w, json, len, hf[i].pre, hf[i].bos), 0);
+		struct tokenizer *t = from_meta(w), *want = tok_hfjson_from_text(json, len, hf[i].name, &e);
+		same_tokenizer(t, want, hf[i].table, 50);
+		free(json);
+	}
+
+	snprintf(dir, sizeof dir, "%s/tokenizers/llama2c/tokenizer.bin", tok_expect_shared_dir());
+	w = gw_new();
+	assert_int_equal(gt_llama2c(w, dir), 0);
+	same_tokenizer(from_meta(w), tok_llama2c_load(dir, 0, &e), "llama2c", 50);
+
+	char *json = tok_expect_gz_text("bert_uncased", &len);
+	assert_non_null(json);
+	w = gw_new();
+	assert_int_equal(gt_wordpiece_json(w, json, len), 0);
+	same_tokenizer(from_meta(w), tok_wordpiece_from_text(json, len, "bert", &e), "bert_uncased",
+		       50);
+	free(json);
+}
+
+/* What the engine cannot run is refused by name. */
+static void refused(void (*extra)(struct gw *w), bool tokenizer, const char *word)
+{
+	struct model *m = tiny(GA_LLAMA, 32, 48, 1, 3);
+	struct gw *w = gw_new();
+	extra(w);
+	ga_write_model(w, m, GA_LLAMA, GGML_F32);
+	if (tokenizer)
+		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	assert_int_equal(gw_write(w, path_of("refused.gguf"), 3, 0), 0);
+	gw_free(w);
+	model_free(m);
+	open_fails(path_of("refused.gguf"), word);
+}
+
+static void scaling(struct gw *w) { gw_str(w, "llama.rope.scaling.type", "yarn"); }
+static void experts(struct gw *w) { gw_u32(w, "llama.expert_count", 8); }
+static void key_len(struct gw *w) { gw_u32(w, "llama.attention.key_length", 7); }
+static void freqs(struct gw *w)
+{
+	float f[4] = { 1, 1, 1, 1 };
+	gw_tensor(w, "rope_freqs.weight", GGML_F32, 0, 4, f);
+}
+static void t5(struct gw *w)
+{
+	char *tok[] = { "a" };
+	gw_str(w, "tokenizer.ggml.model", "t5");
+	gw_strs(w, "tokenizer.ggml.tokens", tok, NULL, 1);
+}
+static void pre(struct gw *w)
+{
+	char *tok[] = { "a", "b", "ab" }, *merge[] = { "a b" };
+	gw_str(w, "tokenizer.ggml.model", "gpt2");
+	gw_str(w, "tokenizer.ggml.pre", "deepseek-llm");
+	gw_strs(w, "tokenizer.ggml.tokens", tok, NULL, 3);
+	gw_strs(w, "tokenizer.ggml.merges", merge, NULL, 1);
+}
+static void none(struct gw *w) { (void)w; }
+
+static void test_refused(void **state)
+{
+	(void)state;
+	refused(scaling, true, "llama.rope.scaling.type \"yarn\" is not supported (RoPE scaling)");
+	refused(experts, true, "llama.expert_count 8: mixtures of experts are not supported");
+	refused(key_len, true, "llama.attention.key_length 7 is not embedding_length / head_count (8)");
+	refused(freqs, true, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is not "
+		"supported");
+	refused(t5, false, "tokenizer.ggml.model \"t5\" is not supported (llama, gpt2 and bert are)");
+	refused(pre, false, "tokenizer.ggml.pre \"deepseek-llm\" is not supported");
+	refused(none, false, "no tokenizer.ggml.model: the file has no tokenizer; give one with "
+		"--tokenizer");
+}
+
+/* ---------------------------------------------------------- damaged files */
+
+/* A valid tiny llama GGUF file's bytes. */
+static unsigned char *valid_file(size_t *len)
+{
+	struct model *m = tiny(GA_LLAMA, 32, 48, 2, 9);
+	struct gw *w = gw_new();
+	ga_write_model(w, m, GA_LLAMA, GGML_F32);
+	assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	unsigned char *b = gw_bytes(w, 3, 0, len);
+	gw_free(w);
+	model_free(m);
+	return b;
+}
+
+/* Where the bytes after the GGUF string s (its u64 length, then s) are. */
+static unsigned char *after(unsigned char *b, size_t len, const char *s)
+{
+	size_t n = strlen(s);
+	for (unsigned char *p = b + 8; p + n <= b + len; p++) {
+		uint64_t l;
+		memcpy(&l, p - 8, 8);
+		if (l == n && !memcmp(p, s, n))
+			return p + n;
+	}
+	fail_msg("no string \"%s\" in the file", s);
+	return NULL;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+/* Writes the first n bytes of b, with the change made by the caller, and
+ * checks the one-line message. */
+static void damaged(const unsigned char *b, size_t n, const char *word)
+{
+	const char *p = path_of("bad.gguf");
+	FILE *f = fopen(p, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	fclose(f);
+	open_fails(p, word);
+}
+
+static void test_damaged(void **state)
+{
+	(void)state;
+	size_t len;
+	unsigned char *b = valid_file(&len), *c = xmalloc(len);
+#define FRESH() memcpy(c, b, len)
+	FRESH();
+	damaged(c, 30, "the header claims 18 keys, more than the file holds");
+	put64(c + 8, 0);
+	put64(c + 16, 1);
+	damaged(c, 40, "the file ends inside key 0 (truncated?)");
+	damaged(c, 3, "no \"GGUF\" magic");
+	c[3] = 'X';
+	damaged(c, len, "no \"GGUF\" magic");
+	FRESH();
+	put32(c + 4, 1);
+	damaged(c, len, "GGUF version 1 is not supported (2 and 3 are)");
+	put32(c + 4, 9);
+	damaged(c, len, "GGUF version 9 is not supported");
+	put32(c + 4, 3u << 24);
+	damaged(c, len, "big-endian");
+	FRESH();
+	put64(c + 16, 1ull << 40);
+	damaged(c, len, "the header claims 1099511627776 keys, more than attnscope reads");
+	FRESH();
+	put64(c + 8, 5000);
+	damaged(c, len, "the header claims 5000 tensors, more than the file holds");
+	FRESH();
+	put64(c + 24, 1ull << 62);
+	damaged(c, len, "key 0 is 4611686018427387904 bytes long, more than 65535");
+	FRESH();
+	put64(after(c, len, "tokenizer.ggml.tokens") + 8, 1ull << 50);
+	damaged(c, len, "claims 1125899906842624 strings, more than the file holds");
+	FRESH();
+	put32(after(c, len, "general.architecture"), 77);
+	damaged(c, len, "the value of \"general.architecture\" has type 77, which GGUF does not "
+		"define");
+	FRESH();
+	after(c, len, "general.name")[-1] = (unsigned char)0xff;
+	damaged(c, len, "key 1 is not valid UTF-8 text");
+	FRESH();
+	memcpy(after(c, len, "general.architecture") + 12, "gemma", 5);
+	damaged(c, len, "general.architecture \"gemma\" is not supported");
+	/* tensor entries: u32 dims, ne[dims], u32 type, u64 offset */
+	FRESH();
+	unsigned char *q = after(c, len, "output.weight");
+	put64(q + 4 + 16 + 4, 1ull << 40);
+	damaged(c, len, "tensor output.weight: its 33920 bytes at offset 1099511627776 run past the "
+		"end of the file");
+	FRESH();
+	put32(q + 4 + 16, 99);
+	damaged(c, len, "tensor output.weight has ggml type 99, which attnscope does not know");
+	put32(q + 4 + 16, 16);
+	damaged(c, len, "tensor output.weight has type IQ2_XXS, which attnscope does not read");
+	FRESH();
+	put64(q + 4 + 16 + 4, 0);
+	damaged(c, len, "tensors token_embd.weight and output.weight overlap in the file");
+	FRESH();
+	uint64_t off;
+	memcpy(&off, q + 4 + 16 + 4, 8);
+	put64(q + 4 + 16 + 4, off + 4);
+	damaged(c, len, "tensor output.weight: its offset");
+	FRESH();
+	put64(after(c, len, "blk.0.attn_q.weight") + 4 + 8, 16);
+	damaged(c, len, "tensor blk.0.attn_q.weight has shape [32, 16], but the metadata needs [32, 32]");
+	FRESH();
+	memcpy(after(c, len, "blk.1.ffn_up.weight") - 6, "uq", 2);
+	damaged(c, len, "missing tensor blk.1.ffn_up.weight");
+	FRESH();
+	damaged(c, len - 100, "run past the end of the file");
+	FRESH();
+	put32(after(c, len, "blk.0.attn_q.weight"), 7);
+	damaged(c, len, "tensor blk.0.attn_q.weight has 7 dimensions (1 to 4)");
+#undef FRESH
+	free(b);
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_blocks),
+		cmocka_unit_test(test_quant_bounds),
+		cmocka_unit_test(test_exact_types),
+		cmocka_unit_test(test_version2_alignment),
+		cmocka_unit_test(test_quantized_models),
+		cmocka_unit_test(test_tokenizers),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_damaged),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
