@@ -108,6 +108,10 @@ keys g
 if wait_for 'MHA' 1 && wait_for ' KL 0\.0000 ' 23; then ok tui-g-cycles-to-mha; else fail tui-g-cycles-to-mha; fi
 
 # ------------------------------------------- w: what the heatmaps show
+# (the weights compared after a repaint, Ctrl-L, each time: how tmux
+# records a cell's colours depends on what the cell held before, e.g. the
+# masked glyph the scores draw there)
+keys C-l
 wait_stable
 heat_weights=$(heat_rows 24)
 keys w
@@ -119,6 +123,8 @@ if wait_for 'no ablations' 1 && ! line 1 | grep -q 'rollout' && wait_stable; the
 else
 	fail tui-w-cycles-to-weights
 fi
+keys C-l
+wait_stable
 check tui-w-weights-grid-back '[ "$(heat_rows 24)" = "$heat_weights" ]'
 
 # ------------------------------------- 7: the last patch of this run
