@@ -314,12 +314,10 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 
 /* ================================================================= help */
 
-/* The `?` help: every key, one per line. */
+/* The `?` help: every key, one per line (the pager's title names it). */
 static const char *help_text(void)
 {
-	return "attnscope visualizer: keys\n"
-	       "\n"
-	       "Views\n"
+	return "Views\n"
 	       "  Tab, Shift-Tab   next / previous view\n"
 	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
 	       "  Enter            open the selected head (again: back to the grid)\n"
