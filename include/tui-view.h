@@ -91,6 +91,11 @@ void tui_blank(int y, int x, int w, unsigned attr, enum tui_role role);
  * (the masked glyph, on grey with 256 colours). */
 void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned attr);
 
+/* The heat ramp's scale at (y, x) in at most w columns: "0 ", a cell of
+ * every level (t->levels) from blank to full, " 1".  Returns the columns
+ * used (0 when it does not fit). */
+int tui_heat_scale(const struct tui_state *t, int y, int x, int w);
+
 /* The colour pairs (after start_color); no-op without colour. */
 void tui_colors_init(struct tui_state *t);
 

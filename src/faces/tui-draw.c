@@ -230,6 +230,18 @@ void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned
 			mvadd_wch(y, i, &c);
 }
 
+int tui_heat_scale(const struct tui_state *t, int y, int x, int w)
+{
+	int n = t->levels > 1 ? t->levels : 2;
+	if (w < n + 4)
+		return 0;
+	tui_put(y, x, 2, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+	for (int k = 0; k < n; k++) /* the middle of level k */
+		tui_heat(t, y, x + 2 + k, 1, k ? (k - 0.5) / (n - 1) : 0.0, 0);
+	tui_put(y, x + 2 + n, 2, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+	return n + 4;
+}
+
 void tui_change(int y, int x, int w, double d, unsigned attr)
 {
 	double a = fabs(d);
