@@ -59,6 +59,7 @@ static void grid_legend(const struct tui_state *t, const struct tui_rect *r, int
 
 /* One piece of the line over the grid: its separator before it, its
  * text, and whether the masked glyph and "masked" follow it. */
+#define GRID_PIECES 6 /* at most: row sums, the map, pooling, half blocks, shared KV, scrolling */
 struct grid_piece {
 	const char *sep;
 	char text[96];
@@ -75,7 +76,7 @@ static int grid_pieces(struct tui_state *t, const struct tui_grid_layout *g, int
 	const char *x = tui_times_sign(), *arrow = tui_utf8() ? "\u2192" : "->";
 	int n = 0;
 	size_t sz = sizeof pc[0].text;
-	memset(pc, 0, 6 * sizeof *pc);
+	memset(pc, 0, GRID_PIECES * sizeof *pc);
 	if (tui_rows_short(t)) {
 		pc[n].sep = "; ";
 		snprintf(pc[n++].text, sz, "rows of weights sum to %.3f on average, not 1", tui_row_sums(t)->mean);
@@ -83,11 +84,11 @@ static int grid_pieces(struct tui_state *t, const struct tui_grid_layout *g, int
 	if (kind != HEAT_WEIGHTS) {
 		pc[n].sep = "; ";
 		pc[n].masked = kind == HEAT_SCORES;
-		snprintf(pc[n++].text, sz, "%s", kind == HEAT_SCORES ? "map: each row's scores, min..max " :
-					       kind == HEAT_NORMS ? "map: norms as shares of their row" :
-								    "map: rollout from the input");
 		if (kind == HEAT_SCORES)
-			snprintf(pc[n - 1].text + strlen(pc[n - 1].text), sz - strlen(pc[n - 1].text), "%s 0..1,", arrow);
+			snprintf(pc[n++].text, sz, "map: each row's scores, min..max %s 0..1,", arrow);
+		else
+			snprintf(pc[n++].text, sz, "%s", kind == HEAT_NORMS ? "map: norms as shares of their row"
+									: "map: rollout from the input");
 	}
 	pc[n].sep = ", ";
 	if (g->pool > 1 && g->pool == g->pool_x)
@@ -118,7 +119,7 @@ static int grid_pieces(struct tui_state *t, const struct tui_grid_layout *g, int
 static void grid_header(struct tui_state *t, const struct tui_rect *r, const struct tui_grid_layout *g,
 			int G)
 {
-	struct grid_piece pc[6];
+	struct grid_piece pc[GRID_PIECES];
 	int n = grid_pieces(t, g, G, pc);
 	int used = tui_printf(r->y, r->x, r->w, 0, TUI_ROLE_LABEL, "%d%s%d heads, %d token%s", g->L,
 			      tui_times_sign(), g->H, g->T, g->T == 1 ? "" : "s");
