@@ -42,6 +42,23 @@ double token_prob(const struct run *r, int pos, int id);
  * each row's largest weight (the `max` of heads.h), of head (l, h), batch 0. */
 void head_entropy(const struct run *r, int l, int h, double *entropy, double *max_weight);
 
+/* Entropy (nats) of one row of n attention weights: -sum w ln w over the
+ * positive ones (at most ln n when the row sums to 1). */
+double row_entropy(const float *w, int n);
+
+/* What the rows of attention of run r (batch 0) add up to, over every
+ * layer, head and query: each sums to 1 but under MASK_AFTER_SOFTMAX,
+ * whose rows lose the weight the softmax gave to later keys. */
+struct row_sums {
+	double mean;                   /* over the L * H * T rows */
+	double min;                    /* the smallest row's sum... */
+	int min_layer, min_head, min_query; /* ...and where it is (the first of equals) */
+};
+void attention_row_sums(const struct run *r, struct row_sums *out);
+
+/* The sum of row i (query i) of head (l, h)'s weights in run r, batch 0. */
+double attention_row_sum(const struct run *r, int l, int h, int i);
+
 /* ------------------------------------------------------------ ablation sweep */
 
 /* One ablation against the unablated run on the same tokens. */

@@ -42,6 +42,10 @@ const char *heat_kind_about(enum heat_kind k);
 /* A few words naming what a heatmap of kind k shades (legends). */
 const char *heat_kind_legend(enum heat_kind k);
 
+/* The name of one value of kind k as computed (heat.v), as panels list
+ * them: "weight", "raw score", "norm", "rollout". */
+const char *heat_kind_value(enum heat_kind k);
+
 struct heat {
 	enum heat_kind kind;
 	int L, H, T;

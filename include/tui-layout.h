@@ -252,6 +252,22 @@ void tui_sharing_name(int H, int G, char *buf, size_t size);
 void tui_status_text(const char *name, int L, int H, const struct run_options *o, bool unicode,
 		     bool dims, char *buf, size_t size);
 
+/* ------------------------------------------------------------ messages */
+
+/* One row of wrapped text: bytes [off, off + len) of it. */
+struct tui_span {
+	int off, len;
+};
+
+/*
+ * Wraps UTF-8 text into rows of at most width display columns (width >=
+ * 1): each '\n' ends a row, a row breaks after the last blank that fits
+ * (the blanks at the break are left out), and a word longer than a row is
+ * cut where the row is full.  Fills the first max rows into rows (which
+ * may be NULL when max is 0) and returns how many rows there are in all.
+ */
+int tui_wrap(const char *text, int width, struct tui_span *rows, int max);
+
 /* ------------------------------------------------------------- hints */
 
 /* One "KEY what" pair of the hint line: the key as shown in UTF-8 and in

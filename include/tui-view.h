@@ -39,6 +39,10 @@ struct tui_state {
 
 	char ran[192];        /* the command the last option key ran, or "" */
 
+	/* the row sums of the current run's weights (tui_row_sums) */
+	struct row_sums row_sums;
+	unsigned long row_sums_gen; /* the session's run_gen they are of, + 1 (0: none yet) */
+
 	/* key-to-redraw times (ms), newest last */
 	double key_ms[TUI_KEY_MS_KEEP];
 	int n_key_ms;
@@ -82,9 +86,15 @@ int tui_printf(int y, int x, int maxw, unsigned attr, enum tui_role role, const 
 /* Fills columns [x, x + w) of row y with blanks. */
 void tui_blank(int y, int x, int w, unsigned attr, enum tui_role role);
 
-/* Draws one cell of weight v, `w` columns wide, in the heat ramp (colour
- * background, or the shading glyph without colour). */
+/* Draws one cell of weight v, `w` columns wide, in the heat ramp (the
+ * shading glyph, in the ramp's colour with colour); NAN is a masked cell
+ * (the masked glyph, on grey with 256 colours). */
 void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned attr);
+
+/* The heat ramp's scale at (y, x) in at most w columns: "0 ", a cell of
+ * every level (t->levels) from blank to full, " 1".  Returns the columns
+ * used (0 when it does not fit). */
+int tui_heat_scale(const struct tui_state *t, int y, int x, int w);
 
 /* The colour pairs (after start_color); no-op without colour. */
 void tui_colors_init(struct tui_state *t);
@@ -99,7 +109,8 @@ void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold);
 void tui_change(int y, int x, int w, double d, unsigned attr);
 
 /* One half-block character for the weights of two query rows, top and
- * bottom (NAN: nothing). */
+ * bottom (NAN: masked; both masked: the masked glyph; a half with nothing
+ * to show is given 0, blank). */
 void tui_half_block(int y, int x, double top, double bottom);
 
 /* Whether the locale is UTF-8; the ablation mark ('✗' or 'x') and the
@@ -115,8 +126,9 @@ bool tui_need_run(const struct session *s, const struct tui_rect *r);
  * width and whether any is double width (either may be NULL). */
 char **tui_token_labels(const struct session *s, int *widest, bool *wide);
 
-/* The k strongest keys of a row of n weights, strongest first (earlier
- * keys win ties).  Returns how many. */
+/* The k strongest keys of a row of n values, strongest first (earlier
+ * keys win ties); masked keys (NAN) are never among them.  Returns how
+ * many (fewer than k when fewer keys are visible). */
 int tui_top_keys(const float *row, int n, int k, int *best);
 
 /* A bar of `w` columns for v in [0, 1] in eighths ('▏'..'█'), ASCII '#'. */
@@ -124,6 +136,14 @@ void tui_put_bar(int y, int x, int w, double v, enum tui_role role);
 
 /* A label cut to `w` columns with '…' into buf. */
 void tui_short_label(const char *label, int w, char *buf, size_t size);
+
+/* What the rows of the current run's weights sum to (analysis.h), computed
+ * once per run; needs session_ready(). */
+const struct row_sums *tui_row_sums(struct tui_state *t);
+
+/* Whether the current run's rows of weights may sum to less than 1 (the
+ * mask after the softmax): then the views say what they sum to. */
+bool tui_rows_short(const struct tui_state *t);
 
 /* Median and newest of the kept key-to-redraw times (0 / NAN when none). */
 double tui_key_ms_median(const struct tui_state *t);

@@ -15,29 +15,9 @@
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_tui.sh
 . "$(dirname "$0")/lib-cli.sh"
+. "$(dirname "$0")/lib-tui.sh"
 
-if ! command -v tmux >/dev/null 2>&1; then
-	echo "ok tui # skipped: no tmux"
-	exit 0
-fi
-
-# a UTF-8 locale, for tmux and for attnscope (half blocks, CJK)
-utf8=
-for l in C.UTF-8 C.utf8 en_US.UTF-8 en_US.utf8; do
-	if locale -a 2>/dev/null | grep -qx "$l"; then utf8=$l; break; fi
-done
-if [ -z "$utf8" ]; then
-	echo "ok tui # skipped: no UTF-8 locale"
-	exit 0
-fi
-LC_ALL=$utf8
-export LC_ALL
-
-make_tmp tui
-sock=attnscope-tui-$$
-T() { tmux -L "$sock" -f /dev/null "$@"; }
-trap 'T kill-server >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-mkdir "$tmp/models" "$tmp/home"
+tui_setup tui
 
 # a character model whose vocabulary has the CJK characters typed below
 ascii=' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
@@ -46,89 +26,6 @@ nl=${nl%x}
 mkmodel "$tmp/models/shakespeare.safetensors" \
 	--chars "$ascii${nl}床前明月光疑是地上霜举头望低思故乡"
 L=2 H=4 # tool_mkmodel's default shape
-
-# 256 colours when the terminal database has them
-term=screen
-for t in tmux-256color screen-256color xterm-256color; do
-	if infocmp "$t" >/dev/null 2>&1; then term=$t; break; fi
-done
-
-# ok: tests/lib-cli.sh; fail and check are this script's own
-fail() {
-	echo "FAIL $1${2:+ ($2)}"
-	T capture-pane -p -t "$S" 2>/dev/null | sed 's/^/  screen: /'
-	failures=$((failures + 1))
-}
-check() { if eval "$2"; then ok "$1"; else fail "$1" "$3"; fi; }
-screen() { T capture-pane -p -t "$S"; }
-screen_e() { T capture-pane -p -e -t "$S"; }
-line() { screen | sed -n "${1}p"; }
-# wait_until TENTHS PATTERN [ROW]: until the screen (or row ROW) matches
-# an extended regular expression, for at most TENTHS tenths of a second.
-wait_until() {
-	i=0
-	while [ $i -lt "$1" ]; do
-		if [ -n "$3" ]; then line "$3"; else screen; fi | grep -Eq -- "$2" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-# wait_for PATTERN [ROW]: wait_until for about 30 s, for what a key or a
-# short command draws.  The deadline only bounds a failure: a loaded
-# machine may take longer than an idle one, never this long.
-wait_for() { wait_until 300 "$@"; }
-# wait_long PATTERN [ROW]: the same for the end of a long command, whose
-# time depends on the machine and on its load (at most 10 minutes).
-wait_long() { wait_until 6000 "$@"; }
-# wait_stable: until two captures 0.2 s apart agree (a redraw finished).
-wait_stable() {
-	prev=$(screen_e)
-	i=0
-	while [ $i -lt 50 ]; do
-		sleep 0.2
-		cur=$(screen_e)
-		[ "$cur" = "$prev" ] && return 0
-		prev=$cur
-		i=$((i + 1))
-	done
-	return 1
-}
-# wait_file FILE: until FILE is there and not empty (about 30 s).
-wait_file() {
-	i=0
-	while [ $i -lt 300 ]; do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-keys() { T send-keys -t "$S" "$@"; }
-# Timings differ from one capture to the next.
-mask_ms() { sed 's/[0-9][0-9.]* ms/# ms/g'; }
-# The heatmap rows of the grid (no title rules), with colours.
-heat_rows() { screen_e | sed -n "3,$(($1 - 2))p" | grep -v '─'; }
-# The KL figure of the info line.
-kl() { screen | sed -n 's/.* KL \([0-9.]*\) .*/\1/p' | tail -n 1; }
-alt_on() { T display -p -t "$S" '#{alternate_on}'; }
-
-# start NAME W H ENV ARGS: attnscope with the environment assignments ENV
-# and the arguments ARGS (shell words) in a fresh W x H session, through a
-# shell that stays: it records the exit status and `stty -a` when
-# attnscope ends.  $tmp/pid holds attnscope's process id.
-S=
-start() {
-	old=$S
-	S=$1
-	rm -f "$tmp/status" "$tmp/stty" "$tmp/pid"
-	printf '%s\n' "echo \$\$ >'$tmp/pid'" \
-		"exec env HOME='$tmp/home' TERM=$term $4 '$A' $5" >"$tmp/run-$S.sh"
-	T new-session -d -s "$S" -x "$2" -y "$3" \
-		"cd '$tmp'; sh '$tmp/run-$S.sh'; echo \$? >'$tmp/status'; stty -a >'$tmp/stty' 2>&1; sleep 60" \
-		>/dev/null
-	[ -n "$old" ] && T kill-session -t "$old" >/dev/null 2>&1
-}
 
 # ----------------------------------------------------- start at 80x24
 start main 80 24 NO_COLOR= "--tui shakespeare --no-db -t 'hello world'"
@@ -211,6 +108,10 @@ keys g
 if wait_for 'MHA' 1 && wait_for ' KL 0\.0000 ' 23; then ok tui-g-cycles-to-mha; else fail tui-g-cycles-to-mha; fi
 
 # ------------------------------------------- w: what the heatmaps show
+# (the weights compared after a repaint, Ctrl-L, each time: how tmux
+# records a cell's colours depends on what the cell held before, e.g. the
+# masked glyph the scores draw there)
+keys C-l
 wait_stable
 heat_weights=$(heat_rows 24)
 keys w
@@ -222,6 +123,8 @@ if wait_for 'no ablations' 1 && ! line 1 | grep -q 'rollout' && wait_stable; the
 else
 	fail tui-w-cycles-to-weights
 fi
+keys C-l
+wait_stable
 check tui-w-weights-grid-back '[ "$(heat_rows 24)" = "$heat_weights" ]'
 
 # ------------------------------------- 7: the last patch of this run

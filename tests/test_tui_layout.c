@@ -4,8 +4,9 @@
  * pooled) for screen sizes from tiny to large and models from 1x1 to
  * 12x12 heads, scrolling that follows the selection, mouse hit tests, the
  * head and token views' windows, half-block and bar glyph choices, the
- * option cycles behind g and m, the status and hint lines, and the line
- * editor with double-width characters.
+ * option cycles behind g and m, the status and hint lines, messages
+ * wrapped to the screen's width, and the line editor with double-width
+ * characters.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -520,6 +521,67 @@ static void test_status_text(void **state)
 	assert_non_null(strstr(buf, "no mask"));
 }
 
+/* ------------------------------------------------------------ messages */
+
+/* The rows tui_wrap makes of text at width, joined by '|'. */
+static void wrapped(const char *text, int width, char *out, size_t size)
+{
+	struct tui_span rows[32];
+	int n = tui_wrap(text, width, rows, 32);
+	size_t k = 0;
+	out[0] = '\0';
+	for (int i = 0; i < n && i < 32 && k < size; i++) {
+		assert_true(rows[i].len >= 0);
+		k += (size_t)snprintf(out + k, size - k, "%s%.*s", i ? "|" : "", rows[i].len, text + rows[i].off);
+	}
+}
+
+static void test_wrap(void **state)
+{
+	(void)state;
+	char buf[512];
+	wrapped("error: both texts lead to the same next token", 20, buf, sizeof buf);
+	assert_string_equal(buf, "error: both texts|lead to the same|next token");
+	wrapped("abc def", 7, buf, sizeof buf);
+	assert_string_equal(buf, "abc def");
+	wrapped("abc def", 3, buf, sizeof buf); /* the blank at the break goes */
+	assert_string_equal(buf, "abc|def");
+	wrapped("abcdefgh", 3, buf, sizeof buf); /* a long word is cut */
+	assert_string_equal(buf, "abc|def|gh");
+	wrapped("one\n\ntwo  three\n", 5, buf, sizeof buf);
+	assert_string_equal(buf, "one||two|three");
+	wrapped("", 10, buf, sizeof buf);
+	assert_string_equal(buf, "");
+	assert_int_equal(tui_wrap("", 10, NULL, 0), 1);
+	/* display columns: CJK counts 2; a character wider than the row is
+	 * alone on its own */
+	wrapped("床前明月光", 4, buf, sizeof buf);
+	assert_string_equal(buf, "床前|明月|光");
+	wrapped("床前", 1, buf, sizeof buf);
+	assert_string_equal(buf, "床|前");
+	/* every byte of a long message is on some row, none past the width */
+	char msg[1024];
+	int n = 0;
+	for (int i = 0; n < 1000; i++)
+		n += snprintf(msg + n, sizeof msg - (size_t)n, "word%d ", i);
+	struct tui_span rows[64];
+	int nr = tui_wrap(msg, 80, rows, 64);
+	assert_true(nr <= 64);
+	size_t kept = 0;
+	for (int i = 0; i < nr; i++) {
+		char row[128];
+		snprintf(row, sizeof row, "%.*s", rows[i].len, msg + rows[i].off);
+		assert_true(render_width(row) <= 80);
+		for (const char *p = row; *p; p++)
+			kept += *p != ' ';
+	}
+	size_t want = 0;
+	for (const char *p = msg; *p; p++)
+		want += *p != ' ';
+	assert_int_equal(kept, want);
+	assert_int_equal(tui_wrap(msg, 80, rows, 2), nr); /* the count whatever max is */
+}
+
 static void test_hints(void **state)
 {
 	(void)state;
@@ -639,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_sharing_cycle),
 		cmocka_unit_test(test_mask_cycle),
 		cmocka_unit_test(test_status_text),
+		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_hints),
 		cmocka_unit_test(test_line_editor),
 	};

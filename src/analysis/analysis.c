@@ -114,19 +114,56 @@ void head_entropy(const struct run *r, int l, int h, double *entropy, double *ma
 	double ent = 0.0, mx_sum = 0.0;
 	for (int i = 0; i < T; i++) {
 		double mx = 0.0;
-		for (int j = 0; j < T; j++) {
-			double w = a[(size_t)i * T + j];
-			if (w > 0.0)
-				ent -= w * log(w);
-			if (w > mx)
-				mx = w;
-		}
+		ent += row_entropy(a + (size_t)i * T, T);
+		for (int j = 0; j < T; j++)
+			if (a[(size_t)i * T + j] > mx)
+				mx = a[(size_t)i * T + j];
 		/* row 0 of a causal head can only see itself: leave it out */
 		if (i > 0 || T == 1)
 			mx_sum += mx;
 	}
 	*entropy = T ? ent / T : 0.0;
 	*max_weight = T > 1 ? mx_sum / (T - 1) : mx_sum;
+}
+
+double row_entropy(const float *w, int n)
+{
+	double ent = 0.0;
+	for (int j = 0; j < n; j++)
+		if (w[j] > 0.0f)
+			ent -= (double)w[j] * log((double)w[j]);
+	return ent;
+}
+
+double attention_row_sum(const struct run *r, int l, int h, int i)
+{
+	int T = r->t;
+	const float *a = run_att(r, l, 0, h) + (size_t)i * T;
+	double sum = 0.0;
+	for (int j = 0; j < T; j++)
+		sum += a[j];
+	return sum;
+}
+
+void attention_row_sums(const struct run *r, struct row_sums *out)
+{
+	int L = r->L, H = r->H, T = r->t;
+	double sum = 0.0;
+	out->min = INFINITY;
+	out->min_layer = out->min_head = out->min_query = 0;
+	for (int l = 0; l < L; l++)
+		for (int h = 0; h < H; h++)
+			for (int i = 0; i < T; i++) {
+				double row = attention_row_sum(r, l, h, i);
+				sum += row;
+				if (row < out->min) {
+					out->min = row;
+					out->min_layer = l, out->min_head = h, out->min_query = i;
+				}
+			}
+	out->mean = L * H * T > 0 ? sum / ((double)L * H * T) : 1.0;
+	if (L * H * T == 0)
+		out->min = 1.0;
 }
 
 /* ----------------------------------------------------------- ablation sweep */

@@ -58,6 +58,12 @@ const char *heat_kind_legend(enum heat_kind k)
 	return (unsigned)k < HEAT_KINDS ? legend[k] : "?";
 }
 
+const char *heat_kind_value(enum heat_kind k)
+{
+	static const char *const value[HEAT_KINDS] = { "weight", "raw score", "norm", "rollout" };
+	return (unsigned)k < HEAT_KINDS ? value[k] : "?";
+}
+
 void heat_free(struct heat *h)
 {
 	free(h->v);

@@ -90,26 +90,12 @@ const struct cmd_entry cmd_norm_entry = {
  * layer, head and query of the current text. */
 static void print_row_sums(struct session *s)
 {
-	const struct run *r = s->run;
-	int L = s->model->cfg.n_layer, H = s->model->cfg.n_head, T = r->t;
-	double sum = 0.0, lo = INFINITY;
-	int lo_l = 0, lo_h = 0, lo_i = 0;
-	for (int l = 0; l < L; l++)
-		for (int h = 0; h < H; h++) {
-			const float *a = run_att(r, l, 0, h);
-			for (int i = 0; i < T; i++) {
-				double row = 0.0;
-				for (int j = 0; j < T; j++)
-					row += a[(size_t)i * T + j];
-				sum += row;
-				if (row < lo)
-					lo = row, lo_l = l, lo_h = h, lo_i = i;
-			}
-		}
+	struct row_sums rs;
+	attention_row_sums(s->run, &rs);
 	fprintf(s->out, "rows of attention now sum to %.3f on average, %.3f at least (head %d.%d, "
 		"query %d); only the last row still sums to 1: the softmax normalised over "
 		"later tokens too, then their weights were dropped\n",
-		sum / ((double)L * H * T), lo, lo_l, lo_h, lo_i);
+		rs.mean, rs.min, rs.min_layer, rs.min_head, rs.min_query);
 }
 
 static int mask_exec(struct session *s, int argc, char **argv, struct err *e)

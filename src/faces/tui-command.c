@@ -70,6 +70,16 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		n_lines += *p == '\n';
 	if (all.len && text[all.len - 1] != '\n')
 		n_lines++;
+	/* the rows it takes on the screen, without its final newlines: a
+	 * message up to TUI_MSG_LINES of them, the pager beyond */
+	size_t k = all.len;
+	while (k > 0 && text[k - 1] == '\n')
+		k--;
+	char *body = xmalloc(k + 1);
+	memcpy(body, text, k);
+	body[k] = '\0';
+	int rows = k ? tui_wrap(body, COLS > 0 ? COLS : 80, NULL, 0) : 0;
+	bool fits = k < sizeof t->msg && rows <= TUI_MSG_LINES;
 
 	if (rc < 0 && cancelled) {
 		tui_screen_msg(t, TUI_MSG_INFO, "cancelled: %s", e.msg[0] ? e.msg : line);
@@ -77,25 +87,21 @@ static int run_command_argv(struct tui *t, const char *line, int argc, char **ar
 		tui_screen_msg(t, TUI_MSG_ERROR, "error: %s", e.msg[0] ? e.msg : "the command failed");
 		if (show && n_lines > 1)
 			tui_pager(t, line, text);
-	} else if (show && n_lines > 1 && n_lines <= TUI_MSG_LINES) {
-		/* a few lines: over the bottom of the view until the next key */
-		size_t k = all.len;
-		while (k > 0 && text[k - 1] == '\n')
-			k--;
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
-	} else if (show && n_lines > 1) {
+	} else if (show && k && fits) {
+		/* a few rows: over the bottom of the view until the next key */
+		tui_screen_msg(t, TUI_MSG_INFO, "%s", body);
+	} else if (show && k) {
 		tui_pager(t, line, text);
-		tui_screen_msg(t, TUI_MSG_INFO, "%s: %d lines of output (shown in the pager)", line, n_lines);
-	} else if (show && n_lines == 1) {
-		size_t k = strcspn(text, "\n");
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), text);
+		tui_screen_msg(t, TUI_MSG_INFO, "%s: %d line%s of output (shown in the pager)", line, n_lines,
+			       n_lines == 1 ? "" : "s");
 	} else if (show) {
 		tui_screen_msg(t, TUI_MSG_INFO, "%s: done", line);
 	} else if (err_text->len) {
 		/* warnings of a key's command (e.g. invalid UTF-8 replaced) */
-		size_t k = strcspn(err_text->data, "\n");
-		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(k < 1000 ? k : 1000), err_text->data);
+		size_t w = strcspn(err_text->data, "\n");
+		tui_screen_msg(t, TUI_MSG_INFO, "%.*s", (int)(w < 1000 ? w : 1000), err_text->data);
 	}
+	free(body);
 	render_buf_free(&all);
 	return rc;
 }

@@ -12,6 +12,12 @@
  * grid without colour (one query row per text row), the shading glyphs of
  * render.h (' ░▒▓█', or ASCII) show the weight, in the ramp's colour when
  * there is colour, so that it reads anywhere and survives copying.
+ *
+ * A masked cell (a NAN value: a key the mask hides from the query) is
+ * never a level of the ramp: it is the masked glyph of render.h ('·', or
+ * '/'), on a grey background with 256 colours; a half block whose two
+ * halves are masked is that glyph too, and a masked half beside a shaded
+ * one is grey with 256 colours (blank with fewer).
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -31,28 +37,38 @@
 
 /* ------------------------------------------------------------ drawing */
 
-#define HEAT_PAIR0 16 /* heat pairs: HEAT_PAIR0 + fg * levels + bg */
+#define HEAT_PAIR0 16 /* heat pairs: HEAT_PAIR0 + fg * stride + bg */
+#define MASKED_GREY 238 /* xterm-256 grey of masked cells */
 
 static bool g_utf8 = true;
 static int g_colors;     /* 0, 8 or 256 */
 static int g_levels = 5; /* heat levels including blank */
+static int g_masked;     /* the colour index of a masked cell: g_levels (grey) with 256 colours, else 0 */
+static int g_stride = 5; /* colour indexes: the levels, and the masked one with 256 colours */
 static bool g_default_bg;
 
 static const short ramp8[] = { COLOR_BLUE, COLOR_CYAN, COLOR_GREEN, COLOR_YELLOW, COLOR_WHITE };
 
-/* Terminal colour of heat level k (level 0: the default background). */
+/* Terminal colour of heat level k (level 0: the default background; g_masked
+ * with 256 colours: grey). */
 static short level_color(int k)
 {
 	if (k <= 0)
 		return g_default_bg ? -1 : COLOR_BLACK;
 	if (g_colors >= 256)
-		return (short)render_color256((double)k / (g_levels - 1));
+		return k >= g_levels ? MASKED_GREY : (short)render_color256((double)k / (g_levels - 1));
 	return ramp8[k - 1 < 5 ? k - 1 : 4];
 }
 
 static short heat_pair(int fg, int bg)
 {
-	return (short)(HEAT_PAIR0 + fg * g_levels + bg);
+	return (short)(HEAT_PAIR0 + fg * g_stride + bg);
+}
+
+/* The colour index of value v: its heat level, or g_masked for NAN. */
+static int color_index(double v)
+{
+	return isnan(v) ? g_masked : tui_level(v, g_levels);
 }
 
 void tui_colors_init(struct tui_state *t)
@@ -61,6 +77,8 @@ void tui_colors_init(struct tui_state *t)
 	g_colors = t->colors;
 	g_levels = t->colors >= 256 ? 11 : t->colors >= 8 ? 6 : render_levels(t->utf8 ? RENDER_UNICODE : RENDER_ASCII);
 	t->levels = g_levels;
+	g_masked = g_colors >= 256 ? g_levels : 0;
+	g_stride = g_colors >= 256 ? g_levels + 1 : g_levels;
 	if (!g_colors)
 		return;
 	g_default_bg = use_default_colors() == OK;
@@ -74,8 +92,8 @@ void tui_colors_init(struct tui_state *t)
 	init_pair(TUI_ROLE_LABEL, COLOR_YELLOW, bg);
 	init_pair(TUI_ROLE_UP, COLOR_RED, bg);
 	init_pair(TUI_ROLE_DOWN, COLOR_BLUE, bg);
-	for (int f = 0; f < g_levels; f++)
-		for (int b = 0; b < g_levels; b++)
+	for (int f = 0; f < g_stride; f++)
+		for (int b = 0; b < g_stride; b++)
 			init_pair(heat_pair(f, b), f ? level_color(f) : (g_default_bg ? -1 : COLOR_WHITE),
 				  level_color(b));
 }
@@ -131,6 +149,15 @@ static void put_cp(int y, int x, uint32_t cp, int w, attr_t at, short pair)
 	cchar_t c;
 	setcchar(&c, ws, at, pair, NULL);
 	mvadd_wch(y, x, &c);
+}
+
+/* The first code point of a UTF-8 glyph. */
+static wchar_t glyph_wc(const char *g)
+{
+	uint32_t cp;
+	int bad;
+	utf8_decode((const unsigned char *)g, strlen(g), &cp, &bad);
+	return (wchar_t)cp;
 }
 
 int tui_put(int y, int x, int maxw, const char *s, unsigned attr, enum tui_role role)
@@ -192,16 +219,27 @@ void tui_heat(const struct tui_state *t, int y, int x, int w, double v, unsigned
 	attr_t at = attrs_of(attr, TUI_ROLE_NONE, &pair);
 	/* the shading glyph, and with colour also the ramp's colour, so that
 	 * the weight reads in every terminal and survives copying the text */
-	const char *g = render_shade(g_utf8 ? RENDER_UNICODE : RENDER_ASCII, v);
-	uint32_t cp;
-	int bad;
-	utf8_decode((const unsigned char *)g, strlen(g), &cp, &bad);
-	wchar_t ws[2] = { (wchar_t)cp, 0 };
+	wchar_t ws[2] = { glyph_wc(render_shade(g_utf8 ? RENDER_UNICODE : RENDER_ASCII, v)), 0 };
 	cchar_t c;
-	setcchar(&c, ws, at, g_colors && !isnan(v) ? heat_pair(tui_level(v, g_levels), 0) : 0, NULL);
+	short pr = 0;
+	if (g_colors)
+		pr = isnan(v) ? heat_pair(0, g_masked) : heat_pair(tui_level(v, g_levels), 0);
+	setcchar(&c, ws, at, pr, NULL);
 	for (int i = x; i < x + w && i < COLS; i++)
 		if (i >= 0)
 			mvadd_wch(y, i, &c);
+}
+
+int tui_heat_scale(const struct tui_state *t, int y, int x, int w)
+{
+	int n = t->levels > 1 ? t->levels : 2;
+	if (w < n + 4)
+		return 0;
+	tui_put(y, x, 2, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+	for (int k = 0; k < n; k++) /* the middle of level k */
+		tui_heat(t, y, x + 2 + k, 1, k ? (k - 0.5) / (n - 1) : 0.0, 0);
+	tui_put(y, x + 2 + n, 2, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+	return n + 4;
 }
 
 void tui_change(int y, int x, int w, double d, unsigned attr)
@@ -226,10 +264,7 @@ void tui_heat_glyph(int y, int x, const char *glyph, double v, bool bold)
 		tui_put(y, x, 1, glyph, 0, TUI_ROLE_NONE);
 		return;
 	}
-	uint32_t cp;
-	int bad;
-	utf8_decode((const unsigned char *)glyph, strlen(glyph), &cp, &bad);
-	wchar_t ws[2] = { (wchar_t)cp, 0 };
+	wchar_t ws[2] = { glyph_wc(glyph), 0 };
 	cchar_t cc;
 	setcchar(&cc, ws, bold ? A_BOLD : A_NORMAL, heat_pair(tui_level(v, g_levels), 0), NULL);
 	mvadd_wch(y, x, &cc);
@@ -239,12 +274,17 @@ void tui_half_block(int y, int x, double top, double bottom)
 {
 	if (y < 0 || y >= LINES || x < 0 || x >= COLS)
 		return;
+	cchar_t c;
+	if (isnan(top) && isnan(bottom)) { /* both masked: the masked glyph */
+		wchar_t ws[2] = { glyph_wc(render_shade(g_utf8 ? RENDER_UNICODE : RENDER_ASCII, NAN)), 0 };
+		setcchar(&c, ws, A_NORMAL, heat_pair(0, g_masked), NULL);
+		mvadd_wch(y, x, &c);
+		return;
+	}
 	struct tui_half hc;
-	tui_half_cell(isnan(top) ? 0 : tui_level(top, g_levels),
-		      isnan(bottom) ? 0 : tui_level(bottom, g_levels), &hc);
+	tui_half_cell(color_index(top), color_index(bottom), &hc);
 	static const wchar_t glyphs[4] = { L' ', L'\u2580', L'\u2584', L'\u2588' };
 	wchar_t ws[2] = { glyphs[hc.glyph], 0 };
-	cchar_t c;
 	setcchar(&c, ws, A_NORMAL, heat_pair(hc.fg, hc.bg), NULL);
 	mvadd_wch(y, x, &c);
 }
@@ -295,6 +335,8 @@ int tui_top_keys(const float *row, int n, int k, int *best)
 {
 	int m = 0;
 	for (int j = 0; j < n; j++) {
+		if (isnan(row[j])) /* masked: not a key the query sees */
+			continue;
 		if (m == k && row[j] <= row[best[m - 1]])
 			continue;
 		int i = m < k ? m++ : m - 1;
@@ -336,6 +378,20 @@ void tui_short_label(const char *label, int w, char *buf, size_t size)
 	size_t k = strlen(buf);
 	while (k > 0 && buf[k - 1] == ' ')
 		buf[--k] = '\0';
+}
+
+const struct row_sums *tui_row_sums(struct tui_state *t)
+{
+	if (t->row_sums_gen != t->s->run_gen + 1) {
+		attention_row_sums(t->s->run, &t->row_sums);
+		t->row_sums_gen = t->s->run_gen + 1;
+	}
+	return &t->row_sums;
+}
+
+bool tui_rows_short(const struct tui_state *t)
+{
+	return t->s->run && t->s->run->opt.mask == MASK_AFTER_SOFTMAX;
 }
 
 double tui_key_ms_median(const struct tui_state *t)

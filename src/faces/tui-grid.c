@@ -57,6 +57,86 @@ static void grid_legend(const struct tui_state *t, const struct tui_rect *r, int
 	tui_put(r->y, x + 5 + steps, w - 5 - steps, what, 0, TUI_ROLE_LABEL);
 }
 
+/* One piece of the line over the grid: its separator before it, its
+ * text, and whether the masked glyph and "masked" follow it. */
+#define GRID_PIECES 6 /* at most: row sums, the map, pooling, half blocks, shared KV, scrolling */
+struct grid_piece {
+	const char *sep;
+	char text[96];
+	bool masked;
+};
+
+/* The pieces of the line over the grid after its size, most important
+ * first: what the map shows when it is not plain weights (what the rows
+ * sum to under the mask after the softmax, how other kinds than weights
+ * are shaded), then how it is pooled and drawn.  Returns how many. */
+static int grid_pieces(struct tui_state *t, const struct tui_grid_layout *g, int G, struct grid_piece *pc)
+{
+	enum heat_kind kind = t->s->heat;
+	const char *x = tui_times_sign(), *arrow = tui_utf8() ? "\u2192" : "->";
+	int n = 0;
+	size_t sz = sizeof pc[0].text;
+	memset(pc, 0, GRID_PIECES * sizeof *pc);
+	if (tui_rows_short(t)) {
+		pc[n].sep = "; ";
+		snprintf(pc[n++].text, sz, "rows of weights sum to %.3f on average, not 1", tui_row_sums(t)->mean);
+	}
+	if (kind != HEAT_WEIGHTS) {
+		pc[n].sep = "; ";
+		pc[n].masked = kind == HEAT_SCORES;
+		if (kind == HEAT_SCORES)
+			snprintf(pc[n++].text, sz, "map: each row's scores, min..max %s 0..1,", arrow);
+		else
+			snprintf(pc[n++].text, sz, "%s", kind == HEAT_NORMS ? "map: norms as shares of their row"
+									: "map: rollout from the input");
+	}
+	pc[n].sep = ", ";
+	if (g->pool > 1 && g->pool == g->pool_x)
+		snprintf(pc[n++].text, sz, "pooled %d%s (max of %d%s%d)", g->pool, x, g->pool, x, g->pool);
+	else if (g->pool > 1 || g->pool_x > 1)
+		snprintf(pc[n++].text, sz, "pooled: max of %d quer%s %s %d key%s", g->pool,
+			 g->pool == 1 ? "y" : "ies", x, g->pool_x, g->pool_x == 1 ? "" : "s");
+	else
+		snprintf(pc[n++].text, sz, "not pooled");
+	if (t->vsub == 2) {
+		pc[n].sep = ", ";
+		snprintf(pc[n++].text, sz, "%s = 2 query rows", tui_utf8() ? "\u2580\u2584" : "half blocks");
+	}
+	if (G < g->H) {
+		pc[n].sep = ", ";
+		snprintf(pc[n++].text, sz, "%s = shared KV head", tui_utf8() ? "\u2500\u2500" : "--");
+	}
+	if (g->layers_vis < g->L || g->heads_vis < g->H) {
+		pc[n].sep = "; ";
+		snprintf(pc[n++].text, sz, "showing layers %d-%d, heads %d-%d", g->layer0,
+			 g->layer0 + g->layers_vis - 1, g->head0, g->head0 + g->heads_vis - 1);
+	}
+	return n;
+}
+
+/* The line over the grid: its size, then each of grid_pieces that fits,
+ * in order, and the colour scale at the right end when there is room. */
+static void grid_header(struct tui_state *t, const struct tui_rect *r, const struct tui_grid_layout *g,
+			int G)
+{
+	struct grid_piece pc[GRID_PIECES];
+	int n = grid_pieces(t, g, G, pc);
+	int used = tui_printf(r->y, r->x, r->w, 0, TUI_ROLE_LABEL, "%d%s%d heads, %d token%s", g->L,
+			      tui_times_sign(), g->H, g->T, g->T == 1 ? "" : "s");
+	for (int i = 0; i < n; i++) {
+		int w = 2 + render_width(pc[i].text) + (pc[i].masked ? 9 : 0); /* " · masked" */
+		if (used + w > r->w)
+			continue;
+		used += tui_put(r->y, r->x + used, r->w - used, pc[i].sep, 0, TUI_ROLE_LABEL);
+		used += tui_put(r->y, r->x + used, r->w - used, pc[i].text, 0, TUI_ROLE_LABEL);
+		if (pc[i].masked) {
+			tui_heat(t, r->y, r->x + used + 1, 1, NAN, 0);
+			used += 2 + tui_put(r->y, r->x + used + 2, r->w - used - 2, " masked", 0, TUI_ROLE_LABEL);
+		}
+	}
+	grid_legend(t, r, used);
+}
+
 static void grid_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 {
 	struct grid *gd = data;
@@ -73,34 +153,8 @@ static void grid_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 	gd->layer0 = g->layer0;
 	gd->head0 = g->head0;
 
-	/* the line stating the size and the pooling */
-	if (g->header) {
-		char line[512];
-		size_t n = (size_t)snprintf(line, sizeof line, "%d%s%d heads, %d token%s, ", L, tui_times_sign(), H,
-					    T, T == 1 ? "" : "s");
-		if (g->pool > 1 && g->pool == g->pool_x)
-			n += (size_t)snprintf(line + n, sizeof line - n, "pooled %d%s (max of %d%s%d)", g->pool,
-					      tui_times_sign(), g->pool, tui_times_sign(), g->pool);
-		else if (g->pool > 1 || g->pool_x > 1)
-			n += (size_t)snprintf(line + n, sizeof line - n,
-					      "pooled: max of %d quer%s %s %d key%s", g->pool,
-					      g->pool == 1 ? "y" : "ies", tui_times_sign(), g->pool_x,
-					      g->pool_x == 1 ? "" : "s");
-		else
-			n += (size_t)snprintf(line + n, sizeof line - n, "not pooled");
-		if (t->vsub == 2 && n < sizeof line)
-			n += (size_t)snprintf(line + n, sizeof line - n, ", %s = 2 query rows",
-					      tui_utf8() ? "\u2580\u2584" : "half blocks");
-		if (G < H && n < sizeof line)
-			n += (size_t)snprintf(line + n, sizeof line - n, ", %s = shared KV head",
-					      tui_utf8() ? "\u2500\u2500" : "--");
-		if ((g->layers_vis < L || g->heads_vis < H) && n < sizeof line)
-			snprintf(line + n, sizeof line - n, "; showing layers %d-%d, heads %d-%d",
-				 g->layer0, g->layer0 + g->layers_vis - 1, g->head0,
-				 g->head0 + g->heads_vis - 1);
-		int used = tui_put(r->y, r->x, r->w, line, 0, TUI_ROLE_LABEL);
-		grid_legend(t, r, used);
-	}
+	if (g->header)
+		grid_header(t, r, g, G);
 
 	int nx = g->nx, lw;
 	bool wide;
@@ -145,8 +199,9 @@ static void grid_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 					int cj = tui_grid_column(g, px);
 					if (t->vsub == 2) {
 						int p0 = 2 * row, p1 = 2 * row + 1;
-						double top = p0 < g->side ? pooled[(size_t)tui_grid_pixel(g, p0) * nx + cj] : NAN;
-						double bot = p1 < g->side ? pooled[(size_t)tui_grid_pixel(g, p1) * nx + cj] : NAN;
+						/* below the map's last pixel row: blank (NAN is masked) */
+						double top = p0 < g->side ? pooled[(size_t)tui_grid_pixel(g, p0) * nx + cj] : 0.0;
+						double bot = p1 < g->side ? pooled[(size_t)tui_grid_pixel(g, p1) * nx + cj] : 0.0;
 						tui_half_block(yy, x + px, top, bot);
 					} else {
 						tui_heat(t, yy, x + px, 1, pooled[(size_t)tui_grid_pixel(g, row) * nx + cj], 0);

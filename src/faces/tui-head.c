@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "heat.h"
 #include "render.h"
 #include "tokenizer.h"
 
@@ -42,55 +43,101 @@ static void *head_init(struct tui_state *t)
 	return hv;
 }
 
-/* The panel beside the map: the strongest keys of query q (what a is its
- * label) in att (T, T) of head l.hd, the run minus native when diff, and
- * with room the head's entropy and the scale. */
-static void head_panel(struct tui_state *t, const struct tui_rect *p, char **lab, const float *att,
+/* The map's legend in the panel from row y (up to end): the ramp's scale
+ * (or the diff's), how the map is shaded when it is not the weights
+ * themselves (the row of query q for scores, from raw (T, T)), and the
+ * masked glyph when any cell of disp (T, T) is masked.  Returns the next
+ * row. */
+static int head_legend(struct tui_state *t, const struct tui_rect *p, int y, int end, const float *raw,
+		       const float *disp, int T, int q, bool diff)
+{
+	enum heat_kind kind = t->s->heat;
+	if (y < end)
+		tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
+	if (diff) {
+		if (y < end)
+			tui_put(y++, p->x, p->w, "+k/-k: k tenths up/down", TUI_A_DIM, TUI_ROLE_NONE);
+		return y;
+	}
+	if (kind == HEAT_SCORES && y + 1 < end) {
+		const float *row = raw + (size_t)q * T;
+		double lo = INFINITY, hi = -INFINITY;
+		for (int j = 0; j < T; j++)
+			if (!isnan(row[j])) {
+				lo = row[j] < lo ? row[j] : lo;
+				hi = row[j] > hi ? row[j] : hi;
+			}
+		tui_printf(y++, p->x, p->w, TUI_A_DIM, TUI_ROLE_NONE, "map: each row's scores,");
+		tui_printf(y++, p->x, p->w, TUI_A_DIM, TUI_ROLE_NONE, "min..max %s 0..1; row %d:",
+			   tui_utf8() ? "\u2192" : "->", q);
+		if (y < end && lo <= hi)
+			tui_printf(y++, p->x, p->w, TUI_A_DIM, TUI_ROLE_NONE, " %.3f..%.3f", lo, hi);
+	} else if (kind == HEAT_NORMS && y < end) {
+		tui_put(y++, p->x, p->w, "map: shares of its row", TUI_A_DIM, TUI_ROLE_NONE);
+	} else if (kind == HEAT_ROLLOUT && y < end) {
+		tui_put(y++, p->x, p->w, "map: as is, rows sum to 1", TUI_A_DIM, TUI_ROLE_NONE);
+	}
+	if (y < end) { /* the scale: 0, 0.1, ..., 1 */
+		tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
+		for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
+			tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
+		tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
+		y++;
+	}
+	bool masked = false;
+	for (size_t k = 0; k < (size_t)T * T && !masked; k++)
+		masked = isnan(disp[k]);
+	if (masked && y < end) {
+		tui_heat(t, y, p->x, 1, NAN, 0);
+		tui_put(y++, p->x + 1, p->w - 1, " masked: a key the query", TUI_A_DIM, TUI_ROLE_NONE);
+		if (y < end)
+			tui_put(y++, p->x, p->w, "  may not see (no score)", TUI_A_DIM, TUI_ROLE_NONE);
+	}
+	return y;
+}
+
+/* The panel beside the map: query q (what a is its label) of head l.hd,
+ * what its weights sum to and their entropy, its strongest keys by raw
+ * value (heat.v; the bars shade disp, the map's values), or the run minus
+ * native when diff; with room the head's entropy and the legend. */
+static void head_panel(struct tui_state *t, const struct tui_rect *p, char **lab, const float *disp,
 		       int T, int q, const char *a, int l, int hd, bool diff)
 {
 	struct session *s = t->s;
-	int y = p->y, best[TUI_HEAD_TOPK];
-	const float *row = att + (size_t)q * T;
+	int y = p->y, end = p->y + p->h, best[TUI_HEAD_TOPK];
+	const float *raw = diff ? disp : session_heat_values(s, l, hd);
+	const float *row = raw + (size_t)q * T, *drow = disp + (size_t)q * T;
+	const float *w = run_att(s->run, l, 0, hd) + (size_t)q * T;
 	int m = tui_top_keys(row, T, TUI_HEAD_TOPK, best);
-	double ent = 0;
-	for (int j = 0; j < T; j++)
-		if (row[j] > 0)
-			ent -= row[j] * log(row[j]);
-	bool side = p->h > TUI_PANEL_ROWS;
 	tui_printf(y++, p->x, p->w, TUI_A_BOLD, TUI_ROLE_LABEL, "query %d '%s'", q, a);
-	if (diff)
-		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its largest rises:");
-	else
-		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "its keys (entropy %.2f):", ent);
-	for (int i = 0; i < m && y < p->y + p->h; i++) {
+	double sum = attention_row_sum(s->run, l, hd, q);
+	if (y < end)
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, " its weights sum to %.3f", sum);
+	if (tui_rows_short(t) && y < end)
+		tui_printf(y++, p->x, p->w, TUI_A_DIM, TUI_ROLE_NONE, " all rows: mean %.3f",
+			   tui_row_sums(t)->mean);
+	if (y < end)
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, " their entropy %.2f nats", row_entropy(w, T));
+	if (y < end)
+		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, diff ? "its largest rises:" : "strongest keys, %s:",
+			   heat_kind_value(s->heat));
+	for (int i = 0; i < m && y < end; i++, y++) {
 		char kl[64];
 		tui_short_label(lab[best[i]], 6, kl, sizeof kl);
 		int xx = p->x + tui_printf(y, p->x, p->w, 0, TUI_ROLE_NONE, "%4d ", best[i]);
 		xx += tui_put(y, xx, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
 		xx = p->x + 12;
 		xx += tui_printf(y, xx, p->x + p->w - xx, 0, TUI_ROLE_NONE, "%.3f ", (double)row[best[i]]);
-		tui_put_bar(y, xx, p->x + p->w - xx, row[best[i]], TUI_ROLE_NONE);
-		y++;
+		tui_put_bar(y, xx, p->x + p->w - xx, drow[best[i]], TUI_ROLE_NONE);
 	}
-	if (side && y + 2 < p->y + p->h) {
+	if (p->h > TUI_PANEL_ROWS && y + 2 < end) {
 		double he, hm;
 		head_entropy(s->run, l, hd, &he, &hm);
 		y++;
 		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "head entropy %.3f nats", he);
 		tui_printf(y++, p->x, p->w, 0, TUI_ROLE_NONE, "max weight   %.3f", hm);
-		if (y + 1 < p->y + p->h) {
-			y++;
-			tui_put(y++, p->x, p->w, "rows: query, columns: key", TUI_A_DIM, TUI_ROLE_NONE);
-			if (diff) {
-				tui_put(y, p->x, p->w, "+k/-k: k tenths up/down", TUI_A_DIM,
-					TUI_ROLE_NONE);
-			} else { /* the scale: weights 0, 0.1, ..., 1 */
-				tui_put(y, p->x, p->w, "0 ", TUI_A_DIM, TUI_ROLE_NONE);
-				for (int i = 0; i <= 10 && 2 + i * 2 < p->w - 2; i++)
-					tui_heat(t, y, p->x + 2 + i * 2, 2, i / 10.0, 0);
-				tui_put(y, p->x + 24, p->w - 24, " 1", TUI_A_DIM, TUI_ROLE_NONE);
-			}
-		}
+		if (y + 1 < end)
+			head_legend(t, p, y + 1, end, raw, disp, T, q, diff);
 	}
 }
 
@@ -127,10 +174,18 @@ static void head_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 				tui_mark_ablated());
 	if (diff)
 		x += tui_printf(r->y, x, r->x + r->w - x, TUI_A_BOLD, TUI_ROLE_UP, " minus native");
-	tui_printf(r->y, x, r->x + r->w - x, 0, TUI_ROLE_NONE,
-		   "  %d tokens%s  query %d '%s' %s key %d '%s': %.3f", T,
-		   h->rows_vis < T || h->cols_vis < T ? " (scrolls)" : "", q, a, tui_utf8() ? "\u2192" : "->",
-		   k, b, (double)att[(size_t)q * T + k]);
+	/* the cursor's cell as the panel lists values: raw, or masked */
+	char val[48];
+	double v = diff ? att[(size_t)q * T + k] : session_heat_values(s, l, hd)[(size_t)q * T + k];
+	if (isnan(v))
+		snprintf(val, sizeof val, "masked");
+	else if (diff || s->heat == HEAT_WEIGHTS)
+		snprintf(val, sizeof val, diff ? "%+.3f" : "%.3f", v);
+	else
+		snprintf(val, sizeof val, "%s %.3f", heat_kind_value(s->heat), v);
+	tui_printf(r->y, x, r->x + r->w - x, 0, TUI_ROLE_NONE, "  %d tokens%s  query %d '%s' %s key %d '%s': %s",
+		   T, h->rows_vis < T || h->cols_vis < T ? " (scrolls)" : "", q, a,
+		   tui_utf8() ? "\u2192" : "->", k, b, val);
 
 	/* ruler: key indexes every 5 (cw 2) or 10 columns */
 	int step = h->cw == 2 ? 5 : 10;

@@ -45,7 +45,7 @@ enum tui_result {
 enum tui_msg_kind { TUI_MSG_NONE, TUI_MSG_INFO, TUI_MSG_ERROR };
 
 #define TUI_HISTORY_MAX 100
-#define TUI_MSG_LINES 4 /* output up to this many lines is shown without the pager */
+#define TUI_MSG_LINES 4 /* output up to this many rows (wrapped to the screen) is shown without the pager */
 
 /* The visualizer while it runs (tui_run makes it and frees it). */
 struct tui {
@@ -138,8 +138,9 @@ const struct render_buf *tui_watch_errors(void);
 
 /* -------------------------------------------- the screen (tui-screen.c) */
 
-/* Sets the message the info line shows (up to TUI_MSG_LINES lines, growing
- * upwards over the view) until the next key; TUI_MSG_ERROR in the error
+/* Sets the message the info line shows until the next key, wrapped to the
+ * screen's width (tui_wrap) and growing upwards over the view as far as it
+ * needs (a whole t->msg fits from 80x24); TUI_MSG_ERROR in the error
  * colour. */
 void tui_screen_msg(struct tui *t, enum tui_msg_kind k, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -429,6 +429,58 @@ void tui_status_text(const char *name, int L, int H, const struct run_options *o
 		 norm_place_name(o->placement), sep, mask, sep, o->scale ? "on" : "off", sep, abl);
 }
 
+/* ------------------------------------------------------------ messages */
+
+/* Display width of the code point at p (len bytes left), its byte count
+ * in *k. */
+static int cp_at(const char *p, size_t len, int *k)
+{
+	uint32_t cp;
+	int bad;
+	*k = utf8_decode((const unsigned char *)p, len, &cp, &bad);
+	return bad ? 1 : render_cp_width(cp);
+}
+
+int tui_wrap(const char *text, int width, struct tui_span *rows, int max)
+{
+	int n = 0, len = (int)strlen(text), i = 0, k;
+	width = imax(width, 1);
+	for (;;) {
+		/* as many characters from i as fit, and the last blank among them */
+		int j = i, cols = 0, brk = -1, end, next;
+		while (j < len && text[j] != '\n') {
+			int w = cp_at(text + j, (size_t)(len - j), &k);
+			if (cols + w > width)
+				break;
+			if (text[j] == ' ')
+				brk = j;
+			cols += w;
+			j += k;
+		}
+		if (j >= len || text[j] == '\n') { /* the rest of the line fits */
+			end = j;
+			next = j < len ? j + 1 : len;
+		} else { /* full: break at a blank, else cut the word */
+			end = text[j] == ' ' ? j : brk > i ? brk : j;
+			if (end == i) /* a character wider than the row: alone on it */
+				cp_at(text + i, (size_t)(len - i), &k), end = i + k;
+			next = end;
+			while (next < len && text[next] == ' ')
+				next++;
+			if (next < len && text[next] == '\n')
+				next++;
+		}
+		while (end > i && text[end - 1] == ' ')
+			end--;
+		if (n < max)
+			rows[n] = (struct tui_span){ i, end - i };
+		n++;
+		if (next >= len)
+			return n;
+		i = next;
+	}
+}
+
 /* ------------------------------------------------------------- hints */
 
 void tui_hints_text(const struct tui_hint *list, bool back, bool unicode, int width, char *buf,

@@ -1,9 +1,10 @@
 /*
  * tui-lens.c — the lens view: the logit lens (lens.h) as a depth x
  * position table, each cell shaded by the probability that depth's lens
- * gives the model's own prediction at that position, and below it the
- * selected position's most likely token at every depth.  Left/right move
- * the position; the lens is computed once per run.
+ * gives the model's own prediction at that position, a legend of the
+ * shades and the rows, and below it the selected position's most likely
+ * token at every depth.  Left/right move the position; the lens is
+ * computed once per run.
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -100,6 +101,16 @@ static void lens_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 			tui_heat(t, y, r->x + lw + (i - c0) * cw, cw, ln->p[(size_t)d * T + i],
 				 i == q ? TUI_A_BOLD : 0);
 	}
+	/* what the shades and the rows are */
+	if (y < r->y + r->h) {
+		int x = r->x + tui_put(y, r->x, r->w, "shade ", TUI_A_DIM, TUI_ROLE_NONE);
+		x += tui_heat_scale(t, y, x, r->x + r->w - x);
+		tui_put(y++, x, r->x + r->w - x, ": p each depth gives the model's final prediction", TUI_A_DIM,
+			TUI_ROLE_NONE);
+	}
+	if (y < r->y + r->h)
+		tui_put(y++, r->x, r->w, "rows: the embeddings, then the stream after each block (the last is the output)",
+			TUI_A_DIM, TUI_ROLE_NONE);
 	/* the selected position, depth by depth */
 	y++;
 	if (y < r->y + r->h)

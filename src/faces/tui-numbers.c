@@ -56,6 +56,14 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 		ROW(compact ? "top-1" : "top-1 agree", compact ? "%.1f%%" : "%.1f%% of positions predict what the baseline does",
 		    100.0 * s->cmp.top1_agree);
 	}
+	if (tui_rows_short(t)) { /* the mask after the softmax: rows lose weight */
+		const struct row_sums *rs = tui_row_sums(t);
+		if (compact)
+			ROW("row sum", "%.3f mean, not 1", rs->mean);
+		else
+			ROW("row sums", "%.3f on average, %.3f at least (head %d.%d, query %d): not 1, the mask "
+			    "came after the softmax", rs->mean, rs->min, rs->min_layer, rs->min_head, rs->min_query);
+	}
 	if (compact) {
 		ROW("KV", "%s", cur);
 		ROW("native", "%s", nat);
@@ -104,13 +112,18 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 	if (y < y_end)
 		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " entropy %.3f, max %.3f" : "  entropy %.4f nats, max %.3f", ent, mx);
 	y++;
+	/* the strongest keys by value as computed; bars as the map shades them */
 	const float *row = session_heat_values(s, l, hd) + (size_t)q * T;
+	const float *drow = session_att(s, l, hd) + (size_t)q * T;
 	int best[TUI_HEAD_TOPK];
 	int m = tui_top_keys(row, T, compact ? 3 : TUI_HEAD_TOPK, best);
 	char ql[64];
 	tui_short_label(lab[q], 8, ql, sizeof ql);
-	if (y < y_end)
+	if (y < y_end && s->heat == HEAT_WEIGHTS)
 		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " token %d '%s' attends to:" : "  token %d '%s' attends most to:", q, ql);
+	else if (y < y_end)
+		tui_printf(y, x, w, 0, TUI_ROLE_NONE, compact ? " token %d '%s', %s:" : "  token %d '%s', %s:", q, ql,
+			   heat_kind_value(s->heat));
 	y++;
 	for (int i = 0; i < m && y < y_end; i++, y++) {
 		char kl[64];
@@ -119,7 +132,7 @@ static int draw_head_numbers(struct tui_state *t, int y, int x, int w, int y_end
 		tui_put(y, xx, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
 		xx = x + 14;
 		xx += tui_printf(y, xx, x + w - xx, 0, TUI_ROLE_NONE, "%.3f ", (double)row[best[i]]);
-		tui_put_bar(y, xx, (x + w - xx) < 10 ? x + w - xx : 10, row[best[i]], TUI_ROLE_NONE);
+		tui_put_bar(y, xx, (x + w - xx) < 10 ? x + w - xx : 10, drow[best[i]], TUI_ROLE_NONE);
 	}
 	render_labels_free(lab, T);
 	return y;

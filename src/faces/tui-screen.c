@@ -64,23 +64,25 @@ void tui_screen_info(struct tui *t, const struct tui_rect *r)
 	struct session *s = t->s;
 	tui_blank(r->y, r->x, r->w, 0, TUI_ROLE_NONE);
 	if (t->msg_kind != TUI_MSG_NONE) {
-		/* one line on the info row; a few more grow upwards over the view */
-		int n = 1;
-		for (const char *p = t->msg; *p; p++)
-			n += *p == '\n';
-		if (n > TUI_MSG_LINES)
-			n = TUI_MSG_LINES;
-		const char *p = t->msg;
+		/* wrapped to the width: one row on the info row, more grow
+		 * upwards over the view (up to under the status line; a
+		 * message of sizeof t->msg fits whole from 80x24) */
+		struct tui_span rows[sizeof t->msg];
+		int n = tui_wrap(t->msg, r->w, rows, (int)(sizeof rows / sizeof rows[0]));
+		int max = r->y > 1 ? r->y : 1;
+		bool cut = n > max; /* only on screens smaller than 80x24 */
+		if (cut)
+			n = max;
 		for (int i = 0; i < n; i++) {
 			int y = r->y - (n - 1) + i;
-			size_t k = strcspn(p, "\n");
-			char row[1024];
-			snprintf(row, sizeof row, "%.*s", (int)k, p);
+			char row[sizeof t->msg];
+			snprintf(row, sizeof row, "%.*s", rows[i].len, t->msg + rows[i].off);
 			tui_blank(y, r->x, r->w, 0, TUI_ROLE_NONE);
 			tui_put(y, r->x, r->w, row, t->msg_kind == TUI_MSG_ERROR ? TUI_A_BOLD : 0,
 				t->msg_kind == TUI_MSG_ERROR ? TUI_ROLE_ERROR : TUI_ROLE_NONE);
-			p += k + (p[k] == '\n');
 		}
+		if (cut)
+			tui_put(r->y, r->x + r->w - 1, 1, t->st.utf8 ? "\u2026" : "+", TUI_A_BOLD, TUI_ROLE_NONE);
 		return;
 	}
 	if (!session_ready(s)) {

@@ -1,8 +1,9 @@
 /*
  * tui-token.c — the token view: one query token's attention across the
  * heads of one layer (or every layer, z), one bar row per head over the
- * keys, the strongest key at the end.  Left/right move the token, up/down
- * the head; a click selects a head and a key token.
+ * keys (masked keys marked), the strongest key at the end with its value
+ * as computed (heat.h: a raw score, a norm).  Left/right move the token,
+ * up/down the head; a click selects a head and a key token.
  */
 #define _GNU_SOURCE
 #define NCURSES_WIDECHAR 1
@@ -69,6 +70,9 @@ static void token_draw(struct tui_state *t, void *data, const struct tui_rect *r
 		tui_printf(r->y, r->x, r->w, TUI_A_BOLD, TUI_ROLE_LABEL,
 			   "token %d '%s' %s keys, in every head of layer %d (z: all layers)", q, a,
 			   tui_utf8() ? "\u2192" : "->", first_layer);
+	if (tk->right.w > 0) /* what the right column lists: a value as computed */
+		tui_printf(tk->keys.y, tk->right.x, tk->right.w, TUI_A_DIM, TUI_ROLE_NONE, "top key, %s",
+			   heat_kind_value(s->heat));
 	int step = tk->cw == 2 ? 5 : 10;
 	for (int j = tk->key0; j < tk->key0 + tk->keys_vis; j++) {
 		int xx = tk->keys.x + (j - tk->key0) * tk->cw;
@@ -101,22 +105,25 @@ static void token_draw(struct tui_state *t, void *data, const struct tui_rect *r
 			int xj = tk->bars.x + (j - tk->key0) * tk->cw;
 			for (int k = 0; k < tk->cw; k++) {
 				const char *gl = tui_utf8() ? bars_u[lev] : bars_a[lev];
-				if (lev > 0)
+				if (isnan(row[j]))
+					tui_heat(t, y, xj + k, 1, NAN, 0);
+				else if (lev > 0)
 					tui_heat_glyph(y, xj + k, gl, row[j], j == q);
 				else
 					tui_put(y, xj + k, 1, gl, 0, TUI_ROLE_NONE);
 			}
 		}
-		if (tk->right.w > 0) {
-			int best;
-			tui_top_keys(row, T, 1, &best);
+		int best;
+		if (tk->right.w > 0 && tui_top_keys(row, T, 1, &best) == 1) {
 			char kl[32];
 			tui_short_label(lab[best], 6, kl, sizeof kl);
 			int rx = tk->right.x;
 			int used = tui_printf(y, rx, tk->right.w, 0, TUI_ROLE_NONE, "%s%4d ",
 					      tui_utf8() ? "\u2192" : ">", best);
 			used += tui_put(y, rx + used, 6, kl, TUI_A_BOLD, TUI_ROLE_LABEL);
-			tui_printf(y, rx + 12, tk->right.w - 12, 0, TUI_ROLE_NONE, " %.2f", (double)row[best]);
+			/* the value as computed (a raw score, a norm), as the panels list it */
+			tui_printf(y, rx + 12, tk->right.w - 12, 0, TUI_ROLE_NONE, " %.2f",
+				   (double)session_heat_values(s, l, h)[(size_t)q * T + best]);
 		}
 	}
 	/* the text around the query token */

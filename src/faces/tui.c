@@ -314,12 +314,10 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 
 /* ================================================================= help */
 
-/* The `?` help: every key, one per line. */
+/* The `?` help: every key, one per line (the pager's title names it). */
 static const char *help_text(void)
 {
-	return "attnscope visualizer: keys\n"
-	       "\n"
-	       "Views\n"
+	return "Views\n"
 	       "  Tab, Shift-Tab   next / previous view\n"
 	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
 	       "  Enter            open the selected head (again: back to the grid)\n"
@@ -370,6 +368,14 @@ static const char *help_text(void)
 	       "                   max-pooled (the line above the grid says by how much);\n"
 	       "                   [L.H] is the selected head, a cross marks an ablated one, and\n"
 	       "                   under GQA/MQA a rule joins the heads that share a KV head\n"
+	       "  what maps show   w: weights as they are; scores shaded from each row's lowest\n"
+	       "                   to its highest, the panels listing the raw scores; norms as\n"
+	       "                   shares of their row; rollout as it is.  A dot (/ in ASCII,\n"
+	       "                   on grey) is a key the mask hides: it has no score.  Entropies\n"
+	       "                   are always the weights'\n"
+	       "  row sums         under mask after-softmax rows of weights sum to less than 1:\n"
+	       "                   the grid's top line and the numbers say their mean, the head\n"
+	       "                   view's panel the selected row's\n"
 	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
 	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
 }
