@@ -179,7 +179,8 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
  * A view's state is its own (after tmux's mode data): a struct of the
  * view's file that init makes, given to every handler as `data`.
  * Handlers change only that state and the session's selection.  A new
- * view is its file, its line above, and its line in tui_views[].
+ * view is its file, its line above, and its line in tui_views[]: the `?`
+ * help, completion and `view`'s messages take the views from the table.
  */
 enum tui_key_result { TUI_KEY_IGNORED, TUI_KEY_HANDLED, TUI_KEY_REFRESH };
 

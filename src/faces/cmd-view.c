@@ -37,16 +37,16 @@ static void view_names(struct cmd_cands *out)
 const struct cmd_entry cmd_view_entry = {
 	.name = "view",
 	.flags = CMD_STREAMS,
-	.usage = "[grid | head | token | numbers | lens | curves | patch]",
+	.usage = "[VIEW]",
 	.help = "the full-screen visualizer of every head (q returns here)",
-	.long_help = "Keys: Tab or 1-7 switch views (grid of every head, one head, one token\n"
-		     "across heads, numbers, the logit lens, the training curves, the last\n"
-		     "patch); arrows or hjkl\n"
-		     "move; Enter opens the selected head; g cycles MHA -> GQA -> MQA; n norm\n"
-		     "pre/post; m mask causal/none/window; s scaling; a ablates or restores the\n"
-		     "selected head, A restores all, r resets; e edits the text; : runs any\n"
-		     "command; x exports the view; ? lists every key; q returns. Needs a terminal;\n"
-		     "colour follows the terminal (none with NO_COLOR).",
+	.long_help = "VIEW: a view's name or its number (Tab completes the names; `?` in the\n"
+		     "visualizer lists them with their keys).  Keys: Tab or the numbers switch\n"
+		     "views; arrows or hjkl move; Enter opens the selected head; g cycles MHA ->\n"
+		     "GQA -> MQA; n norm pre/post; m mask causal/none/window; s scaling; a\n"
+		     "ablates or restores the selected head, A restores all, r resets; e edits\n"
+		     "the text; : runs any command; x exports the view; ? lists every key; q\n"
+		     "returns. Needs a terminal; colour follows the terminal (none with\n"
+		     "NO_COLOR).",
 	.complete = COMPLETE_WORDS,
 	.more_words = view_names,
 	.min_args = 0,

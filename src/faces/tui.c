@@ -30,7 +30,7 @@
 
 #include "cmd.h"
 
-static const char *help_text(void);
+static char *help_text(void);
 
 /* ================================================================= keys */
 
@@ -193,9 +193,12 @@ static enum tui_result handle_key(struct tui *t, wint_t ch, bool fn)
 	case 3:
 		tui_screen_msg(t, TUI_MSG_INFO, "Ctrl-C cancels long work; q %s", st->standalone ? "quits" : "returns to the prompt");
 		return TUI_REFRESH;
-	case '?':
-		tui_pager(t, "attnscope visualizer: keys (q closes)", help_text());
+	case '?': {
+		char *help = help_text();
+		tui_pager(t, "attnscope visualizer: keys (q closes)", help);
+		free(help);
 		return TUI_REDRAW;
+	}
 	case ':':
 		return tui_command_line(t);
 	case 'e':
@@ -314,12 +317,29 @@ int tui_run(struct session *s, int first, unsigned flags, struct err *e)
 
 /* ================================================================= help */
 
-/* The `?` help: every key, one per line (the pager's title names it). */
-static const char *help_text(void)
+/* The keys of the views and their names, from tui_views[]: "  1 2 3 ...
+ * grid, head, ...". */
+static void help_views(struct render_buf *b)
 {
-	return "Views\n"
-	       "  Tab, Shift-Tab   next / previous view\n"
-	       "  1 2 3 4 5 6 7    grid, head, token, numbers, lens, curves, patch\n"
+	char keys[64] = "", names[256] = "";
+	for (int v = 0; v < tui_n_views; v++) {
+		snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%d", v ? " " : "", v + 1);
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", v ? ", " : "",
+			 tui_views[v]->name);
+	}
+	render_buf_printf(b, "  %-17s%s\n", keys, names);
+}
+
+/* The `?` help: every key, one per line (the pager's title names it).
+ * Malloc'd. */
+static char *help_text(void)
+{
+	struct render_buf b;
+	render_buf_init(&b);
+	render_buf_puts(&b, "Views\n"
+			    "  Tab, Shift-Tab   next / previous view\n");
+	help_views(&b);
+	render_buf_puts(&b,
 	       "  Enter            open the selected head (again: back to the grid)\n"
 	       "  Esc              back to the grid\n"
 	       "\n"
@@ -377,5 +397,6 @@ static const char *help_text(void)
 	       "                   the grid's top line and the numbers say their mean, the head\n"
 	       "                   view's panel the selected row's\n"
 	       "  info line        tokens, loss (change vs the native baseline), KL vs baseline,\n"
-	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n";
+	       "                   top-1 agreement, KV-cache bytes, forward ms, key-to-redraw ms\n");
+	return b.data;
 }
