@@ -4,6 +4,7 @@
  * position POS (default: the last), a table of the parts sorted by the
  * size of their contribution, then the sum check.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static void print_parts(struct render_buf *b, const struct dla_result *d, int k)
 {
 	int *order = xmalloc((size_t)d->n * sizeof *order);
 	dla_rank(d, order);
-	render_buf_printf(b, "%-17s %9s\n", "part", "logit");
+	render_buf_printf(b, "%-17s %10s\n", "part", "logit");
 	double rest = 0;
 	for (int i = 0; i < d->n; i++) {
 		const struct dla_part *p = &d->parts[order[i]];
@@ -61,15 +62,17 @@ static void print_parts(struct render_buf *b, const struct dla_result *d, int k)
 		}
 		char name[32];
 		dla_part_name(p, name, sizeof name);
-		render_buf_printf(b, "%-17s %+9.4f\n", name, p->logit);
+		render_buf_printf(b, "%-17s %+10.4f\n", name, p->logit);
 	}
 	if (d->n > k)
-		render_buf_printf(b, "%-17s %+9.4f\n", "(the other parts)", rest);
+		render_buf_printf(b, "%-17s %+10.4f\n", "(the other parts)", rest);
 	char sum[32];
 	snprintf(sum, sizeof sum, "sum of %d parts", d->n);
-	render_buf_printf(b, "%-17s %+9.4f\n%-17s %+9.4f   left out %.1e (the frozen-norm split is "
+	/* float rounding (about 1e-6) prints as 0.0000 whatever its sign */
+	double left = fabs(d->left_out) < 5e-5 ? 0.0 : d->left_out;
+	render_buf_printf(b, "%-17s %+10.4f\n%-17s %+10.4f   left out %.4f (the frozen-norm split is "
 			     "exact)\n",
-			  sum, d->sum, "the model's logit", d->logit, d->left_out);
+			  sum, d->sum, "the model's logit", d->logit, left);
 	free(order);
 }
 
