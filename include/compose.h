@@ -24,8 +24,10 @@
  *   K-composition  ||W_QK^B   W_OV^A|| / (||W_QK^B|| ||W_OV^A||)  (B's keys read A)
  *   V-composition  ||W_OV^B   W_OV^A|| / (||W_OV^B|| ||W_OV^A||)  (B's values read A)
  * (W_QK^B^T = W_K^T W_Q: its right side takes the query.)  Each lies in
- * [0, 1].  They are computed through D x D products (||M N||^2 =
- * tr(N^T M^T M N) with the factors' Gram matrices), never a C x C matrix.
+ * [0, 1].  They are computed from X = M^B O^A (D, D) and the factors'
+ * D x D Gram matrices (||L X R||^2 = tr(X^T L^T L X R R^T)), never a
+ * C x C product of two heads' matrices: X for all H x H pairs of two
+ * layers is one (H D, C) x (C, H D) product.
  *
  * The baseline is what random matrices of the same shapes score: the mean,
  * over COMPOSE_DRAWS draws (seed COMPOSE_SEED), of the score of matrices
