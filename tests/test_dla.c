@@ -13,7 +13,8 @@
  *    (left_out below 1e-4), and the reference's parts to its own logit
  *    within 1e-9 (the frozen-norm decomposition is exact);
  *  - under native options, a GQA conversion (2 K/V heads from 4), an
- *    ablation (the ablated heads' parts are exactly 0) and a window mask;
+ *    ablation (the ablated heads' parts are exactly 0), a window mask and
+ *    parallel blocks (GPT-NeoX's: the MLP reads the block's input);
  *    at every position, for the predicted token and for a named one;
  *  - post-norm placement and a position outside the text are refused.
  */
@@ -185,6 +186,9 @@ static void test_dla_matches_reference(void **state)
 		w.mask = MASK_WINDOW;
 		w.window = 2;
 		check_options(m, &w, tokens);
+		/* a parallel block (GPT-NeoX): x + attn(norm1(x)) + mlp(norm2(x)) */
+		m->cfg.parallel = true;
+		check_options(m, &o, tokens);
 		model_free(m);
 	}
 	printf("dla: worst |part - reference| %.3g\n", worst);
