@@ -18,6 +18,10 @@
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC);
 
+/* out (N, M) = a (N, K) b, b being (K, M), or with bt b^T, b being (M, K);
+ * in double, through cblas_dgemm (the analyses' weight products). */
+void dmatmul(double *out, const double *a, const double *b, int N, int K, int M, bool bt);
+
 /* LayerNorm over rows of C: out = (x - mean) * rstd * w + b (b may be NULL).
  * mean and rstd (N) are saved for the backward pass; either may be NULL. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,

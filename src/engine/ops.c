@@ -27,6 +27,12 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 	}
 }
 
+void dmatmul(double *out, const double *a, const double *b, int N, int K, int M, bool bt)
+{
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, bt ? CblasTrans : CblasNoTrans, N, M, K, 1.0, a, K,
+		    b, bt ? K : M, 0.0, out, M);
+}
+
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 		       const float *w, const float *b, int N, int C, float eps)
 {

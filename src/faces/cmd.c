@@ -23,7 +23,8 @@ extern const struct cmd_entry cmd_load_entry, cmd_text_entry, cmd_attn_entry, cm
 extern const struct cmd_entry cmd_heads_entry, cmd_sweep_entry, cmd_compare_entry;
 extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry,
 	cmd_replay_entry, cmd_measurements_entry;
-extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry;
+extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry,
+	cmd_dla_entry, cmd_circuits_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
 	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry;
 
@@ -45,6 +46,8 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_generate_entry,
 	&cmd_lens_entry,
 	&cmd_patch_entry,
+	&cmd_dla_entry,
+	&cmd_circuits_entry,
 	&cmd_batch_entry,
 	&cmd_curves_entry,
 	&cmd_stats_entry,
