@@ -25,7 +25,8 @@ extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry
 	cmd_replay_entry, cmd_measurements_entry;
 extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
-	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry;
+	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry,
+	cmd_pitfall_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
@@ -35,6 +36,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_norm_entry,
 	&cmd_mask_entry,
 	&cmd_scale_entry,
+	&cmd_pitfall_entry,
 	&cmd_ablate_entry,
 	&cmd_restore_entry,
 	&cmd_reset_entry,
