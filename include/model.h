@@ -246,7 +246,8 @@ int *model_targets(const struct model_config *c, const int *tokens, int B, int T
  * last block's output: its normed rows into xn (n, C) (mean / rstd (n)
  * kept when not NULL), tmp (n, C) scratch, and with logits not NULL the
  * logits (n, V).  Without a head (HEAD_NONE) x is copied to xn and logits
- * is not written: ask for them only when cfg_has_head. */
+ * is not written: ask for them only when cfg_has_head.  The norm uses the
+ * config's epsilon (a pass under the eps0 pitfall uses 0 in its own). */
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			float *rstd, float *tmp, const float *x, int n);
 

@@ -476,9 +476,9 @@ static float pass_eps(const struct model *m, const struct run_options *o)
 	return o->pitfall == PITFALL_EPS0 ? 0.0f : m->cfg.norm_eps;
 }
 
-/* Records in r->nonfinite the first of rows row0 .. row0+n-1 of x (width
- * w, T rows per sequence) holding a value that is not finite, unless an
- * earlier site already did. */
+/* Records in r->nonfinite the first of rows row0 .. row0+n-1 of x (w
+ * values each; r->t rows per sequence) holding a value that is not finite,
+ * unless an earlier site already did. */
 static void note_nonfinite(struct run *r, const char *site, int layer, const float *x, int row0,
 			   int n, int w)
 {
