@@ -14,8 +14,10 @@
 
 /* How a run differs from the baseline run on the same tokens. */
 struct comparison {
-	double kl;          /* KL(baseline || run), nats, mean over positions */
-	double top1_agree;  /* fraction of positions whose argmax agrees */
+	double kl;          /* KL(baseline || run), nats, mean over positions; NaN
+			     * when a logit of either run is NaN */
+	double top1_agree;  /* fraction of positions whose argmax agrees (NaN
+			     * with kl) */
 	double delta_loss;  /* run loss - baseline loss (NAN without targets) */
 	double drift;       /* the model's output (the last block's, before any
 			     * head): mean over positions of ||h_run - h_base|| /

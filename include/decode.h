@@ -53,7 +53,8 @@ struct decoder {
 
 /* A decoder for model m run with options o, holding up to cap positions
  * (at most the context; 0 = the context).  NULL with e set for invalid
- * options or an encoder (cfg_is_encoder: BERT).  Out of memory is fatal. */
+ * options, a pitfall (model.h: none decodes one token at a time) or an
+ * encoder (cfg_is_encoder: BERT).  Out of memory is fatal. */
 struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
 			    struct err *e);
 

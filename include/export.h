@@ -74,7 +74,8 @@ int export_format_parse(const char *s, enum export_format *out, struct err *e);
 int export_format_from_path(const char *path, enum export_format *out);
 
 /* The run options in words: "kv_heads 4 (native 4), norm pre, mask causal,
- * scale on, ablated none".  Writes into buf. */
+ * scale on, ablated none", then ", pitfall NAME" under a pitfall.  Writes
+ * into buf. */
 void export_describe_options(const struct session *s, char *buf, size_t size);
 
 /* ------------------------------------------------- the exports, by name */

@@ -23,6 +23,36 @@ struct tokenizer;
 
 #define ABLATE_WORDS 64 /* 4096 (layer, head) pairs */
 
+/*
+ * Rows of the multi-head-attention tutorial's table of common mistakes, run
+ * on purpose (docs/variants.md, "Pitfalls").  For sequence b, let Q be its
+ * (T, H*D) query rows, K and V its (T, G*D) key and value rows, and let a
+ * head slot (t, s) of an (T, n*D) matrix be columns s*D .. s*D+D-1 of row t.
+ *   NO_TRANSPOSE   Q, K and V are reshaped to (n, T, D) with a plain
+ *                  row-major view, no transpose: "head" h at "position" t
+ *                  is slot (u / n, u % n) of the matrix, u = h*T + t (n = H
+ *                  for Q, G for K and V).  RoPE then turns each viewed row
+ *                  by its view position t, the mask and softmax treat t as
+ *                  the position, and the heads' outputs O (H, T, D) are put
+ *                  back the same wrong way: slot (u / H, u % H) of the
+ *                  (T, H*D) result is O[h][t], u = h*T + t.  Ablation, head
+ *                  norms and the output projection read that result.
+ *   MASK_ONE_HEAD  the run's mask on head 0 of every layer only; heads
+ *                  1 .. H-1 see every key (MASK_NONE), as when a mask's
+ *                  shape does not broadcast over heads.  The padding mask
+ *                  (run.key_len) still holds for every head.
+ *   EPS0           every norm (norm1, norm2, the final, embedding and MLM
+ *                  head norms) with epsilon 0: a row whose variance
+ *                  (LayerNorm) or mean square (RMSNorm) is 0 becomes NaN.
+ */
+enum pitfall { PITFALL_NONE, PITFALL_NO_TRANSPOSE, PITFALL_MASK_ONE_HEAD, PITFALL_EPS0 };
+#define N_PITFALLS 4
+
+/* "no-transpose", "mask-one-head", "eps0" ("off" for PITFALL_NONE);
+ * pitfall_parse accepts those names and returns -1 for any other. */
+const char *pitfall_name(enum pitfall p);
+int pitfall_parse(const char *s, enum pitfall *out);
+
 /* How one forward pass is computed.  Plain data: copy it freely. */
 struct run_options {
 	int kv_heads;               /* G key/value heads; G divides H */
@@ -31,6 +61,7 @@ struct run_options {
 	int window;                 /* MASK_WINDOW: keys i-window..i are visible */
 	bool scale;                 /* multiply scores by 1/sqrt(D) */
 	uint64_t ablated[ABLATE_WORDS]; /* bit l*H + h: head output zeroed */
+	enum pitfall pitfall;       /* PITFALL_NONE in every native run */
 };
 
 /* ------------------------------------------------------------------ model */
@@ -78,7 +109,7 @@ void model_clear_cache(struct model *m);
 void run_options_native(const struct model *m, struct run_options *o);
 
 /* Checks options against a model: G divides H, window >= 0, ablated bits
- * inside L*H.  0 or -1 with a message. */
+ * inside L*H, a known pitfall.  0 or -1 with a message. */
 int run_options_validate(const struct model *m, const struct run_options *o, struct err *e);
 
 bool run_options_equal(const struct run_options *a, const struct run_options *b);
@@ -169,6 +200,12 @@ struct run {
 	struct run_options opt; /* options of the last pass */
 	const struct run_hook *hook; /* called at each site of each pass; NULL: none.
 				      * Set by the caller, not owned. */
+	/* Where the last pass first made a value that is not finite, in the
+	 * order it computes: block `layer` (-1: the embeddings, L: the output
+	 * head), sequence `seq`, position `pos`, at `site` ("norm1", "norm2",
+	 * "block output", "embedding norm", "final norm", "logits"); site is
+	 * NULL when every norm output, block output and logit was finite. */
+	struct run_nonfinite { int layer, seq, pos; const char *site; } nonfinite;
 	const int *key_len; /* (b) a padding mask: keys at or after key_len[i] are hidden
 			     * from every query of sequence i; NULL: none.  Set by the
 			     * caller, not owned; forward only (backward refuses it). */
@@ -209,7 +246,8 @@ int *model_targets(const struct model_config *c, const int *tokens, int B, int T
  * last block's output: its normed rows into xn (n, C) (mean / rstd (n)
  * kept when not NULL), tmp (n, C) scratch, and with logits not NULL the
  * logits (n, V).  Without a head (HEAD_NONE) x is copied to xn and logits
- * is not written: ask for them only when cfg_has_head. */
+ * is not written: ask for them only when cfg_has_head.  The norm uses the
+ * config's epsilon (a pass under the eps0 pitfall uses 0 in its own). */
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			float *rstd, float *tmp, const float *x, int n);
 
@@ -257,6 +295,8 @@ float *run_qkv(const struct run *r, int l);
  *   - mask: causal (j <= i), none, window (i - window <= j <= i).
  *   - scale: scores multiplied by 1/sqrt(D) when on, by 1 when off.
  *   - ablated heads: their output rows are zeroed before the output projection.
+ *   - pitfall: see enum pitfall; with no-transpose the kept qkv rows and
+ *     attention are the viewed ones (head h, view position t).
  *   - r->hook, when set, is called at every site (see enum hook_site).
  * Returns 0, or -1 with a message for bad tokens, T above the context or the
  * run's size, or invalid options.
@@ -295,8 +335,9 @@ int model_forward_from(struct model *m, const struct run_options *o, const int *
 		       struct err *e);
 
 /* Whether model_blocks_from may start after row 0 on r: one sequence, no
- * padding mask, a causal or window mask (a row reads no later row), and
- * every layer's qkv kept (RUN_QKV or RUN_TRAIN). */
+ * padding mask, a causal or window mask (a row reads no later row), no
+ * no-transpose or mask-one-head pitfall (both let a row read later rows),
+ * and every layer's qkv kept (RUN_QKV or RUN_TRAIN). */
 bool model_rows_resumable(const struct run *r);
 
 /* One block's weights, as views into the model's parameters (biases and
@@ -320,7 +361,8 @@ void model_qkv_for(struct model *m, int kv_heads, const float **w, const float *
 
 /* The K/V heads a pass under o computes with, which its qkv rows hold:
  * o->kv_heads, or the native count when o asks for a whole multiple of it
- * (replicated heads give the same numbers). */
+ * (replicated heads give the same numbers) and no no-transpose pitfall
+ * (whose view of G replicated heads differs from the view of K). */
 int run_kv_heads(const struct model *m, const struct run_options *o);
 
 /* Sets the BLAS threads (0 = the number of cores present).  Matrix products

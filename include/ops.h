@@ -78,6 +78,13 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len);
 
+/* attention_forward with the mask on heads 0 .. n_masked-1 only: heads
+ * n_masked .. H-1 see every key (MASK_NONE; key_len still hides padding),
+ * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall). */
+void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
+			      int G, int D, enum mask_kind mask, int window, float scale,
+			      const int *key_len, int n_masked);
+
 /* attention_forward of one sequence (B = 1, no padding mask) for queries
  * q0 .. T-1 only: rows q0 .. T-1 of out and of each head's att are
  * written, over all T keys of qkv; the rows before q0 are not touched. */

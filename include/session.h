@@ -176,7 +176,10 @@ int session_need_run(const struct session *s, struct err *e);
 int session_need_head(const struct session *s, const char *what, struct err *e);
 
 /* One-line summary of the current run: tokens, loss, KL vs baseline, top-1
- * agreement, KV bytes, forward ms.  Writes into buf. */
+ * agreement, KV bytes, forward ms; when the run made a value that is not
+ * finite (run.nonfinite), where it first did instead of the agreement,
+ * "first NaN at layer L (SITE), position P: loss nan  KL nan".  Writes
+ * into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);
 
 /* Labels of the session's tokens for views (render_labels_free them):

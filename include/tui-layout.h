@@ -248,7 +248,7 @@ void tui_sharing_name(int H, int G, char *buf, size_t size);
 /* The status line: "NAME LxH | MHA | pre-norm | causal | scale on | no
  * ablations" (separators " │ " and "×" in unicode; without dims no "LxH").
  * o: the current options; ablations listed as L.H up to a few, then
- * counted. */
+ * counted; a pitfall adds " | pitfall NAME" at the end. */
 void tui_status_text(const char *name, int L, int H, const struct run_options *o, bool unicode,
 		     bool dims, char *buf, size_t size);
 

@@ -26,14 +26,18 @@ static const float *layer_ptr(const struct model *m, enum param_id id, int l, si
 	return m->p[id] + (size_t)l * per_layer;
 }
 
+/* Epsilon of every norm: the config's, or 0 under the eps0 pitfall. */
+static double g_eps;
+
 /* out[c] = norm(in)[c] for one row of C values.
  * LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased (divide by C).
- * RMSNorm:   x / sqrt(mean(x^2) + eps) * w  (+ b if a bias tensor exists). */
+ * RMSNorm:   x / sqrt(mean(x^2) + eps) * w  (+ b if a bias tensor exists).
+ * eps is g_eps: with eps 0 a row of variance 0 gives 0/0 = NaN. */
 static void ref_norm(const struct model_config *cfg, const double *in, double *out,
 		     const float *w, const float *b)
 {
 	int C = cfg->d_model;
-	double eps = (double)cfg->norm_eps;
+	double eps = g_eps;
 	if (cfg->norm == NORM_LAYER) {
 		double mean = 0.0;
 		for (int c = 0; c < C; c++)
@@ -95,9 +99,13 @@ static void rope(double *v, int R, int t, double theta)
 	}
 }
 
-/* Whether key j takes part in query i's softmax ... */
-static bool key_in_softmax(const struct run_options *o, int i, int j)
+/* Whether key j takes part in query i's softmax for head h ... (the
+ * mask-one-head pitfall: a mask of shape (T, T) added to head 0's scores
+ * only, the other heads unmasked) */
+static bool key_in_softmax(const struct run_options *o, int h, int i, int j)
 {
+	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
+		return true;
 	switch (o->mask) {
 	case MASK_CAUSAL: return j <= i;
 	case MASK_NONE:   return true;
@@ -108,9 +116,11 @@ static bool key_in_softmax(const struct run_options *o, int i, int j)
 }
 
 /* ... and whether its weight is kept afterwards. */
-static bool key_kept(const struct run_options *o, int i, int j)
+static bool key_kept(const struct run_options *o, int h, int i, int j)
 {
-	return o->mask == MASK_AFTER_SOFTMAX ? j <= i : key_in_softmax(o, i, j);
+	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
+		return true;
+	return o->mask == MASK_AFTER_SOFTMAX ? j <= i : key_in_softmax(o, h, i, j);
 }
 
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
@@ -129,6 +139,11 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 
 	if (G <= 0 || H % G != 0 || T <= 0)
 		return -1;
+	g_eps = o->pitfall == PITFALL_EPS0 ? 0.0 : (double)cfg->norm_eps;
+	/* No transpose: the (T, n*D) rows of q, k, v and of the output are
+	 * one flat buffer read as (n, T, D) in place, i.e. element
+	 * [h][t][d] of the view is flat element (h*T + t)*D + d. */
+	const bool flat = o->pitfall == PITFALL_NO_TRANSPOSE;
 	if (cfg->pos == POS_LEARNED && T > cfg->context)
 		return -1;
 	for (int t = 0; t < T; t++)
@@ -145,6 +160,10 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 	double *bk = dalloc((size_t)G * D);
 	double *bv = dalloc((size_t)G * D);
 	double *y = dalloc((size_t)T * C);     /* heads' outputs, [t][h*D+d] */
+	double *qa = dalloc((size_t)H * T * D); /* the heads as attention reads them, [h][t][d] */
+	double *ka = dalloc((size_t)G * T * D);
+	double *va = dalloc((size_t)G * T * D);
+	double *oa = dalloc((size_t)H * T * D); /* attention's output, [h][t][d] */
 	double *ares = dalloc((size_t)T * C);
 	double *h1 = dalloc((size_t)T * C);
 	double *hid = dalloc((size_t)FF);
@@ -224,7 +243,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 			}
 		}
 
-		/* projections, one head at a time, then RoPE on q and k */
+		/* projections, one head at a time */
 		for (int t = 0; t < T; t++) {
 			const double *a = ain + (size_t)t * C;
 			for (int h = 0; h < H; h++) {
@@ -236,8 +255,6 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 						s += (double)qkvw[row * C + c] * a[c];
 					qh[d] = s;
 				}
-				if (cfg->pos == POS_ROPE)
-					rope(qh, R, t, (double)cfg->rope_theta);
 			}
 			for (int g = 0; g < G; g++) {
 				double *kg = k + ((size_t)t * G + g) * D;
@@ -251,23 +268,44 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					kg[d] = sk;
 					vg[d] = sv;
 				}
-				if (cfg->pos == POS_ROPE)
-					rope(kg, R, t, (double)cfg->rope_theta);
 			}
+		}
+
+		/* (T, n, D) -> (n, T, D): a transpose, or under no-transpose the
+		 * same flat buffer; then RoPE on q and k at position t of the view */
+		for (int h = 0; h < H; h++)
+			for (int t = 0; t < T; t++)
+				for (int d = 0; d < D; d++) {
+					size_t at = ((size_t)h * T + t) * D + d;
+					qa[at] = flat ? q[at] : q[((size_t)t * H + h) * D + d];
+				}
+		for (int g = 0; g < G; g++)
+			for (int t = 0; t < T; t++)
+				for (int d = 0; d < D; d++) {
+					size_t at = ((size_t)g * T + t) * D + d;
+					ka[at] = flat ? k[at] : k[((size_t)t * G + g) * D + d];
+					va[at] = flat ? v[at] : v[((size_t)t * G + g) * D + d];
+				}
+		if (cfg->pos == POS_ROPE) {
+			for (int h = 0; h < H; h++)
+				for (int t = 0; t < T; t++)
+					rope(qa + ((size_t)h * T + t) * D, R, t, (double)cfg->rope_theta);
+			for (int g = 0; g < G; g++)
+				for (int t = 0; t < T; t++)
+					rope(ka + ((size_t)g * T + t) * D, R, t, (double)cfg->rope_theta);
 		}
 
 		/* attention, one head at a time */
 		double sc = o->scale ? 1.0 / sqrt((double)D) : 1.0;
 		for (int h = 0; h < H; h++) {
 			int g = h / (H / G);
-			bool ablated = opt_is_ablated(o, l * H + h);
 			for (int i = 0; i < T; i++) {
-				const double *qi = q + ((size_t)i * H + h) * D;
+				const double *qi = qa + ((size_t)h * T + i) * D;
 				double mx = -INFINITY;
 				for (int j = 0; j < T; j++) {
-					if (!key_in_softmax(o, i, j))
+					if (!key_in_softmax(o, h, i, j))
 						continue;
-					const double *kj = k + ((size_t)j * G + g) * D;
+					const double *kj = ka + ((size_t)g * T + j) * D;
 					double s = 0.0;
 					for (int d = 0; d < D; d++)
 						s += qi[d] * kj[d];
@@ -278,7 +316,7 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 				}
 				double sum = 0.0;
 				for (int j = 0; j < T; j++) {
-					if (!key_in_softmax(o, i, j)) {
+					if (!key_in_softmax(o, h, i, j)) {
 						p[j] = 0.0;
 						continue;
 					}
@@ -286,18 +324,30 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					sum += p[j];
 				}
 				for (int j = 0; j < T; j++)
-					p[j] = key_kept(o, i, j) ? p[j] / sum : 0.0;
+					p[j] = key_kept(o, h, i, j) ? p[j] / sum : 0.0;
 				if (att)
 					for (int j = 0; j < T; j++)
 						att[(((size_t)l * H + h) * T + i) * T + j] = p[j];
 				for (int d = 0; d < D; d++) {
 					double s = 0.0;
 					for (int j = 0; j < T; j++)
-						s += p[j] * v[((size_t)j * G + g) * D + d];
-					y[(size_t)i * C + h * D + d] = ablated ? 0.0 : s;
+						s += p[j] * va[((size_t)g * T + j) * D + d];
+					oa[((size_t)h * T + i) * D + d] = s;
 				}
 			}
 		}
+		/* (H, T, D) -> (T, H*D), the same way as above; then ablation */
+		for (int h = 0; h < H; h++)
+			for (int t = 0; t < T; t++)
+				for (int d = 0; d < D; d++) {
+					size_t at = ((size_t)h * T + t) * D + d;
+					y[flat ? at : (size_t)t * C + h * D + d] = oa[at];
+				}
+		for (int h = 0; h < H; h++)
+			if (opt_is_ablated(o, l * H + h))
+				for (int t = 0; t < T; t++)
+					for (int d = 0; d < D; d++)
+						y[(size_t)t * C + h * D + d] = 0.0;
 		if (trace && trace->atty)
 			memcpy(trace->atty + (size_t)l * T * C, y, sizeof(double) * T * C);
 
@@ -394,6 +444,6 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 	}
 
 	free(x); free(ain); free(q); free(k); free(v); free(wk); free(wv); free(bk); free(bv);
-	free(y); free(ares); free(h1); free(hid); free(act); free(mo); free(tmp); free(p);
+	free(y); free(qa); free(ka); free(va); free(oa); free(ares); free(h1); free(hid); free(act); free(mo); free(tmp); free(p);
 	return 0;
 }

@@ -6,7 +6,10 @@
  * formulas, every intermediate in double.  It reads the model's float
  * weights through m->p[] (layouts in include/config.h) and does the K/V head
  * conversion itself from the rule in model.h; it never touches the model's
- * K/V cache.
+ * K/V cache.  The pitfalls of model.h's enum pitfall are written from the
+ * tutorial's description of each mistake: no-transpose reads the flat
+ * (T, n*D) buffer as (n, T, D) and back, mask-one-head masks head 0 only,
+ * eps0 puts 0 in every norm's square root.
  */
 #ifndef ATTNSCOPE_REF_FORWARD_H
 #define ATTNSCOPE_REF_FORWARD_H

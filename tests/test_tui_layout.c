@@ -519,6 +519,10 @@ static void test_status_text(void **state)
 	tui_status_text("m", 2, 4, &o, false, true, buf, sizeof buf);
 	assert_non_null(strstr(buf, "8 heads ablated"));
 	assert_non_null(strstr(buf, "no mask"));
+	o.pitfall = PITFALL_MASK_ONE_HEAD;
+	tui_status_text("m", 2, 4, &o, false, false, buf, sizeof buf);
+	assert_string_equal(buf, "m | MQA | post-norm | no mask | scale off | 8 heads ablated | "
+			    "pitfall mask-one-head");
 }
 
 /* ------------------------------------------------------------ messages */

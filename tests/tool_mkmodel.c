@@ -5,8 +5,9 @@
  * usage: tool_mkmodel OUT.safetensors [--seed N] [--layers L] [--heads H]
  *                     [--kv-heads K] [--d-model C] [--context S]
  *                     [--chars "abc..."] [--norm rmsnorm] [--placement post]
- *                     [--pos rope] [--mlp swiglu]
- * The vocabulary is <unk> plus the characters given (default: printable
+ *                     [--pos rope] [--mlp swiglu] [--zero-char X]
+ * --zero-char X embeds character X as zeros (with RMSNorm and RoPE a row
+ * whose mean square is 0: the eps0 pitfall's NaN).  The vocabulary is <unk> plus the characters given (default: printable
  * ASCII, space and newline).
  */
 #include <stdio.h>
@@ -32,7 +33,7 @@ int main(int argc, char **argv)
 	c.d_ff = 64;
 	c.context = 64;
 	unsigned long seed = 1;
-	const char *chars = NULL;
+	const char *chars = NULL, *zero_char = NULL;
 	for (int i = 2; i + 1 < argc; i += 2) {
 		const char *k = argv[i], *v = argv[i + 1];
 		if (!strcmp(k, "--seed")) seed = strtoul(v, NULL, 10);
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(k, "--placement")) norm_place_parse(v, &c.placement);
 		else if (!strcmp(k, "--pos")) pos_type_parse(v, &c.pos);
 		else if (!strcmp(k, "--mlp")) mlp_type_parse(v, &c.mlp);
+		else if (!strcmp(k, "--zero-char")) zero_char = v;
 		else {
 			fprintf(stderr, "tool_mkmodel: unknown option %s\n", k);
 			return 2;
@@ -90,6 +92,11 @@ int main(int argc, char **argv)
 	/* larger weights than GPT-2's init so that heads attend distinctly */
 	for (size_t i = 0; i < m->psize[P_QKVW]; i++)
 		m->p[P_QKVW][i] *= 20.0f;
+	int *ids = NULL, n_ids = 0;
+	if (zero_char && tok_encode(t, zero_char, strlen(zero_char), 0, &ids, &n_ids, &e) >= 0 &&
+	    n_ids > 0)
+		memset(m->p[P_WTE] + (size_t)ids[0] * c.d_model, 0, (size_t)c.d_model * sizeof(float));
+	free(ids);
 	const char *slash = strrchr(argv[1], '/');
 	m->name = xstrdup(slash ? slash + 1 : argv[1]);
 	char *dot = strstr(m->name, ".safetensors");

@@ -66,11 +66,13 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
 			double a = (double)p[j] - lp, b = (double)q[j] - lq;
 			s += exp(a) * (a - b);
 		}
-		kl += s > 0.0 ? s : 0.0;
+		kl += isnan(s) ? s : s > 0.0 ? s : 0.0; /* a NaN stays NaN */
 		agree += argmax(p, V) == argmax(q, V);
 	}
 	out->kl = T ? kl / T : 0.0;
 	out->top1_agree = T ? (double)agree / T : 1.0;
+	if (isnan(out->kl)) /* no argmax means anything among NaN logits */
+		out->top1_agree = NAN;
 	out->delta_loss = run->loss - base->loss;
 }
 

@@ -604,7 +604,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		return err_set(e, "backward: a padding mask (run.key_len) is not supported");
 	if (!run_options_equal(o, &native) || !run_options_equal(&r->opt, &native))
 		return err_set(e, "backward: only the model's native options are supported "
-			       "(its K/V heads, placement, mask and scaling, no ablation)");
+			       "(its K/V heads, placement, mask and scaling, no ablation, no pitfall)");
 	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
 	    r->H != c->n_head || r->F != c->d_ff || r->FF != cfg_ff_rows(c))
 		return err_set(e, "backward: the run was made for another model shape");

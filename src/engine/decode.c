@@ -32,6 +32,9 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 			       head_type_name(c->head)), NULL;
 	if (run_options_validate(m, o, e) != 0)
 		return NULL;
+	if (o->pitfall != PITFALL_NONE)
+		return err_set(e, "pitfall %s has no one-token-at-a-time form to decode with "
+			       "(pitfall off first)", pitfall_name(o->pitfall)), NULL;
 	if (cap <= 0 || cap > c->context)
 		cap = c->context;
 	struct decoder *d = xcalloc(1, sizeof *d);

@@ -174,6 +174,24 @@ void model_qkv_for(struct model *m, int G, const float **w, const float **b)
 
 /* ---------------------------------------------------------------- options */
 
+static const char *const pitfall_names[N_PITFALLS] = { "off", "no-transpose", "mask-one-head",
+						       "eps0" };
+
+const char *pitfall_name(enum pitfall p)
+{
+	return (unsigned)p < N_PITFALLS ? pitfall_names[p] : "?";
+}
+
+int pitfall_parse(const char *s, enum pitfall *out)
+{
+	for (int i = 0; i < N_PITFALLS; i++)
+		if (!strcmp(s, pitfall_names[i])) {
+			*out = (enum pitfall)i;
+			return 0;
+		}
+	return -1;
+}
+
 void run_options_native(const struct model *m, struct run_options *o)
 {
 	memset(o, 0, sizeof *o);
@@ -195,6 +213,8 @@ int run_options_validate(const struct model *m, const struct run_options *o, str
 		return err_set(e, "unknown mask");
 	if (o->mask == MASK_WINDOW && o->window < 0)
 		return err_set(e, "window %d: must be 0 or more", o->window);
+	if ((unsigned)o->pitfall >= N_PITFALLS)
+		return err_set(e, "unknown pitfall");
 	int heads = c->n_layer * c->n_head;
 	if (heads > ABLATE_WORDS * 64 && opt_ablated_count(o) > 0)
 		return err_set(e, "ablation supports up to %d heads; this model has %d", ABLATE_WORDS * 64, heads);
@@ -208,6 +228,7 @@ bool run_options_equal(const struct run_options *a, const struct run_options *b)
 {
 	return a->kv_heads == b->kv_heads && a->placement == b->placement && a->mask == b->mask &&
 	       (a->mask != MASK_WINDOW || a->window == b->window) && a->scale == b->scale &&
+	       a->pitfall == b->pitfall &&
 	       memcmp(a->ablated, b->ablated, sizeof a->ablated) == 0;
 }
 
@@ -375,6 +396,8 @@ int run_kv_heads(const struct model *m, const struct run_options *o)
 	 * with the native heads gives the same numbers, bit for bit (a product
 	 * with more output rows may round differently in the BLAS kernel). */
 	int K = m->cfg.n_kv_head;
+	if (o->pitfall == PITFALL_NO_TRANSPOSE) /* viewing copies is not viewing the originals */
+		return o->kv_heads;
 	return o->kv_heads > K && o->kv_heads % K == 0 ? K : o->kv_heads;
 }
 
@@ -396,10 +419,10 @@ int *model_targets(const struct model_config *c, const int *tokens, int B, int T
 }
 
 /* Token embeddings plus learned positions (position i % T of each row)
- * into x (B*T, C), then the embedding norm when the model has one (tmp:
- * (B*T, C) scratch). */
+ * into x (B*T, C), then the embedding norm (epsilon eps) when the model
+ * has one (tmp: (B*T, C) scratch). */
 static void embed_forward(const struct model *m, const int *tokens, int B, int T, float *x,
-			  float *tmp)
+			  float *tmp, float eps)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, N = B * T;
@@ -416,11 +439,12 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 		}
 	}
 	if (c->emb_norm)
-		norm_forward(c->norm, x, NULL, NULL, sum, m->p[P_LNEW], m->p[P_LNEB], N, C, c->norm_eps);
+		norm_forward(c->norm, x, NULL, NULL, sum, m->p[P_LNEW], m->p[P_LNEB], N, C, eps);
 }
 
-void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
-			float *rstd, float *tmp, const float *x, int n)
+/* model_head_forward with its norm's epsilon eps. */
+static void head_forward(const struct model *m, float *logits, float *xn, float *mean,
+			 float *rstd, float *tmp, const float *x, int n, float eps)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
@@ -432,13 +456,45 @@ void model_head_forward(const struct model *m, float *logits, float *xn, float *
 	if (c->head == HEAD_MLM) {
 		matmul_forward(tmp, x, m->p[P_HEADW], m->p[P_HEADB], n, C, C);
 		gelu_exact_forward(tmp, tmp, (long)n * C);
-		norm_forward(c->norm, xn, mean, rstd, tmp, m->p[P_HEADLNW], m->p[P_HEADLNB], n, C,
-			     c->norm_eps);
+		norm_forward(c->norm, xn, mean, rstd, tmp, m->p[P_HEADLNW], m->p[P_HEADLNB], n, C, eps);
 	} else {
-		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, c->norm_eps);
+		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, eps);
 	}
 	if (logits)
 		matmul_forward(logits, xn, wout, m->p[P_OUTB], n, C, c->vocab_size);
+}
+
+void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
+			float *rstd, float *tmp, const float *x, int n)
+{
+	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps);
+}
+
+/* The epsilon of every norm of a pass under o: 0 under the eps0 pitfall. */
+static float pass_eps(const struct model *m, const struct run_options *o)
+{
+	return o->pitfall == PITFALL_EPS0 ? 0.0f : m->cfg.norm_eps;
+}
+
+/* Records in r->nonfinite the first of rows row0 .. row0+n-1 of x (w
+ * values each; r->t rows per sequence) holding a value that is not finite,
+ * unless an earlier site already did. */
+static void note_nonfinite(struct run *r, const char *site, int layer, const float *x, int row0,
+			   int n, int w)
+{
+	if (r->nonfinite.site)
+		return;
+	for (int i = 0; i < n; i++) {
+		const float *row = x + (size_t)i * w;
+		for (int j = 0; j < w; j++)
+			if (!isfinite(row[j])) {
+				r->nonfinite.site = site;
+				r->nonfinite.layer = layer;
+				r->nonfinite.seq = (row0 + i) / r->t;
+				r->nonfinite.pos = (row0 + i) % r->t;
+				return;
+			}
+	}
 }
 
 /* The output head on the last block's output (its normed rows in r->lnf),
@@ -449,8 +505,12 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, L = c->n_layer, N = B * T;
-	model_head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
-			   r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N);
+	head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
+		     r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt));
+	if (c->head != HEAD_NONE)
+		note_nonfinite(r, "final norm", L, r->lnf, 0, N, C);
+	if (r->flags & RUN_LOGITS)
+		note_nonfinite(r, "logits", L, r->logits, 0, N, c->vocab_size);
 	r->loss = NAN;
 	r->n_targets = 0;
 	if (r->flags & RUN_LOGITS) {
@@ -469,6 +529,65 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 	return 0;
 }
 
+/* The no-transpose view (model.h, enum pitfall) of n head slots, D wide,
+ * starting at column off of rows ld wide, for each of B sequences of T
+ * rows: dst's slot (t, h) = src's slot (u / n, u % n), u = h*T + t; with
+ * back set, the other way round (src's (t, h) into dst's (u / n, u % n)). */
+static void view_heads(float *dst, const float *src, int B, int T, int n, int D, int ld, int off,
+		       bool back)
+{
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < n; h++)
+			for (int t = 0; t < T; t++) {
+				int u = h * T + t;
+				size_t a = ((size_t)b * T + t) * ld + off + (size_t)h * D;
+				size_t z = ((size_t)b * T + u / n) * ld + off + (size_t)(u % n) * D;
+				memcpy(dst + (back ? z : a), src + (back ? a : z), (size_t)D * sizeof(float));
+			}
+}
+
+/* Layer l's attention under r->opt from its input rows attn_in (rows row0
+ * on): q, k, v into the layer's qkv rows, RoPE, the mask and the softmax
+ * into its att, the heads' outputs into its atty.  Under the no-transpose
+ * pitfall (row0 = 0: model_rows_resumable) the qkv rows are viewed before
+ * RoPE and the outputs put back after, through one scratch block. */
+static void attend(struct model *m, struct run *r, int l, const float *attn_in,
+		   const struct layer_weights *w, int G, int row0)
+{
+	const struct model_config *c = &m->cfg;
+	const struct run_options *o = &r->opt;
+	int B = r->b, T = r->t, n = B * T - row0;
+	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), QKV = cfg_qkv_rows(c, G);
+	float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_c;
+	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
+	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
+	matmul_forward(q_rows, attn_in, w->qkvw, w->qkvb, n, C, QKV);
+	if (o->pitfall == PITFALL_NO_TRANSPOSE) {
+		view = xmalloc((size_t)B * T * QKV * sizeof *view);
+		memcpy(view, qkv, (size_t)B * T * QKV * sizeof *view);
+		view_heads(qkv, view, B, T, H, D, QKV, 0, false);
+		view_heads(qkv, view, B, T, G, D, QKV, H * D, false);
+		view_heads(qkv, view, B, T, G, D, QKV, (H + G) * D, false);
+	}
+	if (c->pos == POS_ROPE && row0 == 0)
+		rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
+	else if (c->pos == POS_ROPE)
+		for (int i = 0; i < n; i++)
+			rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c), row0 + i,
+				    c->rope_theta);
+	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
+	if (row0 > 0)
+		attention_rows(atty, att, qkv, T, row0, H, G, D, o->mask, o->window, scale);
+	else
+		attention_forward_masked(out, att, qkv, B, T, H, G, D, o->mask, o->window, scale,
+					 r->key_len, o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H);
+	if (view) {
+		view_heads(atty, view, B, T, H, D, C, 0, true);
+		free(view);
+	}
+}
+
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
  * r->resid[l0], the input of block l0, as model_forward runs them; from
  * row row0 on only (B = 1, checked by model_blocks_from): the rows before
@@ -480,10 +599,9 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	int B = r->b, T = r->t, N = B * T, n = N - row0; /* n rows from row0 */
 	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
 	int G = run_kv_heads(m, o);
-	int QKV = cfg_qkv_rows(c, G);
-	bool post = o->placement == PLACE_POST, capture_att = r->flags & (RUN_ATTN | RUN_TRAIN);
+	bool post = o->placement == PLACE_POST;
 	bool skip = c->residual, parallel = c->parallel && !post;
-	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float eps = pass_eps(m, o);
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
 	size_t rc = (size_t)row0 * C; /* offset of row row0 in a (N, C) buffer */
@@ -495,11 +613,10 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		float *ln1_rstd = r->ln1_rstd + l * r->lstride_bt + row0;
 		float *ln2_mean = r->ln2_mean + l * r->lstride_bt + row0;
 		float *ln2_rstd = r->ln2_rstd + l * r->lstride_bt + row0;
-		float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_c;
+		float *atty = r->atty + l * r->lstride_c;
 		float *att_res = r->att_res + l * r->lstride_c + rc, *mlp_res = r->mlp_res + l * r->lstride_c + rc;
 		float *fch = r->fch + l * r->lstride_ff + (size_t)row0 * r->FF;
 		float *fch_act = r->fch_act + l * r->lstride_f + (size_t)row0 * r->F;
-		float *att = r->att + (capture_att ? (size_t)l * N * H * T : 0);
 		float *scratch = r->scratch + rc;
 		struct layer_weights w;
 		model_layer(m, l, qkvw, qkvb, G, &w);
@@ -508,21 +625,11 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		 * without "in +" when the model has no residual connections */
 		const float *attn_in = in;
 		if (!post) {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, C, c->norm_eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, C, eps);
+			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			attn_in = ln1;
 		}
-		float *q_rows = qkv + (size_t)row0 * QKV;
-		matmul_forward(q_rows, attn_in, w.qkvw, w.qkvb, n, C, QKV);
-		if (c->pos == POS_ROPE && row0 == 0)
-			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
-		else if (c->pos == POS_ROPE)
-			for (int i = 0; i < n; i++)
-				rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c), row0 + i,
-					    c->rope_theta);
-		if (row0 == 0)
-			attention_forward(atty, att, qkv, B, T, H, G, D, o->mask, o->window, scale, r->key_len);
-		else
-			attention_rows(atty, att, qkv, T, row0, H, G, D, o->mask, o->window, scale);
+		attend(m, r, l, attn_in, &w, G, row0);
 		model_heads_site(r->hook, o, l, atty + rc, row0 ? 1 : B, row0 ? n : T, row0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)
@@ -537,25 +644,29 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		if (!post) {
 			const float *end = att_res, *mlp_in = parallel ? in : att_res;
 			if (c->d_ff) {
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, c->norm_eps);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
+				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
 				end = mlp_res;
 			}
 			memcpy(out, end, (size_t)n * C * sizeof(float));
 		} else {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, n, C, c->norm_eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, att_res, w.ln1w, w.ln1b, n, C, eps);
+			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			const float *end = ln1;
 			if (c->d_ff) {
 				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, c->norm_eps);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, eps);
+				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				end = ln2;
 			}
 			memcpy(out, end, (size_t)n * C * sizeof(float));
 		}
 		if (r->hook && r->hook->fn)
 			r->hook->fn(r->hook->ctx, HOOK_RESID, l, out, row0 ? 1 : B, row0 ? n : T, row0, C);
+		note_nonfinite(r, "block output", l, out, row0, n, C);
 		row_norms(r->resid_norm + (size_t)l * N + row0, out, n, C, C);
 	}
 }
@@ -595,6 +706,8 @@ int model_forward_from(struct model *m, const struct run_options *o, const int *
 	r->opt = *o;
 	size_t N = (size_t)B * T, C = (size_t)c->d_model;
 	memcpy(r->resid, from->resid, (size_t)(l0 + 1) * N * C * sizeof(float));
+	r->nonfinite = from->nonfinite.site && from->nonfinite.layer < l0 ? from->nonfinite
+		       : (struct run_nonfinite){ 0, 0, 0, NULL };
 	blocks_forward(m, r, l0, 0);
 	if (output_forward(m, tokens, targets, B, T, r, e) != 0)
 		return -1;
@@ -605,7 +718,8 @@ int model_forward_from(struct model *m, const struct run_options *o, const int *
 bool model_rows_resumable(const struct run *r)
 {
 	return r->b == 1 && !r->key_len && (r->flags & (RUN_QKV | RUN_TRAIN)) &&
-	       (r->opt.mask == MASK_CAUSAL || r->opt.mask == MASK_WINDOW);
+	       (r->opt.mask == MASK_CAUSAL || r->opt.mask == MASK_WINDOW) &&
+	       r->opt.pitfall != PITFALL_NO_TRANSPOSE && r->opt.pitfall != PITFALL_MASK_ONE_HEAD;
 }
 
 int model_blocks_from(struct model *m, struct run *r, int l0, int row0, struct err *e)
@@ -649,7 +763,10 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 	r->b = B;
 	r->t = T;
 	r->opt = *o;
-	embed_forward(m, tokens, B, T, r->resid, r->scratch);
+	memset(&r->nonfinite, 0, sizeof r->nonfinite);
+	embed_forward(m, tokens, B, T, r->resid, r->scratch, pass_eps(m, o));
+	if (c->emb_norm)
+		note_nonfinite(r, "embedding norm", -1, r->resid, 0, N, c->d_model);
 	blocks_forward(m, r, 0, 0);
 
 	/* final norm and output projection */

@@ -154,10 +154,11 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 }
 
 /* attention_forward's work for queries q0 .. T-1 of every sequence (rows
- * q0 .. T-1 of out and of each head's att). */
+ * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
+ * MASK_NONE instead of mask. */
 static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
-			   int G, int D, enum mask_kind mask, int window, float scale,
-			   const int *key_len)
+			   int G, int D, enum mask_kind mask_all, int window, float scale,
+			   const int *key_len, int n_masked)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G, M = T - q0;
 	for (int b = 0; b < B; b++) {
@@ -165,6 +166,7 @@ static void attention_from(float *out, float *att, const float *qkv, int B, int 
 		int last = key_len && key_len[b] < T ? key_len[b] - 1 : T - 1; /* last real key */
 		for (int h = 0; h < H; h++) {
 			int g = h / group;
+			enum mask_kind mask = h < n_masked ? mask_all : MASK_NONE;
 			const float *q = base + (size_t)q0 * ld + (size_t)h * D;
 			const float *k = base + (size_t)(H + g) * D;
 			const float *v = base + (size_t)(H + G + g) * D;
@@ -193,13 +195,20 @@ static void attention_from(float *out, float *att, const float *qkv, int B, int 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len);
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len, H);
+}
+
+void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
+			      int G, int D, enum mask_kind mask, int window, float scale,
+			      const int *key_len, int n_masked)
+{
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len, n_masked);
 }
 
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
 		    enum mask_kind mask, int window, float scale)
 {
-	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, NULL);
+	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, NULL, H);
 }
 
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,

@@ -241,6 +241,11 @@ static int show_exec(struct session *s, int argc, char **argv, struct err *e)
 	}
 	if (session_need_run(s, e))
 		return -1;
+	if (s->run->nonfinite.site) { /* NaN heatmaps are garbage: say where it started */
+		char line[256];
+		session_summary(s, line, sizeof line);
+		return err_set(e, "nothing to draw: %s", line);
+	}
 	if (is_head) {
 		int l, h;
 		enum head_role role;

@@ -26,7 +26,8 @@ extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry
 extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry,
 	cmd_dla_entry, cmd_circuits_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
-	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry;
+	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry,
+	cmd_pitfall_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
@@ -36,6 +37,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_norm_entry,
 	&cmd_mask_entry,
 	&cmd_scale_entry,
+	&cmd_pitfall_entry,
 	&cmd_ablate_entry,
 	&cmd_restore_entry,
 	&cmd_reset_entry,

@@ -228,9 +228,10 @@ void export_describe_options(const struct session *s, char *buf, size_t size)
 		for (int h = 0; h < c->n_head; h++)
 			if (session_head_ablated(s, l, h) && n + 16 < sizeof abl)
 				n += (size_t)snprintf(abl + n, sizeof abl - n, "%s%d.%d", n ? " " : "", l, h);
-	snprintf(buf, size, "kv_heads %d (native %d), norm %s, mask %s, scale %s, ablated %s",
+	snprintf(buf, size, "kv_heads %d (native %d), norm %s, mask %s, scale %s, ablated %s%s%s",
 		 o->kv_heads, s->native.kv_heads, norm_place_name(o->placement), mask,
-		 o->scale ? "on" : "off", n ? abl : "none");
+		 o->scale ? "on" : "off", n ? abl : "none", o->pitfall ? ", pitfall " : "",
+		 o->pitfall ? pitfall_name(o->pitfall) : "");
 }
 
 void ex_to_ascii(struct render_buf *b, size_t from)

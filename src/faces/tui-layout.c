@@ -425,8 +425,12 @@ void tui_status_text(const char *name, int L, int H, const struct run_options *o
 	char size_text[32] = "";
 	if (dims)
 		snprintf(size_text, sizeof size_text, " %d%s%d", L, times, H);
-	snprintf(buf, size, "%s%s%s%s%s%s-norm%s%s%sscale %s%s%s", name, size_text, sep, share, sep,
-		 norm_place_name(o->placement), sep, mask, sep, o->scale ? "on" : "off", sep, abl);
+	char pit[40] = "";
+	if (o->pitfall != PITFALL_NONE)
+		snprintf(pit, sizeof pit, "%spitfall %s", sep, pitfall_name(o->pitfall));
+	snprintf(buf, size, "%s%s%s%s%s%s-norm%s%s%sscale %s%s%s%s", name, size_text, sep, share, sep,
+		 norm_place_name(o->placement), sep, mask, sep, o->scale ? "on" : "off", sep, abl,
+		 pit);
 }
 
 /* ------------------------------------------------------------ messages */

@@ -453,6 +453,8 @@ void session_variant_of(const struct session *s, const struct run_options *o, ch
 		ADD("%smask:%s", n ? " " : "", mask_kind_name(o->mask));
 	if (o->scale != s->native.scale)
 		ADD("%sscale:%s", n ? " " : "", o->scale ? "on" : "off");
+	if (o->pitfall != PITFALL_NONE)
+		ADD("%spitfall:%s", n ? " " : "", pitfall_name(o->pitfall));
 	for (int bit = 0; bit < c->n_layer * c->n_head && bit < ABLATE_WORDS * 64; bit++)
 		if (opt_is_ablated(o, bit))
 			ADD("%s-%d.%d", n ? " " : "", bit / c->n_head, bit % c->n_head);
@@ -470,6 +472,20 @@ void session_summary(const struct session *s, char *buf, size_t size)
 	if (!cfg_has_head(&s->model->cfg)) { /* no distribution: how far the output moved */
 		snprintf(buf, size, "%d tokens  no head: output drift %.4f  KV %s  %.1f ms",
 			 s->n_tokens, s->cmp.drift, kv, s->run->forward_ms);
+		return;
+	}
+	const struct run_nonfinite *nf = &s->run->nonfinite;
+	if (nf->site) { /* where the first NaN (or inf) came from, and the loss and KL as they are */
+		char where[48];
+		if (nf->layer < 0 || nf->layer >= s->model->cfg.n_layer)
+			snprintf(where, sizeof where, "in the %s", nf->site);
+		else
+			snprintf(where, sizeof where, "at layer %d (%s)", nf->layer, nf->site);
+		char kl[24];
+		snprintf(loss, sizeof loss, isnan(s->run->loss) ? "NaN" : "%.4f", s->run->loss);
+		snprintf(kl, sizeof kl, isnan(s->cmp.kl) ? "NaN" : "%.4f", s->cmp.kl);
+		snprintf(buf, size, "%d tokens  first NaN %s, position %d: loss %s  KL %s  KV %s  "
+			 "%.1f ms", s->n_tokens, where, nf->pos, loss, kl, kv, s->run->forward_ms);
 		return;
 	}
 	if (isnan(s->run->loss))
