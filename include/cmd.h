@@ -205,6 +205,11 @@ void cmd_cands_free(struct cmd_cands *c);
 
 /* ------------------------------------------ shared between command files */
 
+/* Makes o the session's run options (cmd-options.c: attn, norm, mask,
+ * scale, ablate, restore, reset; pitfall) and prints the summary line of
+ * the new run.  0 or -1 with e set. */
+int cmd_apply_options(struct session *s, const struct run_options *o, struct err *e);
+
 /* `compare ID ID` (cmd-store.c): two measurements of the session database
  * side by side.  IDs are measurement ids, or s:ID / s:NAME for a session's
  * latest measurement.  The `compare` command (cmd-analysis.c) calls this

@@ -9,8 +9,7 @@
 
 #include "cmd.h"
 
-/* Applies o and prints the summary line. */
-static int apply(struct session *s, const struct run_options *o, struct err *e)
+int cmd_apply_options(struct session *s, const struct run_options *o, struct err *e)
 {
 	if (session_set_options(s, o, e) != 0)
 		return -1;
@@ -41,7 +40,7 @@ static int attn_exec(struct session *s, int argc, char **argv, struct err *e)
 	} else {
 		return err_set(e, "usage: attn mha | attn gqa N | attn mqa");
 	}
-	return apply(s, &o, e);
+	return cmd_apply_options(s, &o, e);
 }
 
 static const char *const attn_words[] = { "mha", "gqa", "mqa", NULL };
@@ -68,7 +67,7 @@ static int norm_exec(struct session *s, int argc, char **argv, struct err *e)
 	struct run_options o = s->opt;
 	if (norm_place_parse(argv[1], &o.placement) != 0)
 		return err_set(e, "usage: norm pre | norm post");
-	return apply(s, &o, e);
+	return cmd_apply_options(s, &o, e);
 }
 
 static const char *const norm_words[] = { "pre", "post", NULL };
@@ -116,7 +115,7 @@ static int mask_exec(struct session *s, int argc, char **argv, struct err *e)
 	} else {
 		return err_set(e, "usage: mask causal | none | window N | after-softmax");
 	}
-	if (apply(s, &o, e) != 0)
+	if (cmd_apply_options(s, &o, e) != 0)
 		return -1;
 	if (o.mask == MASK_AFTER_SOFTMAX && !s->quiet && session_ready(s) && s->run->t > 1)
 		print_row_sums(s);
@@ -148,7 +147,7 @@ static int scale_exec(struct session *s, int argc, char **argv, struct err *e)
 		o.scale = false;
 	else
 		return err_set(e, "usage: scale on | scale off");
-	return apply(s, &o, e);
+	return cmd_apply_options(s, &o, e);
 }
 
 static const char *const scale_words[] = { "on", "off", NULL };
@@ -172,7 +171,7 @@ static int set_heads(struct session *s, int argc, char **argv, bool on, struct e
 	int H = s->model->cfg.n_head;
 	if (!on && argc == 2 && !strcmp(argv[1], "all")) {
 		memset(o.ablated, 0, sizeof o.ablated);
-		return apply(s, &o, e);
+		return cmd_apply_options(s, &o, e);
 	}
 	if (s->model->cfg.n_layer * H > ABLATE_WORDS * 64)
 		return err_set(e, "ablation supports up to %d heads", ABLATE_WORDS * 64);
@@ -206,7 +205,7 @@ static int set_heads(struct session *s, int argc, char **argv, bool on, struct e
 	}
 	if (named[0] && !s->quiet)
 		fprintf(s->out, "%s heads by role:%s\n", on ? "ablating" : "restoring", named);
-	return apply(s, &o, e);
+	return cmd_apply_options(s, &o, e);
 }
 
 static int ablate_exec(struct session *s, int argc, char **argv, struct err *e)
@@ -252,7 +251,7 @@ static int reset_exec(struct session *s, int argc, char **argv, struct err *e)
 	(void)argv;
 	if (session_need_model(s, e))
 		return -1;
-	return apply(s, &s->native, e);
+	return cmd_apply_options(s, &s->native, e);
 }
 
 const struct cmd_entry cmd_reset_entry = {

@@ -28,14 +28,7 @@ static int pitfall_exec(struct session *s, int argc, char **argv, struct err *e)
 		pitfall_list(list, sizeof list);
 		return err_set(e, "unknown pitfall '%s' (pitfalls: %s; or off)", argv[1], list);
 	}
-	if (session_set_options(s, &o, e) != 0)
-		return -1;
-	if (!s->quiet && session_ready(s)) {
-		char line[256];
-		session_summary(s, line, sizeof line);
-		fprintf(s->out, "%s\n", line);
-	}
-	return 0;
+	return cmd_apply_options(s, &o, e);
 }
 
 static const char *const pitfall_words[] = { "no-transpose", "mask-one-head", "eps0", "off",
