@@ -231,7 +231,8 @@ void cmd_complete(const struct session *s, const char *line, size_t cursor, stru
 	else
 		add_arguments(s, c, argc, out);
 	cmd_free_argv(argc, argv);
-	qsort(out->v, (size_t)out->n, sizeof *out->v, by_name);
+	if (out->n > 1)
+		qsort(out->v, (size_t)out->n, sizeof *out->v, by_name);
 }
 
 size_t cmd_cands_common(const struct cmd_cands *c)
