@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,11 +106,29 @@ char *xstrndup(const char *s, size_t n)
 	return p;
 }
 
+static bool huge_pages = true;
+
+void xmalloc_huge_pages(bool on)
+{
+	huge_pages = on;
+}
+
 void *xmalloc_aligned(size_t n)
 {
 	void *p = NULL;
-	if (posix_memalign(&p, 64, n ? n : 64) != 0)
+	size_t align = 64, size = n ? n : 64;
+	bool huge = huge_pages && n >= XMALLOC_HUGE && n <= SIZE_MAX - XMALLOC_HUGE;
+	if (huge) {
+		align = XMALLOC_HUGE;
+		size = (n + XMALLOC_HUGE - 1) / XMALLOC_HUGE * XMALLOC_HUGE;
+	}
+	if (posix_memalign(&p, align, size) != 0)
 		die("out of memory (%zu bytes)", n);
+#ifdef MADV_HUGEPAGE
+	/* advice only: EINVAL where the kernel has no transparent huge pages */
+	if (huge)
+		(void)madvise(p, size, MADV_HUGEPAGE);
+#endif
 	return p;
 }
 

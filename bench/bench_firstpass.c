@@ -1,0 +1,174 @@
+/*
+ * bench_firstpass.c — the first pass of a fresh process against a warm
+ * one, with and without transparent huge pages (not a test: it reports,
+ * never fails on a slow number).
+ *
+ * A person who types `attnscope MODEL -c "text …"` waits for a pass in a
+ * process whose buffers have never been touched: every 4 KiB page of the
+ * weights and of the run (the captured attention alone is L*H*T*T floats,
+ * 604 MB for GPT-2 small at T = 1024) costs a minor fault on first use.
+ * xmalloc_aligned (util.h) asks for 2 MiB pages on large blocks
+ * (MADV_HUGEPAGE); xmalloc_huge_pages(false) turns that off, so both are
+ * measured here in one run.
+ *
+ * Each round forks one child per mode (huge pages on, then off, the order
+ * alternating between rounds so that neither always runs first), and each
+ * child, on the GPT-2-small shape (bench_common.h gpt2_cfg) at T = 1024
+ * with attention capture (RUN_LOGITS | RUN_ATTN, as a session's run):
+ *   1. builds the model (model_new + model_init_random: every weight
+ *      written once, as a loader does);
+ *   2. allocates the run and times the first model_forward;
+ *   3. times WARM_REPS more passes on the same run (the median is "warm").
+ * Minor faults (getrusage ru_minflt) are counted around steps 1 and 2.
+ * The verdict is the median over rounds of each child's first/warm ratio:
+ * a ratio of two times taken in the same child under the same load.  The
+ * load average is printed beside it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "config.h"
+#include "model.h"
+#include "util.h"
+
+#define ROUNDS 3
+#define WARM_REPS 3
+#define T_PASS 1024
+
+struct result {
+	int ok;
+	char msg[ERR_MAX + 32];
+	double build_ms, first_ms, warm_ms;
+	double build_faults, first_faults, warm_faults; /* warm: per pass */
+	double hwm;
+	double params_bytes, run_bytes;
+};
+
+static double minor_faults(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_minflt;
+}
+
+static void pass_child(const void *arg, void *out)
+{
+	bool huge = *(const bool *)arg;
+	struct result *res = out;
+	xmalloc_huge_pages(huge);
+	struct model_config c;
+	gpt2_cfg(&c);
+	struct err e = { 0 };
+	double f0 = minor_faults(), t0 = now_ms();
+	struct model *m = model_new(&c, &e);
+	if (!m) {
+		snprintf(res->msg, sizeof res->msg, "model_new: %s", e.msg);
+		return;
+	}
+	model_init_random(m, 1);
+	res->build_ms = now_ms() - t0;
+	res->build_faults = minor_faults() - f0;
+	res->params_bytes = (double)m->n_params * sizeof(float);
+
+	int *tokens = xmalloc(T_PASS * sizeof *tokens);
+	random_tokens(tokens, T_PASS, c.vocab_size, 7);
+	struct run_options o;
+	run_options_native(m, &o);
+	f0 = minor_faults();
+	t0 = now_ms();
+	struct run *r = run_new(&c, 1, T_PASS, RUN_LOGITS | RUN_ATTN);
+	int rc = model_forward(m, &o, tokens, tokens, 1, T_PASS, r, &e);
+	res->first_ms = now_ms() - t0;
+	res->run_bytes = (double)run_bytes(r);
+	res->first_faults = minor_faults() - f0;
+	double t[WARM_REPS];
+	f0 = minor_faults();
+	for (int i = 0; rc == 0 && i < WARM_REPS; i++) {
+		t0 = now_ms();
+		rc = model_forward(m, &o, tokens, tokens, 1, T_PASS, r, &e);
+		t[i] = now_ms() - t0;
+	}
+	res->warm_faults = (minor_faults() - f0) / WARM_REPS;
+	if (rc != 0)
+		snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
+	else {
+		res->warm_ms = median(t, WARM_REPS);
+		res->hwm = proc_status_bytes("VmHWM");
+		res->ok = 1;
+	}
+	run_free(r);
+	free(tokens);
+	model_free(m);
+}
+
+static struct result in_child(bool huge)
+{
+	struct result res;
+	run_in_child(pass_child, &huge, 0, &res, sizeof res, res.msg, sizeof res.msg);
+	return res;
+}
+
+static void print_row(const char *mode, const struct result *r, int n)
+{
+	double first[ROUNDS], warm[ROUNDS], ratio[ROUNDS], build[ROUNDS];
+	for (int i = 0; i < n; i++) {
+		first[i] = r[i].first_ms;
+		warm[i] = r[i].warm_ms;
+		ratio[i] = r[i].first_ms / r[i].warm_ms;
+		build[i] = r[i].build_ms;
+	}
+	double hi = ratio[0];
+	for (int i = 1; i < n; i++)
+		hi = ratio[i] > hi ? ratio[i] : hi;
+	printf("%-9s %9.0f %9.0f %9.0f %7.2fx  [%.2f..%.2f] %9.0f %9.0f %7.0f %8.0f\n", mode,
+	       median(build, n), median(first, n), median(warm, n), median(ratio, n),
+	       minimum(ratio, n), hi, r[0].build_faults, r[0].first_faults, r[0].warm_faults,
+	       r[0].hwm / MB);
+}
+
+int main(void)
+{
+	double t_start = now_ms();
+	print_machine();
+	printf("\nfirst pass of a fresh process vs warm passes: GPT-2-small shape, T = %d, "
+	       "attention captured\n", T_PASS);
+	FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char mode[128] = "unreadable";
+	if (thp) {
+		if (!fgets(mode, sizeof mode, thp))
+			snprintf(mode, sizeof mode, "unreadable");
+		mode[strcspn(mode, "\n")] = '\0';
+		fclose(thp);
+	}
+	printf("transparent huge pages: %s\n", mode);
+
+	struct result on[ROUNDS], off[ROUNDS];
+	int n = 0;
+	for (int i = 0; i < ROUNDS; i++, n++) {
+		bool first_on = i % 2 == 0;
+		struct result a = in_child(first_on), b = in_child(!first_on);
+		on[i] = first_on ? a : b;
+		off[i] = first_on ? b : a;
+		if (!on[i].ok || !off[i].ok) {
+			printf("failed: %s\n", on[i].ok ? off[i].msg : on[i].msg);
+			return 1;
+		}
+	}
+	printf("weights %.0f MB, run buffers %.0f MB; %d rounds, medians; faults from round 1\n",
+	       on[0].params_bytes / MB, on[0].run_bytes / MB, n);
+	printf("%-9s %9s %9s %9s %8s  %-12s %9s %9s %7s %8s\n", "pages", "build ms", "first ms",
+	       "warm ms", "1st/warm", "[min..max]", "build flt", "first flt", "warm", "peak MB");
+	print_row("huge", on, n);
+	print_row("4 KiB", off, n);
+	double gain[ROUNDS];
+	for (int i = 0; i < n; i++)
+		gain[i] = (off[i].first_ms + off[i].build_ms) / (on[i].first_ms + on[i].build_ms);
+	printf("build + first pass, 4 KiB over huge pages (median of per-round ratios): %.2fx\n",
+	       median(gain, n));
+	printf("  build = model_new + model_init_random (each weight written once); first = run_new +\n"
+	       "  the first model_forward; warm = median of %d more passes on the same run; flt = minor\n"
+	       "  faults (ru_minflt); peak = VmHWM\n", WARM_REPS);
+	print_end(t_start);
+	return 0;
+}
