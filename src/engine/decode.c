@@ -206,7 +206,9 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 	struct run_options o = d->opt;
 	if (o.mask == MASK_NONE || o.mask == MASK_AFTER_SOFTMAX)
 		o.mask = MASK_CAUSAL; /* a step sees no later token */
-	struct run *r = run_new(c, 1, n, RUN_TRAIN);
+	/* the keys and values of every layer (RUN_QKV), no logits: only the
+	 * last row's are read, computed below */
+	struct run *r = run_new(c, 1, n, RUN_QKV);
 	if (model_forward(m, &o, tokens, NULL, 1, n, r, e) != 0) {
 		run_free(r);
 		return -1;
@@ -223,8 +225,8 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 			memcpy(v + (size_t)i * row, q + (size_t)(d->H + d->G) * d->D, row * sizeof(float));
 		}
 	}
-	memcpy(d->logits, r->logits + (size_t)(n - 1) * c->vocab_size,
-	       (size_t)c->vocab_size * sizeof(float));
+	const float *last = r->resid + ((size_t)c->n_layer * n + n - 1) * c->d_model;
+	model_head_forward(m, d->logits, d->xn, NULL, NULL, d->x, last, 1);
 	d->n = n;
 	d->used = keep;
 	run_free(r);
