@@ -16,6 +16,10 @@
  *                  blocks, partial rotary, the fused per-head query_key_value
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
+ *                  (the hf-* formats are families of one loader,
+ *                  hf-family.h: each reads model.safetensors, its shards,
+ *                  or a safetensors file with the family's names and a
+ *                  config.json beside it)
  *   "gguf"         a GGUF file (llama.cpp, Ollama, LM Studio), versions 2
  *                  and 3: Llama, Mistral, Qwen2, GPT-2, GPT-NeoX or BERT,
  *                  tensors in F32, F16, BF16, Q8_0, Q4_0/1, Q5_0/1 or

@@ -26,6 +26,10 @@ struct load_opts {
 	const char *tokenizer;	/* --tokenizer: a file or directory, or NULL */
 };
 
+struct hf_family;
+
+/* A format: its functions, or, for a Hugging Face family, hf (hf-family.h),
+ * which ld_hf_probe / ld_hf_load / ld_hf_describe serve instead. */
 struct model_format {
 	const char *name;	/* "safetensors", "hf-gpt2", "llama2c", "llmc" */
 	const char *desc;	/* for messages: "Hugging Face GPT-2 directory" */
@@ -36,10 +40,13 @@ struct model_format {
 	 * reading weights or the tokenizer (listings, the memory estimate).
 	 * 0, or -1 + e; may be NULL. */
 	int (*describe)(const char *path, struct model_config *c, struct err *e);
+	const struct hf_family *hf;	/* or NULL */
 };
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,
 	format_hf_neox, format_hf_bert, format_gguf, format_llama2c, format_llmc;
+
+/* ----------------------------------------- RoPE row orders (hf-shards.c) */
 
 /* Where row r of a Hugging Face Llama Q or K projection (heads of D rows,
  * rotate-half RoPE: pairs (i, i + D/2)) goes in the engine's layout
@@ -73,6 +80,9 @@ struct ld_shards {
  * (no path prefix) with nothing left open. */
 int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e);
 
+/* Opens the one safetensors file path as the whole set, likewise. */
+int ld_shards_open_file(const char *path, struct ld_shards *s, struct err *e);
+
 /* Closes every file; a closed set is a no-op. */
 void ld_shards_close(struct ld_shards *s);
 
@@ -91,8 +101,10 @@ int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t 
 uint64_t ld_shards_values(const struct ld_shards *s);
 
 /* Refuses, before a model is allocated for it, a config.json that needs
- * more weights (need) than the shards hold: 0, or -1 + e. */
-int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e);
+ * more weights (need) than the shards hold by over slack (a shortfall
+ * within it, a few missing tensors, is left to be named when read): 0,
+ * or -1 + e. */
+int ld_shards_check_size(const struct ld_shards *s, double need, double slack, struct err *e);
 
 /* With a tied config: the file's output-layer tensor t (lm_head.weight,
  * embed_out.weight) must be a copy of the embeddings emb (named for the
@@ -107,10 +119,9 @@ int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const 
 int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const float *wte,
 		   uint64_t V, uint64_t C, const char *tie, struct err *e);
 
-/* 0 when every tensor has been read but those ignored(name) accepts
- * (ignored may be NULL), else -1 + e naming the first other one. */
-int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
-		       struct err *e);
+/* 0 when every tensor has been read but those whose name contains one of
+ * ignored (NULL-ended; may be NULL), else -1 + e naming the first other. */
+int ld_shards_all_read(const struct ld_shards *s, const char *const *ignored, struct err *e);
 
 /* ------------------------------------------ helpers (loader-common.c) */
 
@@ -180,11 +191,5 @@ int ld_hf_shape(json_t *o, struct model_config *c, struct err *e);
 /* 0 when tokenizer tok fits a vocabulary of vocab_size (config.json's),
  * else -1 + e with both numbers. */
 int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e);
-
-/* probe for a Hugging Face directory whose config.json the family's
- * config() accepts (a parsed root, or NULL); why says what is missing,
- * naming what ("a BERT model"). */
-bool ld_probe_hf_dir(const char *path, json_t *(*config)(const char *file), const char *what,
-		     char *why, size_t n);
 
 #endif

@@ -71,7 +71,7 @@ sed -e 's/"hidden_size": [0-9]*/"hidden_size": 4096/' \
 run "$tmp/huge" -t hi
 # (or, on a machine with less than 12.41 GiB free, for its size)
 check "without a limit, weights far fewer than the config's are refused before allocating" \
-	sh -c "[ $rc -ne 0 ] && grep -q -e 'config.json describes 3331043328 parameters but the weights hold' \
+	sh -c "[ $rc -ne 0 ] && grep -q -e 'config.json describes 3331043328 weights, but the safetensors files hold' \
 	-e 'it will not fit' '$tmp/err'"
 limited() { (ulimit -v 2097152 && run "$@"); rc=$?; }
 limited "$tmp/ref.safetensors" -t hi

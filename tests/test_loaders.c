@@ -963,6 +963,9 @@ static void test_damaged_config(void **state)
 		{ "{\"n_layer\": 2, \"n_head\": 5, \"n_embd\": 32, \"n_positions\": 16, "
 		  "\"vocab_size\": 265}", "not divisible by n_head" },
 		{ "{\"model_type\": \"gptj\", \"n_layer\": 2}", "model_type \"gptj\" is not supported" },
+		/* the refusal names every family of the format table */
+		{ "{\"model_type\": \"gptj\"}",
+		  "(llama, qwen2, mistral, gpt_neox, bert and gpt2 are)" },
 		{ "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": 2}",
 		  "config.json: missing key \"num_attention_heads\"" },
 		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
@@ -1023,6 +1026,11 @@ static void test_damaged_safetensors(void **state)
 	open_fails(dir, NULL, "header is not valid JSON");
 	unlink(st);
 	open_fails(dir, NULL, "no model.safetensors");
+	/* weights only in PyTorch's pickle: said what to do */
+	char *pt = path_of("bad-st/pytorch_model.bin");
+	write_text(pt, "not read");
+	open_fails(dir, NULL, "pytorch_model.bin is a pickle attnscope does not read");
+	unlink(pt);
 	free(dir);
 }
 
@@ -1112,7 +1120,8 @@ static void test_damaged_llmc(void **state)
  * fuzz_hf.c's layout: config.json, vocab.json, merges.txt,
  * model.safetensors, tokenizer.json, split at "\n--8<--\n"), and each
  * seed is a valid directory its loader takes: the fuzzer starts inside
- * every loader, not at its first refusal. */
+ * every loader, not at its first refusal.  Its model.safetensors, named
+ * on its own, opens as the same model through the same family. */
 static void test_fuzz_seeds(void **state)
 {
 	static const struct {
@@ -1146,6 +1155,15 @@ static void test_fuzz_seeds(void **state)
 			p = s ? s + sizeof sep - 1 : end + 1;
 		}
 		struct model *m = open_ok(dir, NULL, seeds[i].format);
+		/* the weights file inside the directory is the same model */
+		struct model *f = open_ok(path_of("seed-%zu/model.safetensors", i), NULL,
+					  seeds[i].format);
+		for (int t = 0; t < N_PARAMS; t++) {
+			assert_int_equal(f->psize[t], m->psize[t]);
+			if (m->psize[t])
+				assert_memory_equal(f->p[t], m->p[t], m->psize[t] * sizeof(float));
+		}
+		model_free(f);
 		model_free(m);
 		rm_tree(dir);
 		free(data);

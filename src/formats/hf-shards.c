@@ -3,7 +3,9 @@
  * or the shards model.safetensors.index.json names, opened through the one
  * safetensors reader (safetensors.h) and read by name (loaders.h).
  *
- * loader-hf-llama.c and loader-hf-neox.c read through these.
+ * Every Hugging Face family reads through these (hf-load.c, loader-hf*.c);
+ * the row orders of the RoPE permutations are here too, as the GGUF
+ * loader shares them.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -15,6 +17,32 @@
 
 #include "loaders.h"
 #include "safetensors.h"
+
+/* ------------------------------------------------------------ row orders */
+
+int llama_rope_row(int r, int D)
+{
+	int i = r % D, head = r - i;
+	return head + (i < D / 2 ? 2 * i : 2 * (i - D / 2) + 1);
+}
+
+int neox_rope_row(int r, int D, int R)
+{
+	int i = r % D, head = r - i;
+	if (i >= R)
+		return r;
+	return head + (i < R / 2 ? 2 * i : 2 * (i - R / 2) + 1);
+}
+
+int neox_qkv_row(int r, int H, int D, int R)
+{
+	int h = r / (3 * D), part = r / D % 3, d = r % D;
+	if (part == 2)
+		return (2 * H + h) * D + d;
+	return (part * H + h) * D + neox_rope_row(d, D, R);
+}
+
+/* ----------------------------------------------------------------- files */
 
 /* 0 when no tensor is in two of the shards, else -1 + e naming it and both. */
 static int check_twice(const struct ld_shards *s, struct err *e)
@@ -81,28 +109,38 @@ static int open_index(const char *dir, const char *idx, struct ld_shards *s, str
 	return rc ? rc : check_twice(s, e);
 }
 
-int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e)
+int ld_shards_open_file(const char *path, struct ld_shards *s, struct err *e)
 {
 	static const struct st_checks checks = { .other_dtypes = true };
 	s->n = 0;
+	if (st_open(&s->f[0], path, &checks, e) != 0) {
+		const char *base = strrchr(path, '/');
+		return err_prefix(e, "%s", base ? base + 1 : path);
+	}
+	s->path[0] = xstrdup(path);
+	s->n = 1;
+	return 0;
+}
+
+int ld_shards_open(const char *dir, struct ld_shards *s, struct err *e)
+{
+	s->n = 0;
 	char *one = ld_join(dir, "model.safetensors");
 	char *idx = ld_join(dir, "model.safetensors.index.json");
+	char *pt = ld_join(dir, "pytorch_model.bin");
 	int rc = -1;
-	if (ld_is_file(one)) {
-		if (st_open(&s->f[0], one, &checks, e) == 0) {
-			s->path[0] = xstrdup(one);
-			s->n = 1;
-			rc = 0;
-		} else {
-			err_prefix(e, "model.safetensors");
-		}
-	} else if (ld_is_file(idx)) {
+	if (ld_is_file(one))
+		rc = ld_shards_open_file(one, s, e);
+	else if (ld_is_file(idx))
 		rc = open_index(dir, idx, s, e);
-	} else {
+	else if (ld_is_file(pt))
+		err_set(e, "no model.safetensors (pytorch_model.bin is a pickle attnscope does not "
+			"read; convert it to safetensors)");
+	else
 		err_set(e, "no model.safetensors or model.safetensors.index.json");
-	}
 	free(one);
 	free(idx);
+	free(pt);
 	if (rc)
 		ld_shards_close(s);
 	return rc;
@@ -147,13 +185,15 @@ int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t 
 	return st_read(f, t, dst, e);
 }
 
-int ld_shards_all_read(const struct ld_shards *s, bool (*ignored)(const char *name),
-		       struct err *e)
+int ld_shards_all_read(const struct ld_shards *s, const char *const *ignored, struct err *e)
 {
 	for (int i = 0; i < s->n; i++)
 		for (int j = 0; j < s->f[i].n; j++) {
 			const struct st_tensor *t = &s->f[i].t[j];
-			if (!t->read && !(ignored && ignored(t->name)))
+			bool pass = t->read;
+			for (size_t k = 0; !pass && ignored && ignored[k]; k++)
+				pass = strstr(t->name, ignored[k]) != NULL;
+			if (!pass)
 				return err_set(e, "unexpected tensor \"%.60s\"", t->name);
 		}
 	return 0;
@@ -167,10 +207,10 @@ uint64_t ld_shards_values(const struct ld_shards *s)
 	return held;
 }
 
-int ld_shards_check_size(const struct ld_shards *s, double need, struct err *e)
+int ld_shards_check_size(const struct ld_shards *s, double need, double slack, struct err *e)
 {
 	double have = (double)ld_shards_values(s);
-	if (need > have)
+	if (need > have + slack)
 		return err_set(e, "config.json describes %.0f weights, but the safetensors files "
 			       "hold %.0f values", need, have);
 	return 0;

@@ -229,22 +229,6 @@ int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e
 	return 0;
 }
 
-bool ld_probe_hf_dir(const char *path, json_t *(*config)(const char *file), const char *what,
-		     char *why, size_t n)
-{
-	if (!ld_is_dir(path)) {
-		snprintf(why, n, "not a directory");
-		return false;
-	}
-	char *cfg = ld_join(path, "config.json");
-	json_t *root = ld_is_file(cfg) ? config(cfg) : NULL;
-	free(cfg);
-	if (!root)
-		snprintf(why, n, "no config.json of %s", what);
-	json_decref(root);
-	return root != NULL;
-}
-
 int ld_hf_shape(json_t *o, struct model_config *c, struct err *e)
 {
 	config_default(c);

@@ -583,5 +583,5 @@ fail_noprefix:
 }
 
 const struct model_format format_gguf = {
-	"gguf", "GGUF file (llama.cpp, Ollama, LM Studio)", probe_gguf, load_gguf, describe_gguf,
+	"gguf", "GGUF file (llama.cpp, Ollama, LM Studio)", probe_gguf, load_gguf, describe_gguf, NULL,
 };

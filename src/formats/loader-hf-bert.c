@@ -50,23 +50,12 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "hf-family.h"
 #include "json-util.h"
 #include "loaders.h"
-#include "safetensors.h"
 #include "tok-wordpiece.h"
 
 /* ------------------------------------------------------------ config.json */
-
-/* config.json at path when its model_type is bert, else NULL. */
-static json_t *bert_config(const char *path)
-{
-	json_t *root = ju_load_file(path, JSON_REJECT_DUPLICATES, NULL);
-	json_t *t = json_object_get(root, "model_type");
-	if (json_is_string(t) && !strcmp(json_string_value(t), "bert"))
-		return root;
-	json_decref(root);
-	return NULL;
-}
 
 /* The fields the engine cannot honour, refused by name. */
 static int refuse_fields(json_t *o, struct err *e)
@@ -92,8 +81,11 @@ static int refuse_fields(json_t *o, struct err *e)
 	return 0;
 }
 
-static int parse_config(json_t *o, struct model_config *c, struct err *e)
+static int parse_config(json_t *o, const char *type, struct model_config *c, struct hf_ctx *x,
+			struct err *e)
 {
+	(void)type;
+	(void)x;
 	if (ld_hf_shape(o, c, e))
 		return -1;
 	if (refuse_fields(o, e))
@@ -113,7 +105,7 @@ static int parse_config(json_t *o, struct model_config *c, struct err *e)
 	c->emb_norm = true;
 	c->head = HEAD_MLM;
 	c->bias = true;
-	c->tied = true; /* read_weights unties a decoder.weight that differs */
+	c->tied = true; /* finish unties a decoder.weight that differs */
 	if (config_validate(c, e) != 0)
 		return err_prefix(e, "config.json");
 	return 0;
@@ -121,111 +113,48 @@ static int parse_config(json_t *o, struct model_config *c, struct err *e)
 
 /* ---------------------------------------------------------------- weights */
 
-/* The weights of one file, whose names may lack "bert." (BertModel). */
-struct bert_names {
-	struct ld_shards *s;
-	const char *pre; /* "bert." or "" */
-};
-
-/* Reads pre + name. */
-static int rd(const struct bert_names *b, const char *name, uint64_t d0, uint64_t d1, float *dst,
-	      struct err *e)
+/* A BertModel file has no masked-LM head (cls.predictions): head none. */
+static int inspect(struct ld_shards *s, struct model_config *c, struct hf_ctx *x, struct err *e)
 {
-	char full[160];
-	snprintf(full, sizeof full, "%s%s", b->pre, name);
-	return ld_shards_read(b->s, full, d0, d1, dst, e);
-}
-
-/* A LayerNorm called base: base.weight / base.bias, or gamma / beta. */
-static int rd_norm(const struct bert_names *b, const char *base, uint64_t C, float *w, float *bias,
-		   struct err *e)
-{
-	char wn[160], full[200];
+	(void)x;
+	(void)e;
 	struct st_file *f;
-	snprintf(full, sizeof full, "%s%s.gamma", b->pre, base);
-	bool old = ld_shards_find(b->s, full, &f) != NULL; /* else a missing .weight is named */
-	snprintf(wn, sizeof wn, "%s.%s", base, old ? "gamma" : "weight");
-	if (rd(b, wn, C, 0, w, e))
-		return -1;
-	snprintf(wn, sizeof wn, "%s.%s", base, old ? "beta" : "bias");
-	return rd(b, wn, C, 0, bias, e);
-}
-
-/* Layer l's tensors: query, key and value stacked as the engine's H query,
- * then key, then value heads; the post-norm block's two LayerNorms as
- * norm1 (after attention) and norm2 (after the MLP). */
-static int read_layer(const struct bert_names *b, struct model *m, int l, struct err *e)
-{
-	const struct model_config *c = &m->cfg;
-	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
-	float *qkvw = m->p[P_QKVW] + (size_t)l * 3 * C * C, *qkvb = m->p[P_QKVB] + (size_t)l * 3 * C;
-	static const char *const qkv[3] = { "query", "key", "value" };
-	char n1[128], n2[128];
-#define N(buf, fmt) (snprintf(buf, sizeof buf, "encoder.layer.%d." fmt, l), buf)
-#define AT(id, n) (m->p[id] + (size_t)l * (n))
-	for (int i = 0; i < 3; i++) {
-		snprintf(n1, sizeof n1, "encoder.layer.%d.attention.self.%s.weight", l, qkv[i]);
-		snprintf(n2, sizeof n2, "encoder.layer.%d.attention.self.%s.bias", l, qkv[i]);
-		if (rd(b, n1, C, C, qkvw + (size_t)i * C * C, e) || rd(b, n2, C, 0, qkvb + (size_t)i * C, e))
-			return -1;
-	}
-	if (rd(b, N(n1, "attention.output.dense.weight"), C, C, AT(P_ATTPROJW, C * C), e) ||
-	    rd(b, N(n1, "attention.output.dense.bias"), C, 0, AT(P_ATTPROJB, C), e) ||
-	    rd_norm(b, N(n1, "attention.output.LayerNorm"), C, AT(P_LN1W, C), AT(P_LN1B, C), e) ||
-	    rd(b, N(n1, "intermediate.dense.weight"), F, C, AT(P_FCW, F * C), e) ||
-	    rd(b, N(n1, "intermediate.dense.bias"), F, 0, AT(P_FCB, F), e) ||
-	    rd(b, N(n1, "output.dense.weight"), C, F, AT(P_FCPROJW, C * F), e) ||
-	    rd(b, N(n1, "output.dense.bias"), C, 0, AT(P_FCPROJB, C), e) ||
-	    rd_norm(b, N(n1, "output.LayerNorm"), C, AT(P_LN2W, C), AT(P_LN2B, C), e))
-		return -1;
-#undef AT
-#undef N
+	if (!ld_shards_find(s, "cls.predictions.transform.dense.weight", &f))
+		c->head = HEAD_NONE; /* the last block's output is the model's */
 	return 0;
 }
 
-/* Embeddings: words, positions + token type 0 folded in, their norm. */
-static int read_embeddings(const struct bert_names *b, struct model *m, struct err *e)
+/* Token type 0 folded into every row of the position table. */
+static int fold_token_types(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+			    struct err *e)
 {
-	const struct model_config *c = &m->cfg;
-	uint64_t C = (uint64_t)c->d_model, V = (uint64_t)c->vocab_size, S = (uint64_t)c->context;
+	uint64_t C = (uint64_t)m->cfg.d_model, S = (uint64_t)m->cfg.context;
 	char full[160];
 	struct st_file *f;
-	snprintf(full, sizeof full, "%sembeddings.token_type_embeddings.weight", b->pre);
-	struct st_tensor *t = ld_shards_find(b->s, full, &f);
+	snprintf(full, sizeof full, "%sembeddings.token_type_embeddings.weight", x->prefix);
+	struct st_tensor *t = ld_shards_find(s, full, &f);
 	if (!t || t->ndim != 2 || t->shape[0] < 1 || t->shape[1] != C)
 		return err_set(e, "%s: missing, or not (type_vocab_size, %llu)", full,
 			       (unsigned long long)C);
 	float *types = xmalloc((size_t)t->shape[0] * C * sizeof(float));
-	int rc = rd(b, "embeddings.token_type_embeddings.weight", t->shape[0], C, types, e);
-	if (!rc)
-		rc = rd(b, "embeddings.word_embeddings.weight", V, C, m->p[P_WTE], e) ||
-		     rd(b, "embeddings.position_embeddings.weight", S, C, m->p[P_WPE], e) ||
-		     rd_norm(b, "embeddings.LayerNorm", C, m->p[P_LNEW], m->p[P_LNEB], e);
-	if (!rc) /* single-segment input: every token has type 0 */
-		for (size_t i = 0; i < S; i++)
-			for (size_t j = 0; j < C; j++)
-				m->p[P_WPE][i * C + j] += types[j];
+	int rc = ld_shards_read(s, full, t->shape[0], C, types, e);
+	for (size_t i = 0; !rc && i < S; i++) /* single-segment input: every token has type 0 */
+		for (size_t j = 0; j < C; j++)
+			m->p[P_WPE][i * C + j] += types[j];
 	free(types);
-	return rc ? -1 : 0;
+	return rc;
 }
 
-/* The masked-LM head but its decoder weight (untie reads that). */
-static int read_head(struct ld_shards *s, struct model *m, struct err *e)
+/* cls.predictions.decoder.bias, a second copy of cls.predictions.bias
+ * when present: it must agree. */
+static int check_decoder_bias(struct ld_shards *s, const struct model *m, struct err *e)
 {
-	const struct model_config *c = &m->cfg;
-	uint64_t C = (uint64_t)c->d_model, V = (uint64_t)c->vocab_size;
-	struct bert_names h = { s, "" };
 	struct st_file *f;
-	if (rd(&h, "cls.predictions.transform.dense.weight", C, C, m->p[P_HEADW], e) ||
-	    rd(&h, "cls.predictions.transform.dense.bias", C, 0, m->p[P_HEADB], e) ||
-	    rd_norm(&h, "cls.predictions.transform.LayerNorm", C, m->p[P_HEADLNW], m->p[P_HEADLNB], e) ||
-	    rd(&h, "cls.predictions.bias", V, 0, m->p[P_OUTB], e))
-		return -1;
+	uint64_t V = (uint64_t)m->cfg.vocab_size;
 	if (!ld_shards_find(s, "cls.predictions.decoder.bias", &f))
 		return 0;
-	/* a second copy of cls.predictions.bias: it must agree */
 	float *tmp = xmalloc((size_t)V * sizeof(float));
-	int rc = rd(&h, "cls.predictions.decoder.bias", V, 0, tmp, e);
+	int rc = ld_shards_read(s, "cls.predictions.decoder.bias", V, 0, tmp, e);
 	if (!rc && memcmp(tmp, m->p[P_OUTB], (size_t)V * sizeof(float)))
 		rc = err_set(e, "cls.predictions.decoder.bias differs from cls.predictions.bias");
 	free(tmp);
@@ -266,47 +195,16 @@ out:
 	return u;
 }
 
-/* Tensors that hold no weights the engine uses. */
-static bool ignored_tensor(const char *name)
+/* What the map leaves: token types, and the head's decoder. */
+static struct model *finish(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+			    struct err *e)
 {
-	static const char *const parts[] = { "embeddings.position_ids", "pooler.dense.",
-					     "cls.seq_relationship." };
-	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-		if (strstr(name, parts[i]))
-			return true;
-	return false;
-}
-
-/* Reads every weight into m (tied); returns m, an untied copy of it, or
- * NULL + e (m freed). */
-static struct model *read_weights(struct ld_shards *s, struct model *m, const char *pre,
-				  struct err *e)
-{
-	struct bert_names b = { s, pre };
-	int rc = read_embeddings(&b, m, e);
-	for (int l = 0; !rc && l < m->cfg.n_layer; l++)
-		rc = read_layer(&b, m, l, e);
-	if (rc || (cfg_has_head(&m->cfg) && read_head(s, m, e))) {
+	if (fold_token_types(s, m, x, e) ||
+	    (cfg_has_head(&m->cfg) && check_decoder_bias(s, m, e))) {
 		model_free(m);
 		return NULL;
 	}
-	if (cfg_has_head(&m->cfg))
-		m = untie(s, m, e);
-	if (m && ld_shards_all_read(s, ignored_tensor, e)) {
-		model_free(m);
-		return NULL;
-	}
-	return m;
-}
-
-/* Which names the file uses: "bert." (BertForMaskedLM, or a BertModel
- * saved inside another) or none (BertModel); *head: whether it holds the
- * masked-LM head (cls.predictions). */
-static const char *name_prefix(struct ld_shards *s, bool *head)
-{
-	struct st_file *f;
-	*head = ld_shards_find(s, "cls.predictions.transform.dense.weight", &f) != NULL;
-	return ld_shards_find(s, "bert.embeddings.word_embeddings.weight", &f) ? "bert." : "";
+	return cfg_has_head(&m->cfg) ? untie(s, m, e) : m;
 }
 
 /* -------------------------------------------------------------- tokenizer */
@@ -350,83 +248,62 @@ static struct tokenizer *bert_tokenizer(const char *opt, const char *dir, struct
 	return ld_hf_tokenizer(opt, dir, e);
 }
 
-/* ----------------------------------------------------------------- format */
+/* -------------------------------------------------------------- the family */
 
-static bool probe_bert(const char *path, char *why, size_t n)
-{
-	return ld_probe_hf_dir(path, bert_config, "a BERT model", why, n);
-}
+static const char *const types[] = { "bert", NULL };
 
-static struct model *load_bert(const char *path, const struct load_opts *o, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = bert_config(cfgp);
-	struct model_config cfg;
-	struct model *m = NULL;
-	struct tokenizer *tok = NULL;
-	struct ld_shards sh = { .n = 0 };
-	const char *pre;
-	free(cfgp);
-	if (!root) {
-		err_set(e, "config.json: not a BERT model, or not JSON");
-		goto fail;
-	}
-	if (parse_config(root, &cfg, e))
-		goto fail;
-	tok = bert_tokenizer(o->tokenizer, path, e);
-	if (!tok)
-		goto fail_noprefix;
-	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
-		goto fail;
-	bool head = false;
-	if (ld_shards_open(path, &sh, e))
-		goto fail;
-	pre = name_prefix(&sh, &head);
-	if (!head) /* a BertModel: the last block's output is the model's */
-		cfg.head = HEAD_NONE;
-	if (ld_shards_check_size(&sh, (double)config_param_count(&cfg), e))
-		goto fail;
-	m = model_new(&cfg, e);
-	if (!m || !(m = read_weights(&sh, m, pre, e)))
-		goto fail;
-	ld_shards_close(&sh);
-	json_decref(root);
-	m->tok = tok;
-	m->path = xstrdup(path);
-	m->name = ld_basename(path, NULL);
-	return m;
-fail:
-	err_prefix(e, "%s", path);
-fail_noprefix:
-	ld_shards_close(&sh);
-	tok_free(tok);
-	model_free(m);
-	json_decref(root);
-	return NULL;
-}
+/* Tensors that hold no weights the engine uses. */
+static const char *const ignored[] = { "embeddings.position_ids", "pooler.dense.",
+				       "cls.seq_relationship.", NULL };
 
-static int describe_bert(const char *path, struct model_config *c, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = bert_config(cfgp);
-	free(cfgp);
-	int rc = root ? parse_config(root, c, e)
-		      : err_set(e, "config.json: not a BERT model, or not JSON");
-	struct ld_shards sh = { .n = 0 };
-	struct err ignore;
-	bool head = true;
-	if (!rc && !ld_shards_open(path, &sh, &ignore)) { /* headers only: a BertModel? */
-		name_prefix(&sh, &head);
-		c->head = head ? HEAD_MLM : HEAD_NONE;
-	}
-	ld_shards_close(&sh);
-	if (rc)
-		err_prefix(e, "%s", path);
-	json_decref(root);
-	return rc;
-}
+/* Query, key and value stacked as the engine's H query, then key, then
+ * value heads; the post-norm block's two LayerNorms as norm1 (after
+ * attention) and norm2 (after the MLP).  LayerNorms may be spelled
+ * gamma / beta. */
+#define L_ "encoder.layer.%d."
+#define NORM(base, w, b, raw) \
+	{ .name = base ".weight", .p = w, .unprefixed = raw, .alt = base ".gamma" }, \
+	{ .name = base ".bias", .p = b, .unprefixed = raw, .alt = base ".beta" }
+static const struct hf_tensor map[] = {
+	{ .name = "embeddings.word_embeddings.weight", .p = P_WTE },
+	{ .name = "embeddings.position_embeddings.weight", .p = P_WPE },
+	NORM("embeddings.LayerNorm", P_LNEW, P_LNEB, false),
+	{ .name = L_ "attention.self.query.weight", .p = P_QKVW, .part = HF_Q },
+	{ .name = L_ "attention.self.query.bias", .p = P_QKVB, .part = HF_Q },
+	{ .name = L_ "attention.self.key.weight", .p = P_QKVW, .part = HF_K },
+	{ .name = L_ "attention.self.key.bias", .p = P_QKVB, .part = HF_K },
+	{ .name = L_ "attention.self.value.weight", .p = P_QKVW, .part = HF_V },
+	{ .name = L_ "attention.self.value.bias", .p = P_QKVB, .part = HF_V },
+	{ .name = L_ "attention.output.dense.weight", .p = P_ATTPROJW },
+	{ .name = L_ "attention.output.dense.bias", .p = P_ATTPROJB },
+	NORM(L_ "attention.output.LayerNorm", P_LN1W, P_LN1B, false),
+	{ .name = L_ "intermediate.dense.weight", .p = P_FCW },
+	{ .name = L_ "intermediate.dense.bias", .p = P_FCB },
+	{ .name = L_ "output.dense.weight", .p = P_FCPROJW },
+	{ .name = L_ "output.dense.bias", .p = P_FCPROJB },
+	NORM(L_ "output.LayerNorm", P_LN2W, P_LN2B, false),
+	/* the masked-LM head, absent from a BertModel (head none) */
+	{ .name = "cls.predictions.transform.dense.weight", .p = P_HEADW, .unprefixed = true },
+	{ .name = "cls.predictions.transform.dense.bias", .p = P_HEADB, .unprefixed = true },
+	NORM("cls.predictions.transform.LayerNorm", P_HEADLNW, P_HEADLNB, true),
+	{ .name = "cls.predictions.bias", .p = P_OUTB, .unprefixed = true },
+	{ .name = NULL },
+};
+#undef NORM
+#undef L_
+
+const struct hf_family hf_bert = {
+	.what = "a BERT model",
+	.types = types,
+	.parse = parse_config,
+	.tokenizer = bert_tokenizer,
+	.prefix = "bert.",
+	.map = map,
+	.ignored = ignored,
+	.inspect = inspect,
+	.finish = finish,
+};
 
 const struct model_format format_hf_bert = {
-	"hf-bert", "Hugging Face BERT directory (BertForMaskedLM or BertModel)", probe_bert, load_bert,
-	describe_bert,
+	"hf-bert", "Hugging Face BERT directory (BertForMaskedLM or BertModel)", .hf = &hf_bert,
 };

@@ -25,7 +25,8 @@
  * model.norm, lm_head.  HF's rotary embedding turns dimension pairs
  * (i, i + D/2) of each head; the engine turns (2i, 2i + 1) with the same
  * frequency: the rows of each Q and K head are permuted on load
- * (llama_rope_row), after which the numbers are the same.
+ * (llama_rope_row), after which the numbers are the same.  hf-load.c
+ * does the reading, through the map below.
  *
  * The tokenizer is the directory's tokenizer.json when it has one, read by
  * tok-hfjson.c (BPE models: Llama 3 and Qwen2's Split patterns, Digits,
@@ -34,43 +35,22 @@
  * vocab.json + merges.txt; --tokenizer gives another.
  */
 #define _GNU_SOURCE
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "config.h"
+#include "hf-family.h"
 #include "json-util.h"
 #include "loaders.h"
-#include "safetensors.h"
-
-int llama_rope_row(int r, int D)
-{
-	int i = r % D, head = r - i;
-	return head + (i < D / 2 ? 2 * i : 2 * (i - D / 2) + 1);
-}
 
 /* ------------------------------------------------------------ config.json */
 
-static const char *const families[] = { "llama", "qwen2", "mistral" };
-
-/* model_type of config.json at path when it is one of ours, else NULL
- * (the string lives in *root, which the caller frees). */
-static const char *family_of(const char *path, json_t **root)
-{
-	*root = ju_load_file(path, 0, NULL);
-	json_t *t = json_object_get(*root, "model_type");
-	for (size_t i = 0; json_is_string(t) && i < sizeof families / sizeof *families; i++)
-		if (!strcmp(json_string_value(t), families[i]))
-			return families[i];
-	return NULL;
-}
-
-static int parse_config(json_t *o, const char *family, struct model_config *c, bool *qkv_bias,
+static int parse_config(json_t *o, const char *family, struct model_config *c, struct hf_ctx *x,
 			struct err *e)
 {
+	(void)x;
 	if (ld_hf_shape(o, c, e))
 		return -1;
 	int hd = 0, window = 0;
@@ -114,180 +94,50 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, b
 	c->pos = POS_ROPE;
 	c->rope_theta = theta;
 	c->mlp = MLP_SWIGLU;
-	*qkv_bias = !strcmp(family, "qwen2");
-	c->bias = *qkv_bias; /* the other biases exist, all 0 */
+	c->bias = !strcmp(family, "qwen2"); /* Q/K/V biases; the other biases exist, all 0 */
 	if (config_validate(c, e) != 0)
 		return err_prefix(e, "config.json");
 	return 0;
 }
 
-/* ---------------------------------------------------------------- weights */
+/* -------------------------------------------------------------- the family */
 
-/* Reads a Q or K projection (rows heads x D, cols C) into dst with each
- * head's rows in the engine's RoPE order; bias likewise when b is set. */
-static int read_rope_rows(struct ld_shards *s, const char *name, int heads, int D, int C, float *dst,
-			  float *tmp, struct err *e)
-{
-	if (ld_shards_read(s, name, (uint64_t)heads * D, (uint64_t)C, tmp, e))
-		return -1;
-	for (int r = 0; r < heads * D; r++)
-		memcpy(dst + (size_t)llama_rope_row(r, D) * C, tmp + (size_t)r * C, (size_t)C * sizeof(float));
-	return 0;
-}
+static const char *const types[] = { "llama", "qwen2", "mistral", NULL };
 
-static int read_rope_bias(struct ld_shards *s, const char *name, int heads, int D, float *dst,
-			  float *tmp, struct err *e)
-{
-	if (ld_shards_read(s, name, (uint64_t)heads * D, 0, tmp, e))
-		return -1;
-	for (int r = 0; r < heads * D; r++)
-		dst[llama_rope_row(r, D)] = tmp[r];
-	return 0;
-}
+/* RoPE's frequencies, which the engine computes. */
+static const char *const ignored[] = { "rotary_emb.inv_freq", NULL };
 
-/* What a Llama file may hold that the engine computes or shares. */
-static bool ignored(const char *name)
-{
-	return strstr(name, "rotary_emb.inv_freq") != NULL;
-}
+/* Q/K/V biases are read when the config has them (Qwen2's c->bias). */
+#define L_ "model.layers.%d."
+static const struct hf_tensor map[] = {
+	{ .name = "model.embed_tokens.weight", .p = P_WTE },
+	{ .name = L_ "input_layernorm.weight", .p = P_LN1W },
+	{ .name = L_ "self_attn.q_proj.weight", .p = P_QKVW, .part = HF_Q, .xf = HF_ROPE },
+	{ .name = L_ "self_attn.k_proj.weight", .p = P_QKVW, .part = HF_K, .xf = HF_ROPE },
+	{ .name = L_ "self_attn.v_proj.weight", .p = P_QKVW, .part = HF_V },
+	{ .name = L_ "self_attn.q_proj.bias", .p = P_QKVB, .part = HF_Q, .xf = HF_ROPE },
+	{ .name = L_ "self_attn.k_proj.bias", .p = P_QKVB, .part = HF_K, .xf = HF_ROPE },
+	{ .name = L_ "self_attn.v_proj.bias", .p = P_QKVB, .part = HF_V },
+	{ .name = L_ "self_attn.o_proj.weight", .p = P_ATTPROJW },
+	{ .name = L_ "post_attention_layernorm.weight", .p = P_LN2W },
+	{ .name = L_ "mlp.gate_proj.weight", .p = P_FCW, .part = HF_GATE },
+	{ .name = L_ "mlp.up_proj.weight", .p = P_FCW, .part = HF_UP },
+	{ .name = L_ "mlp.down_proj.weight", .p = P_FCPROJW },
+	{ .name = "model.norm.weight", .p = P_LNFW },
+	{ .name = NULL },
+};
+#undef L_
 
-static int read_weights(struct ld_shards *s, struct model *m, bool qkv_bias, struct err *e)
-{
-	const struct model_config *c = &m->cfg;
-	int C = c->d_model, H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), F = c->d_ff;
-	size_t QKV = (size_t)cfg_qkv_rows(c, K);
-	float *tmp = xmalloc_aligned((size_t)(F > C ? F : C) * C * sizeof(float));
-	char name[128];
-	int rc = -1;
-#define N(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, l), name)
-	if (ld_shards_read(s, "model.embed_tokens.weight", (uint64_t)c->vocab_size, (uint64_t)C,
-			m->p[P_WTE], e))
-		goto out;
-	for (int l = 0; l < c->n_layer; l++) {
-		float *qkv = m->p[P_QKVW] + (size_t)l * QKV * C;
-		float *qb = qkv_bias ? m->p[P_QKVB] + (size_t)l * QKV : NULL;
-		float *fc = m->p[P_FCW] + (size_t)l * 2 * F * C;
-		if (ld_shards_read(s, N("input_layernorm.weight"), (uint64_t)C, 0, m->p[P_LN1W] + (size_t)l * C, e) ||
-		    read_rope_rows(s, N("self_attn.q_proj.weight"), H, D, C, qkv, tmp, e) ||
-		    read_rope_rows(s, N("self_attn.k_proj.weight"), K, D, C, qkv + (size_t)H * D * C, tmp, e) ||
-		    ld_shards_read(s, N("self_attn.v_proj.weight"), (uint64_t)K * D, (uint64_t)C,
-				qkv + (size_t)(H + K) * D * C, e) ||
-		    ld_shards_read(s, N("self_attn.o_proj.weight"), (uint64_t)C, (uint64_t)C,
-				m->p[P_ATTPROJW] + (size_t)l * C * C, e) ||
-		    ld_shards_read(s, N("post_attention_layernorm.weight"), (uint64_t)C, 0,
-				m->p[P_LN2W] + (size_t)l * C, e) ||
-		    ld_shards_read(s, N("mlp.gate_proj.weight"), (uint64_t)F, (uint64_t)C, fc, e) ||
-		    ld_shards_read(s, N("mlp.up_proj.weight"), (uint64_t)F, (uint64_t)C, fc + (size_t)F * C, e) ||
-		    ld_shards_read(s, N("mlp.down_proj.weight"), (uint64_t)C, (uint64_t)F,
-				m->p[P_FCPROJW] + (size_t)l * C * F, e))
-			goto out;
-		if (qb && (read_rope_bias(s, N("self_attn.q_proj.bias"), H, D, qb, tmp, e) ||
-			   read_rope_bias(s, N("self_attn.k_proj.bias"), K, D, qb + (size_t)H * D, tmp, e) ||
-			   ld_shards_read(s, N("self_attn.v_proj.bias"), (uint64_t)K * D, 0,
-				       qb + (size_t)(H + K) * D, e)))
-			goto out;
-	}
-#undef N
-	if (ld_shards_read(s, "model.norm.weight", (uint64_t)C, 0, m->p[P_LNFW], e))
-		goto out;
-	struct st_file *f;
-	if (!c->tied && !ld_shards_find(s, "lm_head.weight", &f)) {
-		err_set(e, "missing tensor \"lm_head.weight\" (config.json: tie_word_embeddings is "
-			"false, or absent: false is the family's default)");
-		goto out;
-	}
-	if (c->tied ? ld_shards_tied(s, "lm_head.weight", "model.embed_tokens.weight", m->p[P_WTE],
-				     (uint64_t)c->vocab_size, (uint64_t)C,
-				     "tie_word_embeddings true", e)
-		    : ld_shards_read(s, "lm_head.weight", (uint64_t)c->vocab_size, (uint64_t)C,
-				     m->p[P_LMHEAD], e))
-		goto out;
-	/* every tensor read, but RoPE's frequencies */
-	rc = ld_shards_all_read(s, ignored, e);
-out:
-	free(tmp);
-	return rc;
-}
-
-/* ----------------------------------------------------------------- format */
-
-/* config.json's parsed root when it is of a family above, else NULL. */
-static json_t *llama_config(const char *path)
-{
-	json_t *root = NULL;
-	if (family_of(path, &root))
-		return root;
-	json_decref(root);
-	return NULL;
-}
-
-static bool probe_llama(const char *path, char *why, size_t n)
-{
-	return ld_probe_hf_dir(path, llama_config, "a Llama, Qwen2 or Mistral model", why, n);
-}
-
-static int describe_llama(const char *path, struct model_config *c, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = NULL;
-	const char *family = family_of(cfgp, &root);
-	bool qkv_bias;
-	int rc = family ? parse_config(root, family, c, &qkv_bias, e)
-			: err_set(e, "config.json: not a Llama, Qwen2 or Mistral model");
-	if (rc)
-		err_prefix(e, "%s", path);
-	json_decref(root);
-	free(cfgp);
-	return rc;
-}
-
-static struct model *load_llama(const char *path, const struct load_opts *o, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = NULL;
-	const char *family = family_of(cfgp, &root);
-	struct model_config cfg;
-	struct model *m = NULL;
-	struct tokenizer *tok = NULL;
-	struct ld_shards sh = { .n = 0 };
-	bool qkv_bias = false;
-	if (!family || parse_config(root, family, &cfg, &qkv_bias, e))
-		goto fail;
-	tok = ld_hf_tokenizer(o->tokenizer, path, e);
-	if (!tok)
-		goto fail_noprefix;
-	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
-		goto fail;
-	if (ld_shards_open(path, &sh, e))
-		goto fail;
-	uint64_t held = ld_shards_values(&sh), need = config_param_count(&cfg);
-	if (need / 2 > held) {
-		err_set(e, "config.json describes %" PRIu64 " parameters but the weights hold %" PRIu64
-			" values", need, held);
-		goto fail;
-	}
-	m = model_new(&cfg, e);
-	if (!m || read_weights(&sh, m, qkv_bias, e))
-		goto fail;
-	ld_shards_close(&sh);
-	m->tok = tok;
-	m->path = xstrdup(path);
-	m->name = ld_basename(path, NULL);
-	json_decref(root);
-	free(cfgp);
-	return m;
-fail:
-	err_prefix(e, "%s", path);
-fail_noprefix:
-	ld_shards_close(&sh);
-	tok_free(tok);
-	model_free(m);
-	json_decref(root);
-	free(cfgp);
-	return NULL;
-}
+const struct hf_family hf_llama = {
+	.what = "a Llama, Qwen2 or Mistral model",
+	.types = types,
+	.parse = parse_config,
+	.tokenizer = ld_hf_tokenizer,
+	.map = map,
+	.head = "lm_head.weight",
+	.ignored = ignored,
+};
 
 const struct model_format format_hf_llama = {
-	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Mistral)", probe_llama,
-	load_llama, describe_llama,
+	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Mistral)", .hf = &hf_llama,
 };

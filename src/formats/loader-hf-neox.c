@@ -23,7 +23,8 @@
  * mlp.dense_4h_to_h}, gpt_neox.final_layer_norm, embed_out.  The fused
  * query_key_value holds each head's [q; k; v] in turn, and its q and k
  * rows turn by rotate-half over the first R dims (pairs (i, i + R/2)):
- * neox_qkv_row puts every row where the engine wants it.  The buffers
+ * neox_qkv_row puts every row where the engine wants it (hf-load.c reads
+ * through the map below).  The buffers
  * older files carry (attention.bias, attention.masked_bias,
  * rotary_emb.inv_freq) are ignored.
  *
@@ -33,44 +34,16 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "config.h"
+#include "hf-family.h"
 #include "json-util.h"
 #include "loaders.h"
-#include "safetensors.h"
-
-int neox_rope_row(int r, int D, int R)
-{
-	int i = r % D, head = r - i;
-	if (i >= R)
-		return r;
-	return head + (i < R / 2 ? 2 * i : 2 * (i - R / 2) + 1);
-}
-
-int neox_qkv_row(int r, int H, int D, int R)
-{
-	int h = r / (3 * D), part = r / D % 3, d = r % D;
-	if (part == 2)
-		return (2 * H + h) * D + d;
-	return (part * H + h) * D + neox_rope_row(d, D, R);
-}
 
 /* ------------------------------------------------------------ config.json */
-
-/* config.json at path when its model_type is gpt_neox, else NULL. */
-static json_t *neox_config(const char *path)
-{
-	json_t *root = ju_load_file(path, JSON_REJECT_DUPLICATES, NULL);
-	json_t *t = json_object_get(root, "model_type");
-	if (json_is_string(t) && !strcmp(json_string_value(t), "gpt_neox"))
-		return root;
-	json_decref(root);
-	return NULL;
-}
 
 /* One RoPE number, which config.json may spell three ways: old (o[old]),
  * new (o[key]) or nested (rope_parameters[key]).  0 with *out set, 1 when
@@ -127,8 +100,10 @@ static int parse_rope(json_t *o, struct model_config *c, struct err *e)
 	return 0;
 }
 
-static int parse_config(json_t *o, struct model_config *c, bool *attn_bias, struct err *e)
+static int parse_config(json_t *o, const char *type, struct model_config *c, struct hf_ctx *x,
+			struct err *e)
 {
+	(void)type;
 	if (ld_hf_shape(o, c, e))
 		return -1;
 	if (c->d_model % c->n_head)
@@ -136,13 +111,12 @@ static int parse_config(json_t *o, struct model_config *c, bool *attn_bias, stru
 			       "num_attention_heads %d", c->d_model, c->n_head);
 	float eps = 1e-5f;
 	const char *act = "gelu";
-	bool parallel = true, tied = false;
-	*attn_bias = true;
+	bool parallel = true, tied = false, attn_bias = true;
 	if (ju_get_float(o, "layer_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0 ||
 	    ju_get_str(o, "hidden_act", "config.json", JU_NULL_ABSENT, &act, e) < 0 ||
 	    ju_get_bool(o, "use_parallel_residual", "config.json", JU_NULL_ABSENT, &parallel, e) < 0 ||
 	    ju_get_bool(o, "tie_word_embeddings", "config.json", JU_NULL_ABSENT, &tied, e) < 0 ||
-	    ju_get_bool(o, "attention_bias", "config.json", JU_NULL_ABSENT, attn_bias, e) < 0)
+	    ju_get_bool(o, "attention_bias", "config.json", JU_NULL_ABSENT, &attn_bias, e) < 0)
 		return -1;
 	if (!strcmp(act, "gelu"))
 		c->mlp = MLP_GELU_EXACT;
@@ -153,6 +127,7 @@ static int parse_config(json_t *o, struct model_config *c, bool *attn_bias, stru
 			       "gelu_new are)", act);
 	if (parse_rope(o, c, e))
 		return -1;
+	x->opts = attn_bias ? HF_OPT_ATTN_BIAS : 0; /* without, those biases stay 0 */
 	c->norm = NORM_LAYER;
 	c->norm_eps = eps;
 	c->placement = PLACE_PRE;
@@ -164,175 +139,46 @@ static int parse_config(json_t *o, struct model_config *c, bool *attn_bias, stru
 	return 0;
 }
 
-/* ---------------------------------------------------------------- weights */
+/* -------------------------------------------------------------- the family */
 
-/* The fused query_key_value weight (3C, C) and bias (3C; NULL: none in
- * the file) of one layer into the engine's rows. */
-static int read_qkv(struct ld_shards *s, const char *wname, const char *bname,
-		    const struct model_config *c, float *w, float *b, float *tmp, struct err *e)
-{
-	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), R = cfg_rotary_dims(c);
-	if (ld_shards_read(s, wname, 3 * (uint64_t)C, (uint64_t)C, tmp, e))
-		return -1;
-	for (int r = 0; r < 3 * C; r++)
-		memcpy(w + (size_t)neox_qkv_row(r, H, D, R) * C, tmp + (size_t)r * C,
-		       (size_t)C * sizeof(float));
-	if (!bname)
-		return 0;
-	if (ld_shards_read(s, bname, 3 * (uint64_t)C, 0, tmp, e))
-		return -1;
-	for (int r = 0; r < 3 * C; r++)
-		b[neox_qkv_row(r, H, D, R)] = tmp[r];
-	return 0;
-}
-
-/* Layer l's tensors. */
-static int read_layer(struct ld_shards *s, struct model *m, int l, bool attn_bias, float *tmp,
-		      struct err *e)
-{
-	const struct model_config *c = &m->cfg;
-	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
-	char wn[128], bn[128];
-#define N(buf, fmt) (snprintf(buf, sizeof buf, "gpt_neox.layers.%d." fmt, l), buf)
-#define AT(id, n) (m->p[id] + (size_t)l * (n))
-	if (read_qkv(s, N(wn, "attention.query_key_value.weight"),
-		     attn_bias ? N(bn, "attention.query_key_value.bias") : NULL, c,
-		     AT(P_QKVW, 3 * C * C), AT(P_QKVB, 3 * C), tmp, e))
-		return -1;
-	if (ld_shards_read(s, N(wn, "input_layernorm.weight"), C, 0, AT(P_LN1W, C), e) ||
-	    ld_shards_read(s, N(wn, "input_layernorm.bias"), C, 0, AT(P_LN1B, C), e) ||
-	    ld_shards_read(s, N(wn, "post_attention_layernorm.weight"), C, 0, AT(P_LN2W, C), e) ||
-	    ld_shards_read(s, N(wn, "post_attention_layernorm.bias"), C, 0, AT(P_LN2B, C), e) ||
-	    ld_shards_read(s, N(wn, "attention.dense.weight"), C, C, AT(P_ATTPROJW, C * C), e) ||
-	    (attn_bias &&
-	     ld_shards_read(s, N(wn, "attention.dense.bias"), C, 0, AT(P_ATTPROJB, C), e)) ||
-	    ld_shards_read(s, N(wn, "mlp.dense_h_to_4h.weight"), F, C, AT(P_FCW, F * C), e) ||
-	    ld_shards_read(s, N(wn, "mlp.dense_h_to_4h.bias"), F, 0, AT(P_FCB, F), e) ||
-	    ld_shards_read(s, N(wn, "mlp.dense_4h_to_h.weight"), C, F, AT(P_FCPROJW, C * F), e) ||
-	    ld_shards_read(s, N(wn, "mlp.dense_4h_to_h.bias"), C, 0, AT(P_FCPROJB, C), e))
-		return -1;
-#undef AT
-#undef N
-	return 0;
-}
+static const char *const types[] = { "gpt_neox", NULL };
 
 /* Buffers some files carry that hold no weights. */
-static bool ignored_tensor(const char *name)
-{
-	static const char *const tails[] = { ".attention.bias", ".attention.masked_bias",
-					     "rotary_emb.inv_freq" };
-	size_t n = strlen(name);
-	for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
-		size_t k = strlen(tails[i]);
-		if (n >= k && !strcmp(name + n - k, tails[i]))
-			return true;
-	}
-	return false;
-}
+static const char *const ignored[] = { ".attention.bias", ".attention.masked_bias",
+				       "rotary_emb.inv_freq", NULL };
 
-static int read_weights(struct ld_shards *s, struct model *m, bool attn_bias, struct err *e)
-{
-	const struct model_config *c = &m->cfg;
-	uint64_t C = (uint64_t)c->d_model, V = (uint64_t)c->vocab_size;
-	float *tmp = xmalloc_aligned(3 * (size_t)C * C * sizeof(float));
-	int rc = -1;
-	if (ld_shards_read(s, "gpt_neox.embed_in.weight", V, C, m->p[P_WTE], e))
-		goto out;
-	for (int l = 0; l < c->n_layer; l++)
-		if (read_layer(s, m, l, attn_bias, tmp, e))
-			goto out;
-	if (ld_shards_read(s, "gpt_neox.final_layer_norm.weight", C, 0, m->p[P_LNFW], e) ||
-	    ld_shards_read(s, "gpt_neox.final_layer_norm.bias", C, 0, m->p[P_LNFB], e))
-		goto out;
-	if (!c->tied && ld_shards_read(s, "embed_out.weight", V, C, m->p[P_LMHEAD], e))
-		goto out;
-	if (c->tied && ld_shards_tied(s, "embed_out.weight", "gpt_neox.embed_in.weight",
-				      m->p[P_WTE], V, C, "tie_word_embeddings true", e))
-		goto out; /* a copy of embed_in is checked, then left */
-	rc = ld_shards_all_read(s, ignored_tensor, e);
-out:
-	free(tmp);
-	return rc;
-}
+#define L_ "gpt_neox.layers.%d."
+static const struct hf_tensor map[] = {
+	{ .name = "gpt_neox.embed_in.weight", .p = P_WTE },
+	{ .name = L_ "input_layernorm.weight", .p = P_LN1W },
+	{ .name = L_ "input_layernorm.bias", .p = P_LN1B },
+	{ .name = L_ "attention.query_key_value.weight", .p = P_QKVW, .xf = HF_NEOX_QKV },
+	{ .name = L_ "attention.query_key_value.bias", .p = P_QKVB, .xf = HF_NEOX_QKV,
+	  .when = HF_OPT_ATTN_BIAS },
+	{ .name = L_ "attention.dense.weight", .p = P_ATTPROJW },
+	{ .name = L_ "attention.dense.bias", .p = P_ATTPROJB, .when = HF_OPT_ATTN_BIAS },
+	{ .name = L_ "post_attention_layernorm.weight", .p = P_LN2W },
+	{ .name = L_ "post_attention_layernorm.bias", .p = P_LN2B },
+	{ .name = L_ "mlp.dense_h_to_4h.weight", .p = P_FCW },
+	{ .name = L_ "mlp.dense_h_to_4h.bias", .p = P_FCB },
+	{ .name = L_ "mlp.dense_4h_to_h.weight", .p = P_FCPROJW },
+	{ .name = L_ "mlp.dense_4h_to_h.bias", .p = P_FCPROJB },
+	{ .name = "gpt_neox.final_layer_norm.weight", .p = P_LNFW },
+	{ .name = "gpt_neox.final_layer_norm.bias", .p = P_LNFB },
+	{ .name = NULL },
+};
+#undef L_
 
-/* Refuses a config.json that asks for more weights than the files hold,
- * before the model is allocated (a few edited digits could ask for
- * gigabytes): what is allocated follows what is on disk. */
-static int check_size(const struct ld_shards *s, const struct model_config *c, bool attn_bias,
-		      struct err *e)
-{
-	size_t shape[3];
-	int nd;
-	double need = (double)config_param_count(c);
-	if (!attn_bias) /* the projections' biases stay 0, absent from the files */
-		need -= (double)param_shape(c, P_QKVB, shape, &nd) +
-			(double)param_shape(c, P_ATTPROJB, shape, &nd);
-	return ld_shards_check_size(s, need, e);
-}
-
-/* ----------------------------------------------------------------- format */
-
-static bool probe_neox(const char *path, char *why, size_t n)
-{
-	return ld_probe_hf_dir(path, neox_config, "a GPT-NeoX model", why, n);
-}
-
-static struct model *load_neox(const char *path, const struct load_opts *o, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = neox_config(cfgp);
-	struct model_config cfg;
-	struct model *m = NULL;
-	struct tokenizer *tok = NULL;
-	struct ld_shards sh = { .n = 0 };
-	bool attn_bias = true;
-	free(cfgp);
-	if (!root) {
-		err_set(e, "config.json: not a GPT-NeoX model, or not JSON");
-		goto fail;
-	}
-	if (parse_config(root, &cfg, &attn_bias, e))
-		goto fail;
-	tok = ld_hf_tokenizer(o->tokenizer, path, e);
-	if (!tok)
-		goto fail_noprefix;
-	if (ld_tokenizer_fits(tok, cfg.vocab_size, e))
-		goto fail;
-	if (ld_shards_open(path, &sh, e) || check_size(&sh, &cfg, attn_bias, e))
-		goto fail;
-	m = model_new(&cfg, e);
-	if (!m || read_weights(&sh, m, attn_bias, e))
-		goto fail;
-	ld_shards_close(&sh);
-	json_decref(root);
-	m->tok = tok;
-	m->path = xstrdup(path);
-	m->name = ld_basename(path, NULL);
-	return m;
-fail:
-	err_prefix(e, "%s", path);
-fail_noprefix:
-	ld_shards_close(&sh);
-	tok_free(tok);
-	model_free(m);
-	json_decref(root);
-	return NULL;
-}
-
-static int describe_neox(const char *path, struct model_config *c, struct err *e)
-{
-	char *cfgp = ld_join(path, "config.json");
-	json_t *root = neox_config(cfgp);
-	bool attn_bias = true;
-	free(cfgp);
-	int rc = root ? parse_config(root, c, &attn_bias, e)
-		      : err_set(e, "config.json: not a GPT-NeoX model, or not JSON");
-	if (rc)
-		err_prefix(e, "%s", path);
-	json_decref(root);
-	return rc;
-}
+const struct hf_family hf_neox = {
+	.what = "a GPT-NeoX model",
+	.types = types,
+	.parse = parse_config,
+	.tokenizer = ld_hf_tokenizer,
+	.map = map,
+	.head = "embed_out.weight",
+	.ignored = ignored,
+};
 
 const struct model_format format_hf_neox = {
-	"hf-neox", "Hugging Face GPT-NeoX directory (Pythia)", probe_neox, load_neox, describe_neox,
+	"hf-neox", "Hugging Face GPT-NeoX directory (Pythia)", .hf = &hf_neox,
 };

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "hf-family.h"
+#include "json-util.h"
 #include "loaders.h"
 #include "tokenizer.h"
 
@@ -73,7 +75,7 @@ static struct model *load_safetensors(const char *path, const struct load_opts *
 
 const struct model_format format_safetensors = {
 	"safetensors", "attnscope safetensors checkpoint", probe_safetensors, load_safetensors,
-	describe_safetensors,
+	describe_safetensors, NULL,
 };
 
 /* The HF probe comes before ours: it claims a model.safetensors file only
@@ -83,6 +85,60 @@ static const struct model_format *const formats[] = {
 	&format_safetensors, &format_llmc, &format_llama2c,
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
+
+static bool fmt_probe(const struct model_format *f, const char *path, char *why, size_t n)
+{
+	return f->hf ? ld_hf_probe(f->hf, path, why, n) : f->probe(path, why, n);
+}
+
+static struct model *fmt_load(const struct model_format *f, const char *path,
+			      const struct load_opts *o, struct err *e)
+{
+	return f->hf ? ld_hf_load(f->hf, path, o, e) : f->load(path, o, e);
+}
+
+/* -1 + e, or (no describe) 1. */
+static int fmt_describe(const struct model_format *f, const char *path, struct model_config *c,
+			struct err *e)
+{
+	if (f->hf)
+		return ld_hf_describe(f->hf, path, c, e);
+	return f->describe ? f->describe(path, c, e) : 1;
+}
+
+/* "gpt2, llama, ... and bert": the model_type values the families claim. */
+static void family_types(char *buf, size_t size)
+{
+	const char *name[64];
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < N_FORMATS; i++)
+		for (size_t j = 0; formats[i]->hf && formats[i]->hf->types[j] && n < 64; j++)
+			name[n++] = formats[i]->hf->types[j];
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && k < size; i++)
+		k += (size_t)snprintf(buf + k, size - k, "%s%s",
+				      i == 0 ? "" : i + 1 == n ? " and " : ", ", name[i]);
+}
+
+/* A directory whose config.json names a model_type no family claims:
+ * -1 + e saying so, with the ones that are; else 0. */
+static int unknown_family(const char *path, struct err *e)
+{
+	char *cfg = ld_join(path, "config.json");
+	json_t *root = ld_is_dir(path) ? ju_load_file(cfg, 0, NULL) : NULL;
+	json_t *t = json_object_get(root, "model_type");
+	int rc = 0;
+	if (json_is_string(t)) {
+		char list[256];
+		family_types(list, sizeof list);
+		rc = err_set(e, "%s: config.json: model_type \"%.40s\" is not supported (%s are)",
+			     path, json_string_value(t), list);
+		ld_one_line(e);
+	}
+	json_decref(root);
+	free(cfg);
+	return rc;
+}
 
 const char *model_format_desc(const char *format)
 {
@@ -134,7 +190,7 @@ static int check_fits(const char *path, const struct model_format *fmt, struct e
 {
 	struct model_config c;
 	struct err ignore;
-	if (!fmt->describe || fmt->describe(path, &c, &ignore))
+	if (fmt_describe(fmt, path, &c, &ignore))
 		return 0; /* the load names what is wrong */
 	double need = model_weight_bytes(&c), avail = memory_available();
 	if (avail < 0 || need <= avail)
@@ -150,7 +206,7 @@ static const struct model_format *format_of(const char *path, char whys[][96])
 {
 	for (size_t i = 0; i < N_FORMATS; i++) {
 		whys[i][0] = '\0';
-		if (formats[i]->probe(path, whys[i], sizeof whys[i]))
+		if (fmt_probe(formats[i], path, whys[i], sizeof whys[i]))
 			return formats[i];
 	}
 	return NULL;
@@ -180,12 +236,13 @@ int model_describe(const char *spec, struct model_config *c, const char **format
 		return -1;
 	const struct model_format *fmt = format_of(path, whys);
 	if (!fmt)
-		return unknown_format(path, whys, e);
+		return unknown_family(path, e) ? -1 : unknown_format(path, whys, e);
 	if (format)
 		*format = fmt->name;
-	if (!fmt->describe)
+	int rc = fmt_describe(fmt, path, c, e);
+	if (rc > 0)
 		return err_set(e, "%s: a %s cannot be described without loading it", path, fmt->desc);
-	if (fmt->describe(path, c, e)) {
+	if (rc) {
 		ld_one_line(e);
 		return -1;
 	}
@@ -212,12 +269,13 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 	}
 	const struct model_format *fmt = format_of(path, whys);
 	if (!fmt) {
-		unknown_format(path, whys, e);
+		if (!unknown_family(path, e))
+			unknown_format(path, whys, e);
 		return NULL;
 	}
 	if (check_fits(path, fmt, e))
 		return NULL;
-	struct model *m = fmt->load(path, &o, e);
+	struct model *m = fmt_load(fmt, path, &o, e);
 	if (m && format)
 		*format = fmt->name;
 	if (!m)
