@@ -57,7 +57,8 @@ static int pull_spec(const char *spec, FILE *out, volatile sig_atomic_t *cancel,
 		fprintf(out, "pulled %s@%s (commit %.12s): %d files, %d downloaded now (%llu bytes), "
 			"in %s\n", r.repo, r.revision, r.commit, r.files, r.fetched,
 			(unsigned long long)r.bytes, r.snapshot);
-	fprintf(out, "`load %s` opens it\n", r.repo);
+	/* a name without an organisation is no ORG/NAME spec: hf:NAME is */
+	fprintf(out, "`load %s%s` opens it\n", strchr(r.repo, '/') ? "" : "hf:", r.repo);
 	return 0;
 }
 
