@@ -10,7 +10,8 @@
 # nothing; an interrupted transfer leaves a .incomplete and the next pull
 # fetches only the rest (bytes counted by the server); Ctrl-C keeps the
 # .incomplete; a corrupted file is refused and not kept; 401 without
-# HF_TOKEN, 403 for a gated repository and 404 are refused in one line;
+# HF_TOKEN, 403 for a gated repository and 404 are refused in one line; a
+# renamed repository's relative redirect is followed;
 # HF_HUB_OFFLINE uses the cache or refuses; HF_HOME places the cache.
 # Needs GPT-2's vocabulary from ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
@@ -128,6 +129,13 @@ check "a spec that is not ORG/NAME is refused before any request" \
 	sh -c "[ $rc -eq 1 ] && grep -q 'expected ORG/NAME\[@REVISION\]' '$tmp/err'"
 pull --help
 check "attnscope pull --help explains" sh -c "[ $rc -eq 0 ] && grep -q 'HF_HUB_OFFLINE' '$tmp/out'"
+
+# a renamed repository: the hub redirects to the new name by a relative
+# Location, which pull follows; the cache keeps the name asked for
+pull org/old-tiny
+check "a renamed repository (307 to a path on the endpoint) is followed" \
+	sh -c "[ $rc -eq 0 ] && [ -L '$tmp/hub/models--org--old-tiny/snapshots/$C/config.json' ] &&
+	cmp -s '$tmp/hub/models--org--old-tiny/snapshots/$C/$big' '$tmp/repo/$big'"
 
 serve gated
 pull org/tiny

@@ -14,8 +14,9 @@
  *        X-Linked-Size; other files 200 with ETag (the Git blob id)
  *   GET  /cdn/SHA256                         the bytes, with Range: bytes=N-
  *        (206 and Content-Range)
- * REV is "main" or the commit (else 404 RevisionNotFound); another
- * repository is 404 RepoNotFound; with --token every request without
+ * REV is "main" or the commit (else 404 RevisionNotFound); ORG/old-NAME
+ * is a renamed repository: 307 with a relative Location to the same path
+ * of ORG/NAME; another repository is 404 RepoNotFound; with --token every request without
  * "Authorization: Bearer T" is 401.  MODE:
  *   ok         (default) as above
  *   interrupt  the first /cdn/ GET sends half its bytes and closes
@@ -113,7 +114,7 @@ static void reply(int fd, int status, const char *extra, const void *body, size_
 		  size_t length, bool head)
 {
 	const char *why = status == 200 ? "OK" : status == 206 ? "Partial Content" :
-			  status == 302 ? "Found" : status == 401 ? "Unauthorized" :
+			  status == 302 ? "Found" : status == 307 ? "Temporary Redirect" : status == 401 ? "Unauthorized" :
 			  status == 403 ? "Forbidden" : status == 404 ? "Not Found" : "Error";
 	char h[2048];
 	int k = snprintf(h, sizeof h, "HTTP/1.1 %d %s\r\n%sContent-Length: %zu\r\n"
@@ -228,7 +229,17 @@ static size_t serve(int fd, const char *req, const char *method, const char *pat
 	}
 	const char *range = strcasestr(req, "\r\nRange: bytes=");
 	size_t from = range ? strtoull(range + 15, NULL, 10) : 0;
-	char api[600], res[600];
+	char api[600], res[600], old[600];
+	const char *sl = strchr(repo, '/');
+	snprintf(old, sizeof old, "/%.*s/old-%s/", sl ? (int)(sl - repo) : 0, repo, sl ? sl + 1 : repo);
+	const char *o = strstr(path, old);
+	if (o && (o == path || o == path + 11)) { /* /ORG/old-NAME/... or /api/models/ORG/old-NAME/... */
+		char extra[4600];
+		snprintf(extra, sizeof extra, "Location: %.*s/%s/%s\r\n", (int)(o - path), path, repo,
+			 o + strlen(old));
+		reply(fd, 307, extra, "", 0, 0, head);
+		return 0;
+	}
 	snprintf(api, sizeof api, "/api/models/%s/revision/", repo);
 	snprintf(res, sizeof res, "/%s/resolve/", repo);
 	if (!strncmp(path, "/cdn/", 5))

@@ -195,7 +195,7 @@ static int verify(const char *path, const char *file, const char *etag, uint64_t
 
 struct reply {
 	long status;
-	char commit[48], etag[80], error_code[64];
+	char commit[48], etag[80], error_code[64], location[1024];
 	uint64_t size;			/* X-Linked-Size, else Content-Length */
 	bool linked_size, has_size;
 	char *body;			/* GET into memory: the bytes, NUL-terminated */
@@ -239,6 +239,8 @@ static size_t on_header(char *line, size_t one, size_t n, void *arg)
 		copy_value(r->etag, sizeof r->etag, v, vn);
 	else if (k == 4 && !strncasecmp(line, "ETag", k) && !r->etag[0])
 		copy_value(r->etag, sizeof r->etag, v, vn);
+	else if (k == 8 && !strncasecmp(line, "Location", k))
+		copy_value(r->location, sizeof r->location, v, vn);
 	else if (k == 12 && !strncasecmp(line, "X-Error-Code", k))
 		copy_value(r->error_code, sizeof r->error_code, v, vn);
 	else if ((k == 13 && !strncasecmp(line, "X-Linked-Size", k)) ||
@@ -504,8 +506,11 @@ static int fetch_result(const struct xfer *x, const struct reply *q, CURLcode rc
 		return err_set(e, "%s: interrupted at %llu of %llu bytes; kept %s: pull again to "
 			       "resume", x->file, (unsigned long long)now,
 			       (unsigned long long)x->total, part);
-	if (rc == CURLE_OK && q->status != 200 && q->status != 206)
+	if (rc == CURLE_OK && q->status != 200 && q->status != 206) {
+		if (now == 0)
+			unlink(part); /* an error page: nothing was fetched */
 		return refused(q, r, x->file, e);
+	}
 	if (rc != CURLE_OK)
 		return err_set(e, "%s: %s at %llu of %llu bytes (%s); kept the part: pull again to "
 			       "resume", x->file, curl_easy_strerror(rc), (unsigned long long)now,
@@ -566,22 +571,37 @@ static int fetch(const struct hub_pull_opts *o, const struct hub_pull_result *r,
 	return ret;
 }
 
-/* HEAD the file at the commit: its etag, its size.  0, or -1 + e. */
-static int head_file(const char *url, const char *file, const struct hub_pull_result *r,
-		     struct reply *q, struct err *e)
+/* HEAD the file at the commit: its etag, its size.  A redirect to a path
+ * on the endpoint (a renamed repository) is followed; one elsewhere (the
+ * CDN, for a file in LFS) is not, as it holds the linked etag and size.
+ * 0, or -1 + e. */
+static int head_file(const char *endpoint, const char *url, const char *file,
+		     const struct hub_pull_result *r, struct reply *q, struct err *e)
 {
-	struct curl_slist *hdr;
-	CURL *c = handle(&hdr);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L); /* the redirect holds the linked etag */
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
-	int rc = perform(c, url, file, e);
-	curl_easy_cleanup(c);
-	curl_slist_free_all(hdr);
-	if (rc != 0)
-		return -1;
+	char at[URL_MAX];
+	snprintf(at, sizeof at, "%s", url);
+	for (int hops = 0;; hops++) {
+		struct curl_slist *hdr;
+		CURL *c = handle(&hdr);
+		memset(q, 0, sizeof *q);
+		curl_easy_setopt(c, CURLOPT_URL, at);
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
+		int rc = perform(c, at, file, e);
+		curl_easy_cleanup(c);
+		curl_slist_free_all(hdr);
+		if (rc != 0)
+			return -1;
+		bool relative = q->status >= 301 && q->status <= 308 && !q->linked_size &&
+				q->location[0] == '/';
+		if (!relative)
+			break;
+		if (hops == 5)
+			return err_set(e, "%s: more than 5 redirects (%s)", file, at);
+		pathf(at, sizeof at, "%s%s", endpoint, q->location);
+	}
 	if (q->status != 200 && !(q->status >= 301 && q->status <= 308 && q->linked_size))
 		return refused(q, r, file, e);
 	if (!q->has_size)
@@ -602,7 +622,7 @@ static int pull_file(const struct hub_pull_opts *o, const char *endpoint, const 
 	char url[URL_MAX], blob[PATH_MAX + 128], part[PATH_MAX + 140];
 	pathf(url, sizeof url, "%s/%s/resolve/%s/%s", endpoint, r->repo, r->commit, file);
 	struct reply q = { 0 };
-	if (head_file(url, file, r, &q, e) != 0)
+	if (head_file(endpoint, url, file, r, &q, e) != 0)
 		return -1;
 	pathf(blob, sizeof blob, "%s/blobs/%s", repo_dir, q.etag);
 	pathf(part, sizeof part, "%s.incomplete", blob);
