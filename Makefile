@@ -11,7 +11,7 @@
 CC      ?= cc
 # librsvg-2.0 and cairo rasterise the SVG figures for export --format png
 # (src/faces/export-png.c, the only file that includes their headers)
-PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib librsvg-2.0 cairo
+PKGS    := openblas jansson ncursesw readline sqlite3 libpcre2-8 zlib librsvg-2.0 cairo libcurl
 TESTPKG := cmocka
 WERROR  ?=
 OPT     ?= -O2 -march=native -fvect-cost-model=dynamic

@@ -91,6 +91,11 @@ struct cmd_entry {
 
 extern const struct cmd_entry *const cmd_table[]; /* NULL-terminated */
 
+/* `attnscope pull ORG/NAME[@REVISION]` (cmd-pull.c): the pull command
+ * without a session, and --help.  Returns the exit status (0, 1 when the
+ * pull failed, its one line on stderr; 2 for a bad command line). */
+int pull_main(int argc, char **argv);
+
 /* Finds a command by exact name, alias or unique prefix.  On failure NULL
  * and a message: "unknown command: X (did you mean: a, b?)" or
  * "ambiguous command: X, could be: a, b". */

@@ -13,7 +13,12 @@
  *   - `hf:NAME` or `hf:ORG/NAME`: a snapshot in the local Hugging Face cache
  *     ($HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
  *     else ~/.cache/huggingface/hub; models--ORG--NAME/snapshots/<refs/main,
- *     else the newest>).  Nothing is ever downloaded.
+ *     else the newest>); `ORG/NAME` too when it is neither a file nor
+ *     an Ollama name;
+ *   - a GGUF file another tool keeps: an Ollama name (`qwen2.5:0.5b`),
+ *     `lmstudio:PUB/REPO/FILE.gguf`, `llama.cpp:FILE.gguf` (discover.h).
+ * In that order: a path, the models directory, Ollama, the cache.
+ * Nothing here downloads.
  * Whether a path holds a model attnscope reads is the loader's question
  * (loader.h); nothing here opens a weight file.
  */
@@ -54,11 +59,14 @@ void hf_hub_dir(char *out, size_t size);
 
 /* A place a model may be: every entry of models_dir() but hidden ones and
  * the sidecars attnscope writes (*.optim), then every repository of the
- * Hugging Face cache with a snapshot holding config.json. */
+ * Hugging Face cache with a snapshot holding config.json, then what
+ * discover_places() finds. */
 struct model_place {
 	char *name;		/* what load takes: "shakespeare", "hf:ORG/NAME" */
 	char *path;		/* the resolved file or directory */
-	const char *source;	/* "models" or "hf cache" (static) */
+	const char *source;	/* "models", "hf cache", "ollama", "lm studio",
+				   "llama.cpp" (static) */
+	char *why;		/* NULL, or why the name does not resolve (owned) */
 };
 
 /* Fills *out with n places (malloc'd; free with model_places_free), the

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "discover.h"
 #include "loader.h"
 #include "utf8.h"
 
@@ -45,6 +46,19 @@ static bool is_loaded(const struct session *s, const char *path)
 	       !strcmp(a, b);
 }
 
+/* A GGUF file's line under its row: its architecture, the tensor type
+ * holding most of its bytes, its size and which tool keeps it. */
+static void print_gguf(struct session *s, const struct model_place *p)
+{
+	struct gguf_summary g;
+	struct err e;
+	if (gguf_summarize(p->path, &g, &e) != 0)
+		return; /* not GGUF: the row says what it is */
+	char bytes[16];
+	format_size((double)g.file_bytes, bytes, sizeof bytes);
+	fprintf(s->out, "    %s, %s, %s file (%s)\n", g.arch, g.quant, bytes, p->source);
+}
+
 static void print_place(struct session *s, const struct model_place *p, int name_w)
 {
 	char name[4 * 64 + 1], why[ERR_MAX];
@@ -53,6 +67,17 @@ static void print_place(struct session *s, const struct model_place *p, int name
 	const char *format = NULL;
 	struct err e;
 	char mark = is_loaded(s, p->path) ? '*' : ' ';
+	if ((int)strlen(name) > name_w) { /* a long name on a line of its own */
+		fprintf(s->out, "%c %s\n", mark, name);
+		name[0] = '\0';
+		mark = ' ';
+	}
+	if (p->why) { /* a name that does not resolve: an Ollama manifest */
+		utf8_printable(p->why, strlen(p->why), why, sizeof why);
+		fprintf(s->out, "%c %-*.*s  (%s)\n    %.*s\n", mark, name_w, name_w, name, p->source,
+			cmd_out_width(s) - 5, why);
+		return;
+	}
 	if (model_describe(p->path, &c, &format, &e) != 0) {
 		/* what a load would say, without the path it starts with */
 		const char *msg = e.msg;
@@ -63,6 +88,7 @@ static void print_place(struct session *s, const struct model_place *p, int name
 		fprintf(s->out, "%c %-*.*s  (%s)\n", mark, name_w, name_w, name,
 			format ? format : "not a model");
 		fprintf(s->out, "    %.*s\n", cmd_out_width(s) - 5, why);
+		print_gguf(s, p);
 		return;
 	}
 	char params[16], bytes[16];
@@ -70,6 +96,7 @@ static void print_place(struct session *s, const struct model_place *p, int name
 	format_size(model_weight_bytes(&c), bytes, sizeof bytes);
 	fprintf(s->out, "%c %-*.*s  %-11s %3d %3d %3d %5d %5d %6s %8s\n", mark, name_w, name_w,
 		name, format, c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.context, params, bytes);
+	print_gguf(s, p);
 }
 
 static int models_exec(struct session *s, int argc, char **argv, struct err *e)
@@ -85,6 +112,9 @@ static int models_exec(struct session *s, int argc, char **argv, struct err *e)
 	hf_hub_dir(hub, sizeof hub);
 	fprintf(s->out, "models directory    %s\nHugging Face cache  %s\n",
 		dir ? dir : "(none: no models/ here or beside attnscope)", hub);
+	char ollama[PATH_MAX];
+	ollama_dir(ollama, sizeof ollama);
+	fprintf(s->out, "Ollama              %s\n", ollama);
 	int name_w = 4;
 	for (int i = 0; i < n; i++) {
 		int w = (int)strlen(p[i].name);
@@ -109,15 +139,19 @@ static int models_exec(struct session *s, int argc, char **argv, struct err *e)
 
 const struct cmd_entry cmd_models_entry = {
 	.name = "models",
-	.help = "list the models in models/ and the local Hugging Face cache",
+	.help = "list the models in models/, the Hugging Face cache, Ollama, LM Studio",
 	.long_help =
 		"Lists what load can open by name: the models directory ($ATTNSCOPE_MODELS when\n"
 		"set, else models/) and the snapshots of the local Hugging Face cache\n"
 		"($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub) as hf:ORG/NAME.  Each\n"
 		"is described from its header or config.json without loading it: its format,\n"
 		"layers, query and key/value heads, width, context, parameters and the memory\n"
-		"its weights take as float32.  What attnscope cannot open says why.  Nothing is\n"
-		"downloaded.",
+		"its weights take as float32.  Also listed are the GGUF files other tools keep:\n"
+		"Ollama's models ($OLLAMA_MODELS or ~/.ollama/models) by Ollama's names\n"
+		"(qwen2.5:0.5b), LM Studio's (~/.lmstudio/models) as lmstudio:PUB/REPO/FILE and\n"
+		"llama.cpp's cache ($LLAMA_CACHE or ~/.cache/llama.cpp) as llama.cpp:FILE, each\n"
+		"with its architecture, main tensor type and file size.  What attnscope cannot\n"
+		"open says why.  Nothing is downloaded.",
 	.min_args = 0,
 	.max_args = 0,
 	.exec = models_exec,

@@ -27,11 +27,12 @@ extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry
 	cmd_dla_entry, cmd_circuits_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
 	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry,
-	cmd_pitfall_entry;
+	cmd_pitfall_entry, cmd_pull_entry;
 
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_load_entry,
 	&cmd_models_entry,
+	&cmd_pull_entry,
 	&cmd_text_entry,
 	&cmd_attn_entry,
 	&cmd_norm_entry,

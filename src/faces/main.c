@@ -34,6 +34,7 @@ static const char usage[] =
 	"                 [--lang en|zh] [--help] [--version]\n"
 	"       attnscope tour [options]       (attnscope tour --help)\n"
 	"       attnscope train [options]      (attnscope train --help)\n"
+	"       attnscope pull ORG/NAME[@REV]  (attnscope pull --help)\n"
 	"\n"
 	"Runs a transformer language model on text and shows what every attention\n"
 	"head does with it.\n"
@@ -459,6 +460,8 @@ static int run(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "train") == 0)
 		return train_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "pull") == 0)
+		return pull_main(argc - 1, argv + 1);
 	setlocale(LC_ALL, "");
 
 	struct cli c;

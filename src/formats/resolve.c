@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "discover.h"
 #include "loaders.h"
 
 /* The directory of the running executable into out ("" when unknown). */
@@ -181,10 +182,24 @@ static int hf_resolve(const char *spec, char *out, size_t size, struct err *e)
 		       "e.g. `huggingface-cli download %s`, or set HF_HOME", spec, snaps, id);
 }
 
+/* ORG/NAME, when the Hugging Face cache has a snapshot of it (as `pull`
+ * leaves it): true with the snapshot in out. */
+static bool hf_cached(const char *spec, char *out, size_t size)
+{
+	const char *sl = strchr(spec, '/');
+	if (!sl || sl == spec || !sl[1] || strchr(sl + 1, '/') || strlen(spec) > 200)
+		return false;
+	char hf[208];
+	snprintf(hf, sizeof hf, "hf:%s", spec);
+	return hf_resolve(hf, out, size, NULL) == 0;
+}
+
 int model_resolve(const char *spec, char *out, size_t size, struct err *e)
 {
 	if (strncmp(spec, "hf:", 3) == 0)
 		return hf_resolve(spec, out, size, e);
+	if (!strncmp(spec, "lmstudio:", 9) || !strncmp(spec, "llama.cpp:", 10))
+		return discover_resolve(spec, out, size, e);
 	if (file_refuse_special(spec, true, "a model file or directory", e))
 		return -1;
 	if (ld_is_file(spec) || ld_is_dir(spec)) {
@@ -202,6 +217,11 @@ int model_resolve(const char *spec, char *out, size_t size, struct err *e)
 				return 0;
 		}
 	}
+	int rc = discover_resolve(spec, out, size, e);
+	if (rc <= 0)
+		return rc;
+	if (hf_cached(spec, out, size))
+		return 0;
 	if (dir && !strchr(spec, '/')) {
 		char near[256];
 		if (model_suggest(spec, near, sizeof near))
@@ -226,7 +246,7 @@ static void places_add(struct places *v, char *name, char *path, const char *sou
 		v->cap = v->cap ? 2 * v->cap : 16;
 		v->p = xrealloc(v->p, (size_t)v->cap * sizeof *v->p);
 	}
-	v->p[v->n++] = (struct model_place){ name, path, source };
+	v->p[v->n++] = (struct model_place){ name, path, source, NULL };
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -305,6 +325,7 @@ void model_places(struct model_place **out, int *n)
 	struct places v = { NULL, 0, 0 };
 	places_in_models_dir(&v);
 	places_in_hf_cache(&v);
+	discover_places(&v.p, &v.n, &v.cap);
 	*out = v.p;
 	*n = v.n;
 }
@@ -314,6 +335,7 @@ void model_places_free(struct model_place *p, int n)
 	for (int i = 0; i < n; i++) {
 		free(p[i].name);
 		free(p[i].path);
+		free(p[i].why);
 	}
 	free(p);
 }
