@@ -295,6 +295,11 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					rope(ka + ((size_t)g * T + t) * D, R, t, (double)cfg->rope_theta);
 		}
 
+		if (trace && trace->q)
+			memcpy(trace->q + (size_t)l * H * T * D, qa, sizeof(double) * H * T * D);
+		if (trace && trace->k)
+			memcpy(trace->k + (size_t)l * G * T * D, ka, sizeof(double) * G * T * D);
+
 		/* attention, one head at a time */
 		double sc = o->scale ? 1.0 / sqrt((double)D) : 1.0;
 		for (int h = 0; h < H; h++) {
@@ -396,6 +401,8 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					s += (double)fpw[(size_t)c * F + f] * act[f];
 				mo[c] = s;
 			}
+			if (trace && trace->mlp)
+				memcpy(trace->mlp + ((size_t)l * T + t) * C, mo, sizeof(double) * C);
 			double skip = cfg->residual ? 1.0 : 0.0;
 			if (parallel) { /* ar = skip x + attn: both sub-blocks add up */
 				for (int c = 0; c < C; c++)

@@ -21,6 +21,9 @@ struct ref_trace {
 	double *resid;    /* (L+1, T, C): block inputs, then the final block output */
 	double *att_res;  /* (L, T, C):   block input + attention projection */
 	double *atty;     /* (L, T, C):   heads' outputs before projection (ablated heads zeroed) */
+	double *mlp;      /* (L, T, C):   the MLP's output, its bias included (0 without an MLP) */
+	double *q;        /* (L, H, T, D): queries as the scores read them (after RoPE) */
+	double *k;        /* (L, G, T, D): keys likewise, G = o->kv_heads */
 };
 
 /* One sequence of T tokens.  logits (T, V) and att (L, H, T, T) are
