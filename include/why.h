@@ -105,12 +105,12 @@ struct why_result {
 /* Runs m under o on tokens[0 .. T) (one pass of its own that keeps every
  * layer) and splits the score of query I on key J in head layer.head.
  * 0, or -1 with e set (one line): the head outside the model, I or J
- * outside the text, a key the mask hides from the query (J > I under a
+ * (I = qpos, J = kpos) outside the text, a key the mask hides from the query (J > I under a
  * causal mask, outside the window), a model without residual connections
  * or a pitfall (neither is a sum of parts), a failed pass.  Free with
  * why_free (a no-op on a zeroed or freed result). */
 int why_run(struct model *m, const struct run_options *o, const int *tokens, int T, int layer,
-	    int head, int I, int J, struct why_result *out, struct err *e);
+	    int head, int qpos, int kpos, struct why_result *out, struct err *e);
 void why_free(struct why_result *r);
 
 /* Fills order[0 .. n) with indices 0 .. n-1, the largest |v| first (ties:

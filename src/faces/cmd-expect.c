@@ -531,6 +531,56 @@ static int q_patch(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* why.score, why.lead, why.key PART, why.query PART, why.contrast PART,
+ * why.term QPART KPART: the last `why`, as it printed them. */
+static int why_part_arg(struct ex *x, const char *q, int *a)
+{
+	const char *w;
+	if (arg(x, q, "a part (token, position, L.H, \"mlp L\", ...)", &w))
+		return -1;
+	*a = why_find_part(&x->s->why, w);
+	if (*a < 0)
+		return err_set(x->e, "expect: %s: the last why has no part %.40s", q, w);
+	return 0;
+}
+
+static int q_why(struct ex *x, const char *q, double *v)
+{
+	const struct why_result *w = &x->s->why;
+	if (!w->parts)
+		return err_set(x->e, "expect: %s: no why has run yet", q);
+	int a, b;
+	char name[32], kname[32];
+	if (!strcmp(q, "why.score") || !strcmp(q, "why.lead")) {
+		*v = note(x, q[4] == 's' ? w->score : w->score - w->mean_score, "%s %d.%d %d %d", q,
+			  w->layer, w->head, w->qpos, w->kpos);
+		return 0;
+	}
+	if (why_part_arg(x, q, &a))
+		return -1;
+	why_part_name(&w->parts[a], name, sizeof name);
+	const struct why_part *p = &w->parts[a];
+	if (!strcmp(q, "why.term")) {
+		if (why_part_arg(x, q, &b))
+			return -1;
+		why_part_name(&w->parts[b], kname, sizeof kname);
+		*v = note(x, w->terms[(size_t)a * w->n + b], "%s %s %s", q, name, kname);
+		return 0;
+	}
+	*v = note(x, !strcmp(q, "why.key") ? p->key : !strcmp(q, "why.query") ? p->query
+		     : p->key - p->key_mean, "%s %s", q, name);
+	return 0;
+}
+
+/* qkov.copy: the last `qkov`'s copying score. */
+static int q_qkov(struct ex *x, const char *q, double *v)
+{
+	if (isnan(x->s->qkov_copy))
+		return err_set(x->e, "expect: %s: no qkov has run yet", q);
+	*v = note(x, x->s->qkov_copy, "%s %d.%d", q, x->s->qkov_layer, x->s->qkov_head);
+	return 0;
+}
+
 /* ------------------------------------------------------------ the names */
 
 static const struct quantity {
@@ -582,6 +632,13 @@ static const struct quantity {
 	{ "patch", "HEAD", "the share HEAD restored in the last patch", q_patch },
 	{ "patch.rank", "HEAD", "HEAD's place in its ranking (1: restores most)", q_patch },
 	{ "patch.resid", "L T", "the share restored by the stream after block L at T", q_patch },
+	{ "why.score", "", "the last why's score (query I on key J)", q_why },
+	{ "why.lead", "", "its lead over the mean score of the keys I sees", q_why },
+	{ "why.key", "PART", "a part's key side (token position L.H \"mlp L\" ...)", q_why },
+	{ "why.query", "PART", "a part's query side", q_why },
+	{ "why.contrast", "PART", "a part's key side minus its mean over the keys", q_why },
+	{ "why.term", "QPART KPART", "one (query part, key part) term", q_why },
+	{ "qkov.copy", "", "the last qkov's OV copying score", q_qkov },
 	{ NULL, NULL, NULL, NULL },
 };
 
