@@ -108,8 +108,8 @@ static int why_exec(struct session *s, int argc, char **argv, struct err *e)
 		return -1;
 	int l, h, I, J, k = (int)cmd_num(&cmd_why_entry, &a, "--top", 10);
 	if (session_parse_head(s, a.pos[0], &l, &h, e) ||
-	    cmd_parse_int(a.pos[1], 0, 1 << 30, "the query position", &I, e) ||
-	    cmd_parse_int(a.pos[2], 0, 1 << 30, "the key position", &J, e))
+	    cmd_parse_int(a.pos[1], 0, s->n_tokens - 1, "the query position", &I, e) ||
+	    cmd_parse_int(a.pos[2], 0, s->n_tokens - 1, "the key position", &J, e))
 		return -1;
 	struct why_result w;
 	if (why_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, I, J, &w, e) != 0)
