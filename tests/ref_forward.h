@@ -21,9 +21,6 @@ struct ref_trace {
 	double *resid;    /* (L+1, T, C): block inputs, then the final block output */
 	double *att_res;  /* (L, T, C):   block input + attention projection */
 	double *atty;     /* (L, T, C):   heads' outputs before projection (ablated heads zeroed) */
-	double *mlp;      /* (L, T, C):   the MLP's output, its bias included (0 without an MLP) */
-	double *q;        /* (L, H, T, D): queries as the scores read them (after RoPE) */
-	double *k;        /* (L, G, T, D): keys likewise, G = o->kv_heads */
 };
 
 /* One sequence of T tokens.  logits (T, V) and att (L, H, T, T) are
@@ -32,5 +29,17 @@ struct ref_trace {
  * T above the context for learned positions). */
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		double *logits, double *att, struct ref_trace *trace);
+
+/* More intermediates, for score decompositions (any member may be NULL). */
+struct ref_trace_qk {
+	double *mlp;      /* (L, T, C):   the MLP's output, its bias included (not written
+			   * without an MLP) */
+	double *q;        /* (L, H, T, D): queries as the scores read them (after RoPE) */
+	double *k;        /* (L, G, T, D): keys likewise, G = o->kv_heads */
+};
+
+/* ref_forward, also filling qk (may be NULL). */
+int ref_forward_qk(const struct model *m, const struct run_options *o, const int *tokens, int T,
+		   double *logits, double *att, struct ref_trace *trace, struct ref_trace_qk *qk);
 
 #endif

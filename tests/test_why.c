@@ -4,7 +4,7 @@
  * tied; Llama: RMSNorm, RoPE, no biases, untied), with non-trivial
  * biases, norm gains and shifts, 2 and 3 layers:
  *  - every (query part, key part) term equals a double-precision
- *    reference written here from ref_forward's trace (ref_forward.h):
+ *    reference written here from ref_forward_qk's trace (ref_forward.h):
  *    the components built from the trace's head outputs, MLP outputs and
  *    streams, each norm frozen at the reference's own scale (computed from
  *    its own stream), projected by the head's rows (K/V rows pooled here
@@ -146,7 +146,8 @@ static void ref_row(const struct model *m, int l, int h, int G, bool key, int d,
 /* The components at position p of layer L's input, and their query
  * (key = false) or key vectors for head h. */
 static void ref_side(const struct model *m, const struct run_options *o, const struct ref_trace *tr,
-		     const int *tokens, int L, int h, int p, bool key, struct ref *r)
+		     const struct ref_trace_qk *qk, const int *tokens, int L, int h, int p, bool key,
+		     struct ref *r)
 {
 	r->n = 0;
 	int a = ref_add(r, WHY_TOKEN, -1, -1);
@@ -170,7 +171,7 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 			for (int j = 0; j < C; j++)
 				r->v[a][j] = m->p[P_ATTPROJB][(size_t)l * C + j];
 		}
-		const double *mlp = tr->mlp + ((size_t)l * T + p) * C;
+		const double *mlp = qk->mlp + ((size_t)l * T + p) * C;
 		if (o->placement == PLACE_PRE) {
 			a = ref_add(r, WHY_MLP, l, -1);
 			memcpy(r->v[a], mlp, sizeof r->v[a]);
@@ -223,15 +224,16 @@ static double dotd(const double *a, const double *b)
 
 /* why_run of head l.h, query I, key J against the reference. */
 static void check_pair(struct model *m, const struct run_options *o, const int *tokens,
-		       const struct ref_trace *tr, int l, int h, int I, int J)
+		       const struct ref_trace *tr, const struct ref_trace_qk *qk, int l, int h, int I,
+		       int J)
 {
 	struct why_result w;
 	struct err e;
 	if (why_run(m, o, tokens, T, l, h, I, J, &w, &e) != 0)
 		fail_msg("why %d.%d %d %d: %s", l, h, I, J, e.msg);
 	static struct ref rq, rk;
-	ref_side(m, o, tr, tokens, l, h, I, false, &rq);
-	ref_side(m, o, tr, tokens, l, h, J, true, &rk);
+	ref_side(m, o, tr, qk, tokens, l, h, I, false, &rq);
+	ref_side(m, o, tr, qk, tokens, l, h, J, true, &rk);
 	assert_int_equal(w.n, rq.n);
 	assert_int_equal(w.n, rk.n);
 	double sc = o->scale ? 1.0 / sqrt(D) : 1.0, rsum = 0;
@@ -252,8 +254,8 @@ static void check_pair(struct model *m, const struct run_options *o, const int *
 		}
 	}
 	int G = o->kv_heads, g = h / (H / G);
-	double rscore = sc * dotd(tr->q + (((size_t)l * H + h) * T + I) * D,
-				  tr->k + (((size_t)l * G + g) * T + J) * D);
+	double rscore = sc * dotd(qk->q + (((size_t)l * H + h) * T + I) * D,
+				  qk->k + (((size_t)l * G + g) * T + J) * D);
 	if (fabs(rsum - rscore) > 1e-9 * (1 + fabs(rscore)))
 		fail_msg("reference terms %.12g vs reference score %.12g", rsum, rscore);
 	if (!(fabs(w.sum - w.score) < 1e-4))
@@ -265,8 +267,8 @@ static void check_pair(struct model *m, const struct run_options *o, const int *
 		lo = I - o->window > 0 ? I - o->window : 0;
 	double rmean = 0, kmean = 0, qside = 0, kside = 0;
 	for (int j = lo; j <= hi; j++)
-		rmean += sc * dotd(tr->q + (((size_t)l * H + h) * T + I) * D,
-				   tr->k + (((size_t)l * G + g) * T + j) * D) / (hi - lo + 1);
+		rmean += sc * dotd(qk->q + (((size_t)l * H + h) * T + I) * D,
+				   qk->k + (((size_t)l * G + g) * T + j) * D) / (hi - lo + 1);
 	for (int a = 0; a < w.n; a++) {
 		kmean += w.parts[a].key_mean;
 		qside += w.parts[a].query;
@@ -285,8 +287,9 @@ static void check_options(struct model *m, const struct run_options *o, const in
 	int L = m->cfg.n_layer;
 	static double resid[(MAXL + 1) * T * C], att_res[MAXL * T * C], atty[MAXL * T * C],
 		mlp[MAXL * T * C], q[MAXL * H * T * D], k[MAXL * H * T * D];
-	struct ref_trace tr = { resid, att_res, atty, mlp, q, k };
-	assert_int_equal(ref_forward(m, o, tokens, T, NULL, NULL, &tr), 0);
+	struct ref_trace tr = { resid, att_res, atty };
+	struct ref_trace_qk qk = { mlp, q, k };
+	assert_int_equal(ref_forward_qk(m, o, tokens, T, NULL, NULL, &tr, &qk), 0);
 	const int pairs[][2] = { { T - 1, 0 }, { T - 1, T - 1 }, { T - 1, T - 3 }, { 4, 3 }, { 2, 2 } };
 	for (int li = 0; li < 2; li++)
 		for (int h = 0; h < H; h++)
@@ -294,7 +297,7 @@ static void check_options(struct model *m, const struct run_options *o, const in
 				int I = pairs[p][0], J = pairs[p][1];
 				if (o->mask == MASK_WINDOW && J < I - o->window)
 					continue;
-				check_pair(m, o, tokens, &tr, li ? L - 1 : 0, h, I, J);
+				check_pair(m, o, tokens, &tr, &qk, li ? L - 1 : 0, h, I, J);
 			}
 }
 
