@@ -46,10 +46,8 @@ static void set_from(double *dst, const float *src, int n)
 		dst[j] = src[j];
 }
 
-/* Freezes a norm over every component of side s: c <- g * (c - mean c) *
- * rstd (no centring for RMSNorm); the shift b (may be NULL) joins as the
- * component (SHIFT, layer, which) at this side only — the caller's first
- * side adds it, the second finds it by index. */
+/* Freezes a norm over components 0 .. n-1 of side s: c <- g * (c -
+ * mean c) * rstd (no centring for RMSNorm). */
 static void freeze(struct streams *st, const struct model_config *c, int s, int n, const float *g,
 		   double rstd)
 {

@@ -21,9 +21,9 @@
  *
  * Every quantity is read from what the session already holds — the
  * numbers of the summary line, `heads`' scores (session_head_scores), the
- * last sweep, `compare variants`, lab table and patch as those commands
- * printed them — never computed a second way.  The table quantities[]
- * below lists them; `help expect` prints it.
+ * last sweep, `compare variants`, lab table, patch, why and qkov as those
+ * commands printed them — never computed a second way.  The table
+ * quantities[] below lists them; `help expect` prints it.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -827,7 +827,8 @@ const struct cmd_entry cmd_expect_entry = {
 		"it (prev.loss ...), the model (d_model n_layer n_head n_kv_head params.attn),\n"
 		"heads' scores (head HEAD SCORE, role, heads.count/mean/min/max), attention\n"
 		"(att HEAD I J, offw HEAD K, even K), and the last sweep, compare variants,\n"
-		"lab and patch.  `expect` alone lists every quantity with its arguments.\n"
+		"lab, patch, why and qkov.  `expect` alone lists every quantity with its\n"
+		"arguments.\n"
 		"A quantity a head of a role does not exist for is not measured (-): the\n"
 		"test fails.  An unknown name or a missing result is an error.\n"
 		"In a command file, a line `zh TEXT` right after an expect line is its\n"
