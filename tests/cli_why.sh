@@ -6,7 +6,8 @@
 # the key after the earlier copy comes from the key side, and goes when
 # 0.2 is ablated), post-norm, GQA and unscaled runs splitting exactly, and
 # the one-line errors (head out of range, a key after the query, a key
-# beyond the text, no text, no model).  Prints "ok NAME" or "FAIL NAME".
+# beyond the text, no text, no model, expect on a why of an earlier
+# run).  Prints "ok NAME" or "FAIL NAME".
 #
 #   ATTNSCOPE=./attnscope sh tests/cli_why.sh
 . "$(dirname "$0")/lib-cli.sh"
@@ -63,6 +64,8 @@ run --no-db "$IND" -c 'why 1.1 3 1'
 check why-no-text one_line_err 'no text'
 run --no-db "$IND" -c 'expect why.lead > 0 "x"'
 check why-expect-none one_line_err 'no why has run yet'
+run --no-db "$IND" -c "text $TEXT; why 1.1 25 8; ablate 0.1" -c 'expect why.lead > 0 "x"'
+check why-expect-stale one_line_err 'the last why split an earlier run'
 
 run --no-db "$IND" -c "qkov 1.1"
 check qkov-no-text sh -c "[ $rc -eq 0 ] && grep -q '^copying score (sum of positive real parts / sum of |eigenvalue|): 0\.[0-9]*; [0-9]* of 32 eigenvalues' '$tmp/out' \

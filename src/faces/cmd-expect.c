@@ -549,6 +549,8 @@ static int q_why(struct ex *x, const char *q, double *v)
 	const struct why_result *w = &x->s->why;
 	if (!w->parts)
 		return err_set(x->e, "expect: %s: no why has run yet", q);
+	if (x->s->why_gen != x->s->run_gen)
+		return err_set(x->e, "expect: %s: the last why split an earlier run (run why again)", q);
 	int a, b;
 	char name[32], kname[32];
 	if (!strcmp(q, "why.score") || !strcmp(q, "why.lead")) {
