@@ -26,18 +26,18 @@ static void print_header(struct render_buf *b, struct session *s, const struct w
 			  w->layer, w->head, w->qpos, lab[w->qpos], w->kpos, lab[w->kpos], w->kv_head,
 			  opts[0] ? opts : "native");
 	if (s->opt.placement == PLACE_PRE)
-		render_buf_printf(b, "stream at layer %d's input, its norm frozen at each position's "
-				     "scale (%s %.4f at %d, %.4f at %d; centring and gain linear)\n",
+		render_buf_printf(b, "layer %d's input norm frozen at each position's scale: %s %.4f "
+				     "at %d,\n%.4f at %d (centring and gain linear)\n",
 				  w->layer, rms ? "1/rms" : "1/std", w->rstd_q, w->qpos, w->rstd_k,
 				  w->kpos);
 	else
 		render_buf_printf(b, "post-norm: layer %d reads its input as it is; every earlier norm "
-				     "frozen at the position's scale, its shift a part\n",
+				     "is\nfrozen at the position's scale, its shift a part\n",
 				  w->layer);
-	render_buf_printf(b, "score = %s x sum of (query part . key part)%s\n",
+	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s",
 			  s->opt.scale ? "1/sqrt(D)" : "1 (scale off)",
-			  s->model->cfg.pos == POS_ROPE ? "; RoPE turns each part by its position, "
-							  "so positions act inside every term" : "");
+			  s->model->cfg.pos == POS_ROPE ? "RoPE turns each part by its position: "
+							  "positions act inside every term\n" : "");
 }
 
 /* The top k terms, the rest, the sum check. */
@@ -79,8 +79,8 @@ static void print_side(struct render_buf *b, const struct why_result *w, bool ke
 	why_rank(v, w->n, order);
 	if (key)
 		render_buf_printf(b, "\nkey side (the whole query with each key part; contrast: minus "
-				     "its mean over the keys query %d sees,\nwhich sum to key %d's lead "
-				     "%+.4f over the mean score %+.4f):\n%-14s %10s %8s %10s\n",
+				     "its mean over\nthe keys query %d sees, summing to key %d's lead "
+				     "%+.4f over the mean %+.4f):\n%-14s %10s %8s %10s\n",
 				  w->qpos, w->kpos, w->score - w->mean_score, w->mean_score, "part",
 				  "score", "share", "contrast");
 	else
