@@ -20,6 +20,7 @@
 #include "model.h"
 #include "patch.h"
 #include "util.h"
+#include "why.h"
 
 enum {
 	DIRTY_MODEL   = 1u << 0,
@@ -78,6 +79,10 @@ struct session {
 	struct patch_result patch; /* the last `patch` (L = 0: none yet); owned */
 	unsigned long patch_gen;   /* run_gen of the run it patched from */
 	char *patch_text;          /* its corrupted text; owned */
+	struct why_result why;     /* the last `why` (parts NULL: none yet); owned */
+	unsigned long why_gen;     /* run_gen of the run it split */
+	double qkov_copy;          /* the last `qkov`'s copying score (NAN: none yet) */
+	int qkov_layer, qkov_head; /* and its head */
 
 	/* The numbers of the current run and of the one before it, as the
 	 * summary line shows them (what `expect` calls loss and prev.loss). */

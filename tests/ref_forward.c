@@ -126,6 +126,12 @@ static bool key_kept(const struct run_options *o, int h, int i, int j)
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		double *logits, double *att, struct ref_trace *trace)
 {
+	return ref_forward_qk(m, o, tokens, T, logits, att, trace, NULL);
+}
+
+int ref_forward_qk(const struct model *m, const struct run_options *o, const int *tokens, int T,
+		   double *logits, double *att, struct ref_trace *trace, struct ref_trace_qk *qk)
+{
 	const struct model_config *cfg = &m->cfg;
 	const int V = cfg->vocab_size, C = cfg->d_model, L = cfg->n_layer;
 	const int H = cfg->n_head, K = cfg->n_kv_head, F = cfg->d_ff;
@@ -295,6 +301,11 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					rope(ka + ((size_t)g * T + t) * D, R, t, (double)cfg->rope_theta);
 		}
 
+		if (qk && qk->q)
+			memcpy(qk->q + (size_t)l * H * T * D, qa, sizeof(double) * H * T * D);
+		if (qk && qk->k)
+			memcpy(qk->k + (size_t)l * G * T * D, ka, sizeof(double) * G * T * D);
+
 		/* attention, one head at a time */
 		double sc = o->scale ? 1.0 / sqrt((double)D) : 1.0;
 		for (int h = 0; h < H; h++) {
@@ -396,6 +407,8 @@ int ref_forward(const struct model *m, const struct run_options *o, const int *t
 					s += (double)fpw[(size_t)c * F + f] * act[f];
 				mo[c] = s;
 			}
+			if (qk && qk->mlp)
+				memcpy(qk->mlp + ((size_t)l * T + t) * C, mo, sizeof(double) * C);
 			double skip = cfg->residual ? 1.0 : 0.0;
 			if (parallel) { /* ar = skip x + attn: both sub-blocks add up */
 				for (int c = 0; c < C; c++)

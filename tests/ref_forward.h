@@ -30,4 +30,16 @@ struct ref_trace {
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		double *logits, double *att, struct ref_trace *trace);
 
+/* More intermediates, for score decompositions (any member may be NULL). */
+struct ref_trace_qk {
+	double *mlp;      /* (L, T, C):   the MLP's output, its bias included (not written
+			   * without an MLP) */
+	double *q;        /* (L, H, T, D): queries as the scores read them (after RoPE) */
+	double *k;        /* (L, G, T, D): keys likewise, G = o->kv_heads */
+};
+
+/* ref_forward, also filling qk (may be NULL). */
+int ref_forward_qk(const struct model *m, const struct run_options *o, const int *tokens, int T,
+		   double *logits, double *att, struct ref_trace *trace, struct ref_trace_qk *qk);
+
 #endif

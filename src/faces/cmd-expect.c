@@ -21,9 +21,9 @@
  *
  * Every quantity is read from what the session already holds — the
  * numbers of the summary line, `heads`' scores (session_head_scores), the
- * last sweep, `compare variants`, lab table and patch as those commands
- * printed them — never computed a second way.  The table quantities[]
- * below lists them; `help expect` prints it.
+ * last sweep, `compare variants`, lab table, patch, why and qkov as those
+ * commands printed them — never computed a second way.  The table
+ * quantities[] below lists them; `help expect` prints it.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -531,6 +531,58 @@ static int q_patch(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* why.score, why.lead, why.key PART, why.query PART, why.contrast PART,
+ * why.term QPART KPART: the last `why`, as it printed them. */
+static int why_part_arg(struct ex *x, const char *q, int *a)
+{
+	const char *w;
+	if (arg(x, q, "a part (token, position, L.H, \"mlp L\", ...)", &w))
+		return -1;
+	*a = why_find_part(&x->s->why, w);
+	if (*a < 0)
+		return err_set(x->e, "expect: %s: the last why has no part %.40s", q, w);
+	return 0;
+}
+
+static int q_why(struct ex *x, const char *q, double *v)
+{
+	const struct why_result *w = &x->s->why;
+	if (!w->parts)
+		return err_set(x->e, "expect: %s: no why has run yet", q);
+	if (x->s->why_gen != x->s->run_gen)
+		return err_set(x->e, "expect: %s: the last why split an earlier run (run why again)", q);
+	int a, b;
+	char name[32], kname[32];
+	if (!strcmp(q, "why.score") || !strcmp(q, "why.lead")) {
+		*v = note(x, q[4] == 's' ? w->score : w->score - w->mean_score, "%s %d.%d %d %d", q,
+			  w->layer, w->head, w->qpos, w->kpos);
+		return 0;
+	}
+	if (why_part_arg(x, q, &a))
+		return -1;
+	why_part_name(&w->parts[a], name, sizeof name);
+	const struct why_part *p = &w->parts[a];
+	if (!strcmp(q, "why.term")) {
+		if (why_part_arg(x, q, &b))
+			return -1;
+		why_part_name(&w->parts[b], kname, sizeof kname);
+		*v = note(x, w->terms[(size_t)a * w->n + b], "%s %s %s", q, name, kname);
+		return 0;
+	}
+	*v = note(x, !strcmp(q, "why.key") ? p->key : !strcmp(q, "why.query") ? p->query
+		     : p->key - p->key_mean, "%s %s", q, name);
+	return 0;
+}
+
+/* qkov.copy: the last `qkov`'s copying score. */
+static int q_qkov(struct ex *x, const char *q, double *v)
+{
+	if (isnan(x->s->qkov_copy))
+		return err_set(x->e, "expect: %s: no qkov has run yet", q);
+	*v = note(x, x->s->qkov_copy, "%s %d.%d", q, x->s->qkov_layer, x->s->qkov_head);
+	return 0;
+}
+
 /* ------------------------------------------------------------ the names */
 
 static const struct quantity {
@@ -582,6 +634,13 @@ static const struct quantity {
 	{ "patch", "HEAD", "the share HEAD restored in the last patch", q_patch },
 	{ "patch.rank", "HEAD", "HEAD's place in its ranking (1: restores most)", q_patch },
 	{ "patch.resid", "L T", "the share restored by the stream after block L at T", q_patch },
+	{ "why.score", "", "the last why's score (query I on key J)", q_why },
+	{ "why.lead", "", "its lead over the mean score of the keys I sees", q_why },
+	{ "why.key", "PART", "a part's key side (token position L.H \"mlp L\" ...)", q_why },
+	{ "why.query", "PART", "a part's query side", q_why },
+	{ "why.contrast", "PART", "a part's key side minus its mean over the keys", q_why },
+	{ "why.term", "QPART KPART", "one (query part, key part) term", q_why },
+	{ "qkov.copy", "", "the last qkov's OV copying score", q_qkov },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -770,7 +829,8 @@ const struct cmd_entry cmd_expect_entry = {
 		"it (prev.loss ...), the model (d_model n_layer n_head n_kv_head params.attn),\n"
 		"heads' scores (head HEAD SCORE, role, heads.count/mean/min/max), attention\n"
 		"(att HEAD I J, offw HEAD K, even K), and the last sweep, compare variants,\n"
-		"lab and patch.  `expect` alone lists every quantity with its arguments.\n"
+		"lab, patch, why and qkov.  `expect` alone lists every quantity with its\n"
+		"arguments.\n"
 		"A quantity a head of a role does not exist for is not measured (-): the\n"
 		"test fails.  An unknown name or a missing result is an error.\n"
 		"In a command file, a line `zh TEXT` right after an expect line is its\n"

@@ -24,7 +24,7 @@ extern const struct cmd_entry cmd_heads_entry, cmd_sweep_entry, cmd_compare_entr
 extern const struct cmd_entry cmd_save_entry, cmd_sessions_entry, cmd_open_entry,
 	cmd_replay_entry, cmd_measurements_entry;
 extern const struct cmd_entry cmd_view_entry, cmd_generate_entry, cmd_lens_entry, cmd_patch_entry,
-	cmd_dla_entry, cmd_circuits_entry;
+	cmd_dla_entry, cmd_circuits_entry, cmd_why_entry, cmd_qkov_entry;
 extern const struct cmd_entry cmd_lab_entry, cmd_batch_entry, cmd_forget_entry, cmd_curves_entry,
 	cmd_heat_entry, cmd_beside_entry, cmd_models_entry, cmd_expect_entry, cmd_tour_entry,
 	cmd_pitfall_entry, cmd_pull_entry;
@@ -51,6 +51,8 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_patch_entry,
 	&cmd_dla_entry,
 	&cmd_circuits_entry,
+	&cmd_why_entry,
+	&cmd_qkov_entry,
 	&cmd_batch_entry,
 	&cmd_curves_entry,
 	&cmd_stats_entry,

@@ -17,6 +17,7 @@ void session_init(struct session *s, FILE *out)
 	memset(s, 0, sizeof *s);
 	s->out = out;
 	s->dirty = DIRTY_ALL;
+	s->qkov_copy = NAN;
 }
 
 void session_free(struct session *s)
@@ -34,6 +35,7 @@ void session_free(struct session *s)
 	free(s->heat_disp);
 	patch_free(&s->patch);
 	free(s->patch_text);
+	why_free(&s->why);
 	sweep_free(&s->sweep);
 	lab_result_free(&s->lab);
 	free(s->variants);

@@ -1,0 +1,162 @@
+/*
+ * cmd-why.c — why L.H I J [--top K]: the pre-softmax score of query I on
+ * key J in head L.H split into (query part x key part) terms (why.h), the
+ * largest first, the rest summed, the sum checked against the pass's own
+ * score; then each part's share on the key side and on the query side.
+ * The session keeps the result for expect (why.key, why.query, why.term).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd.h"
+#include "render.h"
+#include "why.h"
+
+extern const struct cmd_entry cmd_why_entry;
+
+/* The header: what is split, under which convention. */
+static void print_header(struct render_buf *b, struct session *s, const struct why_result *w,
+			 char **lab)
+{
+	char opts[256];
+	session_variant(s, opts, sizeof opts);
+	bool rms = s->model->cfg.norm == NORM_RMS;
+	render_buf_printf(b, "why %d.%d: query %d '%s' on key %d '%s' (K/V head %d; options %s)\n",
+			  w->layer, w->head, w->qpos, lab[w->qpos], w->kpos, lab[w->kpos], w->kv_head,
+			  opts[0] ? opts : "native");
+	if (s->opt.placement == PLACE_PRE)
+		render_buf_printf(b, "layer %d's input norm frozen at each position's scale: %s %.4f "
+				     "at %d,\n%.4f at %d (centring and gain linear)\n",
+				  w->layer, rms ? "1/rms" : "1/std", w->rstd_q, w->qpos, w->rstd_k,
+				  w->kpos);
+	else
+		render_buf_printf(b, "post-norm: layer %d reads its input as it is; every earlier norm "
+				     "is\nfrozen at the position's scale, its shift a part\n",
+				  w->layer);
+	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s",
+			  s->opt.scale ? "1/sqrt(D)" : "1 (scale off)",
+			  s->model->cfg.pos == POS_ROPE ? "RoPE turns each part by its position: "
+							  "positions act inside every term\n" : "");
+}
+
+/* The top k terms, the rest, the sum check. */
+static void print_terms(struct render_buf *b, const struct why_result *w, int k)
+{
+	size_t nn = (size_t)w->n * w->n;
+	int *order = xmalloc(nn * sizeof *order);
+	why_rank(w->terms, (int)nn, order);
+	render_buf_printf(b, "\n%-14s %-14s %10s\n", "query part", "key part", "term");
+	double rest = 0;
+	for (size_t i = 0; i < nn; i++) {
+		if ((int)i >= k) {
+			rest += w->terms[order[i]];
+			continue;
+		}
+		char qn[32], kn[32];
+		why_part_name(&w->parts[order[i] / w->n], qn, sizeof qn);
+		why_part_name(&w->parts[order[i] % w->n], kn, sizeof kn);
+		render_buf_printf(b, "%-14s %-14s %+10.4f\n", qn, kn, w->terms[order[i]]);
+	}
+	if ((int)nn > k)
+		render_buf_printf(b, "%-29s %+10.4f\n", "(the other terms)", rest);
+	char sum[48];
+	snprintf(sum, sizeof sum, "sum of %zu terms", nn);
+	double left = fabs(w->left_out) < 5e-5 ? 0.0 : w->left_out;
+	render_buf_printf(b, "%-29s %+10.4f\n%-29s %+10.4f   left out %.4f\n", sum, w->sum,
+			  "the pass's score", w->score, left);
+	free(order);
+}
+
+/* One side's marginals, the largest first; the key side with each part's
+ * contrast (its key side minus its mean over the visible keys). */
+static void print_side(struct render_buf *b, const struct why_result *w, bool key, int k)
+{
+	double *v = xmalloc((size_t)w->n * sizeof *v);
+	int *order = xmalloc((size_t)w->n * sizeof *order);
+	for (int a = 0; a < w->n; a++)
+		v[a] = key ? w->parts[a].key : w->parts[a].query;
+	why_rank(v, w->n, order);
+	if (key)
+		render_buf_printf(b, "\nkey side (the whole query with each key part; contrast: minus "
+				     "its mean over\nthe keys query %d sees, summing to key %d's lead "
+				     "%+.4f over the mean %+.4f):\n%-14s %10s %8s %10s\n",
+				  w->qpos, w->kpos, w->score - w->mean_score, w->mean_score, "part",
+				  "score", "share", "contrast");
+	else
+		render_buf_printf(b, "\nquery side (each query part with the whole key):\n%-14s %10s %8s\n",
+				  "part", "score", "share");
+	for (int i = 0; i < w->n && i < k; i++) {
+		const struct why_part *p = &w->parts[order[i]];
+		char name[32];
+		why_part_name(p, name, sizeof name);
+		render_buf_printf(b, "%-14s %+10.4f %7.1f%%", name, v[order[i]], 100.0 * v[order[i]] / w->score);
+		if (key)
+			render_buf_printf(b, " %+10.4f", p->key - p->key_mean);
+		render_buf_printf(b, "\n");
+	}
+	free(order);
+	free(v);
+}
+
+static int why_exec(struct session *s, int argc, char **argv, struct err *e)
+{
+	struct cmd_args a;
+	if (cmd_args_parse(&cmd_why_entry, argc, argv, &a, e) != 0)
+		return -1;
+	if (session_need_run(s, e))
+		return -1;
+	int l, h, I, J, k = (int)cmd_num(&cmd_why_entry, &a, "--top", 10);
+	if (session_parse_head(s, a.pos[0], &l, &h, e) ||
+	    cmd_parse_int(a.pos[1], 0, s->n_tokens - 1, "the query position", &I, e) ||
+	    cmd_parse_int(a.pos[2], 0, s->n_tokens - 1, "the key position", &J, e))
+		return -1;
+	struct why_result w;
+	if (why_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, I, J, &w, e) != 0)
+		return -1;
+	char **lab = session_labels(s);
+	struct render_buf b;
+	render_buf_init(&b);
+	print_header(&b, s, &w, lab);
+	print_terms(&b, &w, k);
+	print_side(&b, &w, true, k);
+	print_side(&b, &w, false, k);
+	fwrite(b.data, 1, b.len, s->out);
+	render_buf_free(&b);
+	render_labels_free(lab, s->n_tokens);
+	why_free(&s->why);
+	s->why = w;
+	s->why_gen = s->run_gen;
+	return 0;
+}
+
+static const struct cmd_opt why_opts[] = {
+	{ "--top", CMD_OPT_INT, "K", 1, 100000, "K" },
+	{ NULL },
+};
+
+const struct cmd_entry cmd_why_entry = {
+	.name = "why",
+	.usage = "L.H I J",
+	.opts = why_opts,
+	.complete = COMPLETE_HEAD,
+	.help = "one head's score of query I on key J split into its parts",
+	.long_help =
+		"Splits the pre-softmax score of query position I on key position J in head\n"
+		"L.H into (query part x key part) terms.  The parts are the components of the\n"
+		"residual stream at layer L's input: the token and (learned) position\n"
+		"embeddings, each earlier head through its output projection, each layer's\n"
+		"attention bias (its own part), each earlier MLP (its bias included), the\n"
+		"shifts of the norms on the way, and the query/key biases.  Norms are frozen\n"
+		"as TransformerLens does: the per-position 1/std (after centring) or 1/rms is\n"
+		"a constant, centring and gain are linear, so the terms sum to the score.\n"
+		"Pre-norm: layer L's norm1 is frozen at I for the query and at J for the key.\n"
+		"Post-norm: every earlier norm is frozen and its shift is a part; layer L\n"
+		"reads its input unnormed.  RoPE has no position part: each part's query and\n"
+		"key are turned by their positions, so position acts inside every term.  An\n"
+		"ablated head's part is 0; GQA reads the shared K/V head.  Then the key side\n"
+		"(the whole query with each key part) and the query side.  The top K (10).",
+	.min_args = 3,
+	.max_args = 3,
+	.exec = why_exec,
+};

@@ -1,0 +1,405 @@
+/*
+ * test_why.c — one score split into its parts (why.h), on seeded random
+ * models of both families (GPT-2: LayerNorm, learned positions, biases,
+ * tied; Llama: RMSNorm, RoPE, no biases, untied), with non-trivial
+ * biases, norm gains and shifts, 2 and 3 layers:
+ *  - every (query part, key part) term equals a double-precision
+ *    reference written here from ref_forward_qk's trace (ref_forward.h):
+ *    the components built from the trace's head outputs, MLP outputs and
+ *    streams, each norm frozen at the reference's own scale (computed from
+ *    its own stream), projected by the head's rows (K/V rows pooled here
+ *    for a GQA conversion) and turned by its own RoPE, within 1e-4 +
+ *    1e-4 |ref|;
+ *  - the reference's terms sum to the reference's score (its q . k after
+ *    RoPE, scaled) within 1e-9: the frozen-norm split is exact;
+ *  - why's terms sum to the pass's score within 1e-4, and that score is
+ *    the reference's within 1e-4 + 1e-4 |ref|; the mean score over the
+ *    visible keys (the sum of the key means) is the reference's mean;
+ *  - under native options (pre-norm), post-norm placement, a native GQA
+ *    model (2 K/V heads) and a GQA conversion (2 from 4), partial RoPE,
+ *    scaling off with two heads ablated (every term of an ablated head's
+ *    part is exactly 0), a window mask;
+ *  - bad arguments (head outside the model, a key after the query under
+ *    the causal mask or outside the window, positions outside the text)
+ *    and unsplittable models (no residual connections, a pitfall) are
+ *    refused with one line.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "randmodel.h"
+#include "ref_forward.h"
+#include "why.h"
+
+enum { V = 19, T = 8, H = 4, C = 32, D = C / H, MAXL = 3, MAXP = 5 + MAXL * (H + 4) };
+
+static double worst; /* largest |code - reference| of a term */
+
+/* A random model whose biases, norm gains and shifts are not 0 / 1. */
+static struct model *make_model(bool llama, int L, int kv, uint64_t seed)
+{
+	struct model *m = randmodel_new(llama, L, kv, V, 1.0f, seed);
+	struct rng g;
+	rng_seed(&g, seed * 7 + 1);
+	enum param_id ids[] = { P_QKVB, P_ATTPROJB, P_FCB, P_FCPROJB, P_LNFB, P_LN1B, P_LN2B };
+	for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
+		for (size_t i = 0; i < m->psize[ids[k]]; i++)
+			m->p[ids[k]][i] = 0.1f * rng_normal(&g);
+	enum param_id gains[] = { P_LNFW, P_LN1W, P_LN2W };
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < m->psize[gains[k]]; i++)
+			m->p[gains[k]][i] = 0.6f + 0.8f * rng_uniform(&g);
+	return m;
+}
+
+/* ------------------------------------------------------------ reference */
+
+struct ref {
+	int n;
+	enum why_kind kind[MAXP];
+	int layer[MAXP], head[MAXP];
+	double v[MAXP][C];   /* the component in the stream */
+	double q[MAXP][D];   /* its query (side 0) or key (side 1) vector */
+};
+
+static int ref_add(struct ref *r, enum why_kind kind, int layer, int head)
+{
+	assert_true(r->n < MAXP);
+	r->kind[r->n] = kind;
+	r->layer[r->n] = layer;
+	r->head[r->n] = head;
+	memset(r->v[r->n], 0, sizeof r->v[0]);
+	return r->n++;
+}
+
+static double ref_rstd(const struct model *m, const double *x)
+{
+	double mean = 0, var = 0;
+	for (int j = 0; j < C; j++)
+		mean += x[j];
+	mean = m->cfg.norm == NORM_LAYER ? mean / C : 0;
+	for (int j = 0; j < C; j++)
+		var += (x[j] - mean) * (x[j] - mean);
+	return 1.0 / sqrt(var / C + m->cfg.norm_eps);
+}
+
+/* Every component through a norm frozen at rstd, its shift (param b,
+ * absent: none) a new component. */
+static void ref_norm_frozen(const struct model *m, struct ref *r, enum param_id g, enum param_id b,
+			    int l, int which, double rstd)
+{
+	for (int a = 0; a < r->n; a++) {
+		double mean = 0;
+		for (int j = 0; j < C; j++)
+			mean += r->v[a][j];
+		mean = m->cfg.norm == NORM_LAYER ? mean / C : 0;
+		for (int j = 0; j < C; j++)
+			r->v[a][j] = (r->v[a][j] - mean) * rstd * m->p[g][(size_t)l * C + j];
+	}
+	if (m->psize[b]) {
+		int a = ref_add(r, WHY_SHIFT, l, which);
+		for (int j = 0; j < C; j++)
+			r->v[a][j] = m->p[b][(size_t)l * C + j];
+	}
+}
+
+static void ref_rope(const struct model *m, double *v, int t)
+{
+	int R = m->cfg.rotary_dims ? m->cfg.rotary_dims : D;
+	for (int i = 0; i < R / 2; i++) {
+		double ang = t * pow(m->cfg.rope_theta, -2.0 * i / R);
+		double a = v[2 * i], b = v[2 * i + 1];
+		v[2 * i] = a * cos(ang) - b * sin(ang);
+		v[2 * i + 1] = a * sin(ang) + b * cos(ang);
+	}
+}
+
+/* Row d of head h's query (key = false) or of its K/V group's key under G
+ * K/V heads (the mean of the group's query heads' native K rows), its
+ * bias into *bias. */
+static void ref_row(const struct model *m, int l, int h, int G, bool key, int d, double *row,
+		    double *bias)
+{
+	int K = m->cfg.n_kv_head, QKV = (H + 2 * K) * D;
+	const float *w = m->p[P_QKVW] + (size_t)l * QKV * C;
+	const float *b = m->psize[P_QKVB] ? m->p[P_QKVB] + (size_t)l * QKV : NULL;
+	int h0 = key ? (h / (H / G)) * (H / G) : h, n = key ? H / G : 1;
+	memset(row, 0, C * sizeof *row);
+	*bias = 0;
+	for (int u = h0; u < h0 + n; u++) {
+		int r = key ? H * D + (u / (H / K)) * D + d : u * D + d;
+		for (int j = 0; j < C; j++)
+			row[j] += w[(size_t)r * C + j] / n;
+		*bias += b ? b[r] / n : 0;
+	}
+}
+
+/* The components at position p of layer L's input, and their query
+ * (key = false) or key vectors for head h. */
+static void ref_side(const struct model *m, const struct run_options *o, const struct ref_trace *tr,
+		     const struct ref_trace_qk *qk, const int *tokens, int L, int h, int p, bool key,
+		     struct ref *r)
+{
+	r->n = 0;
+	int a = ref_add(r, WHY_TOKEN, -1, -1);
+	for (int j = 0; j < C; j++)
+		r->v[a][j] = m->p[P_WTE][(size_t)tokens[p] * C + j];
+	if (m->cfg.pos == POS_LEARNED) {
+		a = ref_add(r, WHY_POS, -1, -1);
+		for (int j = 0; j < C; j++)
+			r->v[a][j] = m->p[P_WPE][(size_t)p * C + j];
+	}
+	for (int l = 0; l < L; l++) {
+		for (int hh = 0; hh < H; hh++) {
+			a = ref_add(r, WHY_HEAD, l, hh);
+			const double *y = tr->atty + ((size_t)l * T + p) * C + hh * D;
+			for (int j = 0; j < C; j++)
+				for (int d = 0; d < D; d++)
+					r->v[a][j] += m->p[P_ATTPROJW][((size_t)l * C + j) * C + hh * D + d] * y[d];
+		}
+		if (m->psize[P_ATTPROJB]) {
+			a = ref_add(r, WHY_ATTN_BIAS, l, -1);
+			for (int j = 0; j < C; j++)
+				r->v[a][j] = m->p[P_ATTPROJB][(size_t)l * C + j];
+		}
+		const double *mlp = qk->mlp + ((size_t)l * T + p) * C;
+		if (o->placement == PLACE_PRE) {
+			a = ref_add(r, WHY_MLP, l, -1);
+			memcpy(r->v[a], mlp, sizeof r->v[a]);
+			continue;
+		}
+		/* post: norm1 of att_res, then + mlp, then norm2 of that sum */
+		const double *ares = tr->att_res + ((size_t)l * T + p) * C;
+		double rs1 = ref_rstd(m, ares), h1[C], mean = 0;
+		for (int j = 0; j < C; j++)
+			mean += ares[j];
+		mean = m->cfg.norm == NORM_LAYER ? mean / C : 0;
+		for (int j = 0; j < C; j++)
+			h1[j] = (ares[j] - mean) * rs1 * m->p[P_LN1W][(size_t)l * C + j] +
+				(m->psize[P_LN1B] ? m->p[P_LN1B][(size_t)l * C + j] : 0) + mlp[j];
+		ref_norm_frozen(m, r, P_LN1W, P_LN1B, l, 1, rs1);
+		a = ref_add(r, WHY_MLP, l, -1);
+		memcpy(r->v[a], mlp, sizeof r->v[a]);
+		ref_norm_frozen(m, r, P_LN2W, P_LN2B, l, 2, ref_rstd(m, h1));
+	}
+	if (o->placement == PLACE_PRE)
+		ref_norm_frozen(m, r, P_LN1W, P_LN1B, L, 1, ref_rstd(m, tr->resid + ((size_t)L * T + p) * C));
+	double row[C], bias[D];
+	for (int d = 0; d < D; d++) {
+		ref_row(m, L, h, o->kv_heads, key, d, row, &bias[d]);
+		for (int b = 0; b < r->n; b++) {
+			double s = 0;
+			for (int j = 0; j < C; j++)
+				s += row[j] * r->v[b][j];
+			r->q[b][d] = s;
+		}
+	}
+	if (m->psize[P_QKVB]) {
+		a = ref_add(r, WHY_QK_BIAS, -1, -1);
+		memcpy(r->q[a], bias, sizeof bias);
+	}
+	if (m->cfg.pos == POS_ROPE)
+		for (int b = 0; b < r->n; b++)
+			ref_rope(m, r->q[b], p);
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static double dotd(const double *a, const double *b)
+{
+	double s = 0;
+	for (int d = 0; d < D; d++)
+		s += a[d] * b[d];
+	return s;
+}
+
+/* why_run of head l.h, query I, key J against the reference. */
+static void check_pair(struct model *m, const struct run_options *o, const int *tokens,
+		       const struct ref_trace *tr, const struct ref_trace_qk *qk, int l, int h, int I,
+		       int J)
+{
+	struct why_result w;
+	struct err e;
+	if (why_run(m, o, tokens, T, l, h, I, J, &w, &e) != 0)
+		fail_msg("why %d.%d %d %d: %s", l, h, I, J, e.msg);
+	static struct ref rq, rk;
+	ref_side(m, o, tr, qk, tokens, l, h, I, false, &rq);
+	ref_side(m, o, tr, qk, tokens, l, h, J, true, &rk);
+	assert_int_equal(w.n, rq.n);
+	assert_int_equal(w.n, rk.n);
+	double sc = o->scale ? 1.0 / sqrt(D) : 1.0, rsum = 0;
+	for (int a = 0; a < w.n; a++) {
+		assert_int_equal(w.parts[a].kind, rq.kind[a]);
+		assert_int_equal(w.parts[a].layer, rq.layer[a]);
+		assert_int_equal(w.parts[a].head, rq.head[a]);
+		bool ablated = rq.kind[a] == WHY_HEAD && opt_is_ablated(o, rq.layer[a] * H + rq.head[a]);
+		for (int b = 0; b < w.n; b++) {
+			double ref = sc * dotd(rq.q[a], rk.q[b]), got = w.terms[(size_t)a * w.n + b];
+			double err = fabs(got - ref);
+			worst = err > worst ? err : worst;
+			if (err > 1e-4 + 1e-4 * fabs(ref))
+				fail_msg("%d.%d %d %d term (%d, %d): %g vs reference %g", l, h, I, J, a, b, got, ref);
+			if (ablated)
+				assert_true(got == 0.0 && w.terms[(size_t)b * w.n + a] == 0.0);
+			rsum += ref;
+		}
+	}
+	int G = o->kv_heads, g = h / (H / G);
+	double rscore = sc * dotd(qk->q + (((size_t)l * H + h) * T + I) * D,
+				  qk->k + (((size_t)l * G + g) * T + J) * D);
+	if (fabs(rsum - rscore) > 1e-9 * (1 + fabs(rscore)))
+		fail_msg("reference terms %.12g vs reference score %.12g", rsum, rscore);
+	if (!(fabs(w.sum - w.score) < 1e-4))
+		fail_msg("%d.%d %d %d: terms sum to %g, the pass's score %g", l, h, I, J, w.sum, w.score);
+	assert_true(fabs(w.score - rscore) < 1e-4 + 1e-4 * fabs(rscore));
+	/* the mean over visible keys */
+	int lo = 0, hi = I;
+	if (o->mask == MASK_WINDOW)
+		lo = I - o->window > 0 ? I - o->window : 0;
+	double rmean = 0, kmean = 0, qside = 0, kside = 0;
+	for (int j = lo; j <= hi; j++)
+		rmean += sc * dotd(qk->q + (((size_t)l * H + h) * T + I) * D,
+				   qk->k + (((size_t)l * G + g) * T + j) * D) / (hi - lo + 1);
+	for (int a = 0; a < w.n; a++) {
+		kmean += w.parts[a].key_mean;
+		qside += w.parts[a].query;
+		kside += w.parts[a].key;
+	}
+	assert_true(fabs(kmean - w.mean_score) < 1e-9 * (1 + fabs(kmean)));
+	assert_true(fabs(w.mean_score - rmean) < 1e-4 + 1e-4 * fabs(rmean));
+	assert_true(fabs(qside - w.sum) < 1e-9 * (1 + fabs(qside)));
+	assert_true(fabs(kside - w.sum) < 1e-9 * (1 + fabs(kside)));
+	why_free(&w);
+}
+
+/* Every head of the first and last layer on a few (I, J) pairs. */
+static void check_options(struct model *m, const struct run_options *o, const int *tokens)
+{
+	int L = m->cfg.n_layer;
+	static double resid[(MAXL + 1) * T * C], att_res[MAXL * T * C], atty[MAXL * T * C],
+		mlp[MAXL * T * C], q[MAXL * H * T * D], k[MAXL * H * T * D];
+	struct ref_trace tr = { resid, att_res, atty };
+	struct ref_trace_qk qk = { mlp, q, k };
+	assert_int_equal(ref_forward_qk(m, o, tokens, T, NULL, NULL, &tr, &qk), 0);
+	const int pairs[][2] = { { T - 1, 0 }, { T - 1, T - 1 }, { T - 1, T - 3 }, { 4, 3 }, { 2, 2 } };
+	for (int li = 0; li < 2; li++)
+		for (int h = 0; h < H; h++)
+			for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+				int I = pairs[p][0], J = pairs[p][1];
+				if (o->mask == MASK_WINDOW && J < I - o->window)
+					continue;
+				check_pair(m, o, tokens, &tr, &qk, li ? L - 1 : 0, h, I, J);
+			}
+}
+
+static void test_why_matches_reference(void **state)
+{
+	(void)state;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 7 + 2) % V;
+	for (int llama = 0; llama <= 1; llama++)
+		for (int L = 2; L <= 3; L++) {
+			struct model *m = make_model(llama, L, 4, 11 + llama + 2 * L);
+			struct run_options o;
+			run_options_native(m, &o);
+			check_options(m, &o, tokens);
+			struct run_options p = o;
+			p.placement = PLACE_POST;
+			check_options(m, &p, tokens);
+			struct run_options g = o;
+			g.kv_heads = 2;
+			check_options(m, &g, tokens);
+			struct run_options a = o;
+			a.scale = false;
+			opt_set_ablated(&a, 0 * H + 1, true);
+			opt_set_ablated(&a, (L - 1) * H + 3, true);
+			check_options(m, &a, tokens);
+			struct run_options wnd = o;
+			wnd.mask = MASK_WINDOW;
+			wnd.window = 2;
+			check_options(m, &wnd, tokens);
+			if (llama) { /* partial rotary: the last half of each head unturned */
+				m->cfg.rotary_dims = D / 2;
+				check_options(m, &o, tokens);
+			}
+			model_free(m);
+		}
+	/* a native GQA model: 2 K/V heads for 4 query heads */
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = make_model(llama, 2, 2, 5 + llama);
+		struct run_options o;
+		run_options_native(m, &o);
+		check_options(m, &o, tokens);
+		o.placement = PLACE_POST;
+		check_options(m, &o, tokens);
+		model_free(m);
+	}
+	printf("why: worst |term - reference| %.3g\n", worst);
+}
+
+/* -1 and a non-empty message of one line. */
+static void refused(struct model *m, const struct run_options *o, const int *tokens, int l, int h,
+		    int I, int J, const char *word)
+{
+	struct why_result w;
+	struct err e = { "" };
+	assert_int_equal(why_run(m, o, tokens, T, l, h, I, J, &w, &e), -1);
+	assert_true(e.msg[0] && !strchr(e.msg, '\n'));
+	if (!strstr(e.msg, word))
+		fail_msg("'%s' does not say %s", e.msg, word);
+	why_free(&w); /* a no-op on the zeroed result */
+}
+
+static void test_why_refuses(void **state)
+{
+	(void)state;
+	struct model *m = make_model(false, 2, 4, 3);
+	int tokens[T] = { 0 };
+	struct run_options o;
+	run_options_native(m, &o);
+	refused(m, &o, tokens, 2, 0, 3, 1, "outside the model");
+	refused(m, &o, tokens, 0, H, 3, 1, "outside the model");
+	refused(m, &o, tokens, -1, 0, 3, 1, "outside the model");
+	refused(m, &o, tokens, 1, 0, 2, 5, "causal mask");
+	refused(m, &o, tokens, 1, 0, T, 1, "query position");
+	refused(m, &o, tokens, 1, 0, T - 1, T, "key position");
+	refused(m, &o, tokens, 1, 0, -1, 0, "query position");
+	struct run_options w = o;
+	w.mask = MASK_WINDOW;
+	w.window = 2;
+	refused(m, &w, tokens, 1, 0, 6, 1, "window");
+	struct run_options p = o;
+	p.pitfall = PITFALL_NO_TRANSPOSE;
+	refused(m, &p, tokens, 1, 0, 6, 1, "pitfall");
+	m->cfg.residual = false;
+	refused(m, &o, tokens, 1, 0, 6, 1, "residual");
+	m->cfg.residual = true;
+	/* with no mask a later key has a score */
+	struct run_options n = o;
+	n.mask = MASK_NONE;
+	struct why_result r;
+	struct err e;
+	assert_int_equal(why_run(m, &n, tokens, T, 1, 0, 2, 5, &r, &e), 0);
+	why_free(&r);
+	why_free(&r);
+	model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_why_matches_reference),
+		cmocka_unit_test(test_why_refuses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
