@@ -178,6 +178,11 @@ static const struct score_name {
 	{ "offset", offsetof(struct head_scores, offset), true },
 	{ "offw", offsetof(struct head_scores, offset_weight), false },
 	{ "induct", offsetof(struct head_scores, induction), false },
+	{ "cls", offsetof(struct head_scores, cls), false },
+	{ "sep", offsetof(struct head_scores, sep), false },
+	{ "cls.share", offsetof(struct head_scores, cls_share), false },
+	{ "sep.share", offsetof(struct head_scores, sep_share), false },
+	{ "spread", offsetof(struct head_scores, spread), false },
 	{ NULL, 0, false },
 };
 
@@ -206,7 +211,8 @@ static const struct score_name *score_arg(struct ex *x, const char *q, bool laye
 		if (edit_distance(*word, n->name) <= 2)
 			k += (size_t)snprintf(near + k, sizeof near - k, "%s%s", k ? ", " : "", n->name);
 	err_set(x->e, "expect: %s: no score \"%.32s\"%s%s%s (the columns of heads: entropy, max, "
-		"prev, first, self, local, dist, delim, share, sink, key, offset, offw, induct%s)",
+		"prev, first, self, local, dist, delim, share, sink, key, offset, offw, induct; an "
+		"encoder's cls, sep, cls.share, sep.share, spread%s)",
 		q, *word, k ? " (did you mean: " : "", near, k ? "?)" : "", layer_ok ? "; layer" : "");
 	return NULL;
 }
@@ -561,7 +567,8 @@ static const struct quantity {
 	{ "n_kv_head", "", "its native key/value heads", q_model },
 	{ "params.attn", "", "one layer's attention parameters (Q, K, V, output; biases)", q_model },
 	{ "head", "HEAD SCORE", "a column of heads (entropy max prev first self local dist", q_head },
-	{ "", "", "  delim share sink key offset offw induct), or layer", NULL },
+	{ "", "", "  delim share sink key offset offw induct; an encoder's", NULL },
+	{ "", "", "  cls sep cls.share sep.share spread), or layer", NULL },
 	{ "role", "HEAD == ROLE", "the role heads gives HEAD (== or !=; offset: any K)", NULL },
 	{ "heads.count", "ROLE", "how many heads have that role", q_heads_count },
 	{ "heads.mean", "SCORE", "a score's mean over every head", q_heads_agg },
