@@ -398,6 +398,12 @@ const struct cmd_entry cmd_heads_entry = {
 		"is far above what uniform attention over the visible keys scores (printed\n"
 		"under the table for the current text: e.g. prev ~ ln(T)/T under a causal\n"
 		"mask); the delimiter role is relative because the delimiters' share varies.\n"
+		"An encoder (a vocabulary with [CLS] and [SEP]: BERT's, train --objective mlm)\n"
+		"also gets, in a table of its own: cls and sep, the mean over rows i >= 1 of\n"
+		"the weight on [CLS] / [SEP] keys, beside those keys' share of the visible keys\n"
+		"(uniform attention's); spread = entropy / uniform attention's entropy (1 =\n"
+		"as broad as uniform).  Its roles, checked after the offsets and before sink:\n"
+		"next-token (offset -1, offw > 0.5), cls and sep (>= 0.5 and >= 2x the share).\n"
 		"--layer L shows one layer only.  --offsets prints instead each head's\n"
 		"offset profile: its weight at 1, 2, ... tokens back (up to 16), the peak,\n"
 		"and what attention spread evenly would put there.",

@@ -295,8 +295,10 @@ static int q_offw(struct ex *x, const char *q, double *v)
 	if (head_arg(x, q, &idx, label, sizeof label))
 		return -1;
 	int T = x->s->n_tokens, H = x->s->model->cfg.n_head;
-	if (arg_int(x, q, "the offset", 1, T - 1, &k))
+	if (arg_int(x, q, "the offset", -(T - 1), T - 1, &k))
 		return -1;
+	if (k == 0)
+		return err_set(x->e, "expect: offw: the offset is not 0 (1 back, -1 ahead, ...)");
 	*v = idx < 0 ? NAN : heads_offset_weight(run_att(x->s->run, idx / H, 0, idx % H), T, k);
 	note(x, *v, "offw %s %d", label, k);
 	return 0;
@@ -308,8 +310,10 @@ static int q_even(struct ex *x, const char *q, double *v)
 	if (session_need_run(x->s, x->e))
 		return -1;
 	int T = x->s->n_tokens;
-	if (arg_int(x, q, "the offset", 1, T > 1 ? T - 1 : 1, &k))
+	if (arg_int(x, q, "the offset", T > 1 ? -(T - 1) : -1, T > 1 ? T - 1 : 1, &k))
 		return -1;
+	if (k == 0)
+		return err_set(x->e, "expect: even: the offset is not 0 (1 back, -1 ahead, ...)");
 	struct heads_keys keys = { .mask = x->s->opt.mask, .window = x->s->opt.window };
 	*v = note(x, heads_uniform_offset(T, &keys, k), "even %d", k);
 	return 0;
@@ -575,8 +579,8 @@ static const struct quantity {
 	{ "heads.min", "SCORE", "its smallest", q_heads_agg },
 	{ "heads.max", "SCORE", "its largest", q_heads_agg },
 	{ "att", "HEAD I J", "the weight query I puts on key J (show head, show token)", q_att },
-	{ "offw", "HEAD K", "HEAD's weight K tokens back (heads --offsets)", q_offw },
-	{ "even", "K", "attention spread evenly, K back (heads --offsets)", q_even },
+	{ "offw", "HEAD K", "HEAD's weight K tokens back (heads --offsets; K < 0: ahead)", q_offw },
+	{ "even", "K", "attention spread evenly, K back (heads --offsets; K < 0: ahead)", q_even },
 	{ "sweep", "HEAD dloss|kl|top1", "the last sweep, HEAD ablated alone", q_sweep },
 	{ "sweep.layer", "L dloss|kl|top1", "the last sweep, layer L's heads together", q_sweep },
 	{ "sweep.removable", "", "heads it found removable (under 1% loss increase)", q_sweep },
