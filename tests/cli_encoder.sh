@@ -77,3 +77,27 @@ lines=$(wc -l <"$dir/err")
 grep -q 'mlm' "$dir/err"
 check "train --from an encoder without --objective mlm fails with one line" \
 	$(( rc == 0 || lines != 1 || $? != 0 ))
+
+# the shipped encoder: docs/models.md's numbers are its training record's
+root=$(cd "$(dirname "$0")/.." && pwd)
+model=$root/models/shakespeare-mlm.safetensors
+row=$(sed -n '/^<!-- encoder-numbers -->$/,/^<!-- \/encoder-numbers -->$/p' "$root/docs/models.md" |
+	grep '^| `shakespeare-mlm`')
+meta() { # FIELD: its number in the file's training record, to 3 decimals
+	head -c 65536 "$model" | grep -ao "$1\\\\\":[0-9.]*" | head -n 1 | sed 's/.*://' |
+		awk '{ printf "%.3f", $1 }'
+}
+params=$(echo "$row" | cut -d'|' -f3 | tr -d ' ,')
+train=$(echo "$row" | cut -d'|' -f5 | tr -d ' ')
+val=$(echo "$row" | cut -d'|' -f6 | tr -d ' ')
+acc=$(echo "$row" | cut -d'|' -f7 | tr -d ' ')
+[ -n "$row" ] && [ "$train" = "$(meta final_train_loss)" ] && [ "$val" = "$(meta final_val_loss)" ] &&
+	[ "$acc" = "$(meta final_val_masked_accuracy)" ] &&
+	[ "$params" = "$(meta '"params' | sed 's/\.000$//')" ]
+check "docs/models.md's encoder row is the shipped model's training record" $?
+# and the model as trained is an encoder whose heads run on the lesson's text
+"$bin" --no-db -c "load $model" -c 'text First Citizen:\nBefore we proceed any further, hear me speak.' \
+	-c "heads" -c "show head 0.0" >"$dir/m.out" 2>&1
+grep -q "mask none" "$dir/m.out" && grep -q '^62 tokens' "$dir/m.out" &&
+	grep -q "an encoder's special keys" "$dir/m.out"
+check "the shipped encoder loads as an encoder (mask none, [CLS] ... [SEP])" $?
