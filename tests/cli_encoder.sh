@@ -101,3 +101,9 @@ check "docs/models.md's encoder row is the shipped model's training record" $?
 grep -q "mask none" "$dir/m.out" && grep -q '^62 tokens' "$dir/m.out" &&
 	grep -q "an encoder's special keys" "$dir/m.out"
 check "the shipped encoder loads as an encoder (mask none, [CLS] ... [SEP])" $?
+# training on from an encoder: --objective mlm with --from is accepted
+"$bin" train --no-db --from "$dir/a.safetensors" --objective mlm --data "$dir/text.txt" \
+	--steps 2 --batch 2 --val-every 0 --quiet --out "$dir/f.safetensors" >"$dir/out" 2>"$dir/err"
+rc=$?
+[ -s "$dir/f.safetensors" ]
+check "train --from an encoder with --objective mlm trains on" $(( rc != 0 || $? != 0 ))

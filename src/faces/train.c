@@ -123,7 +123,7 @@ static const struct flag flags[] = {
 	  "the mask the model trains with (causal); none and after-softmax"
 	  MORE "let a position see the token it must predict", mask_flag),
 	F("--no-mlp", FLAG_BOOL, no_mlp, 0, 0, R | S, NULL, NULL, "attention-only blocks (no MLP)"),
-	C("--objective", objective, R | S, "clm|mlm", "clm",
+	C("--objective", objective, R, "clm|mlm", "clm",
 	  "clm: next-token (a decoder); mlm: BERT's masked LM (an encoder: the"
 	  MORE "[CLS] [SEP] [MASK] tokens, embedding norm, masked-LM head, mask none;"
 	  MORE "windows start at lines, [CLS] + T-2 characters + [SEP], 15% scored)",
