@@ -195,7 +195,7 @@ $(FUZZDIR)/obj:
 # trainer reads directly.
 CORPORA        ?= data
 MODELS_SHIPPED := shakespeare tang shakespeare-gqa shakespeare-mqa shakespeare-postnorm induction \
-		  shakespeare-rmsnorm shakespeare-gqa-uptrained
+		  shakespeare-rmsnorm shakespeare-gqa-uptrained shakespeare-mlm
 MODELS_ARCH    := --layers 4 --heads 4 --d-model 128 --norm layernorm --mlp gelu \
 		  --seed 1337 --threads 1 --dtype f16 --val-every 250
 MODELS_BASE    := $(MODELS_ARCH) --pos learned
@@ -228,6 +228,16 @@ MODELS_FLAGS_induction := --layers 2 --heads 4 --d-model 128 --norm layernorm --
 		--mlp gelu --seed 1337 --threads 1 --dtype f16 --val-every 250 \
 		--data $(CORPORA)/tinyshakespeare.txt --context 64 --batch 32 --steps 5000 \
 		--lr 2e-3 --warmup 200 --repeat 1 --repeat-random --repeat-min 8 --repeat-max 32
+
+# shakespeare-mlm: an encoder trained with BERT's masked-LM objective
+# (mlm.h): post-norm, exact GELU, the embedding norm and the masked-LM head
+# tied to the embeddings, bidirectional; windows of [CLS] + 126 characters
+# from a line's start + [SEP], 15% of the characters scored.
+MODELS_FLAGS_shakespeare-mlm := --objective mlm --placement post --mlp gelu-exact \
+		--layers 4 --heads 4 --d-model 128 --norm layernorm --pos learned \
+		--seed 1337 --threads 1 --dtype f16 --val-every 250 \
+		--data $(CORPORA)/tinyshakespeare.txt --context 128 --batch 16 --steps 2500 \
+		--lr 2e-3 --warmup 200
 
 models: $(BIN)
 	@$(MAKE) --no-print-directory -j2 $(MODELS_SHIPPED:%=models/%.safetensors)

@@ -1,8 +1,10 @@
 /*
- * backward.h — gradients of the mean next-token loss with respect to every
- * parameter, for the model as configured (native K/V heads, native norm
- * placement, causal mask, scaling on, nothing ablated), GPT-NeoX's parallel
- * blocks, partial rotary and exact GELU included.
+ * backward.h — gradients of the mean loss over the positions with a target
+ * (next-token for a decoder, the scored positions of a masked-LM batch for
+ * an encoder) with respect to every parameter, for the model as configured
+ * (native K/V heads, native norm placement and mask, scaling on, nothing
+ * ablated), GPT-NeoX's parallel blocks, partial rotary, exact GELU and
+ * BERT's embedding norm and masked-LM head included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them
@@ -15,8 +17,8 @@
 #include "util.h"
 
 /* Whether backward covers config c: 0, or -1 with a message naming the
- * field it does not (BERT's "config emb_norm" and "config head mlm":
- * those models run forward only). */
+ * field it does not ("config head none": a model without an output head
+ * has no loss). */
 int backward_supports(const struct model_config *c, struct err *e);
 
 /* Scratch for one backward pass of up to B x T tokens. */

@@ -41,6 +41,10 @@ struct dataset {
  * [0, 1) is the share of tokens, taken from the end, kept for validation. */
 int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
 		 struct err *e);
+/* As dataset_load, the vocabulary with the special tokens `specials`
+ * (tokenizer.h: TOK_CHAR_MLM for a masked-LM encoder). */
+int dataset_load_chars(struct dataset *d, const char *path, int min_count, int specials,
+		       double val_fraction, struct err *e);
 /* As dataset_load, encoded with tok (an existing model's vocabulary;
  * taken: d owns it on success, it is freed on failure). */
 int dataset_load_tok(struct dataset *d, const char *path, struct tokenizer *tok,

@@ -27,6 +27,17 @@
  *                  (tokens made only of whitespace and punctuation)
  *   delim_share    mean over rows i >= 1 of the delimiters' share of the
  *                  keys row i may see: what uniform attention puts there
+ *   cls, sep       an encoder's special keys (Clark et al. 2019, "What Does
+ *                  BERT Look At?"): mean over rows i >= 1 of the weight on
+ *                  the [CLS] keys, and on the [SEP] keys; 0 for a model
+ *                  whose vocabulary has no [SEP] (every decoder)
+ *   cls_share,     mean over rows i >= 1 of those keys' share of the keys
+ *   sep_share      row i may see (uniform attention's cls and sep)
+ *   spread         entropy over what uniform attention over the visible
+ *                  keys scores (mean over all T rows of ln(visible keys));
+ *                  1 = as broad as uniform, 0 = one key per row (0 when
+ *                  T = 1).  Clark et al. find the broad heads in BERT's
+ *                  lowest layers.
  *   sink           max over keys j of sum over rows i >= 1, i != j of
  *                  A[i][j], divided by T - 1: the share of all the rows'
  *                  weight that goes to one fixed key (sink_key = that j;
@@ -52,7 +63,11 @@
  * heads_score_uniform computes for the same text and mask):
  *   induction       induction >= 0.3
  *   previous-token  offset == 1 and offset_weight > 0.5
+ *   next-token      offset == -1 and offset_weight > 0.5 (bidirectional
+ *                   models only: a causal mask hides the next token)
  *   offset k        offset == k and offset_weight > 0.5
+ *   cls             cls >= 0.5 and cls >= 2 * cls_share
+ *   sep             sep >= 0.5 and sep >= 2 * sep_share
  *   sink            sink > 0.5
  *   delimiter       delim >= 0.5 and delim >= 2 * delim_share
  *   self            self > 0.5
@@ -78,6 +93,9 @@ enum head_role {
 	HEAD_INDUCTION,
 	HEAD_OFFSET,
 	HEAD_DELIM,
+	HEAD_NEXT_TOKEN,
+	HEAD_CLS,
+	HEAD_SEP,
 	HEAD_N_ROLES,
 };
 
@@ -87,6 +105,8 @@ enum head_role {
 #define HEADS_SINK_MIN 0.5       /* sink > */
 #define HEADS_DELIM_MIN 0.5      /* delim >= */
 #define HEADS_DELIM_LIFT 2.0     /* delim >= this times delim_share */
+#define HEADS_SPECIAL_MIN 0.5    /* cls >= and sep >= */
+#define HEADS_SPECIAL_LIFT 2.0   /* cls >= this times cls_share (sep likewise) */
 #define HEADS_SELF_MIN 0.5       /* self > */
 #define HEADS_LOCAL_MIN 0.7      /* local >= */
 #define HEADS_LOCAL_BACK 3       /* local window: keys i-3 .. i-1 */
@@ -97,6 +117,8 @@ enum head_role {
 struct head_scores {
 	double entropy, max_weight, prev_token, first_token, self, local, mean_distance;
 	double delim, delim_share;
+	double cls, cls_share, sep, sep_share;
+	double spread;
 	double sink;
 	int sink_key;
 	int offset;
@@ -106,16 +128,20 @@ struct head_scores {
 };
 
 /* What the scores know of the text besides the attention: which keys are
- * delimiters, and the mask (which keys row i may see, for delim_share). */
+ * delimiters or an encoder's [CLS] and [SEP], and the mask (which keys
+ * row i may see, for the shares). */
 struct heads_keys {
 	const bool *delim;   /* (T) key j is a delimiter; NULL: none is */
+	const bool *cls;     /* (T) key j is [CLS]; NULL: none is */
+	const bool *sep;     /* (T) key j is [SEP]; NULL: none is */
 	enum mask_kind mask;
 	int window;          /* MASK_WINDOW: keys i-window .. i */
 };
 
-/* Role name ("previous-token", "offset", "sink", "delimiter", "self",
- * "local", "induction", "broad") and a short badge for grids ("prev",
- * "off", "sink", "delim", "self", "local", "ind", "-"). */
+/* Role name ("previous-token", "next-token", "offset", "cls", "sep",
+ * "sink", "delimiter", "self", "local", "induction", "broad") and a short
+ * badge for grids ("prev", "next", "off", "cls", "sep", "sink", "delim",
+ * "self", "local", "ind", "-"). */
 const char *heads_role_name(enum head_role r);
 const char *heads_role_badge(enum head_role r);
 
@@ -171,6 +197,14 @@ bool heads_is_delimiter(const struct tokenizer *t, int id);
 /* heads_is_delimiter of each of n tokens into out[0 .. n). */
 void heads_delimiters(const struct tokenizer *t, const int *ids, int n, bool *out);
 
+/* Whether t is an encoder's vocabulary with [CLS] and [SEP] (a BOS and
+ * an EOS id: WordPiece, a masked-LM character vocabulary). */
+bool heads_has_specials(const struct tokenizer *t);
+
+/* Which of n tokens are [CLS] (t's bos_id) and [SEP] (its eos_id) into
+ * cls[0 .. n) and sep[0 .. n); all false unless heads_has_specials. */
+void heads_specials(const struct tokenizer *t, const int *ids, int n, bool *cls, bool *sep);
+
 /* Scores of one (T, T) attention pattern (everything but induction, which
  * is set to NAN) and the role those give.  T >= 1.  keys NULL: causal
  * mask, no delimiters. */
@@ -208,7 +242,13 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 void heads_score_run(const struct run *r, const bool *delim, const double *induction,
 		     struct head_scores *out);
 
-/* Both: scores of r over the tokens it ran on (for the delimiters) plus
+/* heads_score_run with the keys' delimiters and special tokens (keys'
+ * mask and window are taken from the run). */
+void heads_score_run_keys(const struct run *r, const struct heads_keys *keys,
+			  const double *induction, struct head_scores *out);
+
+/* Both: scores of r over the tokens it ran on (for the delimiters and
+ * special tokens) plus
  * induction measured with m and o.  0 or -1. */
 int heads_analyze(struct model *m, const struct run_options *o, const struct run *r,
 		  const int *tokens, struct head_scores *out, struct err *e);

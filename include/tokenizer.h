@@ -88,17 +88,33 @@ void tok_free(struct tokenizer *t);
 /* ---------------------------------------------------- character tokenizer */
 
 /*
- * A character-level vocabulary over Unicode code points.
- * Ids: 0 = "<unk>", then 1 = "<bos>" when with_bos, then one id per code
- * point in the order given.  cps need not be sorted; duplicates are an error.
+ * A character-level vocabulary over Unicode code points.  `specials` picks
+ * the whole tokens before the characters:
+ *   TOK_CHAR_PLAIN  0 = "<unk>"
+ *   TOK_CHAR_BOS    0 = "<unk>", 1 = "<bos>" (bos_id)
+ *   TOK_CHAR_MLM    0 = "<unk>", 1 = "[CLS]" (bos_id), 2 = "[SEP]" (eos_id),
+ *                   3 = "[MASK]" (tok_char_mask_id): a masked-LM encoder's,
+ *                   so tok_encode with add_bos gives [CLS] text [SEP]
+ * then one id per code point in the order given.  cps need not be sorted;
+ * duplicates are an error.  The special tokens are never produced by
+ * encoding text: a typed "[CLS]" is its five characters.  (0 and 1 are
+ * the values of the former with_bos flag.)
  */
-struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct err *e);
+enum { TOK_CHAR_PLAIN = 0, TOK_CHAR_BOS = 1, TOK_CHAR_MLM = 2 };
+struct tokenizer *tok_char_new(const uint32_t *cps, int n, int specials, struct err *e);
+
+/* The id of "[MASK]" of a TOK_CHAR_MLM character vocabulary, else -1. */
+int tok_char_mask_id(const struct tokenizer *t);
+
+/* The number of special ids before the characters (1, 2 or 4) of a
+ * character vocabulary, else -1. */
+int tok_char_specials(const struct tokenizer *t);
 
 /* A character vocabulary from a text: every code point occurring at least
  * min_count times (invalid UTF-8 counts as U+FFFD), in code point order;
  * rarer ones will encode as <unk>.  NULL + e when the text is empty. */
 struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count,
-				     int with_bos, struct err *e);
+				     int specials, struct err *e);
 
 /* Code point of a character token, or -1 for special tokens. */
 int32_t tok_char_codepoint(const struct tokenizer *t, int id);

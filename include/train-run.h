@@ -168,6 +168,7 @@ struct train_outcome {
 	size_t n_params;
 	double final_loss;       /* trainer_final_loss */
 	double val_loss;         /* the last validation loss, NAN without one */
+	double val_acc;          /* MLM: its masked-position accuracy (trainer.h), else NAN */
 	bool validated;          /* a validation loss was recorded */
 	double seconds;          /* wall time of every session */
 	bool spec_error;         /* failed for the spec whatever the data (too big

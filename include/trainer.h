@@ -6,7 +6,8 @@
  * `attnscope train` (train.h) and the lab (lab.h).
  *
  * One step: B random windows of T + 1 tokens from the training split
- * (T = the model's context), gradients zeroed, forward (RUN_TRAIN),
+ * (T = the model's context; for the MLM objective made masked-LM inputs,
+ * mlm.h), gradients zeroed, forward (RUN_TRAIN),
  * backward, global-norm clipping, AdamW with a warmup + cosine learning
  * rate.  The batch generator and every number are deterministic for a
  * given seed and thread count.
@@ -27,8 +28,20 @@
 #include "optim.h"
 #include "util.h"
 
+/* What the loss scores:
+ *   CLM  each position's next token (a decoder; dataset_sample's windows)
+ *   MLM  BERT's masked-LM: windows wrapped as [CLS] ... [SEP] with 15% of
+ *        their positions corrupted and scored (mlm.h); the model must be
+ *        an encoder (HEAD_MLM) with the vocabulary's [MASK] */
+enum train_objective { OBJ_CLM, OBJ_MLM };
+
+/* "clm", "mlm"; the parser returns -1 for any other name. */
+const char *train_objective_name(enum train_objective o);
+int train_objective_parse(const char *s, enum train_objective *out);
+
 /* How to train: plain data. */
 struct train_hparams {
+	enum train_objective objective;
 	int batch;              /* B windows per step */
 	long steps;             /* planned steps: the learning-rate schedule's length */
 	long warmup;            /* linear warmup steps */
@@ -63,6 +76,9 @@ struct trainer {
 	size_t hist_n, hist_cap;
 	float *val;                   /* (val_n, 2): step, validation loss; owned */
 	size_t val_n, val_cap;
+	double val_acc;               /* MLM: share of the last validation's scored
+				       * positions whose most likely token is the
+				       * original one; NAN before it and for CLM */
 	/* When not NULL and *stop >= 2, a step in progress is dropped before
 	 * it changes anything, and a validation is abandoned (a signal
 	 * handler's "stop now"). */
@@ -73,6 +89,12 @@ struct trainer {
 	float *grads;                 /* m->n_params */
 	int *batch_tokens, *batch_targets; /* (B, T) */
 };
+
+/* Whether hp's objective fits model m: MLM needs an encoder with the
+ * masked-LM head and a vocabulary with [MASK] (mlm_check), CLM a decoder.
+ * 0, or -1 with a message. */
+int trainer_check_objective(const struct model *m, const struct train_hparams *hp,
+			    struct err *e);
 
 /* Sets t up to train m on d from step 0 (zeroed moments, the batch
  * generator seeded from hp->seed).  Cannot fail: the caller has checked

@@ -75,8 +75,12 @@ check "generate refuses a bidirectional encoder in one line" \
 training_text "$tmp/data.txt"
 RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 1 --batch 2 \
 	--out "$tmp/t.safetensors"
-check "train --from a BERT model is refused by field" \
-	sh -c "[ $rc -ne 0 ] && grep -q 'config emb_norm' '$tmp/err' && [ ! -e '$tmp/t.safetensors' ]"
+check "train --from a BERT model needs the mlm objective" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'train it with the mlm objective' '$tmp/err' && [ ! -e '$tmp/t.safetensors' ]"
+RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 1 --batch 2 \
+	--objective mlm --out "$tmp/t.safetensors"
+check "train --from a BERT model with --objective mlm is refused: its WordPiece vocabulary has no character [MASK] batches" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'character vocabulary with \[CLS\], \[SEP\] and \[MASK\]' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ] && [ ! -e '$tmp/t.safetensors' ]"
 
 # refused by name: config.json edits on a fresh model each
 refuse() { # NAME SED-EXPRESSION MESSAGE

@@ -2,8 +2,9 @@
  * test_backward.c — model_backward against finite differences of the float
  * forward pass, for every parameter tensor of tiny models over every
  * combination of norm x placement x positions x MLP x native K/V heads, the
- * lab's switches and GPT-NeoX's blocks; the batch mean; accumulation; and
- * refusal of runs it cannot differentiate.
+ * lab's switches, GPT-NeoX's blocks and BERT's embedding norm and
+ * masked-LM head; the batch mean; accumulation; and refusal of runs it
+ * cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,6 +66,8 @@ struct combo {
 	/* GPT-NeoX's blocks (off in combo_of's 48) */
 	bool parallel;
 	int rotary, heads; /* rotary_dims (0: all), query heads (0: TH) */
+	/* BERT's parts (off in combo_of's 48) */
+	bool emb_norm, mlm;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -76,6 +79,11 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 		 k->no_scale ? " no-scale" : "", k->no_mlp ? " no-mlp" : "",
 		 k->mask != MASK_CAUSAL ? " mask " : "", k->mask != MASK_CAUSAL ? mask_kind_name(k->mask) : "",
 		 k->parallel ? " parallel" : "");
+	if (k->emb_norm || k->mlm) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, "%s%s", k->emb_norm ? " emb-norm" : "",
+			 k->mlm ? " head-mlm" : "");
+	}
 	if (k->rotary) {
 		size_t used = strlen(buf);
 		snprintf(buf + used, n - used, " rotary %d of %d", k->rotary, TC / (k->heads ? k->heads : TH));
@@ -129,6 +137,8 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 		c.d_ff = 0;
 	c.parallel = k->parallel;
 	c.rotary_dims = k->rotary;
+	c.emb_norm = k->emb_norm;
+	c.head = k->mlm ? HEAD_MLM : HEAD_LM;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -140,11 +150,12 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 		for (size_t j = 0; j < m->psize[i]; j++) {
 			float z = rng_normal(&r);
 			switch (i) {
-			case P_LN1W: case P_LN2W: case P_LNFW:
+			case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
 				p[j] = 1.0f + 0.1f * z;
 				break;
 			case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
 			case P_ATTPROJB: case P_FCB: case P_FCPROJB:
+			case P_LNEB: case P_HEADB: case P_HEADLNB: case P_OUTB:
 				p[j] = 0.1f * z;
 				break;
 			case P_WTE: case P_WPE:
@@ -368,6 +379,46 @@ static void test_fd_neox(void **state)
 /* The finite differences run tens of thousands of forward passes over 10
  * tokens, where starting and joining threads costs more than the work: they
  * run on one thread (the other tests use two). */
+/* BERT's parts: the embedding norm alone, the masked-LM head alone (its
+ * transform, exact GELU, norm and output bias), and both with a
+ * bidirectional mask, for each norm x placement, with and without biases
+ * and tying: every tensor within FD_TOL. */
+static void test_fd_bert(void **state)
+{
+	(void)state;
+	int failures = 0;
+	double worst = 0.0;
+	char name[160];
+	for (int idx = 0; idx < 24; idx++) {
+		struct combo k;
+		memset(&k, 0, sizeof k);
+		k.norm = (enum norm_type)(idx % 2);
+		k.place = (enum norm_place)((idx / 2) % 2);
+		k.bias = (idx / 4) % 2 == 0;
+		k.tied = (idx / 4) % 2 == 0 || idx % 3 == 0;
+		int parts = (idx / 8) % 3; /* 0: emb norm, 1: MLM head, 2: both */
+		k.emb_norm = parts != 1;
+		k.mlm = parts != 0;
+		k.mask = parts == 2 ? MASK_NONE : MASK_CAUSAL;
+		k.pos = idx % 3 == 1 ? POS_ROPE : POS_LEARNED;
+		k.mlp = MLP_GELU_EXACT;
+		k.kv = TH;
+		k.explicit_targets = idx % 2 == 0;
+		struct fd_result w = fd_check(&k, 5000 + (uint64_t)idx * 13);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e (max|num| %.2e)\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric, w.scale);
+		if (!(w.err <= worst))
+			worst = w.err;
+		failures += bad;
+	}
+	print_message("  BERT's parts: worst relative error %.2e\n", worst);
+	if (failures)
+		fail_msg("%d BERT combinations above the tolerance %g", failures, FD_TOL);
+}
+
 static int one_thread(void **state)
 {
 	(void)state;
@@ -445,11 +496,14 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0 }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 9);
+	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
+				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
+				     true }, 10);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -457,7 +511,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0 };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -510,7 +564,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0 };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -564,40 +618,36 @@ static void test_refuses(void **state)
 	model_free(m);
 }
 
-/* BERT's embedding norm and masked-LM head run forward only: backward
- * refuses each, naming its config field, and writes nothing. */
-static void test_refuses_bert(void **state)
+/* A model without an output head (a BertModel, head none) has no loss:
+ * backward refuses it, naming the field, and writes nothing. */
+static void test_refuses_headless(void **state)
 {
 	(void)state;
-	static const char *const field[2] = { "config emb_norm", "config head mlm" };
-	for (int i = 0; i < 2; i++) {
-		struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-				   false, false, false, false, MASK_NONE, false, 0, 0 };
-		struct model *base = tiny_model(&k, 21);
-		struct model_config c = base->cfg;
-		model_free(base);
-		c.emb_norm = i == 0;
-		c.head = i == 1 ? HEAD_MLM : HEAD_LM;
-		struct err e = { "" };
-		assert_int_equal(backward_supports(&c, &e), -1);
-		assert_non_null(strstr(e.msg, field[i]));
-		struct model *m = model_new(&c, &e);
-		assert_non_null(m);
-		model_init_random(m, 22);
-		struct backward_state *s = backward_new(&m->cfg, TB, TT);
-		float *grads = calloc(m->n_params, sizeof(float));
-		int tokens[TB * TT];
-		make_batch(tokens, NULL, false, TB * TT, 23);
-		struct run_options nat;
-		run_options_native(m, &nat);
-		struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
-		assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
-		expect_refusal(m, &nat, tokens, r, s, grads, field[i]);
-		run_free(r);
-		free(grads);
-		backward_free(s);
-		model_free(m);
-	}
+	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
+			   false, false, false, false, MASK_NONE, false, 0, 0, true, false };
+	struct model *base = tiny_model(&k, 21);
+	struct model_config c = base->cfg;
+	model_free(base);
+	c.head = HEAD_NONE;
+	struct err e = { "" };
+	assert_int_equal(backward_supports(&c, &e), -1);
+	assert_non_null(strstr(e.msg, "config head none"));
+	struct model *m = model_new(&c, &e);
+	assert_non_null(m);
+	model_init_random(m, 22);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	float *grads = calloc(m->n_params, sizeof(float));
+	int tokens[TB * TT];
+	make_batch(tokens, NULL, false, TB * TT, 23);
+	struct run_options nat;
+	run_options_native(m, &nat);
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+	expect_refusal(m, &nat, tokens, r, s, grads, "config head none");
+	run_free(r);
+	free(grads);
+	backward_free(s);
+	model_free(m);
 }
 
 int main(void)
@@ -612,7 +662,8 @@ int main(void)
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),
-		cmocka_unit_test_setup(test_refuses_bert, one_thread),
+		cmocka_unit_test_setup(test_fd_bert, one_thread),
+		cmocka_unit_test_setup(test_refuses_headless, one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

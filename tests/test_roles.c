@@ -21,6 +21,12 @@
  *    are not.
  *  - heads_score_uniform: the baseline scores uniform attention under the
  *    mask (causal: prev = mean of 1/(i+1); none: every row sees T keys).
+ *  - an encoder's roles (Clark et al. 2019): under mask none a pattern
+ *    that looks 1 ahead is "next-token"; rows that put all their weight
+ *    on [CLS] (key 0) are "cls", not "sink", and without the [CLS] flags
+ *    the same pattern stays "sink"; rows on the two [SEP] keys are "sep";
+ *    a [SEP] head at 0.46 is not one; uniform attention has spread 1 and
+ *    its cls and sep equal their shares; a one-key pattern has spread 0.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -279,6 +285,82 @@ static void test_is_delimiter(void **state)
 	tok_free(t);
 }
 
+/* Rows put w on the keys flagged in on[], shared evenly, the rest of the
+ * row evenly over every key (mask none). */
+static float *keys_pattern(int T, const bool *on, float w)
+{
+	float *a = zeros(T);
+	int n = 0;
+	for (int j = 0; j < T; j++)
+		n += on[j];
+	for (int i = 0; i < T; i++)
+		for (int j = 0; j < T; j++)
+			a[(size_t)i * T + j] = (1.0f - w) / (float)T + (on[j] ? w / (float)n : 0.0f);
+	return a;
+}
+
+static void test_encoder_roles(void **state)
+{
+	(void)state;
+	enum { N = 20 };
+	int T = N;
+	struct head_scores s;
+	bool cls[N] = { false }, sep[N] = { false };
+	cls[0] = true;
+	sep[9] = sep[T - 1] = true;
+	struct heads_keys keys = { .cls = cls, .sep = sep, .mask = MASK_NONE };
+
+	float *a = offset_pattern(T, -1);
+	heads_score_pattern(a, T, &keys, &s);
+	assert_int_equal(s.offset, -1);
+	assert_int_equal(s.role, HEAD_NEXT_TOKEN);
+	char role[32], badge[16];
+	heads_role_text(&s, role, sizeof role);
+	heads_badge_text(&s, badge, sizeof badge);
+	assert_string_equal(role, "next-token");
+	assert_string_equal(badge, "next");
+	free(a);
+
+	a = keys_pattern(T, cls, 1.0f);
+	heads_score_pattern(a, T, &keys, &s);
+	assert_true(fabs(s.cls - 1.0) < EPS);
+	assert_true(fabs(s.cls_share - 1.0 / T) < EPS);
+	assert_int_equal(s.role, HEAD_CLS);
+	struct heads_keys plain = { .mask = MASK_NONE };
+	heads_score_pattern(a, T, &plain, &s);
+	assert_true(s.cls == 0.0);
+	assert_int_equal(s.role, HEAD_SINK);
+	free(a);
+
+	a = keys_pattern(T, sep, 0.8f);
+	heads_score_pattern(a, T, &keys, &s);
+	assert_true(fabs(s.sep - (0.8 + 0.2 * 2 / T)) < EPS);
+	assert_true(fabs(s.sep_share - 2.0 / T) < EPS);
+	assert_int_equal(s.role, HEAD_SEP);
+	free(a);
+	a = keys_pattern(T, sep, 0.4f); /* sep 0.46 */
+	heads_score_pattern(a, T, &keys, &s);
+	assert_true(s.sep < 0.5);
+	assert_int_equal(s.role, HEAD_BROAD);
+	free(a);
+
+	struct head_scores u;
+	heads_score_uniform(T, &keys, &u);
+	assert_true(fabs(u.spread - 1.0) < EPS);
+	assert_true(fabs(u.cls - u.cls_share) < EPS);
+	assert_true(fabs(u.sep - u.sep_share) < EPS);
+	assert_int_equal(u.role, HEAD_BROAD);
+	a = offset_pattern(T, 3);
+	heads_score_pattern(a, T, &keys, &s);
+	assert_true(fabs(s.spread) < EPS);
+	free(a);
+	enum head_role r;
+	assert_int_equal(heads_role_parse("sep", &r), 0);
+	assert_int_equal(r, HEAD_SEP);
+	assert_int_equal(heads_role_parse("next-token", &r), 0);
+	assert_int_equal(r, HEAD_NEXT_TOKEN);
+}
+
 static void test_uniform_baseline(void **state)
 {
 	(void)state;
@@ -311,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_delimiter),
 		cmocka_unit_test(test_is_delimiter),
 		cmocka_unit_test(test_uniform_baseline),
+		cmocka_unit_test(test_encoder_roles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,9 @@ static const char *const role_names[HEAD_N_ROLES] = {
 	[HEAD_INDUCTION] = "induction",
 	[HEAD_OFFSET] = "offset",
 	[HEAD_DELIM] = "delimiter",
+	[HEAD_NEXT_TOKEN] = "next-token",
+	[HEAD_CLS] = "cls",
+	[HEAD_SEP] = "sep",
 };
 
 static const char *const role_badges[HEAD_N_ROLES] = {
@@ -31,6 +34,9 @@ static const char *const role_badges[HEAD_N_ROLES] = {
 	[HEAD_INDUCTION] = "ind",
 	[HEAD_OFFSET] = "off",
 	[HEAD_DELIM] = "delim",
+	[HEAD_NEXT_TOKEN] = "next",
+	[HEAD_CLS] = "cls",
+	[HEAD_SEP] = "sep",
 };
 
 const char *heads_role_name(enum head_role r)
@@ -60,7 +66,10 @@ double heads_role_score(const struct head_scores *s, enum head_role r)
 	switch (r) {
 	case HEAD_INDUCTION: return s->induction;
 	case HEAD_PREV_TOKEN:
+	case HEAD_NEXT_TOKEN:
 	case HEAD_OFFSET: return s->offset_weight;
+	case HEAD_CLS: return s->cls;
+	case HEAD_SEP: return s->sep;
 	case HEAD_SINK: return s->sink;
 	case HEAD_DELIM: return s->delim;
 	case HEAD_SELF: return s->self;
@@ -131,11 +140,19 @@ void heads_describe(const struct head_scores *x, const struct head_scores *uni,
 			 "after its first occurrence", x->induction);
 		break;
 	case HEAD_PREV_TOKEN:
+	case HEAD_NEXT_TOKEN:
 	case HEAD_OFFSET:
 		snprintf(buf, size, "%s: %.2f of each row's weight on the token %d %s (uniform "
-			 "attention: %.2f)", x->role == HEAD_OFFSET ? "offset" : "previous-token",
+			 "attention: %.2f)", x->role == HEAD_OFFSET ? "offset" : heads_role_name(x->role),
 			 x->offset_weight, abs(x->offset), x->offset > 0 ? "back" : "ahead",
 			 heads_uniform_offset(T, keys, x->offset));
+		break;
+	case HEAD_CLS:
+	case HEAD_SEP:
+		snprintf(buf, size, "%s: %.2f of each row's weight on %s, which is %.2f of the keys "
+			 "it sees", heads_role_name(x->role), x->role == HEAD_CLS ? x->cls : x->sep,
+			 x->role == HEAD_CLS ? "[CLS]" : "[SEP]",
+			 x->role == HEAD_CLS ? x->cls_share : x->sep_share);
 		break;
 	case HEAD_SINK:
 		snprintf(buf, size, "sink: %.2f of all rows' weight on token %d '%s' (uniform: %.2f)",
@@ -164,9 +181,12 @@ void heads_describe(const struct head_scores *x, const struct head_scores *uni,
 void heads_explain(const struct tokenizer *t, const int *tokens, int T,
 		   const struct run_options *o, const struct head_scores *x, char *buf, size_t size)
 {
-	bool *delim = xmalloc((size_t)(T > 0 ? T : 1) * sizeof *delim);
+	size_t n = (size_t)(T > 0 ? T : 1);
+	bool *delim = xmalloc(3 * n * sizeof *delim), *cls = delim + n, *sep = cls + n;
 	heads_delimiters(t, tokens, T, delim);
-	struct heads_keys keys = { .delim = delim, .mask = o->mask, .window = o->window };
+	heads_specials(t, tokens, T, cls, sep);
+	struct heads_keys keys = { .delim = delim, .cls = cls, .sep = sep, .mask = o->mask,
+				   .window = o->window };
 	struct head_scores uni;
 	heads_score_uniform(T, &keys, &uni);
 	char lab[64] = "?";
@@ -189,7 +209,12 @@ enum head_role heads_classify(const struct head_scores *s)
 	if (!isnan(s->induction) && s->induction >= HEADS_INDUCTION_MIN)
 		return HEAD_INDUCTION;
 	if (s->offset_weight > HEADS_PREV_MIN)
-		return s->offset == 1 ? HEAD_PREV_TOKEN : HEAD_OFFSET;
+		return s->offset == 1 ? HEAD_PREV_TOKEN : s->offset == -1 ? HEAD_NEXT_TOKEN : HEAD_OFFSET;
+	/* an encoder's [CLS] is also one fixed key: its own role first */
+	if (s->cls >= HEADS_SPECIAL_MIN && s->cls >= HEADS_SPECIAL_LIFT * s->cls_share)
+		return HEAD_CLS;
+	if (s->sep >= HEADS_SPECIAL_MIN && s->sep >= HEADS_SPECIAL_LIFT * s->sep_share)
+		return HEAD_SEP;
 	if (s->sink > HEADS_SINK_MIN)
 		return HEAD_SINK;
 	if (s->delim >= HEADS_DELIM_MIN && s->delim >= HEADS_DELIM_LIFT * s->delim_share)
@@ -247,6 +272,20 @@ void heads_delimiters(const struct tokenizer *t, const int *ids, int n, bool *ou
 		out[i] = heads_is_delimiter(t, ids[i]);
 }
 
+bool heads_has_specials(const struct tokenizer *t)
+{
+	return t && t->bos_id >= 0 && t->eos_id >= 0;
+}
+
+void heads_specials(const struct tokenizer *t, const int *ids, int n, bool *cls, bool *sep)
+{
+	bool on = heads_has_specials(t);
+	for (int i = 0; i < n; i++) {
+		cls[i] = on && ids[i] == t->bos_id;
+		sep[i] = on && ids[i] == t->eos_id;
+	}
+}
+
 /* ----------------------------------------------------------------- scores */
 
 double heads_offset_weight(const float *att, int T, int k)
@@ -281,12 +320,39 @@ static void best_offset(const float *att, int T, int *k_out, double *w_out)
 	*w_out = bw > 0.0 ? bw : 0.0;
 }
 
+/* Sums over rows of the weight on the special keys and their share of
+ * the visible keys. */
+struct special_sums {
+	double cls, cls_share, sep, sep_share;
+};
+
+static void special_row(struct special_sums *sp, const struct heads_keys *keys, const float *row,
+			int lo, int hi)
+{
+	if (!keys || (!keys->cls && !keys->sep))
+		return;
+	int nc = 0, ns = 0;
+	for (int j = lo; j <= hi; j++) {
+		if (keys->cls && keys->cls[j]) {
+			sp->cls += row[j];
+			nc++;
+		}
+		if (keys->sep && keys->sep[j]) {
+			sp->sep += row[j];
+			ns++;
+		}
+	}
+	sp->cls_share += (double)nc / (hi - lo + 1);
+	sp->sep_share += (double)ns / (hi - lo + 1);
+}
+
 void heads_score_pattern(const float *att, int T, const struct heads_keys *keys,
 			 struct head_scores *out)
 {
 	double ent = 0.0, dist = 0.0, mx = 0.0, prev = 0.0, first = 0.0, self = 0.0, local = 0.0;
-	double dl = 0.0, dshare = 0.0;
+	double dl = 0.0, dshare = 0.0, uent = 0.0; /* uent: uniform attention's entropy */
 	const bool *delim = keys ? keys->delim : NULL;
+	struct special_sums sp = { 0 };
 	double *col = xcalloc((size_t)(T > 0 ? T : 1), sizeof *col); /* column sums, rows i >= 1, i != j */
 	for (int i = 0; i < T; i++) {
 		const float *row = att + (size_t)i * T;
@@ -298,8 +364,12 @@ void heads_score_pattern(const float *att, int T, const struct heads_keys *keys,
 			dist += w * abs(i - j);
 			rmax = w > rmax ? w : rmax;
 		}
+		int vlo, vhi;
+		visible(keys, i, T, &vlo, &vhi);
+		uent += log((double)(vhi - vlo + 1));
 		if (i == 0)
 			continue;
+		special_row(&sp, keys, row, vlo, vhi);
 		mx += rmax;
 		prev += row[i - 1];
 		first += row[0];
@@ -311,8 +381,7 @@ void heads_score_pattern(const float *att, int T, const struct heads_keys *keys,
 			if (j != i)
 				col[j] += row[j];
 		if (delim) {
-			int vlo, vhi, nd = 0;
-			visible(keys, i, T, &vlo, &vhi);
+			int nd = 0;
 			for (int j = vlo; j <= vhi; j++)
 				if (delim[j]) {
 					dl += row[j];
@@ -331,6 +400,11 @@ void heads_score_pattern(const float *att, int T, const struct heads_keys *keys,
 	out->local = rows > 0 ? local / rows : 0.0;
 	out->delim = rows > 0 ? dl / rows : 0.0;
 	out->delim_share = rows > 0 ? dshare / rows : 0.0;
+	out->cls = rows > 0 ? sp.cls / rows : 0.0;
+	out->cls_share = rows > 0 ? sp.cls_share / rows : 0.0;
+	out->sep = rows > 0 ? sp.sep / rows : 0.0;
+	out->sep_share = rows > 0 ? sp.sep_share / rows : 0.0;
+	out->spread = uent > 0.0 ? ent / uent : 0.0;
 	out->sink = 0.0;
 	out->sink_key = 0;
 	for (int j = 0; j < T && rows > 0; j++)
@@ -368,12 +442,13 @@ double heads_induction_pattern(const float *att, int T, int start, int n)
 	return n > 0 ? s / n : NAN;
 }
 
-/* Whether id is an ordinary token (not BOS, not <unk>, has bytes). */
+/* Whether id is an ordinary token (not BOS, EOS, [MASK] or <unk>; has
+ * bytes). */
 static int usable_token(const struct tokenizer *t, int id)
 {
 	if (!t)
 		return 1;
-	if (id == t->bos_id || id == t->unk_id)
+	if (id == t->bos_id || id == t->unk_id || id == t->eos_id || id == tok_char_mask_id(t))
 		return 0;
 	char buf[8];
 	return tok_piece(t, id, buf, sizeof buf) > 0;
@@ -448,7 +523,15 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 void heads_score_run(const struct run *r, const bool *delim, const double *induction,
 		     struct head_scores *out)
 {
-	struct heads_keys keys = { .delim = delim, .mask = r->opt.mask, .window = r->opt.window };
+	struct heads_keys keys = { .delim = delim };
+	heads_score_run_keys(r, &keys, induction, out);
+}
+
+void heads_score_run_keys(const struct run *r, const struct heads_keys *k,
+			  const double *induction, struct head_scores *out)
+{
+	struct heads_keys keys = { .delim = k->delim, .cls = k->cls, .sep = k->sep,
+				   .mask = r->opt.mask, .window = r->opt.window };
 	for (int l = 0; l < r->L; l++)
 		for (int h = 0; h < r->H; h++) {
 			struct head_scores *sc = &out[l * r->H + h];
@@ -463,11 +546,14 @@ int heads_analyze(struct model *m, const struct run_options *o, const struct run
 {
 	int LH = m->cfg.n_layer * m->cfg.n_head;
 	double *ind = xmalloc((size_t)LH * sizeof *ind);
-	bool *delim = xmalloc((size_t)(r->t > 0 ? r->t : 1) * sizeof *delim);
+	size_t n = (size_t)(r->t > 0 ? r->t : 1);
+	bool *delim = xmalloc(3 * n * sizeof *delim), *cls = delim + n, *sep = cls + n;
 	heads_delimiters(m->tok, tokens, r->t, delim);
+	heads_specials(m->tok, tokens, r->t, cls, sep);
+	struct heads_keys keys = { .delim = delim, .cls = cls, .sep = sep };
 	int rc = heads_induction(m, o, HEADS_SEED, ind, e);
 	if (rc == 0)
-		heads_score_run(r, delim, ind, out);
+		heads_score_run_keys(r, &keys, ind, out);
 	free(delim);
 	free(ind);
 	return rc;

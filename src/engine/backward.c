@@ -33,6 +33,12 @@ struct backward_state {
 	float *patt;       /* (T, T) one head's unmasked softmax (after-softmax mask) */
 	float *dfch;       /* (B, T, FF) */
 	float *dfch_act;   /* (B, T, F) */
+	/* BERT's parts, recomputed from the saved activations (forward keeps
+	 * neither): */
+	float *hpre;       /* (B, T, C) MLM head: HEADW x + HEADB; the embedding sum */
+	float *hact;       /* (B, T, C) MLM head: gelu_exact(hpre); a norm's output */
+	float *nmean;      /* (B, T) the embedding norm's mean and rstd */
+	float *nrstd;      /* (B, T) */
 };
 
 struct backward_state *backward_new(const struct model_config *c, int B, int T)
@@ -56,6 +62,12 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->patt = xmalloc_aligned((size_t)T * T * sizeof(float));
 	s->dfch = xmalloc_aligned(bt * s->FF * sizeof(float));
 	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
+	if (c->head == HEAD_MLM || c->emb_norm) {
+		s->hpre = xmalloc_aligned(bt * s->C * sizeof(float));
+		s->hact = xmalloc_aligned(bt * s->C * sizeof(float));
+		s->nmean = xmalloc_aligned(bt * sizeof(float));
+		s->nrstd = xmalloc_aligned(bt * sizeof(float));
+	}
 	return s;
 }
 
@@ -73,6 +85,10 @@ void backward_free(struct backward_state *s)
 	free(s->patt);
 	free(s->dfch);
 	free(s->dfch_act);
+	free(s->hpre);
+	free(s->hact);
+	free(s->nmean);
+	free(s->nrstd);
 	free(s);
 }
 
@@ -580,13 +596,69 @@ static void block_backward(const struct layer_ctx *x, const struct model_config 
 
 int backward_supports(const struct model_config *c, struct err *e)
 {
-	if (c->emb_norm)
-		return err_set(e, "backward: config emb_norm (an embedding norm, BERT's) is not "
-			       "supported: forward only");
-	if (c->head != HEAD_LM)
-		return err_set(e, "backward: config head %s (BERT's masked-LM head) is not "
-			       "supported: forward only", head_type_name(c->head));
+	if (c->head == HEAD_NONE)
+		return err_set(e, "backward: config head none (a model without an output head) "
+			       "has no loss: forward only");
 	return 0;
+}
+
+/* The output head, loss to the last block's output: on return
+ * s->dresidual holds the gradient of resid[L].  dlogits is filled.
+ *   LM:  logits = wout lnf,  lnf = norm(x)
+ *   MLM: logits = wout h + OUTB,  h = norm(a) (its mean / rstd saved in
+ *        lnf_mean / lnf_rstd),  a = gelu_exact(p),  p = HEADW x + HEADB;
+ *        p and a are recomputed into hpre and hact. */
+static void head_backward(const struct model *m, const struct run *r, float *grads,
+			  struct backward_state *s, int N)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, V = c->vocab_size;
+	size_t bytes = (size_t)N * C * sizeof(float);
+	const float *x = r->resid + (size_t)c->n_layer * N * C;
+	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	float *dwout = grad_at(m, grads, c->tied ? P_WTE : P_LMHEAD, 0);
+	memset(s->dbuf1, 0, bytes);
+	matmul_backward(s->dbuf1, dwout, grad_at(m, grads, P_OUTB, 0), s->dlogits, r->lnf, wout,
+			N, C, V);
+	memset(s->dresidual, 0, bytes);
+	if (c->head == HEAD_LM) {
+		norm_backward(c->norm, s->dresidual, grad_at(m, grads, P_LNFW, 0),
+			      grad_at(m, grads, P_LNFB, 0), s->dbuf1, x, m->p[P_LNFW], r->lnf_mean,
+			      r->lnf_rstd, N, C);
+		return;
+	}
+	matmul_forward(s->hpre, x, m->p[P_HEADW], m->p[P_HEADB], N, C, C);
+	gelu_exact_forward(s->hact, s->hpre, (long)N * C);
+	memset(s->dbuf2, 0, bytes);
+	norm_backward(c->norm, s->dbuf2, grad_at(m, grads, P_HEADLNW, 0),
+		      grad_at(m, grads, P_HEADLNB, 0), s->dbuf1, s->hact, m->p[P_HEADLNW],
+		      r->lnf_mean, r->lnf_rstd, N, C);
+	memset(s->dbuf1, 0, bytes);
+	gelu_exact_backward(s->dbuf1, s->dbuf2, s->hpre, (long)N * C);
+	matmul_backward(s->dresidual, grad_at(m, grads, P_HEADW, 0), grad_at(m, grads, P_HEADB, 0),
+			s->dbuf1, x, m->p[P_HEADW], N, C, C);
+}
+
+/* The embedding norm (emb_norm): s->dresidual holds the gradient of its
+ * output; on return s->dbuf1 holds that of its input, the token +
+ * position sum, which is recomputed (hpre) with its mean and rstd. */
+static void emb_norm_backward(const struct model *m, const int *tokens, float *grads,
+			      struct backward_state *s, int N, int T)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model;
+	for (int i = 0; i < N; i++) {
+		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
+		const float *pe = c->pos == POS_LEARNED ? m->p[P_WPE] + (size_t)(i % T) * C : NULL;
+		float *xi = s->hpre + (size_t)i * C;
+		for (int j = 0; j < C; j++)
+			xi[j] = te[j] + (pe ? pe[j] : 0.0f);
+	}
+	norm_forward(c->norm, s->hact, s->nmean, s->nrstd, s->hpre, m->p[P_LNEW], m->p[P_LNEB],
+		     N, C, c->norm_eps);
+	memset(s->dbuf1, 0, (size_t)N * C * sizeof(float));
+	norm_backward(c->norm, s->dbuf1, grad_at(m, grads, P_LNEW, 0), grad_at(m, grads, P_LNEB, 0),
+		      s->dresidual, s->hpre, m->p[P_LNEW], s->nmean, s->nrstd, N, C);
 }
 
 int model_backward(const struct model *m, const struct run_options *o, const int *tokens,
@@ -623,7 +695,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		if (tokens[i] < 0 || tokens[i] >= V)
 			return err_set(e, "backward: token %d at position %d is outside the vocabulary",
 				       tokens[i], i);
-	int *tg = targets ? NULL : next_token_targets(tokens, B, T);
+	int *tg = targets ? NULL : model_targets(c, tokens, B, T);
 	if (tg)
 		targets = tg;
 	int count = 0;
@@ -649,14 +721,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	memset(s->dlogits, 0, (size_t)N * V * sizeof(float));
 	crossentropy_backward(s->dlogits, r->logits, targets, N, V, 1.0f / (float)count);
 	free(tg);
-	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
-	float *dwout = grad_at(m, grads, c->tied ? P_WTE : P_LMHEAD, 0);
-	memset(s->dbuf1, 0, (size_t)N * C * sizeof(float));
-	matmul_backward(s->dbuf1, dwout, NULL, s->dlogits, r->lnf, wout, N, C, V);
-	memset(s->dresidual, 0, (size_t)N * C * sizeof(float));
-	norm_backward(c->norm, s->dresidual, grad_at(m, grads, P_LNFW, 0),
-		      grad_at(m, grads, P_LNFB, 0), s->dbuf1, r->resid + (size_t)L * N * C,
-		      m->p[P_LNFW], r->lnf_mean, r->lnf_rstd, N, C);
+	head_backward(m, r, grads, s, N);
 
 	/* blocks, last to first */
 	for (int l = L - 1; l >= 0; l--) {
@@ -665,8 +730,13 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		block_backward(&x, c, s, B, T);
 	}
 
-	/* embeddings */
+	/* embeddings, through their norm when the model has one */
+	const float *demb = s->dresidual;
+	if (c->emb_norm) {
+		emb_norm_backward(m, tokens, grads, s, N, T);
+		demb = s->dbuf1;
+	}
 	embedding_backward(grad_at(m, grads, P_WTE, 0), grad_at(m, grads, P_WPE, 0),
-			   s->dresidual, tokens, N, T, C);
+			   demb, tokens, N, T, C);
 	return 0;
 }

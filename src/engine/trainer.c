@@ -8,6 +8,39 @@
 #include <string.h>
 
 #include "backward.h"
+#include "mlm.h"
+#include "tokenizer.h"
+
+const char *train_objective_name(enum train_objective o)
+{
+	return o == OBJ_MLM ? "mlm" : "clm";
+}
+
+int train_objective_parse(const char *s, enum train_objective *out)
+{
+	if (strcmp(s, "clm") == 0)
+		*out = OBJ_CLM;
+	else if (strcmp(s, "mlm") == 0)
+		*out = OBJ_MLM;
+	else
+		return -1;
+	return 0;
+}
+
+int trainer_check_objective(const struct model *m, const struct train_hparams *hp,
+			    struct err *e)
+{
+	if (hp->objective == OBJ_CLM) {
+		if (cfg_is_encoder(&m->cfg))
+			return err_set(e, "the model is an encoder (head %s): train it with the mlm "
+				       "objective", head_type_name(m->cfg.head));
+		return 0;
+	}
+	if (m->cfg.head != HEAD_MLM)
+		return err_set(e, "the mlm objective needs the masked-LM head (head mlm), not %s",
+			       head_type_name(m->cfg.head));
+	return mlm_check(m->tok, m->cfg.context, e);
+}
 
 void train_hparams_default(struct train_hparams *hp, long steps)
 {
@@ -37,6 +70,7 @@ void trainer_init(struct trainer *t, struct model *m, const struct dataset *d,
 	run_options_native(m, &t->ro);
 	adamw_init(&t->opt, m, (float)hp->weight_decay);
 	rng_seed(&t->rng, hp->seed ^ BATCH_SEED_MIX);
+	t->val_acc = NAN;
 	t->hw = HIST_LAYER0 + m->cfg.n_layer;
 	int B = hp->batch, T = m->cfg.context;
 	t->run = run_new(&m->cfg, B, T, RUN_TRAIN);
@@ -90,7 +124,10 @@ int trainer_step(struct trainer *t, struct err *e)
 	struct model *m = t->m;
 	int B = t->hp.batch, T = m->cfg.context;
 	struct rng before = t->rng;
-	dataset_sample(t->d, &t->rng, B, T, t->batch_tokens, t->batch_targets);
+	if (t->hp.objective == OBJ_MLM)
+		mlm_sample(t->d, m->tok, &t->rng, B, T, t->batch_tokens, t->batch_targets);
+	else
+		dataset_sample(t->d, &t->rng, B, T, t->batch_tokens, t->batch_targets);
 	memset(t->grads, 0, m->n_params * sizeof(float));
 	if (model_forward(m, &t->ro, t->batch_tokens, t->batch_targets, B, T, t->run, e))
 		return -1;
@@ -120,6 +157,24 @@ int trainer_step(struct trainer *t, struct err *e)
 	return 0;
 }
 
+/* Positions with a target whose highest logit (the first, on a tie) is
+ * the target. */
+static long count_right(const float *logits, const int *targets, int N, int V)
+{
+	long right = 0;
+	for (int i = 0; i < N; i++) {
+		if (targets[i] < 0)
+			continue;
+		const float *z = logits + (size_t)i * V;
+		int best = 0;
+		for (int j = 1; j < V; j++)
+			if (z[j] > z[best])
+				best = j;
+		right += best == targets[i];
+	}
+	return right;
+}
+
 int trainer_validate(struct trainer *t, double *loss, struct err *e)
 {
 	int B = t->hp.batch, T = t->m->cfg.context;
@@ -127,17 +182,27 @@ int trainer_validate(struct trainer *t, double *loss, struct err *e)
 	if (t->d->n_val == 0)
 		return 0;
 	double sum = 0;
-	long count = 0;
+	long count = 0, right = 0;
+	bool mlm = t->hp.objective == OBJ_MLM;
 	for (int i = 0; i < t->hp.val_batches; i++) {
 		if (stop_now(t))
 			return 1;
-		dataset_val_batch(t->d, i, t->hp.val_batches, B, T, t->batch_tokens, t->batch_targets);
+		if (mlm)
+			mlm_val_batch(t->d, t->m->tok, t->hp.seed, i, t->hp.val_batches, B, T,
+				      t->batch_tokens, t->batch_targets);
+		else
+			dataset_val_batch(t->d, i, t->hp.val_batches, B, T, t->batch_tokens,
+					  t->batch_targets);
 		if (model_forward(t->m, &t->ro, t->batch_tokens, t->batch_targets, B, T, t->run, e))
 			return -1;
 		sum += t->run->loss * t->run->n_targets;
 		count += t->run->n_targets;
+		if (mlm)
+			right += count_right(t->run->logits, t->batch_targets, B * T, t->m->cfg.vocab_size);
 	}
 	*loss = count ? sum / (double)count : NAN;
+	if (mlm)
+		t->val_acc = count ? (double)right / (double)count : NAN;
 	val_push(t, t->step, (float)*loss);
 	return 0;
 }

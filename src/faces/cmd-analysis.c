@@ -194,7 +194,8 @@ static void heads_roles(struct session *s, FILE *f, const struct head_scores *sc
 				count[sc[l * H + h].role]++;
 	fprintf(f, "roles:");
 	bool first = true;
-	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_OFFSET, HEAD_SINK,
+	static const enum head_role order[] = { HEAD_INDUCTION, HEAD_PREV_TOKEN, HEAD_NEXT_TOKEN,
+						HEAD_OFFSET, HEAD_CLS, HEAD_SEP, HEAD_SINK,
 						HEAD_DELIM, HEAD_SELF, HEAD_LOCAL, HEAD_BROAD };
 	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
 		if (count[order[i]]) {
@@ -219,6 +220,35 @@ static void heads_roles(struct session *s, FILE *f, const struct head_scores *sc
 				fprintf(f, "  %d.%d %s\n", l, h, why);
 			}
 		}
+}
+
+/* An encoder's scores on its special keys (Clark et al. 2019): each
+ * head's weight on [CLS] and [SEP], its spread, and per layer the means,
+ * beside what uniform attention gives. */
+static void heads_special_table(struct session *s, FILE *f, const struct head_scores *sc,
+				int only, const struct head_scores *uni)
+{
+	const struct model_config *c = &s->model->cfg;
+	int L = c->n_layer, H = c->n_head;
+	fprintf(f, "an encoder's special keys: weight on [CLS] and [SEP], spread = entropy / "
+		   "uniform's\nhead      cls    sep  spread\n");
+	for (int l = 0; l < L; l++) {
+		if (only >= 0 && l != only)
+			continue;
+		double mc = 0, ms = 0, mp = 0;
+		for (int h = 0; h < H; h++) {
+			const struct head_scores *x = &sc[l * H + h];
+			char id[32];
+			snprintf(id, sizeof id, "%d.%d", l, h);
+			fprintf(f, "%-6s %6.3f %6.3f %7.3f\n", id, x->cls, x->sep, x->spread);
+			mc += x->cls / H;
+			ms += x->sep / H;
+			mp += x->spread / H;
+		}
+		fprintf(f, "layer %d %5.3f %6.3f %7.3f  (mean)\n", l, mc, ms, mp);
+	}
+	fprintf(f, "even   %6.3f %6.3f %7.3f  (attention spread evenly over the visible keys)\n",
+		uni->cls, uni->sep, uni->spread);
 }
 
 static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
@@ -247,9 +277,12 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 	int *seq = xmalloc((size_t)c->context * sizeof *seq), start, n;
 	heads_induction_tokens(s->model, HEADS_SEED, seq, &start, &n);
 	free(seq);
-	bool *delim = xmalloc((size_t)s->n_tokens * sizeof *delim);
+	size_t nt = (size_t)s->n_tokens;
+	bool *delim = xmalloc(3 * nt * sizeof *delim), *cls = delim + nt, *sep = cls + nt;
 	heads_delimiters(s->model->tok, s->tokens, s->n_tokens, delim);
-	struct heads_keys keys = { .delim = delim, .mask = s->opt.mask, .window = s->opt.window };
+	heads_specials(s->model->tok, s->tokens, s->n_tokens, cls, sep);
+	struct heads_keys keys = { .delim = delim, .cls = cls, .sep = sep, .mask = s->opt.mask,
+				   .window = s->opt.window };
 	struct head_scores uni;
 	heads_score_uniform(s->n_tokens, &keys, &uni);
 
@@ -293,6 +326,8 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 					x->delim, x->sink, x->sink_key, x->offset, x->offset_weight, ind);
 		}
 	}
+	if (heads_has_specials(s->model->tok))
+		heads_special_table(s, f, sc, only, &uni);
 	heads_roles(s, f, sc, only, &uni, &keys);
 	char legend[1024];
 	snprintf(legend, sizeof legend,
@@ -304,6 +339,14 @@ static int heads_exec(struct session *s, int argc, char **argv, struct err *e)
 		 HEADS_INDUCTION_MIN, HEADS_PREV_MIN, HEADS_SINK_MIN, HEADS_DELIM_MIN, HEADS_DELIM_LIFT,
 		 uni.delim_share, HEADS_SELF_MIN, HEADS_LOCAL_MIN, uni.prev_token, uni.sink, uni.self,
 		 uni.local);
+	if (heads_has_specials(s->model->tok)) {
+		size_t used = strlen(legend);
+		snprintf(legend + used, sizeof legend - used,
+			 "An encoder's roles come before sink: next-token offw > %.2f at offset -1; "
+			 "cls / sep: cls / sep >= %.2f and >= %.0fx\nthose keys' share (here %.2f / "
+			 "%.2f).\n", HEADS_PREV_MIN, HEADS_SPECIAL_MIN, HEADS_SPECIAL_LIFT, uni.cls_share,
+			 uni.sep_share);
+	}
 	if (tty) { /* one paragraph, wrapped between words */
 		for (char *p = legend; *p; p++)
 			if (*p == '\n')
@@ -355,6 +398,12 @@ const struct cmd_entry cmd_heads_entry = {
 		"is far above what uniform attention over the visible keys scores (printed\n"
 		"under the table for the current text: e.g. prev ~ ln(T)/T under a causal\n"
 		"mask); the delimiter role is relative because the delimiters' share varies.\n"
+		"An encoder (a vocabulary with [CLS] and [SEP]: BERT's, train --objective mlm)\n"
+		"also gets, in a table of its own: cls and sep, the mean over rows i >= 1 of\n"
+		"the weight on [CLS] / [SEP] keys, beside those keys' share of the visible keys\n"
+		"(uniform attention's); spread = entropy / uniform attention's entropy (1 =\n"
+		"as broad as uniform).  Its roles, checked after the offsets and before sink:\n"
+		"next-token (offset -1, offw > 0.5), cls and sep (>= 0.5 and >= 2x the share).\n"
 		"--layer L shows one layer only.  --offsets prints instead each head's\n"
 		"offset profile: its weight at 1, 2, ... tokens back (up to 16), the peak,\n"
 		"and what attention spread evenly would put there.",

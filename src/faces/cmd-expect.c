@@ -178,6 +178,11 @@ static const struct score_name {
 	{ "offset", offsetof(struct head_scores, offset), true },
 	{ "offw", offsetof(struct head_scores, offset_weight), false },
 	{ "induct", offsetof(struct head_scores, induction), false },
+	{ "cls", offsetof(struct head_scores, cls), false },
+	{ "sep", offsetof(struct head_scores, sep), false },
+	{ "cls.share", offsetof(struct head_scores, cls_share), false },
+	{ "sep.share", offsetof(struct head_scores, sep_share), false },
+	{ "spread", offsetof(struct head_scores, spread), false },
 	{ NULL, 0, false },
 };
 
@@ -206,7 +211,8 @@ static const struct score_name *score_arg(struct ex *x, const char *q, bool laye
 		if (edit_distance(*word, n->name) <= 2)
 			k += (size_t)snprintf(near + k, sizeof near - k, "%s%s", k ? ", " : "", n->name);
 	err_set(x->e, "expect: %s: no score \"%.32s\"%s%s%s (the columns of heads: entropy, max, "
-		"prev, first, self, local, dist, delim, share, sink, key, offset, offw, induct%s)",
+		"prev, first, self, local, dist, delim, share, sink, key, offset, offw, induct; an "
+		"encoder's cls, sep, cls.share, sep.share, spread%s)",
 		q, *word, k ? " (did you mean: " : "", near, k ? "?)" : "", layer_ok ? "; layer" : "");
 	return NULL;
 }
@@ -289,8 +295,10 @@ static int q_offw(struct ex *x, const char *q, double *v)
 	if (head_arg(x, q, &idx, label, sizeof label))
 		return -1;
 	int T = x->s->n_tokens, H = x->s->model->cfg.n_head;
-	if (arg_int(x, q, "the offset", 1, T - 1, &k))
+	if (arg_int(x, q, "the offset", -(T - 1), T - 1, &k))
 		return -1;
+	if (k == 0)
+		return err_set(x->e, "expect: offw: the offset is not 0 (1 back, -1 ahead, ...)");
 	*v = idx < 0 ? NAN : heads_offset_weight(run_att(x->s->run, idx / H, 0, idx % H), T, k);
 	note(x, *v, "offw %s %d", label, k);
 	return 0;
@@ -302,8 +310,10 @@ static int q_even(struct ex *x, const char *q, double *v)
 	if (session_need_run(x->s, x->e))
 		return -1;
 	int T = x->s->n_tokens;
-	if (arg_int(x, q, "the offset", 1, T > 1 ? T - 1 : 1, &k))
+	if (arg_int(x, q, "the offset", T > 1 ? -(T - 1) : -1, T > 1 ? T - 1 : 1, &k))
 		return -1;
+	if (k == 0)
+		return err_set(x->e, "expect: even: the offset is not 0 (1 back, -1 ahead, ...)");
 	struct heads_keys keys = { .mask = x->s->opt.mask, .window = x->s->opt.window };
 	*v = note(x, heads_uniform_offset(T, &keys, k), "even %d", k);
 	return 0;
@@ -613,15 +623,16 @@ static const struct quantity {
 	{ "n_kv_head", "", "its native key/value heads", q_model },
 	{ "params.attn", "", "one layer's attention parameters (Q, K, V, output; biases)", q_model },
 	{ "head", "HEAD SCORE", "a column of heads (entropy max prev first self local dist", q_head },
-	{ "", "", "  delim share sink key offset offw induct), or layer", NULL },
+	{ "", "", "  delim share sink key offset offw induct; an encoder's", NULL },
+	{ "", "", "  cls sep cls.share sep.share spread), or layer", NULL },
 	{ "role", "HEAD == ROLE", "the role heads gives HEAD (== or !=; offset: any K)", NULL },
 	{ "heads.count", "ROLE", "how many heads have that role", q_heads_count },
 	{ "heads.mean", "SCORE", "a score's mean over every head", q_heads_agg },
 	{ "heads.min", "SCORE", "its smallest", q_heads_agg },
 	{ "heads.max", "SCORE", "its largest", q_heads_agg },
 	{ "att", "HEAD I J", "the weight query I puts on key J (show head, show token)", q_att },
-	{ "offw", "HEAD K", "HEAD's weight K tokens back (heads --offsets)", q_offw },
-	{ "even", "K", "attention spread evenly, K back (heads --offsets)", q_even },
+	{ "offw", "HEAD K", "HEAD's weight K tokens back (heads --offsets; K < 0: ahead)", q_offw },
+	{ "even", "K", "attention spread evenly, K back (heads --offsets; K < 0: ahead)", q_even },
 	{ "sweep", "HEAD dloss|kl|top1", "the last sweep, HEAD ablated alone", q_sweep },
 	{ "sweep.layer", "L dloss|kl|top1", "the last sweep, layer L's heads together", q_sweep },
 	{ "sweep.removable", "", "heads it found removable (under 1% loss increase)", q_sweep },

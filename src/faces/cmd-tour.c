@@ -23,7 +23,7 @@ struct lesson {
 	const char *title_zh; /* and in Chinese */
 };
 
-/* The tutorials' order; the minutes add up to 50. */
+/* The tutorials' order; the minutes add up to 55. */
 static const struct lesson lessons[] = {
 	{ "basics.cmds", 5, "Heads, d_head and the 4·d² weights of attention",
 	  "注意力头、d_head 与注意力层的 4·d² 个权重" },
@@ -37,6 +37,8 @@ static const struct lesson lessons[] = {
 	  "残差与归一化：前置归一化、后置归一化与 RMSNorm" },
 	{ "heads.cmds", 8, "Heads that specialise, and heads that are redundant",
 	  "各有分工的注意力头，与可有可无的注意力头" },
+	{ "encoder.cmds", 5, "An encoder's heads: BERT's roles on a masked-LM model",
+	  "编码器的注意力头：掩码语言模型上的 BERT 式角色" },
 	{ "tang.cmds", 5, "静夜思 on a model of Tang poems", "唐诗模型读《静夜思》" },
 	{ "lab.cmds", 6, "The lab: the tutorials' training claims, rerun",
 	  "实验：在本机重跑教程中关于训练的结论" },

@@ -43,6 +43,8 @@ struct opts {
 	bool no_bias, untied;
 	bool no_residual, no_scale, no_mlp; /* the lab's switches */
 	enum mask_kind mask;
+	bool mask_given;         /* --mask was given */
+	enum train_objective objective;
 	const char *shape_flag;  /* the first flag given that --from would override */
 	long steps, warmup, val_every, log_every, stop_after, stop_now_at;
 	int batch, val_batches, threads;
@@ -65,6 +67,8 @@ static int mask_flag(const char *v, void *p)
 {
 	return mask_kind_parse(v, p) || *(enum mask_kind *)p == MASK_WINDOW ? -1 : 0;
 }
+
+static int objective_flag(const char *v, void *p) { return train_objective_parse(v, p); }
 
 static int dtype_flag(const char *v, void *p)
 {
@@ -119,6 +123,11 @@ static const struct flag flags[] = {
 	  "the mask the model trains with (causal); none and after-softmax"
 	  MORE "let a position see the token it must predict", mask_flag),
 	F("--no-mlp", FLAG_BOOL, no_mlp, 0, 0, R | S, NULL, NULL, "attention-only blocks (no MLP)"),
+	C("--objective", objective, R, "clm|mlm", "clm",
+	  "clm: next-token (a decoder); mlm: BERT's masked LM (an encoder: the"
+	  MORE "[CLS] [SEP] [MASK] tokens, embedding norm, masked-LM head, mask none;"
+	  MORE "windows start at lines, [CLS] + T-2 characters + [SEP], 15% scored)",
+	  objective_flag),
 	F("--from", FLAG_STR, from, 0, 0, R, "MODEL", NULL,
 	  "start from MODEL's weights, shape and tokenizer (a name in models/ or a"
 	  MORE "path); the shape flags above cannot be given with it"),
@@ -239,6 +248,8 @@ static void seen_flag(void *ctx, const struct flag *f, const char *v)
 	struct parse_ctx *p = ctx;
 	if (!p->o->shape_flag && (f->marks & S))
 		p->o->shape_flag = f->name;
+	if (strcmp(f->name, "--mask") == 0)
+		p->o->mask_given = true;
 	if (!p->replay || !(f->marks & R))
 		return;
 	if (!v) {
@@ -449,6 +460,11 @@ static void build_config(const struct opts *o, int vocab, struct model_config *c
 	c->mask = o->mask;
 	if (o->no_mlp)
 		c->d_ff = 0;
+	if (o->objective == OBJ_MLM) { /* BERT's layout (placement and MLP as given) */
+		c->head = HEAD_MLM;
+		c->emb_norm = true;
+		c->mask = MASK_NONE;
+	}
 }
 
 /* --resume FILE: reads FILE.optim and replays its stored flags onto o,
@@ -527,6 +543,15 @@ static int read_flags(struct cli *c, int argc, char **argv, struct err *e)
 		err_prefix(e, "impossible shape");
 		goto out;
 	}
+	if (o->objective == OBJ_MLM && o->mask_given && o->mask != MASK_NONE) {
+		err_set(e, "--objective mlm trains an encoder, which sees every position: "
+			"--mask %s cannot be given with it", mask_kind_name(o->mask));
+		goto out;
+	}
+	if (o->objective == OBJ_MLM && o->repeat > 0) {
+		err_set(e, "--objective mlm: --repeat is for decoders' windows only");
+		goto out;
+	}
 	if (o->repeat > 0 && (o->repeat_min > o->repeat_max || 2 * o->repeat_max > o->context + 1)) {
 		err_set(e, "--repeat-min %d, --repeat-max %d: repeated spans do not fit twice in a "
 			"window of --context %d + 1 tokens", o->repeat_min, o->repeat_max, o->context);
@@ -545,10 +570,10 @@ static void make_spec(const struct cli *c, struct train_spec *s)
 	*s = (struct train_spec){
 		.from = o->from, .from_kv_heads = o->from ? o->kv_heads : 0, .cfg = c->cfg,
 		.data = o->data, .min_count = o->min_count, .val_fraction = o->val_fraction,
-		.line_starts = o->line_starts, .repeat = o->repeat, .repeat_min = o->repeat_min,
+		.line_starts = o->line_starts || o->objective == OBJ_MLM, .repeat = o->repeat, .repeat_min = o->repeat_min,
 		.repeat_max = o->repeat_max, .repeat_random = o->repeat_random,
 		.hp = {
-			.batch = o->batch, .steps = o->steps, .warmup = o->warmup, .lr = o->lr,
+			.objective = o->objective, .batch = o->batch, .steps = o->steps, .warmup = o->warmup, .lr = o->lr,
 			.min_lr_frac = o->min_lr_frac, .weight_decay = o->weight_decay,
 			.clip = o->clip, .val_batches = o->val_batches, .seed = (uint64_t)o->seed,
 		},
@@ -574,9 +599,11 @@ static int report(const struct cli *c, int rc, const struct train_outcome *r, st
 	}
 	if (o->quiet)
 		return TRAIN_EXIT_OK;
-	char wall[32], val[32] = "- (no validation split)";
+	char wall[32], val[64] = "- (no validation split)";
 	format_duration(r->seconds, wall, sizeof wall);
-	if (r->validated)
+	if (r->validated && o->objective == OBJ_MLM)
+		snprintf(val, sizeof val, "%.4f, masked accuracy %.4f", r->val_loss, r->val_acc);
+	else if (r->validated)
 		snprintf(val, sizeof val, "%.4f", r->val_loss);
 	char *name = o->name ? xstrdup(o->name) : train_default_name(o->out);
 	printf("trained %s: %zu parameters, %ld steps, %llu tokens seen\n"

@@ -43,7 +43,7 @@ static int check_text(const char *text, size_t len, const char *path, struct err
 /* dataset_load and dataset_load_tok: tok is the vocabulary to encode with
  * (taken), or NULL to build one of the text's characters. */
 static int load(struct dataset *d, const char *path, struct tokenizer *tok, int min_count,
-		double val_fraction, struct err *e)
+		int specials, double val_fraction, struct err *e)
 {
 	memset(d, 0, sizeof *d);
 	size_t len;
@@ -65,12 +65,12 @@ static int load(struct dataset *d, const char *path, struct tokenizer *tok, int 
 	}
 	d->bytes = len;
 	d->hash = dataset_fnv1a(text, len);
-	d->tok = tok ? tok : tok_char_from_text(text, len, min_count, 0, e);
+	d->tok = tok ? tok : tok_char_from_text(text, len, min_count, specials, e);
 	if (!d->tok) {
 		free(text);
 		return err_prefix(e, "%s", path);
 	}
-	if (d->tok->vocab_size < 2) {
+	if (d->tok->vocab_size < 2 || (!tok && tok_char_specials(d->tok) == d->tok->vocab_size)) {
 		free(text);
 		dataset_free(d);
 		return err_set(e, "%s: no character occurs %d times (--min-count)", path, min_count);
@@ -93,13 +93,19 @@ static int load(struct dataset *d, const char *path, struct tokenizer *tok, int 
 int dataset_load(struct dataset *d, const char *path, int min_count, double val_fraction,
 		 struct err *e)
 {
-	return load(d, path, NULL, min_count, val_fraction, e);
+	return load(d, path, NULL, min_count, TOK_CHAR_PLAIN, val_fraction, e);
+}
+
+int dataset_load_chars(struct dataset *d, const char *path, int min_count, int specials,
+		       double val_fraction, struct err *e)
+{
+	return load(d, path, NULL, min_count, specials, val_fraction, e);
 }
 
 int dataset_load_tok(struct dataset *d, const char *path, struct tokenizer *tok,
 		     double val_fraction, struct err *e)
 {
-	return load(d, path, tok, 1, val_fraction, e);
+	return load(d, path, tok, 1, TOK_CHAR_PLAIN, val_fraction, e);
 }
 
 void dataset_free(struct dataset *d)

@@ -1,6 +1,7 @@
 /*
  * tok-char.c — character-level tokenizer: one token per Unicode code point,
- * plus "<unk>" (id 0) and optionally "<bos>" (id 1).
+ * after "<unk>" (id 0) and optionally "<bos>" (id 1) or a masked-LM
+ * encoder's "[CLS]", "[SEP]" and "[MASK]" (ids 1-3; tokenizer.h).
  *
  * Lookup from code point to id uses a table for ASCII and binary search
  * over the code points sorted once at construction, so a 10k-character
@@ -26,7 +27,7 @@ struct cp_id {
 };
 
 struct char_impl {
-	int nspecial;		/* 1 (unk) or 2 (unk, bos) */
+	int nspecial;		/* 1 (unk), 2 (unk, bos) or 4 (unk, cls, sep, mask) */
 	int n;			/* character tokens */
 	uint32_t *cps;		/* code point of id nspecial + i */
 	struct cp_id *sorted;	/* the same, ascending by code point */
@@ -70,13 +71,17 @@ static int char_lookup(const struct tokenizer *t, uint32_t cp)
 	return t->unk_id;
 }
 
-struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct err *e)
+struct tokenizer *tok_char_new(const uint32_t *cps, int n, int specials, struct err *e)
 {
 	struct tokenizer *t;
 	struct char_impl *c;
 	int i;
 
-	if (n < 0 || n > INT_MAX - 2) {
+	if (specials < TOK_CHAR_PLAIN || specials > TOK_CHAR_MLM) {
+		err_set(e, "char tokenizer: unknown special tokens %d", specials);
+		return NULL;
+	}
+	if (n < 0 || n > INT_MAX - 4) {
 		err_set(e, "char tokenizer: bad number of characters %d", n);
 		return NULL;
 	}
@@ -93,7 +98,7 @@ struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct 
 	}
 
 	c = xcalloc(1, sizeof *c);
-	c->nspecial = with_bos ? 2 : 1;
+	c->nspecial = specials == TOK_CHAR_MLM ? 4 : specials == TOK_CHAR_BOS ? 2 : 1;
 	c->n = n;
 	c->cps = xmalloc((size_t)n * sizeof *c->cps);
 	c->sorted = xmalloc((size_t)n * sizeof *c->sorted);
@@ -127,8 +132,8 @@ struct tokenizer *tok_char_new(const uint32_t *cps, int n, int with_bos, struct 
 	t->ops = &char_ops;
 	t->vocab_size = c->nspecial + n;
 	t->unk_id = 0;
-	t->bos_id = with_bos ? 1 : -1;
-	t->eos_id = -1;
+	t->bos_id = specials != TOK_CHAR_PLAIN ? 1 : -1;
+	t->eos_id = specials == TOK_CHAR_MLM ? 2 : -1;
 	t->impl = c;
 	return t;
 }
@@ -143,6 +148,20 @@ int32_t tok_char_codepoint(const struct tokenizer *t, int id)
 	if (id < c->nspecial)
 		return -1;
 	return (int32_t)c->cps[id - c->nspecial];
+}
+
+int tok_char_mask_id(const struct tokenizer *t)
+{
+	if (!t || t->ops != &char_ops)
+		return -1;
+	return ((const struct char_impl *)t->impl)->nspecial == 4 ? 3 : -1;
+}
+
+int tok_char_specials(const struct tokenizer *t)
+{
+	if (!t || t->ops != &char_ops)
+		return -1;
+	return ((const struct char_impl *)t->impl)->nspecial;
 }
 
 /* Occurrence counts per code point: open addressing, linear probing. */
@@ -225,11 +244,11 @@ static int cmp_u32(const void *a, const void *b)
  * code point.  Invalid UTF-8 bytes count as U+FFFD.  NULL + e on error.
  *
  * struct tokenizer *tok_char_from_text(const char *text, size_t len,
- *                                      int min_count, int with_bos,
+ *                                      int min_count, int specials,
  *                                      struct err *e);
  */
 struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count,
-				     int with_bos, struct err *e)
+				     int specials, struct err *e)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	uint32_t min = min_count < 1 ? 1 : (uint32_t)min_count, *cps, i;
@@ -257,7 +276,7 @@ struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count
 	free(h.slot);
 	if (n)
 		qsort(cps, (size_t)n, sizeof *cps, cmp_u32);
-	t = tok_char_new(cps, n, with_bos, e);
+	t = tok_char_new(cps, n, specials, e);
 	free(cps);
 	return t;
 }
@@ -290,8 +309,11 @@ static int char_encode(const struct tokenizer *t, const char *text, size_t len,
 	return nbad;
 }
 
-static const char *char_special(int id)
+static const char *char_special(const struct char_impl *c, int id)
 {
+	static const char *const mlm[] = { "<unk>", "[CLS]", "[SEP]", "[MASK]" };
+	if (c->nspecial == 4)
+		return mlm[id];
 	return id == 0 ? "<unk>" : "<bos>";
 }
 
@@ -303,7 +325,7 @@ static int char_piece(const struct tokenizer *t, int id, char *buf, size_t size)
 	size_t len;
 
 	if (id < c->nspecial) {
-		p = char_special(id);
+		p = char_special(c, id);
 		len = strlen(p);
 	} else {
 		len = (size_t)utf8_encode(c->cps[id - c->nspecial], tmp);
@@ -322,6 +344,8 @@ static char *char_to_json(const struct tokenizer *t)
 		ju_append(chars, json_integer(c->cps[i]));
 	ju_set(root, "type", json_string("char"));
 	ju_set(root, "bos", json_boolean(t->bos_id >= 0));
+	if (c->nspecial == 4)
+		ju_set(root, "specials", json_string("mlm"));
 	ju_set(root, "chars", chars);
 	return tok_json_dump(root);
 }
@@ -354,6 +378,8 @@ struct tokenizer *tok_char_from_json(const json_t *root, struct err *e)
 {
 	const json_t *bos = json_object_get(root, "bos");
 	const json_t *chars = json_object_get(root, "chars");
+	const json_t *specials = json_object_get(root, "specials");
+	int kind;
 	struct tokenizer *t;
 	uint32_t *cps;
 	size_t i, n;
@@ -366,8 +392,14 @@ struct tokenizer *tok_char_from_json(const json_t *root, struct err *e)
 		err_set(e, "tokenizer JSON: \"chars\" missing or not an array");
 		return NULL;
 	}
+	if (specials && !(json_is_string(specials) &&
+			  strcmp(json_string_value(specials), "mlm") == 0 && json_is_true(bos))) {
+		err_set(e, "tokenizer JSON: \"specials\" is not \"mlm\" (with \"bos\" true)");
+		return NULL;
+	}
+	kind = specials ? TOK_CHAR_MLM : json_is_true(bos) ? TOK_CHAR_BOS : TOK_CHAR_PLAIN;
 	n = json_array_size(chars);
-	if (n > (size_t)INT_MAX - 2) {
+	if (n > (size_t)INT_MAX - 4) {
 		err_set(e, "tokenizer JSON: too many chars (%zu)", n);
 		return NULL;
 	}
@@ -388,7 +420,7 @@ struct tokenizer *tok_char_from_json(const json_t *root, struct err *e)
 		}
 		cps[i] = (uint32_t)x;
 	}
-	t = tok_char_new(cps, (int)n, json_is_true(bos), e);
+	t = tok_char_new(cps, (int)n, kind, e);
 	if (!t)
 		err_prefix(e, "tokenizer JSON");
 	free(cps);

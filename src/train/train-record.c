@@ -52,6 +52,7 @@ char *train_record_json(const struct train_spec *s, const struct trainer *t,
 		ju_set(r, "repeat_max", json_integer(s->repeat_max));
 		ju_set(r, "repeat_random", json_boolean(s->repeat_random));
 	}
+	ju_set(r, "objective", json_string(train_objective_name(s->hp.objective)));
 	ju_set(r, "seed", json_integer((json_int_t)s->hp.seed));
 	ju_set(r, "steps", json_integer(s->hp.steps));
 	ju_set(r, "steps_done", json_integer(t->step));
@@ -68,6 +69,8 @@ char *train_record_json(const struct train_spec *s, const struct trainer *t,
 	ju_set(r, "tokens_seen", json_integer((json_int_t)t->tokens));
 	ju_set(r, "final_train_loss", ju_real(trainer_final_loss(t)));
 	ju_set(r, "final_val_loss", ju_real(trainer_last_val(t)));
+	if (s->hp.objective == OBJ_MLM)
+		ju_set(r, "final_val_masked_accuracy", ju_real(t->val_acc));
 	ju_set(r, "wall_seconds", json_real(round(seconds * 10) / 10));
 	ju_set(r, "threads", json_integer(s->threads > 0 ? s->threads : cpu_count()));
 	ju_set(r, "cores", json_integer(cpu_count()));

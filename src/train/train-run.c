@@ -287,7 +287,7 @@ static struct model *from_model(const struct train_spec *s, struct model_config 
 		model_free(src);
 		return err_set(e, "--from %s: the model has no tokenizer", s->from), NULL;
 	}
-	if (backward_supports(&src->cfg, e) != 0) { /* BERT: forward only */
+	if (backward_supports(&src->cfg, e) != 0) { /* no head: no loss */
 		model_free(src);
 		err_prefix(e, "--from %s", s->from);
 		return NULL;
@@ -331,7 +331,9 @@ static int load_data(struct job *j, struct model *src, struct err *e)
 		src->tok = NULL; /* taken, or freed on failure */
 		if (rc)
 			return -1;
-	} else if (dataset_load(&j->dl, s->data, s->min_count, s->val_fraction, e)) {
+	} else if (dataset_load_chars(&j->dl, s->data, s->min_count,
+				      s->hp.objective == OBJ_MLM ? TOK_CHAR_MLM : TOK_CHAR_PLAIN,
+				      s->val_fraction, e)) {
 		return -1;
 	}
 	int T = j->cfg.context;
@@ -401,6 +403,10 @@ static int prepare(struct job *j, struct train_outcome *out, struct err *e)
 		if (check_out(j, e))
 			return -1;
 	} else if (build(j, out, e)) {
+		return -1;
+	}
+	if (trainer_check_objective(j->m, &s->hp, e)) {
+		out->spec_error = !s->model;
 		return -1;
 	}
 	j->tr = s->trainer ? s->trainer : &j->own;
@@ -505,6 +511,7 @@ static void outcome_fill(const struct job *j, struct train_outcome *out)
 	out->final_loss = trainer_final_loss(t);
 	out->validated = t->val_n > 0;
 	out->val_loss = t->val_n ? trainer_last_val(t) : NAN;
+	out->val_acc = t->val_acc;
 }
 
 int train_run(const struct train_spec *spec, const struct train_hooks *hooks,
@@ -519,7 +526,7 @@ int train_run(const struct train_spec *spec, const struct train_hooks *hooks,
 	memset(out, 0, sizeof *out);
 	if (spec->trainer)
 		memset(spec->trainer, 0, sizeof *spec->trainer);
-	out->final_loss = out->val_loss = NAN;
+	out->final_loss = out->val_loss = out->val_acc = NAN;
 	int rc = prepare(&j, out, e);
 	if (rc == 0) {
 		j.st = (struct train_state){ .tr = j.tr, .m = j.m, .d = j.d };
