@@ -44,8 +44,12 @@ check "the unmasked model's two held-out losses differ" \
 	sh -c "[ '$(cell none 3)' != '$(cell none 4)' ]"
 
 run -c "lab heads --quick --data $tmp/text.txt"
-check "lab heads: 1, 2, 4 and 8 heads have the same parameter count" \
-	sh -c "[ $rc -eq 0 ] && [ \$(awk 'NF == 5 && \$1 ~ /^[1248]\$/ { print \$3 }' '$tmp/out' | sort -u | wc -l) -eq 1 ]"
+check "lab heads: 1, 2, 4, 8 and 16 heads have the same parameter count" \
+	sh -c "[ $rc -eq 0 ] && [ \$(awk 'NF == 5 && \$1 ~ /^(1|2|4|8|16)\$/ { n++; print \$3 } END { if (n != 5) print \"missing\" }' '$tmp/out' | sort -u | wc -l) -eq 1 ]"
+check "lab heads: head dimensions 32, 16, 8, 4 and 2 at the quick width 32" \
+	sh -c "[ \"\$(awk 'NF == 5 && \$1 ~ /^[0-9]+\$/ { printf \"%s \", \$2 }' '$tmp/out')\" = '32 16 8 4 2 ' ]"
+check "lab heads: 3 heads are refused with the message naming both numbers" \
+	sh -c "tr '\n' ' ' <'$tmp/out' | tr -s ' ' | grep -q 'd_model 32 is not divisible by num_heads 3'"
 
 run -c "lab gqa --quick --data $tmp/text.txt"
 check "lab gqa runs on shakespeare" status 0
