@@ -82,6 +82,20 @@ check "batch under mask none: without the padding mask the short texts look at t
 run shakespeare -c "batch To be, or not to be | O Romeo"
 check "batch under the causal mask: the pads are never seen, mask or not" \
 	sh -c "grep -q 'pads get no weight either' '$tmp/out'"
+run shakespeare -c "batch To be, or not to be | O Romeo | Now is the winter of our discontent"
+# combo COL: column COL of the four-way table's row for text 2 (alone both pad causal neither)
+combo() { awk -v n="$1" '/^   # tokens    alone     both/ { t = 1; next } t && $1 == 2 { print $n; exit }' "$tmp/out"; }
+check "batch: both masks (logical and) give text 2 its own loss ($(combo 3) = $(combo 4))" \
+	sh -c "[ -n '$(combo 3)' ] && [ '$(combo 3)' = '$(combo 4)' ]"
+check "batch: the padding mask alone lets text 2 read ahead: its loss moves ($(combo 3) -> $(combo 5))" \
+	awk -v a="$(combo 3)" -v b="$(combo 5)" 'BEGIN { exit !(b - a > 0.1 || a - b > 0.1) }'
+check "batch: the causal mask alone equals both under right padding ($(combo 6))" \
+	sh -c "[ '$(combo 6)' = '$(combo 4)' ] && grep -q 'the causal mask alone: the same as both' '$tmp/out'"
+check "batch: neither mask differs from the padding mask alone for a padded text ($(combo 7))" \
+	sh -c "[ -n '$(combo 7)' ] && [ '$(combo 7)' != '$(combo 5)' ]"
+run shakespeare -c "mask none; batch To be | O Romeo"
+check "batch under mask none: nothing to combine, said in words" \
+	sh -c "grep -q 'the attention mask is none: the padding mask is the only mask' '$tmp/out'"
 run shakespeare -c "batch only one text"
 check "batch with one text is refused" sh -c "[ $rc -ne 0 ] && grep -q 'at least two texts' '$tmp/err'"
 
