@@ -182,6 +182,12 @@ int session_need_head(const struct session *s, const char *what, struct err *e);
  * into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);
 
+/* Where the current run first made a value that is not finite, as
+ * session_summary says it ("at layer 0 (norm1), position 6", "in the
+ * logits, position 2"), into buf; false (buf "") when the run is finite or
+ * there is none.  Views use it to say so instead of drawing NaN. */
+bool session_nonfinite_text(const struct session *s, char *buf, size_t size);
+
 /* Labels of the session's tokens for views (render_labels_free them):
  * tok_label's, except that a <unk> whose source character is known shows
  * that character in angle brackets ("<举>"). */
