@@ -18,6 +18,7 @@
 #include "heat.h"
 #include "lab.h"
 #include "model.h"
+#include "padding.h"
 #include "patch.h"
 #include "util.h"
 
@@ -87,6 +88,7 @@ struct session {
 	struct sweep_result sweep;  /* the last finished sweep (L = 0: none); owned */
 	struct lab_result lab;      /* the last lab run (table.rows = 0: none); owned */
 	char lab_name[16];          /* its experiment */
+	struct pad_result batch;    /* the last `batch` (n = 0: none); owned */
 	struct variant_row *variants; /* (n_variants) the last `compare variants`; owned */
 	int n_variants;
 

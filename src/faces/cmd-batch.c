@@ -152,7 +152,8 @@ static int batch_exec(struct session *s, int argc, char **argv, struct err *e)
 		snprintf(mask, sizeof mask, "%s", mask_kind_name(s->opt.mask));
 	print_result(s->out, &r, m, mask);
 	print_combined(s->out, &r, mask);
-	pad_result_free(&r);
+	pad_result_free(&s->batch); /* kept for expect's batch quantity */
+	s->batch = r;
 	rc = 0;
 out:
 	for (int i = 0; i < n; i++) {

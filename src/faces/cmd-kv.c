@@ -174,7 +174,11 @@ const struct cmd_entry cmd_kv_entry = {
 		     "the engine runs; --bytes 2 for fp16). Without --kv-heads every GQA group count\n"
 		     "that divides the heads is listed. With no model, give --layers, --heads,\n"
 		     "--head-dim and --tokens. Example: kv --layers 80 --heads 64 --kv-heads 8\n"
-		     "--head-dim 128 --tokens 4096 --bytes 2 (10 GiB MHA, 1.25 GiB GQA-8, 160 MiB MQA).",
+		     "--head-dim 128 --tokens 4096 --bytes 2 (10 GiB MHA, 1.25 GiB GQA-8, 160 MiB MQA).\n"
+		     "For the loaded model (no shape given) a second table: the attention a run\n"
+		     "keeps to draw every head (layers x heads x T x T x 4 bytes) beside the KV\n"
+		     "cache, at T = 512, 1024, ... the context and the current text, then the\n"
+		     "bytes the current run and the baseline run hold.",
 	.min_args = 0,
 	.max_args = 0,
 	.exec = kv_exec,

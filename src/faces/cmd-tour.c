@@ -25,21 +25,23 @@ struct lesson {
 
 /* The tutorials' order; the minutes add up to 50. */
 static const struct lesson lessons[] = {
-	{ "basics.cmds", 5, "Heads, d_head and the 4·d² weights of attention",
+	{ "basics.cmds", 4, "Heads, d_head and the 4·d² weights of attention",
 	  "注意力头、d_head 与注意力层的 4·d² 个权重" },
 	{ "scaling.cmds", 6, "Scaling the scores by 1/sqrt(d_head)",
 	  "用 1/sqrt(d_head) 缩放注意力分数" },
 	{ "causal.cmds", 7, "Masks: causal, none, window, after the softmax; padding",
 	  "掩码：因果掩码、无掩码、窗口、softmax 之后再掩码；填充掩码" },
-	{ "gqa.cmds", 7, "The KV cache: MHA → GQA → MQA, and uptraining",
+	{ "gqa.cmds", 6, "The KV cache: MHA → GQA → MQA, and uptraining",
 	  "KV 缓存：MHA → GQA → MQA，以及转换后的继续训练" },
 	{ "norm.cmds", 6, "Residuals and the norm: pre-norm, post-norm, RMSNorm",
 	  "残差与归一化：前置归一化、后置归一化与 RMSNorm" },
-	{ "heads.cmds", 8, "Heads that specialise, and heads that are redundant",
+	{ "heads.cmds", 7, "Heads that specialise, and heads that are redundant",
 	  "各有分工的注意力头，与可有可无的注意力头" },
-	{ "tang.cmds", 5, "静夜思 on a model of Tang poems", "唐诗模型读《静夜思》" },
-	{ "lab.cmds", 6, "The lab: the tutorials' training claims, rerun",
+	{ "tang.cmds", 4, "静夜思 on a model of Tang poems", "唐诗模型读《静夜思》" },
+	{ "lab.cmds", 5, "The lab: the tutorials' training claims, rerun",
 	  "实验：在本机重跑教程中关于训练的结论" },
+	{ "pitfalls.cmds", 5, "The tutorial's table of common mistakes, row by row",
+	  "教程中的常见错误表，逐行演示" },
 };
 
 #define N_LESSONS ((int)(sizeof lessons / sizeof lessons[0]))

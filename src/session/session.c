@@ -36,6 +36,7 @@ void session_free(struct session *s)
 	free(s->patch_text);
 	sweep_free(&s->sweep);
 	lab_result_free(&s->lab);
+	pad_result_free(&s->batch);
 	free(s->variants);
 	memset(s, 0, sizeof *s);
 }
