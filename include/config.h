@@ -166,6 +166,12 @@ static inline bool cfg_has_head(const struct model_config *c)
  * Returns 0, or -1 with a message naming the first bad field. */
 int config_validate(const struct model_config *c, struct err *e);
 
+/* The multi-head split: every head takes d_model / n_head features, so
+ * n_head must divide d_model.  0, or -1 with the tutorial's one-line
+ * message naming both numbers ("d_model 64 is not divisible by num_heads
+ * 3: ..."); train and lab refuse such a shape with it. */
+int config_check_heads(int d_model, int n_head, struct err *e);
+
 /* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
  * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE),
  * residual connections, scaled scores, causal mask, sequential blocks,

@@ -18,6 +18,7 @@
 #include "heat.h"
 #include "lab.h"
 #include "model.h"
+#include "padding.h"
 #include "patch.h"
 #include "util.h"
 #include "why.h"
@@ -92,6 +93,7 @@ struct session {
 	struct sweep_result sweep;  /* the last finished sweep (L = 0: none); owned */
 	struct lab_result lab;      /* the last lab run (table.rows = 0: none); owned */
 	char lab_name[16];          /* its experiment */
+	struct pad_result batch;    /* the last `batch` (n = 0: none); owned */
 	struct variant_row *variants; /* (n_variants) the last `compare variants`; owned */
 	int n_variants;
 
@@ -186,6 +188,12 @@ int session_need_head(const struct session *s, const char *what, struct err *e);
  * "first NaN at layer L (SITE), position P: loss nan  KL nan".  Writes
  * into buf. */
 void session_summary(const struct session *s, char *buf, size_t size);
+
+/* Where the current run first made a value that is not finite, as
+ * session_summary says it ("at layer 0 (norm1), position 6", "in the
+ * logits, position 2"), into buf; false (buf "") when the run is finite or
+ * there is none.  Views use it to say so instead of drawing NaN. */
+bool session_nonfinite_text(const struct session *s, char *buf, size_t size);
 
 /* Labels of the session's tokens for views (render_labels_free them):
  * tok_label's, except that a <unk> whose source character is known shows

@@ -49,7 +49,7 @@
 struct session;
 struct store;
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_APPLICATION_ID 0x4154534e /* "ATSN" */
 #define STORE_DEFAULT_PATH "sessions/attnscope.db"
 #define STORE_ENV "ATTNSCOPE_DB"
@@ -246,6 +246,8 @@ struct store_measurement {
 	double forward_ms, kv_cache_bytes, loss, base_loss, delta_loss, ppl, kl_vs_baseline,
 		top1_agree;
 	int threads;
+	char *pitfall;      /* "off", "eps0", ... (model.h pitfall_name); NULL in rows
+			     * recorded before the column existed (schema 4) */
 };
 
 /* Measurements of session_id (0: every session), the last `last` of them

@@ -119,7 +119,9 @@ bool tui_utf8(void);
 const char *tui_mark_ablated(void);
 const char *tui_times_sign(void);
 
-/* Draws the "no model / no text" note in r; true when the view can draw. */
+/* Draws the "no model / no text" note in r, or where a NaN started when
+ * the run has one (session_nonfinite_text): NaN attention is not drawn.
+ * True when the view can draw. */
 bool tui_need_run(const struct session *s, const struct tui_rect *r);
 
 /* Labels of the session's tokens (render_labels_free them); their widest

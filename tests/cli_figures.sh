@@ -107,13 +107,13 @@ check "export lab before any lab is one error line" \
 run m.safetensors -c "lab fused --quick --data text.txt; export lab --out fused.svg; lab heads --quick --data text.txt; export lab --out heads.svg; export lab --out heads.png; export lab --format csv --out heads.csv; export lab --format txt --out heads.txt"
 check "lab fused: two bars for each of three shapes, on a log axis, no curves" \
 	sh -c "[ $rc = 0 ] && [ \$(grep -c 'class=\"bar\"' fused.svg) = 6 ] && grep -q 'log axis' fused.svg && ! grep -q 'class=\"series\"' fused.svg"
-check "lab heads: final and held-out loss of each of 4 arms, and 4 training curves" \
-	sh -c "[ \$(grep -c 'class=\"bar\"' heads.svg) = 8 ] && [ \$(grep -c 'class=\"series\"' heads.svg) = 4 ] && grep -q '>heads 8<' heads.svg"
+check "lab heads: final and held-out loss of each of 5 arms, and 5 training curves" \
+	sh -c "[ \$(grep -c 'class=\"bar\"' heads.svg) = 10 ] && [ \$(grep -c 'class=\"series\"' heads.svg) = 5 ] && grep -q '>heads 16<' heads.svg"
 check "lab png" sh -c "[ \"\$(od -An -tx1 -N8 heads.png | tr -d ' \n')\" = 89504e470d0a1a0a ]"
-check "lab csv: 8 bars and 60 curve points per arm" \
-	sh -c "[ \$(grep -c ',,' heads.csv) = 8 ] && [ \$(grep -c '\"training loss\",' heads.csv) = 240 ]"
+check "lab csv: 10 bars and 60 curve points per arm" \
+	sh -c "[ \$(grep -c ',,' heads.csv) = 10 ] && [ \$(grep -c '\"training loss\",' heads.csv) = 300 ]"
 check "lab txt: the table, the bars and the curve plot" \
-	sh -c "grep -q '^lab heads (quick)' heads.txt && [ \$(grep -c '█' heads.txt) -ge 8 ] && grep -q 'training loss of each arm, by step' heads.txt"
+	sh -c "grep -q '^lab heads (quick)' heads.txt && [ \$(grep -c '█' heads.txt) -ge 10 ] && grep -q 'training loss of each arm, by step' heads.txt"
 
 # -------------------------------------------------------------- re-runs
 cmds="text $text; export layer 1 --out a1.svg; export mask --all --out a2.svg; export groups --out a3.svg; export layer 0 --out a4.png"

@@ -44,8 +44,12 @@ check "the unmasked model's two held-out losses differ" \
 	sh -c "[ '$(cell none 3)' != '$(cell none 4)' ]"
 
 run -c "lab heads --quick --data $tmp/text.txt"
-check "lab heads: 1, 2, 4 and 8 heads have the same parameter count" \
-	sh -c "[ $rc -eq 0 ] && [ \$(awk 'NF == 5 && \$1 ~ /^[1248]\$/ { print \$3 }' '$tmp/out' | sort -u | wc -l) -eq 1 ]"
+check "lab heads: 1, 2, 4, 8 and 16 heads have the same parameter count" \
+	sh -c "[ $rc -eq 0 ] && [ \$(awk 'NF == 5 && \$1 ~ /^(1|2|4|8|16)\$/ { n++; print \$3 } END { if (n != 5) print \"missing\" }' '$tmp/out' | sort -u | wc -l) -eq 1 ]"
+check "lab heads: head dimensions 32, 16, 8, 4 and 2 at the quick width 32" \
+	sh -c "[ \"\$(awk 'NF == 5 && \$1 ~ /^[0-9]+\$/ { printf \"%s \", \$2 }' '$tmp/out')\" = '32 16 8 4 2 ' ]"
+check "lab heads: 3 heads are refused with the message naming both numbers" \
+	sh -c "tr '\n' ' ' <'$tmp/out' | tr -s ' ' | grep -q 'd_model 32 is not divisible by num_heads 3'"
 
 run -c "lab gqa --quick --data $tmp/text.txt"
 check "lab gqa runs on shakespeare" status 0
@@ -78,6 +82,20 @@ check "batch under mask none: without the padding mask the short texts look at t
 run shakespeare -c "batch To be, or not to be | O Romeo"
 check "batch under the causal mask: the pads are never seen, mask or not" \
 	sh -c "grep -q 'pads get no weight either' '$tmp/out'"
+run shakespeare -c "batch To be, or not to be | O Romeo | Now is the winter of our discontent"
+# combo COL: column COL of the four-way table's row for text 2 (alone both pad causal neither)
+combo() { awk -v n="$1" '/^   # tokens    alone     both/ { t = 1; next } t && $1 == 2 { print $n; exit }' "$tmp/out"; }
+check "batch: both masks (logical and) give text 2 its own loss ($(combo 3) = $(combo 4))" \
+	sh -c "[ -n '$(combo 3)' ] && [ '$(combo 3)' = '$(combo 4)' ]"
+check "batch: the padding mask alone lets text 2 read ahead: its loss moves ($(combo 3) -> $(combo 5))" \
+	awk -v a="$(combo 3)" -v b="$(combo 5)" 'BEGIN { exit !(b - a > 0.1 || a - b > 0.1) }'
+check "batch: the causal mask alone equals both under right padding ($(combo 6))" \
+	sh -c "[ '$(combo 6)' = '$(combo 4)' ] && grep -q 'the causal mask alone: the same as both' '$tmp/out'"
+check "batch: neither mask differs from the padding mask alone for a padded text ($(combo 7))" \
+	sh -c "[ -n '$(combo 7)' ] && [ '$(combo 7)' != '$(combo 5)' ]"
+run shakespeare -c "mask none; batch To be | O Romeo"
+check "batch under mask none: nothing to combine, said in words" \
+	sh -c "grep -q 'the attention mask is none: the padding mask is the only mask' '$tmp/out'"
 run shakespeare -c "batch only one text"
 check "batch with one text is refused" sh -c "[ $rc -ne 0 ] && grep -q 'at least two texts' '$tmp/err'"
 

@@ -66,4 +66,21 @@ if [ -f "$SHIPPED" ]; then
 	check shipped-eps0 sh -c "tail -n 1 out | grep -q 'KL 0.0000  top-1 100.0%'"
 fi
 
+# memory at long context: kv's table of the attention a run keeps (layers x
+# heads x T x T x 4 bytes) beside the KV cache, at T = 512 ... the context,
+# against the same arithmetic done here; and what the runs hold
+mkmodel long.safetensors --layers 2 --heads 4 --d-model 64 --context 4096 --pos rope
+run --no-db long.safetensors -c "kv"
+rows=$(awk '/^   tokens   attention/ { t = 1; next } t && NF >= 4 { print $1 }' out | tr '\n' ' ')
+check long-rows sh -c "[ '$rows' = '512 1024 2048 4096 ' ]"
+# 2 x 4 x 4096^2 x 4 bytes = 512 MiB; 2 (K, V) x 2 x 4 x 4096 x 16 x 4 = 4 MiB;
+# 128x (4 x T x 4 / (2 x 4 x 16 x 4) = T / 32)
+check long-4096 sh -c "grep -qE '^ +4096 +512 MiB +4 MiB +128x  \(the context\)$' out"
+check long-512 sh -c "grep -qE '^ +512 +8 MiB +512 KiB +16x$' out"
+run --no-db long.safetensors -c "text $TEXT; kv"
+check long-native-one-run has_out 'the baseline is the same run (native options)'
+check long-current-text sh -c "grep -qE '^ +42 .*\(the current text\)$' out"
+run --no-db long.safetensors -c "text $TEXT; scale off; kv"
+check long-baseline-held has_out 'the baseline run, under the native options, another'
+
 [ "$failures" = 0 ]

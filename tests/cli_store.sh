@@ -102,7 +102,7 @@ if [ -n "$SQLITE" ]; then
 	# `heads` completes the current measurement's rows with induction and role
 	run --db "$tmp/heads.db" -c 'text To be or not to be; heads' </dev/null
 	check heads-recorded sh -c "[ $rc -eq 0 ] && [ \"\$($SQLITE '$tmp/heads.db' 'SELECT count(*) || \":\" || count(role) || \":\" || count(induction) FROM head_stats WHERE measurement_id = (SELECT max(id) FROM measurements)')\" = '8:8:8' ]"
-	check rows-schema-version sh -c "[ \"\$($SQLITE '$DB' 'PRAGMA user_version')\" = 4 ]"
+	check rows-schema-version sh -c "[ \"\$($SQLITE '$DB' 'PRAGMA user_version')\" = 5 ]"
 	# `sweep` records one sweep and L*H + L entries (2 layers x 4 heads + 2)
 	run --db "$tmp/sweep.db" -c 'text To be or not to be; sweep' </dev/null
 	check sweep-recorded sh -c "[ $rc -eq 0 ] && [ \"\$($SQLITE '$tmp/sweep.db' 'SELECT (SELECT count(*) FROM sweeps) || \":\" || (SELECT count(*) FROM sweep_entries) || \":\" || (SELECT count(*) FROM sweep_entries WHERE head IS NULL)')\" = '1:10:2' ]"

@@ -3,7 +3,7 @@
 # narrated line of every shipped demo has its zh twin; `attnscope tour
 # --batch` runs the lessons in the tutorials' order under "lesson N/M"
 # headers with every expectation ✓, its sentences the demos' own, in
-# Chinese (all nine lessons) and in English (the lab lesson left to
+# Chinese (all ten lessons) and in English (the lab lesson left to
 # cli_demos.sh, which runs every demo in English); --from, tour N / back /
 # again / list at the prompt, a failing lesson, --lang and the locale.
 #
@@ -19,7 +19,7 @@ RUN_ARGS="--no-db"
 cd "$root" || exit 1
 demos=sessions/demos
 # the tutorials' order
-order="basics scaling causal gqa norm heads encoder tang lab"
+order="basics scaling causal gqa norm heads encoder tang lab pitfalls"
 
 # en_sentences FILE: the sentence of each expect line ("..." at its end)
 en_sentences() {
@@ -34,8 +34,8 @@ zh_sentences() {
 headers() {
 	sed -n "$2" "$1" | tr '\n' ' '
 }
-EN_HEAD='s/^lesson \([0-9]*\)\/9: .* (about [0-9]* min)$/\1/p'
-ZH_HEAD='s/^第 \([0-9]*\) 课（共 9 课）：.*（约 [0-9]* 分钟）$/\1/p'
+EN_HEAD='s/^lesson \([0-9]*\)\/10: .* (about [0-9]* min)$/\1/p'
+ZH_HEAD='s/^第 \([0-9]*\) 课（共 10 课）：.*（约 [0-9]* 分钟）$/\1/p'
 # stubs DIR [N]: a lesson file for every name of $order in DIR, each an
 # echo and an expect with their twins; lesson N's expectation fails
 stubs() {
@@ -85,13 +85,13 @@ fi
 
 # ------------------------------------------------------------------ tour list
 run -c "tour list" </dev/null
-files=$(sed -n 's/^[ *] [0-9]  \([a-z]*\)\.cmds .*/\1/p' "$tmp/out" | tr '\n' ' ')
+files=$(sed -n 's/^[ *] *[0-9]*  \([a-z]*\)\.cmds .*/\1/p' "$tmp/out" | tr '\n' ' ')
 check "tour list lists the lessons in the tutorials' order" sh -c "[ $rc -eq 0 ] &&
-	[ '$files' = '$order ' ] && grep -q '^The tour: 9 lessons, about 55 min' '$tmp/out' &&
-	grep -q '^  3  causal.cmds    7 min  Masks' '$tmp/out'"
+	[ '$files' = '$order ' ] && grep -q '^The tour: 10 lessons, about 55 min' '$tmp/out' &&
+	grep -q '^   3  causal.cmds    7 min  Masks' '$tmp/out'"
 run --lang zh -c "tour list" </dev/null
-check "tour list in Chinese" sh -c "[ $rc -eq 0 ] && grep -q '^课程共 9 课，约 55 分钟' '$tmp/out' &&
-	grep -q '^  5  norm.cmds      6 分钟  残差与归一化' '$tmp/out'"
+check "tour list in Chinese" sh -c "[ $rc -eq 0 ] && grep -q '^课程共 10 课，约 55 分钟' '$tmp/out' &&
+	grep -q '^   5  norm.cmds      6 分钟  残差与归一化' '$tmp/out'"
 
 # ----------------------------------------------- the whole tour, in Chinese
 # Every lesson, the lab's training included: a hang guard as in cli_demos.sh.
@@ -101,10 +101,10 @@ hang_guard=$TIMEOUT
 run_tour --batch --lang zh </dev/null
 TIMEOUT=$hang_guard
 sed -n 's/^✓ //p' "$tmp/out" >"$tmp/got-zh"
-if [ $rc -eq 0 ] && [ "$(headers "$tmp/out" "$ZH_HEAD")" = "1 2 3 4 5 6 7 8 9 " ] &&
+if [ $rc -eq 0 ] && [ "$(headers "$tmp/out" "$ZH_HEAD")" = "1 2 3 4 5 6 7 8 9 10 " ] &&
    [ -s "$tmp/want-zh" ] && cmp -s "$tmp/want-zh" "$tmp/got-zh" && ! grep -q '^✗' "$tmp/out" &&
-   grep -q '^课程结束：第 1–9 课都已运行完毕，没有失败。$' "$tmp/out" && clean_err; then
-	ok "tour in Chinese: lessons 1-9 in order, $(wc -l <"$tmp/got-zh") Chinese sentences ✓"
+   grep -q '^课程结束：第 1–10 课都已运行完毕，没有失败。$' "$tmp/out" && clean_err; then
+	ok "tour in Chinese: lessons 1-10 in order, $(wc -l <"$tmp/got-zh") Chinese sentences ✓"
 else
 	fail "tour in Chinese" "headers: $(headers "$tmp/out" "$ZH_HEAD")" \
 		"$(diff "$tmp/want-zh" "$tmp/got-zh" | head -n 4)" "$(grep -A2 '^✗' "$tmp/out" | head -n 3)"
@@ -125,11 +125,11 @@ for n in $order; do
 done >"$tmp/want-en"
 ATTNSCOPE_DEMOS=$tmp/en run_tour --batch --lang en </dev/null
 sed -n 's/^✓ //p' "$tmp/out" >"$tmp/got-en"
-if [ $rc -eq 0 ] && [ "$(headers "$tmp/out" "$EN_HEAD")" = "1 2 3 4 5 6 7 8 9 " ] &&
+if [ $rc -eq 0 ] && [ "$(headers "$tmp/out" "$EN_HEAD")" = "1 2 3 4 5 6 7 8 9 10 " ] &&
    [ "$(wc -l <"$tmp/want-en")" -gt 40 ] && cmp -s "$tmp/want-en" "$tmp/got-en" &&
-   ! grep -q '^✗' "$tmp/out" && grep -q '^The tour is over: lessons 1-9 ran without a failure.$' "$tmp/out" &&
+   ! grep -q '^✗' "$tmp/out" && grep -q '^The tour is over: lessons 1-10 ran without a failure.$' "$tmp/out" &&
    clean_err; then
-	ok "tour in English: lessons 1-9 in order, $(wc -l <"$tmp/got-en") sentences ✓ (a stand-in lab)"
+	ok "tour in English: lessons 1-10 in order, $(wc -l <"$tmp/got-en") sentences ✓ (a stand-in lab)"
 else
 	fail "tour in English" "headers: $(headers "$tmp/out" "$EN_HEAD")" \
 		"$(diff "$tmp/want-en" "$tmp/got-en" | head -n 4)" "$(grep -A2 '^✗' "$tmp/out" | head -n 3)"
@@ -137,29 +137,29 @@ fi
 
 # ------------------------------------------------ starting, skipping, going back
 ATTNSCOPE_DEMOS=$tmp/stub run_tour --batch --from 6 </dev/null
-check "--from 6 runs lessons 6-9" sh -c "[ $rc -eq 0 ] &&
-	[ '$(headers "$tmp/out" "$EN_HEAD")' = '6 7 8 9 ' ] && grep -q '^lesson 6/9: Heads that' '$tmp/out' &&
-	grep -q '^The tour is over: lessons 6-9 ran' '$tmp/out'"
+check "--from 6 runs lessons 6-10" sh -c "[ $rc -eq 0 ] &&
+	[ '$(headers "$tmp/out" "$EN_HEAD")' = '6 7 8 9 10 ' ] && grep -q '^lesson 6/10: Heads that' '$tmp/out' &&
+	grep -q '^The tour is over: lessons 6-10 ran' '$tmp/out'"
 ATTNSCOPE_DEMOS=$tmp/stub run --batch -c "tour; tour; tour 7; tour back; tour again; tour list" </dev/null
 check "tour, tour N, tour back, tour again at the prompt" sh -c "[ $rc -eq 0 ] &&
-	[ '$(headers "$tmp/out" "$EN_HEAD")' = '1 2 7 6 6 ' ] && grep -q '^\* 6  heads.cmds ' '$tmp/out' &&
-	grep -q '^End of lesson 6/9. Next: tour (lesson 7/9: ' '$tmp/out'"
-ATTNSCOPE_DEMOS=$tmp/stub run --batch -c "tour 9; tour" </dev/null
+	[ '$(headers "$tmp/out" "$EN_HEAD")' = '1 2 7 6 6 ' ] && grep -q '^\*  6  heads.cmds ' '$tmp/out' &&
+	grep -q '^End of lesson 6/10. Next: tour (lesson 7/10: ' '$tmp/out'"
+ATTNSCOPE_DEMOS=$tmp/stub run --batch -c "tour 10; tour" </dev/null
 check "tour after the last lesson is an error" sh -c "[ $rc -eq 1 ] &&
-	grep -q '^-c:2: tour: lesson 9/9 was the last (tour 1 starts again)' '$tmp/err'"
+	grep -q '^-c:2: tour: lesson 10/10 was the last (tour 1 starts again)' '$tmp/err'"
 ATTNSCOPE_DEMOS=$tmp/stub run --batch -c "tour 1; tour back" </dev/null
 check "tour back from lesson 1 is an error" grep -q '^-c:2: tour back: lesson 1 is the first' "$tmp/err"
-run --batch -c "tour 10" </dev/null
-check "tour 10 is an error" grep -q '^-c:1: 10: the lesson must be a whole number from 1 to 9' "$tmp/err"
+run --batch -c "tour 11" </dev/null
+check "tour 11 is an error" grep -q '^-c:1: 11: the lesson must be a whole number from 1 to 10' "$tmp/err"
 run --batch -c "tour sideways" </dev/null
 check "tour WORD says the usage" grep -q '^-c:1: usage: tour \[N | next | back | again | list\]' "$tmp/err"
-run_tour --from 10 </dev/null
-check "attnscope tour --from 10 is a one-line error" sh -c "[ $rc -eq 2 ] && [ ! -s '$tmp/out' ] &&
-	[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'tour: --from 10: expected a lesson from 1 to 9' '$tmp/err'"
+run_tour --from 11 </dev/null
+check "attnscope tour --from 11 is a one-line error" sh -c "[ $rc -eq 2 ] && [ ! -s '$tmp/out' ] &&
+	[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'tour: --from 11: expected a lesson from 1 to 10' '$tmp/err'"
 mkdir -p "$tmp/none"
 ATTNSCOPE_DEMOS=$tmp/none run_tour --batch </dev/null
 check "a missing lesson file says where it looked" sh -c "[ $rc -eq 1 ] &&
-	grep -q 'lesson 1/9: no basics.cmds in \$ATTNSCOPE_DEMOS' '$tmp/err'"
+	grep -q 'lesson 1/10: no basics.cmds in \$ATTNSCOPE_DEMOS' '$tmp/err'"
 
 # --------------------------------------------------------- a failing lesson
 # Lesson 2's claim is false: it prints ✗ and FILE:LINE, the other lessons
@@ -169,8 +169,8 @@ ATTNSCOPE_DEMOS=$tmp/fail run_tour --batch </dev/null
 check "a failing lesson: ✗, FILE:LINE, the next lessons run, exit status 1" sh -c "[ $rc -eq 1 ] &&
 	grep -q '^✗ stub scaling fails' '$tmp/out' &&
 	grep -q '^$tmp/fail/scaling.cmds:3: expectation not met: stub scaling fails' '$tmp/err' &&
-	[ '$(headers "$tmp/out" "$EN_HEAD")' = '1 2 3 4 5 6 7 8 9 ' ] &&
-	grep -q 'tour: 1 of lessons 1-9 failed: 2' '$tmp/err'"
+	[ '$(headers "$tmp/out" "$EN_HEAD")' = '1 2 3 4 5 6 7 8 9 10 ' ] &&
+	grep -q 'tour: 1 of lessons 1-10 failed: 2' '$tmp/err'"
 ATTNSCOPE_DEMOS=$tmp/fail run_tour --batch --lang zh --from 2 </dev/null
 check "in Chinese the same claim fails with its Chinese sentence" sh -c "[ $rc -eq 1 ] &&
 	grep -q '^✗ 桩 scaling 不成立' '$tmp/out' && grep -q '^  measured: ' '$tmp/out'"

@@ -38,7 +38,8 @@ train --data text.txt --repeat 0.5 --repeat-min 10 --repeat-max 12
 check "repeated spans that cannot fit the context are status 2 (flags)" sh -c \
 	"[ $rc -eq 2 ] && grep -q -- '--repeat-max 12' err"
 train --data text.txt --heads 3
-check "an impossible shape is status 2" status 2
+check "an impossible shape is status 2 and one line naming both numbers" sh -c \
+	"[ $rc -eq 2 ] && [ \$(wc -l <err) -eq 1 ] && grep -q 'd_model 16 is not divisible by num_heads 3' err"
 train --data text.txt --steps x
 check "a bad number is status 2" status 2
 

@@ -483,4 +483,24 @@ else
 fi
 keys q
 
+# ------------------- a NaN (pitfall eps0): said where it began, never drawn
+# RMSNorm, RoPE and `z` embedded as zeros: with epsilon 0 the first z's
+# norm divides 0 by 0 (tests/cli_pitfall.sh checks the place on the CLI)
+mkmodel "$tmp/models/zero.safetensors" --norm rmsnorm --pos rope --zero-char z
+start nan 100 30 NO_COLOR= "--tui zero --no-db -t 'To be zz or not' -c 'pitfall eps0'"
+where='first NaN at layer 0 \(norm1\), position 6'
+check tui-nan-grid-says-where 'wait_for "The run has a NaN: $where\\." && ! screen | grep -q "[▀▄█]"'
+check tui-nan-info-line 'wait_for "^15 tokens  $where: loss NaN  KL NaN" 29'
+keys 4
+check tui-nan-numbers 'wait_for "^first NaN +at layer 0 \(norm1\), position 6$" &&
+	wait_for "^loss +NaN" && wait_for "^KL vs base +NaN" && ! screen | grep -qi "nan%\|-nan"'
+check tui-nan-numbers-no-scores 'wait_for "entropies are NaN from there on: not shown" && ! screen | grep -q "entropy by head"'
+keys 2
+check tui-nan-head-view 'wait_for "2 head" 1 && wait_for "The run has a NaN: $where"'
+keys r
+check tui-nan-reset-draws 'wait_for "^15 tok  loss [0-9]" 29 && wait_for "KL 0\.0000" 29'
+keys 1
+check tui-nan-reset-grid 'wait_for "[▀▄█]" && ! screen | grep -q "The run has a NaN"'
+keys q
+
 [ "$failures" -eq 0 ]

@@ -28,6 +28,8 @@ static const float *layer_ptr(const struct model *m, enum param_id id, int l, si
 
 /* Epsilon of every norm: the config's, or 0 under the eps0 pitfall. */
 static double g_eps;
+/* The padding mask: keys at or after g_key_len are hidden from every query. */
+static int g_key_len;
 
 /* out[c] = norm(in)[c] for one row of C values.
  * LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased (divide by C).
@@ -104,6 +106,8 @@ static void rope(double *v, int R, int t, double theta)
  * only, the other heads unmasked) */
 static bool key_in_softmax(const struct run_options *o, int h, int i, int j)
 {
+	if (j >= g_key_len) /* the padding mask, on every head */
+		return false;
 	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
 		return true;
 	switch (o->mask) {
@@ -118,19 +122,39 @@ static bool key_in_softmax(const struct run_options *o, int h, int i, int j)
 /* ... and whether its weight is kept afterwards. */
 static bool key_kept(const struct run_options *o, int h, int i, int j)
 {
+	if (j >= g_key_len)
+		return false;
 	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
 		return true;
 	return o->mask == MASK_AFTER_SOFTMAX ? j <= i : key_in_softmax(o, h, i, j);
 }
 
+static int ref_forward_all(const struct model *m, const struct run_options *o, const int *tokens,
+			   int T, int key_len, double *logits, double *att, struct ref_trace *trace,
+			   struct ref_trace_qk *qk);
+
 int ref_forward(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		double *logits, double *att, struct ref_trace *trace)
 {
-	return ref_forward_qk(m, o, tokens, T, logits, att, trace, NULL);
+	return ref_forward_all(m, o, tokens, T, T, logits, att, trace, NULL);
 }
 
 int ref_forward_qk(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		   double *logits, double *att, struct ref_trace *trace, struct ref_trace_qk *qk)
+{
+	return ref_forward_all(m, o, tokens, T, T, logits, att, trace, qk);
+}
+
+int ref_forward_padded(const struct model *m, const struct run_options *o, const int *tokens,
+		       int T, int key_len, double *logits, double *att, struct ref_trace *trace)
+{
+	return ref_forward_all(m, o, tokens, T, key_len, logits, att, trace, NULL);
+}
+
+/* ref_forward_padded, also filling qk (may be NULL). */
+static int ref_forward_all(const struct model *m, const struct run_options *o, const int *tokens,
+			   int T, int key_len, double *logits, double *att, struct ref_trace *trace,
+			   struct ref_trace_qk *qk)
 {
 	const struct model_config *cfg = &m->cfg;
 	const int V = cfg->vocab_size, C = cfg->d_model, L = cfg->n_layer;
@@ -143,8 +167,9 @@ int ref_forward_qk(const struct model *m, const struct run_options *o, const int
 	/* parallel blocks (pre-norm only): x + attn(norm1(x)) + mlp(norm2(x)) */
 	const bool parallel = cfg->parallel && o->placement == PLACE_PRE;
 
-	if (G <= 0 || H % G != 0 || T <= 0)
+	if (G <= 0 || H % G != 0 || T <= 0 || key_len < 1 || key_len > T)
 		return -1;
+	g_key_len = key_len;
 	g_eps = o->pitfall == PITFALL_EPS0 ? 0.0 : (double)cfg->norm_eps;
 	/* No transpose: the (T, n*D) rows of q, k, v and of the output are
 	 * one flat buffer read as (n, T, D) in place, i.e. element

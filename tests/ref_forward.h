@@ -42,4 +42,10 @@ struct ref_trace_qk {
 int ref_forward_qk(const struct model *m, const struct run_options *o, const int *tokens, int T,
 		   double *logits, double *att, struct ref_trace *trace, struct ref_trace_qk *qk);
 
+/* The same with a padding mask: keys key_len .. T-1 (1 <= key_len <= T) take
+ * no part in any query's softmax, on every head (model.h run.key_len for
+ * one sequence). */
+int ref_forward_padded(const struct model *m, const struct run_options *o, const int *tokens,
+		       int T, int key_len, double *logits, double *att, struct ref_trace *trace);
+
 #endif

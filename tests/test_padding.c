@@ -7,6 +7,10 @@
  *  - without it, under `mask none`, the shorter texts attend to the pads
  *    and their losses move, while the longest (no pads) is unchanged;
  *  - under the causal mask the pads are never seen, mask or not;
+ *  - each combination of the attention and padding masks (both: logical
+ *    and; the padding mask alone; the attention mask alone; neither) gives
+ *    the losses of the double-precision reference (ref_forward.c) run on the
+ *    padded sequence with that combination, and only both matches alone;
  *  - bad lengths are refused.
  */
 #include <stdarg.h>
@@ -21,6 +25,7 @@
 #include "model.h"
 #include "padding.h"
 #include "randmodel.h"
+#include "ref_forward.h"
 
 enum { V = 13 };
 
@@ -89,6 +94,73 @@ static void test_without_mask(void **state)
 	model_free(m);
 }
 
+/* Mean NLL of the next-token targets inside the first len of T padded
+ * tokens, by the reference under options o with padding mask key_len. */
+static double ref_loss(const struct model *m, const struct run_options *o, const int *text,
+		       int len, int T, int key_len)
+{
+	int Vn = m->cfg.vocab_size, seq[16];
+	for (int t = 0; t < T; t++)
+		seq[t] = t < len ? text[t] : 0;
+	double *logits = calloc((size_t)T * Vn, sizeof *logits);
+	if (ref_forward_padded(m, o, seq, T, key_len, logits, NULL, NULL) != 0)
+		fail_msg("ref_forward_padded refused");
+	double s = 0;
+	for (int t = 0; t + 1 < len; t++) {
+		const double *z = logits + (size_t)t * Vn;
+		double mx = z[0], sum = 0;
+		for (int v = 1; v < Vn; v++)
+			mx = fmax(mx, z[v]);
+		for (int v = 0; v < Vn; v++)
+			sum += exp(z[v] - mx);
+		s += mx + log(sum) - z[text[t + 1]];
+	}
+	free(logits);
+	return s / (len - 1);
+}
+
+static void test_combinations_match_reference(void **state)
+{
+	(void)state;
+	int *texts[3] = { t1, t2, t3 }, lens[3] = { 3, 6, 9 };
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 2, 2, V, 8.0f, 50 + llama);
+		struct run_options o, none;
+		run_options_native(m, &o);
+		none = o;
+		none.mask = MASK_NONE;
+		struct pad_result r;
+		run3(m, &o, &r);
+		assert_true(r.combined);
+		for (int i = 0; i < 3; i++) {
+			const struct pad_text *p = &r.texts[i];
+			double both = ref_loss(m, &o, texts[i], lens[i], 9, lens[i]);
+			double attn = ref_loss(m, &o, texts[i], lens[i], 9, 9);
+			double pad = ref_loss(m, &none, texts[i], lens[i], 9, lens[i]);
+			double neither = ref_loss(m, &none, texts[i], lens[i], 9, 9);
+			print_message("text %d: both %.5f/%.5f pad only %.5f/%.5f causal only %.5f/%.5f "
+				      "neither %.5f/%.5f\n", i, p->loss_masked, both, p->loss_pad_only, pad,
+				      p->loss_unmasked, attn, p->loss_neither, neither);
+			assert_true(fabs(p->loss_masked - both) < 1e-4);
+			assert_true(fabs(p->loss_pad_only - pad) < 1e-4);
+			assert_true(fabs(p->loss_unmasked - attn) < 1e-4);
+			assert_true(fabs(p->loss_neither - neither) < 1e-4);
+			/* only both is the text's own run; the padding mask alone lets
+			 * a real token read the later ones */
+			assert_true(fabs(p->loss_masked - p->loss_alone) < 1e-5);
+			assert_true(fabs(p->loss_pad_only - p->loss_alone) > 1e-3);
+		}
+		/* the padded texts see the pads without either mask */
+		assert_true(fabs(r.texts[0].loss_neither - r.texts[0].loss_pad_only) > 1e-3);
+		pad_result_free(&r);
+		run3(m, &none, &r); /* no attention mask: nothing to combine */
+		assert_false(r.combined);
+		assert_true(r.texts[0].loss_pad_only == r.texts[0].loss_masked);
+		pad_result_free(&r);
+		model_free(m);
+	}
+}
+
 static void test_refuses(void **state)
 {
 	(void)state;
@@ -110,6 +182,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mask_makes_batch_equal_alone),
 		cmocka_unit_test(test_without_mask),
+		cmocka_unit_test(test_combinations_match_reference),
 		cmocka_unit_test(test_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1361,6 +1361,77 @@ static void test_sweep_recorded(void **state)
 /* A version-1 database (the current schema without what versions 2 and 3
  * added) is migrated to the current version, keeps its rows and ends with
  * the schema of a new database. */
+/* A version-4 database (before the pitfall columns) with a session saved
+ * and measured is migrated: its rows keep their numbers and read as no
+ * pitfall (NULL), `open` restores it with the pitfall off, and a new
+ * measurement under a pitfall records its name. */
+static void test_migration_from_four(void **state)
+{
+	(void)state;
+	char path[PATH_MAX];
+	db_path(path, sizeof path, "v4");
+	struct err e;
+	struct store *st = store_open(path, &e);
+	if (!st)
+		fail_msg("%s", e.msg);
+	struct fixture f;
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	char line[PATH_MAX + 16];
+	snprintf(line, sizeof line, "load %s", model_path);
+	run_ok(&f.s, line);
+	run_ok(&f.s, "text one two three");
+	run_ok(&f.s, "save four");
+	fixture_free(&f);
+	sqlite3 *db = raw_open(path);
+	assert_int_equal(sqlite3_exec(db, "BEGIN; ALTER TABLE measurements DROP COLUMN pitfall; "
+					  "ALTER TABLE states DROP COLUMN pitfall; "
+					  "PRAGMA user_version = 4; COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	int64_t n_meas = q_int(db, "SELECT count(*) FROM measurements", 0);
+	assert_true(n_meas > 0);
+	sqlite3_close(db);
+
+	st = store_open(path, &e);
+	if (!st)
+		fail_msg("%s", e.msg);
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	struct store_measurement *v;
+	int n;
+	assert_int_equal(store_get_measurements(st, 0, -1, &v, &n, &e), 0);
+	assert_int_equal(n, (int)n_meas);
+	assert_null(v[n - 1].pitfall);
+	assert_false(isnan(v[n - 1].loss));
+	store_measurements_free(v, n);
+	run_ok(&f.s, "open four");
+	assert_int_equal(f.s.opt.pitfall, PITFALL_NONE);
+	run_ok(&f.s, "pitfall eps0");
+	run_ok(&f.s, "save four-eps0");
+	fixture_free(&f);
+
+	db = raw_open(path);
+	assert_int_equal(q_int(db, "PRAGMA user_version", 0), STORE_SCHEMA_VERSION);
+	assert_int_equal(q_int(db, "SELECT count(*) FROM measurements WHERE pitfall IS NULL", 0), n_meas);
+	char *last = q_text(db, "SELECT pitfall FROM measurements ORDER BY id DESC LIMIT 1", 0, NULL);
+	assert_string_equal(last, "eps0");
+	free(last);
+	char *saved = q_text(db, "SELECT st.pitfall FROM sessions se JOIN states st "
+				 "ON st.id = se.saved_state WHERE se.name = 'four-eps0'", 0, NULL);
+	assert_string_equal(saved, "eps0");
+	free(saved);
+	sqlite3_close(db);
+	assert_integrity(path);
+
+	/* and the saved pitfall comes back with open */
+	st = store_open(path, &e);
+	assert_non_null(st);
+	fixture_init(&f, st);
+	f.s.quiet = true;
+	run_ok(&f.s, "open four-eps0");
+	assert_int_equal(f.s.opt.pitfall, PITFALL_EPS0);
+	fixture_free(&f);
+}
+
 static void test_migration_from_one(void **state)
 {
 	char path[PATH_MAX], fresh[PATH_MAX];
@@ -1390,6 +1461,8 @@ static void test_migration_from_one(void **state)
 					  "ALTER TABLE head_stats DROP COLUMN sink_key; "
 					  "ALTER TABLE head_stats DROP COLUMN offset_k; "
 					  "ALTER TABLE head_stats DROP COLUMN offset_weight; "
+					  "ALTER TABLE measurements DROP COLUMN pitfall; "
+					  "ALTER TABLE states DROP COLUMN pitfall; "
 					  "PRAGMA user_version = 1; COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'sweep%'", 0), 0);
 	int64_t n_meas = q_int(db, "SELECT count(*) FROM measurements", 0);
@@ -1493,6 +1566,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_training_and_scores),
 		cmocka_unit_test(test_sweep_recorded),
 		cmocka_unit_test(test_migration_from_one),
+		cmocka_unit_test(test_migration_from_four),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }

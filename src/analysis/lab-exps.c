@@ -410,20 +410,55 @@ static int run_mask(const struct lab_ctx *ctx, struct lab_result *out, struct er
 
 /* ------------------------------------------------------------------ heads */
 
+/* The arms: head counts at one width, from one head of d_model features
+ * down to heads of 2 (64 -> 32 -> 16 -> 8 -> 2 at the full size's width
+ * 64; 32 -> ... -> 2 at the quick size's 32), and one count that does not
+ * divide the width, which the lab refuses (config_check_heads). */
+#define HEADS_ARMS 5
+#define HEADS_BAD 3
+
+/* The finding: the best arm against one head, head dimension 8 and head
+ * dimension 2, then the refused count's message. */
+static void heads_finding(struct lab_result *out, int dm, const int *heads, const double *val,
+			  size_t params, const char *refusal)
+{
+	int best = 0, d8 = 0;
+	for (int i = 1; i < HEADS_ARMS; i++) {
+		best = val[i] < val[best] ? i : best;
+		d8 = dm / heads[i] == 8 ? i : d8;
+	}
+	int last = HEADS_ARMS - 1;
+	double worst = val[0];
+	for (int i = 1; i < HEADS_ARMS; i++)
+		worst = fmax(worst, val[i]);
+	lab_finding(out, "Same width %d, same parameter count (%zu): the best held-out loss is "
+		    "%.3f with %d head%s (d_head %d); d_head %d gets %.3f, d_head 8 gets %.3f, "
+		    "d_head %d gets %.3f.%s", dm, params, val[best], heads[best],
+		    heads[best] > 1 ? "s" : "", dm / heads[best], dm, val[0], val[d8],
+		    dm / heads[last], val[last],
+		    worst - val[best] < 0.02 ? "  All are within 0.02, the size of run-to-run "
+					       "noise here: at this scale the number of heads "
+					       "hardly matters."
+		    : best == 0 ? "  One head does best: not what the tutorial predicts, at this "
+				  "size (2 layers)." : "");
+	lab_finding(out, "%d heads at d_model %d are refused before training: %s", HEADS_BAD, dm,
+		    refusal);
+}
+
 static int run_heads(const struct lab_ctx *ctx, struct lab_result *out, struct err *e)
 {
-	static const int heads[4] = { 1, 2, 4, 8 };
 	int dm = ctx->quick ? 32 : 64, T = ctx->quick ? 32 : 64, B = 8;
+	const int heads[HEADS_ARMS] = { 1, 2, 4, 8, dm / 2 };
 	long steps = ctx->quick ? 60 : 1500;
 	struct dataset d;
 	if (load_data(ctx, T, &d, e))
 		return -1;
 	static const char *const head[] = { "heads", "d_head", "parameters", "final loss", "held-out" };
 	lab_table_header(&out->table, 5, head);
-	double val[4];
+	double val[HEADS_ARMS];
 	size_t params = 0;
 	int rc = 0, done = 0;
-	for (int i = 0; i < 4 && rc == 0; i++) {
+	for (int i = 0; i < HEADS_ARMS && rc == 0; i++) {
 		struct model_config c = small_config(2, dm, heads[i], T);
 		struct train_hparams hp;
 		hparams(&hp, steps, B);
@@ -451,19 +486,17 @@ static int run_heads(const struct lab_ctx *ctx, struct lab_result *out, struct e
 			      lab_num(v, sizeof v, val[i], 3));
 		done++;
 	}
-	if (done == 4) {
-		int best = 0;
-		for (int i = 1; i < 4; i++)
-			best = val[i] < val[best] ? i : best;
-		double worst = fmax(fmax(val[0], val[1]), fmax(val[2], val[3]));
-		lab_finding(out, "Same width, same parameter count (%zu): the best held-out loss is "
-			    "%.3f with %d head%s; one head gets %.3f, eight get %.3f.%s", params,
-			    val[best], heads[best], heads[best] > 1 ? "s" : "", val[0], val[3],
-			    worst - val[best] < 0.02 ? "  All four are within 0.02, the size of "
-						       "run-to-run noise here: at this scale the "
-						       "number of heads hardly matters."
-			    : best == 0 ? "  One head does best: not what the tutorial predicts, at "
-					  "this size (2 layers, a few thousand steps)." : "");
+	if (done == HEADS_ARMS) {
+		struct model_config c = small_config(2, dm, HEADS_BAD, T);
+		struct err refused = { 0 };
+		struct model *m = lab_model(&c, &d, 1337, &refused);
+		if (m) { /* a broken invariant: the shape must not build */
+			model_free(m);
+			dataset_free(&d);
+			return err_set(e, "lab heads: %d heads at d_model %d were not refused",
+				       HEADS_BAD, dm);
+		}
+		heads_finding(out, dm, heads, val, params, refused.msg);
 	}
 	out->partial = rc == 1;
 	dataset_free(&d);
@@ -698,7 +731,9 @@ const struct lab_experiment lab_experiments[] = {
 	  { { "trained with" }, { "training loss", "held-out, own mask", "held-out, causal" },
 	    "loss, nats per token", false } },
 	{ "heads", "several heads beat one head of the same total width",
-	  "1, 2, 4 and 8 heads at the same d_model (same parameter count)", 1, 120, run_heads,
+	  "1, 2, 4, 8 and d_model / 2 heads at one d_model (same parameter count): head dimension "
+	  "64 down to 2 (quick: 32 down to 2), and 3 heads, which do not divide it, refused", 1, 135,
+	  run_heads,
 	  { { "heads" }, { "final loss", "held-out" }, "loss, nats per token", false } },
 	{ "gqa", "MHA converts to GQA by mean-pooling K/V heads, and a little uptraining recovers it",
 	  "shakespeare converted to GQA-2 and MQA, held-out loss before and after uptraining, "

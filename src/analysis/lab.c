@@ -38,7 +38,7 @@ struct model *lab_model(const struct model_config *c, const struct dataset *d, u
 {
 	struct model_config cfg = *c;
 	cfg.vocab_size = d->tok->vocab_size;
-	if (config_validate(&cfg, e))
+	if (config_check_heads(cfg.d_model, cfg.n_head, e) || config_validate(&cfg, e))
 		return NULL;
 	struct model *m = model_new(&cfg, e);
 	if (m)

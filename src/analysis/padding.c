@@ -53,6 +53,31 @@ static void compare(const struct run *batch, int b, const struct run *alone, int
 		}
 }
 
+/* The batch runs: both masks, the attention mask alone, the padding mask
+ * alone, neither. */
+enum pad_arm { ARM_BOTH, ARM_ATTN_ONLY, ARM_PAD_ONLY, ARM_NEITHER, N_ARMS };
+
+/* Stores the batch run's numbers for sequence i under arm a. */
+static void store_arm(struct pad_text *p, enum pad_arm a, double loss, double diff, double pad)
+{
+	switch (a) {
+	case ARM_BOTH:
+		p->loss_masked = loss, p->diff_masked = diff, p->pad_masked = pad;
+		break;
+	case ARM_ATTN_ONLY:
+		p->loss_unmasked = loss, p->diff_unmasked = diff, p->pad_unmasked = pad;
+		break;
+	case ARM_PAD_ONLY:
+		p->loss_pad_only = loss, p->diff_pad_only = diff;
+		break;
+	case ARM_NEITHER:
+		p->loss_neither = loss;
+		break;
+	case N_ARMS:
+		break;
+	}
+}
+
 int pad_run(struct model *m, const struct run_options *o, int n, int *const *tokens,
 	    const int *lens, int pad_id, struct pad_result *out, struct err *e)
 {
@@ -76,37 +101,42 @@ int pad_run(struct model *m, const struct run_options *o, int n, int *const *tok
 			tg[(size_t)i * T + t] = t + shift < lens[i] ? tokens[i][t + shift] : -1;
 		}
 	struct run *rb = run_new(&m->cfg, n, T, RUN_LOGITS | RUN_ATTN);
-	struct run *ra = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+	struct run **ra = xcalloc((size_t)n, sizeof *ra); /* each text alone, under o */
 	out->texts = xcalloc((size_t)n, sizeof *out->texts);
 	out->n = n;
 	out->T = T;
 	out->pad_id = pad_id;
+	out->combined = o->mask != MASK_NONE;
 	int rc = 0;
-	for (int masked = 0; masked <= 1 && rc == 0; masked++) {
-		rb->key_len = masked ? lens : NULL;
-		rc = model_forward(m, o, batch, tg, n, T, rb, e);
+	for (int i = 0; i < n && rc == 0; i++) {
+		ra[i] = run_new(&m->cfg, 1, lens[i], RUN_LOGITS | RUN_ATTN);
+		rc = model_forward(m, o, tokens[i], tg + (size_t)i * T, 1, lens[i], ra[i], e);
+		out->texts[i].len = lens[i];
+		out->texts[i].loss_alone = rc ? NAN : seq_loss(ra[i], 0, lens[i]);
+	}
+	for (int a = 0; a < (out->combined ? N_ARMS : ARM_PAD_ONLY) && rc == 0; a++) {
+		struct run_options oa = *o;
+		if (a == ARM_PAD_ONLY || a == ARM_NEITHER)
+			oa.mask = MASK_NONE;
+		rb->key_len = a == ARM_BOTH || a == ARM_PAD_ONLY ? lens : NULL;
+		rc = model_forward(m, &oa, batch, tg, n, T, rb, e);
 		for (int i = 0; i < n && rc == 0; i++) {
-			struct pad_text *p = &out->texts[i];
-			p->len = lens[i];
-			rc = model_forward(m, o, tokens[i], tg + (size_t)i * T, 1, lens[i], ra, e);
-			if (rc)
-				break;
-			p->loss_alone = seq_loss(ra, 0, lens[i]);
-			double loss = seq_loss(rb, i, T), diff, pad;
-			compare(rb, i, ra, lens[i], L, H, &diff, &pad);
-			if (masked) {
-				p->loss_masked = loss;
-				p->diff_masked = diff;
-				p->pad_masked = pad;
-			} else {
-				p->loss_unmasked = loss;
-				p->diff_unmasked = diff;
-				p->pad_unmasked = pad;
-			}
+			double diff, pad;
+			compare(rb, i, ra[i], lens[i], L, H, &diff, &pad);
+			store_arm(&out->texts[i], (enum pad_arm)a, seq_loss(rb, i, T), diff, pad);
 		}
 	}
+	if (!out->combined)
+		for (int i = 0; i < n; i++) {
+			struct pad_text *p = &out->texts[i];
+			p->loss_pad_only = p->loss_masked;
+			p->diff_pad_only = p->diff_masked;
+			p->loss_neither = p->loss_unmasked;
+		}
 	run_free(rb);
-	run_free(ra);
+	for (int i = 0; i < n; i++)
+		run_free(ra[i]);
+	free(ra);
 	free(batch);
 	free(tg);
 	if (rc)

@@ -101,6 +101,14 @@ size_t config_param_count(const struct model_config *c)
 	return total;
 }
 
+int config_check_heads(int d_model, int n_head, struct err *e)
+{
+	if (n_head >= 1 && d_model % n_head == 0)
+		return 0;
+	return err_set(e, "d_model %d is not divisible by num_heads %d: each head takes "
+		       "d_model / num_heads features", d_model, n_head);
+}
+
 int config_validate(const struct model_config *c, struct err *e)
 {
 #define RANGE(field, lo, hi) \

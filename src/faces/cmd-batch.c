@@ -70,6 +70,52 @@ static void print_result(FILE *f, const struct pad_result *r, const struct model
 			   "  attention and loss move by up to %.2g\n", pad_without, worst_without);
 }
 
+/* The largest |loss - alone| over the texts of one combination (which:
+ * 0 both, 1 the attention mask alone, 2 the padding mask alone, 3 neither). */
+static double worst_loss(const struct pad_result *r, int which)
+{
+	double w = 0;
+	for (int i = 0; i < r->n; i++) {
+		const struct pad_text *p = &r->texts[i];
+		double v = which == 0 ? p->loss_masked : which == 1 ? p->loss_unmasked
+			 : which == 2 ? p->loss_pad_only : p->loss_neither;
+		w = fmax(w, fabs(v - p->loss_alone));
+	}
+	return w;
+}
+
+/* The two masks combined (logical and) beside each left out. */
+static void print_combined(FILE *f, const struct pad_result *r, const char *mask)
+{
+	if (!r->combined) {
+		fprintf(f, "the attention mask is none: the padding mask is the only mask, so the\n"
+			   "  masked batch above is the right one and the unmasked the wrong one\n");
+		return;
+	}
+	char only[40];
+	snprintf(only, sizeof only, "%s only", mask);
+	int w = strlen(only) < 11 ? 11 : (int)strlen(only);
+	fprintf(f, "the two masks combined (a key is seen when both let it: logical and), and\n"
+		   "each left out; loss of each text\n");
+	fprintf(f, "   # tokens    alone     both  pad only %*s  neither\n", w, only);
+	for (int i = 0; i < r->n; i++) {
+		const struct pad_text *p = &r->texts[i];
+		fprintf(f, "%4d %6d  %7.4f  %7.4f  %8.4f %*.4f  %7.4f\n", i + 1, p->len, p->loss_alone,
+			p->loss_masked, p->loss_pad_only, w, p->loss_unmasked, p->loss_neither);
+	}
+	fprintf(f, "both masks: every loss is its text's own to %.1g\n", worst_loss(r, 0));
+	fprintf(f, "the padding mask alone (mask none): real tokens see the later ones; losses\n"
+		   "  move by up to %.4f\n", worst_loss(r, 2));
+	double a = worst_loss(r, 1);
+	if (a < 1e-4)
+		fprintf(f, "the %s mask alone: the same as both to %.1g: the pads, all after the\n"
+			   "  text, are hidden by it already (padding on the right)\n", mask, a);
+	else
+		fprintf(f, "the %s mask alone: real tokens see pads; losses move by up to %.4f\n",
+			mask, a);
+	fprintf(f, "neither: losses move by up to %.4f\n", worst_loss(r, 3));
+}
+
 static int batch_exec(struct session *s, int argc, char **argv, struct err *e)
 {
 	(void)argc;
@@ -105,7 +151,9 @@ static int batch_exec(struct session *s, int argc, char **argv, struct err *e)
 	else
 		snprintf(mask, sizeof mask, "%s", mask_kind_name(s->opt.mask));
 	print_result(s->out, &r, m, mask);
-	pad_result_free(&r);
+	print_combined(s->out, &r, mask);
+	pad_result_free(&s->batch); /* kept for expect's batch quantity */
+	s->batch = r;
 	rc = 0;
 out:
 	for (int i = 0; i < n; i++) {
@@ -126,7 +174,11 @@ const struct cmd_entry cmd_batch_entry = {
 		"in both batches, the largest change of any attention weight between its real\n"
 		"tokens against its own run, and the most weight a real token puts on pads.\n"
 		"Under the causal mask the pads, all after the text, are never seen; try\n"
-		"`mask none` to see what the padding mask is for.  Current options apply.",
+		"`mask none` to see what the padding mask is for.  Then the two masks\n"
+		"combined as they should be (a key is seen when both the attention mask and\n"
+		"the padding mask let it: logical and) beside each left out: the loss of\n"
+		"each text with both, the padding mask alone (mask none), the attention mask\n"
+		"alone, and neither.  Current options apply.",
 	.flags = CMD_RAW | CMD_LOGITS,
 	.min_args = 1,
 	.max_args = 1,

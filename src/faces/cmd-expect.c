@@ -511,6 +511,31 @@ static int q_lab(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* batch I COLUMN: text I's loss in the last batch, alone or under one
+ * combination of the masks (cmd-batch.c's four-way table), or the most
+ * weight its real tokens put on pads without the padding mask. */
+static int q_batch(struct ex *x, const char *q, double *v)
+{
+	const struct pad_result *r = &x->s->batch;
+	if (!r->n)
+		return err_set(x->e, "expect: batch: `batch` has not run yet");
+	int i;
+	const char *col;
+	if (arg_int(x, q, "the text", 1, r->n, &i) || arg(x, q, "a column", &col))
+		return -1;
+	const struct pad_text *p = &r->texts[i - 1];
+	static const char *const cols[] = { "alone", "both", "pad", "attn", "neither", "padw", NULL };
+	const double vals[] = { p->loss_alone, p->loss_masked, p->loss_pad_only, p->loss_unmasked,
+				p->loss_neither, p->pad_unmasked };
+	for (int c = 0; cols[c]; c++)
+		if (!strcmp(cols[c], col)) {
+			*v = note(x, vals[c], "batch %d %s", i, col);
+			return 0;
+		}
+	return err_set(x->e, "expect: batch: no column \"%.32s\" (alone, both, pad, attn, neither, "
+		       "padw)", col);
+}
+
 /* patch HEAD, patch.rank HEAD, patch.resid L T: the last patch's shares. */
 static int q_patch(struct ex *x, const char *q, double *v)
 {
@@ -642,6 +667,9 @@ static const struct quantity {
 	{ "", "", "  (its [trained] or (mha) optional), COLUMN loss ppl kl top1 drift", NULL },
 	{ "lab", "ROW COLUMN", "the last lab table: COLUMN a header, ROW its first", q_lab },
 	{ "", "", "  cells joined by blanks (\"4 layernorm post\")", NULL },
+	{ "batch", "I COLUMN", "the last batch, text I: loss alone, or with both masks", q_batch },
+	{ "", "", "  (both), the padding mask alone (pad), the attention mask alone", NULL },
+	{ "", "", "  (attn), neither; padw its weight on pads without the padding mask", NULL },
 	{ "patch", "HEAD", "the share HEAD restored in the last patch", q_patch },
 	{ "patch.rank", "HEAD", "HEAD's place in its ranking (1: restores most)", q_patch },
 	{ "patch.resid", "L T", "the share restored by the stream after block L at T", q_patch },

@@ -348,6 +348,7 @@ static int restore_state(struct session *s, const struct store_state *ss, struct
 	o.mask = ss->opt.mask;
 	o.window = ss->opt.window;
 	o.scale = ss->opt.scale;
+	o.pitfall = ss->opt.pitfall;
 	memset(o.ablated, 0, sizeof o.ablated);
 	char *list = xstrdup(ss->ablated_list ? ss->ablated_list : "");
 	char *save = NULL;
@@ -601,7 +602,7 @@ static void print_csv(FILE *f, const struct store_measurement *v, int n)
 {
 	fputs("id,session_id,command_seq,created_at,model,model_sha256,variant,kv_heads,norm,mask,"
 	      "mask_window,scale,ablated,text,n_tokens,forward_ms,kv_cache_bytes,loss,base_loss,"
-	      "delta_loss,ppl,kl_vs_baseline,top1_agree,threads\n",
+	      "delta_loss,ppl,kl_vs_baseline,top1_agree,threads,pitfall\n",
 	      f);
 	for (int i = 0; i < n; i++) {
 		const struct store_measurement *m = &v[i];
@@ -633,7 +634,10 @@ static void print_csv(FILE *f, const struct store_measurement *v, int n)
 			put_csv_num(f, nums[k]);
 			fputc(',', f);
 		}
-		fprintf(f, "%d\n", m->threads);
+		fprintf(f, "%d,", m->threads);
+		if (m->pitfall)
+			put_csv(f, m->pitfall, strlen(m->pitfall));
+		fputc('\n', f);
 	}
 }
 

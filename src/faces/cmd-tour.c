@@ -1,5 +1,5 @@
 /*
- * cmd-tour.c — `tour [N | next | back | again | list]`: a 50-minute class
+ * cmd-tour.c — `tour [N | next | back | again | list]`: a 55-minute class
  * through the shipped demos in the tutorials' order (tour.h).  Owns the
  * lesson table (file, minutes, title in English and Chinese); the lessons'
  * narration is the demo files' own, run by script.c.
@@ -25,23 +25,25 @@ struct lesson {
 
 /* The tutorials' order; the minutes add up to 55. */
 static const struct lesson lessons[] = {
-	{ "basics.cmds", 5, "Heads, d_head and the 4·d² weights of attention",
+	{ "basics.cmds", 4, "Heads, d_head and the 4·d² weights of attention",
 	  "注意力头、d_head 与注意力层的 4·d² 个权重" },
 	{ "scaling.cmds", 6, "Scaling the scores by 1/sqrt(d_head)",
 	  "用 1/sqrt(d_head) 缩放注意力分数" },
 	{ "causal.cmds", 7, "Masks: causal, none, window, after the softmax; padding",
 	  "掩码：因果掩码、无掩码、窗口、softmax 之后再掩码；填充掩码" },
-	{ "gqa.cmds", 7, "The KV cache: MHA → GQA → MQA, and uptraining",
+	{ "gqa.cmds", 6, "The KV cache: MHA → GQA → MQA, and uptraining",
 	  "KV 缓存：MHA → GQA → MQA，以及转换后的继续训练" },
 	{ "norm.cmds", 6, "Residuals and the norm: pre-norm, post-norm, RMSNorm",
 	  "残差与归一化：前置归一化、后置归一化与 RMSNorm" },
-	{ "heads.cmds", 8, "Heads that specialise, and heads that are redundant",
+	{ "heads.cmds", 7, "Heads that specialise, and heads that are redundant",
 	  "各有分工的注意力头，与可有可无的注意力头" },
 	{ "encoder.cmds", 5, "An encoder's heads: BERT's roles on a masked-LM model",
 	  "编码器的注意力头：掩码语言模型上的 BERT 式角色" },
-	{ "tang.cmds", 5, "静夜思 on a model of Tang poems", "唐诗模型读《静夜思》" },
-	{ "lab.cmds", 6, "The lab: the tutorials' training claims, rerun",
+	{ "tang.cmds", 4, "静夜思 on a model of Tang poems", "唐诗模型读《静夜思》" },
+	{ "lab.cmds", 5, "The lab: the tutorials' training claims, rerun",
 	  "实验：在本机重跑教程中关于训练的结论" },
+	{ "pitfalls.cmds", 5, "The tutorial's table of common mistakes, row by row",
+	  "教程中的常见错误表，逐行演示" },
 };
 
 #define N_LESSONS ((int)(sizeof lessons / sizeof lessons[0]))
@@ -126,7 +128,7 @@ static void list(struct session *s)
 		fprintf(s->out, "The tour: %d lessons, about %d min (tour N runs lesson N):\n",
 			N_LESSONS, total);
 	for (int i = 0; i < N_LESSONS; i++)
-		fprintf(s->out, "%c %d  %-13s %2d %s  %s\n", s->tour_lesson == i + 1 ? '*' : ' ', i + 1,
+		fprintf(s->out, "%c %2d  %-13s %2d %s  %s\n", s->tour_lesson == i + 1 ? '*' : ' ', i + 1,
 			lessons[i].file, lessons[i].minutes, zh(s) ? "分钟" : "min", title(s, i + 1));
 	if (s->tour_lesson > 0)
 		fprintf(s->out, zh(s) ? "* 上次运行的一课\n" : "* the lesson run last\n");
@@ -214,7 +216,7 @@ const struct cmd_entry cmd_tour_entry = {
 	.help = "the class in lesson order: run the next lesson (or lesson N), go back, or "
 		"list the lessons",
 	.long_help =
-		"The tour walks a 50-minute class through the shipped demos (sessions/demos)\n"
+		"The tour walks a 55-minute class through the shipped demos (sessions/demos)\n"
 		"in the tutorials' order; each lesson is one demo file, announced as\n"
 		"\"lesson N/M: TITLE (about K min)\".  tour (or tour next) runs the lesson\n"
 		"after the one run last (the first, to start), tour N runs lesson N,\n"

@@ -83,7 +83,7 @@ static const char tour_usage[] =
 	"usage: attnscope tour [--lang en|zh] [--from N] [--batch] [--db PATH | --no-db]\n"
 	"                      [--threads N] [--help]\n"
 	"\n"
-	"A 50-minute class through the shipped demos in the tutorials' order, one\n"
+	"A 55-minute class through the shipped demos in the tutorials' order, one\n"
 	"lesson per demo file, each announced as \"lesson N/M: TITLE (about K min)\".\n"
 	"At a terminal: runs lesson N (default 1), its pauses waiting for Enter, then\n"
 	"opens the prompt, where `tour` runs the next lesson, `tour back` the one\n"

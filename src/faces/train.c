@@ -539,6 +539,8 @@ static int read_flags(struct cli *c, int argc, char **argv, struct err *e)
 		goto out;
 	}
 	build_config(o, 256, &c->cfg);
+	if (!o->from && config_check_heads(o->d_model, o->heads, e))
+		goto out;
 	if (!o->from && config_validate(&c->cfg, e)) { /* --from: checked against MODEL */
 		err_prefix(e, "impossible shape");
 		goto out;

@@ -297,6 +297,20 @@ const char *tui_times_sign(void) { return g_utf8 ? "\u00d7" : "x"; }
 
 bool tui_need_run(const struct session *s, const struct tui_rect *r)
 {
+	char where[96];
+	if (session_ready(s) && session_nonfinite_text(s, where, sizeof where)) {
+		/* NaN weights would draw as masked or arbitrary cells: say where
+		 * the NaN started instead */
+		int y = r->y + r->h / 2 - 1;
+		tui_printf(y, r->x + 2, r->w - 2, TUI_A_BOLD, TUI_ROLE_ERROR,
+			   "The run has a NaN: first NaN %s.", where);
+		tui_put(y + 1, r->x + 2, r->w - 2,
+			"What depends on it is NaN too, so no heatmap is drawn.", 0, TUI_ROLE_NONE);
+		tui_put(y + 2, r->x + 2, r->w - 2,
+			"Tab to the numbers view for the rest; r (reset) runs the model again.", TUI_A_DIM,
+			TUI_ROLE_NONE);
+		return false;
+	}
 	if (session_ready(s))
 		return true;
 	const char *msg = !s->model ? "No model loaded.  Press : and type  load NAME  (e.g. load shakespeare)."

@@ -38,7 +38,14 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 		y++; \
 	} while (0)
 	bool head = cfg_has_head(&s->model->cfg);
-	if (!head) {
+	char where[96];
+	if (head && session_nonfinite_text(s, where, sizeof where)) {
+		/* what a NaN makes of the loss and the comparisons, and where it began */
+		ROW(compact ? "NaN" : "first NaN", "%s", where);
+		ROW("loss", compact ? "NaN" : "NaN (a mean over positions, some of them NaN)");
+		ROW(compact ? "KL" : "KL vs base", "NaN");
+		ROW(compact ? "top-1" : "top-1 agree", compact ? "-" : "- (NaN logits predict nothing)");
+	} else if (!head) {
 		ROW("loss", "- (no output head)");
 		ROW("drift", compact ? "%.4f" : "%.6f of the output vs base (mean ||h - h_base|| / ||h_base||)",
 		    s->cmp.drift);
@@ -51,7 +58,7 @@ static int draw_run_numbers(struct tui_state *t, int y, int x, int w, int y_end,
 		ROW("loss", "%.4f nats   baseline %.4f   change %+.4f", run->loss, base->loss, s->cmp.delta_loss);
 		ROW("perplexity", "%.3f   baseline %.3f", exp(run->loss), exp(base->loss));
 	}
-	if (head) {
+	if (head && !where[0]) {
 		ROW(compact ? "KL" : "KL vs base", compact ? "%.4f" : "%.6f nats (mean over positions)", s->cmp.kl);
 		ROW(compact ? "top-1" : "top-1 agree", compact ? "%.1f%%" : "%.1f%% of positions predict what the baseline does",
 		    100.0 * s->cmp.top1_agree);
@@ -191,8 +198,10 @@ static void numbers_draw(struct tui_state *t, void *data, const struct tui_rect 
 {
 	(void)data;
 	struct session *s = t->s;
-	if (!tui_need_run(s, r))
+	if (!session_ready(s)) {
+		tui_need_run(s, r);
 		return;
+	}
 	const struct model_config *c = &s->model->cfg;
 	int y = r->y, end = r->y + r->h;
 	char opts[256], nat[32];
@@ -205,6 +214,12 @@ static void numbers_draw(struct tui_state *t, void *data, const struct tui_rect 
 	tui_printf(y++, r->x, r->w, 0, TUI_ROLE_NONE, "options vs native: %s", opts[0] ? opts : "none (the baseline)");
 	y = draw_run_numbers(t, y, r->x, r->w, end, false);
 	y++;
+	char where[96];
+	if (session_nonfinite_text(s, where, sizeof where)) { /* NaN scores: none shown */
+		tui_put(y, r->x, r->w, "The heads' scores, the next tokens and the entropies are NaN from "
+			"there on: not shown.", TUI_A_DIM, TUI_ROLE_NONE);
+		return;
+	}
 	bool two_cols = r->w >= 76;
 	int y2 = y;
 	y = draw_head_numbers(t, y, r->x, two_cols ? 38 : r->w, end, false);
@@ -250,6 +265,9 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r)
 	int y = r->y, end = r->y + r->h, x = r->x + 1, w = r->w - 1;
 	y = draw_run_numbers(t, y, x, w, end, true);
 	y++;
+	char where[96];
+	if (session_nonfinite_text(s, where, sizeof where))
+		return;
 	y = draw_head_numbers(t, y, x, w, end, true);
 	y++;
 	draw_next_tokens(t, y, x, w, end, 5);

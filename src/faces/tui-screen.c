@@ -99,6 +99,13 @@ void tui_screen_info(struct tui *t, const struct tui_rect *r)
 		t->msg[0] = '\0';
 		return;
 	}
+	char where[96];
+	if (session_nonfinite_text(s, where, sizeof where)) { /* the summary says where */
+		session_summary(s, t->msg, sizeof t->msg);
+		tui_put(r->y, r->x, r->w, t->msg, 0, TUI_ROLE_NONE);
+		t->msg[0] = '\0';
+		return;
+	}
 	if (isnan(s->run->loss))
 		snprintf(loss, sizeof loss, "loss -");
 	else

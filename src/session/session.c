@@ -38,6 +38,7 @@ void session_free(struct session *s)
 	why_free(&s->why);
 	sweep_free(&s->sweep);
 	lab_result_free(&s->lab);
+	pad_result_free(&s->batch);
 	free(s->variants);
 	memset(s, 0, sizeof *s);
 }
@@ -463,6 +464,19 @@ void session_variant_of(const struct session *s, const struct run_options *o, ch
 #undef ADD
 }
 
+bool session_nonfinite_text(const struct session *s, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (!session_ready(s) || !s->run || !s->run->nonfinite.site)
+		return false;
+	const struct run_nonfinite *nf = &s->run->nonfinite;
+	if (nf->layer < 0 || nf->layer >= s->model->cfg.n_layer)
+		snprintf(buf, size, "in the %s, position %d", nf->site, nf->pos);
+	else
+		snprintf(buf, size, "at layer %d (%s), position %d", nf->layer, nf->site, nf->pos);
+	return true;
+}
+
 void session_summary(const struct session *s, char *buf, size_t size)
 {
 	if (!session_ready(s)) {
@@ -476,18 +490,14 @@ void session_summary(const struct session *s, char *buf, size_t size)
 			 s->n_tokens, s->cmp.drift, kv, s->run->forward_ms);
 		return;
 	}
-	const struct run_nonfinite *nf = &s->run->nonfinite;
-	if (nf->site) { /* where the first NaN (or inf) came from, and the loss and KL as they are */
-		char where[48];
-		if (nf->layer < 0 || nf->layer >= s->model->cfg.n_layer)
-			snprintf(where, sizeof where, "in the %s", nf->site);
-		else
-			snprintf(where, sizeof where, "at layer %d (%s)", nf->layer, nf->site);
+	char where[96];
+	if (session_nonfinite_text(s, where, sizeof where)) {
+		/* where the first NaN (or inf) came from, and the loss and KL as they are */
 		char kl[24];
 		snprintf(loss, sizeof loss, isnan(s->run->loss) ? "NaN" : "%.4f", s->run->loss);
 		snprintf(kl, sizeof kl, isnan(s->cmp.kl) ? "NaN" : "%.4f", s->cmp.kl);
-		snprintf(buf, size, "%d tokens  first NaN %s, position %d: loss %s  KL %s  KV %s  "
-			 "%.1f ms", s->n_tokens, where, nf->pos, loss, kl, kv, s->run->forward_ms);
+		snprintf(buf, size, "%d tokens  first NaN %s: loss %s  KL %s  KV %s  %.1f ms",
+			 s->n_tokens, where, loss, kl, kv, s->run->forward_ms);
 		return;
 	}
 	if (isnan(s->run->loss))

@@ -136,6 +136,7 @@ void store_measure(struct session *s)
 	B(bind_num(q, 20, s->cmp.kl));
 	B(bind_num(q, 21, s->cmp.top1_agree));
 	B(sqlite3_bind_int(q, 22, s->threads));
+	B(bind_str(q, 23, pitfall_name(s->opt.pitfall)));
 	if (db_run_bound(st, q, rc, "binding a measurement", "recording a measurement", &e) != 0)
 		goto fail;
 	int64_t mid = sqlite3_last_insert_rowid(st->db);
@@ -273,6 +274,7 @@ static void read_measurement(sqlite3_stmt *q, void *row)
 	m->ppl = col_num(q, 20);
 	m->kl_vs_baseline = col_num(q, 21);
 	m->top1_agree = col_num(q, 22);
+	m->pitfall = col_str(q, 24); /* NULL in rows from before schema 5 */
 	m->threads = (int)col_int(q, 23, 0);
 }
 
@@ -333,6 +335,7 @@ void store_measurement_free(struct store_measurement *m)
 	free(m->model);
 	free(m->model_sha256);
 	free(m->variant);
+	free(m->pitfall);
 	free(m->norm);
 	free(m->mask);
 	free(m->ablated);

@@ -72,6 +72,7 @@ static int insert_state(struct store *st, const struct session *s, const struct 
 					     : sqlite3_bind_null(q, 9));
 		B(sqlite3_bind_int(q, 10, s->opt.scale));
 		B(bind_str(q, 11, abl));
+		B(bind_str(q, 16, pitfall_name(s->opt.pitfall)));
 	}
 	B(sqlite3_bind_int(q, 12, s->sel_layer));
 	B(sqlite3_bind_int(q, 13, s->sel_head));
@@ -339,6 +340,10 @@ static void read_state(sqlite3_stmt *q, void *row)
 	out->sel_head = (int)col_int(q, 12, 0);
 	out->sel_token = (int)col_int(q, 13, 0);
 	out->threads = (int)col_int(q, 14, 0);
+	char *pit = col_str(q, 15); /* NULL before schema 5: no pitfall */
+	if (!pit || pitfall_parse(pit, &out->opt.pitfall) != 0)
+		out->opt.pitfall = PITFALL_NONE;
+	free(pit);
 }
 
 static const struct row_type state_row = { sizeof(struct store_state), 1, read_state, NULL,

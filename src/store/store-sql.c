@@ -183,6 +183,11 @@ const char *const store_migrations[STORE_SCHEMA_VERSION] = {
 	");\n"
 	"CREATE INDEX lab_runs_session ON lab_runs(session_id);\n"
 	"PRAGMA user_version = 4;\n",
+	/* 4 -> 5: the pitfall (model.h enum pitfall) of each measurement and
+	 * saved state; rows from before it read as NULL, i.e. "off" */
+	"ALTER TABLE measurements ADD COLUMN pitfall TEXT;\n"
+	"ALTER TABLE states ADD COLUMN pitfall TEXT;\n"
+	"PRAGMA user_version = 5;\n",
 };
 
 /* ------------------------------------------------------------ statements */
@@ -190,7 +195,7 @@ const char *const store_migrations[STORE_SCHEMA_VERSION] = {
 #define MEAS_COLS \
 	"id, session_id, command_seq, created_at, model, model_sha256, variant, kv_heads, norm, " \
 	"mask, mask_window, scale, ablated, text, n_tokens, forward_ms, kv_cache_bytes, loss, " \
-	"base_loss, delta_loss, ppl, kl_vs_baseline, top1_agree, threads"
+	"base_loss, delta_loss, ppl, kl_vs_baseline, top1_agree, threads, pitfall"
 
 const char *const store_stmt_sql[N_STMT] = {
 	[S_BEGIN] = "BEGIN IMMEDIATE",
@@ -199,8 +204,8 @@ const char *const store_stmt_sql[N_STMT] = {
 	[S_INS_STATE] =
 		"INSERT INTO states (created_at, model, model_spec, model_path, model_sha256, text, "
 		"kv_heads, norm, mask, mask_window, scale, ablated, sel_layer, sel_head, sel_token, "
-		"threads) VALUES (" NOW ", ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-		"?14, ?15)",
+		"threads, pitfall) VALUES (" NOW ", ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+		"?13, ?14, ?15, ?16)",
 	[S_INS_SESSION] = "INSERT INTO sessions (created_at, model, model_sha256, version, start_state) "
 			  "VALUES (" NOW ", ?1, ?2, ?3, ?4)",
 	[S_SESSION_MODEL] = "UPDATE sessions SET model = ?2, model_sha256 = ?3 WHERE id = ?1",
@@ -214,8 +219,8 @@ const char *const store_stmt_sql[N_STMT] = {
 		"INSERT INTO measurements (session_id, command_seq, created_at, model, model_sha256, "
 		"variant, kv_heads, norm, mask, mask_window, scale, ablated, text, n_tokens, "
 		"forward_ms, kv_cache_bytes, loss, base_loss, delta_loss, ppl, kl_vs_baseline, "
-		"top1_agree, threads) VALUES (?1, ?2, " NOW ", ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-		"?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+		"top1_agree, threads, pitfall) VALUES (?1, ?2, " NOW ", ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+		"?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
 	[S_UPSERT_HEAD] =
 		"INSERT INTO head_stats (measurement_id, layer, head, entropy, max_weight, prev_token, "
 		"first_token, self, local, mean_distance, induction, role, delim, delim_share, sink, "
@@ -244,7 +249,7 @@ const char *const store_stmt_sql[N_STMT] = {
 	[S_GET_STATE] =
 		"SELECT st.model, st.model_spec, st.model_path, st.model_sha256, st.text, "
 		"st.kv_heads, st.norm, st.mask, st.mask_window, st.scale, st.ablated, st.sel_layer, "
-		"st.sel_head, st.sel_token, st.threads "
+		"st.sel_head, st.sel_token, st.threads, st.pitfall "
 		"FROM sessions se JOIN states st "
 		"ON st.id = CASE WHEN ?2 THEN se.saved_state ELSE se.start_state END "
 		"WHERE se.id = ?1",
