@@ -23,6 +23,11 @@
  *      a pass; the rows at T = 256 projected from the heads' cost per
  *      block rerun (a row's pass reruns the blocks after its layer on the
  *      rows from its position on).
+ *   6. compose_run: every pair of heads' Q-, K- and V-composition (weights
+ *      only), against 2 s, beside its double-precision multiply-adds at the
+ *      sgemm rate;
+ *   7. dla_run at the last position: it makes its own pass (no attention
+ *      capture), against one forward pass with capture.
  * Each row: median ms, its ratio to the baseline, the target beside it
  * and "meets" / "misses", the child's peak RSS (VmHWM) and the extra peak
  * memory: that minus the baseline child's VmHWM.
@@ -36,7 +41,9 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "compose.h"
 #include "config.h"
+#include "dla.h"
 #include "heat.h"
 #include "lens.h"
 #include "model.h"
@@ -53,6 +60,8 @@
 #define LENS_TARGET 2.0       /* lens_run within 2x one forward pass */
 #define LENS_TARGET_MB 100.0  /* and under 100 MB beyond it */
 #define HEAT_TARGET 1.2       /* each heat quantity within 1.2x the forward pass */
+#define COMPOSE_TARGET_MS 2000.0 /* all pairs of GPT-2 small under 2 s */
+#define DLA_TARGET 1.0        /* dla_run, its own pass included, within one forward pass */
 
 static int threads; /* --threads; 0 = the default */
 
@@ -92,7 +101,7 @@ static void sgemm_child(const void *arg, void *out)
 
 /* ------------------------------------------------------------- the jobs */
 
-enum job_kind { FORWARD, LENS, HEAT, PATCH_HEADS, PATCH_FULL };
+enum job_kind { FORWARD, LENS, HEAT, PATCH_HEADS, PATCH_FULL, COMPOSE, DLA };
 
 struct job {
 	const char *name;
@@ -218,6 +227,32 @@ static int do_heat(void *p, struct result *res)
 	return 0;
 }
 
+static int do_compose(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	struct compose_result r;
+	if (compose_run(c->m, &c->o, &r, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "compose_run: %s", e.msg);
+		return -1;
+	}
+	compose_free(&r);
+	return 0;
+}
+
+static int do_dla(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	struct dla_result r;
+	if (dla_run(c->m, &c->o, c->tokens, c->T, c->T - 1, -1, &r, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "dla_run: %s", e.msg);
+		return -1;
+	}
+	dla_free(&r);
+	return 0;
+}
+
 static void patch_progress(void *p, int done, int total)
 {
 	struct ctx *c = p;
@@ -295,6 +330,12 @@ static void job_child(const void *arg, void *out)
 		break;
 	case HEAT:
 		rc = time_pairs(do_heat, &c, res);
+		break;
+	case COMPOSE:
+		rc = time_pairs(do_compose, &c, res);
+		break;
+	case DLA:
+		rc = time_pairs(do_dla, &c, res);
 		break;
 	case PATCH_HEADS: /* the forward pass with capture, then patch_run over the heads and
 			   * block 0's residual rows (timed apart) */
@@ -436,6 +477,16 @@ int main(int argc, char **argv)
 	struct result pr1 = in_child(job_child, &pf1);
 	print_row(pf1.name, &pr1, fw.hwm, "(report)", "");
 
+	/* composition and attribution */
+	struct job cj = { "compose_run", COMPOSE, 0, T_RUN, 0 };
+	struct result cr = in_child(job_child, &cj);
+	snprintf(tgt, sizeof tgt, "< %.0f ms", COMPOSE_TARGET_MS);
+	print_row(cj.name, &cr, fw.hwm, tgt, cr.ok && cr.median_ms < COMPOSE_TARGET_MS ? "meets" : "misses");
+	struct job dj = { "dla_run", DLA, 0, T_RUN, 0 };
+	struct result dr = in_child(job_child, &dj);
+	snprintf(tgt, sizeof tgt, "<= %.1fx", DLA_TARGET);
+	print_row(dj.name, &dr, fw.hwm, tgt, dr.ok && dr.ratio <= DLA_TARGET ? "meets" : "misses");
+
 	/* ---- what the rows mean */
 	double floor_fw = forward_flops(&cfg, T_RUN) / (sg.gflops * 1e9) * 1e3;
 	/* depths 0 .. L-1: the last reads the run's own logits */
@@ -495,6 +546,28 @@ int main(int argc, char **argv)
 		       "a pass (%.0f ms, %.1fx)\n",
 		       T_PATCH, L * H, L, T_PATCH, pr.median_ms, pr.ratio, T_PATCH, pr.fwd_ms, H,
 		       pr1.median_ms / pr.median_ms, pr1.median_ms, pr1.ratio);
+	if (cr.ok) {
+		/* compose.c's products: the Grams and factors (8 of D x C x D a head),
+		 * the upper-triangle blocks of 4 factors a head (C^2 D / 2 each), the
+		 * pair products (3 kinds x H^2 L (L-1)/2 pairs x C^2 / 2, the unused
+		 * la >= lb entries of each group's product left out) */
+		double C = cfg.d_model, D = C / H, n = H * H * L * (L - 1) / 2.0;
+		double fl = 2.0 * (8.0 * L * H * D * D * C + 4.0 * L * H * C * C * D / 2 +
+				   3.0 * n * C * C / 2);
+		double floor_c = fl / (sg.gflops * 1e9) * 1e3;
+		printf("compose_run: %d pairs x 3 kinds, %.1f GFLOP of double products (at least) = %.0f "
+		       "ms at the sgemm rate;\n"
+		       "  measured %.0f ms = %.1fx that (double runs at about half the float rate), "
+		       "%.2fx one forward pass with capture; %s the %.0f ms target\n",
+		       (int)n, fl / 1e9, floor_c, cr.median_ms, cr.median_ms / floor_c, cr.ratio,
+		       cr.median_ms < COMPOSE_TARGET_MS ? "meets" : "misses", COMPOSE_TARGET_MS);
+	}
+	if (dr.ok)
+		printf("dla_run: its own pass (a hook keeps the heads' outputs at the position) and the "
+		       "split: %.2fx one forward pass\n"
+		       "  with capture (%.0f ms against %.0f ms, same child); %s the %.1fx target\n",
+		       dr.ratio, dr.median_ms, dr.fwd_ms, dr.ratio <= DLA_TARGET ? "meets" : "misses",
+		       DLA_TARGET);
 	print_end(t_start);
 	return 0;
 }
