@@ -34,7 +34,8 @@
  *
  * Every measurement runs in its own forked child (its own VmHWM); medians
  * after one warm-up; the parent never computes.  Threads: the default (the
- * cores present), as bench_forward; --threads N runs everything with N.
+ * cores present), as bench_forward; --threads N runs everything with N;
+ * --circuits runs rows 1, 2, 6 and 7 only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@
 #define DLA_TARGET 1.0        /* dla_run, its own pass included, within one forward pass */
 
 static int threads; /* --threads; 0 = the default */
+static bool circuits_only; /* --circuits: the forward pass, compose_run and dla_run only */
 
 struct result {
 	int ok;
@@ -373,7 +375,7 @@ static void job_child(const void *arg, void *out)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_analysis [--threads N]\n");
+	fprintf(stderr, "usage: bench_analysis [--threads N] [--circuits]\n");
 }
 
 /* One row: name, times, the forward pass of the same child and the
@@ -396,6 +398,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			threads = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--circuits") == 0) {
+			circuits_only = true;
 		} else {
 			usage();
 			return 2;
@@ -444,16 +448,19 @@ int main(int argc, char **argv)
 	}
 	print_row(fj.name, &fw, fw.hwm, "(the baseline)", "");
 
+	char tgt[64];
+	struct result ln = { 0 }, hr[HEAT_KINDS] = { { 0 } }, ps = { 0 }, pr = { 0 }, pr1 = { 0 };
+	if (circuits_only)
+		goto circuits;
+
 	/* lens: time and memory targets */
 	struct job lj = { "lens_run", LENS, 0, T_RUN, 0 };
-	struct result ln = in_child(job_child, &lj);
-	char tgt[64];
+	ln = in_child(job_child, &lj);
 	snprintf(tgt, sizeof tgt, "<= %.1fx, < %.0f MB", LENS_TARGET, LENS_TARGET_MB);
 	bool lens_ok = ln.ok && ln.ratio <= LENS_TARGET && (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB;
 	print_row(lj.name, &ln, fw.hwm, tgt, lens_ok ? "meets" : "misses");
 
 	/* heat kinds */
-	struct result hr[HEAT_KINDS];
 	for (int k = 0; k < HEAT_KINDS; k++) {
 		char name[32];
 		snprintf(name, sizeof name, "heat %s", heat_kind_name((enum heat_kind)k));
@@ -466,18 +473,18 @@ int main(int argc, char **argv)
 
 	/* patch: the heads at T_RUN, the whole run at T_PATCH */
 	struct job ph = { "patch heads", PATCH_HEADS, 0, T_RUN, 0 };
-	struct result ps = in_child(job_child, &ph);
+	ps = in_child(job_child, &ph);
 	print_row(ph.name, &ps, fw.hwm, "(report)", "");
 	char fname[32];
 	snprintf(fname, sizeof fname, "patch_run T=%d", T_PATCH);
 	struct job pf = { fname, PATCH_FULL, 0, T_PATCH, 0 };
-	struct result pr = in_child(job_child, &pf);
+	pr = in_child(job_child, &pf);
 	print_row(pf.name, &pr, fw.hwm, "(report)", "");
 	struct job pf1 = { "  one site a pass", PATCH_FULL, 0, T_PATCH, 1 };
-	struct result pr1 = in_child(job_child, &pf1);
+	pr1 = in_child(job_child, &pf1);
 	print_row(pf1.name, &pr1, fw.hwm, "(report)", "");
 
-	/* composition and attribution */
+circuits: /* composition and attribution */
 	struct job cj = { "compose_run", COMPOSE, 0, T_RUN, 0 };
 	struct result cr = in_child(job_child, &cj);
 	snprintf(tgt, sizeof tgt, "< %.0f ms", COMPOSE_TARGET_MS);
@@ -506,16 +513,18 @@ int main(int argc, char **argv)
 		       floor_lens / floor_fw, LENS_TARGET, ln.median_ms / floor_lens,
 		       1.0 + ln.ratio, ln.ratio <= LENS_TARGET ? "meets" : "misses",
 		       (ln.hwm - fw.hwm) / MB, (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB ? "meets" : "misses");
-	printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "
-	       "one without logits that\n"
-	       "  keeps no layer (each layer's quantity is computed at its heads site from what the "
-	       "run holds then);\n"
-	       "  median ms minus the capture pass of the same child:");
-	for (int k = 0; k < HEAT_KINDS; k++)
-		if (hr[k].ok)
-			printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
-			       hr[k].median_ms - hr[k].fwd_ms);
-	printf("\n");
+	if (!circuits_only) {
+		printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "
+		       "one without logits that\n"
+		       "  keeps no layer (each layer's quantity is computed at its heads site from what the "
+		       "run holds then);\n"
+		       "  median ms minus the capture pass of the same child:");
+		for (int k = 0; k < HEAT_KINDS; k++)
+			if (hr[k].ok)
+				printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
+				       hr[k].median_ms - hr[k].fwd_ms);
+		printf("\n");
+	}
 	/* block reruns: a head at layer l reruns L - l blocks on every row; a
 	 * residual row t after block l the L - 1 - l blocks after it on rows
 	 * t .. T-1, (T - t) / T of a block on average (T + 1) / 2T */
