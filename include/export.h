@@ -151,6 +151,10 @@ int export_groups(const struct session *s, const struct export_req *r, enum expo
 		  struct render_buf *out, struct err *e);
 int export_lab(const struct session *s, const struct export_req *r, enum export_format f,
 	       struct render_buf *out, struct err *e);
+int export_circuits(const struct session *s, const struct export_req *r, enum export_format f,
+		    struct render_buf *out, struct err *e);
+int export_dla(const struct session *s, const struct export_req *r, enum export_format f,
+	       struct render_buf *out, struct err *e);
 int export_heatmap_req(const struct session *s, const struct export_req *r,
 		       enum export_format f, struct render_buf *out, struct err *e);
 int export_grid_req(const struct session *s, const struct export_req *r, enum export_format f,

@@ -230,7 +230,7 @@ static const struct tui_hint circ_hints[] = {
 
 const struct tui_view_mode tui_circuits_view = {
 	.name = "circuits",
-	.export_what = "stats",
+	.export_what = "circuits",
 	.hints = circ_hints,
 	.init = circ_init,
 	.free = circ_free,
