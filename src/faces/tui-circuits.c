@@ -224,8 +224,8 @@ static enum tui_key_result circ_key(struct tui_state *t, void *data, int ch, boo
 }
 
 static const struct tui_hint circ_hints[] = {
-	{ "\u2191\u2193\u2190\u2192", "hjkl", "head" }, { "c", "c", "kind Q/K/V" },
-	TUI_HINT_OPTIONS, TUI_HINT_END,
+	TUI_HINT_OPTIONS, { "c", "c", "kind Q/K/V" }, { "\u2191\u2193\u2190\u2192", "hjkl", "head" },
+	{ "x", "x", "export" }, TUI_HINT_END,
 };
 
 const struct tui_view_mode tui_circuits_view = {
