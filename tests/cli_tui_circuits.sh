@@ -8,8 +8,8 @@
 #     scores; c switches to V and then Q, the cells following;
 #   with 0.2 selected, each layer-1 cell is 0.2 -> that head, "read by"
 #     names the strongest, and "reads" says layer 0 reads nothing;
-#   the heading names the kind and the selection, the legend the strongest
-#     pair and the baseline `circuits` prints.
+#   the heading names the kind and the selection, the legend the weakest
+#     and strongest pair and the baseline `circuits` prints.
 # Prints "ok NAME" or "FAIL NAME" per check; skips without tmux or a
 # UTF-8 locale.
 #
@@ -62,7 +62,8 @@ for size in "80 24" "120 40"; do
 	check "tui-circuits-k-reads-$W" '[ "$(listed reads)" = "$(top3 K 1.2)" ]' \
 		"screen '$(listed reads)' want '$(top3 K 1.2)'"
 	top=$(sed -n '/^K-composition/{n;n;p}' "$tmp/circ" | awk '{ print $3 }')
-	check "tui-circuits-legend-$W" 'screen | grep -q "strongest K pair ($top); random baseline $(baseline K)"'
+	low=$(sed -n '/^K-composition/,/^$/p' "$tmp/circ" | awk 'NF == 4 && $1 ~ /^[0-9]/ { v = $3 } END { print v }')
+	check "tui-circuits-legend-$W" 'screen | grep -q "K pairs from $low to $top; random baseline $(baseline K)"'
 	keys c
 	wait_for '^V-composition around 1\.2'
 	check "tui-circuits-v-cells-$W" '[ "$(row 0)" = "$(want_row V 0 1.2 a)" ]' \

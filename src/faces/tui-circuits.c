@@ -4,7 +4,7 @@
  * layer shows the score of the selected head reading it (A = that head,
  * B = the selection), a head of a later layer the score of it reading the
  * selection (A = the selection); the selection's own layer is blank.
- * Each cell is shaded by its score over the kind's strongest pair and
+ * Each cell is shaded from the kind's weakest pair to its strongest and
  * written beside its shade; below the table, the strongest heads the
  * selection reads and the strongest that read it, with their ratio to the
  * random baseline.  Arrows move the selection, c switches the kind
@@ -34,6 +34,7 @@ struct circ_view {
 	char err[ERR_MAX];       /* compose_run's refusal for that model, or "" */
 	enum compose_kind kind;  /* the kind shown */
 	double top[COMPOSE_KINDS]; /* each kind's strongest score */
+	double low[COMPOSE_KINDS]; /* and its weakest */
 };
 
 static void *circ_init(struct tui_state *t)
@@ -74,9 +75,12 @@ static const struct compose_result *current(struct tui_state *t, struct circ_vie
 	cv->have = true;
 	for (int k = 0; k < COMPOSE_KINDS; k++) {
 		cv->top[k] = 0;
-		for (int i = 0; i < cv->r.n; i++)
-			if (cv->r.pairs[i].score[k] > cv->top[k])
-				cv->top[k] = cv->r.pairs[i].score[k];
+		cv->low[k] = 1;
+		for (int i = 0; i < cv->r.n; i++) {
+			double v = cv->r.pairs[i].score[k];
+			cv->top[k] = v > cv->top[k] ? v : cv->top[k];
+			cv->low[k] = v < cv->low[k] ? v : cv->low[k];
+		}
 	}
 	return &cv->r;
 }
@@ -109,7 +113,7 @@ static int circ_table(struct tui_state *t, const struct circ_view *cv, const str
 {
 	const struct compose_result *c = &cv->r;
 	struct session *s = t->s;
-	int lw = 8, shade = 2, gap = 1, num = 6;
+	int lw = 9, shade = 2, gap = 1, num = 6;
 	if (lw + c->H * (shade + num + gap) > r->w)
 		gap = 0;
 	if (lw + c->H * (shade + num + gap) > r->w)
@@ -119,8 +123,8 @@ static int circ_table(struct tui_state *t, const struct circ_view *cv, const str
 	int cell = shade + num + gap, x0 = r->x + lw;
 	for (int h = 0; h < c->H && x0 + (h + 1) * cell - gap <= r->x + r->w; h++) {
 		char name[16];
-		snprintf(name, sizeof name, "h%d", h);
-		tui_printf(y, x0 + h * cell, cell, TUI_A_DIM, TUI_ROLE_NONE, "%*s", shade + num, name);
+		snprintf(name, sizeof name, shade + num > 2 ? "h%d" : "%d", h);
+		tui_printf(y, x0 + h * cell, shade + num, TUI_A_DIM, TUI_ROLE_NONE, "%*s", shade + num, name);
 	}
 	y++;
 	int l0 = s->sel_layer - rows + 1 > 0 ? s->sel_layer - rows + 1 : 0;
@@ -132,11 +136,12 @@ static int circ_table(struct tui_state *t, const struct circ_view *cv, const str
 				bool sel = h == s->sel_head;
 				tui_printf(y, x, shade + num, sel ? TUI_A_REVERSE | TUI_A_BOLD : TUI_A_DIM,
 					   sel ? TUI_ROLE_SELECT : TUI_ROLE_NONE, "%*s", shade + num,
-					   sel ? "sel" : "-");
+					   sel ? (shade + num > 2 ? "sel" : "**") : "-");
 				continue;
 			}
 			double v = cell_score(c, cv->kind, s->sel_layer, s->sel_head, l, h);
-			tui_heat(t, y, x, shade, cv->top[cv->kind] > 0 ? v / cv->top[cv->kind] : 0, 0);
+			double lo = cv->low[cv->kind], span = cv->top[cv->kind] - lo;
+			tui_heat(t, y, x, shade, span > 0 ? (v - lo) / span : 0, 0);
 			if (num)
 				tui_printf(y, x + shade, num, 0, TUI_ROLE_NONE, " %5.3f", v);
 		}
@@ -203,8 +208,8 @@ static void circ_draw(struct tui_state *t, void *data, const struct tui_rect *r)
 	int x = r->x + tui_put(y, r->x, r->w, "shade ", TUI_A_DIM, TUI_ROLE_NONE);
 	x += tui_heat_scale(t, y, x, r->x + r->w - x);
 	tui_printf(y++, x, r->x + r->w - x, TUI_A_DIM, TUI_ROLE_NONE,
-		   ": score / strongest %s pair (%.3f); random baseline %.3f", k, cv->top[cv->kind],
-		   c->baseline[cv->kind]);
+		   ": %s pairs from %.3f to %.3f; random baseline %.3f", k,
+		   cv->low[cv->kind], cv->top[cv->kind], c->baseline[cv->kind]);
 	int rows = r->y + r->h - y - 4; /* the heading row, a blank and the two lists */
 	rows = rows < 1 ? 1 : rows;
 	y = circ_table(t, cv, r, y, rows) + 1;
