@@ -23,20 +23,28 @@
  *      a pass; the rows at T = 256 projected from the heads' cost per
  *      block rerun (a row's pass reruns the blocks after its layer on the
  *      rows from its position on).
+ *   6. compose_run: every pair of heads' Q-, K- and V-composition (weights
+ *      only), against 2 s, beside its double-precision multiply-adds at the
+ *      sgemm rate;
+ *   7. dla_run at the last position: it makes its own pass (no attention
+ *      capture), against one forward pass with capture.
  * Each row: median ms, its ratio to the baseline, the target beside it
  * and "meets" / "misses", the child's peak RSS (VmHWM) and the extra peak
  * memory: that minus the baseline child's VmHWM.
  *
  * Every measurement runs in its own forked child (its own VmHWM); medians
  * after one warm-up; the parent never computes.  Threads: the default (the
- * cores present), as bench_forward; --threads N runs everything with N.
+ * cores present), as bench_forward; --threads N runs everything with N;
+ * --circuits runs rows 1, 2, 6 and 7 only.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_common.h"
+#include "compose.h"
 #include "config.h"
+#include "dla.h"
 #include "heat.h"
 #include "lens.h"
 #include "model.h"
@@ -53,8 +61,11 @@
 #define LENS_TARGET 2.0       /* lens_run within 2x one forward pass */
 #define LENS_TARGET_MB 100.0  /* and under 100 MB beyond it */
 #define HEAT_TARGET 1.2       /* each heat quantity within 1.2x the forward pass */
+#define COMPOSE_TARGET_MS 2000.0 /* all pairs of GPT-2 small under 2 s */
+#define DLA_TARGET 1.0        /* dla_run, its own pass included, within one forward pass */
 
 static int threads; /* --threads; 0 = the default */
+static bool circuits_only; /* --circuits: the forward pass, compose_run and dla_run only */
 
 struct result {
 	int ok;
@@ -92,7 +103,7 @@ static void sgemm_child(const void *arg, void *out)
 
 /* ------------------------------------------------------------- the jobs */
 
-enum job_kind { FORWARD, LENS, HEAT, PATCH_HEADS, PATCH_FULL };
+enum job_kind { FORWARD, LENS, HEAT, PATCH_HEADS, PATCH_FULL, COMPOSE, DLA };
 
 struct job {
 	const char *name;
@@ -218,6 +229,32 @@ static int do_heat(void *p, struct result *res)
 	return 0;
 }
 
+static int do_compose(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	struct compose_result r;
+	if (compose_run(c->m, &c->o, &r, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "compose_run: %s", e.msg);
+		return -1;
+	}
+	compose_free(&r);
+	return 0;
+}
+
+static int do_dla(void *p, struct result *res)
+{
+	struct ctx *c = p;
+	struct err e;
+	struct dla_result r;
+	if (dla_run(c->m, &c->o, c->tokens, c->T, c->T - 1, -1, &r, &e) != 0) {
+		snprintf(res->msg, sizeof res->msg, "dla_run: %s", e.msg);
+		return -1;
+	}
+	dla_free(&r);
+	return 0;
+}
+
 static void patch_progress(void *p, int done, int total)
 {
 	struct ctx *c = p;
@@ -296,6 +333,12 @@ static void job_child(const void *arg, void *out)
 	case HEAT:
 		rc = time_pairs(do_heat, &c, res);
 		break;
+	case COMPOSE:
+		rc = time_pairs(do_compose, &c, res);
+		break;
+	case DLA:
+		rc = time_pairs(do_dla, &c, res);
+		break;
 	case PATCH_HEADS: /* the forward pass with capture, then patch_run over the heads and
 			   * block 0's residual rows (timed apart) */
 	case PATCH_FULL: { /* the forward pass at T_PATCH, then the whole patch_run */
@@ -332,7 +375,7 @@ static void job_child(const void *arg, void *out)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_analysis [--threads N]\n");
+	fprintf(stderr, "usage: bench_analysis [--threads N] [--circuits]\n");
 }
 
 /* One row: name, times, the forward pass of the same child and the
@@ -355,6 +398,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			threads = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--circuits") == 0) {
+			circuits_only = true;
 		} else {
 			usage();
 			return 2;
@@ -403,16 +448,19 @@ int main(int argc, char **argv)
 	}
 	print_row(fj.name, &fw, fw.hwm, "(the baseline)", "");
 
+	char tgt[64];
+	struct result ln = { 0 }, hr[HEAT_KINDS] = { { 0 } }, ps = { 0 }, pr = { 0 }, pr1 = { 0 };
+	if (circuits_only)
+		goto circuits;
+
 	/* lens: time and memory targets */
 	struct job lj = { "lens_run", LENS, 0, T_RUN, 0 };
-	struct result ln = in_child(job_child, &lj);
-	char tgt[64];
+	ln = in_child(job_child, &lj);
 	snprintf(tgt, sizeof tgt, "<= %.1fx, < %.0f MB", LENS_TARGET, LENS_TARGET_MB);
 	bool lens_ok = ln.ok && ln.ratio <= LENS_TARGET && (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB;
 	print_row(lj.name, &ln, fw.hwm, tgt, lens_ok ? "meets" : "misses");
 
 	/* heat kinds */
-	struct result hr[HEAT_KINDS];
 	for (int k = 0; k < HEAT_KINDS; k++) {
 		char name[32];
 		snprintf(name, sizeof name, "heat %s", heat_kind_name((enum heat_kind)k));
@@ -425,16 +473,26 @@ int main(int argc, char **argv)
 
 	/* patch: the heads at T_RUN, the whole run at T_PATCH */
 	struct job ph = { "patch heads", PATCH_HEADS, 0, T_RUN, 0 };
-	struct result ps = in_child(job_child, &ph);
+	ps = in_child(job_child, &ph);
 	print_row(ph.name, &ps, fw.hwm, "(report)", "");
 	char fname[32];
 	snprintf(fname, sizeof fname, "patch_run T=%d", T_PATCH);
 	struct job pf = { fname, PATCH_FULL, 0, T_PATCH, 0 };
-	struct result pr = in_child(job_child, &pf);
+	pr = in_child(job_child, &pf);
 	print_row(pf.name, &pr, fw.hwm, "(report)", "");
 	struct job pf1 = { "  one site a pass", PATCH_FULL, 0, T_PATCH, 1 };
-	struct result pr1 = in_child(job_child, &pf1);
+	pr1 = in_child(job_child, &pf1);
 	print_row(pf1.name, &pr1, fw.hwm, "(report)", "");
+
+circuits: /* composition and attribution */
+	struct job cj = { "compose_run", COMPOSE, 0, T_RUN, 0 };
+	struct result cr = in_child(job_child, &cj);
+	snprintf(tgt, sizeof tgt, "< %.0f ms", COMPOSE_TARGET_MS);
+	print_row(cj.name, &cr, fw.hwm, tgt, cr.ok && cr.median_ms < COMPOSE_TARGET_MS ? "meets" : "misses");
+	struct job dj = { "dla_run", DLA, 0, T_RUN, 0 };
+	struct result dr = in_child(job_child, &dj);
+	snprintf(tgt, sizeof tgt, "<= %.1fx", DLA_TARGET);
+	print_row(dj.name, &dr, fw.hwm, tgt, dr.ok && dr.ratio <= DLA_TARGET ? "meets" : "misses");
 
 	/* ---- what the rows mean */
 	double floor_fw = forward_flops(&cfg, T_RUN) / (sg.gflops * 1e9) * 1e3;
@@ -455,16 +513,18 @@ int main(int argc, char **argv)
 		       floor_lens / floor_fw, LENS_TARGET, ln.median_ms / floor_lens,
 		       1.0 + ln.ratio, ln.ratio <= LENS_TARGET ? "meets" : "misses",
 		       (ln.hwm - fw.hwm) / MB, (ln.hwm - fw.hwm) / MB < LENS_TARGET_MB ? "meets" : "misses");
-	printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "
-	       "one without logits that\n"
-	       "  keeps no layer (each layer's quantity is computed at its heads site from what the "
-	       "run holds then);\n"
-	       "  median ms minus the capture pass of the same child:");
-	for (int k = 0; k < HEAT_KINDS; k++)
-		if (hr[k].ok)
-			printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
-			       hr[k].median_ms - hr[k].fwd_ms);
-	printf("\n");
+	if (!circuits_only) {
+		printf("heat_compute makes its own forward pass each call, so its ratio includes one pass: "
+		       "one without logits that\n"
+		       "  keeps no layer (each layer's quantity is computed at its heads site from what the "
+		       "run holds then);\n"
+		       "  median ms minus the capture pass of the same child:");
+		for (int k = 0; k < HEAT_KINDS; k++)
+			if (hr[k].ok)
+				printf(" %s %+.0f ms", heat_kind_name((enum heat_kind)k),
+				       hr[k].median_ms - hr[k].fwd_ms);
+		printf("\n");
+	}
 	/* block reruns: a head at layer l reruns L - l blocks on every row; a
 	 * residual row t after block l the L - 1 - l blocks after it on rows
 	 * t .. T-1, (T - t) / T of a block on average (T + 1) / 2T */
@@ -495,6 +555,28 @@ int main(int argc, char **argv)
 		       "a pass (%.0f ms, %.1fx)\n",
 		       T_PATCH, L * H, L, T_PATCH, pr.median_ms, pr.ratio, T_PATCH, pr.fwd_ms, H,
 		       pr1.median_ms / pr.median_ms, pr1.median_ms, pr1.ratio);
+	if (cr.ok) {
+		/* compose.c's products: the Grams and factors (8 of D x C x D a head),
+		 * the upper-triangle blocks of 4 factors a head (C^2 D / 2 each), the
+		 * pair products (3 kinds x H^2 L (L-1)/2 pairs x C^2 / 2, the unused
+		 * la >= lb entries of each group's product left out) */
+		double C = cfg.d_model, D = C / H, n = H * H * L * (L - 1) / 2.0;
+		double fl = 2.0 * (8.0 * L * H * D * D * C + 4.0 * L * H * C * C * D / 2 +
+				   3.0 * n * C * C / 2);
+		double floor_c = fl / (sg.gflops * 1e9) * 1e3;
+		printf("compose_run: %d pairs x 3 kinds, %.1f GFLOP of double products (at least) = %.0f "
+		       "ms at the sgemm rate;\n"
+		       "  measured %.0f ms = %.1fx that (double runs at about half the float rate), "
+		       "%.2fx one forward pass with capture; %s the %.0f ms target\n",
+		       (int)n, fl / 1e9, floor_c, cr.median_ms, cr.median_ms / floor_c, cr.ratio,
+		       cr.median_ms < COMPOSE_TARGET_MS ? "meets" : "misses", COMPOSE_TARGET_MS);
+	}
+	if (dr.ok)
+		printf("dla_run: its own pass (a hook keeps the heads' outputs at the position) and the "
+		       "split: %.2fx one forward pass\n"
+		       "  with capture (%.0f ms against %.0f ms, same child); %s the %.1fx target\n",
+		       dr.ratio, dr.median_ms, dr.fwd_ms, dr.ratio <= DLA_TARGET ? "meets" : "misses",
+		       DLA_TARGET);
 	print_end(t_start);
 	return 0;
 }

@@ -24,10 +24,13 @@
  *   K-composition  ||W_QK^B   W_OV^A|| / (||W_QK^B|| ||W_OV^A||)  (B's keys read A)
  *   V-composition  ||W_OV^B   W_OV^A|| / (||W_OV^B|| ||W_OV^A||)  (B's values read A)
  * (W_QK^B^T = W_K^T W_Q: its right side takes the query.)  Each lies in
- * [0, 1].  They are computed from X = M^B O^A (D, D) and the factors'
- * D x D Gram matrices (||L X R||^2 = tr(X^T L^T L X R R^T)), never a
- * C x C product of two heads' matrices: X for all H x H pairs of two
- * layers is one (H D, C) x (C, H D) product.
+ * [0, 1].  A squared numerator is the Frobenius product of two symmetric
+ * C x C matrices of rank D, one per head (||P Q||^2 = <P^T P, Q Q^T>),
+ * each written F^T F through a (D, C) factor F = chol(Gram) W; their
+ * upper triangles are formed a block of rows at a time and every pair's
+ * products come out of dgemm calls, never a C x C product of two heads'
+ * matrices.  Double precision; the factors take 4 L H D C doubles
+ * (some 200 MB for GPT-2 small) and the blocks some 47 MB more.
  *
  * The baseline is what random matrices of the same shapes score: the mean,
  * over COMPOSE_DRAWS draws (seed COMPOSE_SEED), of the score of matrices

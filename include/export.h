@@ -33,7 +33,8 @@
  * formats): heatmap L.H, layer L, grid, stats, lens, patch (export.c,
  * export-layer.c, export-analysis.c), mask (export-mask.c), groups
  * (export-groups.c; needs a model only), lab (export-lab.c; needs a `lab`
- * run in the session).
+ * run in the session), circuits (export-circuits.c; needs a model only),
+ * dla (export-dla.c; the last position of the text).
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -150,6 +151,10 @@ int export_mask(const struct session *s, const struct export_req *r, enum export
 int export_groups(const struct session *s, const struct export_req *r, enum export_format f,
 		  struct render_buf *out, struct err *e);
 int export_lab(const struct session *s, const struct export_req *r, enum export_format f,
+	       struct render_buf *out, struct err *e);
+int export_circuits(const struct session *s, const struct export_req *r, enum export_format f,
+		    struct render_buf *out, struct err *e);
+int export_dla(const struct session *s, const struct export_req *r, enum export_format f,
 	       struct render_buf *out, struct err *e);
 int export_heatmap_req(const struct session *s, const struct export_req *r,
 		       enum export_format f, struct render_buf *out, struct err *e);

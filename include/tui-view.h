@@ -177,6 +177,7 @@ void tui_draw_side(struct tui_state *t, const struct tui_rect *r);
  *   5 "lens"     tui-lens.c     the logit lens, depth by position
  *   6 "curves"   tui-curves.c   the model's training curves
  *   7 "patch"    tui-patch.c    the last activation patching
+ *   8 "circuits" tui-circuits.c composition between heads around the selection
  *
  * A view's state is its own (after tmux's mode data): a struct of the
  * view's file that init makes, given to every handler as `data`.

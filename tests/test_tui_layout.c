@@ -606,9 +606,9 @@ static void test_hints(void **state)
 	}
 	/* the views in order, by name and by number */
 	static const char *const names[] = { "grid", "head", "token", "numbers", "lens", "curves",
-					     "patch" };
-	assert_int_equal(tui_n_views, 7);
-	for (int v = 0; v < 7; v++) {
+					     "patch", "circuits" };
+	assert_int_equal(tui_n_views, 8);
+	for (int v = 0; v < 8; v++) {
 		int got = -1;
 		char num[16];
 		snprintf(num, sizeof num, "%d", v + 1);
@@ -619,9 +619,9 @@ static void test_hints(void **state)
 		assert_string_equal(tui_view_name(v), names[v]);
 	}
 	int v;
-	assert_int_equal(tui_view_parse("8", &v), -1);
+	assert_int_equal(tui_view_parse("9", &v), -1);
 	assert_int_equal(tui_view_parse("rollout", &v), -1);
-	assert_string_equal(tui_view_name(7), "?");
+	assert_string_equal(tui_view_name(8), "?");
 }
 
 /* --------------------------------------------------------- line editor */

@@ -1,18 +1,24 @@
 /*
- * compose.c — composition scores (see compose.h).  A first pass over the
- * layers keeps each head's D x D Gram matrices and the norms of its W_QK
- * and W_OV; then for each layer B of later heads and each earlier layer
- * A, one (H D, C) x (C, H D) product per kind gives X = M^B O^A for every
- * pair of their heads at once (M: B's W_Q, W_K or W_V, folded), and each
- * pair's score needs two D x D products more.  At most two layers' folded
- * matrices are held at a time.  The baseline runs the same pair score on
- * standard normal matrices.
+ * compose.c — composition scores (see compose.h).  One pass over the
+ * layers keeps each head's D x D Gram matrices, the norms of its W_QK and
+ * W_OV, and four (D, C) factors: F with F^T F = W_QK W_QK^T, W_QK^T W_QK
+ * or W_OV^T W_OV (the later head's side, one per kind) and E with
+ * E^T E = W_OV W_OV^T (the earlier head's side), each F = chol(Gram) W.
+ * A pair's squared norm is then the Frobenius product of two symmetric
+ * C x C matrices, <F^T F, E^T E>; these are formed a block of rows at a
+ * time (upper triangle only) and every pair's products are dgemm calls,
+ * one per block and later layer: C^2 / 2 multiply-adds a pair and kind
+ * where X = M^B O^A would take D^2 C.  Double precision throughout.  The
+ * baseline scores standard normal matrices through X and the Grams.
  */
 #include "compose.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#include <cblas.h>
 
 #include "ops.h"
 
@@ -39,15 +45,25 @@ static double frob_dot(const double *a, const double *b, int D)
 	return s;
 }
 
+/* a (D, D) = m m^T for m (D, C): the upper triangle by dsyrk, then
+ * mirrored. */
+static void gram(double *a, const double *m, int C, int D)
+{
+	cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, D, C, 1.0, m, C, 0.0, a, D);
+	for (int i = 0; i < D; i++)
+		for (int j = 0; j < i; j++)
+			a[i * D + j] = a[j * D + i];
+}
+
 /* The Grams of one head from its rows q, k, v, ot (D, C each) into g,
  * whose four matrices the caller placed. */
 static void grams_of(const double *q, const double *k, const double *v, const double *ot, int C,
 		     int D, struct head_grams *g)
 {
-	dmatmul(g->gq, q, q, D, C, D, true);
-	dmatmul(g->gk, k, k, D, C, D, true);
-	dmatmul(g->gv, v, v, D, C, D, true);
-	dmatmul(g->go, ot, ot, D, C, D, true);
+	gram(g->gq, q, C, D);
+	gram(g->gk, k, C, D);
+	gram(g->gv, v, C, D);
+	gram(g->go, ot, C, D);
 	g->qk = sqrt(frob_dot(g->gq, g->gk, D)); /* ||W_Q^T W_K||^2 = tr(gq gk) */
 	g->ov = sqrt(frob_dot(g->go, g->gv, D)); /* ||W_O W_V||^2 = tr(go gv) */
 }
@@ -87,8 +103,8 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 			fold_rows(lm->k + at, w + (size_t)(H + g) * D * C, gain, centre, D, C);
 			fold_rows(lm->v + at, w + (size_t)(H + G + g) * D * C, gain, centre, D, C);
 		}
-		for (int d = 0; d < D; d++)
-			for (int r = 0; r < C; r++)
+		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time */
+			for (int d = 0; d < D; d++)
 				lm->ot[at + (size_t)d * C + r] = pw[(size_t)r * C + h * D + d];
 	}
 }
@@ -149,31 +165,141 @@ static void baseline(int C, int D, double *out)
 	free(buf);
 }
 
-/* Every pair of a head of layer la with one of layer lb (la < lb) into
- * out->pairs (first[a]: the index of head a's first pair): for each kind,
- * X of all H x H pairs in one product.  xall (H D, H D); x, y, z (D, D). */
-static void layer_pairs(const struct layer_mats *A, const struct layer_mats *B, int la, int lb,
-			const struct head_grams *g, const int *first, int H, int C, int D,
-			double *xall, double *x, double *y, double *z, struct compose_result *out)
+/* ---------------------------------------------------- the pairs, batched */
+
+/* Upper r (D, D) with r^T r = g for a symmetric positive semidefinite g:
+ * Cholesky, a pivot at or below 1e-14 of g's largest diagonal taken as
+ * zero (its row of r left zero), so a rank-deficient Gram still gives
+ * r^T r = g up to rounding. */
+static void chol_upper(double *r, const double *g, int D)
 {
-	int HD = H * D;
-	for (int ha = 0; ha < H; ha++)
-		for (int hb = 0; hb < H; hb++)
-			out->pairs[first[la * H + ha] + (lb - la - 1) * H + hb] =
-				(struct compose_pair){ la, ha, lb, hb, { 0 } };
-	for (int k = 0; k < COMPOSE_KINDS; k++) {
-		const double *mb = k == COMPOSE_Q ? B->q : k == COMPOSE_K ? B->k : B->v;
-		dmatmul(xall, mb, A->ot, HD, C, HD, true); /* block (hb, ha) = M^hb O^ha */
-		for (int ha = 0; ha < H; ha++)
-			for (int hb = 0; hb < H; hb++) {
-				for (int i = 0; i < D; i++)
-					memcpy(x + (size_t)i * D, xall + (size_t)(hb * D + i) * HD + ha * D,
-					       (size_t)D * sizeof *x);
-				int a = la * H + ha, b = lb * H + hb;
-				out->pairs[first[a] + (lb - la - 1) * H + hb].score[k] =
-					kind_score(k, x, &g[a], &g[b], D, y, z);
-			}
+	double top = 0;
+	for (int i = 0; i < D; i++)
+		top = g[i * D + i] > top ? g[i * D + i] : top;
+	memset(r, 0, (size_t)D * D * sizeof *r);
+	for (int j = 0; j < D; j++) {
+		double s = g[j * D + j];
+		for (int k = 0; k < j; k++)
+			s -= r[k * D + j] * r[k * D + j];
+		if (s <= 1e-14 * top)
+			continue;
+		double piv = sqrt(s);
+		r[j * D + j] = piv;
+		for (int i = j + 1; i < D; i++) {
+			double t = g[j * D + i];
+			for (int k = 0; k < j; k++)
+				t -= r[k * D + j] * r[k * D + i];
+			r[j * D + i] = t / piv;
+		}
 	}
+}
+
+/* Each head's factors, stored transposed as (C, D): F^T F (C, C) is the
+ * matrix whose Frobenius product with another head's gives a squared pair
+ * norm.  f[k] for B's side of kind k (F = chol(gk) W_Q for Q, chol(gq) W_K
+ * for K, chol(go) W_V for V, so F^T F is W_QK W_QK^T, W_QK^T W_QK,
+ * W_OV^T W_OV), e for A's side (F = chol(gv) W_O^T: F^T F = W_OV W_OV^T).
+ * Then ||(kind k of B) W_OV^A||^2 = <F_k^T F_k, F_e^T F_e> (for V:
+ * tr(W_OV^A^T W_OV^B^T W_OV^B W_OV^A)), C^2 products a pair where
+ * X = M^B O^A costs D^2 C.  r: (D, D) scratch. */
+static void head_factors(const double *q, const double *k, const double *v, const double *ot,
+			 const struct head_grams *g, int C, int D, double *f[COMPOSE_KINDS],
+			 double *e, double *r)
+{
+	const double *m[COMPOSE_KINDS + 1] = { q, k, v, ot };
+	const double *gl[COMPOSE_KINDS + 1] = { g->gk, g->gq, g->go, g->gv };
+	for (int kind = 0; kind <= COMPOSE_KINDS; kind++) {
+		chol_upper(r, gl[kind], D);
+		cblas_dgemm(CblasRowMajor, CblasTrans, CblasTrans, C, D, D, 1.0, m[kind], C, r, D,
+			    0.0, kind < COMPOSE_KINDS ? f[kind] : e, D); /* M^T R^T */
+	}
+}
+
+/* The upper part of rows r0 .. r0+R of F^T F for a factor ft = F^T
+ * (C, D), as R rows of C - r0 entries from column r0 into out
+ * (row-major); with twice true the columns past the R x R diagonal block
+ * are doubled, so that the dot product of two such blocks (one doubled)
+ * is rows r0 .. r0+R's share of <F^T F, E^T E> (both symmetric). */
+static void gram_rows(double *out, const double *ft, int C, int D, int r0, int R, bool twice)
+{
+	int w = C - r0;
+	const double *at = ft + (size_t)r0 * D;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, w, D, 1.0, at, D, at, D, 0.0, out,
+		    w);
+	if (twice)
+		for (int i = 0; i < R; i++)
+			for (int j = R; j < w; j++)
+				out[(size_t)i * w + j] *= 2;
+}
+
+/* The shapes of pair_sums: R rows a block, B's layers NL at a time. */
+struct pair_plan {
+	int L, H, C, D, R, NL;
+};
+
+/* The pair sums: acc (L, COMPOSE_KINDS, H, L H), entry (lb, k, hb, la H +
+ * ha) = ||(kind k of lb.hb) W_OV^{la.ha}||^2 for la < lb, from fb
+ * ((layer, kind, head) factors) and ea ((layer, head) factors).  Over
+ * blocks of R rows of the C x C matrices: the block of every A head
+ * (layers 0 .. L-2) into sa, then for B's layers NL at a time their
+ * blocks into pb and one product with the A heads of the layers before
+ * the group's last (the entries with la >= lb are computed and unused).
+ * sa (H (L - 1), R C), pb (NL 3H, R C): scratch. */
+static void pair_sums(double *const *fb, double *const *ea, const struct pair_plan *pl,
+		      double *pb, double *sa, double *acc)
+{
+	int H = pl->H, C = pl->C, L = pl->L, KH = COMPOSE_KINDS * H, LH = L * H;
+	for (int r0 = 0; r0 < C; r0 += pl->R) {
+		int rr = r0 + pl->R <= C ? pl->R : C - r0;
+		size_t kk = (size_t)rr * (C - r0);
+		for (int i = 0; i < (L - 1) * H; i++)
+			gram_rows(sa + i * kk, ea[i], C, pl->D, r0, rr, false);
+		for (int l0 = 1; l0 < L; l0 += pl->NL) {
+			int nl = l0 + pl->NL <= L ? pl->NL : L - l0;
+			for (int i = 0; i < nl * KH; i++)
+				gram_rows(pb + i * kk, fb[l0 * KH + i], C, pl->D, r0, rr, true);
+			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nl * KH,
+				    (l0 + nl - 1) * H, (int)kk, 1.0, pb, (int)kk, sa, (int)kk, 1.0,
+				    acc + (size_t)l0 * KH * LH, LH);
+		}
+	}
+}
+
+/* Every pair's scores into out->pairs from the sums acc (see pair_sums),
+ * in compose.h's order. */
+static void pair_scores(const double *acc, const struct head_grams *g, int L, int H,
+			struct compose_result *out)
+{
+	int KH = COMPOSE_KINDS * H, LH = L * H, n = 0;
+	for (int la = 0; la < L; la++)
+		for (int ha = 0; ha < H; ha++)
+			for (int lb = la + 1; lb < L; lb++)
+				for (int hb = 0; hb < H; hb++) {
+					struct compose_pair *p = &out->pairs[n++];
+					const struct head_grams *a = &g[la * H + ha], *b = &g[lb * H + hb];
+					*p = (struct compose_pair){ la, ha, lb, hb, { 0 } };
+					for (int k = 0; k < COMPOSE_KINDS; k++) {
+						double t = acc[(size_t)lb * KH * LH +
+							       (size_t)(k * H + hb) * LH + la * H + ha];
+						double den = (k == COMPOSE_V ? b->ov : b->qk) * a->ov;
+						p->score[k] = den > 0 ? sqrt(t > 0 ? t : 0) / den : 0;
+					}
+				}
+}
+
+/* n bytes, aligned to 2 MiB and marked for transparent huge pages where
+ * the system has them: the factors of a GPT-2-small-sized model are some
+ * 200 MB, and faulting them in 4 KiB pages costs more than the products
+ * that fill them.  Out of memory is fatal; free with free(). */
+static void *big_alloc(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, (size_t)2 << 20, n) != 0)
+		die("out of memory (%zu bytes)", n);
+#ifdef MADV_HUGEPAGE
+	madvise(p, n, MADV_HUGEPAGE);
+#endif
+	return p;
 }
 
 static void layer_alloc(struct layer_mats *lm, size_t n)
@@ -182,6 +308,17 @@ static void layer_alloc(struct layer_mats *lm, size_t n)
 	lm->k = lm->q + n;
 	lm->v = lm->k + n;
 	lm->ot = lm->v + n;
+}
+
+/* pair_sums' shapes for a model: blocks of 32 rows (C / 4 for C under
+ * 128) and B's layers three at a time (half of them under six), the two
+ * scratch buffers then some 47 MB for GPT-2 small; a small model still
+ * takes several blocks and groups, so the tests run every path. */
+static struct pair_plan plan_for(int L, int H, int C, int D)
+{
+	struct pair_plan p = { L, H, C, D, C < 128 ? (C + 3) / 4 : 32, 3 };
+	p.NL = p.NL < L / 2 ? p.NL : L / 2 > 0 ? L / 2 : 1;
+	return p;
 }
 
 int compose_run(struct model *m, const struct run_options *o, struct compose_result *out,
@@ -194,48 +331,49 @@ int compose_run(struct model *m, const struct run_options *o, struct compose_res
 	int L = c->n_layer, H = c->n_head, C = c->d_model, D = cfg_d_head(c), HD = H * D;
 	if (L < 2)
 		return err_set(e, "composition needs two layers or more: this model has %d", L);
-	int G = run_kv_heads(m, o);
-	bool pre = o->placement == PLACE_PRE;
+	int G = run_kv_heads(m, o), LH = L * H, K3 = COMPOSE_KINDS;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
-	size_t dd = (size_t)D * D, lsize = (size_t)HD * C;
-	struct head_grams *g = xmalloc((size_t)L * H * sizeof *g);
-	double *gm = xmalloc((size_t)L * H * 4 * dd * sizeof *gm);
-	struct layer_mats A, B;
-	layer_alloc(&A, lsize);
-	layer_alloc(&B, lsize);
-	for (int l = 0; l < L; l++) { /* pass 1: every head's Grams */
-		layer_from_model(m, qkvw, G, pre, l, true, &A);
+	size_t dd = (size_t)D * D, dc = (size_t)D * C;
+	struct head_grams *g = xmalloc((size_t)LH * sizeof *g);
+	double *gm = xmalloc((size_t)LH * 4 * dd * sizeof *gm);
+	double *fm = big_alloc((size_t)LH * (K3 + 1) * dc * sizeof *fm), *r = xmalloc(dd * sizeof *r);
+	double **fb = xmalloc((size_t)LH * (K3 + 1) * sizeof *fb), **ea = fb + (size_t)LH * K3;
+	struct layer_mats A;
+	layer_alloc(&A, (size_t)HD * C);
+	for (int l = 0; l < L; l++) { /* every head's Grams, norms and factors */
+		layer_from_model(m, qkvw, G, o->placement == PLACE_PRE, l, true, &A);
 		for (int h = 0; h < H; h++) {
-			size_t i = (size_t)l * H + h, at = (size_t)h * D * C;
+			size_t i = (size_t)l * H + h, at = (size_t)h * dc;
 			g[i] = (struct head_grams){ gm + 4 * i * dd, gm + (4 * i + 1) * dd,
 						    gm + (4 * i + 2) * dd, gm + (4 * i + 3) * dd, 0, 0 };
 			grams_of(A.q + at, A.k + at, A.v + at, A.ot + at, C, D, &g[i]);
+			double *f[COMPOSE_KINDS];
+			for (int k = 0; k < K3; k++)
+				f[k] = fb[((size_t)l * K3 + k) * H + h] = fm + (i * (K3 + 1) + k) * dc;
+			ea[i] = fm + (i * (K3 + 1) + K3) * dc;
+			head_factors(A.q + at, A.k + at, A.v + at, A.ot + at, &g[i], C, D, f, ea[i], r);
 		}
 	}
+	free(A.q);
+	struct pair_plan pl = plan_for(L, H, C, D);
+	double *pb = xmalloc((size_t)pl.NL * K3 * H * pl.R * C * sizeof *pb);
+	double *sa = xmalloc((size_t)(L - 1) * H * pl.R * C * sizeof *sa);
+	double *acc = xcalloc((size_t)L * K3 * H * LH, sizeof *acc);
+	pair_sums(fb, ea, &pl, pb, sa, acc);
 	out->L = L;
 	out->H = H;
 	out->G = G;
-	int *first = xmalloc((size_t)L * H * sizeof *first);
-	for (int a = 0; a < L * H; a++) {
-		first[a] = out->n;
-		out->n += (L - 1 - a / H) * H;
-	}
+	out->n = H * H * L * (L - 1) / 2;
 	out->pairs = xmalloc((size_t)out->n * sizeof *out->pairs);
-	double *xall = xmalloc(((size_t)HD * HD + 3 * dd) * sizeof *xall);
-	double *x = xall + (size_t)HD * HD, *y = x + dd, *z = y + dd;
-	for (int lb = 1; lb < L; lb++) { /* pass 2: layer lb's heads read the earlier ones */
-		layer_from_model(m, qkvw, G, pre, lb, true, &B);
-		for (int la = 0; la < lb; la++) {
-			layer_from_model(m, qkvw, G, pre, la, false, &A);
-			layer_pairs(&A, &B, la, lb, g, first, H, C, D, xall, x, y, z, out);
-		}
-	}
+	pair_scores(acc, g, L, H, out);
 	baseline(C, D, out->baseline);
-	free(xall);
-	free(first);
-	free(A.q);
-	free(B.q);
+	free(acc);
+	free(sa);
+	free(pb);
+	free(fb);
+	free(r);
+	free(fm);
 	free(gm);
 	free(g);
 	return 0;

@@ -579,10 +579,11 @@ static const struct cmd_opt export_opts[] = {
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab | circuits | dla",
 	.opts = export_opts,
 	.help = "write one head, a layer, every head, the numbers, the lens, the last patch, the "
-		"mask, GQA's groups or the last lab run as text, CSV, JSON, SVG or PNG",
+		"mask, GQA's groups, the last lab run, composition scores or the last position's logit "
+		"attribution as text, CSV, JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"

@@ -50,6 +50,10 @@ const struct export_kind export_kinds[] = {
 	  "GQA's query-head to K/V-head grouping", false, export_groups },
 	{ "lab", NULL, EXPORT_BIT(EXPORT_TXT) | EXPORT_BIT(EXPORT_ASCII) | DATA | FIGURE,
 	  "the last lab experiment's arms", false, export_lab },
+	{ "circuits", NULL, TEXTS | DATA | FIGURE, "composition scores between heads", false,
+	  export_circuits },
+	{ "dla", NULL, TEXTS | DATA | FIGURE, "direct logit attribution at the last position", false,
+	  export_dla },
 	{ NULL, NULL, 0, NULL, false, NULL },
 };
 

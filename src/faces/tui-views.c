@@ -12,7 +12,7 @@
 #include "tui.h"
 
 extern const struct tui_view_mode tui_grid_view, tui_head_view, tui_token_view, tui_numbers_view,
-	tui_lens_view, tui_curves_view, tui_patch_view;
+	tui_lens_view, tui_curves_view, tui_patch_view, tui_circuits_view;
 
 const struct tui_view_mode *const tui_views[] = {
 	&tui_grid_view,
@@ -22,6 +22,7 @@ const struct tui_view_mode *const tui_views[] = {
 	&tui_lens_view,
 	&tui_curves_view,
 	&tui_patch_view,
+	&tui_circuits_view,
 };
 const int tui_n_views = (int)(sizeof tui_views / sizeof tui_views[0]);
 
