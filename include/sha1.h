@@ -14,14 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "md-block.h"
+
 /* bytes of a hex digest with its NUL */
 #define SHA1_HEX 41
 
 struct sha1 {
 	uint32_t h[5];          /* the chaining state */
-	uint64_t len;           /* bytes fed so far */
-	unsigned char buf[64];  /* a block not yet full */
-	size_t fill;            /* bytes in buf */
+	struct md_block m;      /* bytes fed, a block not yet full */
 };
 
 void sha1_init(struct sha1 *c);

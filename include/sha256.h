@@ -11,14 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "md-block.h"
+
 /* bytes of a hex digest with its NUL */
 #define SHA256_HEX 65
 
 struct sha256 {
 	uint32_t h[8];          /* the chaining state */
-	uint64_t len;           /* bytes fed so far */
-	unsigned char buf[64];  /* a block not yet full */
-	size_t fill;            /* bytes in buf */
+	struct md_block m;      /* bytes fed, a block not yet full */
 };
 
 void sha256_init(struct sha256 *c);

@@ -9,9 +9,9 @@
 #define ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 
 /* One 64-byte block into the state. */
-static void sha1_block(struct sha1 *c, const unsigned char *p)
+static void sha1_block(uint32_t *h, const unsigned char *p)
 {
-	uint32_t w[80], a = c->h[0], b = c->h[1], d = c->h[3], e = c->h[4], cc = c->h[2];
+	uint32_t w[80], a = h[0], b = h[1], d = h[3], e = h[4], cc = h[2];
 	for (int i = 0; i < 16; i++)
 		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
 		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
@@ -39,11 +39,11 @@ static void sha1_block(struct sha1 *c, const unsigned char *p)
 		b = a;
 		a = t;
 	}
-	c->h[0] += a;
-	c->h[1] += b;
-	c->h[2] += cc;
-	c->h[3] += d;
-	c->h[4] += e;
+	h[0] += a;
+	h[1] += b;
+	h[2] += cc;
+	h[3] += d;
+	h[4] += e;
 }
 
 void sha1_init(struct sha1 *c)
@@ -51,45 +51,17 @@ void sha1_init(struct sha1 *c)
 	static const uint32_t h0[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
 					0xc3d2e1f0 };
 	memcpy(c->h, h0, sizeof h0);
-	c->len = 0;
-	c->fill = 0;
+	md_block_init(&c->m);
 }
 
 void sha1_update(struct sha1 *c, const void *data, size_t n)
 {
-	const unsigned char *p = data;
-	c->len += n;
-	while (n > 0) {
-		if (c->fill == 0 && n >= 64) {
-			sha1_block(c, p);
-			p += 64;
-			n -= 64;
-			continue;
-		}
-		size_t k = 64 - c->fill < n ? 64 - c->fill : n;
-		memcpy(c->buf + c->fill, p, k);
-		c->fill += k;
-		p += k;
-		n -= k;
-		if (c->fill == 64) {
-			sha1_block(c, c->buf);
-			c->fill = 0;
-		}
-	}
+	md_block_update(&c->m, c->h, sha1_block, data, n);
 }
 
 void sha1_final(struct sha1 *c, char hex[SHA1_HEX])
 {
-	uint64_t bits = c->len * 8;
-	unsigned char pad[72] = { 0x80 };
-	size_t padn = (c->fill < 56 ? 56 : 120) - c->fill;
-	unsigned char lenb[8];
-	for (int i = 0; i < 8; i++)
-		lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
-	sha1_update(c, pad, padn);
-	sha1_update(c, lenb, 8);
-	for (int i = 0; i < 5; i++)
-		snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
+	md_block_final(&c->m, c->h, sha1_block, 5, hex);
 }
 
 void sha1_git_blob(struct sha1 *c, uint64_t size)

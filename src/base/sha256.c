@@ -3,7 +3,6 @@
  */
 #include "sha256.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const uint32_t sha_k[64] = {
@@ -22,7 +21,7 @@ static const uint32_t sha_k[64] = {
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
 /* One 64-byte block into the state. */
-static void sha_block(struct sha256 *c, const unsigned char *p)
+static void sha_block(uint32_t *h, const unsigned char *p)
 {
 	uint32_t w[64], a[8];
 	for (int i = 0; i < 16; i++)
@@ -33,7 +32,7 @@ static void sha_block(struct sha256 *c, const unsigned char *p)
 		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
 		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
 	}
-	memcpy(a, c->h, sizeof a);
+	memcpy(a, h, sizeof a);
 	for (int i = 0; i < 64; i++) {
 		uint32_t s1 = ROR(a[4], 6) ^ ROR(a[4], 11) ^ ROR(a[4], 25);
 		uint32_t ch = (a[4] & a[5]) ^ (~a[4] & a[6]);
@@ -45,7 +44,7 @@ static void sha_block(struct sha256 *c, const unsigned char *p)
 		a[0] = t1 + s0 + mj;
 	}
 	for (int i = 0; i < 8; i++)
-		c->h[i] += a[i];
+		h[i] += a[i];
 }
 
 void sha256_init(struct sha256 *c)
@@ -53,43 +52,15 @@ void sha256_init(struct sha256 *c)
 	static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
 	memcpy(c->h, h0, sizeof h0);
-	c->len = 0;
-	c->fill = 0;
+	md_block_init(&c->m);
 }
 
 void sha256_update(struct sha256 *c, const void *data, size_t n)
 {
-	const unsigned char *p = data;
-	c->len += n;
-	while (n > 0) {
-		if (c->fill == 0 && n >= 64) {
-			sha_block(c, p);
-			p += 64;
-			n -= 64;
-			continue;
-		}
-		size_t k = 64 - c->fill < n ? 64 - c->fill : n;
-		memcpy(c->buf + c->fill, p, k);
-		c->fill += k;
-		p += k;
-		n -= k;
-		if (c->fill == 64) {
-			sha_block(c, c->buf);
-			c->fill = 0;
-		}
-	}
+	md_block_update(&c->m, c->h, sha_block, data, n);
 }
 
 void sha256_final(struct sha256 *c, char hex[SHA256_HEX])
 {
-	uint64_t bits = c->len * 8;
-	unsigned char pad[72] = { 0x80 };
-	size_t padn = (c->fill < 56 ? 56 : 120) - c->fill;
-	unsigned char lenb[8];
-	for (int i = 0; i < 8; i++)
-		lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
-	sha256_update(c, pad, padn);
-	sha256_update(c, lenb, 8);
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
+	md_block_final(&c->m, c->h, sha_block, 8, hex);
 }
