@@ -665,8 +665,9 @@ static int pull_offline(const char *repo_dir, struct hub_pull_result *r, struct 
 			r->commit[0] = '\0';
 		fclose(f);
 		r->commit[strcspn(r->commit, "\r\n")] = '\0';
-	} else if (is_hex(r->revision, 40)) {
-		snprintf(r->commit, sizeof r->commit, "%s", r->revision);
+	} else if (is_hex(r->revision, 40)) { /* a commit: its 40 digits */
+		memcpy(r->commit, r->revision, 40);
+		r->commit[40] = '\0';
 	}
 	pathf(r->snapshot, sizeof r->snapshot, "%s/snapshots/%s", repo_dir, r->commit);
 	pathf(cfg, sizeof cfg, "%s/config.json", r->snapshot);
