@@ -94,7 +94,7 @@ static double silu(double x)
  * context N: r < low_freq_factor takes freq / factor, r > high_freq_factor
  * keeps freq, and in between the weight w = (r - low) / (high - low) of
  * freq against freq / factor grows linearly. */
-static double rope_freq(const struct model_config *c, int i, int R)
+double ref_rope_freq(const struct model_config *c, int i, int R)
 {
 	double f = pow((double)c->rope_theta, -2.0 * i / (double)R), k = (double)c->rope_factor;
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
@@ -112,11 +112,11 @@ static double rope_freq(const struct model_config *c, int i, int R)
 }
 
 /* Rotates pairs (2i, 2i+1) of the first R dims of one head vector at
- * position t by t * rope_freq(i); dims R and on are not touched. */
+ * position t by t * ref_rope_freq(i); dims R and on are not touched. */
 static void rope(double *v, int R, int t, const struct model_config *c)
 {
 	for (int i = 0; i < R / 2; i++) {
-		double ang = (double)t * rope_freq(c, i, R);
+		double ang = (double)t * ref_rope_freq(c, i, R);
 		double cs = cos(ang), sn = sin(ang);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
