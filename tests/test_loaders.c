@@ -1128,6 +1128,7 @@ static void test_fuzz_seeds(void **state)
 		const char *seed, *format;
 	} seeds[] = {
 		{ "llama-tiny-untied", "hf-llama" },
+		{ "llama3-tiny-rope-scaling", "hf-llama" },
 		{ "qwen2-tiny-qkv-bias", "hf-llama" },
 		{ "neox-tiny-tokenizer-json", "hf-neox" },
 		{ "bert-tiny-mlm", "hf-bert" },
