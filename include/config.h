@@ -66,10 +66,11 @@ struct model_config {
 	enum pos_type pos;
 	float rope_theta;
 	int rotary_dims;      /* RoPE turns the first R dims of each head (pairs
-			       * (2i, 2i+1), i < R/2, by pos * theta^(-2i/R)); the
+			       * (2i, 2i+1), i < R/2, by pos * theta^(-2i/R),
+			       * scaled by rope_scaling); the
 			       * rest pass unturned.  Even, 2..D; 0 = D (all) */
 	enum rope_scaling rope_scaling; /* NONE unless a long-context model's */
-	float rope_factor;    /* LINEAR, LLAMA3: > = 1 (1 when NONE) */
+	float rope_factor;    /* LINEAR, LLAMA3: >= 1 (1 when NONE) */
 	float rope_low_freq;  /* LLAMA3: low_freq_factor, > 0 */
 	float rope_high_freq; /* LLAMA3: high_freq_factor, > rope_low_freq */
 	int rope_orig_context; /* LLAMA3: original_max_position_embeddings, >= 1 */

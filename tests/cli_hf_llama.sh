@@ -2,7 +2,8 @@
 # Hugging Face Llama-family directories (loader-hf-llama.c): a seeded model
 # written by tool_mkhf in HF's layout (rotate-half Q/K rows, HF names, one
 # file or two shards and an index, Llama or Qwen2 with Q/K/V biases) gives
-# exactly the numbers of the same weights as an attnscope checkpoint; what
+# exactly the numbers of the same weights as an attnscope checkpoint, also
+# with Llama 3.1's rope_scaling (which changes them); what
 # the engine cannot run is refused by name; a real tokenizer.json beside the
 # model (tests/data/tokenizers) tokenizes as transformers.js does.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
