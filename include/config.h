@@ -21,6 +21,14 @@
 enum norm_type { NORM_LAYER, NORM_RMS };
 enum norm_place { PLACE_PRE, PLACE_POST };
 enum pos_type { POS_LEARNED, POS_ROPE };
+/* RoPE frequency scaling (config_rope_freqs gives the formulas):
+ *   NONE    theta^(-2i/R) as is
+ *   LINEAR  every frequency divided by rope_factor (positions / factor)
+ *   LLAMA3  Llama 3.1's: pairs whose wavelength exceeds
+ *           rope_orig_context / rope_low_freq are divided by rope_factor,
+ *           those below rope_orig_context / rope_high_freq are kept, and
+ *           those between blend the two. */
+enum rope_scaling { ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3 };
 /* MLP_GELU is GPT-2's tanh approximation (HF "gelu_new"); MLP_GELU_EXACT
  * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia). */
 enum mlp_type { MLP_GELU, MLP_SWIGLU, MLP_GELU_EXACT };
@@ -58,8 +66,14 @@ struct model_config {
 	enum pos_type pos;
 	float rope_theta;
 	int rotary_dims;      /* RoPE turns the first R dims of each head (pairs
-			       * (2i, 2i+1), i < R/2, by pos * theta^(-2i/R)); the
+			       * (2i, 2i+1), i < R/2, by pos * theta^(-2i/R),
+			       * scaled by rope_scaling); the
 			       * rest pass unturned.  Even, 2..D; 0 = D (all) */
+	enum rope_scaling rope_scaling; /* NONE unless a long-context model's */
+	float rope_factor;    /* LINEAR, LLAMA3: >= 1 (1 when NONE) */
+	float rope_low_freq;  /* LLAMA3: low_freq_factor, > 0 */
+	float rope_high_freq; /* LLAMA3: high_freq_factor, > rope_low_freq */
+	int rope_orig_context; /* LLAMA3: original_max_position_embeddings, >= 1 */
 	enum mlp_type mlp;
 	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
 			       * mlp(norm2(x)), both read the same x (GPT-NeoX);
@@ -147,6 +161,15 @@ static inline int cfg_rotary_dims(const struct model_config *c)
 	return c->rotary_dims ? c->rotary_dims : cfg_d_head(c);
 }
 
+/* RoPE's inverse frequency of each pair i < R/2 after the config's
+ * scaling: freq[i] = theta^(-2i/R) computed in float (as the engine always
+ * has), then scaled in double (enum rope_scaling).  freq holds R/2 floats. */
+void config_rope_freqs(const struct model_config *c, float *freq);
+
+/* The scaling alone: the scaled inverse frequency of a pair whose unscaled
+ * one is f (f itself under ROPE_SCALE_NONE). */
+double config_rope_scale(const struct model_config *c, double f);
+
 /* Whether the model is an encoder (BERT): its loss targets are the input
  * tokens themselves, and it cannot be decoded one token at a time. */
 static inline bool cfg_is_encoder(const struct model_config *c)
@@ -175,7 +198,8 @@ int config_check_heads(int d_model, int n_head, struct err *e);
 /* A GPT-2-style default: LayerNorm pre-norm, learned positions, GELU, biases,
  * tied embeddings, eps 1e-5, RoPE theta 10000 (used when pos = ROPE),
  * residual connections, scaled scores, causal mask, sequential blocks,
- * RoPE over all of d_head (rotary_dims 0), no embedding norm, the LM head. */
+ * RoPE over all of d_head (rotary_dims 0) without scaling (factor 1), no
+ * embedding norm, the LM head. */
 void config_default(struct model_config *c);
 
 /* Short names used in metadata, flags and docs/ ("layernorm", "pre", ...);
@@ -186,11 +210,13 @@ const char *pos_type_name(enum pos_type p);
 const char *mlp_type_name(enum mlp_type m);
 const char *mask_kind_name(enum mask_kind m);
 const char *head_type_name(enum head_type h);
+const char *rope_scaling_name(enum rope_scaling r);
 int norm_type_parse(const char *s, enum norm_type *out);
 int norm_place_parse(const char *s, enum norm_place *out);
 int pos_type_parse(const char *s, enum pos_type *out);
 int mlp_type_parse(const char *s, enum mlp_type *out);
 int mask_kind_parse(const char *s, enum mask_kind *out);
 int head_type_parse(const char *s, enum head_type *out);
+int rope_scaling_parse(const char *s, enum rope_scaling *out);
 
 #endif

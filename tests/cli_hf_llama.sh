@@ -2,7 +2,8 @@
 # Hugging Face Llama-family directories (loader-hf-llama.c): a seeded model
 # written by tool_mkhf in HF's layout (rotate-half Q/K rows, HF names, one
 # file or two shards and an index, Llama or Qwen2 with Q/K/V biases) gives
-# exactly the numbers of the same weights as an attnscope checkpoint; what
+# exactly the numbers of the same weights as an attnscope checkpoint, also
+# with Llama 3.1's rope_scaling (which changes them); what
 # the engine cannot run is refused by name; a real tokenizer.json beside the
 # model (tests/data/tokenizers) tokenizes as transformers.js does.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
@@ -49,13 +50,61 @@ for fam in "--qwen2:false:64" "--qwen2:true:16" ":absent:16"; do
 		sh -c "[ $rc -eq 0 ] && grep -q 'context $want\$' '$tmp/out'"
 done
 
+# Llama 3.1's RoPE scaling: the same weights with and without it; the
+# scaled directory gives the scaled checkpoint's numbers, not the plain ones
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
+run "$tmp/hf" -t "$text" --dump
+grep -v '^model\|^config' "$tmp/out" >"$tmp/plain.dump"
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --llama3 >/dev/null 2>&1
+run "$tmp/hf" -t "$text" --dump
+grep -v '^model\|^config' "$tmp/out" >"$tmp/hf.dump"
+check "llama3 rope_scaling is read and named" sh -c "[ $rc -eq 0 ] &&
+	grep -q 'theta 10000 rope_scaling llama3 factor 8 low_freq 1 high_freq 4 original_context 16 mlp' '$tmp/out'"
+run "$tmp/ref.safetensors" -t "$text" --dump
+grep -v '^model\|^config' "$tmp/out" >"$tmp/ref.dump"
+check "llama3: the HF directory gives the scaled checkpoint's attention and losses exactly" \
+	sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+check "llama3: and they differ from the same weights without scaling" \
+	sh -c "[ -s '$tmp/plain.dump' ] && ! cmp -s '$tmp/hf.dump' '$tmp/plain.dump'"
+cp "$tmp/hf/config.json" "$tmp/llama3.json"
+# rope_scaling VALUE: the directory's config.json with that rope_scaling
+# (and max_position_embeddings MAX when given)
+with_scaling() {
+	sed "s/\"rope_scaling\": {[^}]*}/\"rope_scaling\": $1/; s/\"max_position_embeddings\": 64/\"max_position_embeddings\": ${2:-64}/" \
+		"$tmp/llama3.json" >"$tmp/hf/config.json"
+}
+with_scaling '{"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}' 131072
+run "$tmp/hf" -t hi --dump
+check "Llama 3.2-1B's rope_scaling is read; its 131072 positions cap at the engine's 65536" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'context 65536\$' '$tmp/out' &&
+	grep -q 'rope_scaling llama3 factor 32 low_freq 1 high_freq 4 original_context 8192 mlp' '$tmp/out'"
+with_scaling '{"type": "linear", "factor": 2.0}'
+run "$tmp/hf" -t hi --dump
+check "the older key type names the kind; linear scaling is read" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'rope_scaling linear factor 2 mlp' '$tmp/out'"
+refuse_scaling() {
+	with_scaling "$1"
+	run "$tmp/hf" -t hi
+	check "rope_scaling $1 is refused: $2" sh -c "[ $rc -ne 0 ] && grep -q '$2' '$tmp/err'"
+}
+refuse_scaling '{"rope_type": "dynamic", "factor": 2.0}' \
+	'rope_scaling dynamic is not supported: its frequencies change with the sequence length'
+refuse_scaling '{"rope_type": "yarn", "factor": 4.0}' 'rope_scaling yarn is not supported yet'
+refuse_scaling '{"rope_type": "longrope", "factor": 4.0}' 'rope_scaling longrope is not supported yet'
+refuse_scaling '{"rope_type": "su"}' 'rope_scaling type "su" is not supported'
+refuse_scaling '{"rope_type": "linear", "factor": 2.0, "beta_fast": 32}' \
+	'rope_scaling key "beta_fast" is not supported'
+refuse_scaling '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}' \
+	'rope_scaling llama3 takes factor, low_freq_factor, high_freq_factor and original_max_position_embeddings'
+refuse_scaling '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 16}' \
+	'rope_high_freq 1 must be above rope_low_freq 4'
+refuse_scaling '{"factor": 2.0}' 'rope_scaling has no rope_type'
+
 # refused by name
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
-sed 's/"rope_scaling": null/"rope_scaling": {"type": "linear", "factor": 2.0}/' "$tmp/hf/config.json" >"$tmp/c" &&
-	mv "$tmp/c" "$tmp/hf/config.json"
-run "$tmp/hf" -t hi
-check "rope_scaling is refused by name" sh -c "[ $rc -ne 0 ] && grep -q 'rope_scaling is not supported' '$tmp/err'"
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" >/dev/null 2>&1
 printf '{"model": {"type": "WordPiece", "vocab": {"a": 0}}}\n' >"$tmp/hf/tokenizer.json"

@@ -88,12 +88,35 @@ static double silu(double x)
 	return x / (1.0 + exp(-x));
 }
 
+/* The angle per position of pair i, in double from the published rules:
+ * theta^(-2i/R); linear scaling divides it by the factor; Llama 3.1's
+ * counts the turns r = N * freq / (2 pi) the pair makes over the original
+ * context N: r < low_freq_factor takes freq / factor, r > high_freq_factor
+ * keeps freq, and in between the weight w = (r - low) / (high - low) of
+ * freq against freq / factor grows linearly. */
+double ref_rope_freq(const struct model_config *c, int i, int R)
+{
+	double f = pow((double)c->rope_theta, -2.0 * i / (double)R), k = (double)c->rope_factor;
+	if (c->rope_scaling == ROPE_SCALE_LINEAR)
+		return f / k;
+	if (c->rope_scaling != ROPE_SCALE_LLAMA3)
+		return f;
+	double turns = (double)c->rope_orig_context * f / (2.0 * 3.14159265358979323846);
+	double lo = (double)c->rope_low_freq, hi = (double)c->rope_high_freq;
+	if (turns < lo)
+		return f / k;
+	if (turns > hi)
+		return f;
+	double w = (turns - lo) / (hi - lo);
+	return w * f + (1.0 - w) * (f / k);
+}
+
 /* Rotates pairs (2i, 2i+1) of the first R dims of one head vector at
- * position t by t * theta^(-2i/R); dims R and on are not touched. */
-static void rope(double *v, int R, int t, double theta)
+ * position t by t * ref_rope_freq(i); dims R and on are not touched. */
+static void rope(double *v, int R, int t, const struct model_config *c)
 {
 	for (int i = 0; i < R / 2; i++) {
-		double ang = (double)t * pow(theta, -2.0 * i / (double)R);
+		double ang = (double)t * ref_rope_freq(c, i, R);
 		double cs = cos(ang), sn = sin(ang);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
@@ -320,10 +343,10 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 		if (cfg->pos == POS_ROPE) {
 			for (int h = 0; h < H; h++)
 				for (int t = 0; t < T; t++)
-					rope(qa + ((size_t)h * T + t) * D, R, t, (double)cfg->rope_theta);
+					rope(qa + ((size_t)h * T + t) * D, R, t, cfg);
 			for (int g = 0; g < G; g++)
 				for (int t = 0; t < T; t++)
-					rope(ka + ((size_t)g * T + t) * D, R, t, (double)cfg->rope_theta);
+					rope(ka + ((size_t)g * T + t) * D, R, t, cfg);
 		}
 
 		if (qk && qk->q)

@@ -48,4 +48,9 @@ int ref_forward_qk(const struct model *m, const struct run_options *o, const int
 int ref_forward_padded(const struct model *m, const struct run_options *o, const int *tokens,
 		       int T, int key_len, double *logits, double *att, struct ref_trace *trace);
 
+/* The angle per position that RoPE turns pair i (of R/2) by under c's
+ * scaling (config.h enum rope_scaling), in double from the published
+ * rules, written apart from the engine's config_rope_freqs. */
+double ref_rope_freq(const struct model_config *c, int i, int R);
+
 #endif

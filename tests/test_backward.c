@@ -2,9 +2,9 @@
  * test_backward.c — model_backward against finite differences of the float
  * forward pass, for every parameter tensor of tiny models over every
  * combination of norm x placement x positions x MLP x native K/V heads, the
- * lab's switches, GPT-NeoX's blocks and BERT's embedding norm and
- * masked-LM head; the batch mean; accumulation; and refusal of runs it
- * cannot differentiate.
+ * lab's switches, GPT-NeoX's blocks, BERT's embedding norm and masked-LM
+ * head and RoPE scaling (linear, llama3); the batch mean; accumulation; and
+ * refusal of runs it cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +68,9 @@ struct combo {
 	int rotary, heads; /* rotary_dims (0: all), query heads (0: TH) */
 	/* BERT's parts (off in combo_of's 48) */
 	bool emb_norm, mlm;
+	/* RoPE scaling (none in combo_of's 48): linear by 4, or llama3 by 8
+	 * with low 1, high 4 over an original context of 8 */
+	enum rope_scaling rope_scale;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -139,6 +142,13 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.rotary_dims = k->rotary;
 	c.emb_norm = k->emb_norm;
 	c.head = k->mlm ? HEAD_MLM : HEAD_LM;
+	c.rope_scaling = k->rope_scale;
+	c.rope_factor = k->rope_scale == ROPE_SCALE_LINEAR ? 4.0f : 8.0f;
+	if (k->rope_scale == ROPE_SCALE_LLAMA3) {
+		c.rope_low_freq = 1.0f;
+		c.rope_high_freq = 4.0f;
+		c.rope_orig_context = 8;
+	}
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -376,6 +386,34 @@ static void test_fd_neox(void **state)
 		fail_msg("%d GPT-NeoX combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
+ * original context of 8 fall in the blended and the divided bands), over
+ * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
+static void test_fd_rope_scaling(void **state)
+{
+	(void)state;
+	int failures = 0;
+	char name[192];
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(6 + v * 7 % 6); /* RoPE, LayerNorm, pre */
+		k.norm = v % 2 ? NORM_RMS : NORM_LAYER;
+		k.rope_scale = v < 2 ? ROPE_SCALE_LLAMA3 : ROPE_SCALE_LINEAR;
+		k.heads = v == 1 ? 2 : 0;
+		k.kv = v == 1 ? 1 : k.kv;
+		k.rotary = v == 1 ? 4 : 0;
+		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s rope %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+			      bad ? "FAIL" : "  ok", name, rope_scaling_name(k.rope_scale), w.err,
+			      param_name((enum param_id)w.tensor), w.elem, (double)w.analytic,
+			      (double)w.numeric);
+		failures += bad;
+	}
+	if (failures)
+		fail_msg("%d RoPE scaling combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* The finite differences run tens of thousands of forward passes over 10
  * tokens, where starting and joining threads costs more than the work: they
  * run on one thread (the other tests use two). */
@@ -496,14 +534,14 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 9);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
 				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true }, 10);
+				     true, ROPE_SCALE_NONE }, 10);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -511,7 +549,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -564,7 +602,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -624,7 +662,7 @@ static void test_refuses_headless(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false };
+			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -659,6 +697,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_rmsnorm_post, one_thread),
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
+		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),

@@ -1128,6 +1128,7 @@ static void test_fuzz_seeds(void **state)
 		const char *seed, *format;
 	} seeds[] = {
 		{ "llama-tiny-untied", "hf-llama" },
+		{ "llama3-tiny-rope-scaling", "hf-llama" },
 		{ "qwen2-tiny-qkv-bias", "hf-llama" },
 		{ "neox-tiny-tokenizer-json", "hf-neox" },
 		{ "bert-tiny-mlm", "hf-bert" },
@@ -1210,7 +1211,10 @@ static void test_llama_rope_layout(void **state)
 		}
 		for (int i = 0; i < D; i++)
 			engine[llama_rope_row(i, D)] = (float)hf[i];
-		rope_rotate(engine, 1, D, D, pos, 10000.0f);
+		float freq[D / 2];
+		for (int i = 0; i < D / 2; i++)
+			freq[i] = powf(10000.0f, -2.0f * (float)i / (float)D);
+		rope_rotate(engine, 1, D, D, pos, freq);
 		for (int i = 0; i < D; i++)
 			assert_true(fabs(engine[llama_rope_row(i, D)] - out[i]) < 1e-4);
 	}
@@ -1254,7 +1258,10 @@ static void test_neox_rope_layout(void **state)
 				}
 			for (int i = 0; i < 2 * D; i++)
 				engine[neox_rope_row(i, D, R)] = (float)hf[i];
-			rope_rotate(engine, 2, D, R, pos, 10000.0f);
+			float freq[D / 2];
+			for (int i = 0; i < R / 2; i++)
+				freq[i] = powf(10000.0f, -2.0f * (float)i / (float)R);
+			rope_rotate(engine, 2, D, R, pos, freq);
 			for (int i = 0; i < 2 * D; i++)
 				if (!(fabs(engine[neox_rope_row(i, D, R)] - out[i]) < 1e-4))
 					fail_msg("R %d pos %d dim %d: engine %g, HF %g", R, pos, i,

@@ -13,10 +13,11 @@
  *    power sums 1 .. D fix the D eigenvalues, so the small space gives
  *    the full circuit's spectrum;
  *  - the QK split (GPT-2 family pre and post; Llama with RoPE and native
- *    GQA, pre and post): its token x token, token x position, position x
- *    token and position x position means (token x token alone with RoPE)
- *    equal the means over the visible
- *    pairs of why's terms of those parts (why.h, a separate computation),
+ *    GQA, pre and post, and with Llama 3.1's RoPE scaling): its token x
+ *    token, token x position, position x token and position x position
+ *    means (token x token alone with RoPE) equal the means over the
+ *    visible pairs of why's terms of those parts (why.h, a separate
+ *    computation),
  *    and the whole score's mean that of why's scores, within 1e-6;
  *  - a head outside the model is refused with one line.
  */
@@ -285,6 +286,13 @@ static void test_qk_split(void **state)
 	check_qk(r, &ro, tokens, 1, 3);
 	ro.placement = PLACE_POST;
 	check_qk(r, &ro, tokens, 0, 0);
+	r->cfg.rope_scaling = ROPE_SCALE_LLAMA3; /* Llama 3.1's, over an original 8 */
+	r->cfg.rope_factor = 8.0f;
+	r->cfg.rope_low_freq = 1.0f;
+	r->cfg.rope_high_freq = 4.0f;
+	r->cfg.rope_orig_context = 8;
+	run_options_native(r, &ro);
+	check_qk(r, &ro, tokens, 1, 3);
 	model_free(r);
 	struct qkov_qk qk;
 	struct qkov_ov ov;

@@ -17,6 +17,7 @@
  *    visible keys (the sum of the key means) is the reference's mean;
  *  - under native options (pre-norm), post-norm placement, a native GQA
  *    model (2 K/V heads) and a GQA conversion (2 from 4), partial RoPE,
+ *    Llama 3.1's RoPE scaling,
  *    scaling off with two heads ablated (every term of an ablated head's
  *    part is exactly 0), a window mask;
  *  - bad arguments (head outside the model, a key after the query under
@@ -116,7 +117,7 @@ static void ref_rope(const struct model *m, double *v, int t)
 {
 	int R = m->cfg.rotary_dims ? m->cfg.rotary_dims : D;
 	for (int i = 0; i < R / 2; i++) {
-		double ang = t * pow(m->cfg.rope_theta, -2.0 * i / R);
+		double ang = t * ref_rope_freq(&m->cfg, i, R);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cos(ang) - b * sin(ang);
 		v[2 * i + 1] = a * sin(ang) + b * cos(ang);
@@ -330,6 +331,15 @@ static void test_why_matches_reference(void **state)
 			check_options(m, &wnd, tokens);
 			if (llama) { /* partial rotary: the last half of each head unturned */
 				m->cfg.rotary_dims = D / 2;
+				check_options(m, &o, tokens);
+				/* Llama 3.1's RoPE scaling over an original context
+				 * of 8: pair 0 blended, the others divided by 8 */
+				m->cfg.rotary_dims = 0;
+				m->cfg.rope_scaling = ROPE_SCALE_LLAMA3;
+				m->cfg.rope_factor = 8.0f;
+				m->cfg.rope_low_freq = 1.0f;
+				m->cfg.rope_high_freq = 4.0f;
+				m->cfg.rope_orig_context = 8;
 				check_options(m, &o, tokens);
 			}
 			model_free(m);

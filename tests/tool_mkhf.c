@@ -8,10 +8,13 @@
  *
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma]
- *                 [--bare]] [--shards] [--tiny]
+ *                 [--bare] | --llama3] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
- * qwen2); --shards splits the weights over two files and an index.
+ * qwen2); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
+ * over an original context of 16 (factor 8, low_freq_factor 1,
+ * high_freq_factor 4), to both files; --shards splits the weights over two
+ * files and an index.
  * --neox writes a GPT-NeoX (Pythia) model instead: LayerNorm with biases,
  * parallel blocks (--sequential: use_parallel_residual false), 4 heads of
  * 16 with RoPE over the first 4 (rotary_pct 0.25), exact GELU, d_ff 96,
@@ -389,13 +392,13 @@ int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
-			"[--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma] [--bare]] "
-			"[--shards]\n");
+			"[--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma] [--bare] | "
+			"--llama3] [--shards]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false;
-	bool bert = false, untied = false, gamma = false, bare = false;
+	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
@@ -405,6 +408,7 @@ int main(int argc, char **argv)
 		untied |= !strcmp(argv[i], "--untied");
 		gamma |= !strcmp(argv[i], "--gamma");
 		bare |= !strcmp(argv[i], "--bare");
+		llama3 |= !strcmp(argv[i], "--llama3");
 		if (!strcmp(argv[i], "--tiny"))
 			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
 	}
@@ -437,6 +441,13 @@ int main(int argc, char **argv)
 		neox_config(&c, sequential);
 	if (bert)
 		bert_config(&c, untied);
+	if (llama3) {
+		c.rope_scaling = ROPE_SCALE_LLAMA3;
+		c.rope_factor = 8.0f;
+		c.rope_low_freq = 1.0f;
+		c.rope_high_freq = 4.0f;
+		c.rope_orig_context = 16;
+	}
 	struct model *m = model_new(&c, &e);
 	model_init_random(m, 77);
 	struct rng r;
@@ -483,9 +494,11 @@ int main(int argc, char **argv)
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
 		   "\"num_key_value_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": %d, "
 		   "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
-		   "\"tie_word_embeddings\": false, \"rope_scaling\": null}\n",
+		   "\"tie_word_embeddings\": false, \"rope_scaling\": %s}\n",
 		qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen ? "qwen2" : "llama", c.d_model,
-		c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.vocab_size, c.context);
+		c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.vocab_size, c.context,
+		llama3 ? "{\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
+			 "\"original_max_position_embeddings\": 16, \"rope_type\": \"llama3\"}" : "null");
 	int bad = fclose(f) != 0;
 	if (shards) {
 		int half = n_tens / 2;

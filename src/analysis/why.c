@@ -196,7 +196,8 @@ static void rope(const struct model_config *c, double *v, int pos)
 		return;
 	int R = cfg_rotary_dims(c);
 	for (int i = 0; i < R / 2; i++) {
-		double ang = (double)pos * pow((double)c->rope_theta, -2.0 * i / R);
+		double f = config_rope_scale(c, pow((double)c->rope_theta, -2.0 * i / R));
+		double ang = (double)pos * f;
 		double cs = cos(ang), sn = sin(ang), a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
 		v[2 * i + 1] = a * sn + b * cs;

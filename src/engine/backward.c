@@ -242,14 +242,14 @@ static void swiglu_backward(float *dinp, const float *dout, const float *inp, in
  * of the rotated pair turned by -angle.  Same rows, heads and angles as the
  * forward (n_rot heads of D from the start of each row of stride ld, pairs
  * of their first R dims); the dims after R pass their gradient unchanged. */
-static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int ld, float theta)
+static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int ld,
+			  const float *freq)
 {
 	for (int r = 0; r < B * T; r++) {
 		int t = r % T;
 		float *row = dx + (size_t)r * ld;
 		for (int i = 0; i < R / 2; i++) {
-			float freq = powf(theta, -2.0f * (float)i / (float)R);
-			float c = cosf((float)t * freq), s = sinf((float)t * freq);
+			float c = cosf((float)t * freq[i]), s = sinf((float)t * freq[i]);
 			for (int h = 0; h < n_rot; h++) {
 				float *p = row + (size_t)h * D + 2 * i;
 				float ga = p[0], gb = p[1];
@@ -475,8 +475,12 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
 	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
 			   c->mask, 0, scale);
-	if (c->pos == POS_ROPE)
-		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
+	if (c->pos == POS_ROPE) {
+		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
+		config_rope_freqs(c, freq);
+		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
+		free(freq);
+	}
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
 }
 

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const param_names[N_PARAMS] = {
@@ -109,6 +110,32 @@ int config_check_heads(int d_model, int n_head, struct err *e)
 		       "d_model / num_heads features", d_model, n_head);
 }
 
+/* The RoPE scaling fields (enum rope_scaling); 0 or -1 with a message. */
+static int validate_rope_scaling(const struct model_config *c, struct err *e)
+{
+	if ((unsigned)c->rope_scaling > ROPE_SCALE_LLAMA3)
+		return err_set(e, "config: unknown RoPE scaling");
+	if (c->rope_scaling == ROPE_SCALE_NONE)
+		return 0;
+	if (c->pos != POS_ROPE)
+		return err_set(e, "config: rope_scaling %s needs RoPE positions",
+			       rope_scaling_name(c->rope_scaling));
+	if (!(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
+		return err_set(e, "config: rope_factor %g must be in [1, 1e6]", (double)c->rope_factor);
+	if (c->rope_scaling == ROPE_SCALE_LINEAR)
+		return 0;
+	if (!(c->rope_low_freq > 0.0f && c->rope_low_freq < 1e6f))
+		return err_set(e, "config: rope_low_freq %g must be in (0, 1e6)",
+			       (double)c->rope_low_freq);
+	if (!(c->rope_high_freq > c->rope_low_freq && c->rope_high_freq < 1e6f))
+		return err_set(e, "config: rope_high_freq %g must be above rope_low_freq %g and "
+			       "below 1e6", (double)c->rope_high_freq, (double)c->rope_low_freq);
+	if (c->rope_orig_context < 1 || c->rope_orig_context > (1 << 30))
+		return err_set(e, "config: rope_orig_context %d must be in 1..2^30",
+			       c->rope_orig_context);
+	return 0;
+}
+
 int config_validate(const struct model_config *c, struct err *e)
 {
 #define RANGE(field, lo, hi) \
@@ -147,6 +174,8 @@ int config_validate(const struct model_config *c, struct err *e)
 		return err_set(e, "config: norm_eps %g must be in (0, 1)", (double)c->norm_eps);
 	if (c->pos == POS_ROPE && !(c->rope_theta > 1.0f && c->rope_theta < 1e9f))
 		return err_set(e, "config: rope_theta %g must be in (1, 1e9)", (double)c->rope_theta);
+	if (validate_rope_scaling(c, e))
+		return -1;
 	/* keep the whole parameter block addressable with 32-bit-safe margins */
 	double total = 0;
 	size_t shape[3];
@@ -173,12 +202,46 @@ void config_default(struct model_config *c)
 	c->placement = PLACE_PRE;
 	c->pos = POS_LEARNED;
 	c->rope_theta = 10000.0f;
+	c->rope_scaling = ROPE_SCALE_NONE;
+	c->rope_factor = 1.0f;
 	c->mlp = MLP_GELU;
 	c->bias = true;
 	c->tied = true;
 	c->residual = true;
 	c->scale = true;
 	c->mask = MASK_CAUSAL;
+}
+
+/* -------------------------------------------------------------------- RoPE */
+
+/* Llama 3.1's rule reads each pair by its wavelength 2 pi / f, against two
+ * bounds from the original context N: above N / low_freq the pair turns
+ * factor times slower, below N / high_freq it is kept, and between the two
+ * it mixes both by s = (N / wavelength - low_freq) / (high_freq - low_freq):
+ * (1 - s) f / factor + s f. */
+double config_rope_scale(const struct model_config *c, double f)
+{
+	double factor = c->rope_factor;
+	if (c->rope_scaling == ROPE_SCALE_LINEAR)
+		return f / factor;
+	if (c->rope_scaling != ROPE_SCALE_LLAMA3)
+		return f;
+	double n = c->rope_orig_context, lo = c->rope_low_freq, hi = c->rope_high_freq;
+	double wavelength = 6.283185307179586 / f; /* 2 pi / f */
+	if (wavelength > n / lo)
+		return f / factor;
+	if (wavelength < n / hi)
+		return f;
+	double s = (n / wavelength - lo) / (hi - lo);
+	return (1.0 - s) * f / factor + s * f;
+}
+
+void config_rope_freqs(const struct model_config *c, float *freq)
+{
+	int R = cfg_rotary_dims(c);
+	for (int i = 0; i < R / 2; i++)
+		freq[i] = (float)config_rope_scale(c,
+			powf(c->rope_theta, -2.0f * (float)i / (float)R));
 }
 
 /* ------------------------------------------------------------------- names */
@@ -189,6 +252,7 @@ static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 static const char *const head_names[] = { "lm", "mlm", "none" };
+static const char *const rope_scaling_names[] = { "none", "linear", "llama3" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -209,6 +273,11 @@ const char *mask_kind_name(enum mask_kind m)
 
 const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_NONE ? head_names[h] : "?"; }
 
+const char *rope_scaling_name(enum rope_scaling r)
+{
+	return (unsigned)r <= ROPE_SCALE_LLAMA3 ? rope_scaling_names[r] : "?";
+}
+
 #define PARSER(fn, type, names) \
 	int fn(const char *s, type *out) \
 	{ \
@@ -224,4 +293,5 @@ PARSER(pos_type_parse, enum pos_type, pos_names)
 PARSER(mlp_type_parse, enum mlp_type, mlp_names)
 PARSER(mask_kind_parse, enum mask_kind, mask_names)
 PARSER(head_type_parse, enum head_type, head_names)
+PARSER(rope_scaling_parse, enum rope_scaling, rope_scaling_names)
 #undef PARSER

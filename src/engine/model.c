@@ -570,12 +570,17 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		view_heads(qkv, view, B, T, G, D, QKV, H * D, false);
 		view_heads(qkv, view, B, T, G, D, QKV, (H + G) * D, false);
 	}
-	if (c->pos == POS_ROPE && row0 == 0)
-		rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, c->rope_theta);
-	else if (c->pos == POS_ROPE)
-		for (int i = 0; i < n; i++)
-			rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c), row0 + i,
-				    c->rope_theta);
+	if (c->pos == POS_ROPE) {
+		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
+		config_rope_freqs(c, freq);
+		if (row0 == 0)
+			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
+		else
+			for (int i = 0; i < n; i++)
+				rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c),
+					    row0 + i, freq);
+		free(freq);
+	}
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
 	if (row0 > 0)
 		attention_rows(atty, att, qkv, T, row0, H, G, D, o->mask, o->window, scale);

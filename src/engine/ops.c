@@ -113,11 +113,10 @@ void swiglu_forward(float *out, const float *inp, int N, int F)
 	}
 }
 
-void rope_rotate(float *row, int n_rot, int D, int R, int pos, float theta)
+void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq)
 {
 	for (int i = 0; i < R / 2; i++) {
-		float freq = powf(theta, -2.0f * (float)i / (float)R);
-		float c = cosf((float)pos * freq), s = sinf((float)pos * freq);
+		float c = cosf((float)pos * freq[i]), s = sinf((float)pos * freq[i]);
 		for (int h = 0; h < n_rot; h++) {
 			float *p = row + (size_t)h * D + 2 * i;
 			float a = p[0], b = p[1];
@@ -127,10 +126,10 @@ void rope_rotate(float *row, int n_rot, int D, int R, int pos, float theta)
 	}
 }
 
-void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, float theta)
+void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const float *freq)
 {
 	for (int r = 0; r < B * T; r++)
-		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, theta);
+		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, freq);
 }
 
 /* Softmax of row[lo..hi] in place; entries outside become exactly 0. */

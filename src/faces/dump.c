@@ -29,6 +29,12 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " theta %g", (double)c->rope_theta);
 	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c)) /* partial rotary */
 		fprintf(out, " rotary %d", cfg_rotary_dims(c));
+	if (c->pos == POS_ROPE && c->rope_scaling != ROPE_SCALE_NONE)
+		fprintf(out, " rope_scaling %s factor %g", rope_scaling_name(c->rope_scaling),
+			(double)c->rope_factor);
+	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_LLAMA3)
+		fprintf(out, " low_freq %g high_freq %g original_context %d", (double)c->rope_low_freq,
+			(double)c->rope_high_freq, c->rope_orig_context);
 	fprintf(out, " mlp %s bias %s tied %s", c->d_ff ? mlp_type_name(c->mlp) : "none",
 		c->bias ? "yes" : "no", c->tied ? "yes" : "no");
 	if (!c->residual || !c->scale || c->mask != MASK_CAUSAL) /* the lab's switches */

@@ -52,7 +52,8 @@ static const char *const cfg_keys[] = {
 	"vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff",
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims",
-	"emb_norm", "head",
+	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
+	"rope_orig_context",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -112,6 +113,16 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "emb_norm", json_true());
 	if (c->head != HEAD_LM)
 		ju_set(o, "head", json_string(head_type_name(c->head)));
+	/* RoPE scaling (Llama 3.x), likewise */
+	if (c->rope_scaling != ROPE_SCALE_NONE) {
+		ju_set(o, "rope_scaling", json_string(rope_scaling_name(c->rope_scaling)));
+		set_float(o, "rope_factor", c->rope_factor);
+	}
+	if (c->rope_scaling == ROPE_SCALE_LLAMA3) {
+		set_float(o, "rope_low_freq", c->rope_low_freq);
+		set_float(o, "rope_high_freq", c->rope_high_freq);
+		ju_set(o, "rope_orig_context", json_integer(c->rope_orig_context));
+	}
 	return o;
 }
 
@@ -140,6 +151,27 @@ char *checkpoint_config_json(const struct model_config *c)
 	if (parse(s_, out) != 0)						\
 		return err_set(e, "config: \"%s\" has unknown value \"%.40s\"", key, s_); \
 } while (0)
+
+/* The optional RoPE scaling keys: absent means none (factor 1); a scaled
+ * config needs the keys of its kind. */
+static int rope_scaling_from_json(json_t *o, struct model_config *c, struct err *e)
+{
+	c->rope_scaling = ROPE_SCALE_NONE;
+	c->rope_factor = 1.0f;
+	c->rope_low_freq = c->rope_high_freq = 0.0f;
+	c->rope_orig_context = 0;
+	if (!json_object_get(o, "rope_scaling"))
+		return 0;
+	CFG_ENUM(o, "rope_scaling", rope_scaling_parse, &c->rope_scaling, e);
+	if (c->rope_scaling != ROPE_SCALE_NONE && CFG_FLOAT(o, "rope_factor", &c->rope_factor, e))
+		return -1;
+	if (c->rope_scaling == ROPE_SCALE_LLAMA3 &&
+	    (CFG_FLOAT(o, "rope_low_freq", &c->rope_low_freq, e) ||
+	     CFG_FLOAT(o, "rope_high_freq", &c->rope_high_freq, e) ||
+	     CFG_INT(o, "rope_orig_context", &c->rope_orig_context, e)))
+		return -1;
+	return 0;
+}
 
 static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 {
@@ -190,7 +222,7 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	if (json_object_get(o, "head"))
 		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
-	return 0;
+	return rope_scaling_from_json(o, c, e);
 }
 
 /* Parses and validates; *c is only written on success.  Messages start

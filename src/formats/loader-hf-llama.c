@@ -16,8 +16,15 @@
  *   biases stay 0, which is exact).  Mistral's sliding_window (Qwen2's
  *   only with use_sliding_window true), when smaller than the context,
  *   becomes the context: within it the window is exact.
- *   rope_scaling, attention_bias on every projection and other hidden_act
- *   values are refused by name.
+ *   rope_scaling: none, "linear" (factor) or Llama 3.1/3.2's "llama3"
+ *   (factor, low_freq_factor, high_freq_factor,
+ *   original_max_position_embeddings; "type" is the older name of
+ *   "rope_type"); "dynamic" (frequencies that follow the sequence length,
+ *   which a KV cache cannot), "yarn", "longrope" and unknown keys are
+ *   refused by name.  A max_position_embeddings above the engine's
+ *   CFG_MAX_CONTEXT (Llama 3.1's 131072) becomes that limit: RoPE has no
+ *   table, so shorter texts are exact.  attention_bias on every projection
+ *   and other hidden_act values are refused by name.
  *
  * Weights (model.safetensors, or the shards a model.safetensors.index.json
  * names): model.embed_tokens, model.layers.N.{input_layernorm,
@@ -47,6 +54,77 @@
 
 /* ------------------------------------------------------------ config.json */
 
+/* A rope_scaling number: a float, or an integer in 1..2^30 (int_out). */
+static int scaling_number(json_t *rs, const char *key, float *out, int *int_out, struct err *e)
+{
+	if (!json_object_get(rs, key))
+		return err_set(e, "config.json: rope_scaling needs \"%s\"", key);
+	if (int_out)
+		return ju_get_int(rs, key, "config.json: rope_scaling", JU_REQUIRED, 1, 1 << 30,
+				  int_out, e);
+	return ju_get_float(rs, key, "config.json: rope_scaling", JU_REQUIRED, out, e);
+}
+
+/* rope_scaling: null or absent, {"rope_type" (or the older "type"):
+ * "default"}, {"linear", factor} or {"llama3", factor, low_freq_factor,
+ * high_freq_factor, original_max_position_embeddings} (Llama 3.1/3.2).
+ * Other kinds and keys are refused by name; config_validate checks the
+ * numbers. */
+static int parse_rope_scaling(json_t *rs, struct model_config *c, struct err *e)
+{
+	static const char *const keys[] = { "rope_type", "type", "factor", "low_freq_factor",
+		"high_freq_factor", "original_max_position_embeddings" };
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs))
+		return err_set(e, "config.json: rope_scaling is not an object");
+	const char *key, *type = NULL;
+	json_t *v;
+	json_object_foreach(rs, key, v) {
+		size_t k = 0;
+		while (k < sizeof keys / sizeof keys[0] && strcmp(key, keys[k]))
+			k++;
+		if (k == sizeof keys / sizeof keys[0])
+			return err_set(e, "config.json: rope_scaling key \"%.40s\" is not supported", key);
+		if (k < 2 && !json_is_string(v))
+			return err_set(e, "config.json: rope_scaling.%s is not a string", key);
+		if (k < 2 && type && strcmp(type, json_string_value(v)))
+			return err_set(e, "config.json: rope_scaling's rope_type and type differ");
+		if (k < 2)
+			type = json_string_value(v);
+	}
+	if (!type)
+		return err_set(e, "config.json: rope_scaling has no rope_type");
+	int n_keys = (int)json_object_size(rs) - (json_object_get(rs, "type") != NULL) -
+		     (json_object_get(rs, "rope_type") != NULL);
+	if (!strcmp(type, "default") && n_keys == 0)
+		return 0;
+	if (!strcmp(type, "linear") && n_keys == 1) {
+		c->rope_scaling = ROPE_SCALE_LINEAR;
+		return scaling_number(rs, "factor", &c->rope_factor, NULL, e);
+	}
+	if (!strcmp(type, "llama3") && n_keys == 4) {
+		c->rope_scaling = ROPE_SCALE_LLAMA3;
+		return scaling_number(rs, "factor", &c->rope_factor, NULL, e) ||
+		       scaling_number(rs, "low_freq_factor", &c->rope_low_freq, NULL, e) ||
+		       scaling_number(rs, "high_freq_factor", &c->rope_high_freq, NULL, e) ||
+		       scaling_number(rs, "original_max_position_embeddings", NULL,
+				      &c->rope_orig_context, e) ? -1 : 0;
+	}
+	if (!strcmp(type, "default") || !strcmp(type, "linear") || !strcmp(type, "llama3"))
+		return err_set(e, "config.json: rope_scaling %.40s takes %s", type,
+			       !strcmp(type, "default") ? "no other keys" : !strcmp(type, "linear") ?
+			       "factor only" : "factor, low_freq_factor, high_freq_factor and "
+			       "original_max_position_embeddings");
+	if (!strcmp(type, "dynamic"))
+		return err_set(e, "config.json: rope_scaling dynamic is not supported: its "
+			       "frequencies change with the sequence length, which a KV cache "
+			       "cannot follow");
+	if (!strcmp(type, "yarn") || !strcmp(type, "longrope"))
+		return err_set(e, "config.json: rope_scaling %s is not supported yet", type);
+	return err_set(e, "config.json: rope_scaling type \"%.40s\" is not supported", type);
+}
+
 static int parse_config(json_t *o, const char *family, struct model_config *c, struct hf_ctx *x,
 			struct err *e)
 {
@@ -66,6 +144,8 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 		return -1;
 	if (windowed && window && window < c->context) /* exact up to the window */
 		c->context = window;
+	if (c->context > CFG_MAX_CONTEXT) /* Llama 3.1/3.2's 131072: RoPE holds no table */
+		c->context = CFG_MAX_CONTEXT;
 	float eps = 1e-6f, theta = 10000.0f;
 	if (ju_get_float(o, "rms_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0 ||
 	    ju_get_float(o, "rope_theta", "config.json", JU_NULL_ABSENT, &theta, e) < 0)
@@ -76,9 +156,8 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 	if (act && strcmp(act, "silu"))
 		return err_set(e, "config.json: hidden_act \"%.40s\" is not supported (SwiGLU with "
 			       "silu only)", act);
-	json_t *rs = json_object_get(o, "rope_scaling");
-	if (rs && !json_is_null(rs))
-		return err_set(e, "config.json: rope_scaling is not supported");
+	if (parse_rope_scaling(json_object_get(o, "rope_scaling"), c, e))
+		return -1;
 	bool b = false;
 	if (ju_get_bool(o, "attention_bias", "config.json", JU_NULL_ABSENT, &b, e) < 0)
 		return -1;
