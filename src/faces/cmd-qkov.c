@@ -41,9 +41,9 @@ static void print_qk(struct render_buf *b, const struct qkov_qk *qk, int l, int 
 			if (!qk->has_pos && (a == QK_POS || k == QK_POS))
 				continue;
 			render_buf_printf(b, "%-10s %-10s %+10.4f %10.4f\n", qk_class_name(a),
-					  qk_class_name(k), qk->mean[a][k], qk->spread[a][k]);
+					  qk_class_name(k), render_shown(qk->mean[a][k], 4), qk->spread[a][k]);
 		}
-	render_buf_printf(b, "%-21s %+10.4f %10.4f\n", "the whole score", qk->mean_score,
+	render_buf_printf(b, "%-21s %+10.4f %10.4f\n", "the whole score", render_shown(qk->mean_score, 4),
 			  qk->spread_score);
 	render_buf_printf(b, "spread: the standard deviation over a query's keys, averaged over "
 			     "queries (what moves the pattern)\n");

@@ -56,15 +56,15 @@ static void print_terms(struct render_buf *b, const struct why_result *w, int k)
 		char qn[32], kn[32];
 		why_part_name(&w->parts[order[i] / w->n], qn, sizeof qn);
 		why_part_name(&w->parts[order[i] % w->n], kn, sizeof kn);
-		render_buf_printf(b, "%-14s %-14s %+10.4f\n", qn, kn, w->terms[order[i]]);
+		render_buf_printf(b, "%-14s %-14s %+10.4f\n", qn, kn, render_shown(w->terms[order[i]], 4));
 	}
 	if ((int)nn > k)
-		render_buf_printf(b, "%-29s %+10.4f\n", "(the other terms)", rest);
+		render_buf_printf(b, "%-29s %+10.4f\n", "(the other terms)", render_shown(rest, 4));
 	char sum[48];
 	snprintf(sum, sizeof sum, "sum of %zu terms", nn);
-	double left = fabs(w->left_out) < 5e-5 ? 0.0 : w->left_out;
-	render_buf_printf(b, "%-29s %+10.4f\n%-29s %+10.4f   left out %.4f\n", sum, w->sum,
-			  "the pass's score", w->score, left);
+	double left = render_shown(w->left_out, 4);
+	render_buf_printf(b, "%-29s %+10.4f\n%-29s %+10.4f   left out %.4f\n", sum, render_shown(w->sum, 4),
+			  "the pass's score", render_shown(w->score, 4), left);
 	free(order);
 }
 
@@ -81,7 +81,8 @@ static void print_side(struct render_buf *b, const struct why_result *w, bool ke
 		render_buf_printf(b, "\nkey side (the whole query with each key part; contrast: minus "
 				     "its mean over\nthe keys query %d sees, summing to key %d's lead "
 				     "%+.4f over the mean %+.4f):\n%-14s %10s %8s %10s\n",
-				  w->qpos, w->kpos, w->score - w->mean_score, w->mean_score, "part",
+				  w->qpos, w->kpos, render_shown(w->score - w->mean_score, 4),
+				  render_shown(w->mean_score, 4), "part",
 				  "score", "share", "contrast");
 	else
 		render_buf_printf(b, "\nquery side (each query part with the whole key):\n%-14s %10s %8s\n",
@@ -90,9 +91,10 @@ static void print_side(struct render_buf *b, const struct why_result *w, bool ke
 		const struct why_part *p = &w->parts[order[i]];
 		char name[32];
 		why_part_name(p, name, sizeof name);
-		render_buf_printf(b, "%-14s %+10.4f %7.1f%%", name, v[order[i]], 100.0 * v[order[i]] / w->score);
+		render_buf_printf(b, "%-14s %+10.4f %7.1f%%", name, render_shown(v[order[i]], 4),
+				  render_shown(100.0 * v[order[i]] / w->score, 1));
 		if (key)
-			render_buf_printf(b, " %+10.4f", p->key - p->key_mean);
+			render_buf_printf(b, " %+10.4f", render_shown(p->key - p->key_mean, 4));
 		render_buf_printf(b, "\n");
 	}
 	free(order);
