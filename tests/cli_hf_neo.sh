@@ -61,6 +61,12 @@ check "the local layer's query 9 sees keys 6..9 only (its weights sum to 1)" \
 		for (j = 7; j <= 10; j++) s += $j; if (s < 0.9999 || s > 1.0001) exit 1 }' "$tmp/local"
 check "the global layer's query 9 sees key 0" awk '{ exit !($1 > 0) }' "$tmp/global"
 
+run "$tmp/hf" -c "text $text; why 1.0 9 2"
+check "why on the local layer names the window a key outside it is hidden by" \
+	sh -c "[ $rc -ne 0 ] && grep -q \"key 2 is outside query 9's window of 3\" '$tmp/err'"
+run "$tmp/hf" -c "text $text; why 0.0 9 2"
+check "why on the global layer splits the same key's score" sh -c "[ $rc -eq 0 ] && grep -q 'qk bias' '$tmp/out'"
+
 run "$tmp/hf" -c "text $text; scale"
 check "scale names the native setting off and warns that on is not how GPT-Neo was trained" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'not trained' '$tmp/out'"
