@@ -96,4 +96,14 @@ run "$tmp/hf" -t hi
 check "a truncated model.safetensors is refused with one line" \
 	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
 
+# training from it keeps its layers: one step, then the checkpoint's config
+mkneo
+training_text "$tmp/data.txt"
+RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 1 --batch 2 \
+	--out "$tmp/t.safetensors"
+check "train --from a GPT-Neo model runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/t.safetensors' ]"
+run "$tmp/t.safetensors" -t "$text" --dump
+check "and its checkpoint keeps the unscaled scores and layer 1 local over 4 keys" \
+	grep -q 'scale no mask causal local_window 4 local_layers 1 ' "$tmp/out"
+
 exit $((failures > 0))
