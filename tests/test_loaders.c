@@ -1130,6 +1130,7 @@ static void test_fuzz_seeds(void **state)
 		{ "llama-tiny-untied", "hf-llama" },
 		{ "qwen2-tiny-qkv-bias", "hf-llama" },
 		{ "neox-tiny-tokenizer-json", "hf-neox" },
+		{ "neo-tiny-local", "hf-neo" },
 		{ "bert-tiny-mlm", "hf-bert" },
 	};
 	static const char *const names[] = { "config.json", "vocab.json", "merges.txt",

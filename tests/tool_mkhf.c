@@ -24,7 +24,8 @@
  * saves it), unscaled scores, q_proj / k_proj / v_proj without biases and
  * out_proj with, every weight nn.Linear (out, in), the mask buffers
  * attn.attention.bias / masked_bias beside them, GPT-2's pair as the
- * tokenizer; config.json spelled as TinyStories-1M's.
+ * tokenizer; config.json spelled as TinyStories-1M's (--tiny keeps 2
+ * layers, so that one is local).
  * --bert writes a BertForMaskedLM model: post-norm LayerNorm (eps 1e-12)
  * blocks with biases, 4 heads of 8, exact GELU, d_ff 48, context 64, an
  * embedding LayerNorm, two token types (the checkpoint's position table
@@ -435,6 +436,7 @@ static void write_neox_config(FILE *f, const struct model_config *c)
 /* GPT-Neo: layer 0 global, the rest alternating (layer 1 local), window 4. */
 static void neo_config(struct model_config *c)
 {
+	c->n_layer = c->n_layer < 2 ? 2 : c->n_layer; /* --tiny: still one local layer */
 	c->n_kv_head = c->n_head;
 	c->d_ff = 4 * c->d_model;
 	c->norm = NORM_LAYER;
