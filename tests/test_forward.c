@@ -185,7 +185,7 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
 		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d "
-		 "local=%#x/%d}  "
+		 "local=%#x/%d} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
