@@ -36,8 +36,10 @@
  * heads, context 8; each a directory: an even length, bit 1 clear):
  * llama-tiny-untied (and llama3-tiny-rope-scaling, the same with Llama
  * 3.1's rope_scaling over an original context of 4), qwen2-tiny-qkv-bias,
- * neox-tiny-tokenizer-json (tokenizer.json, no vocab.json/merges.txt) and
- * bert-tiny-mlm (tied decoder).  tests/test_loaders.c checks that each loads.
+ * neox-tiny-tokenizer-json (tokenizer.json, no vocab.json/merges.txt),
+ * neo-tiny-local (GPT-Neo, 2 layers, layer 1 local over 4 keys, the mask
+ * buffers) and bert-tiny-mlm (tied decoder).  tests/test_loaders.c checks
+ * that each loads.
  *
  *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */

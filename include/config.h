@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
@@ -52,6 +53,14 @@ enum mask_kind { MASK_CAUSAL, MASK_NONE, MASK_WINDOW, MASK_AFTER_SOFTMAX };
  *        model's; a pass has no logits and no loss (cfg_has_head). */
 enum head_type { HEAD_LM, HEAD_MLM, HEAD_NONE };
 
+/* Limits that keep every size computation far from overflow. */
+#define CFG_MAX_VOCAB   (1 << 20)
+#define CFG_MAX_DMODEL  (1 << 15)
+#define CFG_MAX_LAYERS  256
+#define CFG_MAX_HEADS   256
+#define CFG_MAX_DFF     (1 << 17)
+#define CFG_MAX_CONTEXT (1 << 16)
+
 struct model_config {
 	int vocab_size;       /* V */
 	int d_model;          /* C */
@@ -88,15 +97,13 @@ struct model_config {
 	bool residual;        /* sub-blocks add to the stream (false: replace it) */
 	bool scale;           /* native 1/sqrt(D) on the scores */
 	enum mask_kind mask;  /* native mask: CAUSAL, NONE or AFTER_SOFTMAX */
+	/* Local attention (GPT-Neo): on a layer whose bit is set in local, query
+	 * i sees only keys j with i - local_window < j <= i (local_window keys,
+	 * itself included); the other layers are global (the native mask).
+	 * local_window 0 and no bits: every layer global. */
+	int local_window;
+	uint64_t local[CFG_MAX_LAYERS / 64]; /* bit l: layer l is local */
 };
-
-/* Limits that keep every size computation far from overflow. */
-#define CFG_MAX_VOCAB   (1 << 20)
-#define CFG_MAX_DMODEL  (1 << 15)
-#define CFG_MAX_LAYERS  256
-#define CFG_MAX_HEADS   256
-#define CFG_MAX_DFF     (1 << 17)
-#define CFG_MAX_CONTEXT (1 << 16)
 
 /* Parameter tensors, in the order they are laid out in one allocation.
  * Shapes (a tensor absent from a config has size 0):
@@ -169,6 +176,20 @@ void config_rope_freqs(const struct model_config *c, float *freq);
 /* The scaling alone: the scaled inverse frequency of a pair whose unscaled
  * one is f (f itself under ROPE_SCALE_NONE). */
 double config_rope_scale(const struct model_config *c, double f);
+
+/* Whether layer l is a local-attention layer (struct model_config). */
+static inline bool cfg_layer_local(const struct model_config *c, int l)
+{
+	return c->local_window > 0 && l >= 0 && l < CFG_MAX_LAYERS &&
+	       ((c->local[l / 64] >> (l % 64)) & 1u);
+}
+static inline void cfg_set_local(struct model_config *c, int l, bool on)
+{
+	if (on)
+		c->local[l / 64] |= (uint64_t)1 << (l % 64);
+	else
+		c->local[l / 64] &= ~((uint64_t)1 << (l % 64));
+}
 
 /* Whether the model is an encoder (BERT): its loss targets are the input
  * tokens themselves, and it cannot be decoded one token at a time. */

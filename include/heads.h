@@ -236,16 +236,19 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 		    struct err *e);
 
 /* Scores and roles of every head of run r (batch 0, RUN_ATTN, last pass
- * of r->t tokens, under the pass's mask) into out[l * H + h].  delim:
+ * of r->t tokens, under each layer's mask: the pass's, or a local layer's
+ * window of config c, model.h layer_mask) into out[l * H + h].  c is the
+ * run's model's config, or NULL (the pass's mask on every layer).  delim:
  * r->t flags from heads_delimiters, or NULL.  induction: L*H scores from
  * heads_induction, or NULL (NAN). */
-void heads_score_run(const struct run *r, const bool *delim, const double *induction,
-		     struct head_scores *out);
+void heads_score_run(const struct model_config *c, const struct run *r, const bool *delim,
+		     const double *induction, struct head_scores *out);
 
 /* heads_score_run with the keys' delimiters and special tokens (keys'
- * mask and window are taken from the run). */
-void heads_score_run_keys(const struct run *r, const struct heads_keys *keys,
-			  const double *induction, struct head_scores *out);
+ * mask and window are taken from the run and c). */
+void heads_score_run_keys(const struct model_config *c, const struct run *r,
+			  const struct heads_keys *keys, const double *induction,
+			  struct head_scores *out);
 
 /* Both: scores of r over the tokens it ran on (for the delimiters and
  * special tokens) plus

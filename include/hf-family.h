@@ -103,7 +103,7 @@ struct hf_family {
 				struct err *e);
 };
 
-extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_bert;
+extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert;
 
 /* The format table's entry points for family f (struct model_format). */
 bool ld_hf_probe(const struct hf_family *f, const char *path, char *why, size_t n);

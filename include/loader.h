@@ -14,6 +14,10 @@
  *                  GPT-2-style byte-level tokenizer (loaders.h: the rotate-half Q/K row order)
  *   "hf-neox"      a Hugging Face GPT-NeoX (Pythia) directory: parallel
  *                  blocks, partial rotary, the fused per-head query_key_value
+ *   "hf-neo"       a Hugging Face GPT-Neo directory (TinyStories,
+ *                  gpt-neo-125M): global and local attention layers,
+ *                  unscaled scores, separate q/k/v projections, GPT-2's
+ *                  tokenizer
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
  *                  (the hf-* formats are families of one loader,

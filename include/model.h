@@ -130,6 +130,22 @@ int opt_ablated_count(const struct run_options *o);
 /* KV-cache bytes for G heads: 2 * n_layer * G * T * d_head * bytes_per_elem. */
 double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int bytes_per_elem);
 
+/* The mask layer l is computed with under o, into *window (MASK_WINDOW):
+ * the run's on a global layer; on a local one (config.h: local_window) the
+ * local window always holds, whatever the run's mask (none, after-softmax
+ * and causal all become keys i-local_window+1..i), narrowed to a run
+ * window N when N + 1 is fewer keys. */
+static inline enum mask_kind layer_mask(const struct model_config *c, const struct run_options *o,
+					int l, int *window)
+{
+	*window = o->window;
+	if (!cfg_layer_local(c, l))
+		return o->mask;
+	if (o->mask != MASK_WINDOW || o->window > c->local_window - 1)
+		*window = c->local_window - 1;
+	return MASK_WINDOW;
+}
+
 /* Positions a key/value cache must hold for T tokens under options o: T,
  * or window + 1 under a windowed mask (a key further back is never seen
  * again). */

@@ -124,15 +124,28 @@ static void rope(double *v, int R, int t, const struct model_config *c)
 	}
 }
 
-/* Whether key j takes part in query i's softmax for head h ... (the
- * mask-one-head pitfall: a mask of shape (T, T) added to head 0's scores
- * only, the other heads unmasked) */
-static bool key_in_softmax(const struct run_options *o, int h, int i, int j)
+/* Whether layer l of cfg is a GPT-Neo "local" layer: its query i sees key j
+ * only when 0 <= i - j < window_size (local_window), whatever the run's
+ * mask; a run window narrower than that narrows it (model.h). */
+static bool is_local(const struct model_config *cfg, int l)
+{
+	return cfg->local_window > 0 && ((cfg->local[l / 64] >> (l % 64)) & 1u);
+}
+
+/* Whether key j takes part in query i's softmax for head h of layer l ...
+ * (the mask-one-head pitfall: a mask of shape (T, T) added to head 0's
+ * scores only, the other heads unmasked) */
+static bool key_in_softmax(const struct model_config *cfg, int l, const struct run_options *o,
+			   int h, int i, int j)
 {
 	if (j >= g_key_len) /* the padding mask, on every head */
 		return false;
 	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
 		return true;
+	if (is_local(cfg, l)) {
+		bool in = i - j >= 0 && i - j < cfg->local_window;
+		return o->mask == MASK_WINDOW ? in && i - j <= o->window : in;
+	}
 	switch (o->mask) {
 	case MASK_CAUSAL: return j <= i;
 	case MASK_NONE:   return true;
@@ -143,13 +156,16 @@ static bool key_in_softmax(const struct run_options *o, int h, int i, int j)
 }
 
 /* ... and whether its weight is kept afterwards. */
-static bool key_kept(const struct run_options *o, int h, int i, int j)
+static bool key_kept(const struct model_config *cfg, int l, const struct run_options *o, int h,
+		     int i, int j)
 {
 	if (j >= g_key_len)
 		return false;
 	if (o->pitfall == PITFALL_MASK_ONE_HEAD && h > 0)
 		return true;
-	return o->mask == MASK_AFTER_SOFTMAX ? j <= i : key_in_softmax(o, h, i, j);
+	if (o->mask == MASK_AFTER_SOFTMAX && !is_local(cfg, l))
+		return j <= i;
+	return key_in_softmax(cfg, l, o, h, i, j);
 }
 
 static int ref_forward_all(const struct model *m, const struct run_options *o, const int *tokens,
@@ -362,7 +378,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 				const double *qi = qa + ((size_t)h * T + i) * D;
 				double mx = -INFINITY;
 				for (int j = 0; j < T; j++) {
-					if (!key_in_softmax(o, h, i, j))
+					if (!key_in_softmax(cfg, l, o, h, i, j))
 						continue;
 					const double *kj = ka + ((size_t)g * T + j) * D;
 					double s = 0.0;
@@ -375,7 +391,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 				}
 				double sum = 0.0;
 				for (int j = 0; j < T; j++) {
-					if (!key_in_softmax(o, h, i, j)) {
+					if (!key_in_softmax(cfg, l, o, h, i, j)) {
 						p[j] = 0.0;
 						continue;
 					}
@@ -383,7 +399,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 					sum += p[j];
 				}
 				for (int j = 0; j < T; j++)
-					p[j] = key_kept(o, h, i, j) ? p[j] / sum : 0.0;
+					p[j] = key_kept(cfg, l, o, h, i, j) ? p[j] / sum : 0.0;
 				if (att)
 					for (int j = 0; j < T; j++)
 						att[(((size_t)l * H + h) * T + i) * T + j] = p[j];

@@ -71,6 +71,9 @@ struct combo {
 	/* RoPE scaling (none in combo_of's 48): linear by 4, or llama3 by 8
 	 * with low 1, high 4 over an original context of 8 */
 	enum rope_scaling rope_scale;
+	/* GPT-Neo's local layers: bit l of local_bits, over local_window keys */
+	int local_window;
+	unsigned local_bits;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -86,6 +89,10 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 		size_t used = strlen(buf);
 		snprintf(buf + used, n - used, "%s%s", k->emb_norm ? " emb-norm" : "",
 			 k->mlm ? " head-mlm" : "");
+	}
+	if (k->local_window) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " local %#x over %d", k->local_bits, k->local_window);
 	}
 	if (k->rotary) {
 		size_t used = strlen(buf);
@@ -149,6 +156,8 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 		c.rope_high_freq = 4.0f;
 		c.rope_orig_context = 8;
 	}
+	c.local_window = k->local_window;
+	c.local[0] = k->local_bits;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -414,6 +423,31 @@ static void test_fd_rope_scaling(void **state)
 		fail_msg("%d RoPE scaling combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* GPT-Neo's local layers: layer 0 or layer 1 local over 2 of the 5
+ * tokens, native scale off, both placements. */
+static void test_fd_neo(void **state)
+{
+	(void)state;
+	int failures = 0;
+	char name[192];
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(v * 7 % 12); /* LayerNorm, learned or RoPE */
+		k.place = v / 2 ? PLACE_POST : PLACE_PRE;
+		k.local_window = 2;
+		k.local_bits = v % 2 ? 2u : 1u;
+		k.no_scale = true;
+		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric);
+		failures += bad;
+	}
+	if (failures)
+		fail_msg("%d GPT-Neo combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* The finite differences run tens of thousands of forward passes over 10
  * tokens, where starting and joining threads costs more than the work: they
  * run on one thread (the other tests use two). */
@@ -534,14 +568,14 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 9);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
 				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true, ROPE_SCALE_NONE }, 10);
+				     true, ROPE_SCALE_NONE, 0, 0u }, 10);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -549,7 +583,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -602,7 +636,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -662,7 +696,7 @@ static void test_refuses_headless(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE };
+			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -698,6 +732,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
+		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),

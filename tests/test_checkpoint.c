@@ -59,10 +59,10 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in six flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in seven flavours
  * that between them make every optional tensor present and absent, and
- * GPT-NeoX's blocks and BERT's. */
-#define N_FLAVOURS 6
+ * GPT-NeoX's blocks, BERT's and GPT-Neo's local layers. */
+#define N_FLAVOURS 7
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -113,6 +113,11 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->head = HEAD_MLM;
 		c->norm_eps = 1e-12f;
 		break;
+	case 6: /* GPT-Neo: layer 1 local over 3 keys, unscaled scores */
+		c->local_window = 3;
+		cfg_set_local(c, 1, true);
+		c->scale = false;
+		break;
 	}
 }
 
@@ -145,7 +150,8 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->bias == b->bias && a->tied == b->tied && a->residual == b->residual &&
 	       a->scale == b->scale && a->mask == b->mask && a->parallel == b->parallel &&
 	       a->emb_norm == b->emb_norm && a->head == b->head &&
-	       cfg_rotary_dims(a) == cfg_rotary_dims(b);
+	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
+	       memcmp(a->local, b->local, sizeof a->local) == 0;
 }
 
 /* Fails unless the message is "PATH: ..." and mentions word. */
@@ -539,6 +545,12 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"rotary_dims\":2"));
 			assert_non_null(strstr(s, "\"mlp\":\"gelu-exact\""));
 		}
+		if (f != 6) { /* old checkpoints, without these keys, read as no local layers */
+			assert_null(strstr(s, "local_"));
+			assert_int_equal(d.local_window, 0);
+		} else {
+			assert_non_null(strstr(s, "\"local_layers\":[1],\"local_window\":3"));
+		}
 		if (f != 5) {
 			assert_null(strstr(s, "emb_norm"));
 			assert_null(strstr(s, "\"head\""));
@@ -577,6 +589,10 @@ static void test_config_parse_errors(void **state)
 		{ "mlp", "\"gelu_new\"", "\"mlp\" has unknown value \"gelu_new\"" },
 		{ "emb_norm", "1", "\"emb_norm\" must be true or false" },
 		{ "head", "\"pooler\"", "\"head\" has unknown value \"pooler\"" },
+		{ "local_window", "3", "local_window needs \"local_layers\"" },
+		{ "local_layers", "[1]", "local layers but no local_window" }, /* config_validate */
+		{ "local_layers", "[\"1\"]", "local_layers[0] is not a layer" },
+		{ "local_window", "-1", "\"local_window\" is out of range" },
 	};
 	struct model_config c, out;
 	tiny_config(&c, 0);

@@ -184,6 +184,78 @@ static void test_decoder_neox(void **state)
 	}
 }
 
+/* GPT-Neo's local layers decode as the full pass computes them: a local
+ * layer reads only its last 4 keys of the 12-token cache, under run
+ * options that change the computation; and the window matters (the same
+ * weights with every layer global decode differently). */
+static void test_decoder_neo(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct model *base = randmodel_new(false, 2, 4, V, 8.0f, 60 + k);
+		struct model_config c = base->cfg;
+		model_free(base);
+		c.local_window = 4;
+		cfg_set_local(&c, k, true); /* layer 0 or layer 1 local */
+		c.scale = false;
+		struct err e;
+		struct model *m = model_new(&c, &e);
+		if (!m)
+			fail_msg("model_new: %s", e.msg);
+		model_init_random(m, 70 + k);
+		for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+			m->p[P_QKVW][i] *= 8.0f;
+		struct run_options native, cases[7];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 2;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 2;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 6;
+		cases[n] = native, cases[n++].scale = true;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			double w = compare(m, &cases[i], &cases[i]);
+			print_message("neo local layer %d case %d: worst %.3f of tolerance\n", k, i, w);
+			assert_true(w <= 1.0);
+		}
+		struct run_options none = native;
+		none.mask = MASK_NONE;
+		assert_true(compare(m, &none, &native) <= 1.0);
+		/* the same weights, every layer global: not what the decoder gave */
+		struct model *g = model_new(&c, &e);
+		if (!g)
+			fail_msg("model_new: %s", e.msg);
+		memcpy(g->params, m->params, m->n_params * sizeof(float));
+		g->cfg.local_window = 0;
+		memset(g->cfg.local, 0, sizeof g->cfg.local);
+		double apart = 0.0;
+		{
+			int tokens[T];
+			for (int i = 0; i < T; i++)
+				tokens[i] = (i * 7 + 3) % V;
+			struct run *r = run_new(&g->cfg, 1, T, RUN_LOGITS);
+			struct decoder *d = decoder_new(m, &native, 0, &e);
+			assert_non_null(d);
+			assert_int_equal(model_forward(g, &native, tokens, NULL, 1, T, r, &e), 0);
+			for (int i = 0; i < T; i++) {
+				assert_int_equal(decoder_step(d, m, tokens[i], &e), 0);
+				for (int j = 0; j < V; j++) {
+					double q = fabs(d->logits[j] - r->logits[(size_t)i * V + j]);
+					apart = q > apart ? q : apart;
+				}
+			}
+			decoder_free(d);
+			run_free(r);
+		}
+		print_message("neo local layer %d: all-global logits differ by up to %.3g\n", k, apart);
+		assert_true(apart > 1e-2);
+		model_free(g);
+		model_free(m);
+	}
+}
+
 static void test_decoder_reset_and_limits(void **state)
 {
 	(void)state;
@@ -417,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_matches_forward),
 		cmocka_unit_test(test_decoder_lab_architectures),
 		cmocka_unit_test(test_decoder_neox),
+		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),
 		cmocka_unit_test(test_hooks),

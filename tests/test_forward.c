@@ -48,6 +48,9 @@ struct variant {
 	int rotary;               /* rotary_dims (0: all of D) */
 	int heads;                /* 0: TH */
 	bool emb_norm, mlm;       /* BERT's embedding norm and masked-LM head */
+	int local_window;         /* GPT-Neo's local layers: bit l of local_bits */
+	unsigned local_bits;
+	bool no_scale;            /* native scores unscaled (GPT-Neo) */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -80,6 +83,9 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->rotary_dims = v->rotary;
 	c->emb_norm = v->emb_norm;
 	c->head = v->mlm ? HEAD_MLM : HEAD_LM;
+	c->local_window = v->local_window;
+	c->local[0] = v->local_bits;
+	c->scale = !v->no_scale;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -150,7 +156,7 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false };
+			     false, false, false, 0, 0, false, false, 0, 0u, false };
 	return v;
 }
 
@@ -178,13 +184,14 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 			used += snprintf(ab + used, sizeof ab - used, "%s%d.%d",
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
-		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d} "
+		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d "
+		 "local=%#x/%d} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
-		 v->mlm ? " mlm" : "", v->rotary, o->kv_heads,
+		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, o->kv_heads,
 		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
 }
@@ -475,6 +482,90 @@ static void test_neox_architectures(void **s)
 				}
 	engine_set_threads(0);
 	print_message("neox architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* The mean NLL of next-token targets (T - 1 of them) from the reference
+ * logits (T, V). */
+static double ref_next_token_loss(const double *logits, const int *tokens, int T, int V)
+{
+	double sum = 0.0;
+	for (int t = 0; t + 1 < T; t++) {
+		const double *z = logits + (size_t)t * V;
+		double mx = z[0], se = 0.0;
+		for (int v = 1; v < V; v++)
+			mx = z[v] > mx ? z[v] : mx;
+		for (int v = 0; v < V; v++)
+			se += exp(z[v] - mx);
+		sum += mx + log(se) - z[tokens[t + 1]];
+	}
+	return sum / (T - 1);
+}
+
+static struct run *forward_ok(struct model *m, const struct run_options *o, unsigned flags,
+			      const int *tokens, int T);
+
+/* GPT-Neo: local layers (window 3 keys, shorter than the 7 tokens) beside
+ * global ones, either order, native scale off; every run mask, placement,
+ * G, scale and an ablation against the reference's local layers, and the
+ * loss against the reference logits' next-token NLL. */
+static void test_neo_architectures(void **s)
+{
+	(void)s;
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (int bits = 1; bits <= 2; bits++) /* layer 0 local, or layer 1 (GPT-Neo's order) */
+		for (int mi = 0; mi < 2; mi++) {
+			struct variant v = default_variant();
+			v.local_window = 3;
+			v.local_bits = (unsigned)bits;
+			v.no_scale = true;
+			v.mlp = mi ? MLP_GELU_EXACT : MLP_GELU;
+			v.tied = mi == 0;
+			struct model *m = make_model(&v, 9100u + (uint64_t)(bits * 10 + mi));
+			/* GPT-Neo's Q/K/V carry no bias */
+			memset(m->p[P_QKVB], 0, m->psize[P_QKVB] * sizeof(float));
+			for (int rp = 0; rp < 2; rp++)
+				for (int mk = 0; mk < 5; mk++)
+					for (int gi = 0; gi < 2; gi++) {
+						struct run_options o;
+						base_options(m, &o);
+						o.kv_heads = gi ? 2 : TH;
+						o.placement = rp ? PLACE_POST : PLACE_PRE;
+						o.mask = masks[mk % 4];
+						o.window = mk == 4 ? 1 : 5; /* narrower, wider than 3 keys */
+						o.scale = (mk + gi) % 3 == 2;
+						if ((rp + mk + gi) % 2)
+							opt_set_ablated(&o, 1 * TH + 2, true);
+						unsigned flags = gi ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+								    : (RUN_LOGITS | RUN_ATTN);
+						runs++;
+						if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+							failures++;
+					}
+			/* the loss of the native pass */
+			struct run_options o;
+			base_options(m, &o);
+			double *rl = malloc(sizeof(double) * TT * TV);
+			assert_non_null(rl);
+			assert_int_equal(ref_forward(m, &o, test_tokens, TT, rl, NULL, NULL), 0);
+			double want = ref_next_token_loss(rl, test_tokens, TT, TV);
+			struct run *r = forward_ok(m, &o, RUN_LOGITS, test_tokens, TT);
+			double d = fabs((double)r->loss - want);
+			if (!(d <= ABS_TOL + REL_TOL * want)) {
+				print_error("neo loss: engine %.9g ref %.9g\n", (double)r->loss, want);
+				failures++;
+			}
+			if (d > g_max_err_logits)
+				g_max_err_logits = d;
+			run_free(r);
+			free(rl);
+			model_free(m);
+		}
+	engine_set_threads(0);
+	print_message("neo architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1239,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_lab_architectures),
 		cmocka_unit_test(test_neox_architectures),
 		cmocka_unit_test(test_neox_config_checks),
+		cmocka_unit_test(test_neo_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

@@ -795,7 +795,7 @@ static void test_entropy_matches_scores(void **state)
 	const struct run *r = f->s.run;
 	int L = 2, H = 4;
 	struct head_scores sc[8];
-	heads_score_run(r, NULL, NULL, sc);
+	heads_score_run(&m->cfg, r, NULL, NULL, sc);
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++) {
 			double ent, mx;

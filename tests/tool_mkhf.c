@@ -7,7 +7,7 @@
  * that a test can check the HF loader gives the same numbers.
  *
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
- *                 [--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma]
+ *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --llama3] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
@@ -20,6 +20,15 @@
  * 16 with RoPE over the first 4 (rotary_pct 0.25), exact GELU, d_ff 96,
  * untied, every head's [q; k; v] rows fused in query_key_value, and the
  * tokenizer as one tokenizer.json (ByteLevel, NFC) built from TOKDIR's pair.
+ * --neo writes a GPT-Neo (TinyStories) model: LayerNorm with biases,
+ * learned positions, tanh GELU, 4 heads of 8, intermediate_size null (d_ff
+ * 4 * 32), tied, layer 0 global and layer 1 local over window_size 4 keys
+ * (attention_types [[["global", "local"], 1]], and attention_layers as HF
+ * saves it), unscaled scores, q_proj / k_proj / v_proj without biases and
+ * out_proj with, every weight nn.Linear (out, in), the mask buffers
+ * attn.attention.bias / masked_bias beside them, GPT-2's pair as the
+ * tokenizer; config.json spelled as TinyStories-1M's (--tiny keeps 2
+ * layers, so that one is local).
  * --bert writes a BertForMaskedLM model: post-norm LayerNorm (eps 1e-12)
  * blocks with biases, 4 heads of 8, exact GELU, d_ff 48, context 64, an
  * embedding LayerNorm, two token types (the checkpoint's position table
@@ -215,6 +224,45 @@ static void neox_tensors(const struct model *m)
 	memcpy(add("embed_out.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
+/* The GPT-Neo tensors of m in HF's names and layout, with the mask buffers
+ * HF's files carry (which the loader ignores). */
+static void neo_tensors(const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab_size;
+	size_t S = (size_t)c->context;
+	memcpy(add("transformer.wte.weight", V, C), m->p[P_WTE], V * C * 4);
+	memcpy(add("transformer.wpe.weight", S, C), m->p[P_WPE], S * C * 4);
+	for (int l = 0; l < c->n_layer; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * 3 * C * C;
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "transformer.h.%d.%s", l, s), add(nm, rows, cols))
+#define COPY(s, id, rows, cols) memcpy(T(s, rows, cols), m->p[id] + l * (rows) * ((cols) ? (cols) : 1), \
+				       (rows) * ((cols) ? (cols) : 1) * 4)
+		COPY("ln_1.weight", P_LN1W, C, 0);
+		COPY("ln_1.bias", P_LN1B, C, 0);
+		memcpy(T("attn.attention.q_proj.weight", C, C), qkv, C * C * 4);
+		memcpy(T("attn.attention.k_proj.weight", C, C), qkv + C * C, C * C * 4);
+		memcpy(T("attn.attention.v_proj.weight", C, C), qkv + 2 * C * C, C * C * 4);
+		COPY("attn.attention.out_proj.weight", P_ATTPROJW, C, C);
+		COPY("attn.attention.out_proj.bias", P_ATTPROJB, C, 0);
+		float *mask = T("attn.attention.bias", S, S);
+		for (size_t i = 0; i < S * S; i++)
+			mask[i] = i % S <= i / S;
+		T("attn.attention.masked_bias", 1, 0)[0] = -1e9f;
+		COPY("ln_2.weight", P_LN2W, C, 0);
+		COPY("ln_2.bias", P_LN2B, C, 0);
+		COPY("mlp.c_fc.weight", P_FCW, F, C);
+		COPY("mlp.c_fc.bias", P_FCB, F, 0);
+		COPY("mlp.c_proj.weight", P_FCPROJW, C, F);
+		COPY("mlp.c_proj.bias", P_FCPROJB, C, 0);
+#undef COPY
+#undef T
+	}
+	memcpy(add("transformer.ln_f.weight", C, 0), m->p[P_LNFW], C * 4);
+	memcpy(add("transformer.ln_f.bias", C, 0), m->p[P_LNFB], C * 4);
+}
+
 /* The Llama (or Qwen2) tensors of m in HF's names and layout. */
 static void llama_tensors(const struct model *m, bool qwen)
 {
@@ -388,21 +436,61 @@ static void write_neox_config(FILE *f, const struct model_config *c)
 		(double)c->rotary_dims / cfg_d_head(c), c->parallel ? "true" : "false");
 }
 
+/* GPT-Neo: layer 0 global, the rest alternating (layer 1 local), window 4. */
+static void neo_config(struct model_config *c)
+{
+	c->n_layer = c->n_layer < 2 ? 2 : c->n_layer; /* --tiny: still one local layer */
+	c->n_kv_head = c->n_head;
+	c->d_ff = 4 * c->d_model;
+	c->norm = NORM_LAYER;
+	c->norm_eps = 1e-5f;
+	c->pos = POS_LEARNED;
+	c->mlp = MLP_GELU;
+	c->bias = true;
+	c->tied = true;
+	c->scale = false;
+	c->local_window = 4;
+	for (int l = 1; l < c->n_layer; l += 2)
+		cfg_set_local(c, l, true);
+}
+
+/* config.json in TinyStories-1M's spelling (its keys, in its order). */
+static void write_neo_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"activation_function\": \"gelu_new\", \"architectures\": "
+		   "[\"GPTNeoForCausalLM\"], \"attention_dropout\": 0, \"attention_layers\": [");
+	for (int l = 0; l < c->n_layer; l++)
+		fprintf(f, "%s\"%s\"", l ? ", " : "", cfg_layer_local(c, l) ? "local" : "global");
+	fprintf(f, "], \"attention_types\": [[[\"global\", \"local\"], %d]%s], \"bos_token_id\": 50256, "
+		   "\"embed_dropout\": 0, \"eos_token_id\": 50256, \"gradient_checkpointing\": false, "
+		   "\"hidden_size\": %d, \"initializer_range\": 0.02, \"intermediate_size\": null, "
+		   "\"layer_norm_epsilon\": 1e-05, \"max_position_embeddings\": %d, "
+		   "\"model_type\": \"gpt_neo\", \"num_heads\": %d, \"num_layers\": %d, "
+		   "\"resid_dropout\": 0, \"summary_activation\": null, \"summary_first_dropout\": 0.1, "
+		   "\"summary_proj_to_labels\": true, \"summary_type\": \"cls_index\", "
+		   "\"summary_use_proj\": true, \"torch_dtype\": \"float32\", "
+		   "\"transformers_version\": \"4.28.0.dev0\", \"use_cache\": true, "
+		   "\"vocab_size\": %d, \"window_size\": %d}\n",
+		c->n_layer / 2, c->n_layer % 2 ? ", [[\"global\"], 1]" : "", c->d_model, c->context, c->n_head, c->n_layer,
+		c->vocab_size, c->local_window);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
-			"[--qwen2 | --neox [--sequential] | --bert [--untied] [--gamma] [--bare] | "
+			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--llama3] [--shards]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
-	bool qwen = false, shards = false, neox = false, sequential = false;
+	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
 		neox |= !strcmp(argv[i], "--neox");
+		neo |= !strcmp(argv[i], "--neo");
 		sequential |= !strcmp(argv[i], "--sequential");
 		bert |= !strcmp(argv[i], "--bert");
 		untied |= !strcmp(argv[i], "--untied");
@@ -448,6 +536,8 @@ int main(int argc, char **argv)
 		c.rope_high_freq = 4.0f;
 		c.rope_orig_context = 16;
 	}
+	if (neo)
+		neo_config(&c);
 	struct model *m = model_new(&c, &e);
 	model_init_random(m, 77);
 	struct rng r;
@@ -458,6 +548,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < N_PARAMS; i++)
 			if (i != P_QKVB && (i == P_ATTPROJB || i == P_FCB || i == P_FCPROJB) && m->p[i])
 				memset(m->p[i], 0, m->psize[i] * sizeof(float));
+	if (neo) /* GPT-Neo's Q/K/V have no bias */
+		memset(m->p[P_QKVB], 0, m->psize[P_QKVB] * sizeof(float));
 	m->tok = tok;
 	m->name = xstrdup("ref");
 	if (bert) { /* HF's tensors first, then type 0 folded into the positions */
@@ -477,6 +569,8 @@ int main(int argc, char **argv)
 
 	if (neox)
 		neox_tensors(m);
+	else if (neo)
+		neo_tensors(m);
 	else if (!bert)
 		llama_tensors(m, qwen);
 
@@ -487,6 +581,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (neox)
 		write_neox_config(f, &c);
+	else if (neo)
+		write_neo_config(f, &c);
 	else if (bert)
 		write_bert_config(f, &c, bare);
 	else

@@ -520,20 +520,23 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 	return rc;
 }
 
-void heads_score_run(const struct run *r, const bool *delim, const double *induction,
-		     struct head_scores *out)
+void heads_score_run(const struct model_config *c, const struct run *r, const bool *delim,
+		     const double *induction, struct head_scores *out)
 {
 	struct heads_keys keys = { .delim = delim };
-	heads_score_run_keys(r, &keys, induction, out);
+	heads_score_run_keys(c, r, &keys, induction, out);
 }
 
-void heads_score_run_keys(const struct run *r, const struct heads_keys *k,
-			  const double *induction, struct head_scores *out)
+void heads_score_run_keys(const struct model_config *c, const struct run *r,
+			  const struct heads_keys *k, const double *induction,
+			  struct head_scores *out)
 {
 	struct heads_keys keys = { .delim = k->delim, .cls = k->cls, .sep = k->sep,
 				   .mask = r->opt.mask, .window = r->opt.window };
 	for (int l = 0; l < r->L; l++)
 		for (int h = 0; h < r->H; h++) {
+			if (c) /* a local layer's own window */
+				keys.mask = layer_mask(c, &r->opt, l, &keys.window);
 			struct head_scores *sc = &out[l * r->H + h];
 			heads_score_pattern(run_att(r, l, 0, h), r->t, &keys, sc);
 			sc->induction = induction ? induction[l * r->H + h] : NAN;
@@ -553,7 +556,7 @@ int heads_analyze(struct model *m, const struct run_options *o, const struct run
 	struct heads_keys keys = { .delim = delim, .cls = cls, .sep = sep };
 	int rc = heads_induction(m, o, HEADS_SEED, ind, e);
 	if (rc == 0)
-		heads_score_run_keys(r, &keys, ind, out);
+		heads_score_run_keys(&m->cfg, r, &keys, ind, out);
 	free(delim);
 	free(ind);
 	return rc;

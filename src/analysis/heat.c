@@ -79,6 +79,8 @@ static void scores(const struct model *m, const struct run_options *o, const str
 	int T = r->t, H = c->n_head, D = cfg_d_head(c), ld = cfg_qkv_rows(c, G), group = H / G;
 	const float *qkv = run_qkv(r, l);
 	float s = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	int window; /* a local layer's own window (model.h: layer_mask) */
+	enum mask_kind mask = layer_mask(c, o, l, &window);
 	for (int h = 0; h < H; h++) {
 		float *a = out + (size_t)h * T * T;
 		/* a = s * Q_h K_g^T, (T, D) x (D, T), rows of the fused qkv */
@@ -86,7 +88,7 @@ static void scores(const struct model *m, const struct run_options *o, const str
 			    ld, qkv + (size_t)(H + h / group) * D, ld, 0.0f, a, T);
 		for (int i = 0; i < T; i++) {
 			int lo, hi;
-			mask_range(o->mask, o->window, i, T, &lo, &hi);
+			mask_range(mask, window, i, T, &lo, &hi);
 			for (int j = 0; j < T; j++)
 				if (j < lo || j > hi)
 					a[(size_t)i * T + j] = NAN;

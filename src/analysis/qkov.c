@@ -310,9 +310,11 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 	double scale = o->scale ? 1.0 / sqrt((double)D) : 1.0;
 	double *qc = xmalloc(2 * (size_t)T * QK_CLASSES * D * sizeof *qc), *kc = qc + (size_t)T * QK_CLASSES * D;
 	class_vectors(m, r, tokens, T, layer, head, qc, kc);
+	int window; /* a local layer's own window (model.h: layer_mask) */
+	enum mask_kind mask = layer_mask(c, o, layer, &window);
 	for (int i = 0; i < T; i++) {
 		int lo, hi;
-		mask_range(o->mask, o->window, i, T, &lo, &hi);
+		mask_range(mask, window, i, T, &lo, &hi);
 		query_stats(out, qc, kc, i, lo, hi, D, scale);
 		out->pairs += hi - lo + 1;
 	}

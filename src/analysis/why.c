@@ -216,10 +216,12 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 		return err_set(e, "query position %d is outside the text (0 to %d)", I, T - 1);
 	if (J < 0 || J >= T)
 		return err_set(e, "key position %d is outside the text (0 to %d)", J, T - 1);
-	if ((o->mask == MASK_CAUSAL || o->mask == MASK_WINDOW) && J > I)
+	int window; /* a local layer's own window (model.h: layer_mask) */
+	enum mask_kind mask = layer_mask(c, o, layer, &window);
+	if ((mask == MASK_CAUSAL || mask == MASK_WINDOW) && J > I)
 		return err_set(e, "key %d is after query %d: the causal mask hides it (no score)", J, I);
-	if (o->mask == MASK_WINDOW && J < I - o->window)
-		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, o->window);
+	if (mask == MASK_WINDOW && J < I - window)
+		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, window);
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
 	if (o->pitfall != PITFALL_NONE)
@@ -313,8 +315,9 @@ static void key_means(struct streams *st, struct model *m, const struct run *r, 
 		      const double *qall, int D)
 {
 	struct why_result *out = st->r, tmp = { 0 };
-	int lo, hi;
-	mask_range(r->opt.mask, r->opt.window, out->qpos, r->t, &lo, &hi);
+	int lo, hi, window;
+	enum mask_kind mask = layer_mask(&m->cfg, &r->opt, out->layer, &window);
+	mask_range(mask, window, out->qpos, r->t, &lo, &hi);
 	tmp.parts = xmalloc((size_t)st->max * sizeof *tmp.parts);
 	struct streams s2 = *st;
 	s2.r = &tmp;

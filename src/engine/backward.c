@@ -397,6 +397,7 @@ static void embedding_backward(float *dwte, float *dwpe, const float *dout, cons
 
 /* Pointers to one layer's weights, gradients and saved activations. */
 struct layer_ctx {
+	int layer;              /* l, for its mask (local or global) */
 	const float *ln1w, *ln2w, *qkvw, *projw, *fcw, *fpw;
 	float *dln1w, *dln1b, *dln2w, *dln2b, *dqkvw, *dqkvb, *dprojw, *dprojb;
 	float *dfcw, *dfcb, *dfpw, *dfpb;
@@ -424,6 +425,7 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	size_t FF = (size_t)cfg_ff_rows(c), F = (size_t)c->d_ff, N = (size_t)r->b * r->t;
 	size_t H = (size_t)c->n_head, T = (size_t)r->t;
 
+	x->layer = l;
 	x->ln1w = param_at(m, P_LN1W, l * C);
 	x->ln2w = param_at(m, P_LN2W, l * C);
 	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
@@ -473,8 +475,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	memset(s->datty, 0, (size_t)N * C * sizeof(float));
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, C, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
+	bool local = cfg_layer_local(c, x->layer);
 	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
-			   c->mask, 0, scale);
+			   local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale);
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		config_rope_freqs(c, freq);

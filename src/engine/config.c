@@ -136,6 +136,31 @@ static int validate_rope_scaling(const struct model_config *c, struct err *e)
 	return 0;
 }
 
+/* Local layers: a window of 1 .. CFG_MAX_CONTEXT keys, bits only below
+ * n_layer, at least one local layer with a window and none without, and a
+ * causal native mask (the window looks back only). */
+static int check_local(const struct model_config *c, struct err *e)
+{
+	int n = 0;
+	for (int l = 0; l < CFG_MAX_LAYERS; l++)
+		if ((c->local[l / 64] >> (l % 64)) & 1u) {
+			if (l >= c->n_layer)
+				return err_set(e, "config: local layer %d does not exist (%d layers)", l,
+					       c->n_layer);
+			n++;
+		}
+	if (c->local_window < 0 || c->local_window > CFG_MAX_CONTEXT)
+		return err_set(e, "config: local_window = %d is outside 0..%d", c->local_window,
+			       CFG_MAX_CONTEXT);
+	if ((c->local_window > 0) != (n > 0))
+		return err_set(e, c->local_window > 0 ? "config: local_window %d but no local layers"
+			       : "config: local layers but no local_window", c->local_window);
+	if (n > 0 && c->mask != MASK_CAUSAL)
+		return err_set(e, "config: local layers need the causal native mask, not %s",
+			       mask_kind_name(c->mask));
+	return 0;
+}
+
 int config_validate(const struct model_config *c, struct err *e)
 {
 #define RANGE(field, lo, hi) \
@@ -159,6 +184,8 @@ int config_validate(const struct model_config *c, struct err *e)
 		return err_set(e, "config: unknown norm, placement, positions, MLP or head kind");
 	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
 		return err_set(e, "config: the native mask must be causal, none or after-softmax");
+	if (check_local(c, e) != 0)
+		return -1;
 	if (c->pos == POS_ROPE && c->rotary_dims == 0 && cfg_d_head(c) % 2 != 0)
 		return err_set(e, "config: RoPE needs an even d_head, got %d", cfg_d_head(c));
 	if (c->rotary_dims != 0 && c->pos != POS_ROPE)

@@ -127,7 +127,9 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	memcpy(d->k + base + at * row, d->qkv + (size_t)H * D, row * sizeof(float));
 	memcpy(d->v + base + at * row, d->qkv + (size_t)(H + G) * D, row * sizeof(float));
 	int first = pos - d->used; /* the position in slot 0 */
-	int lo = o->mask == MASK_WINDOW && pos - o->window > first ? pos - o->window - first : 0;
+	int window; /* a local layer reads only its window of the cache */
+	enum mask_kind mask = layer_mask(c, o, l, &window);
+	int lo = mask == MASK_WINDOW && pos - window > first ? pos - window - first : 0;
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
 		       G, D, lo, scale);

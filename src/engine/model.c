@@ -582,10 +582,12 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		free(freq);
 	}
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
+	int window;
+	enum mask_kind mask = layer_mask(c, o, l, &window);
 	if (row0 > 0)
-		attention_rows(atty, att, qkv, T, row0, H, G, D, o->mask, o->window, scale);
+		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale);
 	else
-		attention_forward_masked(out, att, qkv, B, T, H, G, D, o->mask, o->window, scale,
+		attention_forward_masked(out, att, qkv, B, T, H, G, D, mask, window, scale,
 					 r->key_len, o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H);
 	if (view) {
 		view_heads(atty, view, B, T, H, D, C, 0, true);

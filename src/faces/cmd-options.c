@@ -127,7 +127,8 @@ const struct cmd_entry cmd_mask_entry = {
 	.name = "mask",
 	.usage = "causal | none | window N | after-softmax",
 	.help = "attention mask: causal, none (every token sees every token), a causal window of N back, "
-		"or the pitfall of masking after the softmax",
+		"or the pitfall of masking after the softmax; a local layer (GPT-Neo) keeps its own "
+		"window under each, narrowed by a shorter window N",
 	.complete = COMPLETE_WORDS,
 	.words = mask_words,
 	.min_args = 1,
@@ -135,29 +136,43 @@ const struct cmd_entry cmd_mask_entry = {
 	.exec = mask_exec,
 };
 
+/* "scale": the run's setting and the native one; "scale on" on a model
+ * trained without the scaling (GPT-Neo) says so after the summary. */
 static int scale_exec(struct session *s, int argc, char **argv, struct err *e)
 {
-	(void)argc;
 	if (session_need_model(s, e))
 		return -1;
+	bool native = s->model->cfg.scale;
+	const char *untrained = "this model was not trained with 1/sqrt(d_head): its native "
+				"scale is off, so scale on changes what every head computes";
+	if (argc < 2) {
+		fprintf(s->out, "scale %s (native %s)%s%s\n", s->opt.scale ? "on" : "off",
+			native ? "on" : "off", native ? "" : "; ", native ? "" : untrained);
+		return 0;
+	}
 	struct run_options o = s->opt;
 	if (!strcmp(argv[1], "on"))
 		o.scale = true;
 	else if (!strcmp(argv[1], "off"))
 		o.scale = false;
 	else
-		return err_set(e, "usage: scale on | scale off");
-	return cmd_apply_options(s, &o, e);
+		return err_set(e, "usage: scale [on | off]");
+	if (cmd_apply_options(s, &o, e) != 0)
+		return -1;
+	if (o.scale && !native && !s->quiet)
+		fprintf(s->out, "note: %s\n", untrained);
+	return 0;
 }
 
 static const char *const scale_words[] = { "on", "off", NULL };
 const struct cmd_entry cmd_scale_entry = {
 	.name = "scale",
-	.usage = "on | off",
-	.help = "multiply attention scores by 1/sqrt(d_head) (on) or not (off)",
+	.usage = "[on | off]",
+	.help = "multiply attention scores by 1/sqrt(d_head) (on) or not (off); alone, the current "
+		"and native setting (off for GPT-Neo, which was not trained with it)",
 	.complete = COMPLETE_WORDS,
 	.words = scale_words,
-	.min_args = 1,
+	.min_args = 0,
 	.max_args = 1,
 	.exec = scale_exec,
 };

@@ -46,6 +46,12 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " emb_norm yes");
 	if (c->head != HEAD_LM)
 		fprintf(out, " head %s", head_type_name(c->head));
+	if (c->local_window > 0) { /* GPT-Neo's local layers */
+		fprintf(out, " local_window %d local_layers", c->local_window);
+		for (int l = 0, n = 0; l < c->n_layer; l++)
+			if (cfg_layer_local(c, l))
+				fprintf(out, "%s%d", n++ ? "," : " ", l);
+	}
 	fprintf(out, " params %zu\n", m->n_params);
 }
 

@@ -53,7 +53,7 @@ static const char *const cfg_keys[] = {
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
-	"rope_orig_context",
+	"rope_orig_context", "local_window", "local_layers",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -123,6 +123,15 @@ static json_t *config_to_json(const struct model_config *c)
 		set_float(o, "rope_high_freq", c->rope_high_freq);
 		ju_set(o, "rope_orig_context", json_integer(c->rope_orig_context));
 	}
+	/* GPT-Neo's local layers, likewise: the window and the layers' indices */
+	if (c->local_window > 0) {
+		json_t *a = json_array();
+		for (int l = 0; l < c->n_layer; l++)
+			if (cfg_layer_local(c, l))
+				json_array_append_new(a, json_integer(l));
+		ju_set(o, "local_window", json_integer(c->local_window));
+		ju_set(o, "local_layers", a);
+	}
 	return o;
 }
 
@@ -170,6 +179,32 @@ static int rope_scaling_from_json(json_t *o, struct model_config *c, struct err 
 	     CFG_FLOAT(o, "rope_high_freq", &c->rope_high_freq, e) ||
 	     CFG_INT(o, "rope_orig_context", &c->rope_orig_context, e)))
 		return -1;
+	return 0;
+}
+
+/* local_window and local_layers (an array of layer indices), both or
+ * neither; absent (older checkpoints) means no local layers.  Whether the
+ * indices exist is config_validate's. */
+static int local_from_json(json_t *o, struct model_config *c, struct err *e)
+{
+	json_t *a = json_object_get(o, "local_layers");
+	c->local_window = 0;
+	memset(c->local, 0, sizeof c->local);
+	if (ju_get_int(o, "local_window", "config", 0, 0, CFG_MAX_CONTEXT, &c->local_window, e) < 0)
+		return -1;
+	if (!a && c->local_window == 0)
+		return 0;
+	if (!json_is_array(a))
+		return err_set(e, "config: local_window needs \"local_layers\", an array of layers");
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) {
+		json_int_t l = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (l < 0 || l >= CFG_MAX_LAYERS)
+			return err_set(e, "config: local_layers[%zu] is not a layer 0..%d", i,
+				       CFG_MAX_LAYERS - 1);
+		cfg_set_local(c, (int)l, true);
+	}
 	return 0;
 }
 
@@ -222,7 +257,9 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	if (json_object_get(o, "head"))
 		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
-	return rope_scaling_from_json(o, c, e);
+	if (rope_scaling_from_json(o, c, e))
+		return -1;
+	return local_from_json(o, c, e);
 }
 
 /* Parses and validates; *c is only written on success.  Messages start

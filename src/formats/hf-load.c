@@ -111,7 +111,7 @@ bool ld_hf_probe(const struct hf_family *f, const char *path, char *why, size_t 
 	else if (!ok && dir)
 		snprintf(why, n, "no config.json of %s", f->what);
 	else if (!ok)
-		snprintf(why, n, "not a directory, nor %s's weights beside its config.json", f->what);
+		snprintf(why, n, "not a directory, nor the family's weights beside its config.json");
 	json_decref(root);
 	free(d);
 	free(cfgp);

@@ -1,7 +1,7 @@
 /*
  * loader.c — resolving model specs to files and opening them through the
  * format table (loader.h): attnscope safetensors here, the others in
- * loader-hf.c, loader-hf-llama.c, loader-hf-neox.c, loader-hf-bert.c,
+ * loader-hf.c, loader-hf-llama.c, loader-hf-neox.c, loader-hf-neo.c, loader-hf-bert.c,
  * loader-gguf.c, loader-llama2c.c and loader-llmc.c.  The helpers they share
  * are in loader-common.c, below all of them (loaders.h).
  */
@@ -81,7 +81,7 @@ const struct model_format format_safetensors = {
 /* The HF probe comes before ours: it claims a model.safetensors file only
  * when it has GPT-2's names and a config.json beside it. */
 static const struct model_format *const formats[] = {
-	&format_hf_llama, &format_hf_neox, &format_hf_bert, &format_hf_gpt2, &format_gguf,
+	&format_hf_llama, &format_hf_neox, &format_hf_neo, &format_hf_bert, &format_hf_gpt2, &format_gguf,
 	&format_safetensors, &format_llmc, &format_llama2c,
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -212,14 +212,19 @@ static const struct model_format *format_of(const char *path, char whys[][96])
 	return NULL;
 }
 
-/* "PATH: not a model format attnscope knows (one reason per format)" */
+/* "PATH: not a model format attnscope knows (one reason per format)";
+ * formats in a row with the same reason (the Hugging Face families) share
+ * one: "hf-llama, hf-neox: REASON". */
 static int unknown_format(const char *path, char whys[][96], struct err *e)
 {
 	char msg[ERR_MAX];
 	size_t k = (size_t)snprintf(msg, sizeof msg, "%s: not a model format attnscope knows (", path);
-	for (size_t i = 0; i < N_FORMATS && k < sizeof msg; i++)
-		k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s: %s", i ? "; " : "",
-				      formats[i]->name, whys[i]);
+	for (size_t i = 0; i < N_FORMATS && k < sizeof msg; i++) {
+		bool more = i + 1 < N_FORMATS && !strcmp(whys[i], whys[i + 1]);
+		bool first = i == 0 || strcmp(whys[i - 1], whys[i]);
+		k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s%s%s", i == 0 ? "" : first ? "; " : ", ",
+				      formats[i]->name, more ? "" : ": ", more ? "" : whys[i]);
+	}
 	if (k < sizeof msg)
 		snprintf(msg + k, sizeof msg - k, ")");
 	err_set(e, "%s", msg);

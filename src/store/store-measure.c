@@ -98,7 +98,7 @@ void store_measure(struct session *s)
 	struct head_scores *sc = xcalloc((size_t)nh, sizeof *sc);
 	bool *delim = xmalloc((size_t)s->n_tokens * sizeof *delim);
 	heads_delimiters(s->model->tok, s->tokens, s->n_tokens, delim);
-	heads_score_run(s->run, delim, NULL, sc);
+	heads_score_run(c, s->run, delim, NULL, sc);
 	free(delim);
 	struct store_head_row *rows = xcalloc((size_t)nh, sizeof *rows);
 	for (int i = 0; i < nh; i++)
