@@ -20,7 +20,7 @@
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
+	if (argc < 2 || argv[1][0] == '-') { /* never write a model named --help */
 		fprintf(stderr, "usage: tool_mkmodel OUT [--seed N] [--layers L] [--heads H] ...\n");
 		return 2;
 	}
