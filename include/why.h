@@ -113,6 +113,11 @@ int why_run(struct model *m, const struct run_options *o, const int *tokens, int
 	    int head, int qpos, int kpos, struct why_result *out, struct err *e);
 void why_free(struct why_result *r);
 
+/* The frozen norm scale of one position: 1/sqrt(var + eps) of x (C), the
+ * variance about the mean for LayerNorm and about 0 for RMSNorm (c->norm),
+ * in double.  qkov folds its norms with the same scale. */
+double why_rstd(const struct model_config *c, const double *x, double eps);
+
 /* Fills order[0 .. n) with indices 0 .. n-1, the largest |v| first (ties:
  * the lower index first). */
 void why_rank(const double *v, int n, int *order);

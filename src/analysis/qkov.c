@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "why.h"
 
 /* ------------------------------------------------------------------ OV */
 
@@ -153,21 +154,6 @@ static void freeze(const struct model_config *c, double *v, const float *g, doub
 		v[j] *= rstd;
 }
 
-/* 1/std or 1/rms of x (C) with epsilon eps. */
-static double rstd_of(const struct model_config *c, const double *x, double eps)
-{
-	int C = c->d_model;
-	double mean = 0, var = 0;
-	if (c->norm == NORM_LAYER) {
-		for (int j = 0; j < C; j++)
-			mean += x[j];
-		mean /= C;
-	}
-	for (int j = 0; j < C; j++)
-		var += (x[j] - mean) * (x[j] - mean);
-	return 1.0 / sqrt(var / C + eps);
-}
-
 static void rope_d(const struct model_config *c, double *v, int pos)
 {
 	int R = cfg_rotary_dims(c);
@@ -196,7 +182,7 @@ static void embeddings_at(const struct model *m, const struct run *r, const int 
 		double *x = xmalloc((size_t)C * sizeof *x);
 		for (int j = 0; j < C; j++)
 			x[j] = tok[j] + pos[j];
-		double rs = rstd_of(c, x, c->norm_eps);
+		double rs = why_rstd(c, x, c->norm_eps);
 		free(x);
 		freeze(c, tok, m->p[P_LNEW], rs);
 		freeze(c, pos, m->p[P_LNEW], rs);

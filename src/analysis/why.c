@@ -79,14 +79,10 @@ static void norm_both(struct streams *st, const struct model_config *c, const fl
 		set_from(comp_at(st, s, a), b, st->C);
 }
 
-/* 1/std or 1/rms of the sum of side s's components (epsilon eps). */
-static double stream_rstd(struct streams *st, const struct model_config *c, int s, double eps)
+double why_rstd(const struct model_config *c, const double *x, double eps)
 {
-	int C = st->C;
-	double *x = xcalloc((size_t)C, sizeof *x), mean = 0, var = 0;
-	for (int a = 0; a < st->r->n; a++)
-		for (int j = 0; j < C; j++)
-			x[j] += comp_at(st, s, a)[j];
+	int C = c->d_model;
+	double mean = 0, var = 0;
 	if (c->norm == NORM_LAYER) {
 		for (int j = 0; j < C; j++)
 			mean += x[j];
@@ -94,8 +90,20 @@ static double stream_rstd(struct streams *st, const struct model_config *c, int 
 	}
 	for (int j = 0; j < C; j++)
 		var += (x[j] - mean) * (x[j] - mean);
-	free(x);
 	return 1.0 / sqrt(var / C + eps);
+}
+
+/* 1/std or 1/rms of the sum of side s's components (epsilon eps). */
+static double stream_rstd(struct streams *st, const struct model_config *c, int s, double eps)
+{
+	int C = st->C;
+	double *x = xcalloc((size_t)C, sizeof *x);
+	for (int a = 0; a < st->r->n; a++)
+		for (int j = 0; j < C; j++)
+			x[j] += comp_at(st, s, a)[j];
+	double r = why_rstd(c, x, eps);
+	free(x);
+	return r;
 }
 
 /* Token and position embeddings (and an embedding norm, frozen). */
