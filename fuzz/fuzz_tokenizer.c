@@ -55,16 +55,20 @@ static void exercise(const struct tokenizer *t, const char *data, size_t size,
 {
 	struct err e = { "" };
 	int *ids, n, nbad, i, has_unk = 0;
+	/* add_bos puts BOS before the text and EOS after it, where t has them. */
+	int head = add_bos && t->bos_id >= 0, tail = add_bos && t->eos_id >= 0;
 	char *back;
 
 	nbad = tok_encode(t, data, size, add_bos, &ids, &n, &e);
 	CHECK(nbad >= 0 && (size_t)nbad <= size);
-	CHECK((size_t)n <= size + 1);
+	CHECK((size_t)n <= size + (size_t)(head + tail) && n >= head + tail);
+	CHECK(!head || ids[0] == t->bos_id);
+	CHECK(!tail || ids[n - 1] == t->eos_id);
 	for (i = 0; i < n; i++) {
 		CHECK(ids[i] >= 0 && ids[i] < t->vocab_size);
 		has_unk |= ids[i] == t->unk_id;
 	}
-	back = tok_decode(t, ids + (add_bos && t->bos_id >= 0), n - (add_bos && t->bos_id >= 0));
+	back = tok_decode(t, ids + head, n - head - tail);
 	if (nbad == 0 && !has_unk)
 		CHECK((size == 0 || memcmp(back, data, size) == 0) && back[size] == '\0');
 	free(back);
