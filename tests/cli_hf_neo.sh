@@ -96,6 +96,22 @@ run "$tmp/hf" -t hi
 check "a truncated model.safetensors is refused with one line" \
 	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
 
+# show mask draws each kind of layer's mask: the global layer's causal one,
+# and the local layer's window of 4 keys (itself and 3 back), even under
+# the run's mask causal
+mkneo
+run "$tmp/hf" -t "$text" -c "show mask"
+check "show mask names layer 0 causal and layer 1 local, window 3" \
+	sh -c "grep -q '^mask causal (current), [0-9]* tokens: layer 0: ' '$tmp/out' &&
+	grep -q '^mask window 3 (current), [0-9]* tokens: layer 1 (local): ' '$tmp/out'"
+run "$tmp/hf" -t "$text" -c "export mask --format csv"
+check "the local panel's query 9 sees keys 6..9 and no other; the causal panel's sees 0..9" \
+	awk -F, '$1 == "\"window 3\"" && $2 == 9 { for (j = 0; j < 10; j++)
+			if (($(4 + j) == "seen") != (j >= 6)) bad = 1; w = 1 }
+		$1 == "\"causal\"" && $2 == 9 { for (j = 0; j < 10; j++)
+			if ($(4 + j) != "seen") bad = 1; g = 1 }
+		END { exit !(w && g && !bad) }' "$tmp/out"
+
 # training from it keeps its layers: one step, then the checkpoint's config
 mkneo
 training_text "$tmp/data.txt"

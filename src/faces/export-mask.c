@@ -3,7 +3,9 @@
  * (maskmap.h) over the current tokens, which keys (columns) each query
  * (row) sees, as text, CSV, JSON or a figure (export.h).
  *
- * One panel for the current mask, or with --all five side by side:
+ * One panel for the current mask (on a model with local layers, GPT-Neo's,
+ * one for its global layers and one for its local ones, whose window holds
+ * whatever the run's mask), or with --all five side by side:
  * causal; window W (the current window, else max(2, T/8)); none;
  * after-softmax, drawn with the weights the selected head gets under it
  * (the current run's when that is the mask, else one forward pass of the
@@ -124,6 +126,62 @@ static void add_panel(struct mask_fig *f, const struct session *s, enum mask_kin
 	}
 }
 
+/* "layers 1, 3, 5" of the layers that are (local) or are not local
+ * (config.h: local_window) into buf, or "N layers" when the list is long;
+ * returns how many there are. */
+static int layer_list(const struct model_config *c, bool local, char *buf, size_t size)
+{
+	char list[80];
+	size_t at = 0;
+	int n = 0;
+	for (int l = 0; l < c->n_layer; l++) {
+		if (cfg_layer_local(c, l) != local)
+			continue;
+		if (at < sizeof list)
+			at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", n ? ", " : "", l);
+		n++;
+	}
+	if (at >= sizeof list)
+		snprintf(buf, size, "%d layers", n);
+	else
+		snprintf(buf, size, "layer%s %s", n == 1 ? "" : "s", list);
+	return n;
+}
+
+/* Puts "WHO: " before p's line. */
+static void panel_who(struct panel *p, const char *who)
+{
+	char what[sizeof p->what];
+	snprintf(what, sizeof what, "%s: %s", who, p->what);
+	memcpy(p->what, what, sizeof what);
+}
+
+/* The current mask's panel, or on a model with local layers (GPT-Neo) one
+ * for its global layers (when it has any) and one for its local layers,
+ * under the window layer_mask gives them (model.h). */
+static void add_current(struct mask_fig *f, const struct session *s)
+{
+	const struct model_config *c = &s->model->cfg;
+	char global[96], local[96];
+	int n_local = layer_list(c, true, local, sizeof local);
+	if (!n_local) {
+		add_panel(f, s, s->opt.mask, s->opt.window, 0);
+		return;
+	}
+	if (layer_list(c, false, global, sizeof global)) {
+		add_panel(f, s, s->opt.mask, s->opt.window, 0);
+		panel_who(&f->p[f->n - 1], global);
+	}
+	int first = 0, w;
+	while (!cfg_layer_local(c, first))
+		first++;
+	enum mask_kind m = layer_mask(c, &s->opt, first, &w);
+	add_panel(f, s, m, w, 0);
+	f->p[f->n - 1].current = true;
+	snprintf(local + strlen(local), sizeof local - strlen(local), " (local)");
+	panel_who(&f->p[f->n - 1], local);
+}
+
 /* The panels export mask draws: the current mask, or every kind. */
 static void build(const struct session *s, bool all, struct mask_fig *f)
 {
@@ -136,7 +194,7 @@ static void build(const struct session *s, bool all, struct mask_fig *f)
 		f->labels[i] = i < T ? lab[i] : xstrdup("pad");
 	free(lab); /* the strings moved to f->labels */
 	if (!all) {
-		add_panel(f, s, s->opt.mask, s->opt.window, 0);
+		add_current(f, s);
 		return;
 	}
 	int w = s->opt.mask == MASK_WINDOW ? s->opt.window : (T / 8 > 2 ? T / 8 : 2);
