@@ -96,9 +96,12 @@ void tok_free(struct tokenizer *t);
  *                   3 = "[MASK]" (tok_char_mask_id): a masked-LM encoder's,
  *                   so tok_encode with add_bos gives [CLS] text [SEP]
  * then one id per code point in the order given.  cps need not be sorted;
- * duplicates are an error.  The special tokens are never produced by
- * encoding text: a typed "[CLS]" is its five characters.  (0 and 1 are
- * the values of the former with_bos flag.)
+ * duplicates are an error.  Under TOK_CHAR_MLM a typed "[MASK]" encodes
+ * to its id, as BERT's tokenizers read it (so `text To be, or [MASK]ot`
+ * asks the encoder for the hidden letter); no other special token is ever
+ * produced by encoding text: a typed "[CLS]" is its five characters, so
+ * no text can fake the model's markers.  (0 and 1 are the values of the
+ * former with_bos flag.)
  */
 enum { TOK_CHAR_PLAIN = 0, TOK_CHAR_BOS = 1, TOK_CHAR_MLM = 2 };
 struct tokenizer *tok_char_new(const uint32_t *cps, int n, int specials, struct err *e);

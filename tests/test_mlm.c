@@ -3,7 +3,9 @@
  * vocabulary's special tokens it needs (tokenizer.h, TOK_CHAR_MLM).
  *
  *  - the vocabulary: [CLS], [SEP], [MASK] are ids 1-3 with those pieces;
- *    text never encodes to them (a typed "[CLS]" is five characters);
+ *    a typed "[MASK]" encodes to its id, as BERT's tokenizers read it,
+ *    while a typed "[SEP]" and near misses ("[MAS", "[mask]") stay
+ *    characters;
  *    tok_encode with BOS wraps the text as [CLS] ... [SEP]; the JSON
  *    round trip keeps them; a plain vocabulary has no [MASK].
  *  - mlm_corrupt with a fixed seed: every window starts with [CLS] and
@@ -64,16 +66,22 @@ static void test_vocabulary(void **state)
 	assert_int_equal(t->eos_id, 2);
 	assert_int_equal(tok_char_mask_id(t), 3);
 	assert_int_equal(tok_char_specials(t), 4);
-	/* "[CLS]" typed: its five characters ('[' and ']' are not in the
-	 * corpus, so they are <unk>; C, L, S are letters of it) */
+	/* typed: "[MASK]" is its id; "[SEP]", "[MAS" and "[mask]" are
+	 * characters ('[' and ']' are not in the corpus, so they are <unk>;
+	 * the letters are letters of it) */
 	int *ids = NULL, n = 0;
 	struct err e = { "" };
-	assert_true(tok_encode(t, "[CLS] All", 9, 1, &ids, &n, &e) >= 0);
-	assert_int_equal(n, 11); /* [CLS] + 9 characters + [SEP] */
+	const char *typed = "A[MASK]l[SEP][MAS[mask]";
+	assert_true(tok_encode(t, typed, strlen(typed), 1, &ids, &n, &e) >= 0);
+	assert_int_equal(n, 1 + 3 + 15 + 1); /* [CLS] A [MASK] l, 15 characters, [SEP] */
 	assert_int_equal(ids[0], 1);
+	assert_int_equal(ids[2], 3);
 	assert_int_equal(ids[n - 1], 2);
-	for (int i = 1; i < n - 1; i++)
+	for (int i = 3; i < n - 1; i++)
 		assert_true(ids[i] == 0 || ids[i] >= 4);
+	char *back = tok_decode(t, ids + 1, n - 2);
+	assert_int_equal(strncmp(back, "A[MASK]l", 8), 0);
+	free(back);
 	free(ids);
 	/* the JSON round trip keeps the special tokens */
 	char *json = t->ops->to_json(t);

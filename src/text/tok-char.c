@@ -283,6 +283,21 @@ struct tokenizer *tok_char_from_text(const char *text, size_t len, int min_count
 
 /* ------------------------------------------------------------------- ops */
 
+/* 3, the id of [MASK], when s (left bytes) starts with a typed "[MASK]"
+ * in an MLM vocabulary (as BERT's tokenizers read it), its length in
+ * *used; -1 elsewhere.  [CLS] and [SEP] come only from the wrapping, so no
+ * text can fake the model's markers. */
+static int char_typed_mask(const struct char_impl *c, const unsigned char *s, size_t left,
+			   size_t *used)
+{
+	static const char mask[] = "[MASK]";
+
+	if (c->nspecial != 4 || left < sizeof mask - 1 || memcmp(s, mask, sizeof mask - 1))
+		return -1;
+	*used = sizeof mask - 1;
+	return 3;
+}
+
 static int char_encode(const struct tokenizer *t, const char *text, size_t len,
 		       int **ids, int *n, int *cap, struct err *e)
 {
@@ -300,8 +315,14 @@ static int char_encode(const struct tokenizer *t, const char *text, size_t len,
 	}
 	while (i < len) {
 		uint32_t cp;
-		int bad;
+		size_t used;
+		int bad, id = char_typed_mask(t->impl, s + i, len - i, &used);
 
+		if (id >= 0) {
+			(*ids)[(*n)++] = id;
+			i += used;
+			continue;
+		}
 		i += (size_t)utf8_decode(s + i, len - i, &cp, &bad);
 		nbad += bad;
 		(*ids)[(*n)++] = char_lookup(t, cp);
