@@ -54,6 +54,9 @@ check "the training record names the objective" $?
 "$bin" --no-db -c "load $dir/a.safetensors" -c "text [CLS]" >"$dir/t.out" 2>&1
 grep -q '^7 tokens' "$dir/t.out" # [CLS] + the 5 characters + [SEP]
 check "a typed [CLS] is five characters, not the special token" $?
+"$bin" --no-db -c "load $dir/a.safetensors" -c "text a[MASK]b" >"$dir/t.out" 2>&1
+grep -q '^5 tokens' "$dir/t.out" # [CLS] a [MASK] b [SEP]
+check "a typed [MASK] is the mask token (one token)" $?
 
 # a decoder's heads output has no special-key table
 "$bin" train --data "$dir/text.txt" --out "$dir/d.safetensors" --steps 3 --layers 1 \
@@ -107,3 +110,25 @@ check "the shipped encoder loads as an encoder (mask none, [CLS] ... [SEP])" $?
 rc=$?
 [ -s "$dir/f.safetensors" ]
 check "train --from an encoder with --objective mlm trains on" $(( rc != 0 || $? != 0 ))
+
+# expect p / p.rank read what top prints: the shipped encoder's guess for a
+# typed [MASK], its probability to 4 places, its rank; a false claim fails
+masked='text To be, or [MASK]ot to be'
+"$bin" --no-db -c "load $model" -c "$masked" -c "top 2 at 11" >"$dir/top.out" 2>&1
+first=$(awk '$1 == 1 { print $2; exit }' "$dir/top.out")
+second=$(awk '$1 == 2 { print $2; exit }' "$dir/top.out")
+p1=$(awk '$1 == 1 { print $3; exit }' "$dir/top.out")
+[ -n "$first" ] && [ -n "$second" ] && [ -n "$p1" ]
+check "setup: top 2 at 11 lists two guesses for the [MASK]" $?
+"$bin" --no-db --batch -c "load $model" -c "$masked" \
+	-c "expect p 11 $first ~= $p1 +- 0.00005 and p.rank 11 $first == 1 and p.rank 11 $second == 2 \"x\"" \
+	>"$dir/e.out" 2>&1
+check "expect p and p.rank give top's probability and order" $?
+"$bin" --no-db --batch -c "load $model" -c "$masked" -c "expect p.rank 11 $second == 1 \"x\"" \
+	>"$dir/e.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "measured: p.rank 11 $second = 2" "$dir/e.out"
+check "an expect that names the second guess as the first fails with the rank" $?
+"$bin" --no-db --batch -c "load $model" -c "$masked" -c 'expect p 11 zz > 0 "x"' >"$dir/e.out" 2>&1
+[ $? -ne 0 ] && grep -q 'no token "zz"' "$dir/e.out"
+check "expect p refuses a word that is no token" $?

@@ -32,10 +32,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cmd.h"
 #include "config.h"
+#include "decode.h"
 #include "heads.h"
 #include "patch.h"
+#include "tokenizer.h"
 
 /* ---------------------------------------------------------------- parser */
 
@@ -403,6 +406,43 @@ static int q_model(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* p I TOKEN, p.rank I TOKEN: the probability `top ... at I` gives TOKEN
+ * (the next token, or for an encoder the token at I itself) and its place
+ * among all (1: the most likely).  TOKEN is written as top labels it
+ * ("n", "\u2423the", "[MASK]"). */
+static int q_prob(struct ex *x, const char *q, double *v)
+{
+	const char *w;
+	int pos;
+	if (session_need_run(x->s, x->e) ||
+	    arg_int(x, q, "the position", 0, x->s->n_tokens - 1, &pos) ||
+	    arg(x, q, "a token (as top labels it)", &w))
+		return -1;
+	const struct model *m = x->s->model;
+	const struct run *r = x->s->run;
+	if (!cfg_has_head(&m->cfg) || !r->logits)
+		return err_set(x->e, "expect: %s: the model has no output head", q);
+	int id = -1, nt = decoder_ids(m);
+	char lab[96];
+	for (int t = 0; t < nt && id < 0; t++) {
+		tok_label(m->tok, t, lab, sizeof lab);
+		if (!strcmp(lab, w))
+			id = t;
+	}
+	if (id < 0)
+		return err_set(x->e, "expect: %s: no token \"%.32s\" (write it as top labels it)", q, w);
+	if (!strcmp(q, "p")) {
+		*v = note(x, token_prob(r, pos, id), "p %d %s", pos, w);
+		return 0;
+	}
+	const float *z = r->logits + (size_t)pos * r->V;
+	int rank = 1;
+	for (int t = 0; t < r->V; t++)
+		rank += z[t] > z[id];
+	*v = note(x, rank, "p.rank %d %s", pos, w);
+	return 0;
+}
+
 /* ------------------------------------------------- results of commands */
 
 static int q_sweep(struct ex *x, const char *q, double *v)
@@ -656,6 +696,8 @@ static const struct quantity {
 	{ "heads.min", "SCORE", "its smallest", q_heads_agg },
 	{ "heads.max", "SCORE", "its largest", q_heads_agg },
 	{ "att", "HEAD I J", "the weight query I puts on key J (show head, show token)", q_att },
+	{ "p", "I TOKEN", "the probability top at I gives TOKEN (written as top labels it)", q_prob },
+	{ "p.rank", "I TOKEN", "its place among every token (1: the most likely)", q_prob },
 	{ "offw", "HEAD K", "HEAD's weight K tokens back (heads --offsets; K < 0: ahead)", q_offw },
 	{ "even", "K", "attention spread evenly, K back (heads --offsets; K < 0: ahead)", q_even },
 	{ "sweep", "HEAD dloss|kl|top1", "the last sweep, HEAD ablated alone", q_sweep },
