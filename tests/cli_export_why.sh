@@ -10,6 +10,7 @@
 #     means summing to the whole score's within 1e-4; json: the copying
 #     score as printed, one eigenvalue per head dimension; svg: one point
 #     per eigenvalue, one cell per class pair; png: signature and size;
+#   a second process writes the same bytes (svg, json, csv);
 #   export qkov without a text: json and svg still (the OV circuit), csv
 #     refused in one line; export why without a text, a key after the
 #     query, and a missing position: one line each, status 1.
@@ -101,6 +102,11 @@ check "qkov svg: well-formed" well_formed q.svg
 check "qkov svg: a point per eigenvalue, a cell per class pair" \
 	eval '[ "$(grep -c "<circle class=\"eig\"" q.svg)" -eq "${D:-0}" ] && [ "$(grep -c "<rect class=\"qk\"" q.svg)" -eq $(($(wc -l <q.csv) - 2)) ]'
 check "qkov png: signature and the svg's size" eval 'is_png q.png && [ "$(png_size q.png)" = "$(svg_size q.svg)" ]'
+
+run --no-db "$IND" -c "text $TEXT; export why 1.2 25 8 --out w2.svg; export why 1.2 25 8 --out w2.json;
+export qkov 1.1 --out q2.svg; export qkov 1.1 --out q2.csv"
+check "re-run: byte-identical" sh -c "[ $rc -eq 0 ] && cmp -s w.svg w2.svg && cmp -s w.json w2.json \
+	&& cmp -s q.svg q2.svg && cmp -s q.csv q2.csv"
 
 # ----------------------------------------------------------------- errors
 run --no-db "$IND" -c "export qkov 1.1 --out o.json; export qkov 1.1 --out o.svg"
