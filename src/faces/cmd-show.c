@@ -612,8 +612,8 @@ const struct cmd_entry cmd_export_entry = {
 		     "attn, and the KV-cache bytes (a model is enough). lab: the last `lab` run's\n"
 		     "arms, the table's losses as bars and each arm's training loss by step. why L.H\n"
 		     "I J: the score of query I on key J split into (query part, key part) terms, as\n"
-		     "why prints it. qkov L.H: the OV circuit's eigenvalues and copying score, and with\n"
-		     "a text the QK circuit's token/position split, as qkov prints them. Exports\n"
+		     "why prints it. qkov L.H: the OV circuit's eigenvalues and copying score, and\n"
+		     "with a text the QK circuit's token/position split, as qkov prints them. Exports\n"
 		     "of the same run are byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
