@@ -66,7 +66,8 @@ struct dla_result {
 };
 
 /* Runs model m under options o on tokens[0 .. T) (one pass of its own,
- * with a hook keeping the heads' outputs at pos) and splits the logit of
+ * with a hook keeping the heads' outputs at pos; the output layer on row
+ * pos only, the other rows' logits never made) and splits the logit of
  * token at position pos; token -1: the pass's most likely token there.
  * 0, or -1 with e set: refused options or models (above), pos outside
  * 0 .. T-1, token outside the vocabulary, a failed pass.  Free with

@@ -34,7 +34,8 @@
  * export-layer.c, export-analysis.c), mask (export-mask.c), groups
  * (export-groups.c; needs a model only), lab (export-lab.c; needs a `lab`
  * run in the session), circuits (export-circuits.c; needs a model only),
- * dla (export-dla.c; the last position of the text).
+ * dla (export-dla.c; the last position of the text), why L.H I J
+ * (export-why.c), qkov L.H (export-qkov.c).
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -85,7 +86,8 @@ void export_describe_options(const struct session *s, char *buf, size_t size);
  * argument and options.  Zeroed (but for layer/head) it is the plain
  * figure: no badges, no selection frame, scale 1. */
 struct export_req {
-	int layer, head;          /* heatmap L.H; layer L (head unused) */
+	int layer, head;          /* heatmap L.H, why L.H, qkov L.H; layer L (head unused) */
+	int qpos, kpos;           /* why L.H I J: I and J */
 	bool diff;                /* heatmap --diff: minus the native run */
 	bool selected;            /* --selected: frame (SVG) or bracket (text) the
 				   * session's selected head */
@@ -106,7 +108,8 @@ struct export_req {
  * was. */
 struct export_kind {
 	const char *name;         /* "heatmap" */
-	const char *arg;          /* its one positional argument for usage ("L.H", "L"), or NULL */
+	const char *arg;          /* its positional arguments for usage ("L.H", "L", "L.H I J"),
+				   * or NULL */
 	unsigned formats;         /* EXPORT_BIT of every format it writes */
 	const char *help;         /* a few words naming it (an unknown export's message) */
 	bool roles;               /* shows role badges: the command passes the roles */
@@ -119,6 +122,9 @@ extern const struct export_kind export_kinds[];
 
 /* The export called name, or NULL. */
 const struct export_kind *export_find(const char *name);
+
+/* How many positional arguments k takes after its name: the words of k->arg. */
+int export_arg_words(const struct export_kind *k);
 
 /* The formats of k as "txt, csv, json, svg or png" into buf. */
 void export_formats_text(const struct export_kind *k, char *buf, size_t size);
@@ -156,6 +162,10 @@ int export_circuits(const struct session *s, const struct export_req *r, enum ex
 		    struct render_buf *out, struct err *e);
 int export_dla(const struct session *s, const struct export_req *r, enum export_format f,
 	       struct render_buf *out, struct err *e);
+int export_why(const struct session *s, const struct export_req *r, enum export_format f,
+	       struct render_buf *out, struct err *e);
+int export_qkov(const struct session *s, const struct export_req *r, enum export_format f,
+		struct render_buf *out, struct err *e);
 int export_heatmap_req(const struct session *s, const struct export_req *r,
 		       enum export_format f, struct render_buf *out, struct err *e);
 int export_grid_req(const struct session *s, const struct export_req *r, enum export_format f,

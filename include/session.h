@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "compose.h"
 #include "heads.h"
 #include "heat.h"
 #include "lab.h"
@@ -84,6 +85,10 @@ struct session {
 	unsigned long why_gen;     /* run_gen of the run it split */
 	double qkov_copy;          /* the last `qkov`'s copying score (NAN: none yet) */
 	int qkov_layer, qkov_head; /* and its head */
+	struct compose_result compose; /* the last `circuits` of this model (n = 0: none yet;
+					* a load drops it); owned */
+	int compose_kv;            /* the K/V heads and placement it was computed under */
+	enum norm_place compose_place;
 
 	/* The numbers of the current run and of the one before it, as the
 	 * summary line shows them (what `expect` calls loss and prev.loss). */

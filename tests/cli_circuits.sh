@@ -1,7 +1,11 @@
 #!/bin/sh
 # End-to-end checks of dla and circuits on the shipped induction model
 # (2 layers x 4 heads): the shape of their output, and the one-line errors
-# (a bad position, an unknown token, no text, no model, post-norm).
+# (a bad position, an unknown token, no text, no model, post-norm); expect
+# reading the last circuits (compose, compose.rank, compose.into,
+# compose.base): the values `circuits` printed, a claim that holds (with a
+# model and no text), a false one failing with its number, and the errors
+# before any circuits, after a load and under other attn options.
 # Prints "ok NAME" or "FAIL NAME" per check.
 #
 #   ATTNSCOPE=./attnscope sh tests/cli_circuits.sh
@@ -45,6 +49,25 @@ check circuits-table sh -c "[ $rc -eq 0 ] && grep -q '^random baseline (mean of 
 run --no-db "$IND" -c 'circuits'
 check circuits-induction sh -c "sed -n '/^K-composition/,/^$/p' '$tmp/out' | grep -q '^0\.2   1\.1 ' \
 	&& sed -n '/^K-composition/,/^$/p' '$tmp/out' | grep -q '^0\.2   1\.2 '"
+# expect reads what circuits printed: the K table's top pair and its place
+run --no-db "$IND" -c 'circuits --top 16'
+top=$(sed -n '/^K-composition/,/^$/p' "$tmp/out" | sed -n '3p')
+a=$(echo "$top" | awk '{ print $1 }'); b=$(echo "$top" | awk '{ print $2 }'); sc=$(echo "$top" | awk '{ print $3 }')
+base=$(sed -n 's/^random baseline .*  K \([0-9.]*\)  V .*/\1/p' "$tmp/out")
+run --no-db "$IND" -c "circuits; expect compose.rank K $a $b == 1 and compose K $a $b ~= $sc +- 0.0005 and compose.base K ~= $base +- 0.0005 and compose.into K $a $b == 1 \"true\""
+check expect-compose-holds sh -c "[ $rc -eq 0 ] && [ -n '$a' ] && grep -q '^✓ true$' '$tmp/out'"
+run --no-db "$IND" -c "circuits; expect compose.rank K 0.2 1.2 == 1 \"false\""
+check expect-compose-false sh -c "[ $rc -eq 1 ] && grep -q '^✗ false$' '$tmp/out' \
+	&& grep -q 'measured: compose.rank K 0.2 1.2 = [2-9]' '$tmp/out'"
+run --no-db "$IND" -c 'expect compose K 0.2 1.1 > 0 "x"'
+check expect-compose-none sh -c "[ $rc -eq 1 ] && grep -q 'no circuits has run' '$tmp/err'"
+run --no-db "$IND" -c 'circuits; attn gqa 2; expect compose K 0.2 1.1 > 0 "x"'
+check expect-compose-stale sh -c "[ $rc -eq 1 ] && grep -q 'run circuits again' '$tmp/err'"
+run --no-db "$IND" -c "circuits; load $IND; expect compose K 0.2 1.1 > 0 \"x\""
+check expect-compose-load sh -c "[ $rc -eq 1 ] && grep -q 'no circuits has run' '$tmp/err'"
+run --no-db "$IND" -c 'circuits; expect compose K 1.1 0.2 > 0 "x"'
+check expect-compose-order sh -c "[ $rc -eq 1 ] && grep -q 'not in a layer before' '$tmp/err'"
+
 run --no-db "$IND" -c 'circuits 3'
 check circuits-usage sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
 

@@ -12,6 +12,9 @@
  *  - the parts sum to the model's logit at the position within 1e-4
  *    (left_out below 1e-4), and the reference's parts to its own logit
  *    within 1e-9 (the frozen-norm decomposition is exact);
+ *  - the logit dla_run makes on its one row is the whole pass's (a
+ *    model_forward with logits) within 1e-5, and its predicted token the
+ *    whole pass's most likely one;
  *  - under native options, a GQA conversion (2 K/V heads from 4), an
  *    ablation (the ablated heads' parts are exactly 0), a window mask and
  *    parallel blocks (GPT-NeoX's: the MLP reads the block's input);
@@ -122,6 +125,8 @@ static void check_options(struct model *m, const struct run_options *o, const in
 	struct ref_trace tr = { resid, att_res, atty };
 	assert_int_equal(ref_forward(m, o, tokens, T, logits, NULL, &tr), 0);
 	struct err e;
+	struct run *full = run_new(&m->cfg, 1, T, RUN_LOGITS);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, T, full, &e), 0);
 	for (int pos = 0; pos < T; pos++)
 		for (int named = 0; named <= 1; named++) {
 			struct dla_result d;
@@ -161,8 +166,16 @@ static void check_options(struct model *m, const struct run_options *o, const in
 			if (!(fabs(d.left_out) < 1e-4))
 				fail_msg("left out %g at %d", d.left_out, pos);
 			assert_true(fabs(d.logit - logits[pos * V + v]) < 1e-4);
+			const float *fl = full->logits + (size_t)pos * V;
+			int best = 0;
+			for (int k = 1; k < V; k++)
+				best = fl[k] > fl[best] ? k : best;
+			if (!(fabs(d.logit - fl[v]) <= 1e-5 * (1 + fabs(fl[v]))))
+				fail_msg("logit %g at %d, the whole pass's %g", d.logit, pos, fl[v]);
+			assert_int_equal(d.predicted, v == best);
 			dla_free(&d);
 		}
+	run_free(full);
 }
 
 static void test_dla_matches_reference(void **state)

@@ -4,12 +4,18 @@
  * read in double through the final norm frozen at that position's scale:
  * the readout direction w = P u (dla.h) is formed once, the heads' through
  * w^T W_O, and each part is one dot product.
+ *
+ * The pass makes no logits: only row pos of them is wanted, so the output
+ * layer runs on that one normed row (the pass's own, r->lnf), V dot
+ * products of C instead of T * V; everything else is what the pass kept.
  */
 #include "dla.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ops.h"
 
 /* What the hook keeps: row pos of every layer's head outputs. */
 struct dla_keep {
@@ -45,9 +51,9 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 }
 
 /* The readout direction of token v at a stream row x (C) with the final
- * norm frozen at x's scale: w = P (W_U[v] * g_f * rstd) into w (C).
- * Returns rstd. */
-static double readout(const struct model *m, const float *x, int v, double *w)
+ * norm frozen at x's scale (its epsilon eps, the pass's): w = P (W_U[v] *
+ * g_f * rstd) into w (C).  Returns rstd. */
+static double readout(const struct model *m, const float *x, int v, double eps, double *w)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
@@ -58,7 +64,7 @@ static double readout(const struct model *m, const float *x, int v, double *w)
 	mean = layer ? mean / C : 0.0;
 	for (int j = 0; j < C; j++)
 		var += (x[j] - mean) * (x[j] - mean);
-	double rstd = 1.0 / sqrt(var / C + c->norm_eps);
+	double rstd = 1.0 / sqrt(var / C + eps);
 	const float *wu = (c->tied ? m->p[P_WTE] : m->p[P_LMHEAD]) + (size_t)v * C;
 	double ubar = 0;
 	for (int j = 0; j < C; j++) {
@@ -133,12 +139,14 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 		return err_set(e, "token %d is outside the vocabulary", token);
 	struct dla_keep keep = { pos, xmalloc((size_t)L * C * sizeof(float)) };
 	struct run_hook hook = { dla_hook, &keep };
-	struct run *r = run_new(c, 1, T, RUN_LOGITS);
+	struct run *r = run_new(c, 1, T, 0); /* no logits: row pos is made below */
 	r->hook = &hook;
+	float *lg = xmalloc((size_t)V * sizeof *lg);
 	int rc = -1;
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0)
 		goto out;
-	const float *lg = r->logits + (size_t)pos * V;
+	matmul_forward(lg, r->lnf + (size_t)pos * C, c->tied ? m->p[P_WTE] : m->p[P_LMHEAD], NULL, 1,
+		       C, V);
 	int best = 0;
 	for (int v = 1; v < V; v++)
 		best = lg[v] > lg[best] ? v : best;
@@ -149,7 +157,7 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	out->parts = xmalloc((size_t)(L * (H + 1) + 6) * sizeof *out->parts);
 	double *w = xmalloc(2 * (size_t)C * sizeof *w), *wo = w + C;
 	const float *x = r->resid + ((size_t)L * T + pos) * C;
-	out->rstd = readout(m, x, out->token, w);
+	out->rstd = readout(m, x, out->token, o->pitfall == PITFALL_EPS0 ? 0.0 : c->norm_eps, w);
 	add_part(out, DLA_TOKEN, -1, -1, dot(w, m->p[P_WTE] + (size_t)tokens[pos] * C, C));
 	if (c->pos == POS_LEARNED)
 		add_part(out, DLA_POS, -1, -1, dot(w, m->p[P_WPE] + (size_t)pos * C, C));
@@ -174,6 +182,7 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	rc = 0;
 out:
 	run_free(r);
+	free(lg);
 	free(keep.heads);
 	return rc;
 }

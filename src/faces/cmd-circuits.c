@@ -1,7 +1,8 @@
 /*
  * cmd-circuits.c — circuits [--top K]: composition scores between heads
  * (compose.h), the K strongest pairs of each kind with the random
- * baseline beside them.
+ * baseline beside them.  The session keeps the result for expect
+ * (compose, compose.rank, compose.into, compose.base).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,10 @@ static int circuits_exec(struct session *s, int argc, char **argv, struct err *e
 	free(order);
 	fwrite(b.data, 1, b.len, s->out);
 	render_buf_free(&b);
-	compose_free(&r);
+	compose_free(&s->compose); /* kept for expect (compose, compose.rank, ...) */
+	s->compose = r;
+	s->compose_kv = s->opt.kv_heads;
+	s->compose_place = s->opt.placement;
 	return 0;
 }
 

@@ -21,8 +21,8 @@
  *
  * Every quantity is read from what the session already holds — the
  * numbers of the summary line, `heads`' scores (session_head_scores), the
- * last sweep, `compare variants`, lab table, patch, why and qkov as those
- * commands printed them — never computed a second way.  The table
+ * last sweep, `compare variants`, lab table, patch, why, qkov and circuits
+ * as those commands printed them — never computed a second way.  The table
  * quantities[] below lists them; `help expect` prints it.
  */
 #include <math.h>
@@ -34,6 +34,7 @@
 
 #include "analysis.h"
 #include "cmd.h"
+#include "compose.h"
 #include "config.h"
 #include "decode.h"
 #include "heads.h"
@@ -658,6 +659,89 @@ static int q_qkov(struct ex *x, const char *q, double *v)
 	return 0;
 }
 
+/* compose KIND A B, compose.rank KIND A B, compose.into KIND A B,
+ * compose.base KIND: the last `circuits`, as it printed them.  A and B
+ * are L.H (the weights alone: no text needed) or role names. */
+static int compose_kind_arg(struct ex *x, const char *q, enum compose_kind *k)
+{
+	const char *w;
+	if (arg(x, q, "a kind (Q, K or V)", &w))
+		return -1;
+	for (int i = 0; i < COMPOSE_KINDS; i++)
+		if (!strcmp(w, compose_kind_name((enum compose_kind)i))) {
+			*k = (enum compose_kind)i;
+			return 0;
+		}
+	return err_set(x->e, "expect: %s: no kind \"%.16s\" (Q, K or V)", q, w);
+}
+
+static int compose_head_arg(struct ex *x, const char *q, int *idx, char *label, size_t size)
+{
+	const char *w = peek(x);
+	if (!w || !(w[0] >= '0' && w[0] <= '9'))
+		return head_arg(x, q, idx, label, size);
+	int l, h;
+	x->i++;
+	if (session_need_model(x->s, x->e) || session_parse_head(x->s, w, &l, &h, x->e))
+		return -1;
+	*idx = l * x->s->model->cfg.n_head + h;
+	snprintf(label, size, "%d.%d", l, h);
+	return 0;
+}
+
+/* The index of pair A -> B in r, or -1 when A is not in an earlier layer. */
+static int compose_pair_of(const struct compose_result *r, int a, int b)
+{
+	for (int i = 0; i < r->n; i++) {
+		const struct compose_pair *p = &r->pairs[i];
+		if (p->la * r->H + p->ha == a && p->lb * r->H + p->hb == b)
+			return i;
+	}
+	return -1;
+}
+
+static int q_compose(struct ex *x, const char *q, double *v)
+{
+	const struct compose_result *r = &x->s->compose;
+	if (!r->n)
+		return err_set(x->e, "expect: %s: no circuits has run for this model yet", q);
+	if (x->s->compose_kv != x->s->opt.kv_heads || x->s->compose_place != x->s->opt.placement)
+		return err_set(x->e, "expect: %s: the last circuits was under other attn or norm "
+			       "options (run circuits again)", q);
+	enum compose_kind k = COMPOSE_Q;
+	if (compose_kind_arg(x, q, &k))
+		return -1;
+	if (!strcmp(q, "compose.base")) {
+		*v = note(x, r->baseline[k], "%s %s", q, compose_kind_name(k));
+		return 0;
+	}
+	int a, b;
+	char la[64], lb[64];
+	if (compose_head_arg(x, q, &a, la, sizeof la) || compose_head_arg(x, q, &b, lb, sizeof lb))
+		return -1;
+	int i = a < 0 || b < 0 ? -1 : compose_pair_of(r, a, b);
+	if (i < 0 && a >= 0 && b >= 0)
+		return err_set(x->e, "expect: %s: %s is not in a layer before %s's", q, la, lb);
+	if (i < 0 || !strcmp(q, "compose")) { /* a role no head has: not measured */
+		*v = note(x, i < 0 ? NAN : r->pairs[i].score[k], "%s %s %s %s", q, compose_kind_name(k),
+			  la, lb);
+		return 0;
+	}
+	/* the place of pair i: 1 + the pairs scoring more (all of them, or
+	 * those into the same B), ties counted by index as compose_rank does */
+	bool into = !strcmp(q, "compose.into");
+	double y = r->pairs[i].score[k];
+	int place = 1;
+	for (int j = 0; j < r->n; j++) {
+		const struct compose_pair *p = &r->pairs[j];
+		if (into && (p->lb != r->pairs[i].lb || p->hb != r->pairs[i].hb))
+			continue;
+		place += p->score[k] > y || (p->score[k] == y && j < i);
+	}
+	*v = note(x, place, "%s %s %s %s", q, compose_kind_name(k), la, lb);
+	return 0;
+}
+
 /* ------------------------------------------------------------ the names */
 
 static const struct quantity {
@@ -722,6 +806,11 @@ static const struct quantity {
 	{ "why.contrast", "PART", "a part's key side minus its mean over the keys", q_why },
 	{ "why.term", "QPART KPART", "one (query part, key part) term", q_why },
 	{ "qkov.copy", "", "the last qkov's OV copying score", q_qkov },
+	{ "compose", "KIND A B", "the last circuits: the KIND (Q, K or V) composition of", q_compose },
+	{ "", "", "  earlier head A into later head B", NULL },
+	{ "compose.rank", "KIND A B", "its place among every pair of that kind (1: strongest)", q_compose },
+	{ "compose.into", "KIND A B", "A's place among the heads writing into B (1: strongest)", q_compose },
+	{ "compose.base", "KIND", "what random matrices of those shapes score", q_compose },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -910,7 +999,8 @@ const struct cmd_entry cmd_expect_entry = {
 		"it (prev.loss ...), the model (d_model n_layer n_head n_kv_head params.attn),\n"
 		"heads' scores (head HEAD SCORE, role, heads.count/mean/min/max), attention\n"
 		"(att HEAD I J, offw HEAD K, even K), and the last sweep, compare variants,\n"
-		"lab, patch, why and qkov.  `expect` alone lists every quantity with its\n"
+		"lab, patch, why, qkov and circuits (compose KIND A B, compose.rank,\n"
+		"compose.into, compose.base).  `expect` alone lists every quantity with its\n"
 		"arguments.\n"
 		"A quantity a head of a role does not exist for is not measured (-): the\n"
 		"test fails.  An unknown name or a missing result is an error.\n"

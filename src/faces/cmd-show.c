@@ -486,8 +486,13 @@ static int export_request(struct session *s, const struct export_kind *k, const 
 	if (!k->arg)
 		return 0;
 	const char *arg = a->pos[1];
-	if (session_need_run(s, e))
+	/* qkov's OV circuit reads the weights alone; every other argument names a run's head */
+	if (strcmp(k->name, "qkov") ? session_need_run(s, e) : session_need_model(s, e))
 		return -1;
+	if (!strcmp(k->arg, "L.H I J"))
+		return session_parse_head(s, arg, &r->layer, &r->head, e) ||
+		       cmd_parse_int(a->pos[2], 0, s->n_tokens - 1, "the query position", &r->qpos, e) ||
+		       cmd_parse_int(a->pos[3], 0, s->n_tokens - 1, "the key position", &r->kpos, e) ? -1 : 0;
 	if (!strcmp(k->arg, "L.H"))
 		return session_parse_head(s, arg, &r->layer, &r->head, e);
 	if (cmd_parse_int(arg, 0, 1 << 20, "the layer", &r->layer, e))
@@ -512,7 +517,7 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 					      x->name, x->arg ? " " : "", x->arg ? x->arg : "", x->help);
 		return err_set(e, "export: %.32s is not an export (%s)", a.pos[0], list);
 	}
-	if (!k || a.n_pos != (k->arg ? 2 : 1)) {
+	if (!k || a.n_pos != 1 + export_arg_words(k)) {
 		char u[256];
 		cmd_usage(&cmd_export_entry, u, sizeof u);
 		return err_set(e, "%s", u);
@@ -557,6 +562,10 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 		snprintf(desc, sizeof desc, "heatmap %d.%d%s", r.layer, r.head, r.diff ? " diff" : "");
 	else if (!strcmp(k->name, "layer"))
 		snprintf(desc, sizeof desc, "layer %d", r.layer);
+	else if (!strcmp(k->name, "why"))
+		snprintf(desc, sizeof desc, "why %d.%d %d %d", r.layer, r.head, r.qpos, r.kpos);
+	else if (!strcmp(k->name, "qkov"))
+		snprintf(desc, sizeof desc, "qkov %d.%d", r.layer, r.head);
 	else
 		snprintf(desc, sizeof desc, "%s%s", k->name, r.all ? " all" : "");
 	if (!s->quiet)
@@ -567,7 +576,8 @@ static int export_exec(struct session *s, int argc, char **argv, struct err *e)
 
 /* the exports (export_kinds[]); formats complete after --format (cmd-complete.c) */
 static const char *const export_words[] = { "heatmap", "layer", "grid", "stats", "lens", "patch",
-					    "mask", "groups", "lab", NULL };
+					    "mask", "groups", "lab", "circuits", "dla",
+					    "why", "qkov", NULL };
 static const struct cmd_opt export_opts[] = {
 	{ "--format", CMD_OPT_WORD, "txt|ascii|ansi|csv|json|svg|png", 0, 0, "the format" },
 	{ "--out", CMD_OPT_WORD, "FILE", 0, 0, "the file" },
@@ -579,11 +589,12 @@ static const struct cmd_opt export_opts[] = {
 };
 const struct cmd_entry cmd_export_entry = {
 	.name = "export",
-	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab | circuits | dla",
+	.usage = "heatmap L.H | layer L | grid | stats | lens | patch | mask | groups | lab | circuits | dla | why L.H I J | qkov L.H",
 	.opts = export_opts,
 	.help = "write one head, a layer, every head, the numbers, the lens, the last patch, the "
-		"mask, GQA's groups, the last lab run, composition scores or the last position's logit "
-		"attribution as text, CSV, JSON, SVG or PNG",
+		"mask, GQA's groups, the last lab run, composition scores, the last position's logit "
+		"attribution, one score's parts (why) or one head's circuits (qkov) as text, CSV, "
+		"JSON, SVG or PNG",
 	.long_help = "Writes to standard output, or atomically to FILE with --out. Without --format\n"
 		     "the format follows FILE's extension (.csv .json .svg .png .txt), else txt.\n"
 		     "txt/ascii/ansi: shaded heatmaps with token labels ('\u00b7' masked); csv: one row\n"
@@ -599,11 +610,14 @@ const struct cmd_entry cmd_export_entry = {
 		     "window, none, after-softmax with the selected head's weights, and padding\n"
 		     "side by side). groups: which query heads read which K/V head under the current\n"
 		     "attn, and the KV-cache bytes (a model is enough). lab: the last `lab` run's\n"
-		     "arms, the table's losses as bars and each arm's training loss by step. Exports\n"
+		     "arms, the table's losses as bars and each arm's training loss by step. why L.H\n"
+		     "I J: the score of query I on key J split into (query part, key part) terms, as\n"
+		     "why prints it. qkov L.H: the OV circuit's eigenvalues and copying score, and\n"
+		     "with a text the QK circuit's token/position split, as qkov prints them. Exports\n"
 		     "of the same run are byte-identical (no timestamps or timings).",
 	.complete = COMPLETE_WORDS,
 	.words = export_words,
 	.min_args = 1,
-	.max_args = 2,
+	.max_args = 4,
 	.exec = export_exec,
 };

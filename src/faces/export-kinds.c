@@ -54,6 +54,8 @@ const struct export_kind export_kinds[] = {
 	  export_circuits },
 	{ "dla", NULL, TEXTS | DATA | FIGURE, "direct logit attribution at the last position", false,
 	  export_dla },
+	{ "why", "L.H I J", TEXTS | DATA | FIGURE, "one score split into its parts", false, export_why },
+	{ "qkov", "L.H", TEXTS | DATA | FIGURE, "one head's OV and QK circuits", false, export_qkov },
 	{ NULL, NULL, 0, NULL, false, NULL },
 };
 
@@ -63,6 +65,14 @@ const struct export_kind *export_find(const char *name)
 		if (!strcmp(k->name, name))
 			return k;
 	return NULL;
+}
+
+int export_arg_words(const struct export_kind *k)
+{
+	int n = 0;
+	for (const char *p = k->arg; p && *p; p++)
+		n += *p != ' ' && (p == k->arg || p[-1] == ' ');
+	return n;
 }
 
 void export_formats_text(const struct export_kind *k, char *buf, size_t size)

@@ -36,6 +36,7 @@ void session_free(struct session *s)
 	patch_free(&s->patch);
 	free(s->patch_text);
 	why_free(&s->why);
+	compose_free(&s->compose);
 	sweep_free(&s->sweep);
 	lab_result_free(&s->lab);
 	pad_result_free(&s->batch);
@@ -363,6 +364,8 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
 	s->opt = s->native;
 	s->run_valid = s->base_valid = s->base_own_valid = false;
 	s->sel_layer = s->sel_head = s->sel_token = 0;
+	compose_free(&s->compose); /* the last model's weights */
+	s->qkov_copy = NAN;
 	s->dirty = DIRTY_ALL;
 	return session_update(s, e);
 }
