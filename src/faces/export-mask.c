@@ -152,7 +152,9 @@ static int layer_list(const struct model_config *c, bool local, char *buf, size_
 static void panel_who(struct panel *p, const char *who)
 {
 	char what[sizeof p->what];
-	snprintf(what, sizeof what, "%s: %s", who, p->what);
+	int n = snprintf(what, sizeof what, "%s: %s", who, p->what);
+	if (n < 0 || (size_t)n >= sizeof what)
+		strcpy(what + sizeof what - 4, "...");
 	memcpy(p->what, what, sizeof what);
 }
 
