@@ -95,8 +95,12 @@ struct hf_family {
 	/* Names held but unused (buffers, poolers): any containing one of these
 	 * is passed over; NULL-ended, or NULL. */
 	const char *const *ignored;
+	/* An encoder's masked-LM head: a tensor of it (never prefixed) whose
+	 * absence from the weights makes the model head none (a BertModel,
+	 * RobertaModel or DistilBertModel), or NULL. */
+	const char *mlm_probe;
 	/* Optional, before the model is allocated: what the weights decide of
-	 * the config (BERT's head).  0, or -1 + e. */
+	 * the config.  0, or -1 + e. */
 	int (*inspect)(struct ld_shards *s, struct model_config *c, struct hf_ctx *x,
 		       struct err *e);
 	/* Optional, after the map is read: what a map cannot say.  Returns m,
@@ -120,10 +124,6 @@ void hf_encoder_switches(struct model_config *c, float eps);
  * hf_encoder_switches, refusing by name what the engine cannot run; no
  * config_validate (the caller may still change the context).  0, or -1 + e. */
 int hf_bert_parse(json_t *o, struct model_config *c, struct err *e);
-
-/* head none when the shards lack the masked-LM head's transform (a
- * BertModel, RobertaModel or DistilBertModel).  Always 0. */
-int hf_mlm_inspect(struct ld_shards *s, struct model_config *c, const char *transform);
 
 /* BERT's embeddings beyond the word table: the position table from row
  * x->pos_offset of PREFIXembeddings.position_embeddings.weight (which has

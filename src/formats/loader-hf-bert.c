@@ -125,22 +125,6 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 
 /* ---------------------------------------------------------------- weights */
 
-int hf_mlm_inspect(struct ld_shards *s, struct model_config *c, const char *transform)
-{
-	struct st_file *f;
-	if (!ld_shards_find(s, transform, &f))
-		c->head = HEAD_NONE; /* the last block's output is the model's */
-	return 0;
-}
-
-/* A BertModel file has no masked-LM head (cls.predictions): head none. */
-static int inspect(struct ld_shards *s, struct model_config *c, struct hf_ctx *x, struct err *e)
-{
-	(void)x;
-	(void)e;
-	return hf_mlm_inspect(s, c, "cls.predictions.transform.dense.weight");
-}
-
 /* The position table: the file's rows x->pos_offset .. + context, read
  * whole (context + offset rows) and cut. */
 static int read_positions(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
@@ -327,7 +311,7 @@ const struct hf_family hf_bert = {
 	.prefix = "bert.",
 	.map = map,
 	.ignored = ignored,
-	.inspect = inspect,
+	.mlm_probe = "cls.predictions.transform.dense.weight",
 	.finish = finish,
 };
 

@@ -70,14 +70,6 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 
 /* ---------------------------------------------------------------- weights */
 
-/* A DistilBertModel file has no vocab_transform: head none. */
-static int inspect(struct ld_shards *s, struct model_config *c, struct hf_ctx *x, struct err *e)
-{
-	(void)x;
-	(void)e;
-	return hf_mlm_inspect(s, c, "vocab_transform.weight");
-}
-
 /* The head's decoder, vocab_projector.weight. */
 static struct model *finish(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
 			    struct err *e)
@@ -130,7 +122,7 @@ const struct hf_family hf_distilbert = {
 	.prefix = "distilbert.",
 	.map = map,
 	.ignored = ignored,
-	.inspect = inspect,
+	.mlm_probe = "vocab_transform.weight",
 	.finish = finish,
 };
 

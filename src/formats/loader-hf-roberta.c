@@ -66,14 +66,6 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 
 /* ---------------------------------------------------------------- weights */
 
-/* A RobertaModel file has no lm_head: head none. */
-static int inspect(struct ld_shards *s, struct model_config *c, struct hf_ctx *x, struct err *e)
-{
-	(void)x;
-	(void)e;
-	return hf_mlm_inspect(s, c, "lm_head.dense.weight");
-}
-
 /* What the map leaves: offset positions, token type 0, the decoder. */
 static struct model *finish(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
 			    struct err *e)
@@ -131,7 +123,7 @@ const struct hf_family hf_roberta = {
 	.prefix = "roberta.",
 	.map = map,
 	.ignored = ignored,
-	.inspect = inspect,
+	.mlm_probe = "lm_head.dense.weight",
 	.finish = finish,
 };
 

@@ -704,7 +704,8 @@ struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e)
 					       json_object_get(root, "merges"),
 					       "tokenizer JSON \"vocab\"", "tokenizer JSON", e);
 	if (t && read_wrap(t, root, e)) {
-		tok_free(t);
+		bpe_free(t);
+		free(t);
 		return NULL;
 	}
 	return t;
