@@ -41,6 +41,11 @@
  * The tokenizer: --tokenizer, else the one beside the model
  * (hf_bert_tokenizer): BERT's WordPiece from tokenizer.json or vocab.txt,
  * [CLS] ... [SEP] around the text.
+ *
+ * The encoder's pieces (hf_bert_parse, hf_encoder_switches,
+ * hf_bert_embeddings, hf_mlm_finish, hf_bert_tokenizer and the map's
+ * HF_BERT_ENCODER rows, hf-family.h) serve RoBERTa (loader-hf-roberta.c)
+ * and DistilBERT (loader-hf-distilbert.c) too.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
