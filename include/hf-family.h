@@ -68,6 +68,8 @@ struct hf_tensor {
 struct hf_ctx {
 	const char *prefix;	/* "" or the family's prefix, as the file has it */
 	unsigned opts;		/* HF_OPT_* */
+	int pos_offset;		/* the row of the file's position table that
+				 * position 0 reads (RoBERTa: pad_token_id + 1) */
 };
 
 struct hf_family {
@@ -93,8 +95,12 @@ struct hf_family {
 	/* Names held but unused (buffers, poolers): any containing one of these
 	 * is passed over; NULL-ended, or NULL. */
 	const char *const *ignored;
+	/* An encoder's masked-LM head: a tensor of it (never prefixed) whose
+	 * absence from the weights makes the model head none (a BertModel,
+	 * RobertaModel or DistilBertModel), or NULL. */
+	const char *mlm_probe;
 	/* Optional, before the model is allocated: what the weights decide of
-	 * the config (BERT's head).  0, or -1 + e. */
+	 * the config.  0, or -1 + e. */
 	int (*inspect)(struct ld_shards *s, struct model_config *c, struct hf_ctx *x,
 		       struct err *e);
 	/* Optional, after the map is read: what a map cannot say.  Returns m,
@@ -103,7 +109,70 @@ struct hf_family {
 				struct err *e);
 };
 
-extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert;
+extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert, hf_roberta,
+	hf_distilbert;
+
+/* ------------------------------------------------ BERT-like encoders
+ * (loader-hf-bert.c), shared with RoBERTa and DistilBERT. */
+
+/* The engine switches of a BERT-like encoder: post-norm LayerNorm (eps),
+ * learned positions, exact GELU, no mask, an embedding norm, the
+ * masked-LM head, biases, tied. */
+void hf_encoder_switches(struct model_config *c, float eps);
+
+/* BERT's config.json keys (ld_hf_shape, layer_norm_eps) into c with
+ * hf_encoder_switches, refusing by name what the engine cannot run; no
+ * config_validate (the caller may still change the context).  0, or -1 + e. */
+int hf_bert_parse(json_t *o, struct model_config *c, struct err *e);
+
+/* BERT's embeddings beyond the word table: the position table from row
+ * x->pos_offset of PREFIXembeddings.position_embeddings.weight (which has
+ * context + pos_offset rows), plus token type 0 of
+ * PREFIXembeddings.token_type_embeddings.weight added into every row.
+ * 0, or -1 + e. */
+int hf_bert_embeddings(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+		       struct err *e);
+
+/* The masked-LM head's output layer: tied unless the tensor decoder
+ * differs from the word embeddings (then an untied copy replaces m);
+ * decoder_bias, when named and present, must equal the head's bias.
+ * m itself without a head; NULL + e on failure (m freed). */
+struct model *hf_mlm_finish(struct ld_shards *s, struct model *m, const char *decoder,
+			    const char *decoder_bias, struct err *e);
+
+/* A LayerNorm pair of BERT's spelling, or gamma / beta (older files). */
+#define HF_BERT_NORM(base, w, b, raw) \
+	{ .name = base ".weight", .p = w, .unprefixed = raw, .alt = base ".gamma" }, \
+	{ .name = base ".bias", .p = b, .unprefixed = raw, .alt = base ".beta" }
+
+/* The map entries of BERT's embeddings and encoder (BERT and RoBERTa):
+ * the word table (map[0]) and the embedding LayerNorm (the positions and
+ * token types are hf_bert_embeddings'), query, key and value stacked as
+ * the engine's H query, then key, then value heads, and the post-norm
+ * block's two LayerNorms as norm1 (after attention) and norm2 (after the
+ * MLP). */
+#define HF_BERT_L_ "encoder.layer.%d."
+#define HF_BERT_ENCODER \
+	{ .name = "embeddings.word_embeddings.weight", .p = P_WTE }, \
+	HF_BERT_NORM("embeddings.LayerNorm", P_LNEW, P_LNEB, false), \
+	{ .name = HF_BERT_L_ "attention.self.query.weight", .p = P_QKVW, .part = HF_Q }, \
+	{ .name = HF_BERT_L_ "attention.self.query.bias", .p = P_QKVB, .part = HF_Q }, \
+	{ .name = HF_BERT_L_ "attention.self.key.weight", .p = P_QKVW, .part = HF_K }, \
+	{ .name = HF_BERT_L_ "attention.self.key.bias", .p = P_QKVB, .part = HF_K }, \
+	{ .name = HF_BERT_L_ "attention.self.value.weight", .p = P_QKVW, .part = HF_V }, \
+	{ .name = HF_BERT_L_ "attention.self.value.bias", .p = P_QKVB, .part = HF_V }, \
+	{ .name = HF_BERT_L_ "attention.output.dense.weight", .p = P_ATTPROJW }, \
+	{ .name = HF_BERT_L_ "attention.output.dense.bias", .p = P_ATTPROJB }, \
+	HF_BERT_NORM(HF_BERT_L_ "attention.output.LayerNorm", P_LN1W, P_LN1B, false), \
+	{ .name = HF_BERT_L_ "intermediate.dense.weight", .p = P_FCW }, \
+	{ .name = HF_BERT_L_ "intermediate.dense.bias", .p = P_FCB }, \
+	{ .name = HF_BERT_L_ "output.dense.weight", .p = P_FCPROJW }, \
+	{ .name = HF_BERT_L_ "output.dense.bias", .p = P_FCPROJB }, \
+	HF_BERT_NORM(HF_BERT_L_ "output.LayerNorm", P_LN2W, P_LN2B, false)
+
+/* BERT's tokenizer (WordPiece from tokenizer.json or vocab.txt, [CLS] ...
+ * [SEP]), else any the HF loaders read; from opt or dir.  NULL + e. */
+struct tokenizer *hf_bert_tokenizer(const char *opt, const char *dir, struct err *e);
 
 /* The format table's entry points for family f (struct model_format). */
 bool ld_hf_probe(const struct hf_family *f, const char *path, char *why, size_t n);

@@ -20,6 +20,12 @@
  *                  tokenizer
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
+ *   "hf-roberta"   a Hugging Face RoBERTa directory (RobertaForMaskedLM or
+ *                  RobertaModel): BERT's encoder, positions from row
+ *                  pad_token_id + 1, byte-level BPE with <s> ... </s>
+ *   "hf-distilbert" a Hugging Face DistilBERT directory
+ *                  (DistilBertForMaskedLM or DistilBertModel): BERT's
+ *                  blocks in its own names, no token types, WordPiece
  *                  (the hf-* formats are families of one loader,
  *                  hf-family.h: each reads model.safetensors, its shards,
  *                  or a safetensors file with the family's names and a

@@ -42,8 +42,10 @@ struct tokenizer {
 	int vocab_size;
 	int bos_id;  /* -1 when the vocabulary has none */
 	int eos_id;  /* what tok_encode appends after the text with add_bos (BERT's
-		      * [SEP] closing [CLS] ... [SEP]); -1 for every kind that
-		      * puts nothing after the text (all but "wordpiece") */
+		      * [SEP] closing [CLS] ... [SEP], RoBERTa's </s> closing
+		      * <s> ... </s>: "wordpiece", a tokenizer.json with
+		      * RobertaProcessing or BertProcessing, a "gpt2-bpe" given
+		      * tok_bpe_wrap); -1 when nothing goes after the text */
 	int unk_id;  /* -1 when the vocabulary has none */
 	void *impl;  /* owned by the implementation */
 };
@@ -128,6 +130,11 @@ int32_t tok_char_codepoint(const struct tokenizer *t, int id);
  * directory holding vocab.json and merges.txt, or tokenizer.json; path may
  * also name a tokenizer.json file.  NULL + one-line e on error. */
 struct tokenizer *tok_bpe_load(const char *path, struct err *e);
+
+/* Makes a "gpt2-bpe" tokenizer put the pieces bos and eos around the text
+ * (tok_encode with add_bos: RoBERTa's <s> ... </s>), kept through to_json.
+ * 0, or -1 + e when the vocabulary lacks either (t unchanged). */
+int tok_bpe_wrap(struct tokenizer *t, const char *bos, const char *eos, struct err *e);
 
 /* A llama2.c tokenizer.bin ("llama2c", src/tok-llama2c.c).  n_pieces > 0
  * reads exactly that many pieces (a model's vocab_size) and refuses a file

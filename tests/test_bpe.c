@@ -167,6 +167,61 @@ static void test_json_round_trip(void **state)
 	tok_free(u);
 }
 
+/* RoBERTa's wrapping (tok_bpe_wrap): <s> ... </s> around the text with
+ * add_bos, nothing without; kept through to_json; a vocabulary without
+ * the pieces is refused and left as it was. */
+static void test_wrap(void **state)
+{
+	struct err e = { "" };
+	char path[600];
+	(void)state;
+	gpt2();
+	snprintf(path, sizeof path, "%s/vocab.json", gpt2_dir);
+	json_t *vocab = json_load_file(path, 0, NULL); /* GPT-2's bytes, <s> and </s> after */
+	assert_non_null(vocab);
+	json_object_set_new(vocab, "<s>", json_integer(50257));
+	json_object_set_new(vocab, "</s>", json_integer(50258));
+	json_t *root = json_pack("{s:s, s:o, s:[]}", "type", "gpt2-bpe", "vocab", vocab, "merges");
+	char *text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	struct tokenizer *t = tok_from_json(text, &e);
+	free(text);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(tok_bpe_wrap(t, "<s>", "<mask>", &e), -1);
+	assert_non_null(strstr(e.msg, "the vocabulary has no <mask>"));
+	assert_int_equal(t->eos_id, -1);
+	assert_int_equal(tok_bpe_wrap(t, "<s>", "</s>", &e), 0);
+	for (int round = 0; round < 2; round++) {
+		int *ids, n; /* no merges: one id a byte, 'h' 71 and 'i' 72 */
+		assert_int_equal(tok_encode(t, "hih", 3, 1, &ids, &n, &e), 0);
+		assert_int_equal(n, 5);
+		int want[5] = { 50257, 71, 72, 71, 50258 };
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(ids[i], want[i]);
+		free(ids);
+		assert_int_equal(tok_encode(t, "hih", 3, 0, &ids, &n, &e), 0);
+		assert_int_equal(n, 3);
+		free(ids);
+		char *json = t->ops->to_json(t);
+		tok_free(t);
+		t = tok_from_json(json, &e); /* the second round: as a checkpoint keeps it */
+		free(json);
+		assert_non_null(t);
+	}
+	tok_free(t);
+	vocab = json_load_file(path, 0, NULL); /* an eos past the vocabulary: refused */
+	root = json_pack("{s:s, s:o, s:[], s:i, s:i}", "type", "gpt2-bpe", "vocab", vocab, "merges",
+			 "bos", 0, "eos", 50257);
+	text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	t = tok_from_json(text, &e);
+	free(text);
+	assert_null(t);
+	assert_non_null(strstr(e.msg, "\"bos\" and \"eos\" must both be ids below 50257"));
+}
+
 /* A tokenizer.json (merges as "A B" strings, then as [A, B] pairs) built
  * from vocab.json and merges.txt encodes like them. */
 static void test_tokenizer_json(void **state)
@@ -244,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_long_runs_and_cache),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_tokenizer_json),
+		cmocka_unit_test(test_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

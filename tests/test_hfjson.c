@@ -142,6 +142,46 @@ static void test_gpt2_digits(void **state)
 	tok_free(t);
 }
 
+/* RobertaProcessing (roberta-base's post_processor): cls ... sep around
+ * the text with add_bos, nothing without, as the file's ids say; the same
+ * after to_json. */
+static void test_roberta_processing(void **state)
+{
+	static const char json[] =
+		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<s>\", \"special\": true}, "
+		"{\"id\": 2, \"content\": \"</s>\", \"special\": true}], \"normalizer\": null, "
+		"\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+		"\"trim_offsets\": true, \"use_regex\": true}, \"post_processor\": {\"type\": "
+		"\"RobertaProcessing\", \"sep\": [\"</s>\", 2], \"cls\": [\"<s>\", 0], "
+		"\"trim_offsets\": true, \"add_prefix_space\": false}, \"decoder\": {\"type\": "
+		"\"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0, "
+		"\"<pad>\": 1, \"</s>\": 2, \"h\": 3, \"i\": 4, \"hi\": 5}, \"merges\": [\"h i\"]}}";
+	struct err e = { "" };
+	(void)state;
+	struct tokenizer *t = tok_hfjson_from_text(json, strlen(json), "roberta", &e);
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	for (int round = 0; round < 2; round++) {
+		int *ids, n;
+		assert_int_equal(t->bos_id, 0);
+		assert_int_equal(t->eos_id, 2);
+		assert_int_equal(tok_encode(t, "hih", 3, 1, &ids, &n, &e), 0);
+		assert_int_equal(n, 4);
+		assert_int_equal(ids[0], 0);
+		assert_int_equal(ids[1], 5);
+		assert_int_equal(ids[2], 3);
+		assert_int_equal(ids[3], 2);
+		free(ids);
+		char *j = t->ops->to_json(t);
+		tok_free(t);
+		t = tok_from_json(j, &e);
+		free(j);
+		assert_non_null(t);
+	}
+	tok_free(t);
+}
+
 /* Pieces are exact bytes, and decode drops the space the normalizer put
  * first, also after BOS. */
 static void test_pieces(void **state)
@@ -469,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_llama2),
 		cmocka_unit_test(test_metaspace),
 		cmocka_unit_test(test_gpt2_digits),
+		cmocka_unit_test(test_roberta_processing),
 		cmocka_unit_test(test_unk_and_first),
 		cmocka_unit_test(test_pieces),
 		cmocka_unit_test(test_json_round_trip),

@@ -8,7 +8,8 @@
  *
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
- *                 [--bare] | --llama3] [--shards] [--tiny]
+ *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
+ *                 | --llama3] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
@@ -36,7 +37,20 @@
  * with its decoder tied (--untied: a decoder.weight of its own), GPT-2's
  * pair as the tokenizer; --gamma spells the LayerNorms gamma/beta, --bare
  * writes a BertModel (no "bert." prefix, no head, a pooler) that the
- * loader refuses.  --tiny makes each model as small as it can be (1 layer,
+ * loader refuses.
+ * --roberta writes a RobertaForMaskedLM the same way (config.json in
+ * roberta-base's spelling, layer_norm_eps 1e-5, one token type, the
+ * lm_head.* head, the "roberta." prefix), but with the position table
+ * offset as RoBERTa's: max_position_embeddings 66, pad_token_id 1, the
+ * file's rows 0 and 1 noise no text reads, its row 2 + i the checkpoint's
+ * row i (plus type 0); the vocabulary is TOKDIR's GPT-2 pair laid out as
+ * roberta-base's (<s> <pad> </s> <unk> first, <mask> last) and <s> ... </s>
+ * around the text.  --distilbert writes a DistilBertForMaskedLM
+ * (distilbert-base-uncased's config spelling: dim, n_heads, hidden_dim;
+ * q_lin / k_lin / v_lin / out_lin, sa_layer_norm, ffn.lin1 / lin2,
+ * output_layer_norm; vocab_transform, vocab_layer_norm, vocab_projector;
+ * no token types).  --bare: a RobertaModel / DistilBertModel, no prefix
+ * and no head.  --tiny makes each model as small as it can be (1 layer,
  * d_model 8, 2 heads (Llama: 1 K/V head), d_ff 8, context 8; NeoX rotates
  * 2 of each head's 4 dims), for the fuzz seeds in fuzz/seeds/hf.
  */
@@ -310,19 +324,33 @@ static void bert_norm(const char *base, const float *w, const float *b, size_t C
 	memcpy(add(nm, C, 0), b, C * 4);
 }
 
-/* The BERT tensors of m in HF's names and layout; types (2, C) are the
- * token type embeddings, which the caller folds into m's positions after. */
-static void bert_tensors(const struct model *m, const float *types, bool gamma, bool bare)
+/* How a BERT-like encoder's files differ: the prefix, the token types,
+ * and the rows of the position table before position 0 (RoBERTa's). */
+struct bert_style {
+	const char *pre;	/* "bert.", "roberta.", or "" (a bare model) */
+	size_t types;		/* rows of token_type_embeddings */
+	size_t pos_off;		/* RoBERTa: pad_token_id + 1 = 2 */
+};
+
+/* The BERT (or RoBERTa) embeddings and encoder of m in HF's names and
+ * layout; types (st->types, C) are the token type embeddings, which the
+ * caller folds into m's positions after.  The position table has pos_off
+ * rows of noise first: engine row i is the file's row pos_off + i. */
+static void bert_tensors(const struct model *m, const float *types, bool gamma,
+			 const struct bert_style *st, struct rng *r)
 {
 	const struct model_config *c = &m->cfg;
 	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab_size;
-	size_t S = (size_t)c->context;
-	const char *pre = bare ? "" : "bert.";
+	size_t S = (size_t)c->context, off = st->pos_off;
+	const char *pre = st->pre;
 	char nm[160], base[96];
 #define T(s, rows, cols) (snprintf(nm, sizeof nm, "%s%s", pre, s), add(nm, rows, cols))
 	memcpy(T("embeddings.word_embeddings.weight", V, C), m->p[P_WTE], V * C * 4);
-	memcpy(T("embeddings.position_embeddings.weight", S, C), m->p[P_WPE], S * C * 4);
-	memcpy(T("embeddings.token_type_embeddings.weight", 2, C), types, 2 * C * 4);
+	float *pos = T("embeddings.position_embeddings.weight", S + off, C);
+	for (size_t i = 0; i < off * C; i++) /* rows no text position reads */
+		pos[i] = 0.5f * rng_normal(r);
+	memcpy(pos + off * C, m->p[P_WPE], S * C * 4);
+	memcpy(T("embeddings.token_type_embeddings.weight", st->types, C), types, st->types * C * 4);
 	snprintf(base, sizeof base, "%sembeddings.LayerNorm", pre);
 	bert_norm(base, m->p[P_LNEW], m->p[P_LNEB], C, gamma);
 	T("embeddings.position_ids", 1, S); /* a buffer older files carry */
@@ -354,12 +382,22 @@ static void bert_tensors(const struct model *m, const float *types, bool gamma, 
 #undef COPY
 	}
 #undef T
-	if (bare) { /* BertModel: a pooler, no masked-LM head */
-		add("pooler.dense.weight", C, C);
-		memcpy(add("pooler.dense.bias", C, 0), m->p[P_HEADB], C * 4);
-		memcpy(tens[n_tens - 2].data, m->p[P_HEADW], C * C * 4);
-		return;
-	}
+}
+
+/* A bare model's pooler, filled with the head's transform (unused). */
+static void pooler(const struct model *m)
+{
+	size_t C = (size_t)m->cfg.d_model;
+	add("pooler.dense.weight", C, C);
+	memcpy(add("pooler.dense.bias", C, 0), m->p[P_HEADB], C * 4);
+	memcpy(tens[n_tens - 2].data, m->p[P_HEADW], C * C * 4);
+}
+
+/* BertForMaskedLM's head (cls.predictions.*). */
+static void bert_head(const struct model *m, bool gamma)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, V = (size_t)c->vocab_size;
 	memcpy(add("cls.predictions.transform.dense.weight", C, C), m->p[P_HEADW], C * C * 4);
 	memcpy(add("cls.predictions.transform.dense.bias", C, 0), m->p[P_HEADB], C * 4);
 	bert_norm("cls.predictions.transform.LayerNorm", m->p[P_HEADLNW], m->p[P_HEADLNB], C, gamma);
@@ -367,6 +405,72 @@ static void bert_tensors(const struct model *m, const float *types, bool gamma, 
 	memcpy(add("cls.predictions.decoder.bias", V, 0), m->p[P_OUTB], V * 4);
 	if (!c->tied)
 		memcpy(add("cls.predictions.decoder.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* RobertaForMaskedLM's head (lm_head.*), decoder.bias a copy of bias. */
+static void roberta_head(const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, V = (size_t)c->vocab_size;
+	memcpy(add("lm_head.dense.weight", C, C), m->p[P_HEADW], C * C * 4);
+	memcpy(add("lm_head.dense.bias", C, 0), m->p[P_HEADB], C * 4);
+	memcpy(add("lm_head.layer_norm.weight", C, 0), m->p[P_HEADLNW], C * 4);
+	memcpy(add("lm_head.layer_norm.bias", C, 0), m->p[P_HEADLNB], C * 4);
+	memcpy(add("lm_head.bias", V, 0), m->p[P_OUTB], V * 4);
+	memcpy(add("lm_head.decoder.bias", V, 0), m->p[P_OUTB], V * 4);
+	if (!c->tied)
+		memcpy(add("lm_head.decoder.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* The DistilBERT tensors of m in HF's names and layout (bare: a
+ * DistilBertModel, no prefix and no head). */
+static void distilbert_tensors(const struct model *m, bool bare)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab_size;
+	size_t S = (size_t)c->context;
+	const char *pre = bare ? "" : "distilbert.";
+	char nm[160];
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "%s%s", pre, s), add(nm, rows, cols))
+	memcpy(T("embeddings.word_embeddings.weight", V, C), m->p[P_WTE], V * C * 4);
+	memcpy(T("embeddings.position_embeddings.weight", S, C), m->p[P_WPE], S * C * 4);
+	memcpy(T("embeddings.LayerNorm.weight", C, 0), m->p[P_LNEW], C * 4);
+	memcpy(T("embeddings.LayerNorm.bias", C, 0), m->p[P_LNEB], C * 4);
+	for (int l = 0; l < c->n_layer; l++) {
+		const float *qkv = m->p[P_QKVW] + l * 3 * C * C, *qb = m->p[P_QKVB] + l * 3 * C;
+		static const char *const lin[3] = { "q_lin", "k_lin", "v_lin" };
+		char ln[96];
+		for (int i = 0; i < 3; i++) { /* engine rows: H*D query, then key, then value */
+			snprintf(ln, sizeof ln, "transformer.layer.%d.attention.%s.weight", l, lin[i]);
+			memcpy(T(ln, C, C), qkv + i * C * C, C * C * 4);
+			snprintf(ln, sizeof ln, "transformer.layer.%d.attention.%s.bias", l, lin[i]);
+			memcpy(T(ln, C, 0), qb + i * C, C * 4);
+		}
+#define COPY(s, id, rows, cols) (snprintf(ln, sizeof ln, "transformer.layer.%d.%s", l, s), \
+				 memcpy(T(ln, rows, cols), m->p[id] + l * (rows) * ((cols) ? (cols) : 1), \
+					(rows) * ((cols) ? (cols) : 1) * 4))
+		COPY("attention.out_lin.weight", P_ATTPROJW, C, C);
+		COPY("attention.out_lin.bias", P_ATTPROJB, C, 0);
+		COPY("sa_layer_norm.weight", P_LN1W, C, 0);
+		COPY("sa_layer_norm.bias", P_LN1B, C, 0);
+		COPY("ffn.lin1.weight", P_FCW, F, C);
+		COPY("ffn.lin1.bias", P_FCB, F, 0);
+		COPY("ffn.lin2.weight", P_FCPROJW, C, F);
+		COPY("ffn.lin2.bias", P_FCPROJB, C, 0);
+		COPY("output_layer_norm.weight", P_LN2W, C, 0);
+		COPY("output_layer_norm.bias", P_LN2B, C, 0);
+#undef COPY
+	}
+#undef T
+	if (bare)
+		return;
+	memcpy(add("vocab_transform.weight", C, C), m->p[P_HEADW], C * C * 4);
+	memcpy(add("vocab_transform.bias", C, 0), m->p[P_HEADB], C * 4);
+	memcpy(add("vocab_layer_norm.weight", C, 0), m->p[P_HEADLNW], C * 4);
+	memcpy(add("vocab_layer_norm.bias", C, 0), m->p[P_HEADLNB], C * 4);
+	memcpy(add("vocab_projector.bias", V, 0), m->p[P_OUTB], V * 4);
+	if (!c->tied)
+		memcpy(add("vocab_projector.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
 static void bert_config(struct model_config *c, bool untied)
@@ -401,6 +505,74 @@ static void write_bert_config(FILE *f, const struct model_config *c, bool bare)
 		   "\"torch_dtype\": \"float32\"}\n",
 		bare ? "BertModel" : "BertForMaskedLM", c->d_model, c->d_ff, c->n_layer, c->n_head,
 		c->vocab_size, c->context);
+}
+
+/* config.json in roberta-base's spelling (distilroberta-base's keys too). */
+static void write_roberta_config(FILE *f, const struct model_config *c, bool bare)
+{
+	fprintf(f, "{\"architectures\": [\"%s\"], \"attention_probs_dropout_prob\": 0.1, "
+		   "\"bos_token_id\": 0, \"eos_token_id\": 2, \"hidden_act\": \"gelu\", "
+		   "\"hidden_dropout_prob\": 0.1, \"hidden_size\": %d, \"initializer_range\": 0.02, "
+		   "\"intermediate_size\": %d, \"layer_norm_eps\": 1e-05, "
+		   "\"max_position_embeddings\": %d, \"model_type\": \"roberta\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"pad_token_id\": 1, "
+		   "\"type_vocab_size\": 1, \"vocab_size\": %d}\n",
+		bare ? "RobertaModel" : "RobertaForMaskedLM", c->d_model, c->d_ff, c->context + 2,
+		c->n_head, c->n_layer, c->vocab_size);
+}
+
+/* config.json in distilbert-base-uncased's spelling. */
+static void write_distilbert_config(FILE *f, const struct model_config *c, bool bare)
+{
+	fprintf(f, "{\"activation\": \"gelu\", \"architectures\": [\"%s\"], "
+		   "\"attention_dropout\": 0.1, \"dim\": %d, \"dropout\": 0.1, \"hidden_dim\": %d, "
+		   "\"initializer_range\": 0.02, \"max_position_embeddings\": %d, "
+		   "\"model_type\": \"distilbert\", \"n_heads\": %d, \"n_layers\": %d, "
+		   "\"pad_token_id\": 0, \"qa_dropout\": 0.1, \"seq_classif_dropout\": 0.2, "
+		   "\"sinusoidal_pos_embds\": false, \"tie_weights_\": true, \"vocab_size\": %d}\n",
+		bare ? "DistilBertModel" : "DistilBertForMaskedLM", c->d_model, c->d_ff, c->context,
+		c->n_head, c->n_layer, c->vocab_size);
+}
+
+/* RoBERTa's vocabulary from TOKDIR's GPT-2 pair, as roberta-base lays it
+ * out: <s> <pad> </s> <unk> as ids 0..3, GPT-2's tokens after them (id + 4),
+ * <mask> last; vocab.json + merges.txt written to dir, then loaded with
+ * <s> ... </s> around the text. */
+static struct tokenizer *roberta_tokenizer(const char *tokdir, const char *dir, struct err *e)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/vocab.json", tokdir);
+	json_t *gpt2 = json_load_file(path, 0, NULL), *v = json_object();
+	if (!gpt2) {
+		err_set(e, "cannot read %s", path);
+		json_decref(v);
+		return NULL;
+	}
+	static const char *const sp[4] = { "<s>", "<pad>", "</s>", "<unk>" };
+	for (int i = 0; i < 4; i++)
+		json_object_set_new(v, sp[i], json_integer(i));
+	const char *k;
+	json_t *id;
+	json_object_foreach(gpt2, k, id)
+		json_object_set_new(v, k, json_integer(json_integer_value(id) + 4));
+	json_object_set_new(v, "<mask>", json_integer((json_int_t)json_object_size(gpt2) + 4));
+	json_decref(gpt2);
+	snprintf(path, sizeof path, "%s/vocab.json", dir);
+	int bad = json_dump_file(v, path, JSON_COMPACT) != 0;
+	json_decref(v);
+	char from[4096];
+	snprintf(from, sizeof from, "%s/merges.txt", tokdir);
+	snprintf(path, sizeof path, "%s/merges.txt", dir);
+	if (bad || copy_file(from, path)) {
+		err_set(e, "cannot write %s", dir);
+		return NULL;
+	}
+	struct tokenizer *t = tok_bpe_load(dir, e);
+	if (t && tok_bpe_wrap(t, "<s>", "</s>", e)) {
+		tok_free(t);
+		t = NULL;
+	}
+	return t;
 }
 
 static void neox_config(struct model_config *c, bool sequential)
@@ -480,12 +652,14 @@ int main(int argc, char **argv)
 	if (argc < 4) {
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
-			"--llama3] [--shards]\n");
+			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3] "
+			"[--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
+	bool roberta = false, distil = false;
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
@@ -496,6 +670,8 @@ int main(int argc, char **argv)
 		untied |= !strcmp(argv[i], "--untied");
 		gamma |= !strcmp(argv[i], "--gamma");
 		bare |= !strcmp(argv[i], "--bare");
+		roberta |= !strcmp(argv[i], "--roberta");
+		distil |= !strcmp(argv[i], "--distilbert");
 		llama3 |= !strcmp(argv[i], "--llama3");
 		if (!strcmp(argv[i], "--tiny"))
 			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
@@ -504,7 +680,8 @@ int main(int argc, char **argv)
 	/* TOKDIR is GPT-2's vocab.json + merges.txt, or a tokenizer.json file */
 	size_t tl = strlen(tokdir);
 	bool tokjson = tl >= 5 && !strcmp(tokdir + tl - 5, ".json");
-	struct tokenizer *tok = load_tokenizer(tokdir, tokjson, neox, dir, &e);
+	struct tokenizer *tok = roberta ? roberta_tokenizer(tokdir, dir, &e)
+				    : load_tokenizer(tokdir, tokjson, neox, dir, &e);
 	if (!tok) {
 		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
 		return 1;
@@ -527,8 +704,10 @@ int main(int argc, char **argv)
 	c.tied = false;
 	if (neox)
 		neox_config(&c, sequential);
-	if (bert)
+	if (bert || roberta || distil)
 		bert_config(&c, untied);
+	if (roberta)
+		c.norm_eps = 1e-5f;
 	if (llama3) {
 		c.rope_scaling = ROPE_SCALE_LLAMA3;
 		c.rope_factor = 8.0f;
@@ -552,12 +731,20 @@ int main(int argc, char **argv)
 		memset(m->p[P_QKVB], 0, m->psize[P_QKVB] * sizeof(float));
 	m->tok = tok;
 	m->name = xstrdup("ref");
-	if (bert) { /* HF's tensors first, then type 0 folded into the positions */
+	if (bert || roberta) { /* HF's tensors first, then type 0 folded into the positions */
 		size_t C = (size_t)c.d_model;
+		struct bert_style st = { bare ? "" : bert ? "bert." : "roberta.", bert ? 2 : 1,
+					 bert ? 0 : 2 };
 		float types[2 * 32];
 		for (size_t i = 0; i < 2 * C; i++)
 			types[i] = 0.05f * rng_normal(&r);
-		bert_tensors(m, types, gamma, bare);
+		bert_tensors(m, types, gamma, &st, &r);
+		if (bare)
+			pooler(m);
+		else if (bert)
+			bert_head(m, gamma);
+		else
+			roberta_head(m);
 		for (size_t i = 0; i < (size_t)c.context; i++)
 			for (size_t j = 0; j < C; j++)
 				m->p[P_WPE][i * C + j] += types[j];
@@ -571,7 +758,9 @@ int main(int argc, char **argv)
 		neox_tensors(m);
 	else if (neo)
 		neo_tensors(m);
-	else if (!bert)
+	else if (distil)
+		distilbert_tensors(m, bare);
+	else if (!bert && !roberta)
 		llama_tensors(m, qwen);
 
 	char path[4096];
@@ -585,6 +774,10 @@ int main(int argc, char **argv)
 		write_neo_config(f, &c);
 	else if (bert)
 		write_bert_config(f, &c, bare);
+	else if (roberta)
+		write_roberta_config(f, &c, bare);
+	else if (distil)
+		write_distilbert_config(f, &c, bare);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
@@ -622,7 +815,7 @@ int main(int argc, char **argv)
 		snprintf(to, sizeof to, "%s/tokenizer.json", dir);
 		bad |= copy_file(tokdir, to);
 	}
-	for (int i = 0; i < 2 && !neox && !tokjson; i++) {
+	for (int i = 0; i < 2 && !neox && !tokjson && !roberta; i++) {
 		snprintf(from, sizeof from, "%s/%s", tokdir, files[i]);
 		snprintf(to, sizeof to, "%s/%s", dir, files[i]);
 		bad |= copy_file(from, to);

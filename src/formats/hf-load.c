@@ -303,6 +303,8 @@ static int open_weights(const struct hf_family *f, const char *path, const char 
 	snprintf(full, sizeof full, "%s%s", f->prefix ? f->prefix : "", f->map[0].name);
 	if (f->prefix && ld_shards_find(s, full, &in))
 		x->prefix = f->prefix;
+	if (f->mlm_probe && !ld_shards_find(s, f->mlm_probe, &in))
+		c->head = HEAD_NONE; /* the last block's output is the model's */
 	return f->inspect ? f->inspect(s, c, x, e) : 0;
 }
 
@@ -370,7 +372,7 @@ int ld_hf_describe(const struct hf_family *f, const char *path, struct model_con
 		err_prefix(e, "%s", dir);
 	struct ld_shards sh = { .n = 0 };
 	struct err ignore;
-	if (!rc && f->inspect) /* headers only: what the weights decide */
+	if (!rc && (f->inspect || f->mlm_probe)) /* headers only: what the weights decide */
 		open_weights(f, path, dir, &sh, c, &x, &ignore);
 	ld_shards_close(&sh);
 	free(dir);

@@ -39,8 +39,13 @@
  * cls.seq_relationship and the position_ids buffer are ignored.
  *
  * The tokenizer: --tokenizer, else the one beside the model
- * (bert_tokenizer): BERT's WordPiece from tokenizer.json or vocab.txt,
+ * (hf_bert_tokenizer): BERT's WordPiece from tokenizer.json or vocab.txt,
  * [CLS] ... [SEP] around the text.
+ *
+ * The encoder's pieces (hf_bert_parse, hf_encoder_switches,
+ * hf_bert_embeddings, hf_mlm_finish, hf_bert_tokenizer and the map's
+ * HF_BERT_ENCODER rows, hf-family.h) serve RoBERTa (loader-hf-roberta.c)
+ * and DistilBERT (loader-hf-distilbert.c) too.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -81,11 +86,22 @@ static int refuse_fields(json_t *o, struct err *e)
 	return 0;
 }
 
-static int parse_config(json_t *o, const char *type, struct model_config *c, struct hf_ctx *x,
-			struct err *e)
+void hf_encoder_switches(struct model_config *c, float eps)
 {
-	(void)type;
-	(void)x;
+	c->norm = NORM_LAYER;
+	c->norm_eps = eps;
+	c->placement = PLACE_POST;
+	c->pos = POS_LEARNED;
+	c->mlp = MLP_GELU_EXACT;
+	c->mask = MASK_NONE;
+	c->emb_norm = true;
+	c->head = HEAD_MLM;
+	c->bias = true;
+	c->tied = true; /* hf_mlm_finish unties a decoder that differs */
+}
+
+int hf_bert_parse(json_t *o, struct model_config *c, struct err *e)
+{
 	if (ld_hf_shape(o, c, e))
 		return -1;
 	if (refuse_fields(o, e))
@@ -96,16 +112,17 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 	float eps = 1e-12f;
 	if (ju_get_float(o, "layer_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0)
 		return -1;
-	c->norm = NORM_LAYER;
-	c->norm_eps = eps;
-	c->placement = PLACE_POST;
-	c->pos = POS_LEARNED;
-	c->mlp = MLP_GELU_EXACT;
-	c->mask = MASK_NONE;
-	c->emb_norm = true;
-	c->head = HEAD_MLM;
-	c->bias = true;
-	c->tied = true; /* finish unties a decoder.weight that differs */
+	hf_encoder_switches(c, eps);
+	return 0;
+}
+
+static int parse_config(json_t *o, const char *type, struct model_config *c, struct hf_ctx *x,
+			struct err *e)
+{
+	(void)type;
+	(void)x;
+	if (hf_bert_parse(o, c, e))
+		return -1;
 	if (config_validate(c, e) != 0)
 		return err_prefix(e, "config.json");
 	return 0;
@@ -113,15 +130,23 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 
 /* ---------------------------------------------------------------- weights */
 
-/* A BertModel file has no masked-LM head (cls.predictions): head none. */
-static int inspect(struct ld_shards *s, struct model_config *c, struct hf_ctx *x, struct err *e)
+/* The position table: the file's rows x->pos_offset .. + context, read
+ * whole (context + offset rows) and cut. */
+static int read_positions(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+			  struct err *e)
 {
-	(void)x;
-	(void)e;
-	struct st_file *f;
-	if (!ld_shards_find(s, "cls.predictions.transform.dense.weight", &f))
-		c->head = HEAD_NONE; /* the last block's output is the model's */
-	return 0;
+	uint64_t C = (uint64_t)m->cfg.d_model, S = (uint64_t)m->cfg.context;
+	uint64_t off = (uint64_t)x->pos_offset;
+	char full[160];
+	snprintf(full, sizeof full, "%sembeddings.position_embeddings.weight", x->prefix);
+	if (!off)
+		return ld_shards_read(s, full, S, C, m->p[P_WPE], e);
+	float *all = xmalloc((size_t)((S + off) * C) * sizeof(float));
+	int rc = ld_shards_read(s, full, S + off, C, all, e);
+	if (!rc)
+		memcpy(m->p[P_WPE], all + off * C, (size_t)(S * C) * sizeof(float));
+	free(all);
+	return rc;
 }
 
 /* Token type 0 folded into every row of the position table. */
@@ -145,36 +170,42 @@ static int fold_token_types(struct ld_shards *s, struct model *m, const struct h
 	return rc;
 }
 
-/* cls.predictions.decoder.bias, a second copy of cls.predictions.bias
- * when present: it must agree. */
-static int check_decoder_bias(struct ld_shards *s, const struct model *m, struct err *e)
+int hf_bert_embeddings(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+		       struct err *e)
+{
+	return read_positions(s, m, x, e) || fold_token_types(s, m, x, e) ? -1 : 0;
+}
+
+/* The decoder's bias, when the file holds one (a second copy of the
+ * head's bias): it must agree with P_OUTB. */
+static int check_decoder_bias(struct ld_shards *s, const struct model *m, const char *name,
+			      struct err *e)
 {
 	struct st_file *f;
 	uint64_t V = (uint64_t)m->cfg.vocab_size;
-	if (!ld_shards_find(s, "cls.predictions.decoder.bias", &f))
+	if (!name || !ld_shards_find(s, name, &f))
 		return 0;
 	float *tmp = xmalloc((size_t)V * sizeof(float));
-	int rc = ld_shards_read(s, "cls.predictions.decoder.bias", V, 0, tmp, e);
+	int rc = ld_shards_read(s, name, V, 0, tmp, e);
 	if (!rc && memcmp(tmp, m->p[P_OUTB], (size_t)V * sizeof(float)))
-		rc = err_set(e, "cls.predictions.decoder.bias differs from cls.predictions.bias");
+		rc = err_set(e, "%s differs from the head's bias", name);
 	free(tmp);
 	return rc;
 }
 
 /* The output layer: tied to the word embeddings (m itself) unless the
- * file's cls.predictions.decoder.weight differs from them, when an untied
- * copy of m holding it is returned and m freed.  NULL + e on failure (m
- * freed). */
-static struct model *untie(struct ld_shards *s, struct model *m, struct err *e)
+ * file's decoder weight differs from them, when an untied copy of m
+ * holding it is returned and m freed.  NULL + e on failure (m freed). */
+static struct model *untie(struct ld_shards *s, struct model *m, const char *decoder,
+			   struct err *e)
 {
 	struct st_file *f;
 	size_t n = (size_t)m->cfg.vocab_size * m->cfg.d_model;
-	if (!ld_shards_find(s, "cls.predictions.decoder.weight", &f))
+	if (!ld_shards_find(s, decoder, &f))
 		return m;
 	float *w = xmalloc(n * sizeof(float));
 	struct model *u = NULL;
-	if (ld_shards_read(s, "cls.predictions.decoder.weight", (uint64_t)m->cfg.vocab_size,
-			   (uint64_t)m->cfg.d_model, w, e))
+	if (ld_shards_read(s, decoder, (uint64_t)m->cfg.vocab_size, (uint64_t)m->cfg.d_model, w, e))
 		goto out;
 	if (!memcmp(w, m->p[P_WTE], n * sizeof(float))) {
 		free(w);
@@ -195,16 +226,27 @@ out:
 	return u;
 }
 
-/* What the map leaves: token types, and the head's decoder. */
-static struct model *finish(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
-			    struct err *e)
+struct model *hf_mlm_finish(struct ld_shards *s, struct model *m, const char *decoder,
+			    const char *decoder_bias, struct err *e)
 {
-	if (fold_token_types(s, m, x, e) ||
-	    (cfg_has_head(&m->cfg) && check_decoder_bias(s, m, e))) {
+	if (!cfg_has_head(&m->cfg))
+		return m;
+	if (check_decoder_bias(s, m, decoder_bias, e)) {
 		model_free(m);
 		return NULL;
 	}
-	return cfg_has_head(&m->cfg) ? untie(s, m, e) : m;
+	return untie(s, m, decoder, e);
+}
+
+/* What the map leaves: positions, token types, and the head's decoder. */
+static struct model *finish(struct ld_shards *s, struct model *m, const struct hf_ctx *x,
+			    struct err *e)
+{
+	if (hf_bert_embeddings(s, m, x, e)) {
+		model_free(m);
+		return NULL;
+	}
+	return hf_mlm_finish(s, m, "cls.predictions.decoder.weight", "cls.predictions.decoder.bias", e);
 }
 
 /* -------------------------------------------------------------- tokenizer */
@@ -240,7 +282,7 @@ static bool is_wordpiece(const char *where)
  * WordPiece (tok-wordpiece.h: a WordPiece tokenizer.json, else vocab.txt
  * with tokenizer_config.json's casing), or any other the HF loaders read
  * (ld_hf_tokenizer).  NULL + a one-line e on failure. */
-static struct tokenizer *bert_tokenizer(const char *opt, const char *dir, struct err *e)
+struct tokenizer *hf_bert_tokenizer(const char *opt, const char *dir, struct err *e)
 {
 	const char *where = opt ? opt : dir;
 	if (is_wordpiece(where))
@@ -256,51 +298,25 @@ static const char *const types[] = { "bert", NULL };
 static const char *const ignored[] = { "embeddings.position_ids", "pooler.dense.",
 				       "cls.seq_relationship.", NULL };
 
-/* Query, key and value stacked as the engine's H query, then key, then
- * value heads; the post-norm block's two LayerNorms as norm1 (after
- * attention) and norm2 (after the MLP).  LayerNorms may be spelled
- * gamma / beta. */
-#define L_ "encoder.layer.%d."
-#define NORM(base, w, b, raw) \
-	{ .name = base ".weight", .p = w, .unprefixed = raw, .alt = base ".gamma" }, \
-	{ .name = base ".bias", .p = b, .unprefixed = raw, .alt = base ".beta" }
 static const struct hf_tensor map[] = {
-	{ .name = "embeddings.word_embeddings.weight", .p = P_WTE },
-	{ .name = "embeddings.position_embeddings.weight", .p = P_WPE },
-	NORM("embeddings.LayerNorm", P_LNEW, P_LNEB, false),
-	{ .name = L_ "attention.self.query.weight", .p = P_QKVW, .part = HF_Q },
-	{ .name = L_ "attention.self.query.bias", .p = P_QKVB, .part = HF_Q },
-	{ .name = L_ "attention.self.key.weight", .p = P_QKVW, .part = HF_K },
-	{ .name = L_ "attention.self.key.bias", .p = P_QKVB, .part = HF_K },
-	{ .name = L_ "attention.self.value.weight", .p = P_QKVW, .part = HF_V },
-	{ .name = L_ "attention.self.value.bias", .p = P_QKVB, .part = HF_V },
-	{ .name = L_ "attention.output.dense.weight", .p = P_ATTPROJW },
-	{ .name = L_ "attention.output.dense.bias", .p = P_ATTPROJB },
-	NORM(L_ "attention.output.LayerNorm", P_LN1W, P_LN1B, false),
-	{ .name = L_ "intermediate.dense.weight", .p = P_FCW },
-	{ .name = L_ "intermediate.dense.bias", .p = P_FCB },
-	{ .name = L_ "output.dense.weight", .p = P_FCPROJW },
-	{ .name = L_ "output.dense.bias", .p = P_FCPROJB },
-	NORM(L_ "output.LayerNorm", P_LN2W, P_LN2B, false),
+	HF_BERT_ENCODER,
 	/* the masked-LM head, absent from a BertModel (head none) */
 	{ .name = "cls.predictions.transform.dense.weight", .p = P_HEADW, .unprefixed = true },
 	{ .name = "cls.predictions.transform.dense.bias", .p = P_HEADB, .unprefixed = true },
-	NORM("cls.predictions.transform.LayerNorm", P_HEADLNW, P_HEADLNB, true),
+	HF_BERT_NORM("cls.predictions.transform.LayerNorm", P_HEADLNW, P_HEADLNB, true),
 	{ .name = "cls.predictions.bias", .p = P_OUTB, .unprefixed = true },
 	{ .name = NULL },
 };
-#undef NORM
-#undef L_
 
 const struct hf_family hf_bert = {
 	.what = "a BERT model",
 	.types = types,
 	.parse = parse_config,
-	.tokenizer = bert_tokenizer,
+	.tokenizer = hf_bert_tokenizer,
 	.prefix = "bert.",
 	.map = map,
 	.ignored = ignored,
-	.inspect = inspect,
+	.mlm_probe = "cls.predictions.transform.dense.weight",
 	.finish = finish,
 };
 

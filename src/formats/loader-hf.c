@@ -59,7 +59,7 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 	if (!s && !json_object_get(o, "n_layer")) /* no family named, not GPT-2's keys */
 		return err_set(e, "config.json: no \"model_type\", and no \"n_layer\" for GPT-2, "
 			       "the family assumed without one; name it (gpt2, llama, qwen2, mistral, "
-			       "gpt_neox, gpt_neo, bert)");
+			       "gpt_neox, gpt_neo, bert, roberta, distilbert)");
 	if (LD_HF_INT(o, "n_layer", JU_REQUIRED, &c->n_layer, e) < 0 ||
 	    LD_HF_INT(o, "n_head", JU_REQUIRED, &c->n_head, e) < 0 ||
 	    LD_HF_INT(o, "n_embd", JU_REQUIRED, &c->d_model, e) < 0 ||

@@ -2,6 +2,7 @@
  * loader.c — resolving model specs to files and opening them through the
  * format table (loader.h): attnscope safetensors here, the others in
  * loader-hf.c, loader-hf-llama.c, loader-hf-neox.c, loader-hf-neo.c, loader-hf-bert.c,
+ * loader-hf-roberta.c, loader-hf-distilbert.c,
  * loader-gguf.c, loader-llama2c.c and loader-llmc.c.  The helpers they share
  * are in loader-common.c, below all of them (loaders.h).
  */
@@ -81,7 +82,8 @@ const struct model_format format_safetensors = {
 /* The HF probe comes before ours: it claims a model.safetensors file only
  * when it has GPT-2's names and a config.json beside it. */
 static const struct model_format *const formats[] = {
-	&format_hf_llama, &format_hf_neox, &format_hf_neo, &format_hf_bert, &format_hf_gpt2, &format_gguf,
+	&format_hf_llama, &format_hf_neox, &format_hf_neo, &format_hf_bert, &format_hf_roberta,
+	&format_hf_distilbert, &format_hf_gpt2, &format_gguf,
 	&format_safetensors, &format_llmc, &format_llama2c,
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])

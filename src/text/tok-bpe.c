@@ -643,6 +643,10 @@ static char *bpe_to_json(const struct tokenizer *t)
 		free(keys[i]);
 	free(keys);
 	ju_set(root, "type", json_string("gpt2-bpe"));
+	if (t->eos_id >= 0) { /* tok_bpe_wrap's; absent: <|endoftext|> first, nothing after */
+		ju_set(root, "bos", json_integer(t->bos_id));
+		ju_set(root, "eos", json_integer(t->eos_id));
+	}
 	ju_set(root, "vocab", vocab);
 	ju_set(root, "merges", merges);
 	return tok_json_dump(root);
@@ -678,10 +682,45 @@ static struct tokenizer *bpe_from_objects(const json_t *vocab, const json_t *mer
 	return bpe_finish(b);
 }
 
+/* The ids tok_bpe_wrap put around the text, when the description has them. */
+static int read_wrap(struct tokenizer *t, const json_t *root, struct err *e)
+{
+	const json_t *bos = json_object_get(root, "bos"), *eos = json_object_get(root, "eos");
+	if (!bos && !eos)
+		return 0;
+	json_int_t b = json_integer_value(bos), x = json_integer_value(eos);
+	if (!json_is_integer(bos) || !json_is_integer(eos) || b < 0 || x < 0 ||
+	    b >= t->vocab_size || x >= t->vocab_size)
+		return err_set(e, "tokenizer JSON: \"bos\" and \"eos\" must both be ids below %d",
+			       t->vocab_size);
+	t->bos_id = (int)b;
+	t->eos_id = (int)x;
+	return 0;
+}
+
 struct tokenizer *tok_bpe_from_json(const json_t *root, struct err *e)
 {
-	return bpe_from_objects(json_object_get(root, "vocab"), json_object_get(root, "merges"),
-				"tokenizer JSON \"vocab\"", "tokenizer JSON", e);
+	struct tokenizer *t = bpe_from_objects(json_object_get(root, "vocab"),
+					       json_object_get(root, "merges"),
+					       "tokenizer JSON \"vocab\"", "tokenizer JSON", e);
+	if (t && read_wrap(t, root, e)) {
+		bpe_free(t);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int tok_bpe_wrap(struct tokenizer *t, const char *bos, const char *eos, struct err *e)
+{
+	if (t->ops != &bpe_ops)
+		return err_set(e, "a %s tokenizer cannot be given %s ... %s", t->ops->kind, bos, eos);
+	int b = vocab_find(t->impl, bos, strlen(bos)), x = vocab_find(t->impl, eos, strlen(eos));
+	if (b < 0 || x < 0)
+		return err_set(e, "the vocabulary has no %s", b < 0 ? bos : eos);
+	t->bos_id = b;
+	t->eos_id = x;
+	return 0;
 }
 
 static bool is_regular(const char *p)

@@ -1378,6 +1378,15 @@ static int special_named(const struct hf_impl *h, const char *s)
 	return -1;
 }
 
+/* RobertaProcessing's (or BertProcessing's) pair [name, id] in post under
+ * key: the id when it is one of the vocabulary's, else -1. */
+static int processing_id(const struct hf_impl *h, const json_t *post, const char *key)
+{
+	const json_t *id = json_array_get(json_object_get(post, key), 1);
+	json_int_t v = json_integer_value(id);
+	return json_is_integer(id) && v >= 0 && v < h->n ? (int)v : -1;
+}
+
 /* BOS: what the post_processor's template puts before the text. */
 static int find_bos(const struct hf_impl *h, const json_t *post)
 {
@@ -1391,6 +1400,8 @@ static int find_bos(const struct hf_impl *h, const json_t *post)
 			if (is_type(p, "TemplateProcessing"))
 				post = p;
 	}
+	if (is_type(post, "RobertaProcessing") || is_type(post, "BertProcessing"))
+		return processing_id(h, post, "cls");
 	if (is_type(post, "TemplateProcessing")) {
 		const json_t *first = json_array_get(json_object_get(post, "single"), 0);
 		const json_t *id = json_object_get(json_object_get(first, "SpecialToken"), "id");
@@ -1403,6 +1414,15 @@ static int find_bos(const struct hf_impl *h, const json_t *post)
 		if (special_named(h, names[i]) >= 0)
 			return special_named(h, names[i]);
 	return -1;
+}
+
+/* EOS: what RobertaProcessing or BertProcessing puts after the text (sep,
+ * with cls before it), else -1. */
+static int find_eos(const struct hf_impl *h, const json_t *post, int bos)
+{
+	if (bos < 0 || !(is_type(post, "RobertaProcessing") || is_type(post, "BertProcessing")))
+		return -1;
+	return processing_id(h, post, "sep");
 }
 
 struct tokenizer *tok_hfjson_from_text(const char *json, size_t len, const char *where,
@@ -1444,7 +1464,7 @@ struct tokenizer *tok_hfjson_from_text(const char *json, size_t len, const char 
 	t->vocab_size = h->n;
 	t->unk_id = unk_id;
 	t->bos_id = find_bos(h, json_object_get(root, "post_processor"));
-	t->eos_id = -1;
+	t->eos_id = find_eos(h, json_object_get(root, "post_processor"), t->bos_id);
 	t->impl = h;
 	json_decref(root);
 	return t;
