@@ -5,8 +5,8 @@
  * check before allocating → model_new → the family's tensor map, output
  * layer and finish → every tensor read or ignored.  The families
  * themselves (loader-hf.c GPT-2, loader-hf-llama.c, loader-hf-neox.c,
- * loader-hf-bert.c) are tables and small functions; this file holds no
- * family's names.
+ * loader-hf-bert.c, loader-hf-neo.c, loader-hf-phi3.c) are tables and small
+ * functions; this file holds no family's names.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
