@@ -38,10 +38,12 @@
  * 3.1's rope_scaling over an original context of 4), qwen2-tiny-qkv-bias,
  * neox-tiny-tokenizer-json (tokenizer.json, no vocab.json/merges.txt),
  * neo-tiny-local (GPT-Neo, 2 layers, layer 1 local over 4 keys, the mask
- * buffers), bert-tiny-mlm (tied decoder), roberta-tiny-mlm (positions
- * from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm (over the
- * byte-level pair, not WordPiece).  tests/test_loaders.c checks that each
- * loads.
+ * buffers), phi3-tiny-partial-window (Phi-3's fused qkv_proj and
+ * gate_up_proj, partial_rotary_factor 0.5, tied, sliding_window 6: tool_mkhf
+ * --phi3 --partial --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
+ * (positions from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm
+ * (over the byte-level pair, not WordPiece).  tests/test_loaders.c checks
+ * that each loads.
  *
  *   make fuzz            (builds every fuzz/fuzz_*.c and runs each FUZZ_SECONDS)
  */

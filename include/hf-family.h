@@ -38,8 +38,9 @@ enum hf_part { HF_WHOLE, HF_Q, HF_K, HF_V, HF_GATE, HF_UP };
  *   COPY       as stored
  *   CONV1D     GPT-2's Conv1D weight, stored [in, out]: transposed
  *   ROPE       a Q or K projection (or bias) whose heads turn pairs
- *              (i, i + D/2): rows permuted to the engine's (2i, 2i + 1)
- *              within each head (llama_rope_row)
+ *              (i, i + R/2) of their first R dims (rotary_dims; R = D
+ *              for most): rows permuted to the engine's (2i, 2i + 1)
+ *              within each head, the rest kept (neox_rope_row)
  *   NEOX_QKV   GPT-NeoX's fused query_key_value, per head [q; k; v]:
  *              rows moved to the engine's layout (neox_qkv_row) */
 enum hf_xform { HF_COPY, HF_CONV1D, HF_ROPE, HF_NEOX_QKV };
@@ -62,6 +63,12 @@ struct hf_tensor {
 	bool unprefixed;	/* never carries the prefix (lm_head.weight) */
 	const char *alt;	/* an older spelling read when name is absent
 				 * (BERT's LayerNorm gamma / beta), or NULL */
+	bool fused;		/* the file's tensor holds every part of the
+				 * engine tensor (of one layer) in the engine's
+				 * row order, [q; k; v] or [gate; up] (Phi-3's
+				 * qkv_proj, gate_up_proj); this entry takes only
+				 * its part's rows, through xf.  A fused tensor is
+				 * listed once per part. */
 };
 
 /* What a family's parse and inspect settle beyond the config. */
@@ -110,7 +117,7 @@ struct hf_family {
 };
 
 extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert, hf_roberta,
-	hf_distilbert;
+	hf_distilbert, hf_phi3;
 
 /* ------------------------------------------------ BERT-like encoders
  * (loader-hf-bert.c), shared with RoBERTa and DistilBERT. */

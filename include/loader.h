@@ -18,6 +18,9 @@
  *                  gpt-neo-125M): global and local attention layers,
  *                  unscaled scores, separate q/k/v projections, GPT-2's
  *                  tokenizer
+ *   "hf-phi3"      a Hugging Face Phi-3 directory (Phi-3-mini-4k): fused
+ *                  qkv_proj and gate_up_proj, partial rotary, the sliding
+ *                  window as every layer local, tokenizer.json
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
  *   "hf-roberta"   a Hugging Face RoBERTa directory (RobertaForMaskedLM or

@@ -9,7 +9,7 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3] [--shards] [--tiny]
+ *                 | --llama3 | --phi3 [--partial]] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
@@ -53,6 +53,12 @@
  * and no head.  --tiny makes each model as small as it can be (1 layer,
  * d_model 8, 2 heads (Llama: 1 K/V head), d_ff 8, context 8; NeoX rotates
  * 2 of each head's 4 dims), for the fuzz seeds in fuzz/seeds/hf.
+ * --phi3 writes a Phi-3 model in the Llama shape: fused qkv_proj ([q; k;
+ * v], q and k heads in rotate-half order) and gate_up_proj ([gate; up]),
+ * RMSNorm eps 1e-5, untied, sliding_window 6 (every layer local over 6
+ * keys), config.json spelled as Phi-3-mini-4k-instruct's; --partial adds
+ * partial_rotary_factor 0.5 (RoPE over 4 of each head's 8 dims) and ties
+ * the output to the embeddings, as Phi-4-mini does.
  */
 #include <jansson.h>
 
@@ -575,6 +581,79 @@ static struct tokenizer *roberta_tokenizer(const char *tokdir, const char *dir, 
 	return t;
 }
 
+/* The engine row of HF row i within one head of D dims whose first R turn:
+ * HF turns pairs (i, i + R/2), the engine (2i, 2i + 1); dims from R on
+ * stay (written here apart from the loader's neox_rope_row). */
+static size_t phi3_engine_row(size_t i, size_t D, size_t R)
+{
+	size_t d = i % D, head = i - d;
+	if (d >= R)
+		return i;
+	return head + (d < R / 2 ? 2 * d : 2 * (d - R / 2) + 1);
+}
+
+/* Phi-3's layout: qkv_proj rows [q; k; v] with the q and k heads in
+ * rotate-half order, gate_up_proj rows [gate; up], lm_head when untied. */
+static void phi3_tensors(const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->n_head;
+	size_t K = (size_t)c->n_kv_head, D = C / H, R = (size_t)cfg_rotary_dims(c);
+	size_t V = (size_t)c->vocab_size, QKV = (H + 2 * K) * D;
+	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
+	for (int l = 0; l < c->n_layer; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * QKV * C;
+#define T(s, rows, cols) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), add(nm, rows, cols))
+		memcpy(T("input_layernorm.weight", C, 0), m->p[P_LN1W] + l * C, C * 4);
+		float *w = T("self_attn.qkv_proj.weight", QKV, C);
+		for (size_t row = 0; row < QKV; row++) { /* q and k rows turn; v rows stay */
+			size_t er = row < (H + K) * D ? phi3_engine_row(row, D, R) : row;
+			memcpy(w + row * C, qkv + er * C, C * 4);
+		}
+		memcpy(T("self_attn.o_proj.weight", C, C), m->p[P_ATTPROJW] + l * C * C, C * C * 4);
+		memcpy(T("post_attention_layernorm.weight", C, 0), m->p[P_LN2W] + l * C, C * 4);
+		memcpy(T("mlp.gate_up_proj.weight", 2 * F, C), m->p[P_FCW] + l * 2 * F * C, 2 * F * C * 4);
+		memcpy(T("mlp.down_proj.weight", C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
+#undef T
+	}
+	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
+	if (!c->tied)
+		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* --phi3: a sliding window of 6 keys on every layer; --partial: RoPE over
+ * half of each head (partial_rotary_factor 0.5) and tied, as Phi-4-mini. */
+static void phi3_config(struct model_config *c, bool partial)
+{
+	c->norm_eps = 1e-5f;
+	c->local_window = 6;
+	for (int l = 0; l < c->n_layer; l++)
+		cfg_set_local(c, l, true);
+	if (partial) {
+		c->rotary_dims = cfg_d_head(c) / 2;
+		c->tied = true;
+	}
+}
+
+/* config.json spelled as Phi-3-mini-4k-instruct's. */
+static void write_phi3_config(FILE *f, const struct model_config *c, bool partial)
+{
+	fprintf(f, "{\"_name_or_path\": \"Phi-3-mini-4k-instruct\", \"architectures\": "
+		   "[\"Phi3ForCausalLM\"], \"attention_bias\": false, \"attention_dropout\": 0.0, "
+		   "\"bos_token_id\": 1, \"embd_pdrop\": 0.0, \"eos_token_id\": 0, "
+		   "\"hidden_act\": \"silu\", \"hidden_size\": %d, \"initializer_range\": 0.02, "
+		   "\"intermediate_size\": %d, \"max_position_embeddings\": %d, \"model_type\": \"phi3\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"num_key_value_heads\": %d, "
+		   "\"original_max_position_embeddings\": %d, \"pad_token_id\": 0, \"resid_pdrop\": 0.0, "
+		   "\"rms_norm_eps\": 1e-05, \"rope_scaling\": null, \"rope_theta\": 10000.0, "
+		   "\"sliding_window\": %d, \"tie_word_embeddings\": %s,%s \"torch_dtype\": \"float32\", "
+		   "\"transformers_version\": \"4.40.2\", \"use_cache\": true, \"vocab_size\": %d}\n",
+		c->d_model, c->d_ff, c->context, c->n_head, c->n_layer, c->n_kv_head, c->context,
+		c->local_window, c->tied ? "true" : "false",
+		partial ? " \"partial_rotary_factor\": 0.5," : "", c->vocab_size);
+}
+
 static void neox_config(struct model_config *c, bool sequential)
 {
 	bool tiny = g.C < 32;
@@ -652,14 +731,14 @@ int main(int argc, char **argv)
 	if (argc < 4) {
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
-			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3] "
-			"[--shards] [--tiny]\n");
+			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
+			"--phi3 [--partial]] [--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
-	bool roberta = false, distil = false;
+	bool roberta = false, distil = false, phi3 = false, partial = false;
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
@@ -673,6 +752,8 @@ int main(int argc, char **argv)
 		roberta |= !strcmp(argv[i], "--roberta");
 		distil |= !strcmp(argv[i], "--distilbert");
 		llama3 |= !strcmp(argv[i], "--llama3");
+		phi3 |= !strcmp(argv[i], "--phi3");
+		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--tiny"))
 			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
 	}
@@ -717,6 +798,8 @@ int main(int argc, char **argv)
 	}
 	if (neo)
 		neo_config(&c);
+	if (phi3)
+		phi3_config(&c, partial);
 	struct model *m = model_new(&c, &e);
 	model_init_random(m, 77);
 	struct rng r;
@@ -760,6 +843,8 @@ int main(int argc, char **argv)
 		neo_tensors(m);
 	else if (distil)
 		distilbert_tensors(m, bare);
+	else if (phi3)
+		phi3_tensors(m);
 	else if (!bert && !roberta)
 		llama_tensors(m, qwen);
 
@@ -778,6 +863,8 @@ int main(int argc, char **argv)
 		write_roberta_config(f, &c, bare);
 	else if (distil)
 		write_distilbert_config(f, &c, bare);
+	else if (phi3)
+		write_phi3_config(f, &c, partial);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "

@@ -41,7 +41,7 @@ static const char usage[] =
 	"\n"
 	"  MODEL, -m MODEL   a model file or directory (.safetensors, .gguf, llama2.c or llm.c\n"
 	"                    .bin, Hugging Face GPT-2, Llama, Qwen2, Mistral, GPT-NeoX, GPT-Neo,\n"
-	"                    BERT, RoBERTa or DistilBERT), or\n"
+	"                    Phi-3, BERT, RoBERTa or DistilBERT), or\n"
 	"                    a name in models/ (default: " DEFAULT_MODEL ").\n"
 	"                    A MODEL given here must load.  When the default is missing,\n"
 	"                    attnscope starts without a model (a script or `load MODEL` can\n"

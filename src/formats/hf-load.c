@@ -5,8 +5,9 @@
  * check before allocating → model_new → the family's tensor map, output
  * layer and finish → every tensor read or ignored.  The families
  * themselves (loader-hf.c GPT-2, loader-hf-llama.c, loader-hf-neox.c,
- * loader-hf-bert.c) are tables and small functions; this file holds no
- * family's names.
+ * loader-hf-bert.c, loader-hf-roberta.c, loader-hf-distilbert.c,
+ * loader-hf-neo.c, loader-hf-phi3.c) are tables and small functions; this
+ * file holds no family's names.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -169,10 +170,27 @@ static size_t dest_row(const struct model_config *c, enum hf_xform xf, size_t r)
 {
 	int D = cfg_d_head(c);
 	if (xf == HF_ROPE)
-		return (size_t)llama_rope_row((int)r, D);
+		return (size_t)neox_rope_row((int)r, D, cfg_rotary_dims(c));
 	if (xf == HF_NEOX_QKV)
 		return (size_t)neox_qkv_row((int)r, c->n_head, D, cfg_rotary_dims(c));
 	return r;
+}
+
+/* A fused entry's part (t->fused): the file's tensor, all rows of the
+ * engine tensor (whole), is read; rows g->r0.. of it go, through t's
+ * transform, to the same rows of dst. */
+static int read_fused(struct ld_shards *s, const struct model_config *c, const struct hf_tensor *t,
+		      const char *name, const struct slot *g, const struct slot *whole, float *dst,
+		      struct err *e)
+{
+	size_t w = g->cols ? g->cols : 1;
+	float *tmp = xmalloc_aligned(whole->rows * w * sizeof(float));
+	int rc = ld_shards_read(s, name, whole->rows, whole->cols, tmp, e);
+	for (size_t r = 0; !rc && r < g->rows; r++)
+		memcpy(dst + (g->r0 + dest_row(c, t->xf, r)) * w, tmp + (g->r0 + r) * w,
+		       w * sizeof(float));
+	free(tmp);
+	return rc;
 }
 
 /* Reads the file's tensor name into slot g of dst (the engine tensor of
@@ -182,6 +200,13 @@ static int read_slot(struct ld_shards *s, const struct model_config *c, const st
 {
 	size_t w = g->cols ? g->cols : 1;
 	float *at = dst + g->r0 * w;
+	if (t->fused) {
+		struct hf_tensor all = *t;
+		struct slot whole;
+		all.part = HF_WHOLE;
+		slot_of(c, &all, &whole);
+		return read_fused(s, c, t, name, g, &whole, dst, e);
+	}
 	if (t->xf == HF_COPY)
 		return ld_shards_read(s, name, g->rows, g->cols, at, e);
 	bool conv = t->xf == HF_CONV1D && g->cols;

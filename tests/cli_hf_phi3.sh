@@ -1,0 +1,116 @@
+#!/bin/sh
+# Hugging Face Phi-3 directories (loader-hf-phi3.c): a seeded model written
+# by tool_mkhf --phi3 in HF's layout (fused qkv_proj with rotate-half q and
+# k rows, fused gate_up_proj, config.json spelled as Phi-3-mini-4k's with a
+# sliding window of 6 keys; one file or two shards; --partial: RoPE over
+# half of each head and tied, as Phi-4-mini) gives exactly the numbers of
+# the same weights as an attnscope checkpoint; a text longer than the
+# window sees only the window; a sentencepiece tokenizer.json (Phi-3's
+# kind) loads beside it; what the engine cannot run (longrope) is refused
+# by name.  Needs GPT-2's vocabulary from ../shared/tokenizers (or
+# $ATTNSCOPE_SHARED/tokenizers).
+. "$(dirname "$0")/lib-cli.sh"
+need_gpt2
+make_tmp cli-hf-phi3
+RUN_ARGS=--no-db
+text="To be, or not to be, that is the question."
+
+# mkphi TOKENIZER OPTIONS...: a fresh $tmp/hf and $tmp/ref.safetensors
+mkphi() {
+	tk=$1
+	shift
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf" &&
+		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tk" --phi3 "$@" >/dev/null 2>&1
+}
+
+# same_as_ref NAME: the HF directory's --dump equals the checkpoint's, all
+# but the model's name (config lines, tokens, loss and attention)
+same_as_ref() {
+	run "$tmp/hf" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/ref.dump"
+	check "$1: the HF directory gives the checkpoint's config, attention and loss exactly" \
+		sh -c "[ -s '$tmp/hf.dump' ] && grep -q '^loss [0-9]' '$tmp/hf.dump' &&
+		cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+}
+
+gzip -dc tests/data/tokenizers/llama2.json.gz >"$tmp/llama2.json"
+for opt in "$gpt2" "$gpt2 --shards" "$gpt2 --partial" "$gpt2 --partial --shards" \
+	"$tmp/llama2.json"; do
+	name="phi3 $(echo "$opt" | sed "s|$gpt2|gpt2|; s|$tmp/||")"
+	if ! mkphi $opt; then
+		fail "$name setup (tool_mkhf --phi3 $opt)"
+		continue
+	fi
+	same_as_ref "$name"
+done
+check "setup: a sentencepiece tokenizer.json was the last one's (32000 tokens)" \
+	grep -q '^config vocab 32000 ' "$tmp/hf.dump"
+
+mkphi "$gpt2"
+run "$tmp/hf" -t "$text" --dump
+check "the config is read: 2 K/V heads, RMSNorm eps 1e-5, untied, every layer local over 6 keys" \
+	sh -c "grep -q 'heads 4 kv_heads 2 d_head 8 d_ff 48 context 64' '$tmp/out' &&
+	grep -q 'norm rmsnorm eps 1e-05 placement pre pos rope theta 10000 mlp swiglu bias no tied no local_window 6 local_layers 0,1 ' '$tmp/out'"
+mkphi "$gpt2" --partial
+run "$tmp/hf" -t "$text" --dump
+check "partial_rotary_factor 0.5 turns 4 of 8 dims; tie_word_embeddings true ties" \
+	grep -q 'pos rope theta 10000 rotary 4 mlp swiglu bias no tied yes ' "$tmp/out"
+
+# row 9 of head 0 in each layer: keys 0..3 (9 - j >= 6) get 0 and the
+# window's 6 keys 4..9 sum to 1
+row() { # LAYER.HEAD I: the attention row of query I
+	awk -v h="attn $1" -v i="$2" '$0 == h { n = 0; on = 1; next }
+		on && n++ == i { print; exit }' "$tmp/out"
+}
+mkphi "$gpt2"
+run "$tmp/hf" -t "$text" --dump
+check "setup: the text is longer than the window (10 tokens or more)" \
+	sh -c "[ \$(grep -c '^token ' '$tmp/out') -ge 10 ]"
+for lh in 0.0 1.3; do
+	row $lh 9 >"$tmp/row"
+	check "sliding_window 6: layer ${lh%.*}'s query 9 sees keys 4..9 only (they sum to 1)" \
+		awk '{ s = 0; for (j = 1; j <= 4; j++) if ($j != 0) exit 1;
+			for (j = 5; j <= 10; j++) s += $j; if (s < 0.9999 || s > 1.0001) exit 1 }' "$tmp/row"
+done
+
+# refused by name: config.json edits on a fresh model each
+refuse() { # NAME SED-EXPRESSION MESSAGE [TOOL OPTION]
+	mkphi "$gpt2" $4
+	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi
+	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q -- '$3' '$tmp/err'"
+}
+refuse "rope_scaling longrope" \
+	's/"rope_scaling": null/"rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [2, 2]}/' \
+	'rope_scaling longrope (short_factor / long_factor: Phi-3-128k, Phi-3.5, Phi-4-mini) is not supported yet'
+refuse "rope_scaling su (longrope's older spelling)" \
+	's/"rope_scaling": null/"rope_scaling": {"type": "su", "short_factor": [1], "long_factor": [2]}/' \
+	'rope_scaling su '
+refuse "rope_scaling yarn" 's/"rope_scaling": null/"rope_scaling": {"rope_type": "yarn", "factor": 4}/' \
+	'rope_scaling type "yarn" is not supported'
+refuse "hidden_act gelu_new" 's/"hidden_act": "silu"/"hidden_act": "gelu_new"/' \
+	'hidden_act "gelu_new" is not supported'
+refuse "a partial_rotary_factor that turns one dim" \
+	's/"partial_rotary_factor": 0.5/"partial_rotary_factor": 0.2/' \
+	'partial_rotary_factor 0.2 turns 1 of head_dim 8' --partial
+refuse "a head_dim the engine cannot hold" 's/"hidden_size": 32/"head_dim": 16, "hidden_size": 32/' \
+	'head_dim 16 is not hidden_size / num_attention_heads (8)'
+refuse "tie_word_embeddings false without lm_head.weight (the weights fall short)" \
+	's/"tie_word_embeddings": true/"tie_word_embeddings": false/' \
+	'config.json describes 3231968 weights, but the safetensors files hold 1623744' --partial
+refuse "num_key_value_heads that do not fit the fused qkv_proj" \
+	's/"num_key_value_heads": 2/"num_key_value_heads": 4/' 'qkv_proj.weight'
+
+mkphi "$gpt2"
+cp "$tmp/hf/model.safetensors" "$tmp/m" && head -c 4000 "$tmp/m" >"$tmp/hf/model.safetensors"
+run "$tmp/hf" -t hi
+check "a truncated model.safetensors is refused with one line" \
+	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
+
+run -c "help load"
+check "help load names the family" sh -c "[ $rc -eq 0 ] && grep -q 'Phi-3' '$tmp/out'"
+
+exit $((failures > 0))
