@@ -4,7 +4,8 @@
  *
  * Dimension legend used in every shape comment of the engine:
  *   V  vocab_size       C  d_model          L  n_layer
- *   H  n_head (query)   K  n_kv_head        D  d_head = C / H
+ *   H  n_head (query)   K  n_kv_head        D  d_head (head_dim; C / H when 0)
+ *   A  attention width H * D (C unless head_dim says otherwise)
  *   F  d_ff             S  context (maximum sequence length)
  *   B  batch            T  sequence length of one run (T <= S)
  *   QKV = (H + 2K) * D  rows of the fused query/key/value projection
@@ -60,6 +61,7 @@ enum head_type { HEAD_LM, HEAD_MLM, HEAD_NONE };
 #define CFG_MAX_HEADS   256
 #define CFG_MAX_DFF     (1 << 17)
 #define CFG_MAX_CONTEXT (1 << 16)
+#define CFG_MAX_HEAD_DIM 4096 /* head_dim; H * D is held within CFG_MAX_DMODEL */
 
 struct model_config {
 	int vocab_size;       /* V */
@@ -67,6 +69,8 @@ struct model_config {
 	int n_layer;          /* L */
 	int n_head;           /* H */
 	int n_kv_head;        /* K, native; divides H */
+	int head_dim;         /* D when nonzero (Qwen3, Gemma: H * D need not be C);
+			       * 0 = C / H, every model's before head_dim existed */
 	int d_ff;             /* F; 0 = no MLP (attention-only blocks) */
 	int context;          /* S */
 	enum norm_type norm;
@@ -113,7 +117,7 @@ struct model_config {
  *   LN1B     (L, C)        LayerNorm with bias only
  *   QKVW     (L, QKV, C)   rows: H query heads, K key heads, V value heads
  *   QKVB     (L, QKV)      bias only
- *   ATTPROJW (L, C, C)     output projection, input index = h*D + d
+ *   ATTPROJW (L, C, A)     output projection, input index = h*D + d
  *   ATTPROJB (L, C)
  *   LN2W     (L, C)        norm around the MLP     } absent without
  *   LN2B     (L, C)                                } an MLP (F = 0)
@@ -152,7 +156,15 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 /* Total number of parameters. */
 size_t config_param_count(const struct model_config *c);
 
-static inline int cfg_d_head(const struct model_config *c) { return c->d_model / c->n_head; }
+static inline int cfg_d_head(const struct model_config *c)
+{
+	return c->head_dim ? c->head_dim : c->d_model / c->n_head;
+}
+/* A, the width of the heads' concatenated outputs: H * D. */
+static inline int cfg_attn_width(const struct model_config *c)
+{
+	return c->n_head * cfg_d_head(c);
+}
 static inline int cfg_qkv_rows(const struct model_config *c, int kv_heads)
 {
 	return (c->n_head + 2 * kv_heads) * cfg_d_head(c);
@@ -205,10 +217,14 @@ static inline bool cfg_has_head(const struct model_config *c)
 	return c->head != HEAD_NONE;
 }
 
-/* Checks every field and their relations (d_model divisible by n_head, an
- * even d_head for RoPE, sizes within the limits above, ...).
+/* Checks every field and their relations (d_model divisible by n_head
+ * unless head_dim is given, an even d_head for RoPE, sizes within the limits above, ...).
  * Returns 0, or -1 with a message naming the first bad field. */
 int config_validate(const struct model_config *c, struct err *e);
+
+/* For an analysis that reads the heads' outputs as d_model wide: 0 when
+ * H * D = C, else -1 with a message naming `what` and both widths. */
+int config_refuse_head_dim(const struct model_config *c, const char *what, struct err *e);
 
 /* The multi-head split: every head takes d_model / n_head features, so
  * n_head must divide d_model.  0, or -1 with the tutorial's one-line

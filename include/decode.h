@@ -45,7 +45,7 @@ struct decoder {
 	float *qkv;             /* (QKV) the new position's query, key and value rows */
 	float *att;             /* (H, slots) the new position's attention weights over the
 				 * cached slots, per layer reused */
-	float *atty;            /* (C) the heads' outputs, concatenated */
+	float *atty;            /* (H * D) the heads' outputs, concatenated */
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
 	float *logits;          /* (V) next-token logits after the last step */

@@ -197,12 +197,13 @@ enum {
  * Per-layer buffers hold L layers with RUN_TRAIN (qkv also with RUN_QKV)
  * and one reused layer otherwise (`lstride` is their per-layer step in
  * floats: 0 when reused).
- * QKV below is sized for the largest sharing, 3C.  `bt` = B * T. */
+ * QKV below is sized for the largest sharing, 3A.  `bt` = B * T. */
 struct run {
 	int B, T;           /* sizes this run was allocated for (max) */
 	int b, t;           /* sizes of the last forward pass */
 	unsigned flags;
 	int V, C, L, H, F, FF, QKVmax;
+	int A;              /* attention width H * D (cfg_attn_width) */
 
 	/* outputs */
 	float *logits;      /* (B, T, V)  RUN_LOGITS */
@@ -227,14 +228,14 @@ struct run {
 			     * caller, not owned; forward only (backward refuses it). */
 
 	/* saved activations (per layer: lstride apart) */
-	size_t lstride_c, lstride_qkv, lstride_ff, lstride_f, lstride_bt;
+	size_t lstride_c, lstride_a, lstride_qkv, lstride_ff, lstride_f, lstride_bt;
 	float *resid;       /* (L+1, b, t, C) block inputs, then the final block output;
 			       packed by the last pass's b * t (not lstride) */
 	float *ln1;         /* (L, B, T, C) norm1 output */
 	float *ln1_mean;    /* (L, B, T)  (LayerNorm only) */
 	float *ln1_rstd;    /* (L, B, T) */
 	float *qkv;         /* (L, B, T, QKVmax) q and k after RoPE; row stride = (H+2G)*D */
-	float *atty;        /* (L, B, T, C)  heads' outputs, concatenated, before projection */
+	float *atty;        /* (L, B, T, A)  heads' outputs, concatenated, before projection */
 	float *att_res;     /* (L, B, T, C)  input + attention projection */
 	float *ln2;         /* (L, B, T, C) */
 	float *ln2_mean;    /* (L, B, T) */

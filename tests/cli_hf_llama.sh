@@ -34,6 +34,34 @@ check "the config is read: RMSNorm, RoPE, SwiGLU, 2 K/V heads, biases for Qwen2"
 run "$tmp/hf" -c "text $text; attn mha; attn mqa; kv"
 check "its native GQA converts both ways" sh -c "[ $rc -eq 0 ] && grep -q 'KV 3.50 KiB' '$tmp/out'"
 
+# head_dim (Qwen3's, Mistral-Nemo's): heads of 16 and of 4 over d_model 32
+# and 4 heads, and head_dim 8 = hidden / heads as Mistral's configs write
+# it, each the same numbers as its checkpoint
+for hd in "16:64" "4:16" "8:32"; do
+	d=${hd%%:*} width=${hd#*:}
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+	if ! "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --headdim "$d" >/dev/null 2>&1; then
+		fail "head_dim $d setup (tool_mkhf --headdim $d)"
+		continue
+	fi
+	run "$tmp/hf" -t "$text" --dump
+	cp "$tmp/out" "$tmp/hf.full"
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model\|^config' "$tmp/out" >"$tmp/ref.dump"
+	check "head_dim $d: the HF directory gives the checkpoint's attention and losses exactly" \
+		sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump' &&
+		grep -q 'heads 4 kv_heads 2 d_head $d d_ff' '$tmp/hf.full'"
+	run "$tmp/hf" -c "text $text; attn mqa; kv"
+	check "head_dim $d: MQA runs and the KV cache counts heads $d wide" \
+		sh -c "[ $rc -eq 0 ] && grep -q 'head dim $d,' '$tmp/out'"
+done
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --headdim 16 >/dev/null 2>&1
+run "$tmp/hf" -c "text $text; why 1.0 3 1"
+check "head_dim 16: why refuses in one line, naming head_dim" \
+	sh -c "[ $rc -ne 0 ] && grep -q 'why does not handle head_dim 16 yet' '$tmp/err'"
+
 # a sliding window caps the context (exact within it), for Qwen2 only when
 # use_sliding_window is true
 for fam in "--qwen2:false:64" "--qwen2:true:16" ":absent:16"; do

@@ -612,6 +612,10 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 	gw_u32(w, KEY("embedding_length"), (uint32_t)c->d_model);
 	gw_u32(w, KEY("feed_forward_length"), (uint32_t)c->d_ff);
 	gw_u32(w, KEY("attention.head_count"), (uint32_t)c->n_head);
+	if (c->head_dim) { /* each head's width apart from embedding_length / head_count */
+		gw_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
+		gw_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
+	}
 	if (a == GA_LLAMA || a == GA_QWEN2) {
 		gw_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
 		gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
@@ -692,7 +696,7 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 			blk(w, l, "attn_v.bias", 0, 0, K * D, bq + (H + K) * D);
 		}
 	}
-	blk(w, l, "attn_output.weight", ty, C, C, AT(P_ATTPROJW, C * C));
+	blk(w, l, "attn_output.weight", ty, C, H * D, AT(P_ATTPROJW, C * H * D));
 	if (c->bias && a != GA_QWEN2)
 		blk(w, l, "attn_output.bias", 0, 0, C, AT(P_ATTPROJB, C));
 	if (c->mlp == MLP_SWIGLU) {

@@ -198,7 +198,8 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 	const struct model_config *cfg = &m->cfg;
 	const int V = cfg->vocab_size, C = cfg->d_model, L = cfg->n_layer;
 	const int H = cfg->n_head, K = cfg->n_kv_head, F = cfg->d_ff;
-	const int D = C / H;
+	const int D = cfg->head_dim ? cfg->head_dim : C / H; /* the config's head_dim, else C / H */
+	const int A = H * D; /* the heads' concatenated width */
 	const int G = o->kv_heads;
 	const int FF = cfg->mlp == MLP_SWIGLU ? 2 * F : F;
 	const int QKVN = (H + 2 * K) * D; /* native fused rows */
@@ -229,7 +230,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 	double *wv = dalloc((size_t)G * D * C);
 	double *bk = dalloc((size_t)G * D);
 	double *bv = dalloc((size_t)G * D);
-	double *y = dalloc((size_t)T * C);     /* heads' outputs, [t][h*D+d] */
+	double *y = dalloc((size_t)T * A);     /* heads' outputs, [t][h*D+d] */
 	double *qa = dalloc((size_t)H * T * D); /* the heads as attention reads them, [h][t][d] */
 	double *ka = dalloc((size_t)G * T * D);
 	double *va = dalloc((size_t)G * T * D);
@@ -264,7 +265,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 		const float *ln2b = layer_ptr(m, P_LN2B, l, C);
 		const float *qkvw = layer_ptr(m, P_QKVW, l, (size_t)QKVN * C);
 		const float *qkvb = layer_ptr(m, P_QKVB, l, QKVN);
-		const float *pw = layer_ptr(m, P_ATTPROJW, l, (size_t)C * C);
+		const float *pw = layer_ptr(m, P_ATTPROJW, l, (size_t)C * A); /* (C, A) */
 		const float *pb = layer_ptr(m, P_ATTPROJB, l, C);
 		const float *fcw = layer_ptr(m, P_FCW, l, (size_t)FF * C);
 		const float *fcb = layer_ptr(m, P_FCB, l, FF);
@@ -416,22 +417,22 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 			for (int t = 0; t < T; t++)
 				for (int d = 0; d < D; d++) {
 					size_t at = ((size_t)h * T + t) * D + d;
-					y[flat ? at : (size_t)t * C + h * D + d] = oa[at];
+					y[flat ? at : (size_t)t * A + h * D + d] = oa[at];
 				}
 		for (int h = 0; h < H; h++)
 			if (opt_is_ablated(o, l * H + h))
 				for (int t = 0; t < T; t++)
 					for (int d = 0; d < D; d++)
-						y[(size_t)t * C + h * D + d] = 0.0;
+						y[(size_t)t * A + h * D + d] = 0.0;
 		if (trace && trace->atty)
-			memcpy(trace->atty + (size_t)l * T * C, y, sizeof(double) * T * C);
+			memcpy(trace->atty + (size_t)l * T * A, y, sizeof(double) * T * A);
 
 		/* output projection + residual */
 		for (int t = 0; t < T; t++)
 			for (int c = 0; c < C; c++) {
 				double s = pb ? (double)pb[c] : 0.0;
-				for (int kk = 0; kk < C; kk++)
-					s += (double)pw[(size_t)c * C + kk] * y[(size_t)t * C + kk];
+				for (int kk = 0; kk < A; kk++)
+					s += (double)pw[(size_t)c * A + kk] * y[(size_t)t * A + kk];
 				ares[(size_t)t * C + c] = (cfg->residual ? x[(size_t)t * C + c] : 0.0) + s;
 			}
 		if (trace && trace->att_res)

@@ -20,7 +20,7 @@
 struct ref_trace {
 	double *resid;    /* (L+1, T, C): block inputs, then the final block output */
 	double *att_res;  /* (L, T, C):   block input + attention projection */
-	double *atty;     /* (L, T, C):   heads' outputs before projection (ablated heads zeroed) */
+	double *atty;     /* (L, T, A):   heads' outputs before projection (ablated heads zeroed; A = H * D) */
 };
 
 /* One sequence of T tokens.  logits (T, V) and att (L, H, T, T) are

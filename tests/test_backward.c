@@ -74,6 +74,7 @@ struct combo {
 	/* GPT-Neo's local layers: bit l of local_bits, over local_window keys */
 	int local_window;
 	unsigned local_bits;
+	int head_dim; /* 0: TC / heads */
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -94,9 +95,14 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 		size_t used = strlen(buf);
 		snprintf(buf + used, n - used, " local %#x over %d", k->local_bits, k->local_window);
 	}
+	int D = k->head_dim ? k->head_dim : TC / (k->heads ? k->heads : TH);
 	if (k->rotary) {
 		size_t used = strlen(buf);
-		snprintf(buf + used, n - used, " rotary %d of %d", k->rotary, TC / (k->heads ? k->heads : TH));
+		snprintf(buf + used, n - used, " rotary %d of %d", k->rotary, D);
+	}
+	if (k->head_dim) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " heads %d x head_dim %d", k->heads ? k->heads : TH, D);
 	}
 }
 
@@ -158,6 +164,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	}
 	c.local_window = k->local_window;
 	c.local[0] = k->local_bits;
+	c.head_dim = k->head_dim;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -395,6 +402,38 @@ static void test_fd_neox(void **state)
 		fail_msg("%d GPT-NeoX combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* head_dim apart from d_model / heads: H * D above C (4 x 8 over 16),
+ * below it (2 x 4) and with C not divisible by H (3 x 6); both norms and
+ * placements, learned and RoPE (all dims or 4 of 8), GQA, SwiGLU; every
+ * tensor within FD_TOL. */
+static void test_fd_head_dim(void **state)
+{
+	(void)state;
+	static const struct { int heads, head_dim, kv, rotary; } shapes[] = {
+		{ 4, 8, 2, 0 }, { 4, 8, 1, 4 }, { 2, 4, 2, 0 }, { 3, 6, 1, 0 }, { 3, 6, 3, 2 },
+	};
+	int failures = 0;
+	char name[192];
+	for (int v = 0; v < 10; v++) {
+		struct combo k = combo_of(v * 7 % 48);
+		k.heads = shapes[v % 5].heads;
+		k.head_dim = shapes[v % 5].head_dim;
+		k.kv = shapes[v % 5].kv;
+		k.rotary = shapes[v % 5].rotary;
+		if (k.rotary)
+			k.pos = POS_ROPE;
+		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric);
+		failures += bad;
+	}
+	if (failures)
+		fail_msg("%d head_dim combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
  * original context of 8 fall in the blended and the divided bands), over
  * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
@@ -568,14 +607,14 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 9);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
 				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true, ROPE_SCALE_NONE, 0, 0u }, 10);
+				     true, ROPE_SCALE_NONE, 0, 0u, 0 }, 10);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -583,7 +622,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -636,7 +675,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -696,7 +735,7 @@ static void test_refuses_headless(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u };
+			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u, 0 };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -733,6 +772,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
+		cmocka_unit_test_setup(test_fd_head_dim, one_thread),
 		cmocka_unit_test_setup(test_batch_mean, two_threads),
 		cmocka_unit_test_setup(test_accumulates, two_threads),
 		cmocka_unit_test_setup(test_refuses, two_threads),

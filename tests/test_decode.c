@@ -141,6 +141,47 @@ static void test_decoder_lab_architectures(void **state)
 		}
 }
 
+/* head_dim apart from d_model / n_head (4 heads of 16 or of 4 over
+ * d_model 32: heads' width 64 or 16) decodes as the full pass computes it:
+ * native, post-norm, MQA, GQA up, a window and an ablation, with RoPE
+ * (llama) and learned positions (gpt2). */
+static void test_decoder_head_dim(void **state)
+{
+	(void)state;
+	static const int dims[2] = { 16, 4 };
+	for (int di = 0; di < 2; di++)
+		for (int llama = 0; llama <= 1; llama++) {
+			struct model *base = randmodel_new(llama, 2, 2, V, 8.0f, 40 + di);
+			struct model_config c = base->cfg;
+			model_free(base);
+			c.head_dim = dims[di];
+			assert_true(cfg_attn_width(&c) != c.d_model);
+			struct err e;
+			struct model *m = model_new(&c, &e);
+			if (!m)
+				fail_msg("model_new: %s", e.msg);
+			model_init_random(m, 50 + di);
+			for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+				m->p[P_QKVW][i] *= 8.0f;
+			struct run_options native, cases[6];
+			run_options_native(m, &native);
+			int n = 0;
+			cases[n++] = native;
+			cases[n] = native, cases[n++].placement = PLACE_POST;
+			cases[n] = native, cases[n++].kv_heads = 1;
+			cases[n] = native, cases[n++].kv_heads = 4;
+			cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+			cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
+			for (int i = 0; i < n; i++) {
+				double w = compare(m, &cases[i], &cases[i]);
+				print_message("%s head_dim %d case %d: worst %.3f of tolerance\n",
+					      llama ? "llama" : "gpt2 ", c.head_dim, i, w);
+				assert_true(w <= 1.0);
+			}
+			model_free(m);
+		}
+}
+
 /* GPT-NeoX's blocks decode as the full pass computes them: parallel
  * residual, RoPE over 4 of each head's 8 dims, exact GELU, with and without
  * each, under the run options that change the computation (post-norm runs
@@ -489,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_matches_forward),
 		cmocka_unit_test(test_decoder_lab_architectures),
 		cmocka_unit_test(test_decoder_neox),
+		cmocka_unit_test(test_decoder_head_dim),
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),

@@ -51,6 +51,7 @@ struct variant {
 	int local_window;         /* GPT-Neo's local layers: bit l of local_bits */
 	unsigned local_bits;
 	bool no_scale;            /* native scores unscaled (GPT-Neo) */
+	int head_dim;             /* 0: TC / heads */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -86,6 +87,7 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->local_window = v->local_window;
 	c->local[0] = v->local_bits;
 	c->scale = !v->no_scale;
+	c->head_dim = v->head_dim;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -140,7 +142,9 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_true((m->psize[P_WPE] > 0) == (v->pos == POS_LEARNED));
 	assert_true((m->psize[P_LMHEAD] > 0) == !v->tied);
 	int nh = c.n_head;
-	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (nh + 2 * v->kv) * (TC / nh) * TC);
+	int nd = v->head_dim ? v->head_dim : TC / nh;
+	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (nh + 2 * v->kv) * nd * TC);
+	assert_int_equal(m->psize[P_ATTPROJW], (size_t)TL * TC * nh * nd);
 	assert_int_equal(m->psize[P_FCW],
 			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
 	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
@@ -156,7 +160,7 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false, 0, 0u, false };
+			     false, false, false, 0, 0, false, false, 0, 0u, false, 0 };
 	return v;
 }
 
@@ -185,14 +189,15 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
 		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d "
-		 "local=%#x/%d} "
-		 "run{G=%d place=%s mask=%s scale=%d ablate=%s flags=%s}",
+		 "local=%#x/%d D=%d} "
+		 "run{G=%d place=%s mask=%s scale=%d ablate=%s pitfall=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
-		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, o->kv_heads,
-		 norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
+		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, v->head_dim,
+		 o->kv_heads, norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
+		 pitfall_name(o->pitfall),
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
 }
 
@@ -482,6 +487,64 @@ static void test_neox_architectures(void **s)
 				}
 	engine_set_threads(0);
 	print_message("neox architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* head_dim apart from d_model / n_head (Qwen3, Gemma): heads' width
+ * H * D above C (4 x 8 = 32 over 16), below it (2 x 4 = 8) and with C not
+ * divisible by H (3 x 6 = 18); native K = H or fewer, RoPE over all of D
+ * or 4 of 8, SwiGLU / GELU, every run mask and placement, G = K or 1, an
+ * ablation, the no-transpose pitfall, the saved activations (RUN_TRAIN)
+ * against the reference. */
+static void test_headdim_architectures(void **s)
+{
+	(void)s;
+	static const struct { int heads, head_dim, kv, rotary; } shapes[] = {
+		{ 4, 8, 2, 0 }, { 4, 8, 4, 4 }, { 2, 4, 1, 0 }, { 3, 6, 3, 0 }, { 3, 6, 1, 2 },
+	};
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+		for (int pos = 0; pos < 2; pos++) {
+			struct variant v = default_variant();
+			v.heads = shapes[si].heads;
+			v.head_dim = shapes[si].head_dim;
+			v.kv = shapes[si].kv;
+			v.pos = pos || shapes[si].rotary ? POS_ROPE : POS_LEARNED;
+			v.rotary = shapes[si].rotary;
+			v.norm = pos ? NORM_RMS : NORM_LAYER;
+			v.mlp = (si + pos) % 2 ? MLP_SWIGLU : MLP_GELU;
+			v.bias = pos == 0;
+			v.tied = si % 2 == 0;
+			v.place = si == 2 ? PLACE_POST : PLACE_PRE;
+			struct model *m = make_model(&v, 9100u + (uint64_t)(si * 10 + pos));
+			assert_int_equal(cfg_attn_width(&m->cfg), v.heads * v.head_dim);
+			for (int rp = 0; rp < 2; rp++)
+				for (int mk = 0; mk < 4; mk++)
+					for (int gi = 0; gi < 2; gi++) {
+						struct run_options o;
+						base_options(m, &o);
+						o.kv_heads = gi ? 1 : v.kv;
+						o.placement = rp ? PLACE_POST : PLACE_PRE;
+						o.mask = masks[mk];
+						o.window = 2;
+						o.scale = (mk + gi) % 3 != 2;
+						if ((rp + mk + gi) % 2)
+							opt_set_ablated(&o, 1 * v.heads + 1, true);
+						if (mk == 1 && gi == 1)
+							o.pitfall = PITFALL_NO_TRANSPOSE;
+						unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+									       : (RUN_LOGITS | RUN_ATTN);
+						runs++;
+						if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+							failures++;
+					}
+			model_free(m);
+		}
+	engine_set_threads(0);
+	print_message("head_dim architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1331,6 +1394,7 @@ int main(void)
 		cmocka_unit_test(test_neox_architectures),
 		cmocka_unit_test(test_neox_config_checks),
 		cmocka_unit_test(test_neo_architectures),
+		cmocka_unit_test(test_headdim_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

@@ -387,11 +387,23 @@ static const char *const type_names[] = { [GGML_F32] = "F32", [GGML_F16] = "F16"
 					  [GGML_BF16] = "BF16" };
 
 /* The same weights from a checkpoint and a GGUF file: config, weights,
- * attention and loss within 1e-4 (the weights are the same floats). */
-static void compare_exact(enum ga a, uint32_t t)
+ * attention and loss within 1e-4 (the weights are the same floats).
+ * head_dim nonzero: the model's heads are that wide instead (written as
+ * attention.key_length / value_length). */
+static void compare_exact(enum ga a, uint32_t t, int head_dim)
 {
 	struct err e;
 	struct model *m = tiny(a, 32, a == GA_LLAMA || a == GA_QWEN2 ? 48 : 64, 2, 40 + a);
+	if (head_dim) {
+		struct model_config c = m->cfg;
+		model_free(m);
+		c.head_dim = head_dim;
+		m = model_new(&c, &e);
+		assert_non_null(m);
+		model_init_random(m, 60 + a);
+		m->tok = tok_bpe_load(tmp, &e);
+		assert_non_null(m->tok);
+	}
 	const char *ck = path_of("ref.safetensors"), *gg = path_of("m.gguf");
 	if (t == GGML_BF16) {
 		assert_int_equal(gw_checkpoint_bf16(m, ck), 0);
@@ -415,8 +427,10 @@ static void compare_exact(enum ga a, uint32_t t)
 	size_t na = (size_t)r->cfg.n_layer * r->cfg.n_head * T * T;
 	double da = max_diff(rr->att, rg->att, na);
 	double dl = cfg_has_head(&r->cfg) ? fabs(rr->loss - rg->loss) : 0;
-	printf("  %-7s %-4s weights %.1e, attention %.1e, loss %.1e (loss %.4f)\n", ga_name[a],
-	       type_names[t], dw, da, dl, cfg_has_head(&r->cfg) ? rr->loss : NAN);
+	printf("  %-7s %-4s head_dim %d: weights %.1e, attention %.1e, loss %.1e (loss %.4f)\n",
+	       ga_name[a], type_names[t], cfg_d_head(&g->cfg), dw, da, dl,
+	       cfg_has_head(&r->cfg) ? rr->loss : NAN);
+	assert_int_equal(g->cfg.head_dim, head_dim);
 	assert_true(dw <= 1e-4 && da <= 1e-4 && dl <= 1e-4);
 	run_free(rr);
 	run_free(rg);
@@ -431,7 +445,18 @@ static void test_exact_types(void **state)
 	static const uint32_t types[] = { GGML_F32, GGML_F16, GGML_BF16 };
 	for (int a = 0; a < GA_N; a++)
 		for (int k = 0; k < 3; k++)
-			compare_exact((enum ga)a, types[k]);
+			compare_exact((enum ga)a, types[k], 0);
+}
+
+/* attention.key_length / value_length apart from embedding_length /
+ * head_count (Qwen3's, Gemma's): heads of 16 and of 4 over 32 / 4 heads
+ * load as their checkpoint does. */
+static void test_head_dim(void **state)
+{
+	(void)state;
+	compare_exact(GA_LLAMA, GGML_F32, 16);
+	compare_exact(GA_QWEN2, GGML_F32, 4);
+	compare_exact(GA_LLAMA, GGML_F16, 4);
 }
 
 /* GGUF version 2 and a 64-byte alignment read as well. */
@@ -621,7 +646,11 @@ static void refused(void (*extra)(struct gw *w), bool tokenizer, const char *wor
 
 static void scaling(struct gw *w) { gw_str(w, "llama.rope.scaling.type", "yarn"); }
 static void experts(struct gw *w) { gw_u32(w, "llama.expert_count", 8); }
-static void key_len(struct gw *w) { gw_u32(w, "llama.attention.key_length", 7); }
+static void key_len(struct gw *w)
+{
+	gw_u32(w, "llama.attention.key_length", 16);
+	gw_u32(w, "llama.attention.value_length", 8);
+}
 static void freqs(struct gw *w)
 {
 	float f[4] = { 1, 1, 1, 1 };
@@ -648,7 +677,7 @@ static void test_refused(void **state)
 	(void)state;
 	refused(scaling, true, "llama.rope.scaling.type \"yarn\" is not supported (RoPE scaling)");
 	refused(experts, true, "llama.expert_count 8: mixtures of experts are not supported");
-	refused(key_len, true, "llama.attention.key_length 7 is not embedding_length / head_count (8)");
+	refused(key_len, true, "llama.attention.key_length 16 differs from attention.value_length 8");
 	refused(freqs, true, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is not "
 		"supported");
 	refused(t5, false, "tokenizer.ggml.model \"t5\" is not supported (llama, gpt2 and bert are)");
@@ -792,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_golden_blocks),
 		cmocka_unit_test(test_quant_bounds),
 		cmocka_unit_test(test_exact_types),
+		cmocka_unit_test(test_head_dim),
 		cmocka_unit_test(test_version2_alignment),
 		cmocka_unit_test(test_quantized_models),
 		cmocka_unit_test(test_tokenizers),

@@ -969,16 +969,22 @@ static void test_damaged_config(void **state)
 		{ "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": 2}",
 		  "config.json: missing key \"num_attention_heads\"" },
 		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
-		/* config products are taken in 64 bits: 256 x (2^24 + 2) is not 512 */
-		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 256, "
+		/* config products are taken in 64 bits: 256 x (2^24 + 2) is not 512
+		 * (Phi-3 reads only head_dim = hidden / heads) */
+		{ "{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 256, "
 		  "\"hidden_size\": 512, \"intermediate_size\": 48, \"vocab_size\": 265, "
 		  "\"max_position_embeddings\": 16, \"head_dim\": 16777218}",
 		  "config.json: head_dim 16777218 is not hidden_size / num_attention_heads (2)" },
 		/* nor 4 x 2^30 an overflow (UBSan) */
-		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+		{ "{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
 		  "\"hidden_size\": 32, \"intermediate_size\": 48, \"vocab_size\": 265, "
 		  "\"max_position_embeddings\": 16, \"head_dim\": 1073741824}",
 		  "config.json: head_dim 1073741824 is not hidden_size / num_attention_heads (8)" },
+		/* Llama's head_dim may differ from hidden / heads, up to the engine's bound */
+		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+		  "\"hidden_size\": 32, \"intermediate_size\": 48, \"vocab_size\": 265, "
+		  "\"max_position_embeddings\": 16, \"head_dim\": 1073741824}",
+		  "config.json: head_dim 1073741824 is more than 4096" },
 		/* GPT-2's d_ff of 4 x n_embd: no overflow (UBSan) before n_embd is refused */
 		{ "{\"n_layer\": 2, \"n_head\": 4, \"n_embd\": 1073741824, \"n_positions\": 16, "
 		  "\"vocab_size\": 265}", "config.json: config: d_model = 1073741824 is outside" },

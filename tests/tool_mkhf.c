@@ -9,10 +9,11 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial]] [--shards] [--tiny]
+ *                 | --llama3 | --phi3 [--partial]] [--headdim N] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
- * qwen2); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
+ * qwen2); --headdim N writes config.json's head_dim N and, when N is not
+ * d_model / heads, heads N wide (q_proj (4N, 32), o_proj (32, 4N)); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
  * over an original context of 16 (factor 8, low_freq_factor 1,
  * high_freq_factor 4), to both files; --shards splits the weights over two
  * files and an index.
@@ -286,7 +287,8 @@ static void neo_tensors(const struct model *m)
 /* The Llama (or Qwen2) tensors of m in HF's names and layout. */
 static void llama_tensors(const struct model *m, bool qwen)
 {
-	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K, D = C / H;
+	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
+	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D; /* o_proj is (C, H * head_dim) */
 	size_t V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
 	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
 	for (int l = 0; l < g.L; l++) {
@@ -309,7 +311,7 @@ static void llama_tensors(const struct model *m, bool qwen)
 				bk[row] = qb[H * D + (size_t)llama_rope_row((int)row, (int)D)];
 			memcpy(T("self_attn.v_proj.bias", K * D, 0), qb + (H + K) * D, K * D * 4);
 		}
-		memcpy(T("self_attn.o_proj.weight", C, C), m->p[P_ATTPROJW] + l * C * C, C * C * 4);
+		memcpy(T("self_attn.o_proj.weight", C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
 		memcpy(T("post_attention_layernorm.weight", C, 0), m->p[P_LN2W] + l * C, C * 4);
 		memcpy(T("mlp.gate_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
 		memcpy(T("mlp.up_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
@@ -732,13 +734,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial]] [--shards] [--tiny]\n");
+			"--phi3 [--partial]] [--headdim N] [--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false;
+	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
 		shards |= !strcmp(argv[i], "--shards");
@@ -754,6 +757,8 @@ int main(int argc, char **argv)
 		llama3 |= !strcmp(argv[i], "--llama3");
 		phi3 |= !strcmp(argv[i], "--phi3");
 		partial |= !strcmp(argv[i], "--partial");
+		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
+			headdim = atoi(argv[++i]);
 		if (!strcmp(argv[i], "--tiny"))
 			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
 	}
@@ -800,7 +805,13 @@ int main(int argc, char **argv)
 		neo_config(&c);
 	if (phi3)
 		phi3_config(&c, partial);
+	if (headdim > 0 && headdim * c.n_head != c.d_model) /* hidden / heads: as without the key */
+		c.head_dim = headdim;
 	struct model *m = model_new(&c, &e);
+	if (!m) {
+		fprintf(stderr, "tool_mkhf: %s\n", e.msg);
+		return 1;
+	}
 	model_init_random(m, 77);
 	struct rng r;
 	rng_seed(&r, 78);
@@ -853,6 +864,9 @@ int main(int argc, char **argv)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return 1;
+	char hd_key[40] = "";
+	if (headdim > 0)
+		snprintf(hd_key, sizeof hd_key, "\"head_dim\": %d, ", headdim);
 	if (neox)
 		write_neox_config(f, &c);
 	else if (neo)
@@ -870,9 +884,9 @@ int main(int argc, char **argv)
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
 		   "\"num_key_value_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": %d, "
 		   "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
-		   "\"tie_word_embeddings\": false, \"rope_scaling\": %s}\n",
+		   "\"tie_word_embeddings\": false, %s\"rope_scaling\": %s}\n",
 		qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen ? "qwen2" : "llama", c.d_model,
-		c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.vocab_size, c.context,
+		c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.vocab_size, c.context, hd_key,
 		llama3 ? "{\"factor\": 8.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
 			 "\"original_max_position_embeddings\": 16, \"rope_type\": \"llama3\"}" : "null");
 	int bad = fclose(f) != 0;

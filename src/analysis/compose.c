@@ -331,6 +331,8 @@ int compose_run(struct model *m, const struct run_options *o, struct compose_res
 	int L = c->n_layer, H = c->n_head, C = c->d_model, D = cfg_d_head(c), HD = H * D;
 	if (L < 2)
 		return err_set(e, "composition needs two layers or more: this model has %d", L);
+	if (config_refuse_head_dim(c, "composition", e))
+		return -1;
 	int G = run_kv_heads(m, o), LH = L * H, K3 = COMPOSE_KINDS;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);

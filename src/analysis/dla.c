@@ -47,7 +47,7 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 		return err_set(e, "dla needs residual connections: this model has none");
 	if (c->emb_norm)
 		return err_set(e, "dla cannot split an embedding norm's output into token and position");
-	return 0;
+	return config_refuse_head_dim(c, "dla", e);
 }
 
 /* The readout direction of token v at a stream row x (C) with the final

@@ -209,6 +209,8 @@ int heat_compute(struct model *m, const struct run_options *o, const int *tokens
 	if ((unsigned)kind >= HEAT_KINDS)
 		return err_set(e, "unknown heatmap kind");
 	const struct model_config *c = &m->cfg;
+	if (kind == HEAT_NORMS && config_refuse_head_dim(c, "heat norms", e))
+		return -1;
 	size_t TT = (size_t)T * T;
 	out->kind = kind;
 	out->L = c->n_layer;

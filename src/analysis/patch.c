@@ -229,7 +229,7 @@ int patch_run(struct model *m, const struct run_options *o, const int *clean, co
 	P.tmp = xmalloc((size_t)k * C * sizeof(float));
 	P.z = xmalloc((size_t)k * P.V * sizeof(float));
 	struct patcher p = { .T = T, .D = cfg_d_head(c) };
-	p.heads = xmalloc((size_t)L * T * C * sizeof(float)); /* H * D = C */
+	p.heads = xmalloc((size_t)L * T * cfg_attn_width(c) * sizeof(float)); /* (L, T, H * D) */
 	p.resid = xmalloc((size_t)L * T * C * sizeof(float));
 	struct run_hook hook = { patch_hook, &p };
 	/* no logits (the metrics are the last rows', from last_logits); every

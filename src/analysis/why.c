@@ -232,6 +232,8 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, window);
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
+	if (config_refuse_head_dim(c, "why", e))
+		return -1;
 	if (o->pitfall != PITFALL_NONE)
 		return err_set(e, "why needs the pitfall off (pitfall %s mixes positions or heads)",
 			       pitfall_name(o->pitfall));

@@ -22,12 +22,12 @@
 
 struct backward_state {
 	int B, T;          /* capacity: up to B x T tokens */
-	int C, V, QKV, F, FF;
+	int C, A, V, QKV, F, FF;
 	float *dlogits;    /* (B, T, V) */
 	float *dresidual;  /* (B, T, C) gradient of the residual stream */
 	float *dbuf1;      /* (B, T, C) gradient of a norm's output or input */
 	float *dbuf2;      /* (B, T, C) */
-	float *datty;      /* (B, T, C) gradient of the heads' concatenated outputs */
+	float *datty;      /* (B, T, A) gradient of the heads' concatenated outputs */
 	float *dqkv;       /* (B, T, QKV) native QKV rows */
 	float *datt;       /* (T, T) gradient of one head's weights, then scores */
 	float *patt;       /* (T, T) one head's unmasked softmax (after-softmax mask) */
@@ -48,6 +48,7 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->B = B;
 	s->T = T;
 	s->C = c->d_model;
+	s->A = cfg_attn_width(c);
 	s->V = c->vocab_size;
 	s->QKV = cfg_qkv_rows(c, c->n_kv_head);
 	s->F = c->d_ff;
@@ -56,7 +57,7 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->dresidual = xmalloc_aligned(bt * s->C * sizeof(float));
 	s->dbuf1 = xmalloc_aligned(bt * s->C * sizeof(float));
 	s->dbuf2 = xmalloc_aligned(bt * s->C * sizeof(float));
-	s->datty = xmalloc_aligned(bt * s->C * sizeof(float));
+	s->datty = xmalloc_aligned(bt * s->A * sizeof(float));
 	s->dqkv = xmalloc_aligned(bt * s->QKV * sizeof(float));
 	s->datt = xmalloc_aligned((size_t)T * T * sizeof(float));
 	s->patt = xmalloc_aligned((size_t)T * T * sizeof(float));
@@ -423,13 +424,13 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	const struct model_config *c = &m->cfg;
 	size_t C = (size_t)c->d_model, QKV = (size_t)cfg_qkv_rows(c, c->n_kv_head);
 	size_t FF = (size_t)cfg_ff_rows(c), F = (size_t)c->d_ff, N = (size_t)r->b * r->t;
-	size_t H = (size_t)c->n_head, T = (size_t)r->t;
+	size_t H = (size_t)c->n_head, T = (size_t)r->t, A = (size_t)cfg_attn_width(c);
 
 	x->layer = l;
 	x->ln1w = param_at(m, P_LN1W, l * C);
 	x->ln2w = param_at(m, P_LN2W, l * C);
 	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
-	x->projw = param_at(m, P_ATTPROJW, l * C * C);
+	x->projw = param_at(m, P_ATTPROJW, l * C * A);
 	x->fcw = param_at(m, P_FCW, l * FF * C);
 	x->fpw = param_at(m, P_FCPROJW, l * C * F);
 	x->dln1w = grad_at(m, grads, P_LN1W, l * C);
@@ -438,7 +439,7 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->dln2b = grad_at(m, grads, P_LN2B, l * C);
 	x->dqkvw = grad_at(m, grads, P_QKVW, l * QKV * C);
 	x->dqkvb = grad_at(m, grads, P_QKVB, l * QKV);
-	x->dprojw = grad_at(m, grads, P_ATTPROJW, l * C * C);
+	x->dprojw = grad_at(m, grads, P_ATTPROJW, l * C * A);
 	x->dprojb = grad_at(m, grads, P_ATTPROJB, l * C);
 	x->dfcw = grad_at(m, grads, P_FCW, l * FF * C);
 	x->dfcb = grad_at(m, grads, P_FCB, l * FF);
@@ -450,7 +451,7 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->ln1_mean = r->ln1_mean + l * r->lstride_bt;
 	x->ln1_rstd = r->ln1_rstd + l * r->lstride_bt;
 	x->qkv = r->qkv + l * r->lstride_qkv;
-	x->atty = r->atty + l * r->lstride_c;
+	x->atty = r->atty + l * r->lstride_a;
 	x->att_res = r->att_res + l * r->lstride_c;
 	x->ln2 = r->ln2 + l * r->lstride_c;
 	x->ln2_mean = r->ln2_mean + l * r->lstride_bt;
@@ -463,17 +464,17 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 
 /* Attention sub-block: for y = proj(attention(rope(inp qkvw^T + qkvb))),
  * dinp += the gradient of inp (N, C) from dout (N, C), and the block's
- * weight gradients. */
+ * weight gradients (the heads' outputs are (N, A)). */
 static void attn_block_backward(float *dinp, const float *dout, const float *inp,
 				const struct layer_ctx *x, const struct model_config *c,
 				struct backward_state *s, int B, int T)
 {
 	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
-	int QKV = cfg_qkv_rows(c, G), N = B * T;
+	int QKV = cfg_qkv_rows(c, G), N = B * T, A = H * D;
 	float scale = c->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 
-	memset(s->datty, 0, (size_t)N * C * sizeof(float));
-	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, C, C);
+	memset(s->datty, 0, (size_t)N * A * sizeof(float));
+	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, A, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
 	bool local = cfg_layer_local(c, x->layer);
 	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
@@ -685,10 +686,11 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		return err_set(e, "backward: only the model's native options are supported "
 			       "(its K/V heads, placement, mask and scaling, no ablation, no pitfall)");
 	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
-	    r->H != c->n_head || r->F != c->d_ff || r->FF != cfg_ff_rows(c))
+	    r->H != c->n_head || r->A != cfg_attn_width(c) || r->F != c->d_ff ||
+	    r->FF != cfg_ff_rows(c))
 		return err_set(e, "backward: the run was made for another model shape");
 	if (s->C != c->d_model || s->V != c->vocab_size || s->F != c->d_ff || s->FF != cfg_ff_rows(c) ||
-	    s->QKV != cfg_qkv_rows(c, c->n_kv_head))
+	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c))
 		return err_set(e, "backward: the state was made for another model shape");
 	int B = r->b, T = r->t, N = B * T;
 	if (B < 1 || T < 1)

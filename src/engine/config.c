@@ -37,7 +37,7 @@ bool param_per_layer(enum param_id i)
 size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3], int *ndim)
 {
 	size_t V = (size_t)c->vocab_size, C = (size_t)c->d_model, L = (size_t)c->n_layer;
-	size_t S = (size_t)c->context, F = (size_t)c->d_ff;
+	size_t S = (size_t)c->context, F = (size_t)c->d_ff, A = (size_t)cfg_attn_width(c);
 	size_t QKV = (size_t)cfg_qkv_rows(c, c->n_kv_head), FF = (size_t)cfg_ff_rows(c);
 	bool ln_bias = c->norm == NORM_LAYER && c->bias;
 	bool lm = c->head == HEAD_LM, mlm = c->head == HEAD_MLM;
@@ -53,7 +53,7 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_LN2B: if (ln_bias && F) { d0 = C; n = 1; } break;
 	case P_QKVW: d0 = QKV; d1 = C; n = 2; break;
 	case P_QKVB: if (c->bias) { d0 = QKV; n = 1; } break;
-	case P_ATTPROJW: d0 = C; d1 = C; n = 2; break;
+	case P_ATTPROJW: d0 = C; d1 = A; n = 2; break;
 	case P_ATTPROJB: if (c->bias) { d0 = C; n = 1; } break;
 	case P_FCPROJB: if (c->bias && F) { d0 = C; n = 1; } break;
 	case P_FCW: if (F) { d0 = FF; d1 = C; n = 2; } break;
@@ -100,6 +100,15 @@ size_t config_param_count(const struct model_config *c)
 	for (int i = 0; i < N_PARAMS; i++)
 		total += param_shape(c, (enum param_id)i, shape, &nd);
 	return total;
+}
+
+int config_refuse_head_dim(const struct model_config *c, const char *what, struct err *e)
+{
+	if (cfg_attn_width(c) == c->d_model)
+		return 0;
+	return err_set(e, "%s does not handle head_dim %d yet: the heads' width %d x %d = %d is "
+		       "not d_model %d", what, cfg_d_head(c), c->n_head, cfg_d_head(c),
+		       cfg_attn_width(c), c->d_model);
 }
 
 int config_check_heads(int d_model, int n_head, struct err *e)
@@ -173,8 +182,12 @@ int config_validate(const struct model_config *c, struct err *e)
 	RANGE(n_kv_head, 1, CFG_MAX_HEADS);
 	RANGE(d_ff, 0, CFG_MAX_DFF);
 	RANGE(context, 1, CFG_MAX_CONTEXT);
+	RANGE(head_dim, 0, CFG_MAX_HEAD_DIM);
 #undef RANGE
-	if (c->d_model % c->n_head != 0)
+	if ((double)c->n_head * cfg_d_head(c) > CFG_MAX_DMODEL)
+		return err_set(e, "config: n_head %d times head_dim %d is more than %d", c->n_head,
+			       cfg_d_head(c), CFG_MAX_DMODEL);
+	if (c->head_dim == 0 && c->d_model % c->n_head != 0)
 		return err_set(e, "config: d_model %d is not divisible by n_head %d", c->d_model, c->n_head);
 	if (c->n_kv_head > c->n_head || c->n_head % c->n_kv_head != 0)
 		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);

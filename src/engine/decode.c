@@ -54,7 +54,7 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->ar = xmalloc((size_t)d->C * sizeof(float));
 	d->qkv = xmalloc((size_t)cfg_qkv_rows(c, d->G) * sizeof(float));
 	d->att = xmalloc((size_t)d->H * d->slots * sizeof(float));
-	d->atty = xmalloc((size_t)d->C * sizeof(float));
+	d->atty = xmalloc((size_t)d->H * d->D * sizeof(float));
 	d->tmp = xmalloc((size_t)d->C * sizeof(float));
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
@@ -134,7 +134,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
 		       G, D, lo, scale);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
-	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, C, C);
+	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, H * D, C);
 }
 
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)

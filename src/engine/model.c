@@ -263,13 +263,15 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 	r->H = c->n_head;
 	r->F = c->d_ff;
 	r->FF = cfg_ff_rows(c);
-	r->QKVmax = 3 * c->d_model;
+	r->A = cfg_attn_width(c);
+	r->QKVmax = 3 * r->A;
 
 	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
 	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
 	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
 	r->lstride_c = (flags & RUN_TRAIN) ? bt * C : 0;
+	r->lstride_a = (flags & RUN_TRAIN) ? bt * r->A : 0;
 	r->lstride_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? bt * r->QKVmax : 0;
 	r->lstride_ff = (flags & RUN_TRAIN) ? bt * r->FF : 0;
 	r->lstride_f = (flags & RUN_TRAIN) ? bt * r->F : 0;
@@ -286,7 +288,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->ln1_mean, per * bt },
 		{ &r->ln1_rstd, per * bt },
 		{ &r->qkv, per_qkv * bt * r->QKVmax },
-		{ &r->atty, per * bt * C },
+		{ &r->atty, per * bt * r->A },
 		{ &r->att_res, per * bt * C },
 		{ &r->ln2, per * bt * C },
 		{ &r->ln2_mean, per * bt },
@@ -327,7 +329,8 @@ size_t run_bytes(const struct run *r)
 	size_t n = ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
 		   (all_att ? L : 1) * r->B * r->H * (size_t)r->T * r->T +
 		   L * bt * r->H + L * bt + (L + 1) * bt * C +
-		   per * (bt * C * 5 + bt * 4 + bt * r->FF + bt * r->F) + per_qkv * bt * r->QKVmax +
+		   per * (bt * C * 4 + bt * r->A + bt * 4 + bt * r->FF + bt * r->F) +
+		   per_qkv * bt * r->QKVmax +
 		   bt * C * 2 + bt * 2;
 	return n * sizeof(float) + sizeof *r;
 }
@@ -378,7 +381,7 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->ln1b = AT(P_LN1B, C);
 	w->ln2w = AT(P_LN2W, C);
 	w->ln2b = AT(P_LN2B, C);
-	w->projw = AT(P_ATTPROJW, C * C);
+	w->projw = AT(P_ATTPROJW, C * (size_t)cfg_attn_width(c));
 	w->projb = AT(P_ATTPROJB, C);
 	w->fcw = AT(P_FCW, FF * C);
 	w->fcb = AT(P_FCB, FF);
@@ -558,7 +561,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	const struct run_options *o = &r->opt;
 	int B = r->b, T = r->t, n = B * T - row0;
 	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), QKV = cfg_qkv_rows(c, G);
-	float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_c;
+	float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_a;
 	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
 	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
 	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
@@ -590,7 +593,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		attention_forward_masked(out, att, qkv, B, T, H, G, D, mask, window, scale,
 					 r->key_len, o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H);
 	if (view) {
-		view_heads(atty, view, B, T, H, D, C, 0, true);
+		view_heads(atty, view, B, T, H, D, H * D, 0, true);
 		free(view);
 	}
 }
@@ -604,7 +607,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &r->opt;
 	int B = r->b, T = r->t, N = B * T, n = N - row0; /* n rows from row0 */
-	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c);
+	int C = c->d_model, L = c->n_layer, H = c->n_head, D = cfg_d_head(c), A = H * D;
 	int G = run_kv_heads(m, o);
 	bool post = o->placement == PLACE_POST;
 	bool skip = c->residual, parallel = c->parallel && !post;
@@ -612,6 +615,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
 	size_t rc = (size_t)row0 * C; /* offset of row row0 in a (N, C) buffer */
+	size_t ra = (size_t)row0 * A; /* and in a (N, A) one */
 	for (int l = l0; l < L; l++) {
 		const float *in = r->resid + (size_t)l * N * C + rc;
 		float *out = r->resid + (size_t)(l + 1) * N * C + rc;
@@ -620,7 +624,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		float *ln1_rstd = r->ln1_rstd + l * r->lstride_bt + row0;
 		float *ln2_mean = r->ln2_mean + l * r->lstride_bt + row0;
 		float *ln2_rstd = r->ln2_rstd + l * r->lstride_bt + row0;
-		float *atty = r->atty + l * r->lstride_c;
+		float *atty = r->atty + l * r->lstride_a;
 		float *att_res = r->att_res + l * r->lstride_c + rc, *mlp_res = r->mlp_res + l * r->lstride_c + rc;
 		float *fch = r->fch + l * r->lstride_ff + (size_t)row0 * r->FF;
 		float *fch_act = r->fch_act + l * r->lstride_f + (size_t)row0 * r->F;
@@ -637,12 +641,12 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			attn_in = ln1;
 		}
 		attend(m, r, l, attn_in, &w, G, row0);
-		model_heads_site(r->hook, o, l, atty + rc, row0 ? 1 : B, row0 ? n : T, row0, H, D);
+		model_heads_site(r->hook, o, l, atty + ra, row0 ? 1 : B, row0 ? n : T, row0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
-					  atty + (size_t)b * T * C + rc + (size_t)h * D, T - row0, D, C);
-		matmul_forward(scratch, atty + rc, w.projw, w.projb, n, C, C);
+					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
+		matmul_forward(scratch, atty + ra, w.projw, w.projb, n, A, C);
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
 
 		/* MLP sub-block (none when F = 0: the block ends after attention);
@@ -703,7 +707,8 @@ int model_forward_from(struct model *m, const struct run_options *o, const int *
 	if (T < 1 || l0 < 0 || l0 > c->n_layer)
 		return err_set(e, "no pass to start from at block %d", l0);
 	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T ||
-	    r->C != c->d_model || r->L != c->n_layer || r->H != c->n_head || r->V != from->V)
+	    r->C != c->d_model || r->L != c->n_layer || r->H != c->n_head ||
+	    r->A != cfg_attn_width(c) || r->V != from->V)
 		return err_set(e, "run buffers do not fit the pass to start from");
 	if (!same_before(m, o, &from->opt, l0) || from->key_len || r->key_len)
 		return err_set(e, "the options differ from the pass's before block %d", l0);
@@ -735,7 +740,8 @@ int model_blocks_from(struct model *m, struct run *r, int l0, int row0, struct e
 		return err_set(e, "no pass to resume: the run has not been used");
 	if (l0 < 0 || l0 > m->cfg.n_layer)
 		return err_set(e, "block %d does not exist (the model has %d)", l0, m->cfg.n_layer);
-	if (r->C != m->cfg.d_model || r->L != m->cfg.n_layer || r->H != m->cfg.n_head)
+	if (r->C != m->cfg.d_model || r->L != m->cfg.n_layer || r->H != m->cfg.n_head ||
+	    r->A != cfg_attn_width(&m->cfg))
 		return err_set(e, "run buffers were made for another model shape");
 	if (row0 < 0 || row0 >= r->b * r->t)
 		return err_set(e, "row %d is outside the pass's %d rows", row0, r->b * r->t);
@@ -758,7 +764,8 @@ int model_forward(struct model *m, const struct run_options *o, const int *token
 		return err_set(e, "%d tokens is more than the model's context of %d", T, c->context);
 	if (B > r->B || T > r->T || (size_t)B * T > (size_t)r->B * r->T)
 		return err_set(e, "run buffers hold %dx%d tokens, asked for %dx%d", r->B, r->T, B, T);
-	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size || r->H != c->n_head)
+	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size || r->H != c->n_head ||
+	    r->A != cfg_attn_width(c))
 		return err_set(e, "run buffers were made for another model shape");
 	int N = B * T;
 	for (int i = 0; i < N; i++)

@@ -51,7 +51,7 @@
 static const char *const cfg_keys[] = {
 	"vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "d_ff",
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
-	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims",
+	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims", "head_dim",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
 	"rope_orig_context", "local_window", "local_layers",
 };
@@ -106,6 +106,9 @@ static json_t *config_to_json(const struct model_config *c)
 	/* GPT-NeoX's blocks, likewise written only when they differ */
 	if (c->parallel)
 		ju_set(o, "parallel", json_true());
+	/* head_dim apart from d_model / n_head (Qwen3, Gemma): only when set */
+	if (c->head_dim)
+		ju_set(o, "head_dim", json_integer(c->head_dim));
 	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c))
 		ju_set(o, "rotary_dims", json_integer(c->rotary_dims));
 	/* BERT's embedding norm and masked-LM head, likewise */
@@ -248,7 +251,9 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		CFG_ENUM(o, "mask", mask_kind_parse, &c->mask, e);
 	c->parallel = false;
 	c->rotary_dims = 0; /* all of d_head */
+	c->head_dim = 0;    /* d_model / n_head */
 	if (ju_get_bool(o, "parallel", "config", 0, &c->parallel, e) < 0 ||
+	    ju_get_int(o, "head_dim", "config", 0, 0, CFG_MAX_HEAD_DIM, &c->head_dim, e) < 0 ||
 	    ju_get_int(o, "rotary_dims", "config", 0, INT_MIN, INT_MAX, &c->rotary_dims, e) < 0)
 		return -1;
 	c->emb_norm = false;

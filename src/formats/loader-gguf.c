@@ -133,7 +133,7 @@ static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
 }
 
 /* What the engine cannot run, refused by name. */
-static int refuse(const struct gguf_file *f, const struct arch *a, int D, struct err *e)
+static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e)
 {
 	char k[128], *s = NULL;
 	int n = 0;
@@ -155,15 +155,34 @@ static int refuse(const struct gguf_file *f, const struct arch *a, int D, struct
 		return -1;
 	if (n > 0)
 		return err_set(e, "%s.expert_count %d: mixtures of experts are not supported", a->name, n);
-	static const char *const lens[] = { "attention.key_length", "attention.value_length" };
-	for (int i = 0; i < 2; i++) {
-		n = D;
-		if (akey_int(f, a, lens[i], false, 1, 1 << 20, &n, e) < 0)
-			return -1;
-		if (n != D)
-			return err_set(e, "%s.%s %d is not embedding_length / head_count (%d); the engine "
-				       "needs that", a->name, lens[i], n, D);
+	return 0;
+}
+
+/* attention.key_length and value_length, each head's width (Qwen3,
+ * Gemma: apart from embedding_length / head_count): one width for both,
+ * c->head_dim when it is not embedding_length / head_count. */
+static int head_width(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+		      struct err *e)
+{
+	int kl = 0, vl = 0;
+	if (akey_int(f, a, "attention.key_length", false, 1, CFG_MAX_HEAD_DIM, &kl, e) < 0 ||
+	    akey_int(f, a, "attention.value_length", false, 1, CFG_MAX_HEAD_DIM, &vl, e) < 0)
+		return -1;
+	if (kl && vl && kl != vl)
+		return err_set(e, "%s.attention.key_length %d differs from attention.value_length %d: "
+			       "keys and values of another width are not supported", a->name, kl, vl);
+	int hd = kl ? kl : vl;
+	if (hd && (int64_t)hd * c->n_head != c->d_model) {
+		if (a->fam == FAM_BERT)
+			return err_set(e, "%s.attention.key_length %d is not embedding_length / "
+				       "head_count (%d): BERT's needs that", a->name, hd,
+				       c->d_model / c->n_head);
+		c->head_dim = hd;
+		return 0;
 	}
+	if (c->d_model % c->n_head)
+		return err_set(e, "%s.embedding_length %d is not divisible by attention.head_count %d",
+			       a->name, c->d_model, c->n_head);
 	return 0;
 }
 
@@ -196,10 +215,7 @@ static int shape(const struct gguf_file *f, const struct arch *a, struct model_c
 	if (v != c->vocab_size)
 		return err_set(e, "%s.vocab_size %d, but token_embd.weight has %d rows", a->name, v,
 			       c->vocab_size);
-	if (c->d_model % c->n_head)
-		return err_set(e, "%s.embedding_length %d is not divisible by attention.head_count %d",
-			       a->name, c->d_model, c->n_head);
-	return 0;
+	return head_width(f, a, c, e);
 }
 
 /* Whether the output tensor is a copy of token_embd (bytes compared). */
@@ -226,12 +242,12 @@ static bool same_as_embd(const struct gguf_file *f, const struct gguf_tensor *ou
 static int family_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
 			 struct info *in, struct err *e)
 {
-	int D = c->d_model / c->n_head, R = D;
+	int D = cfg_d_head(c), R = D;
 	float theta = 10000.0f;
 	bool rope = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2 || a->fam == FAM_NEOX;
 	const char *eps = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2
 				  ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
-	if (refuse(f, a, D, e) || akey_float(f, a, eps, true, &c->norm_eps, e))
+	if (refuse(f, a, e) || akey_float(f, a, eps, true, &c->norm_eps, e))
 		return -1;
 	if (rope && (akey_float(f, a, "rope.freq_base", false, &theta, e) < 0 ||
 		     akey_int(f, a, "rope.dimension_count", a->fam == FAM_NEOX, 2, D, &R, e) < 0))
@@ -391,7 +407,7 @@ static int rd_attn(const struct gguf_file *f, const struct info *in, struct mode
 			unrotate(c, b, 1, tmp);
 	}
 	float *ob = c->bias ? m->p[P_ATTPROJB] + l * C : NULL;
-	if (rdl(f, l, "attn_output.weight", C, H * D, m->p[P_ATTPROJW] + l * C * C, e))
+	if (rdl(f, l, "attn_output.weight", C, H * D, m->p[P_ATTPROJW] + l * C * H * D, e))
 		return -1;
 	return ob ? (in->a->fam == FAM_GPT2 ? rdl : rdl_opt)(f, l, "attn_output.bias", C, 0, ob, e)
 		  : 0;

@@ -11,8 +11,9 @@
  *   tie_word_embeddings is true (transformers' default for these three
  *   families is false): lm_head.weight is then required, and when tied a
  *   lm_head.weight in the file must equal the embeddings (it is refused,
- *   not ignored, when it differs); head_dim, when given, must be
- *   hidden_size / heads.  Qwen2's Q/K/V biases are read (the engine's other
+ *   not ignored, when it differs); head_dim, when given, is each
+ *   head's width (q_proj (H * head_dim, hidden), o_proj (hidden,
+ *   H * head_dim)), hidden_size / heads when absent.  Qwen2's Q/K/V biases are read (the engine's other
  *   biases stay 0, which is exact).  Mistral's sliding_window (Qwen2's
  *   only with use_sliding_window true), when smaller than the context,
  *   becomes the context: within it the window is exact.
@@ -135,9 +136,13 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 	if (LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
 	    LD_HF_INT(o, "head_dim", 0, &hd, e) < 0 || LD_HF_INT(o, "sliding_window", 0, &window, e) < 0)
 		return -1;
-	if (hd && (int64_t)hd * c->n_head != c->d_model) /* in 64 bits: both may be 2^30 */
-		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "
-			       "(%d); the engine needs that", hd, c->d_model / c->n_head);
+	/* head_dim (Mistral-Nemo, Qwen3): the heads' width apart from
+	 * hidden_size / num_attention_heads; the same as it (as most configs
+	 * write it) stays 0, so such a model is as one without the key */
+	if (hd > CFG_MAX_HEAD_DIM)
+		return err_set(e, "config.json: head_dim %d is more than %d", hd, CFG_MAX_HEAD_DIM);
+	if (hd && (c->n_head < 1 || (int64_t)hd * c->n_head != c->d_model)) /* 64 bits: both may be 2^30 */
+		c->head_dim = hd;
 	/* Qwen2 windows attention only when use_sliding_window is true */
 	bool windowed = strcmp(family, "qwen2") != 0;
 	if (ju_get_bool(o, "use_sliding_window", "config.json", JU_NULL_ABSENT, &windowed, e) < 0)

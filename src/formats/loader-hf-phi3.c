@@ -16,7 +16,8 @@
  *   transformers does in eager and sdpa attention (query i sees keys j
  *   with i - j < sliding_window, itself included): every layer local over
  *   that window (config.h local_window); Phi-3-mini-4k's 2047 against its
- *   4096 positions.  head_dim, when given, must be hidden_size / heads.
+ *   4096 positions.  head_dim, when given, must be hidden_size / heads
+ *   (the fused rows are read at that width only).
  *   rope_scaling null (or "default") only: "longrope" and its older
  *   spelling "su" (short_factor / long_factor per frequency) are refused
  *   by name, as is every other kind; other hidden_act values too.
@@ -140,7 +141,7 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 		return err_prefix(e, "config.json");
 	if (hd && (int64_t)hd * c->n_head != c->d_model) /* in 64 bits: both may be 2^30 */
 		return err_set(e, "config.json: head_dim %d is not hidden_size / num_attention_heads "
-			       "(%d); the engine needs that", hd, c->d_model / c->n_head);
+			       "(%d): not supported for Phi-3 yet", hd, c->d_model / c->n_head);
 	if (c->context > CFG_MAX_CONTEXT) /* RoPE holds no table: shorter texts are exact */
 		c->context = CFG_MAX_CONTEXT;
 	if (parse_rest(o, c, e))
