@@ -108,8 +108,13 @@ test-asan: deps
 		$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
 		OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
 
+# every bench appends its verdicts (paired medians) to BENCHSUM; the table
+# of them all is printed at the end
+BENCHSUM := $(BUILD)/bench/summary.tsv
 bench: deps $(BENCHBINS)
-	@for b in $(BENCHBINS); do $$b || exit 1; done
+	@rm -f $(BENCHSUM)
+	@for b in $(BENCHBINS); do BENCH_SUMMARY=$(BENCHSUM) $$b || exit 1; done
+	@sh bench/summary.sh $(BENCHSUM)
 
 deps:
 	@sh tests/deps.sh

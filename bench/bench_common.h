@@ -1,7 +1,18 @@
 /*
  * bench_common.h — what the benchmarks share: machine information, the
  * cblas_sgemm rate measurement, running a measurement in a forked child
- * (its own peak RSS, VmHWM) and medians.
+ * (its own peak RSS, VmHWM), medians and spreads, and the paired rounds
+ * every verdict is given from.
+ *
+ * Paired rounds: on a machine other work shares, a rate measured once and
+ * a time measured later do not see the same load.  A bench interleaves
+ * its reference with the measured work instead (sgemm_ref_ms, one product
+ * right before each repetition, in the same process with the same
+ * threads), takes the ratio of each round (work_i against reference_i),
+ * and gives its verdict from the median of those ratios (spread_of: the
+ * median and the min / max).  bench_summary_row appends the verdict to the
+ * file $BENCH_SUMMARY (make bench sets it; bench/summary.sh prints the
+ * table at the end).
  *
  * A header of static inline functions, not a .c file in bench/: the
  * Makefile builds and runs every .c file there as a benchmark of its own.
@@ -330,6 +341,105 @@ static inline struct sgemm_rate measure_sgemm(void)
 	free(b);
 	free(c);
 	return s;
+}
+
+/* ------------------------------------------------ paired rounds, summary */
+
+/* The median and the extremes of n values. */
+struct spread {
+	double med, min, max;
+	int n;
+};
+
+static inline struct spread spread_of(const double *v, int n)
+{
+	struct spread s = { 0, 0, 0, n };
+	if (n <= 0)
+		return s;
+	s.med = median(v, n);
+	s.min = minimum(v, n);
+	s.max = v[0];
+	for (int i = 1; i < n; i++)
+		s.max = v[i] > s.max ? v[i] : s.max;
+	return s;
+}
+
+/* The sgemm reference of paired rounds: the product of measure_sgemm, its
+ * operands kept so that one product can be timed between repetitions. */
+struct sgemm_ref {
+	float *a, *b, *c;
+};
+
+static inline void sgemm_ref_init(struct sgemm_ref *r)
+{
+	int M = SGEMM_M, N = SGEMM_N, K = SGEMM_K;
+	r->a = xmalloc_aligned((size_t)M * K * sizeof(float));
+	r->b = xmalloc_aligned((size_t)N * K * sizeof(float));
+	r->c = xmalloc_aligned((size_t)M * N * sizeof(float));
+	struct rng g;
+	rng_seed(&g, 7);
+	for (size_t i = 0; i < (size_t)M * K; i++)
+		r->a[i] = rng_uniform(&g) - 0.5f;
+	for (size_t i = 0; i < (size_t)N * K; i++)
+		r->b[i] = rng_uniform(&g) - 0.5f;
+	memset(r->c, 0, (size_t)M * N * sizeof(float));
+}
+
+/* Milliseconds of one product (out = a b^T, as matmul_forward). */
+static inline double sgemm_ref_ms(struct sgemm_ref *r)
+{
+	double t0 = now_ms();
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, SGEMM_M, SGEMM_N, SGEMM_K, 1.0f, r->a,
+		    SGEMM_K, r->b, SGEMM_K, 0.0f, r->c, SGEMM_N);
+	return now_ms() - t0;
+}
+
+static inline void sgemm_ref_free(struct sgemm_ref *r)
+{
+	free(r->a);
+	free(r->b);
+	free(r->c);
+	r->a = r->b = r->c = NULL;
+}
+
+/* The FLOPs of the reference product. */
+static inline double sgemm_ref_flops(void)
+{
+	return 2.0 * SGEMM_M * SGEMM_N * SGEMM_K;
+}
+
+/* work_ms over the time `flops` take at the rate of a reference product
+ * that took sgemm_ms: one round's ratio to the matmul floor. */
+static inline double floor_ratio(double work_ms, double sgemm_ms, double flops)
+{
+	return work_ms / (sgemm_ms * flops / sgemm_ref_flops());
+}
+
+/* "meets" or "misses": value against target, lower (le) or higher better. */
+static inline const char *verdict(double value, bool le, double target)
+{
+	return (le ? value <= target : value >= target) ? "meets" : "misses";
+}
+
+/* Appends one row of the make bench summary to $BENCH_SUMMARY (nothing
+ * when unset): name, the median of the paired ratios with its min and
+ * max, the target ("<= 1.25x"), the verdict and the load average now.
+ * Tab-separated, one line; bench/summary.sh prints them as a table. */
+static inline void bench_summary_row(const char *name, struct spread r, bool le, double target)
+{
+	printf("summary: %s: %.3fx (%.3f..%.3f over %d paired rounds), target %s %.2fx: %s\n", name,
+	       r.med, r.min, r.max, r.n, le ? "<=" : ">=", target, verdict(r.med, le, target));
+	const char *path = getenv("BENCH_SUMMARY");
+	if (!path || !*path)
+		return;
+	FILE *f = fopen(path, "a");
+	if (!f) {
+		fprintf(stderr, "bench: cannot append to %s: %s\n", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "%s\t%.3f\t%.3f..%.3f\t%d\t%s %.2f\t%s\t%.2f\n", name, r.med, r.min, r.max, r.n,
+		le ? "<=" : ">=", target, verdict(r.med, le, target), load_avg());
+	fclose(f);
 }
 
 /* ------------------------------------------------------- fork a measurement */

@@ -28,6 +28,8 @@
 #define MAX_REPS 16
 #define MIN_REPS 5
 #define ROW_BUDGET_MS 4000.0 /* per shakespeare row; gpt2 rows always run MIN_REPS */
+#define TARGET_256 1.15   /* issue 28: GPT-2-small with capture, paired ratio to the floor */
+#define TARGET_1024 1.25
 
 /* ------------------------------------------------------- fork a measurement */
 
@@ -43,6 +45,8 @@ struct result {
 	double loss;
 	double gflops;     /* sgemm child only */
 	double cpu_per_wall; /* CPU time of all threads / wall time over the timed passes */
+	struct spread ratio; /* paired: each pass / the matmul floor at the rate of the
+			      * sgemm product timed right before it */
 };
 
 /* Runs fn(arg) in a forked child and returns its result. */
@@ -103,14 +107,18 @@ static void forward_child(const void *arg, void *out)
 	struct run_options o;
 	run_options_native(m, &o);
 
-	double t[MAX_REPS];
+	double t[MAX_REPS], ratio[MAX_REPS];
 	int reps = j->reps < MAX_REPS ? j->reps : MAX_REPS;
+	struct sgemm_ref ref;
+	sgemm_ref_init(&ref);
+	double flops = forward_flops(&j->cfg, j->T);
 	double cpu0 = 0, t_warm = 0;
 	for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
 		/* Time budget: fewer passes (never below MIN_REPS) when the
 		 * warm-up says this row would take longer than ROW_BUDGET_MS. */
 		if (i == 0)
 			reps = fit_reps(t_warm, reps, ROW_BUDGET_MS, MIN_REPS);
+		double sg_ms = sgemm_ref_ms(&ref); /* the reference of this round */
 		double t0 = now_ms();
 		if (model_forward(m, &o, tokens, NULL, 1, j->T, run, &e) != 0) {
 			snprintf(res->msg, sizeof res->msg, "model_forward: %s", e.msg);
@@ -119,6 +127,7 @@ static void forward_child(const void *arg, void *out)
 		double dt = now_ms() - t0;
 		if (i >= 0) {
 			t[i] = dt;
+			ratio[i] = floor_ratio(dt, sg_ms, flops);
 		} else {
 			t_warm = dt;
 			cpu0 = cpu_time_ms();
@@ -130,7 +139,9 @@ static void forward_child(const void *arg, void *out)
 	res->reps = reps;
 	res->min_ms = minimum(t, reps);
 	res->median_ms = median(t, reps);
+	res->ratio = spread_of(ratio, reps);
 	res->ok = 1;
+	sgemm_ref_free(&ref);
 	run_free(run);
 	free(tokens);
 	model_free(m);
@@ -146,9 +157,9 @@ struct row {
 
 static void print_header(void)
 {
-	printf("  %-12s %5s %-4s %9s %9s %8s %8s %8s %7s %9s %9s %9s %4s\n", "model", "T", "attn",
-	       "median ms", "min ms", "cpu/wall", "GFLOP", "GFLOP/s", "ratio", "run MB", "peak RSS",
-	       "model RSS", "reps");
+	printf("  %-12s %5s %-4s %9s %9s %8s %8s %8s %7s %7s %13s %9s %9s %9s %4s\n", "model", "T",
+	       "attn", "median ms", "min ms", "cpu/wall", "GFLOP", "GFLOP/s", "ratio", "paired",
+	       "min..max", "run MB", "peak RSS", "model RSS", "reps");
 }
 
 static void print_row(const struct row *w, double sgemm_gflops)
@@ -161,10 +172,11 @@ static void print_row(const struct row *w, double sgemm_gflops)
 	}
 	double gf = w->flops / 1e9;
 	double ideal_ms = w->flops / (sgemm_gflops * 1e9) * 1e3;
-	printf("  %-12s %5d %-4s %9.2f %9.2f %8.2f %8.2f %8.1f %6.2fx %9.1f %9.1f %9.1f %4d\n",
+	printf("  %-12s %5d %-4s %9.2f %9.2f %8.2f %8.2f %8.1f %6.2fx %6.2fx %6.2f..%-6.2f %9.1f %9.1f "
+	       "%9.1f %4d\n",
 	       w->job.name, w->job.T, cap, s->median_ms, s->min_ms, s->cpu_per_wall, gf,
-	       gf / (s->median_ms / 1e3), s->median_ms / ideal_ms, s->run_bytes / MB,
-	       s->hwm / MB, s->rss_model / MB, s->reps);
+	       gf / (s->median_ms / 1e3), s->median_ms / ideal_ms, s->ratio.med, s->ratio.min,
+	       s->ratio.max, s->run_bytes / MB, s->hwm / MB, s->rss_model / MB, s->reps);
 	fflush(stdout);
 }
 
@@ -205,9 +217,13 @@ int main(void)
 	       "  attn     RUN_LOGITS|RUN_ATTN (yes) or RUN_LOGITS (no)\n"
 	       "  cpu/wall CPU time of all threads / wall time (spin-waiting counts as CPU)\n"
 	       "  GFLOP    matmul FLOPs (projections, MLP, output layer, QK^T and AV over full T x T)\n"
-	       "  ratio    forward time / (GFLOP / measured sgemm rate); target for gpt2 T=256: <= 1.5x\n"
+	       "  ratio    forward time / (GFLOP / the sgemm rate of the separate child above)\n"
+	       "  paired   the median over the passes of each pass / the floor at the rate of one\n"
+	       "           sgemm product timed right before it in the same child (min..max): the\n"
+	       "           verdicts are on it; targets with capture: T=256 <= %.2fx, T=1024 <= %.2fx\n"
 	       "  run MB   run_bytes(); peak RSS = VmHWM of the child process measuring this row;\n"
-	       "  model RSS = its VmRSS after model_init_random, before run_new (all MB = 2^20 bytes)\n");
+	       "  model RSS = its VmRSS after model_init_random, before run_new (all MB = 2^20 bytes)\n",
+	       TARGET_256, TARGET_1024);
 	print_header();
 	for (int i = 0; i < nrows; i++) {
 		rows[i].flops = forward_flops(&rows[i].job.cfg, rows[i].job.T);
@@ -225,11 +241,18 @@ int main(void)
 	if (b256->res.ok) {
 		double ideal_ms = b256->flops / (sg.gflops * 1e9) * 1e3;
 		double ratio = b256->res.median_ms / ideal_ms;
-		printf("gpt2-small T=256 capture: %.1f ms vs %.1f ms of matmul at %.1f GFLOP/s\n",
+		printf("gpt2-small T=256 capture: %.1f ms vs %.1f ms of matmul at %.1f GFLOP/s (separate child)\n",
 		       b256->res.median_ms, ideal_ms, sg.gflops);
-		printf("target: <= 1.5x matmul time at sgemm rate: %.2fx (%s)\n", ratio,
-		       ratio <= 1.5 ? "pass" : "miss");
+		printf("  at the separate child's sgemm rate: %.2fx the floor\n", ratio);
 	}
+	static const struct { int row; const char *name; double target; } verdicts[] = {
+		{ 5, "forward gpt2-small T=256 capture / floor", TARGET_256 },
+		{ 7, "forward gpt2-small T=1024 capture / floor", TARGET_1024 },
+	};
+	for (int k = 0; k < 2; k++)
+		if (rows[verdicts[k].row].res.ok)
+			bench_summary_row(verdicts[k].name, rows[verdicts[k].row].res.ratio, true,
+					  verdicts[k].target);
 
 	const struct row *n1024 = &rows[6], *c1024 = &rows[7];
 	if (n1024->res.ok && c1024->res.ok) {

@@ -37,9 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+
 #include "bench_common.h"
+#include "cmd.h"
 #include "config.h"
 #include "decode.h"
+#include "session.h"
 #include "model.h"
 #include "sampler.h"
 #include "util.h"
@@ -56,6 +60,7 @@
 #define GEN_SEED 1337u
 
 static int threads; /* --threads; 0 = the default */
+static int e2e_only; /* --e2e: only the end-to-end section */
 
 struct result {
 	int ok;
@@ -73,6 +78,7 @@ struct result {
 	double gemv_sgemm_ms, gemv_sgemv_ms; /* gemv child */
 	double fwd_ms, fwd_min_ms; /* prefill: the decoder_prefill of each pair */
 	double ratio;             /* prefill: median of (steps / decoder_prefill) over the pairs */
+	struct spread e2e;        /* end to end: loop ms / generate ms per round */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -346,6 +352,159 @@ static void gen_child(const void *arg, void *out)
 	model_free(m);
 }
 
+/* ------------------------------------------------- generate end to end */
+
+#define E2E_TOKENS 250
+#define E2E_REPS 5
+#define E2E_PROMPT "Once upon a time"
+#define E2E_TARGET 1.0
+
+struct e2e_job {
+	char path[600]; /* a llama2.c checkpoint with tokenizer.bin beside it */
+};
+
+/* The engine's own loop for the same generation as `generate N` with its
+ * defaults: decoder_prefill of the text, then N samples and N - 1 steps
+ * (no printing, no display pass).  0 or -1 with e set. */
+static int decode_loop(struct model *m, const struct run_options *o, const int *tokens, int n,
+		       int N, struct err *e)
+{
+	struct decoder *d = decoder_new(m, o, n + N, e);
+	if (!d)
+		return -1;
+	struct sampler sp;
+	sampler_init(&sp, decoder_ids(m), GEN_TEMPERATURE, GEN_TOP_K, GEN_SEED);
+	int rc = decoder_prefill(d, m, tokens, n, e), unk = m->tok ? m->tok->unk_id : -1;
+	for (int made = 0; rc == 0 && made < N;) {
+		int t = sampler_sample(&sp, d->logits, unk);
+		if (++made < N)
+			rc = decoder_step(d, m, t, e);
+	}
+	sampler_free(&sp);
+	decoder_free(d);
+	return rc;
+}
+
+/* E2E_REPS rounds after one warm-up, each: the decode loop, then the
+ * command `generate E2E_TOKENS` through cmd_run_line on a session that
+ * loaded the checkpoint (its output to /dev/null, standard error too, so
+ * that no status line is drawn: as at the prompt), then the text set back
+ * (untimed).  ratio = loop ms / generate ms of each round: >= 1 when the
+ * command is as fast as the engine's loop. */
+static void e2e_child(const void *arg, void *out)
+{
+	const struct e2e_job *j = arg;
+	struct result *res = out;
+	struct err e;
+	FILE *null = fopen("/dev/null", "w");
+	int fd = open("/dev/null", O_WRONLY);
+	if (!null || fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		snprintf(res->msg, sizeof res->msg, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	struct session s;
+	session_init(&s, null);
+	double tl[E2E_REPS], tg[E2E_REPS], ratio[E2E_REPS];
+	char line[32];
+	snprintf(line, sizeof line, "generate %d", E2E_TOKENS);
+	if (session_load(&s, j->path, NULL, &e) != 0 || session_set_text(&s, E2E_PROMPT, &e) != 0)
+		goto fail;
+	for (int i = -1; i < E2E_REPS; i++) {
+		double t0 = now_ms();
+		if (decode_loop(s.model, &s.opt, s.tokens, s.n_tokens, E2E_TOKENS, &e) != 0)
+			goto fail;
+		double t1 = now_ms();
+		if (cmd_run_line(&s, line, &e) != 0)
+			goto fail;
+		double t2 = now_ms();
+		if (session_set_text(&s, E2E_PROMPT, &e) != 0)
+			goto fail;
+		if (i >= 0) {
+			tl[i] = t1 - t0;
+			tg[i] = t2 - t1;
+			ratio[i] = tl[i] / tg[i];
+		}
+	}
+	res->median_ms = median(tg, E2E_REPS);
+	res->min_ms = minimum(tg, E2E_REPS);
+	res->fwd_ms = median(tl, E2E_REPS);
+	res->fwd_min_ms = minimum(tl, E2E_REPS);
+	res->e2e = spread_of(ratio, E2E_REPS);
+	res->reps = E2E_REPS;
+	res->hwm = proc_status_bytes("VmHWM");
+	res->ok = 1;
+	session_free(&s);
+	fclose(null);
+	return;
+fail:
+	snprintf(res->msg, sizeof res->msg, "%s", e.msg);
+	session_free(&s);
+	fclose(null);
+}
+
+/* Writes a llama2.c checkpoint of shape c (seeded normal weights x 0.1,
+ * shared classifier) to path.  0 or -1. */
+static int write_llama2c(const char *path, const struct model_config *c)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	int32_t h[7] = { c->d_model, c->d_ff, c->n_layer, c->n_head, c->n_kv_head, c->vocab_size,
+			 c->context };
+	int ok = fwrite(h, sizeof *h, 7, f) == 7;
+	struct rng r;
+	rng_seed(&r, 5);
+	size_t n = config_param_count(c);
+	float buf[4096];
+	for (size_t i = 0; ok && i < n; i += 4096) {
+		size_t k = n - i < 4096 ? n - i : 4096;
+		for (size_t q = 0; q < k; q++)
+			buf[q] = 0.1f * rng_normal(&r);
+		ok = fwrite(buf, sizeof *buf, k, f) == k;
+	}
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* The end-to-end section: a stories15M-shaped llama2.c checkpoint (context
+ * 512: the continued text, tokenized again, may take more positions than
+ * were generated) with llama2.c's tokenizer from SHARED. */
+static void e2e_section(const char *shared)
+{
+	printf("\ngenerate %d end to end (prompt \"%s\"), the command through cmd_run_line against\n"
+	       "the engine's own loop for the same generation (decoder_prefill, %d samples and steps;\n"
+	       "no printing, no display pass), interleaved in one child, %d rounds after 1 warm-up:\n",
+	       E2E_TOKENS, E2E_PROMPT, E2E_TOKENS, E2E_REPS);
+	char tok[600];
+	snprintf(tok, sizeof tok, "%s/tokenizers/llama2c/tokenizer.bin", shared);
+	const char *dir = bench_tmpdir("generate");
+	struct e2e_job j;
+	struct model_config c;
+	stories15m_cfg(&c, 6);
+	c.context = 512;
+	char link[600], *abs = realpath(tok, NULL);
+	snprintf(j.path, sizeof j.path, "%s/stories15m.bin", dir ? dir : "");
+	snprintf(link, sizeof link, "%s/tokenizer.bin", dir ? dir : "");
+	if (!dir || !abs || symlink(abs, link) != 0 || write_llama2c(j.path, &c) != 0) {
+		printf("  skipped: cannot set up %s with %s (ATTNSCOPE_SHARED)\n", j.path, tok);
+		free(abs);
+		return;
+	}
+	free(abs);
+	struct result r = in_child(e2e_child, &j);
+	if (!r.ok) {
+		printf("  FAILED: %s\n", r.msg);
+		return;
+	}
+	printf("  %-26s %9s %9s %9s\n", "", "median ms", "min ms", "tokens/s");
+	printf("  %-26s %9.1f %9.1f %9.0f\n", "engine loop", r.fwd_ms, r.fwd_min_ms,
+	       E2E_TOKENS / (r.fwd_ms / 1e3));
+	printf("  %-26s %9.1f %9.1f %9.0f\n", "generate (command)", r.median_ms, r.min_ms,
+	       E2E_TOKENS / (r.median_ms / 1e3));
+	printf("  loop ms / generate ms per round: median %.3f (%.3f..%.3f); peak %.1f MB\n",
+	       r.e2e.med, r.e2e.min, r.e2e.max, r.hwm / MB);
+	bench_summary_row("generate 250 end to end / engine loop", r.e2e, false, E2E_TARGET);
+}
+
 /* ----------------------------------------------------------------- main */
 
 /* KV cache floats one step at position pos reads: keys and values of the
@@ -357,7 +516,7 @@ static double step_kv_bytes(const struct model_config *c, int pos)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_generate [--threads N]\n");
+	fprintf(stderr, "usage: bench_generate [--threads N] [--e2e]\n");
 }
 
 int main(int argc, char **argv)
@@ -365,6 +524,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			threads = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--e2e") == 0) {
+			e2e_only = 1;
 		} else {
 			usage();
 			return 2;
@@ -388,6 +549,13 @@ int main(int argc, char **argv)
 	const struct model_config *cfgs[] = { &mha, &gqa };
 	const char *names[] = { "stories15M", "15M-gqa2" };
 
+	const char *shared = getenv("ATTNSCOPE_SHARED");
+	shared = shared && *shared ? shared : "../shared";
+	if (e2e_only) {
+		e2e_section(shared);
+		print_end(t_start);
+		return 0;
+	}
 	struct result sg = in_child(sgemm_child, NULL);
 	if (!sg.ok) {
 		printf("sgemm: FAILED: %s\n", sg.msg);
@@ -535,6 +703,7 @@ int main(int argc, char **argv)
 			       names[mi], r->G, r->cap, r->cache_bytes, ref, ref / MB, d1, c->context,
 			       r->cache_bytes_ctx, ctx, d2);
 		}
+	e2e_section(shared);
 	print_end(t_start);
 	return 0;
 }

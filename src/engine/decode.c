@@ -59,6 +59,10 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
 	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
+	if (c->pos == POS_ROPE) { /* once, not at every layer of every step */
+		d->freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *d->freq);
+		config_rope_freqs(c, d->freq);
+	}
 	return d;
 }
 
@@ -78,6 +82,7 @@ void decoder_free(struct decoder *d)
 	free(d->fch);
 	free(d->fch_act);
 	free(d->logits);
+	free(d->freq);
 	free(d);
 }
 
@@ -116,12 +121,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	const struct run_options *o = &d->opt;
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
-	if (c->pos == POS_ROPE) {
-		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
-		config_rope_freqs(c, freq);
-		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, freq);
-		free(freq);
-	}
+	if (c->pos == POS_ROPE)
+		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, d->freq);
 	/* slot s holds position pos - used + s; the new one goes last */
 	size_t row = (size_t)G * D, base = (size_t)l * d->slots * row, at = (size_t)d->used;
 	memcpy(d->k + base + at * row, d->qkv + (size_t)H * D, row * sizeof(float));

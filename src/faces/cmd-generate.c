@@ -2,7 +2,8 @@
  * cmd-generate.c — generate N: continue the current text with the step
  * decoder (decode.h: the text prefilled in one pass) under the current run
  * options, choosing each token
- * with the sampler (sampler.h), printing them as they come.  The text then
+ * with the sampler (sampler.h), printing them as they come (the status
+ * line, where shown, redraws at most every PROGRESS_MS).  The text then
  * becomes the continued one and runs once, so the whole generation is one
  * measurement, not one per token.
  */
@@ -16,6 +17,7 @@
 #include "utf8.h"
 
 #define GENERATE_SEED 1337u
+#define PROGRESS_MS 40.0 /* the status line redraws at most this often */
 
 extern const struct cmd_entry cmd_generate_entry;
 
@@ -109,6 +111,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	 * output), the progress line shows it, and where each new token looked
 	 * under the selected head */
 	bool live = !cmd_out_tty(s) && cmd_progress_shown();
+	double drawn = 0;
 	struct glance g = { d, s->sel_layer, s->sel_head, 0, 0, NULL };
 	struct run_hook hook = { glance_hook, &g };
 	if (live) {
@@ -126,7 +129,8 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		g.n = 0;
 		if (made < n)
 			rc = decoder_step(d, m, t, e);
-		if (live) {
+		if (live && (made == n || now_ms() - drawn >= PROGRESS_MS)) {
+			drawn = now_ms(); /* a person reads ~25 lines a second, not 500 */
 			char look[160] = "";
 			if (g.n)
 				glance_text(s, &g, out, look, sizeof look);
