@@ -89,4 +89,24 @@ else
 	fail "small-tokenizer setup (tool_mkhf)"
 fi
 
+# a vocabulary holding tokens its merges never make (ab, cd): the text
+# generated to the context tokenizes again longer (each ab is a, b); the
+# session keeps the longest part that fits, says so, and runs it
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "d": 3, "ab": 4, "cd": 5}, "merges": []}}\n' >"$tmp/unmade.json"
+if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/hf-ref.safetensors" "$tmp/unmade.json" >/dev/null 2>&1; then
+	run --no-db --batch "$tmp/hf" -c 'text abcd; generate 64 --temperature 0' </dev/null
+	made=$(sed -n 2p "$tmp/out") shown=
+	kept=$(sed -n 's/.*the text keeps \([0-9]*\) of the 60 tokens made: tokenized again, all of it is \([0-9]*\) tokens, past the context of 64$/\1 \2/p' "$tmp/err")
+	check "generate past the context once tokenized again: the text keeps what fits, says so, and runs" \
+		sh -c "[ $rc -eq 0 ] && [ -n '$kept' ] && [ ${kept#* } -gt 64 ] &&
+		grep -Eq '^(6[0-4]|5[0-9]) tokens ' '$tmp/out'"
+	run --no-db --batch "$tmp/hf" -c 'text abcd; generate 64 --temperature 0; show tokens' </dev/null
+	shown=$(awk '/^ *[0-9]+ +[0-9]+ +[abcd]$/ { printf "%s", $3 }' "$tmp/out")
+	check "and the session's tokens spell the typed text and the start of what was made" \
+		sh -c "[ $rc -eq 0 ] && [ ${#shown} -ge 60 ] && case 'abcd$made' in '$shown'*) true ;; *) false ;; esac"
+else
+	fail "unmade-tokens setup (tool_mkhf)"
+fi
+
 [ "$failures" -eq 0 ]

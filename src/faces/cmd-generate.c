@@ -5,7 +5,9 @@
  * with the sampler (sampler.h), printing them as they come (the status
  * line, where shown, redraws at most every PROGRESS_MS).  The text then
  * becomes the continued one and runs once, so the whole generation is one
- * measurement, not one per token.
+ * measurement, not one per token; when that text tokenizes again past the
+ * context (BPE need not give back the ids it decoded), it keeps the most
+ * generated tokens that fit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,93 @@ static void show_progress(const struct model *m, const int *ids, int made, int n
 	fprintf(stderr, "\rgenerate %d/%d%s: %s%s", made, n, glance, from ? "..." : "", shown);
 	fflush(stderr);
 	free(tail);
+}
+
+/* True when s[0..len) ends inside a UTF-8 character: a lead byte whose
+ * continuation bytes have not all come (a byte-level token can end there). */
+static bool ends_mid_char(const char *s, size_t len)
+{
+	size_t i = len;
+	int cont = 0;
+	while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--, cont++;
+	if (i == 0)
+		return false;
+	unsigned char c = (unsigned char)s[i - 1];
+	int need = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 0;
+	return need > cont;
+}
+
+/* The typed text and then the first k generated tokens, decoded (a new
+ * string), when it ends on a whole character; NULL otherwise.  *n: its
+ * tokens when tokenized again, -1 + e when that fails. */
+static char *continued(const struct session *s, const int *out, int k, int *n, struct err *e)
+{
+	size_t a = s->text ? strlen(s->text) : 0;
+	char *gen = tok_decode(s->model->tok, out, k);
+	size_t b = strlen(gen);
+	*n = 0;
+	if (ends_mid_char(gen, b)) {
+		free(gen);
+		return NULL;
+	}
+	char *text = xmalloc(a + b + 1);
+	if (a)
+		memcpy(text, s->text, a);
+	memcpy(text + a, gen, b + 1);
+	free(gen);
+	int *ids = NULL;
+	if (tok_encode(s->model->tok, text, a + b, 1, &ids, n, e) < 0)
+		*n = -1;
+	free(ids);
+	return text;
+}
+
+/* The continued text with the most of the *kept generated tokens that
+ * tokenizes within the context and ends on a whole character.  Decoding
+ * pieces and tokenizing the text again need not give the same ids (BPE
+ * merges across the pieces, a vocabulary may hold tokens its merges never
+ * make), so a generation that filled the context can come back longer
+ * (*over: the count with every token, else 0).  The longest prefix is
+ * found by bisection (more tokens kept, more tokens again), then shortened
+ * to a whole character.  A new string (owned by the caller; the typed text
+ * alone when nothing fits), or NULL + e. */
+static char *continuation(const struct session *s, const int *out, int *kept, int *over,
+			  struct err *e)
+{
+	int ctx = s->model->cfg.context, n;
+	char *text = continued(s, out, *kept, &n, e);
+	*over = text && n > ctx ? n : 0;
+	if (text && n >= 0 && n <= ctx)
+		return text;
+	free(text);
+	if (n < 0)
+		return NULL;
+	int lo = 0, hi = *over ? *kept : *kept - 1; /* lo fits (the typed text ran) */
+	while (*over && lo < hi) {
+		int mid = lo + (hi - lo + 1) / 2;
+		free(continued(s, out, mid, &n, e));
+		if (n < 0)
+			return NULL;
+		if (n <= ctx)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	for (int k = *over ? lo : hi; k > 0; k--) {
+		text = continued(s, out, k, &n, e);
+		if (n < 0) {
+			free(text);
+			return NULL;
+		}
+		if (text && n <= ctx) {
+			*kept = k;
+			return text;
+		}
+		free(text);
+	}
+	*kept = 0;
+	return xstrdup(s->text ? s->text : "");
 }
 
 static int generate_exec(struct session *s, int argc, char **argv, struct err *e)
@@ -149,12 +238,16 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		     sizeof want);
 	if (rc == 0 && made > 0) {
 		/* the continued text: what was typed, then the generated pieces */
-		char *gen = tok_decode(m->tok, out, made);
-		size_t a = strlen(s->text), b = strlen(gen);
-		char *text = xmalloc(a + b + 1);
-		memcpy(text, s->text, a);
-		memcpy(text + a, gen, b + 1);
-		rc = session_set_text(s, text, e);
+		int kept = made, over;
+		char *text = continuation(s, out, &kept, &over, e);
+		if (text && over)
+			fprintf(stderr, "attnscope: warning: generate: the text keeps %d of the %d "
+				"tokens made: tokenized again, all of it is %d tokens, past the "
+				"context of %d\n", kept, made, over, m->cfg.context);
+		else if (text && kept < made)
+			fprintf(stderr, "attnscope: warning: generate: the text keeps %d of the %d "
+				"tokens made: the last ends inside a UTF-8 character\n", kept, made);
+		rc = text ? session_set_text(s, text, e) : -1;
 		if (rc == 0 && !s->quiet) {
 			char line[256];
 			session_summary(s, line, sizeof line);
@@ -164,7 +257,6 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 				want, line);
 		}
 		free(text);
-		free(gen);
 	}
 	free(out);
 	sampler_free(&sp);
@@ -193,7 +285,9 @@ const struct cmd_entry cmd_generate_entry = {
 		"N + 1 positions).  Each token is drawn from the softmax of\n"
 		"logits / T among the K most likely (<unk> never): T 0.8, K 40 and seed 1337\n"
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
-		"becomes the continued one and runs once: one measurement, not one per token.\n"
+		"becomes the continued one and runs once: one measurement, not one per token\n"
+		"(where that text tokenizes again into more tokens than the context, it keeps\n"
+		"the most generated tokens that fit, and says so).\n"
 		"Stops at the context; Ctrl-C stops early and keeps what was made.  At the\n"
 		"prompt the tokens print as they come; in the visualizer the status line shows\n"
 		"the text growing and, for each new token, the earlier one the selected head\n"
