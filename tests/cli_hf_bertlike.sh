@@ -27,17 +27,6 @@ mk() {
 		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tokarg" --"$fam" "$@" >/dev/null 2>&1
 }
 
-# same_as_ref NAME: the HF directory's --dump equals the checkpoint's, all
-# but the model's name (the config lines included)
-same_as_ref() {
-	run "$tmp/hf" -t "$text" --dump
-	grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
-	run "$tmp/ref.safetensors" -t "$text" --dump
-	grep -v '^model ' "$tmp/out" >"$tmp/ref.dump"
-	check "$1: the HF directory gives the checkpoint's config, attention and losses exactly" \
-		sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
-}
-
 for fam in roberta distilbert; do
 	for opt in "" --shards --untied; do
 		nm=$fam${opt:+_}$(echo "$opt" | tr -d '-')

@@ -85,6 +85,22 @@ training_text() {
 	done
 }
 
+# same_as_ref NAME [--loss]: the HF directory $tmp/hf's --dump of $text
+# equals that of the checkpoint $tmp/ref.safetensors holding the same
+# weights, all but the model's name (config lines, tokens, loss and
+# attention); with --loss the loss must also be a number (a model with
+# an output head).
+same_as_ref() {
+	run "$tmp/hf" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/hf.dump"
+	run "$tmp/ref.safetensors" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/ref.dump"
+	need_loss=true
+	[ "$2" = --loss ] && need_loss="grep -q '^loss [0-9]' '$tmp/hf.dump'"
+	check "$1: the HF directory gives the checkpoint's config, attention and loss exactly" \
+		sh -c "[ -s '$tmp/hf.dump' ] && $need_loss && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
+}
+
 # need_gpt2: sets $gpt2 to GPT-2's tokenizer directory in the shared data
 # ($ATTNSCOPE_SHARED, default ../shared), absolute; a failed setup check
 # and exit 1 when it is missing.
