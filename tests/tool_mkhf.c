@@ -13,8 +13,9 @@
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --headdim N writes config.json's head_dim N and, when N is not
- * d_model / heads, heads N wide (q_proj (4N, 32), o_proj (32, 4N)); --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling,
- * over an original context of 16 (factor 8, low_freq_factor 1,
+ * d_model / heads, heads N wide (q_proj (4N, 32), o_proj (32, 4N));
+ * --llama3 adds Llama 3.1's RoPE scaling in Llama 3.2's spelling, over an
+ * original context of 16 (factor 8, low_freq_factor 1,
  * high_freq_factor 4), to both files; --shards splits the weights over two
  * files and an index.
  * --neox writes a GPT-NeoX (Pythia) model instead: LayerNorm with biases,
@@ -37,8 +38,8 @@
  * holds position + type 0, as the loader folds them), the masked-LM head
  * with its decoder tied (--untied: a decoder.weight of its own), GPT-2's
  * pair as the tokenizer; --gamma spells the LayerNorms gamma/beta, --bare
- * writes a BertModel (no "bert." prefix, no head, a pooler) that the
- * loader refuses.
+ * writes a BertModel (no "bert." prefix, no head, a pooler), which loads
+ * without a head.
  * --roberta writes a RobertaForMaskedLM the same way (config.json in
  * roberta-base's spelling, layer_norm_eps 1e-5, one token type, the
  * lm_head.* head, the "roberta." prefix), but with the position table
