@@ -61,6 +61,10 @@ rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 run "$tmp/hf" -c "text $text; why 1.0 3 1"
 check "head_dim 16: why refuses in one line, naming head_dim" \
 	sh -c "[ $rc -ne 0 ] && grep -q 'why does not handle head_dim 16 yet' '$tmp/err'"
+run "$tmp/hf" -c "text $text; dla; heat norms"
+check "head_dim 16: dla splits the logit exactly and heat norms runs" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'left out 0.0000' '$tmp/out' &&
+	grep -q '^heatmaps show norms' '$tmp/out'"
 
 # a sliding window caps the context (exact within it), for Qwen2 only when
 # use_sliding_window is true

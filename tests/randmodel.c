@@ -5,6 +5,12 @@
 
 struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_gain, uint64_t seed)
 {
+	return randmodel_new_hd(llama, L, kv_heads, V, qkv_gain, seed, 0);
+}
+
+struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv_gain,
+			       uint64_t seed, int head_dim)
+{
 	struct model_config c;
 	config_default(&c);
 	c.vocab_size = V;
@@ -14,6 +20,7 @@ struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_ga
 	c.n_kv_head = kv_heads;
 	c.d_ff = 48;
 	c.context = 16;
+	c.head_dim = head_dim;
 	if (llama) {
 		c.norm = NORM_RMS;
 		c.pos = POS_ROPE;

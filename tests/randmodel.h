@@ -18,4 +18,9 @@
  * qkv_gain.  Aborts when the shape is invalid (a broken fixture). */
 struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_gain, uint64_t seed);
 
+/* The same with heads head_dim wide (0: d_model / 4), so that the heads'
+ * width 4 * head_dim can differ from d_model. */
+struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv_gain,
+			       uint64_t seed, int head_dim);
+
 #endif

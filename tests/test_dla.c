@@ -19,6 +19,8 @@
  *    ablation (the ablated heads' parts are exactly 0), a window mask and
  *    parallel blocks (GPT-NeoX's: the MLP reads the block's input);
  *    at every position, for the predicted token and for a named one;
+ *    with heads d_model / n_head wide and with head_dim 12 and 4 (the
+ *    heads' width 48 and 16 beside d_model 32);
  *  - post-norm placement and a position outside the text are refused.
  */
 #include <stdarg.h>
@@ -37,14 +39,18 @@
 #include "randmodel.h"
 #include "ref_forward.h"
 
-enum { V = 19, T = 9, L = 3, H = 4, C = 32 };
+enum { V = 19, T = 9, L = 3, H = 4, C = 32, AMAX = 48 };
+
+static int D = C / H, A = C; /* the heads' width of the model under test */
 
 static double worst; /* largest |code - reference| seen, printed at the end */
 
 /* A random model whose biases, norm gains and shifts are not 0 / 1. */
-static struct model *make_model(bool llama, uint64_t seed)
+static struct model *make_model(bool llama, uint64_t seed, int head_dim)
 {
-	struct model *m = randmodel_new(llama, L, 4, V, 1.0f, seed);
+	struct model *m = randmodel_new_hd(llama, L, 4, V, 1.0f, seed, head_dim);
+	D = cfg_d_head(&m->cfg);
+	A = cfg_attn_width(&m->cfg);
 	struct rng g;
 	rng_seed(&g, seed * 7 + 1);
 	enum param_id ids[] = { P_QKVB, P_ATTPROJB, P_FCB, P_FCPROJB, P_LNFB, P_LN1B, P_LN2B };
@@ -88,11 +94,11 @@ static double ref_part(const struct model *m, const struct ref_trace *tr, const 
 			p[j] = m->p[P_WPE][(size_t)pos * C + j];
 		break;
 	case DLA_HEAD:
-		row = tr->atty + ((size_t)pt->layer * T + pos) * C;
+		row = tr->atty + ((size_t)pt->layer * T + pos) * A;
 		for (int o = 0; o < C; o++)
-			for (int d = 0; d < C / H; d++)
-				p[o] += m->p[P_ATTPROJW][((size_t)pt->layer * C + o) * C + pt->head * (C / H) + d] *
-					row[pt->head * (C / H) + d];
+			for (int d = 0; d < D; d++)
+				p[o] += m->p[P_ATTPROJW][((size_t)pt->layer * C + o) * A + pt->head * D + d] *
+					row[pt->head * D + d];
 		break;
 	case DLA_MLP:
 		for (int j = 0; j < C; j++)
@@ -121,7 +127,7 @@ static double ref_part(const struct model *m, const struct ref_trace *tr, const 
  * token and token (pos * 3) % V. */
 static void check_options(struct model *m, const struct run_options *o, const int *tokens)
 {
-	double logits[T * V], resid[(L + 1) * T * C], att_res[L * T * C], atty[L * T * C];
+	double logits[T * V], resid[(L + 1) * T * C], att_res[L * T * C], atty[L * T * AMAX];
 	struct ref_trace tr = { resid, att_res, atty };
 	assert_int_equal(ref_forward(m, o, tokens, T, logits, NULL, &tr), 0);
 	struct err e;
@@ -183,8 +189,11 @@ static void test_dla_matches_reference(void **state)
 	int tokens[T];
 	for (int i = 0; i < T; i++)
 		tokens[i] = (i * 7 + 2) % V;
-	for (int llama = 0; llama <= 1; llama++) {
-		struct model *m = make_model(llama, 11 + llama);
+	/* heads d_model / H wide, then 12 wide (width 48) and 4 (width 16):
+	 * head_dim apart from d_model / n_head */
+	for (int run = 0; run < 6; run++) {
+		int llama = run % 2, head_dim = (int[]){ 0, 12, 4 }[run / 2];
+		struct model *m = make_model(llama, 11 + llama, head_dim);
 		struct run_options o;
 		run_options_native(m, &o);
 		check_options(m, &o, tokens);
@@ -209,7 +218,7 @@ static void test_dla_matches_reference(void **state)
 
 static void test_dla_refuses(void **state)
 {
-	struct model *m = make_model(false, 3);
+	struct model *m = make_model(false, 3, 0);
 	int tokens[T] = { 0 };
 	struct run_options o;
 	run_options_native(m, &o);

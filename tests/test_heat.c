@@ -7,7 +7,8 @@
  *    and switching the scaling off multiplies layer 0's scores by sqrt(D);
  *  - norms: A_ij times the norm of head h's value j pushed through the
  *    whole output projection with every other head's input zero; an
- *    ablated head's are all 0; the display rows sum to 1;
+ *    ablated head's are all 0; the display rows sum to 1; with heads
+ *    d_model / n_head wide and head_dim 12 and 4 (widths 48 and 16);
  *  - rollout: layer 0 is ((mean A) + I) / 2 row-normalised, layer 1 that
  *    of layer 1 times layer 0's, every row sums to 1;
  *  - the display scales a row of scores from 0 at its lowest to 1 at its
@@ -107,36 +108,37 @@ static void test_weights_and_scores(void **state)
 	model_free(m);
 }
 
-static void test_norms(void **state)
+/* norms on a model whose heads are head_dim wide (0: d_model / n_head) */
+static void check_norms(int head_dim)
 {
-	(void)state;
-	struct model *m = randmodel_new(false, 2, 2, V, 8.0f, 61);
+	struct model *m = randmodel_new_hd(false, 2, 2, V, 8.0f, 61, head_dim);
 	const struct model_config *c = &m->cfg;
 	int L = c->n_layer, H = c->n_head, C = c->d_model, D = cfg_d_head(c), G = 2;
+	int A = cfg_attn_width(c);
 	int ld = cfg_qkv_rows(c, G);
 	struct run_options o;
 	run_options_native(m, &o);
 	opt_set_ablated(&o, 1 * H + 3, true);
 	struct run *r = attention(m, &o);
 	struct heat n = compute(m, &o, HEAT_NORMS);
-	double *z = calloc((size_t)C, sizeof *z);
+	double *z = calloc((size_t)A, sizeof *z);
 	float *disp = malloc(sizeof(float) * T * T);
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++) {
 			const float *a = run_att(r, l, 0, h), *got = heat_at(&n, l, h);
-			const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * C;
+			const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * A;
 			const float *qkv = r->qkv + (size_t)l * r->lstride_qkv;
 			for (int j = 0; j < T; j++) {
 				/* head h's value j alone through the whole projection */
-				memset(z, 0, sizeof *z * (size_t)C);
+				memset(z, 0, sizeof *z * (size_t)A);
 				const float *v = qkv + (size_t)j * ld + (size_t)(H + G + h / (H / G)) * D;
 				for (int d = 0; d < D; d++)
 					z[h * D + d] = v[d];
 				double sq = 0;
 				for (int row = 0; row < C; row++) {
 					double y = 0;
-					for (int col = 0; col < C; col++)
-						y += (double)wo[(size_t)row * C + col] * z[col];
+					for (int col = 0; col < A; col++)
+						y += (double)wo[(size_t)row * A + col] * z[col];
 					sq += y * y;
 				}
 				double u = (l == 1 && h == 3) ? 0.0 : sqrt(sq);
@@ -159,6 +161,14 @@ static void test_norms(void **state)
 	heat_free(&n);
 	run_free(r);
 	model_free(m);
+}
+
+static void test_norms(void **state)
+{
+	(void)state;
+	check_norms(0);
+	check_norms(12); /* heads 48 wide in all beside d_model 32 */
+	check_norms(4);  /* and 16 */
 }
 
 static void test_rollout(void **state)

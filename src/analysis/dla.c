@@ -20,7 +20,7 @@
 /* What the hook keeps: row pos of every layer's head outputs. */
 struct dla_keep {
 	int pos;
-	float *heads; /* (L, C) */
+	float *heads; /* (L, A): A = H * D, the heads' width */
 };
 
 static void dla_hook(void *ctx, enum hook_site site, int layer, float *x, int B, int T, int pos0,
@@ -47,7 +47,7 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 		return err_set(e, "dla needs residual connections: this model has none");
 	if (c->emb_norm)
 		return err_set(e, "dla cannot split an embedding norm's output into token and position");
-	return config_refuse_head_dim(c, "dla", e);
+	return 0;
 }
 
 /* The readout direction of token v at a stream row x (C) with the final
@@ -90,7 +90,7 @@ static void add_part(struct dla_result *r, enum dla_kind kind, int layer, int he
 	r->parts[r->n++] = (struct dla_part){ kind, layer, head, logit };
 }
 
-/* The parts of layer l: its heads (through wo = w^T W_O, C) and its MLP
+/* The parts of layer l: its heads (through wo = w^T W_O, A) and its MLP
  * (the rest of the block's change, its biases apart); adds the biases'
  * shares to *attn_b and *mlp_b. */
 static void layer_parts(const struct model *m, const struct run *r, const float *heads, int l,
@@ -98,18 +98,18 @@ static void layer_parts(const struct model *m, const struct run *r, const float 
 			struct dla_result *out)
 {
 	const struct model_config *c = &m->cfg;
-	int C = c->d_model, H = c->n_head, D = cfg_d_head(c);
-	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
-	for (int k = 0; k < C; k++)
+	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
+	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
+	for (int k = 0; k < A; k++)
 		wo[k] = 0;
 	for (int o = 0; o < C; o++)
-		for (int k = 0; k < C; k++)
-			wo[k] += w[o] * projw[(size_t)o * C + k];
+		for (int k = 0; k < A; k++)
+			wo[k] += w[o] * projw[(size_t)o * A + k];
 	double attn = 0;
 	for (int h = 0; h < H; h++) {
 		double s = 0;
 		for (int d = 0; d < D; d++)
-			s += wo[h * D + d] * heads[(size_t)l * C + h * D + d];
+			s += wo[h * D + d] * heads[(size_t)l * A + h * D + d];
 		add_part(out, DLA_HEAD, l, h, s);
 		attn += s;
 	}
@@ -134,10 +134,10 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 		return -1;
 	if (pos < 0 || pos >= T)
 		return err_set(e, "position %d is outside the text (0 to %d)", pos, T - 1);
-	int V = c->vocab_size, C = c->d_model, L = c->n_layer, H = c->n_head;
+	int V = c->vocab_size, C = c->d_model, L = c->n_layer, H = c->n_head, A = cfg_attn_width(c);
 	if (token < -1 || token >= V)
 		return err_set(e, "token %d is outside the vocabulary", token);
-	struct dla_keep keep = { pos, xmalloc((size_t)L * C * sizeof(float)) };
+	struct dla_keep keep = { pos, xmalloc((size_t)L * A * sizeof(float)) };
 	struct run_hook hook = { dla_hook, &keep };
 	struct run *r = run_new(c, 1, T, 0); /* no logits: row pos is made below */
 	r->hook = &hook;
@@ -155,7 +155,7 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	out->pos = pos;
 	out->logit = lg[out->token];
 	out->parts = xmalloc((size_t)(L * (H + 1) + 6) * sizeof *out->parts);
-	double *w = xmalloc(2 * (size_t)C * sizeof *w), *wo = w + C;
+	double *w = xmalloc(((size_t)C + A) * sizeof *w), *wo = w + C;
 	const float *x = r->resid + ((size_t)L * T + pos) * C;
 	out->rstd = readout(m, x, out->token, o->pitfall == PITFALL_EPS0 ? 0.0 : c->norm_eps, w);
 	add_part(out, DLA_TOKEN, -1, -1, dot(w, m->p[P_WTE] + (size_t)tokens[pos] * C, C));

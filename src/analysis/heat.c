@@ -101,10 +101,10 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 		  int G, float *out)
 {
 	const struct model_config *c = &m->cfg;
-	int T = r->t, C = c->d_model, H = c->n_head, D = cfg_d_head(c);
+	int T = r->t, C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
 	int ld = cfg_qkv_rows(c, G), group = H / G;
 	const float *qkv = run_qkv(r, l);
-	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * C; /* (C, C), input h*D + d */
+	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A), input h*D + d */
 	double *u = xmalloc((size_t)T * sizeof *u);
 	float *y = xmalloc((size_t)T * C * sizeof *y);
 	for (int h = 0; h < H; h++) {
@@ -113,7 +113,7 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 		bool ablated = opt_is_ablated(o, l * H + h);
 		/* y = V_g W_O^h^T, (T, D) x (D, C): row j is W_O^h v_j */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, C, D, 1.0f,
-			    qkv + (size_t)(H + G + h / group) * D, ld, wo + (size_t)h * D, C, 0.0f, y,
+			    qkv + (size_t)(H + G + h / group) * D, ld, wo + (size_t)h * D, A, 0.0f, y,
 			    C);
 		for (int j = 0; j < T; j++) { /* u_j = ||W_O^h v_j|| */
 			double sq = 0;
@@ -209,8 +209,6 @@ int heat_compute(struct model *m, const struct run_options *o, const int *tokens
 	if ((unsigned)kind >= HEAT_KINDS)
 		return err_set(e, "unknown heatmap kind");
 	const struct model_config *c = &m->cfg;
-	if (kind == HEAT_NORMS && config_refuse_head_dim(c, "heat norms", e))
-		return -1;
 	size_t TT = (size_t)T * T;
 	out->kind = kind;
 	out->L = c->n_layer;
