@@ -222,9 +222,6 @@ static inline bool cfg_has_head(const struct model_config *c)
  * Returns 0, or -1 with a message naming the first bad field. */
 int config_validate(const struct model_config *c, struct err *e);
 
-/* For an analysis that reads the heads' outputs as d_model wide: 0 when
- * H * D = C, else -1 with a message naming `what` and both widths. */
-int config_refuse_head_dim(const struct model_config *c, const char *what, struct err *e);
 
 /* The multi-head split: every head takes d_model / n_head features, so
  * n_head must divide d_model.  0, or -1 with the tutorial's one-line

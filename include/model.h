@@ -362,7 +362,7 @@ bool model_rows_resumable(const struct run *r);
 struct layer_weights {
 	const float *ln1w, *ln1b, *ln2w, *ln2b; /* (C) */
 	const float *qkvw, *qkvb;   /* (QKV, C), (QKV) for the pass's K/V heads */
-	const float *projw, *projb; /* (C, C), (C) */
+	const float *projw, *projb; /* (C, A), (C): A = H * D */
 	const float *fcw, *fcb;     /* (FF, C), (FF) */
 	const float *fpw, *fpb;     /* (C, F), (C) */
 };

@@ -58,12 +58,9 @@ for hd in "16:64" "4:16" "8:32"; do
 done
 rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --headdim 16 >/dev/null 2>&1
-run "$tmp/hf" -c "text $text; why 1.0 3 1"
-check "head_dim 16: why refuses in one line, naming head_dim" \
-	sh -c "[ $rc -ne 0 ] && grep -q 'why does not handle head_dim 16 yet' '$tmp/err'"
-run "$tmp/hf" -c "text $text; dla; heat norms"
-check "head_dim 16: dla splits the logit exactly and heat norms runs" \
-	sh -c "[ $rc -eq 0 ] && grep -q 'left out 0.0000' '$tmp/out' &&
+run "$tmp/hf" -c "text $text; why 1.0 3 1; dla; heat norms; qkov 1.0; circuits"
+check "head_dim 16: why and dla split exactly; heat norms, qkov and circuits run" \
+	sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'left out 0.0000' '$tmp/out') -eq 2 ] &&
 	grep -q '^heatmaps show norms' '$tmp/out'"
 
 # a sliding window caps the context (exact within it), for Qwen2 only when

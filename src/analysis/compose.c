@@ -90,11 +90,11 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 			     bool qkv, struct layer_mats *lm)
 {
 	const struct model_config *c = &m->cfg;
-	int C = c->d_model, H = c->n_head, D = cfg_d_head(c);
+	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
 	const float *w = qkvw + (size_t)l * cfg_qkv_rows(c, G) * C;
 	const float *gain = pre ? m->p[P_LN1W] + (size_t)l * C : NULL;
 	bool centre = pre && c->norm == NORM_LAYER;
-	const float *pw = m->p[P_ATTPROJW] + (size_t)l * C * C;
+	const float *pw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
 	for (int h = 0; h < H; h++) {
 		size_t at = (size_t)h * D * C;
 		int g = h / (H / G);
@@ -105,7 +105,7 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 		}
 		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time */
 			for (int d = 0; d < D; d++)
-				lm->ot[at + (size_t)d * C + r] = pw[(size_t)r * C + h * D + d];
+				lm->ot[at + (size_t)d * C + r] = pw[(size_t)r * A + h * D + d];
 	}
 }
 
@@ -331,8 +331,6 @@ int compose_run(struct model *m, const struct run_options *o, struct compose_res
 	int L = c->n_layer, H = c->n_head, C = c->d_model, D = cfg_d_head(c), HD = H * D;
 	if (L < 2)
 		return err_set(e, "composition needs two layers or more: this model has %d", L);
-	if (config_refuse_head_dim(c, "composition", e))
-		return -1;
 	int G = run_kv_heads(m, o), LH = L * H, K3 = COMPOSE_KINDS;
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);

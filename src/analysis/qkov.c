@@ -95,7 +95,7 @@ static void ov_small(struct model *m, const struct run_options *o, int L, int h,
 			double sa = 0, sb = 0;
 			for (int j = 0; j < C; j++) {
 				sa += (double)wv[(size_t)d * C + j] * x[j];
-				sb += u[j] * w.projw[(size_t)j * C + h * D + d];
+				sb += u[j] * w.projw[(size_t)j * cfg_attn_width(c) + h * D + d];
 			}
 			a[d] = sa;
 			b[d] = sb;
@@ -118,8 +118,6 @@ int qkov_ov_run(struct model *m, const struct run_options *o, int layer, int hea
 	if (c->head != HEAD_LM)
 		return err_set(e, "the OV circuit needs a final norm and an output layer (this model's head is %s)",
 			       head_type_name(c->head));
-	if (config_refuse_head_dim(c, "the OV circuit", e))
-		return -1;
 	if (run_options_validate(m, o, e) != 0)
 		return -1;
 	int D = cfg_d_head(c);
@@ -289,8 +287,6 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 			       c->n_layer, c->n_head);
 	if (!c->residual || o->pitfall != PITFALL_NONE)
 		return err_set(e, "the QK split needs residual connections and the pitfall off");
-	if (config_refuse_head_dim(c, "the QK split", e))
-		return -1;
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
 		run_free(r);

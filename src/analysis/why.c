@@ -129,17 +129,17 @@ static void embed(struct streams *st, const struct model *m, const int *tokens)
 static void add_heads(struct streams *st, const struct model *m, const struct run *r, int l)
 {
 	const struct model_config *c = &m->cfg;
-	int C = st->C, H = c->n_head, D = cfg_d_head(c);
-	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * C;
+	int C = st->C, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
+	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
 	for (int h = 0; h < H; h++) {
 		int a = add_comp(st, WHY_HEAD, l, h);
 		for (int s = 0; s < 2; s++) {
-			const float *y = r->atty + l * r->lstride_c + (size_t)st->pos[s] * C + h * D;
+			const float *y = r->atty + l * r->lstride_a + (size_t)st->pos[s] * A + h * D;
 			double *v = comp_at(st, s, a);
 			for (int o = 0; o < C; o++) {
 				double sum = 0;
 				for (int d = 0; d < D; d++)
-					sum += (double)projw[(size_t)o * C + h * D + d] * y[d];
+					sum += (double)projw[(size_t)o * A + h * D + d] * y[d];
 				v[o] = sum;
 			}
 		}
@@ -232,8 +232,6 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, window);
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
-	if (config_refuse_head_dim(c, "why", e))
-		return -1;
 	if (o->pitfall != PITFALL_NONE)
 		return err_set(e, "why needs the pitfall off (pitfall %s mixes positions or heads)",
 			       pitfall_name(o->pitfall));

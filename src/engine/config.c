@@ -102,15 +102,6 @@ size_t config_param_count(const struct model_config *c)
 	return total;
 }
 
-int config_refuse_head_dim(const struct model_config *c, const char *what, struct err *e)
-{
-	if (cfg_attn_width(c) == c->d_model)
-		return 0;
-	return err_set(e, "%s does not handle head_dim %d yet: the heads' width %d x %d = %d is "
-		       "not d_model %d", what, cfg_d_head(c), c->n_head, cfg_d_head(c),
-		       cfg_attn_width(c), c->d_model);
-}
-
 int config_check_heads(int d_model, int n_head, struct err *e)
 {
 	if (n_head >= 1 && d_model % n_head == 0)
