@@ -140,7 +140,9 @@ static char *continuation(const struct session *s, const int *out, int *kept, in
 	free(text);
 	if (n < 0)
 		return NULL;
-	int lo = 0, hi = *over ? *kept : *kept - 1; /* lo fits (the typed text ran) */
+	/* lo fits (the typed text ran), *kept does not; a prefix that ends
+	 * inside a character counts as fitting here, the loop below checks */
+	int lo = 0, hi = *kept - 1;
 	while (*over && lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
 		free(continued(s, out, mid, &n, e));
