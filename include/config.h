@@ -94,6 +94,10 @@ struct model_config {
 	bool emb_norm;        /* a norm (LNEW, LNEB) of token + position embeddings
 			       * before block 0 (BERT) */
 	enum head_type head;  /* the output head (HEAD_LM unless BERT's) */
+	bool qk_norm;         /* an RMSNorm of every query and key head after
+			       * the projection, before RoPE (Qwen3): weights
+			       * QNORMW / KNORMW, D wide, one per layer shared by
+			       * its query heads and one by its key heads */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;
@@ -135,12 +139,14 @@ struct model_config {
  *   HEADLNW  (C)           MLM head's norm
  *   HEADLNB  (C)           LayerNorm with bias only
  *   OUTB     (V)           MLM head's output bias (bias only)
+ *   QNORMW   (L, D)        q/k norm (qk_norm only): the scale of each
+ *   KNORMW   (L, D)        query head's / key head's RMSNorm
  */
 enum param_id {
 	P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
 	P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB,
 	P_LMHEAD, P_LNEW, P_LNEB, P_HEADW, P_HEADB, P_HEADLNW, P_HEADLNB, P_OUTB,
-	N_PARAMS
+	P_QNORMW, P_KNORMW, N_PARAMS
 };
 
 /* Name of tensor i in checkpoints ("wte", "qkvw", ...). */

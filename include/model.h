@@ -365,6 +365,7 @@ struct layer_weights {
 	const float *projw, *projb; /* (C, A), (C): A = H * D */
 	const float *fcw, *fcb;     /* (FF, C), (FF) */
 	const float *fpw, *fpb;     /* (C, F), (C) */
+	const float *qnw, *knw;     /* (D), (D): the q/k norm's scales (qk_norm), or NULL */
 };
 
 /* Block l's weights, its QKV rows taken from qkvw / qkvb (model_qkv_for's,

@@ -35,6 +35,13 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
 void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 		  const float *inp, const float *w, const float *b, int N, int C, float eps);
 
+/* The q/k norm (config.h qk_norm), in place on n rows of x (row stride
+ * ld): an RMSNorm of each of the H query heads (D wide, from column 0)
+ * with the scale wq (D), and of each of the G key heads after them with
+ * wk (D).  In place is safe: rmsnorm_forward reads a row before writing it. */
+void qk_norm_rows(float *x, int n, int ld, int H, int G, int D, const float *wq,
+		  const float *wk, float eps);
+
 /* GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))). */
 void gelu_forward(float *out, const float *inp, long n);
 

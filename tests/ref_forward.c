@@ -31,6 +31,17 @@ static double g_eps;
 /* The padding mask: keys at or after g_key_len are hidden from every query. */
 static int g_key_len;
 
+/* v (D) <- v / sqrt(mean(v^2) + eps) * w, in place. */
+static void ref_rms_head(double *v, int D, const float *w)
+{
+	double ms = 0.0;
+	for (int d = 0; d < D; d++)
+		ms += v[d] * v[d];
+	double inv = 1.0 / sqrt(ms / D + g_eps);
+	for (int d = 0; d < D; d++)
+		v[d] *= inv * (double)w[d];
+}
+
 /* out[c] = norm(in)[c] for one row of C values.
  * LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased (divide by C).
  * RMSNorm:   x / sqrt(mean(x^2) + eps) * w  (+ b if a bias tensor exists).
@@ -357,6 +368,15 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 					ka[at] = flat ? k[at] : k[((size_t)t * G + g) * D + d];
 					va[at] = flat ? v[at] : v[((size_t)t * G + g) * D + d];
 				}
+		/* Qwen3's q/k norm: each query and key head (D values at one
+		 * position) scaled to unit root mean square, then by the layer's
+		 * query or key scale, before RoPE */
+		if (cfg->qk_norm) {
+			for (int r = 0; r < H * T; r++)
+				ref_rms_head(qa + (size_t)r * D, D, layer_ptr(m, P_QNORMW, l, D));
+			for (int r = 0; r < G * T; r++)
+				ref_rms_head(ka + (size_t)r * D, D, layer_ptr(m, P_KNORMW, l, D));
+		}
 		if (cfg->pos == POS_ROPE) {
 			for (int h = 0; h < H; h++)
 				for (int t = 0; t < T; t++)

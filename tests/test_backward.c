@@ -75,6 +75,7 @@ struct combo {
 	int local_window;
 	unsigned local_bits;
 	int head_dim; /* 0: TC / heads */
+	bool qk_norm; /* Qwen3's q/k norm (off in combo_of's 48) */
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -103,6 +104,10 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 	if (k->head_dim) {
 		size_t used = strlen(buf);
 		snprintf(buf + used, n - used, " heads %d x head_dim %d", k->heads ? k->heads : TH, D);
+	}
+	if (k->qk_norm) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " qk-norm");
 	}
 }
 
@@ -165,6 +170,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.local_window = k->local_window;
 	c.local[0] = k->local_bits;
 	c.head_dim = k->head_dim;
+	c.qk_norm = k->qk_norm;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -177,6 +183,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 			float z = rng_normal(&r);
 			switch (i) {
 			case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
+			case P_QNORMW: case P_KNORMW:
 				p[j] = 1.0f + 0.1f * z;
 				break;
 			case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
@@ -434,6 +441,39 @@ static void test_fd_head_dim(void **state)
 		fail_msg("%d head_dim combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* Qwen3's q/k norm: both norms and placements, RoPE over all of D or
+ * half, learned positions, MHA / GQA / MQA, heads as wide as C / H or
+ * apart from it (4 x 8 over 16); every tensor (the norm's scales
+ * among them) within FD_TOL. */
+static void test_fd_qk_norm(void **state)
+{
+	(void)state;
+	static const struct { int heads, head_dim, kv, rotary; } shapes[] = {
+		{ 0, 0, TH, 0 }, { 0, 0, 2, 2 }, { 4, 8, 1, 0 }, { 2, 0, 2, 4 },
+	};
+	int failures = 0;
+	char name[192];
+	for (int v = 0; v < 8; v++) {
+		struct combo k = combo_of(v * 11 % 48);
+		k.qk_norm = true;
+		k.heads = shapes[v % 4].heads;
+		k.head_dim = shapes[v % 4].head_dim;
+		k.kv = shapes[v % 4].kv;
+		k.rotary = shapes[v % 4].rotary;
+		if (k.rotary)
+			k.pos = POS_ROPE;
+		struct fd_result w = fd_check(&k, 9700 + (uint64_t)v * 43);
+		combo_name(&k, name, sizeof name);
+		bool bad = !(w.err < FD_TOL);
+		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
+			      w.elem, (double)w.analytic, (double)w.numeric);
+		failures += bad;
+	}
+	if (failures)
+		fail_msg("%d q/k norm combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
  * original context of 8 fall in the blended and the divided bands), over
  * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
@@ -607,14 +647,17 @@ static void test_batch_mean(void **state)
 {
 	(void)state;
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 7);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 7);
 	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 8);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 8);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 }, 9);
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 9);
 	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
 				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true, ROPE_SCALE_NONE, 0, 0u, 0 }, 10);
+				     true, ROPE_SCALE_NONE, 0, 0u, 0, false }, 10);
+	batch_check(&(struct combo){ NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, false, false, false,
+				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false,
+				     ROPE_SCALE_NONE, 0, 0u, 0, true }, 12);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -622,7 +665,7 @@ static void test_accumulates(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -675,7 +718,7 @@ static void test_refuses(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0 };
+			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -735,7 +778,7 @@ static void test_refuses_headless(void **state)
 {
 	(void)state;
 	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u, 0 };
+			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -770,6 +813,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_rmsnorm_post, one_thread),
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
+		cmocka_unit_test_setup(test_fd_qk_norm, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_fd_head_dim, one_thread),

@@ -59,10 +59,10 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in seven flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in eight flavours
  * that between them make every optional tensor present and absent, and
- * GPT-NeoX's blocks, BERT's and GPT-Neo's local layers. */
-#define N_FLAVOURS 7
+ * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers and Qwen3's q/k norm. */
+#define N_FLAVOURS 8
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -118,6 +118,15 @@ static void tiny_config(struct model_config *c, int flavour)
 		cfg_set_local(c, 1, true);
 		c->scale = false;
 		break;
+	case 7: /* Qwen3: q/k norm, heads 8 wide over d_model 16, no biases */
+		c->norm = NORM_RMS;
+		c->pos = POS_ROPE;
+		c->mlp = MLP_SWIGLU;
+		c->bias = false;
+		c->tied = false;
+		c->head_dim = 8;
+		c->qk_norm = true;
+		break;
 	}
 }
 
@@ -149,7 +158,8 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->pos == b->pos && a->rope_theta == b->rope_theta && a->mlp == b->mlp &&
 	       a->bias == b->bias && a->tied == b->tied && a->residual == b->residual &&
 	       a->scale == b->scale && a->mask == b->mask && a->parallel == b->parallel &&
-	       a->emb_norm == b->emb_norm && a->head == b->head &&
+	       a->emb_norm == b->emb_norm && a->head == b->head && a->qk_norm == b->qk_norm &&
+	       a->head_dim == b->head_dim &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
 	       memcmp(a->local, b->local, sizeof a->local) == 0;
 }
@@ -551,6 +561,10 @@ static void test_config_json_roundtrip(void **state)
 		} else {
 			assert_non_null(strstr(s, "\"local_layers\":[1],\"local_window\":3"));
 		}
+		if (f != 7)
+			assert_null(strstr(s, "qk_norm"));
+		else
+			assert_non_null(strstr(s, "\"qk_norm\":true"));
 		if (f != 5) {
 			assert_null(strstr(s, "emb_norm"));
 			assert_null(strstr(s, "\"head\""));
@@ -588,6 +602,7 @@ static void test_config_parse_errors(void **state)
 		{ "rotary_dims", "2", "rotary_dims 2 needs RoPE" }, /* learned positions */
 		{ "mlp", "\"gelu_new\"", "\"mlp\" has unknown value \"gelu_new\"" },
 		{ "emb_norm", "1", "\"emb_norm\" must be true or false" },
+		{ "qk_norm", "\"yes\"", "\"qk_norm\" must be true or false" },
 		{ "head", "\"pooler\"", "\"head\" has unknown value \"pooler\"" },
 		{ "local_window", "3", "local_window needs \"local_layers\"" },
 		{ "local_layers", "[1]", "local layers but no local_window" }, /* config_validate */

@@ -142,19 +142,21 @@ static void test_decoder_lab_architectures(void **state)
 }
 
 /* head_dim apart from d_model / n_head (4 heads of 16 or of 4 over
- * d_model 32: heads' width 64 or 16) decodes as the full pass computes it:
+ * d_model 32: heads' width 64 or 16), and heads of 16 with Qwen3's q/k
+ * norm (scales away from 1), decode as the full pass computes them:
  * native, post-norm, MQA, GQA up, a window and an ablation, with RoPE
  * (llama) and learned positions (gpt2). */
 static void test_decoder_head_dim(void **state)
 {
 	(void)state;
-	static const int dims[2] = { 16, 4 };
-	for (int di = 0; di < 2; di++)
+	static const int dims[3] = { 16, 4, 16 };
+	for (int di = 0; di < 3; di++)
 		for (int llama = 0; llama <= 1; llama++) {
 			struct model *base = randmodel_new(llama, 2, 2, V, 8.0f, 40 + di);
 			struct model_config c = base->cfg;
 			model_free(base);
 			c.head_dim = dims[di];
+			c.qk_norm = di == 2;
 			assert_true(cfg_attn_width(&c) != c.d_model);
 			struct err e;
 			struct model *m = model_new(&c, &e);
@@ -163,6 +165,12 @@ static void test_decoder_head_dim(void **state)
 			model_init_random(m, 50 + di);
 			for (size_t i = 0; i < m->psize[P_QKVW]; i++)
 				m->p[P_QKVW][i] *= 8.0f;
+			struct rng g;
+			rng_seed(&g, 60 + di);
+			for (size_t i = 0; i < m->psize[P_QNORMW]; i++) {
+				m->p[P_QNORMW][i] = 1.0f + 0.5f * rng_normal(&g);
+				m->p[P_KNORMW][i] = 1.0f + 0.5f * rng_normal(&g);
+			}
 			struct run_options native, cases[6];
 			run_options_native(m, &native);
 			int n = 0;
@@ -174,8 +182,9 @@ static void test_decoder_head_dim(void **state)
 			cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
 			for (int i = 0; i < n; i++) {
 				double w = compare(m, &cases[i], &cases[i]);
-				print_message("%s head_dim %d case %d: worst %.3f of tolerance\n",
-					      llama ? "llama" : "gpt2 ", c.head_dim, i, w);
+				print_message("%s head_dim %d%s case %d: worst %.3f of tolerance\n",
+					      llama ? "llama" : "gpt2 ", c.head_dim,
+					      c.qk_norm ? " q/k norm" : "", i, w);
 				assert_true(w <= 1.0);
 			}
 			model_free(m);

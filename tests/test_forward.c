@@ -52,6 +52,7 @@ struct variant {
 	unsigned local_bits;
 	bool no_scale;            /* native scores unscaled (GPT-Neo) */
 	int head_dim;             /* 0: TC / heads */
+	bool qk_norm;             /* Qwen3's q/k norm */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -88,6 +89,7 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->local[0] = v->local_bits;
 	c->scale = !v->no_scale;
 	c->head_dim = v->head_dim;
+	c->qk_norm = v->qk_norm;
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -118,7 +120,8 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	model_init_random(m, seed);
 	struct rng g;
 	rng_seed(&g, seed * 7919u + 17u);
-	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW };
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW,
+						P_QNORMW, P_KNORMW };
 	static const enum param_id biases[] = { P_LN1B, P_LN2B, P_LNFB, P_QKVB,
 						P_ATTPROJB, P_FCB, P_FCPROJB, P_LNEB,
 						P_HEADB, P_HEADLNB, P_OUTB };
@@ -154,13 +157,15 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_true((m->psize[P_HEADW] > 0) == v->mlm);
 	assert_true((m->psize[P_HEADLNW] > 0) == v->mlm);
 	assert_true((m->psize[P_OUTB] > 0) == (v->mlm && v->bias));
+	assert_int_equal(m->psize[P_QNORMW], v->qk_norm ? (size_t)TL * nd : 0);
+	assert_int_equal(m->psize[P_KNORMW], m->psize[P_QNORMW]);
 	return m;
 }
 
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false, 0, 0u, false, 0 };
+			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false };
 	return v;
 }
 
@@ -189,13 +194,14 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 					 used ? "," : "", bit / TH, bit % TH);
 	snprintf(buf, n,
 		 "model{norm=%s native=%s pos=%s mlp=%s K=%d bias=%d tied=%d eps=%g%s%s%s%s%s rot=%d "
-		 "local=%#x/%d D=%d} "
+		 "local=%#x/%d D=%d%s} "
 		 "run{G=%d place=%s mask=%s scale=%d ablate=%s pitfall=%s flags=%s}",
 		 norm_type_name(v->norm), norm_place_name(v->place), pos_type_name(v->pos),
 		 mlp_type_name(v->mlp), v->kv, v->bias, v->tied, (double)tiny_eps(v),
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
 		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, v->head_dim,
+		 v->qk_norm ? " qk-norm" : "",
 		 o->kv_heads, norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 pitfall_name(o->pitfall),
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
@@ -545,6 +551,64 @@ static void test_headdim_architectures(void **s)
 		}
 	engine_set_threads(0);
 	print_message("head_dim architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* Qwen3's q/k norm: an RMSNorm of every query and key head before RoPE,
+ * on heads as wide as d_model / H or apart from it (4 x 8 over 16), RoPE
+ * over all of D or half of it, learned positions, native GQA; every run
+ * mask and placement, G = K or 1 (the norm then reads the converted key
+ * heads), scale off, an ablation, the no-transpose and eps0 pitfalls and
+ * the saved activations against the reference. */
+static void test_qknorm_architectures(void **s)
+{
+	(void)s;
+	static const struct { int heads, head_dim, kv, rotary; enum pos_type pos; } shapes[] = {
+		{ 4, 0, 2, 0, POS_ROPE }, { 4, 8, 2, 4, POS_ROPE }, { 2, 0, 2, 0, POS_LEARNED },
+	};
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+		struct variant v = default_variant();
+		v.qk_norm = true;
+		v.heads = shapes[si].heads;
+		v.head_dim = shapes[si].head_dim;
+		v.kv = shapes[si].kv;
+		v.pos = shapes[si].pos;
+		v.rotary = shapes[si].rotary;
+		v.norm = si == 2 ? NORM_LAYER : NORM_RMS;
+		v.mlp = si == 2 ? MLP_GELU : MLP_SWIGLU;
+		v.bias = si != 0;
+		v.tied = si == 1;
+		struct model *m = make_model(&v, 9300u + (uint64_t)si);
+		for (int rp = 0; rp < 2; rp++)
+			for (int mk = 0; mk < 4; mk++)
+				for (int gi = 0; gi < 2; gi++) {
+					struct run_options o;
+					base_options(m, &o);
+					o.kv_heads = gi ? 1 : v.kv;
+					o.placement = rp ? PLACE_POST : PLACE_PRE;
+					o.mask = masks[mk];
+					o.window = 2;
+					o.scale = (mk + gi) % 3 != 2;
+					if ((rp + mk + gi) % 2)
+						opt_set_ablated(&o, 1 * v.heads + 1, true);
+					if (mk == 1 && gi == 1)
+						o.pitfall = PITFALL_NO_TRANSPOSE;
+					if (mk == 3 && gi == 0)
+						o.pitfall = PITFALL_EPS0;
+					unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+								       : (RUN_LOGITS | RUN_ATTN);
+					runs++;
+					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+						failures++;
+				}
+		model_free(m);
+	}
+	engine_set_threads(0);
+	print_message("q/k norm architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1395,6 +1459,7 @@ int main(void)
 		cmocka_unit_test(test_neox_config_checks),
 		cmocka_unit_test(test_neo_architectures),
 		cmocka_unit_test(test_headdim_architectures),
+		cmocka_unit_test(test_qknorm_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

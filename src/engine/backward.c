@@ -399,7 +399,9 @@ static void embedding_backward(float *dwte, float *dwpe, const float *dout, cons
 /* Pointers to one layer's weights, gradients and saved activations. */
 struct layer_ctx {
 	int layer;              /* l, for its mask (local or global) */
-	const float *ln1w, *ln2w, *qkvw, *projw, *fcw, *fpw;
+	const float *ln1w, *ln2w, *qkvw, *qkvb, *projw, *fcw, *fpw;
+	const float *qnw, *knw; /* the q/k norm's scales (qk_norm), or NULL */
+	float *dqnw, *dknw;
 	float *dln1w, *dln1b, *dln2w, *dln2b, *dqkvw, *dqkvb, *dprojw, *dprojb;
 	float *dfcw, *dfcb, *dfpw, *dfpb;
 	const float *in, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_res;
@@ -430,6 +432,12 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->ln1w = param_at(m, P_LN1W, l * C);
 	x->ln2w = param_at(m, P_LN2W, l * C);
 	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
+	x->qkvb = param_at(m, P_QKVB, l * QKV);
+	size_t D = (size_t)cfg_d_head(c);
+	x->qnw = param_at(m, P_QNORMW, l * D);
+	x->knw = param_at(m, P_KNORMW, l * D);
+	x->dqnw = grad_at(m, grads, P_QNORMW, l * D);
+	x->dknw = grad_at(m, grads, P_KNORMW, l * D);
 	x->projw = param_at(m, P_ATTPROJW, l * C * A);
 	x->fcw = param_at(m, P_FCW, l * FF * C);
 	x->fpw = param_at(m, P_FCPROJW, l * C * F);
@@ -462,8 +470,40 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->att = r->att + l * N * H * T;
 }
 
-/* Attention sub-block: for y = proj(attention(rope(inp qkvw^T + qkvb))),
- * dinp += the gradient of inp (N, C) from dout (N, C), and the block's
+/* The q/k norm (config qk_norm) backward, in place on dqkv (N, QKV): the
+ * query and key slots hold the gradient of the normed heads on entry and
+ * of the projection's output on return; the scales' gradients go to
+ * x->dqnw / dknw.  The projection's output, which a pass does not keep,
+ * is recomputed from inp, and each head's rstd from it. */
+static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_ctx *x,
+			     const struct model_config *c, int N)
+{
+	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
+	int QKV = cfg_qkv_rows(c, G), QK = (H + G) * D;
+	float *pre = xmalloc((size_t)N * QKV * sizeof *pre);
+	float *tmp = xmalloc((size_t)QK * sizeof *tmp), *d = xmalloc((size_t)QK * sizeof *d);
+	float *rstd = xmalloc((size_t)(H + G) * sizeof *rstd);
+	matmul_forward(pre, inp, x->qkvw, x->qkvb, N, C, QKV);
+	for (int i = 0; i < N; i++) {
+		const float *p = pre + (size_t)i * QKV;
+		float *g = dqkv + (size_t)i * QKV;
+		rmsnorm_forward(tmp, rstd, p, x->qnw, H, D, c->norm_eps);
+		rmsnorm_forward(tmp + (size_t)H * D, rstd + H, p + (size_t)H * D, x->knw, G, D,
+				c->norm_eps);
+		memset(d, 0, (size_t)QK * sizeof *d);
+		rmsnorm_backward(d, x->dqnw, g, p, x->qnw, rstd, H, D);
+		rmsnorm_backward(d + (size_t)H * D, x->dknw, g + (size_t)H * D, p + (size_t)H * D,
+				 x->knw, rstd + H, G, D);
+		memcpy(g, d, (size_t)QK * sizeof *d);
+	}
+	free(pre);
+	free(tmp);
+	free(d);
+	free(rstd);
+}
+
+/* Attention sub-block: for y = proj(attention(rope(qknorm(inp qkvw^T +
+ * qkvb)))), dinp += the gradient of inp (N, C) from dout (N, C), and the block's
  * weight gradients (the heads' outputs are (N, A)). */
 static void attn_block_backward(float *dinp, const float *dout, const float *inp,
 				const struct layer_ctx *x, const struct model_config *c,
@@ -485,6 +525,8 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
 		free(freq);
 	}
+	if (x->qnw)
+		qk_norm_backward(s->dqkv, inp, x, c, N);
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
 }
 

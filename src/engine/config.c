@@ -22,6 +22,7 @@ static const char *const param_names[N_PARAMS] = {
 	[P_HEADW] = "headw",       [P_HEADB] = "headb",
 	[P_HEADLNW] = "headlnw",   [P_HEADLNB] = "headlnb",
 	[P_OUTB] = "outb",
+	[P_QNORMW] = "qnormw",     [P_KNORMW] = "knormw",
 };
 
 const char *param_name(enum param_id i)
@@ -31,7 +32,7 @@ const char *param_name(enum param_id i)
 
 bool param_per_layer(enum param_id i)
 {
-	return i >= P_LN1W && i <= P_FCPROJB;
+	return (i >= P_LN1W && i <= P_FCPROJB) || i == P_QNORMW || i == P_KNORMW;
 }
 
 size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3], int *ndim)
@@ -69,6 +70,7 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_HEADLNW: if (mlm) { d0 = C; n = 1; } break;
 	case P_HEADLNB: if (mlm && ln_bias) { d0 = C; n = 1; } break;
 	case P_OUTB: if (mlm && c->bias) { d0 = V; n = 1; } break;
+	case P_QNORMW: case P_KNORMW: if (c->qk_norm) { d0 = (size_t)cfg_d_head(c); n = 1; } break;
 	default: break;
 	}
 	if (n == 0) {

@@ -121,6 +121,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	const struct run_options *o = &d->opt;
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
+	if (w->qnw)
+		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->norm_eps);
 	if (c->pos == POS_ROPE)
 		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, d->freq);
 	/* slot s holds position pos - used + s; the new one goes last */

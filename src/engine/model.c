@@ -34,7 +34,8 @@ struct model *model_new(const struct model_config *c, struct err *e)
 		m->p[i] = m->psize[i] ? p : NULL;
 		p += m->psize[i];
 	}
-	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW };
+	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW,
+						P_QNORMW, P_KNORMW };
 	for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
 		for (size_t j = 0; j < m->psize[scales[i]]; j++)
 			m->p[scales[i]][j] = 1.0f;
@@ -51,6 +52,7 @@ void model_init_random(struct model *m, uint64_t seed)
 		size_t n = m->psize[i];
 		switch (i) {
 		case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
+		case P_QNORMW: case P_KNORMW:
 			for (size_t j = 0; j < n; j++)
 				p[j] = 1.0f;
 			break;
@@ -387,6 +389,8 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->fcb = AT(P_FCB, FF);
 	w->fpw = AT(P_FCPROJW, C * F);
 	w->fpb = AT(P_FCPROJB, C);
+	w->qnw = AT(P_QNORMW, (size_t)cfg_d_head(c));
+	w->knw = AT(P_KNORMW, (size_t)cfg_d_head(c));
 #undef AT
 	w->qkvw = qkvw + (size_t)l * QKV * C;
 	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
@@ -550,7 +554,7 @@ static void view_heads(float *dst, const float *src, int B, int T, int n, int D,
 }
 
 /* Layer l's attention under r->opt from its input rows attn_in (rows row0
- * on): q, k, v into the layer's qkv rows, RoPE, the mask and the softmax
+ * on): q, k, v into the layer's qkv rows, the q/k norm, RoPE, the mask and the softmax
  * into its att, the heads' outputs into its atty.  Under the no-transpose
  * pitfall (row0 = 0: model_rows_resumable) the qkv rows are viewed before
  * RoPE and the outputs put back after, through one scratch block. */
@@ -573,6 +577,8 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		view_heads(qkv, view, B, T, G, D, QKV, H * D, false);
 		view_heads(qkv, view, B, T, G, D, QKV, (H + G) * D, false);
 	}
+	if (w->qnw) /* slots keep to their part under the view: the same scales */
+		qk_norm_rows(q_rows, n, QKV, H, G, D, w->qnw, w->knw, pass_eps(m, o));
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		config_rope_freqs(c, freq);

@@ -85,6 +85,16 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 		layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
 }
 
+void qk_norm_rows(float *x, int n, int ld, int H, int G, int D, const float *wq,
+		  const float *wk, float eps)
+{
+	for (int i = 0; i < n; i++) {
+		float *row = x + (size_t)i * ld;
+		rmsnorm_forward(row, NULL, row, wq, H, D, eps);
+		rmsnorm_forward(row + (size_t)H * D, NULL, row + (size_t)H * D, wk, G, D, eps);
+	}
+}
+
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
 void gelu_forward(float *out, const float *inp, long n)

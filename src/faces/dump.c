@@ -44,6 +44,8 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " parallel yes");
 	if (c->emb_norm)
 		fprintf(out, " emb_norm yes");
+	if (c->qk_norm)
+		fprintf(out, " qk_norm yes");
 	if (c->head != HEAD_LM)
 		fprintf(out, " head %s", head_type_name(c->head));
 	if (c->local_window > 0) { /* GPT-Neo's local layers */

@@ -53,7 +53,7 @@ static const char *const cfg_keys[] = {
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims", "head_dim",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
-	"rope_orig_context", "local_window", "local_layers",
+	"rope_orig_context", "local_window", "local_layers", "qk_norm",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -116,6 +116,9 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "emb_norm", json_true());
 	if (c->head != HEAD_LM)
 		ju_set(o, "head", json_string(head_type_name(c->head)));
+	/* Qwen3's q/k norm, likewise */
+	if (c->qk_norm)
+		ju_set(o, "qk_norm", json_true());
 	/* RoPE scaling (Llama 3.x), likewise */
 	if (c->rope_scaling != ROPE_SCALE_NONE) {
 		ju_set(o, "rope_scaling", json_string(rope_scaling_name(c->rope_scaling)));
@@ -258,7 +261,9 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	c->emb_norm = false;
 	c->head = HEAD_LM;
-	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0)
+	c->qk_norm = false;
+	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0 ||
+	    ju_get_bool(o, "qk_norm", "config", 0, &c->qk_norm, e) < 0)
 		return -1;
 	if (json_object_get(o, "head"))
 		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
