@@ -36,6 +36,8 @@
  * heads, context 8; each a directory: an even length, bit 1 clear):
  * llama-tiny-untied (and llama3-tiny-rope-scaling, the same with Llama
  * 3.1's rope_scaling over an original context of 4), qwen2-tiny-qkv-bias,
+ * qwen3-tiny-qk-norm (Qwen3's q_norm / k_norm, heads 8 wide over d_model
+ * 8 / 2 heads: tool_mkhf --qwen3 --tiny),
  * neox-tiny-tokenizer-json (tokenizer.json, no vocab.json/merges.txt),
  * neo-tiny-local (GPT-Neo, 2 layers, layer 1 local over 4 keys, the mask
  * buffers), phi3-tiny-partial-window (Phi-3's fused qkv_proj and

@@ -15,8 +15,10 @@
  * W_V under pre-norm placement: W <- W diag(g) for RMSNorm, W <- W diag(g) P
  * for LayerNorm (P = I - 11^T / C, its mean subtraction; the per-token
  * 1/std or 1/rms scale and the shift b are left out).  Under post-norm the
- * attention reads the stream as it is and nothing is folded.  Biases are
- * left out.  Then
+ * attention reads the stream as it is and nothing is folded.  Qwen3's q/k
+ * norm (config qk_norm) scales row d of W_Q and W_K by its query and key
+ * scales, its per-head 1/rms left out as the stream norms' are.  Biases
+ * are left out.  Then
  *   W_QK = W_Q^T W_K (C, C)   (a score is x_q^T W_QK x_k, up to 1/sqrt(D))
  *   W_OV = W_O W_V   (C, C)
  * and for A in an earlier layer than B, with ||.|| the Frobenius norm:

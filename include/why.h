@@ -97,6 +97,9 @@ struct why_result {
 	double mean_score; /* the mean score over the keys query I sees
 			    * (the sum of the parts' key_mean) */
 	double rstd_q, rstd_k; /* layer L's frozen norm1 scale at I and J (NAN: post-norm) */
+	double qn_rstd_q, qn_rstd_k; /* the q/k norm's frozen scale (1/rms) of the
+				      * query head at I and the key head at J
+				      * (NAN: no q/k norm) */
 	int n;            /* parts */
 	struct why_part *parts; /* (n) owned: token, position, then by layer */
 	double *terms;    /* (n, n) owned: terms[a * n + b] = scale * q_a . k_b */

@@ -3,6 +3,8 @@
  */
 #include "randmodel.h"
 
+#include <string.h>
+
 struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_gain, uint64_t seed)
 {
 	return randmodel_new_hd(llama, L, kv_heads, V, qkv_gain, seed, 0);
@@ -35,5 +37,26 @@ struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv
 	model_init_random(m, seed);
 	for (size_t i = 0; i < m->psize[P_QKVW]; i++)
 		m->p[P_QKVW][i] *= qkv_gain;
+	return m;
+}
+
+struct model *randmodel_qk_norm(struct model *base, uint64_t seed)
+{
+	struct model_config c = base->cfg;
+	c.qk_norm = true;
+	struct err e;
+	struct model *m = model_new(&c, &e);
+	if (!m)
+		die("randmodel: %s", e.msg);
+	for (int i = 0; i < N_PARAMS; i++)
+		if (base->psize[i])
+			memcpy(m->p[i], base->p[i], base->psize[i] * sizeof(float));
+	model_free(base);
+	struct rng g;
+	rng_seed(&g, seed);
+	for (size_t i = 0; i < m->psize[P_QNORMW]; i++) {
+		m->p[P_QNORMW][i] = 1.0f + 0.3f * rng_normal(&g);
+		m->p[P_KNORMW][i] = 1.0f + 0.3f * rng_normal(&g);
+	}
 	return m;
 }

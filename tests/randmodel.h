@@ -23,4 +23,8 @@ struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_ga
 struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv_gain,
 			       uint64_t seed, int head_dim);
 
+/* base with Qwen3's q/k norm added (config qk_norm): the same weights,
+ * the norm's scales 1 + 0.3 N(0, 1) from seed; base is freed. */
+struct model *randmodel_qk_norm(struct model *base, uint64_t seed);
+
 #endif

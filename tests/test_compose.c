@@ -114,6 +114,10 @@ static void ref_head_of(const struct model *m, int G, bool pre, int l, int h, st
 			}
 			raw[1][d * C + c] = ks / n;
 			raw[2][d * C + c] = vs / n;
+			if (m->cfg.qk_norm) { /* diag(scales) W_Q, diag(scales) W_K */
+				raw[0][d * C + c] *= m->p[P_QNORMW][(size_t)l * D + d];
+				raw[1][d * C + c] *= m->p[P_KNORMW][(size_t)l * D + d];
+			}
 		}
 	mul(out->q, raw[0], nm, D, C, C);
 	mul(out->k, raw[1], nm, D, C, C);
@@ -181,9 +185,11 @@ static void check(struct model *m, const struct run_options *o)
 
 static void test_compose_matches_reference(void **state)
 {
-	for (int llama = 0; llama <= 1; llama++)
+	for (int llama = 0; llama <= 2; llama++) /* 2: Llama with Qwen3's q/k norm */
 		for (int kv = 4; kv >= 2; kv -= 2) {
-			struct model *m = randmodel_new(llama, L, kv, V, 1.0f, 21 + llama + kv);
+			struct model *m = randmodel_new(llama > 0, L, kv, V, 1.0f, 21 + llama + kv);
+			if (llama == 2)
+				m = randmodel_qk_norm(m, 30 + kv);
 			struct rng g;
 			rng_seed(&g, 5);
 			for (size_t i = 0; i < m->psize[P_LN1W]; i++)

@@ -293,6 +293,11 @@ static void test_qk_split(void **state)
 	r->cfg.rope_orig_context = 8;
 	run_options_native(r, &ro);
 	check_qk(r, &ro, tokens, 1, 3);
+	r = randmodel_qk_norm(r, 35); /* Qwen3's q/k norm, under both placements */
+	run_options_native(r, &ro);
+	check_qk(r, &ro, tokens, 1, 2);
+	ro.placement = PLACE_POST;
+	check_qk(r, &ro, tokens, 1, 0);
 	model_free(r);
 	struct qkov_qk qk;
 	struct qkov_ov ov;

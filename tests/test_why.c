@@ -17,7 +17,8 @@
  *    visible keys (the sum of the key means) is the reference's mean;
  *  - under native options (pre-norm), post-norm placement, a native GQA
  *    model (2 K/V heads) and a GQA conversion (2 from 4), partial RoPE,
- *    Llama 3.1's RoPE scaling,
+ *    Llama 3.1's RoPE scaling, Qwen3's q/k norm (frozen at each head's
+ *    1/rms, as the norms of the stream are),
  *    scaling off with two heads ablated (every term of an ablated head's
  *    part is exactly 0), a window mask;
  *  - bad arguments (head outside the model, a key after the query under
@@ -208,6 +209,19 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 		a = ref_add(r, WHY_QK_BIAS, -1, -1);
 		memcpy(r->q[a], bias, sizeof bias);
 	}
+	if (m->cfg.qk_norm) { /* Qwen3: frozen at 1/rms of the whole head, the parts' sum */
+		const float *w = m->p[key ? P_KNORMW : P_QNORMW] + (size_t)L * D;
+		double sum[D] = { 0 }, ss = 0;
+		for (int b = 0; b < r->n; b++)
+			for (int d = 0; d < D; d++)
+				sum[d] += r->q[b][d];
+		for (int d = 0; d < D; d++)
+			ss += sum[d] * sum[d];
+		double rs = 1.0 / sqrt(ss / D + (double)m->cfg.norm_eps);
+		for (int b = 0; b < r->n; b++)
+			for (int d = 0; d < D; d++)
+				r->q[b][d] *= rs * w[d];
+	}
 	if (m->cfg.pos == POS_ROPE)
 		for (int b = 0; b < r->n; b++)
 			ref_rope(m, r->q[b], p);
@@ -344,6 +358,27 @@ static void test_why_matches_reference(void **state)
 			}
 			model_free(m);
 		}
+	/* Qwen3's q/k norm (scales 1 + 0.3 N): native MHA and GQA, post-norm,
+	 * a conversion, scale off with an ablation, a window */
+	for (int kv = 2; kv <= 4; kv += 2) {
+		struct model *m = randmodel_qk_norm(make_model(true, 2, kv, 31 + kv), 40 + kv);
+		struct run_options o;
+		run_options_native(m, &o);
+		check_options(m, &o, tokens);
+		struct run_options v = o;
+		v.placement = PLACE_POST;
+		check_options(m, &v, tokens);
+		v = o;
+		v.kv_heads = 1;
+		check_options(m, &v, tokens);
+		v = o;
+		v.scale = false;
+		opt_set_ablated(&v, 0 * H + 2, true);
+		v.mask = MASK_WINDOW;
+		v.window = 3;
+		check_options(m, &v, tokens);
+		model_free(m);
+	}
 	/* a native GQA model: 2 K/V heads for 4 query heads */
 	for (int llama = 0; llama <= 1; llama++) {
 		struct model *m = make_model(llama, 2, 2, 5 + llama);

@@ -9,7 +9,7 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial]] [--headdim N] [--shards] [--tiny]
+ *                 | --llama3 | --phi3 [--partial] | --qwen3] [--headdim N] [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --headdim N writes config.json's head_dim N and, when N is not
@@ -61,6 +61,10 @@
  * keys), config.json spelled as Phi-3-mini-4k-instruct's; --partial adds
  * partial_rotary_factor 0.5 (RoPE over 4 of each head's 8 dims) and ties
  * the output to the embeddings, as Phi-4-mini does.
+ * --qwen3 writes a Qwen3 model in the Llama layout: heads 2 * d_model /
+ * heads wide (head_dim 16 over hidden 32, as Qwen3-0.6B's 128 over 1024 /
+ * 16), self_attn.q_norm / k_norm (head_dim scales, rotate-half order),
+ * no biases, tied (no lm_head), config.json spelled as Qwen3-0.6B's.
  */
 #include <jansson.h>
 
@@ -304,6 +308,13 @@ static void llama_tensors(const struct model *m, bool qwen)
 		for (size_t row = 0; row < K * D; row++)
 			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
 		memcpy(T("self_attn.v_proj.weight", K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
+		if (m->cfg.qk_norm) { /* Qwen3: one head's scales, in HF's row order too */
+			float *qn = T("self_attn.q_norm.weight", D, 0), *kn = T("self_attn.k_norm.weight", D, 0);
+			for (size_t row = 0; row < D; row++) {
+				qn[row] = m->p[P_QNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)];
+				kn[row] = m->p[P_KNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)];
+			}
+		}
 		if (qb) {
 			float *bq = T("self_attn.q_proj.bias", H * D, 0), *bk = T("self_attn.k_proj.bias", K * D, 0);
 			for (size_t row = 0; row < H * D; row++)
@@ -320,7 +331,8 @@ static void llama_tensors(const struct model *m, bool qwen)
 #undef T
 	}
 	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
-	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+	if (!m->cfg.tied)
+		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
 /* A LayerNorm pair in BERT's spelling: weight/bias, or gamma/beta. */
@@ -657,6 +669,24 @@ static void write_phi3_config(FILE *f, const struct model_config *c, bool partia
 		partial ? " \"partial_rotary_factor\": 0.5," : "", c->vocab_size);
 }
 
+/* Qwen3-0.6B's config.json spelling: head_dim apart from hidden_size /
+ * heads, no biases, tied, no sliding window. */
+static void write_qwen3_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"Qwen3ForCausalLM\"], \"attention_bias\": false, "
+		   "\"attention_dropout\": 0.0, \"bos_token_id\": 0, \"eos_token_id\": 0, "
+		   "\"head_dim\": %d, \"hidden_act\": \"silu\", \"hidden_size\": %d, "
+		   "\"initializer_range\": 0.02, \"intermediate_size\": %d, "
+		   "\"max_position_embeddings\": %d, \"max_window_layers\": %d, \"model_type\": \"qwen3\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"num_key_value_heads\": %d, "
+		   "\"rms_norm_eps\": 1e-06, \"rope_scaling\": null, \"rope_theta\": 10000, "
+		   "\"sliding_window\": null, \"tie_word_embeddings\": true, \"torch_dtype\": \"float32\", "
+		   "\"transformers_version\": \"4.51.0\", \"use_cache\": true, \"use_sliding_window\": false, "
+		   "\"vocab_size\": %d}\n",
+		cfg_d_head(c), c->d_model, c->d_ff, c->context, c->n_layer, c->n_head, c->n_layer,
+		c->n_kv_head, c->vocab_size);
+}
+
 static void neox_config(struct model_config *c, bool sequential)
 {
 	bool tiny = g.C < 32;
@@ -735,13 +765,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial]] [--headdim N] [--shards] [--tiny]\n");
+			"--phi3 [--partial] | --qwen3] [--headdim N] [--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
-	bool roberta = false, distil = false, phi3 = false, partial = false;
+	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -757,6 +787,7 @@ int main(int argc, char **argv)
 		distil |= !strcmp(argv[i], "--distilbert");
 		llama3 |= !strcmp(argv[i], "--llama3");
 		phi3 |= !strcmp(argv[i], "--phi3");
+		qwen3 |= !strcmp(argv[i], "--qwen3");
 		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
@@ -806,6 +837,11 @@ int main(int argc, char **argv)
 		neo_config(&c);
 	if (phi3)
 		phi3_config(&c, partial);
+	if (qwen3) { /* heads twice as wide as hidden / heads, as Qwen3-0.6B's */
+		c.qk_norm = true;
+		c.tied = true;
+		c.head_dim = 2 * c.d_model / c.n_head;
+	}
 	if (headdim > 0 && headdim * c.n_head != c.d_model) /* hidden / heads: as without the key */
 		c.head_dim = headdim;
 	struct model *m = model_new(&c, &e);
@@ -880,6 +916,8 @@ int main(int argc, char **argv)
 		write_distilbert_config(f, &c, bare);
 	else if (phi3)
 		write_phi3_config(f, &c, partial);
+	else if (qwen3)
+		write_qwen3_config(f, &c);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "

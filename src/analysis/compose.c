@@ -102,6 +102,12 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 			fold_rows(lm->q + at, w + (size_t)h * D * C, gain, centre, D, C);
 			fold_rows(lm->k + at, w + (size_t)(H + g) * D * C, gain, centre, D, C);
 			fold_rows(lm->v + at, w + (size_t)(H + G + g) * D * C, gain, centre, D, C);
+			if (c->qk_norm) /* the q/k norm's scales; its 1/rms left out */
+				for (int d = 0; d < D; d++)
+					for (int j = 0; j < C; j++) {
+						lm->q[at + (size_t)d * C + j] *= m->p[P_QNORMW][(size_t)l * D + d];
+						lm->k[at + (size_t)d * C + j] *= m->p[P_KNORMW][(size_t)l * D + d];
+					}
 		}
 		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time */
 			for (int d = 0; d < D; d++)

@@ -204,8 +204,29 @@ static void embeddings_at(const struct model *m, const struct run *r, const int 
 	}
 }
 
+/* The q/k norm's scale (1/rms) of one head at position p of layer L:
+ * its projection (rows (D, C), bias or NULL) of the layer's attention
+ * input, which the pass kept (norm1's output under pre-norm, the block's
+ * input under post-norm). */
+static double head_rstd(const struct run *r, int L, int p, const float *rows, const float *bias,
+			int D, int C, float eps)
+{
+	const float *in = r->opt.placement == PLACE_PRE ? r->ln1 + L * r->lstride_c
+						      : r->resid + (size_t)L * r->b * r->t * C;
+	in += (size_t)p * C;
+	double ss = 0;
+	for (int d = 0; d < D; d++) {
+		double s = bias ? bias[d] : 0.0;
+		for (int j = 0; j < C; j++)
+			s += (double)rows[(size_t)d * C + j] * in[j];
+		ss += s * s;
+	}
+	return 1.0 / sqrt(ss / D + eps);
+}
+
 /* Each position's query and key by class, qc and kc (T, 3, D): token and
- * position projected and turned, the rest the pass's row minus them. */
+ * position projected (the q/k norm frozen at the head's scale there) and
+ * turned, the rest the pass's row minus them. */
 static void class_vectors(struct model *m, const struct run *r, const int *tokens, int T, int L,
 			  int h, double *qc, double *kc)
 {
@@ -218,18 +239,23 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 	model_layer(m, L, qkvw, qkvb, G, &w);
 	const float *rows[2] = { w.qkvw + (size_t)h * D * C, w.qkvw + (size_t)(H + g) * D * C };
 	const float *pass = r->qkv + L * r->lstride_qkv;
+	const float *bias[2] = { w.qkvb ? w.qkvb + (size_t)h * D : NULL,
+				 w.qkvb ? w.qkvb + (size_t)(H + g) * D : NULL };
+	const float *qkn[2] = { w.qnw, w.knw };
 	double *tp = xmalloc(2 * (size_t)C * sizeof *tp);
 	for (int p = 0; p < T; p++) {
 		embeddings_at(m, r, tokens, L, p, tp);
 		for (int side = 0; side < 2; side++) {
 			double *v = (side ? kc : qc) + (size_t)p * QK_CLASSES * D;
 			const float *row = pass + (size_t)p * QKV + (side ? (H + g) : h) * D;
+			double qs = qkn[side] ? head_rstd(r, L, p, rows[side], bias[side], D, C,
+							  c->norm_eps) : 1.0;
 			for (int k = 0; k < 2; k++) {
 				for (int d = 0; d < D; d++) {
 					double s = 0;
 					for (int j = 0; j < C; j++)
 						s += (double)rows[side][(size_t)d * C + j] * tp[(size_t)k * C + j];
-					v[k * D + d] = s;
+					v[k * D + d] = qkn[side] ? s * qs * qkn[side][d] : s;
 				}
 				if (c->pos == POS_ROPE)
 					rope_d(c, v + k * D, p);

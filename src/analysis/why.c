@@ -212,6 +212,25 @@ static void rope(const struct model_config *c, double *v, int pos)
 	}
 }
 
+/* The q/k norm (config qk_norm) frozen at one head's scale: the n parts
+ * v (n, D) of a query or key head, whose sum the norm reads, each turned
+ * into w * rstd * v_a, rstd = 1/rms of the sum; returns rstd. */
+static double freeze_head(double *v, int n, int D, const float *w, double eps)
+{
+	double ss = 0;
+	for (int d = 0; d < D; d++) {
+		double sum = 0;
+		for (int a = 0; a < n; a++)
+			sum += v[(size_t)a * D + d];
+		ss += sum * sum;
+	}
+	double rstd = 1.0 / sqrt(ss / D + eps);
+	for (int a = 0; a < n; a++)
+		for (int d = 0; d < D; d++)
+			v[(size_t)a * D + d] *= rstd * (double)w[d];
+	return rstd;
+}
+
 /* One line for what why cannot split; 0 when it can. */
 static int why_refuse(const struct model *m, const struct run_options *o, int layer, int head,
 		      int I, int J, int T, struct err *e)
@@ -246,7 +265,8 @@ static int max_parts(const struct model_config *c, int layer)
 }
 
 /* The query and key vectors of every part (layer L's input, frozen
- * norm1 under pre-norm, the head's rows, RoPE) into *q and *k (n, D),
+ * norm1 under pre-norm, the head's rows, the frozen q/k norm, RoPE) into
+ * *q and *k (n, D),
  * malloc'd; returns n. */
 static int part_vectors(struct streams *st, struct model *m, const struct run *r, int L, int h,
 			double **qp, double **kp)
@@ -280,6 +300,13 @@ static int part_vectors(struct streams *st, struct model *m, const struct run *r
 			set_from(q + (size_t)a * D, w.qkvb + (size_t)h * D, D);
 			set_from(k + (size_t)a * D, w.qkvb + (size_t)(H + out->kv_head) * D, D);
 		}
+	}
+	out->qn_rstd_q = out->qn_rstd_k = NAN;
+	if (w.qnw) {
+		out->qn_rstd_q = freeze_head(q, n, D, w.qnw, c->norm_eps);
+		out->qn_rstd_k = freeze_head(k, n, D, w.knw, c->norm_eps);
+	}
+	for (int a = 0; a < n; a++) {
 		rope(c, q + (size_t)a * D, st->pos[0]);
 		rope(c, k + (size_t)a * D, st->pos[1]);
 	}

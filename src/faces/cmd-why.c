@@ -34,6 +34,9 @@ static void print_header(struct render_buf *b, struct session *s, const struct w
 		render_buf_printf(b, "post-norm: layer %d reads its input as it is; every earlier norm "
 				     "is\nfrozen at the position's scale, its shift a part\n",
 				  w->layer);
+	if (!isnan(w->qn_rstd_q))
+		render_buf_printf(b, "q/k norm frozen at each head's scale: 1/rms %.4f (query at %d), "
+				     "%.4f (key at %d)\n", w->qn_rstd_q, w->qpos, w->qn_rstd_k, w->kpos);
 	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s",
 			  s->opt.scale ? "1/sqrt(D)" : "1 (scale off)",
 			  s->model->cfg.pos == POS_ROPE ? "RoPE turns each part by its position: "

@@ -89,6 +89,10 @@ static void why_json(const struct session *s, const struct why_result *w, char *
 	ju_set(root, "scale", ju_real(w->scale));
 	ju_set(root, "rstd_query", isnan(w->rstd_q) ? json_null() : ju_real(w->rstd_q));
 	ju_set(root, "rstd_key", isnan(w->rstd_k) ? json_null() : ju_real(w->rstd_k));
+	if (!isnan(w->qn_rstd_q)) { /* Qwen3's q/k norm */
+		ju_set(root, "qk_norm_rstd_query", ju_real(w->qn_rstd_q));
+		ju_set(root, "qk_norm_rstd_key", ju_real(w->qn_rstd_k));
+	}
 	json_t *parts = ju_check(json_array()), *terms = ju_check(json_array());
 	for (int a = 0; a < w->n; a++) {
 		char name[32];

@@ -1,7 +1,7 @@
 /*
  * loader-hf-llama.c — Hugging Face Llama-family directories ("hf-llama"):
- * config.json with model_type "llama", "qwen2" or "mistral" (Llama 2/3,
- * TinyLlama, SmolLM/SmolLM2, Qwen2, Mistral).
+ * config.json with model_type "llama", "qwen2", "qwen3" or "mistral"
+ * (Llama 2/3, TinyLlama, SmolLM/SmolLM2, Qwen2, Qwen3 (dense), Mistral).
  *
  * config.json maps to our config as
  *   num_hidden_layers, num_attention_heads, num_key_value_heads (default:
@@ -13,9 +13,12 @@
  *   lm_head.weight in the file must equal the embeddings (it is refused,
  *   not ignored, when it differs); head_dim, when given, is each
  *   head's width (q_proj (H * head_dim, hidden), o_proj (hidden,
- *   H * head_dim)), hidden_size / heads when absent.  Qwen2's Q/K/V biases are read (the engine's other
- *   biases stay 0, which is exact).  Mistral's sliding_window (Qwen2's
- *   only with use_sliding_window true), when smaller than the context,
+ *   H * head_dim)), hidden_size / heads when absent.  Qwen2's Q/K/V
+ *   biases are read (the engine's other biases stay 0, which is exact).
+ *   Qwen3 adds an RMSNorm of each query and key head before RoPE
+ *   (self_attn.q_norm / k_norm, head_dim wide; config qk_norm) and has no
+ *   biases.  Mistral's sliding_window (Qwen2's and Qwen3's only with
+ *   use_sliding_window true), when smaller than the context,
  *   becomes the context: within it the window is exact.
  *   rope_scaling: none, "linear" (factor) or Llama 3.1/3.2's "llama3"
  *   (factor, low_freq_factor, high_freq_factor,
@@ -143,8 +146,9 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 		return err_set(e, "config.json: head_dim %d is more than %d", hd, CFG_MAX_HEAD_DIM);
 	if (hd && (c->n_head < 1 || (int64_t)hd * c->n_head != c->d_model)) /* 64 bits: both may be 2^30 */
 		c->head_dim = hd;
-	/* Qwen2 windows attention only when use_sliding_window is true */
-	bool windowed = strcmp(family, "qwen2") != 0;
+	/* Qwen2 and Qwen3 window attention only when use_sliding_window is true */
+	bool qwen3 = !strcmp(family, "qwen3");
+	bool windowed = strcmp(family, "qwen2") != 0 && !qwen3;
 	if (ju_get_bool(o, "use_sliding_window", "config.json", JU_NULL_ABSENT, &windowed, e) < 0)
 		return -1;
 	if (windowed && window && window < c->context) /* exact up to the window */
@@ -168,7 +172,7 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 		return -1;
 	if (b)
 		return err_set(e, "config.json: attention_bias true is not supported");
-	b = false; /* LlamaConfig's, Qwen2Config's and MistralConfig's default */
+	b = false; /* the default of LlamaConfig, Qwen2Config, Qwen3Config and MistralConfig */
 	if (ju_get_bool(o, "tie_word_embeddings", "config.json", JU_NULL_ABSENT, &b, e) < 0)
 		return -1;
 	c->tied = b;
@@ -179,6 +183,7 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 	c->rope_theta = theta;
 	c->mlp = MLP_SWIGLU;
 	c->bias = !strcmp(family, "qwen2"); /* Q/K/V biases; the other biases exist, all 0 */
+	c->qk_norm = qwen3;
 	if (config_validate(c, e) != 0)
 		return err_prefix(e, "config.json");
 	return 0;
@@ -186,12 +191,14 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 
 /* -------------------------------------------------------------- the family */
 
-static const char *const types[] = { "llama", "qwen2", "mistral", NULL };
+static const char *const types[] = { "llama", "qwen2", "qwen3", "mistral", NULL };
 
 /* RoPE's frequencies, which the engine computes. */
 static const char *const ignored[] = { "rotary_emb.inv_freq", NULL };
 
-/* Q/K/V biases are read when the config has them (Qwen2's c->bias). */
+/* Q/K/V biases are read when the config has them (Qwen2's c->bias), the
+ * q/k norm's scales likewise (Qwen3's c->qk_norm: one head's D values,
+ * permuted as each head's rows are). */
 #define L_ "model.layers.%d."
 static const struct hf_tensor map[] = {
 	{ .name = "model.embed_tokens.weight", .p = P_WTE },
@@ -202,6 +209,8 @@ static const struct hf_tensor map[] = {
 	{ .name = L_ "self_attn.q_proj.bias", .p = P_QKVB, .part = HF_Q, .xf = HF_ROPE },
 	{ .name = L_ "self_attn.k_proj.bias", .p = P_QKVB, .part = HF_K, .xf = HF_ROPE },
 	{ .name = L_ "self_attn.v_proj.bias", .p = P_QKVB, .part = HF_V },
+	{ .name = L_ "self_attn.q_norm.weight", .p = P_QNORMW, .xf = HF_ROPE },
+	{ .name = L_ "self_attn.k_norm.weight", .p = P_KNORMW, .xf = HF_ROPE },
 	{ .name = L_ "self_attn.o_proj.weight", .p = P_ATTPROJW },
 	{ .name = L_ "post_attention_layernorm.weight", .p = P_LN2W },
 	{ .name = L_ "mlp.gate_proj.weight", .p = P_FCW, .part = HF_GATE },
@@ -213,7 +222,7 @@ static const struct hf_tensor map[] = {
 #undef L_
 
 const struct hf_family hf_llama = {
-	.what = "a Llama, Qwen2 or Mistral model",
+	.what = "a Llama, Qwen2, Qwen3 or Mistral model",
 	.types = types,
 	.parse = parse_config,
 	.tokenizer = ld_hf_tokenizer,
@@ -223,5 +232,6 @@ const struct hf_family hf_llama = {
 };
 
 const struct model_format format_hf_llama = {
-	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Mistral)", .hf = &hf_llama,
+	"hf-llama", "Hugging Face Llama-family directory (Llama, Qwen2, Qwen3, Mistral)",
+	.hf = &hf_llama,
 };
