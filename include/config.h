@@ -14,6 +14,7 @@
 #ifndef ATTNSCOPE_CONFIG_H
 #define ATTNSCOPE_CONFIG_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,8 +33,10 @@ enum pos_type { POS_LEARNED, POS_ROPE };
  *           those between blend the two. */
 enum rope_scaling { ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3 };
 /* MLP_GELU is GPT-2's tanh approximation (HF "gelu_new"); MLP_GELU_EXACT
- * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia). */
-enum mlp_type { MLP_GELU, MLP_SWIGLU, MLP_GELU_EXACT };
+ * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia); MLP_GEGLU
+ * is SwiGLU's gated form with the tanh GELU in place of SiLU,
+ * gelu(gate) * up (Gemma's "gelu_pytorch_tanh"). */
+enum mlp_type { MLP_GELU, MLP_SWIGLU, MLP_GELU_EXACT, MLP_GEGLU };
 
 /* Which keys a query sees (run options and a model's native mask):
  *   CAUSAL         keys 0..i, softmax over them
@@ -94,6 +97,16 @@ struct model_config {
 	bool emb_norm;        /* a norm (LNEW, LNEB) of token + position embeddings
 			       * before block 0 (BERT) */
 	enum head_type head;  /* the output head (HEAD_LM unless BERT's) */
+	/* Gemma 2's switches (0 / false: off, every other model's): */
+	float emb_scale;      /* token embeddings times this (sqrt(d_model)) */
+	bool sandwich;        /* each sub-block's output normed (ATTPOSTW,
+			       * MLPPOSTW) before it joins the stream, beside the
+			       * norms before it */
+	float attn_softcap;   /* scores s become cap * tanh(s / cap) (after the
+			       * scale, before the mask) */
+	float final_softcap;  /* logits likewise */
+	int attn_scale_dim;   /* the native scale is 1/sqrt(this), not
+			       * 1/sqrt(D) (query_pre_attn_scalar) */
 	bool qk_norm;         /* an RMSNorm of every query and key head after
 			       * the projection, before RoPE (Qwen3): weights
 			       * QNORMW / KNORMW, D wide, one per layer shared by
@@ -141,12 +154,14 @@ struct model_config {
  *   OUTB     (V)           MLM head's output bias (bias only)
  *   QNORMW   (L, D)        q/k norm (qk_norm only): the scale of each
  *   KNORMW   (L, D)        query head's / key head's RMSNorm
+ *   ATTPOSTW (L, C)        sandwich norms (sandwich only): the norm of the
+ *   MLPPOSTW (L, C)        attention's / the MLP's output
  */
 enum param_id {
 	P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
 	P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB,
 	P_LMHEAD, P_LNEW, P_LNEB, P_HEADW, P_HEADB, P_HEADLNW, P_HEADLNB, P_OUTB,
-	P_QNORMW, P_KNORMW, N_PARAMS
+	P_QNORMW, P_KNORMW, P_ATTPOSTW, P_MLPPOSTW, N_PARAMS
 };
 
 /* Name of tensor i in checkpoints ("wte", "qkvw", ...). */
@@ -177,7 +192,13 @@ static inline int cfg_qkv_rows(const struct model_config *c, int kv_heads)
 }
 static inline int cfg_ff_rows(const struct model_config *c)
 {
-	return c->mlp == MLP_SWIGLU ? 2 * c->d_ff : c->d_ff;
+	return c->mlp == MLP_SWIGLU || c->mlp == MLP_GEGLU ? 2 * c->d_ff : c->d_ff;
+}
+
+/* The native scale of the scores: 1/sqrt(attn_scale_dim or D). */
+static inline float cfg_attn_scale(const struct model_config *c)
+{
+	return 1.0f / sqrtf((float)(c->attn_scale_dim ? c->attn_scale_dim : cfg_d_head(c)));
 }
 
 /* R of rotary_dims: the rotated dims of each head (D when 0). */

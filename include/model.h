@@ -366,6 +366,7 @@ struct layer_weights {
 	const float *fcw, *fcb;     /* (FF, C), (FF) */
 	const float *fpw, *fpb;     /* (C, F), (C) */
 	const float *qnw, *knw;     /* (D), (D): the q/k norm's scales (qk_norm), or NULL */
+	const float *apw, *mpw;     /* (C), (C): the sandwich norms' scales, or NULL */
 };
 
 /* Block l's weights, its QKV rows taken from qkvw / qkvb (model_qkv_for's,

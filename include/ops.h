@@ -42,6 +42,13 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 void qk_norm_rows(float *x, int n, int ld, int H, int G, int D, const float *wq,
 		  const float *wk, float eps);
 
+/* Soft-capping (Gemma 2), in place: x = cap * tanh(x / cap); nothing when
+ * cap <= 0. */
+void softcap_forward(float *x, long n, float cap);
+
+/* GeGLU: out (N, F) = gelu_tanh(inp[:, :F]) * inp[:, F:], inp (N, 2F). */
+void geglu_forward(float *out, const float *inp, int N, int F);
+
 /* GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))). */
 void gelu_forward(float *out, const float *inp, long n);
 
@@ -86,18 +93,19 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len);
 
-/* attention_forward with the mask on heads 0 .. n_masked-1 only: heads
+/* attention_forward with the mask on heads 0 .. n_masked-1 only, and the
+ * scores soft-capped at cap (softcap_forward, after the scale) first: heads
  * n_masked .. H-1 see every key (MASK_NONE; key_len still hides padding),
  * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall). */
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
-			      int G, int D, enum mask_kind mask, int window, float scale,
+			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			      const int *key_len, int n_masked);
 
 /* attention_forward of one sequence (B = 1, no padding mask) for queries
  * q0 .. T-1 only: rows q0 .. T-1 of out and of each head's att are
  * written, over all T keys of qkv; the rows before q0 are not touched. */
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale);
+		    enum mask_kind mask, int window, float scale, float cap);
 
 /*
  * Attention of one query over n cached positions (the step decoder's):
@@ -108,7 +116,7 @@ void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int
  * Keys lo .. n-1 are visible; query head h reads key/value head h / (H / G).
  */
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
-		    int n, int ld, int H, int G, int D, int lo, float scale);
+		    int n, int ld, int H, int G, int D, int lo, float scale, float cap);
 
 /* The MLP of one block on N rows of d_model: out (N, C) = proj(act(fc(inp)))
  * with GELU (tanh or exact), or SwiGLU over the gate | up halves of fc; fch (N, FF) and

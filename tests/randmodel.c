@@ -40,23 +40,28 @@ struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv
 	return m;
 }
 
-struct model *randmodel_qk_norm(struct model *base, uint64_t seed)
+struct model *randmodel_rebuild(struct model *base, const struct model_config *c, uint64_t seed)
 {
-	struct model_config c = base->cfg;
-	c.qk_norm = true;
 	struct err e;
-	struct model *m = model_new(&c, &e);
+	struct model *m = model_new(c, &e);
 	if (!m)
 		die("randmodel: %s", e.msg);
 	for (int i = 0; i < N_PARAMS; i++)
-		if (base->psize[i])
+		if (base->psize[i] && base->psize[i] == m->psize[i])
 			memcpy(m->p[i], base->p[i], base->psize[i] * sizeof(float));
 	model_free(base);
 	struct rng g;
 	rng_seed(&g, seed);
-	for (size_t i = 0; i < m->psize[P_QNORMW]; i++) {
-		m->p[P_QNORMW][i] = 1.0f + 0.3f * rng_normal(&g);
-		m->p[P_KNORMW][i] = 1.0f + 0.3f * rng_normal(&g);
-	}
+	static const enum param_id scales[] = { P_QNORMW, P_KNORMW, P_ATTPOSTW, P_MLPPOSTW };
+	for (size_t k = 0; k < sizeof scales / sizeof *scales; k++)
+		for (size_t i = 0; i < m->psize[scales[k]]; i++)
+			m->p[scales[k]][i] = 1.0f + 0.3f * rng_normal(&g);
 	return m;
+}
+
+struct model *randmodel_qk_norm(struct model *base, uint64_t seed)
+{
+	struct model_config c = base->cfg;
+	c.qk_norm = true;
+	return randmodel_rebuild(base, &c, seed);
 }

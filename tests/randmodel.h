@@ -23,8 +23,12 @@ struct model *randmodel_new(bool llama, int L, int kv_heads, int V, float qkv_ga
 struct model *randmodel_new_hd(bool llama, int L, int kv_heads, int V, float qkv_gain,
 			       uint64_t seed, int head_dim);
 
-/* base with Qwen3's q/k norm added (config qk_norm): the same weights,
- * the norm's scales 1 + 0.3 N(0, 1) from seed; base is freed. */
+/* A model of config c holding base's weights where the shapes agree, the
+ * scales of the q/k and sandwich norms c adds 1 + 0.3 N(0, 1) from seed
+ * (any other new tensor 0); base is freed. */
+struct model *randmodel_rebuild(struct model *base, const struct model_config *c, uint64_t seed);
+
+/* randmodel_rebuild with Qwen3's q/k norm added (config qk_norm). */
 struct model *randmodel_qk_norm(struct model *base, uint64_t seed);
 
 #endif

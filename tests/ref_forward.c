@@ -212,7 +212,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 	const int D = cfg->head_dim ? cfg->head_dim : C / H; /* the config's head_dim, else C / H */
 	const int A = H * D; /* the heads' concatenated width */
 	const int G = o->kv_heads;
-	const int FF = cfg->mlp == MLP_SWIGLU ? 2 * F : F;
+	const int FF = cfg->mlp == MLP_SWIGLU || cfg->mlp == MLP_GEGLU ? 2 * F : F;
 	const int QKVN = (H + 2 * K) * D; /* native fused rows */
 	const int R = cfg->rotary_dims ? cfg->rotary_dims : D; /* RoPE dims per head */
 	/* parallel blocks (pre-norm only): x + attn(norm1(x)) + mlp(norm2(x)) */
@@ -258,6 +258,8 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 	for (int t = 0; t < T; t++)
 		for (int c = 0; c < C; c++) {
 			double e = (double)m->p[P_WTE][(size_t)tokens[t] * C + c];
+			if (cfg->emb_scale > 0.0f) /* Gemma: the token embedding times sqrt(C) */
+				e *= (double)cfg->emb_scale;
 			if (cfg->pos == POS_LEARNED)
 				e += (double)m->p[P_WPE][(size_t)t * C + c];
 			x[(size_t)t * C + c] = e;
@@ -392,7 +394,11 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 			memcpy(qk->k + (size_t)l * G * T * D, ka, sizeof(double) * G * T * D);
 
 		/* attention, one head at a time */
-		double sc = o->scale ? 1.0 / sqrt((double)D) : 1.0;
+		/* Gemma 2: query_pre_attn_scalar in place of D, then the scores
+		 * soft-capped, cap * tanh(s / cap), before the mask */
+		double sc = o->scale ? 1.0 / sqrt((double)(cfg->attn_scale_dim ? cfg->attn_scale_dim : D))
+				     : 1.0;
+		double cap = cfg->attn_softcap;
 		for (int h = 0; h < H; h++) {
 			int g = h / (H / G);
 			for (int i = 0; i < T; i++) {
@@ -406,6 +412,8 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 					for (int d = 0; d < D; d++)
 						s += qi[d] * kj[d];
 					s *= sc;
+					if (cap > 0)
+						s = cap * tanh(s / cap);
 					p[j] = s;
 					if (s > mx)
 						mx = s;
@@ -447,14 +455,22 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 		if (trace && trace->atty)
 			memcpy(trace->atty + (size_t)l * T * A, y, sizeof(double) * T * A);
 
-		/* output projection + residual */
-		for (int t = 0; t < T; t++)
+		/* output projection (Gemma: normed, the sandwich norm) + residual */
+		const float *apw = layer_ptr(m, P_ATTPOSTW, l, C), *mpw = layer_ptr(m, P_MLPPOSTW, l, C);
+		for (int t = 0; t < T; t++) {
 			for (int c = 0; c < C; c++) {
 				double s = pb ? (double)pb[c] : 0.0;
 				for (int kk = 0; kk < A; kk++)
 					s += (double)pw[(size_t)c * A + kk] * y[(size_t)t * A + kk];
-				ares[(size_t)t * C + c] = (cfg->residual ? x[(size_t)t * C + c] : 0.0) + s;
+				tmp[c] = s;
 			}
+			if (apw) {
+				memcpy(mo, tmp, sizeof(double) * C);
+				ref_norm(cfg, mo, tmp, apw, NULL);
+			}
+			for (int c = 0; c < C; c++)
+				ares[(size_t)t * C + c] = (cfg->residual ? x[(size_t)t * C + c] : 0.0) + tmp[c];
+		}
 		if (trace && trace->att_res)
 			memcpy(trace->att_res + (size_t)l * T * C, ares, sizeof(double) * T * C);
 
@@ -485,12 +501,17 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 			}
 			for (int f = 0; f < F; f++)
 				act[f] = cfg->mlp == MLP_SWIGLU ? silu(hid[f]) * hid[F + f]
+					 : cfg->mlp == MLP_GEGLU ? gelu_tanh(hid[f]) * hid[F + f]
 					 : cfg->mlp == MLP_GELU_EXACT ? gelu_erf(hid[f]) : gelu_tanh(hid[f]);
 			for (int c = 0; c < C; c++) {
 				double s = fpb ? (double)fpb[c] : 0.0;
 				for (int f = 0; f < F; f++)
 					s += (double)fpw[(size_t)c * F + f] * act[f];
 				mo[c] = s;
+			}
+			if (mpw) { /* Gemma's sandwich norm of the MLP's output */
+				memcpy(tmp, mo, sizeof(double) * C);
+				ref_norm(cfg, tmp, mo, mpw, NULL);
 			}
 			if (qk && qk->mlp)
 				memcpy(qk->mlp + ((size_t)l * T + t) * C, mo, sizeof(double) * C);
@@ -536,6 +557,8 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 				double s = mlm && ob ? (double)ob[vv] : 0.0;
 				for (int c = 0; c < C; c++)
 					s += (double)wout[(size_t)vv * C + c] * tmp[c];
+				if (cfg->final_softcap > 0) /* Gemma 2 */
+					s = cfg->final_softcap * tanh(s / cfg->final_softcap);
 				logits[(size_t)t * V + vv] = s;
 			}
 		}

@@ -59,10 +59,11 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in eight flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in nine flavours
  * that between them make every optional tensor present and absent, and
- * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers and Qwen3's q/k norm. */
-#define N_FLAVOURS 8
+ * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers, Qwen3's q/k norm and
+ * Gemma 2's switches. */
+#define N_FLAVOURS 9
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -127,6 +128,19 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->head_dim = 8;
 		c->qk_norm = true;
 		break;
+	case 8: /* Gemma 2: sqrt(C) embeddings, sandwich norms, soft-capping, GeGLU */
+		c->norm = NORM_RMS;
+		c->pos = POS_ROPE;
+		c->mlp = MLP_GEGLU;
+		c->bias = false;
+		c->emb_scale = 4.0f;
+		c->sandwich = true;
+		c->attn_softcap = 50.0f;
+		c->final_softcap = 30.0f;
+		c->attn_scale_dim = 6;
+		c->local_window = 3;
+		cfg_set_local(c, 1, true);
+		break;
 	}
 }
 
@@ -159,7 +173,9 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->bias == b->bias && a->tied == b->tied && a->residual == b->residual &&
 	       a->scale == b->scale && a->mask == b->mask && a->parallel == b->parallel &&
 	       a->emb_norm == b->emb_norm && a->head == b->head && a->qk_norm == b->qk_norm &&
-	       a->head_dim == b->head_dim &&
+	       a->head_dim == b->head_dim && a->emb_scale == b->emb_scale &&
+	       a->sandwich == b->sandwich && a->attn_softcap == b->attn_softcap &&
+	       a->final_softcap == b->final_softcap && a->attn_scale_dim == b->attn_scale_dim &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
 	       memcmp(a->local, b->local, sizeof a->local) == 0;
 }
@@ -555,7 +571,7 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"rotary_dims\":2"));
 			assert_non_null(strstr(s, "\"mlp\":\"gelu-exact\""));
 		}
-		if (f != 6) { /* old checkpoints, without these keys, read as no local layers */
+		if (f != 6 && f != 8) { /* old checkpoints, without these keys, read as no local layers */
 			assert_null(strstr(s, "local_"));
 			assert_int_equal(d.local_window, 0);
 		} else {
@@ -565,6 +581,14 @@ static void test_config_json_roundtrip(void **state)
 			assert_null(strstr(s, "qk_norm"));
 		else
 			assert_non_null(strstr(s, "\"qk_norm\":true"));
+		if (f != 8) {
+			assert_null(strstr(s, "softcap"));
+			assert_null(strstr(s, "sandwich"));
+		} else {
+			assert_non_null(strstr(s, "\"attn_softcap\":50.0,"));
+			assert_non_null(strstr(s, "\"sandwich\":true"));
+			assert_non_null(strstr(s, "\"mlp\":\"geglu\""));
+		}
 		if (f != 5) {
 			assert_null(strstr(s, "emb_norm"));
 			assert_null(strstr(s, "\"head\""));
@@ -603,6 +627,8 @@ static void test_config_parse_errors(void **state)
 		{ "mlp", "\"gelu_new\"", "\"mlp\" has unknown value \"gelu_new\"" },
 		{ "emb_norm", "1", "\"emb_norm\" must be true or false" },
 		{ "qk_norm", "\"yes\"", "\"qk_norm\" must be true or false" },
+		{ "attn_softcap", "-1", "soft-capping -1" }, /* config_validate */
+		{ "emb_scale", "\"x\"", "\"emb_scale\" must be a number" },
 		{ "head", "\"pooler\"", "\"head\" has unknown value \"pooler\"" },
 		{ "local_window", "3", "local_window needs \"local_layers\"" },
 		{ "local_layers", "[1]", "local layers but no local_window" }, /* config_validate */

@@ -122,9 +122,10 @@ static void ref_head_of(const struct model *m, int G, bool pre, int l, int h, st
 	mul(out->q, raw[0], nm, D, C, C);
 	mul(out->k, raw[1], nm, D, C, C);
 	mul(out->v, raw[2], nm, D, C, C);
-	for (int r = 0; r < C; r++)
+	for (int r = 0; r < C; r++) /* with Gemma's sandwich norm: diag(gain) W_O */
 		for (int d = 0; d < D; d++)
-			out->o[r * D + d] = m->p[P_ATTPROJW][((size_t)l * C + r) * C + h * D + d];
+			out->o[r * D + d] = m->p[P_ATTPROJW][((size_t)l * C + r) * C + h * D + d] *
+					    (m->cfg.sandwich ? m->p[P_ATTPOSTW][(size_t)l * C + r] : 1.0);
 }
 
 /* Scores within tol of the reference: 1e-9 with the native K/V weights,
@@ -185,11 +186,14 @@ static void check(struct model *m, const struct run_options *o)
 
 static void test_compose_matches_reference(void **state)
 {
-	for (int llama = 0; llama <= 2; llama++) /* 2: Llama with Qwen3's q/k norm */
+	for (int llama = 0; llama <= 3; llama++) /* 2: Qwen3's q/k norm; 3: Gemma's sandwich norms too */
 		for (int kv = 4; kv >= 2; kv -= 2) {
 			struct model *m = randmodel_new(llama > 0, L, kv, V, 1.0f, 21 + llama + kv);
-			if (llama == 2)
-				m = randmodel_qk_norm(m, 30 + kv);
+			struct model_config gc = m->cfg;
+			gc.sandwich = llama == 3;
+			gc.qk_norm = llama >= 2;
+			if (llama >= 2)
+				m = randmodel_rebuild(m, &gc, 30 + kv);
 			struct rng g;
 			rng_seed(&g, 5);
 			for (size_t i = 0; i < m->psize[P_LN1W]; i++)

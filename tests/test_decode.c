@@ -191,6 +191,58 @@ static void test_decoder_head_dim(void **state)
 		}
 }
 
+/* Gemma 2's switches decode as the full pass computes them: sqrt(C)
+ * embeddings, sandwich norms (scales away from 1), GeGLU, scores and
+ * logits soft-capped, the scale of a query_pre_attn_scalar of 12, layer 0
+ * local over 4 keys (the text is 12), with and without Gemma 3's q/k norm;
+ * native, post-norm, MQA, a window, an ablation. */
+static void test_decoder_gemma(void **state)
+{
+	(void)state;
+	for (int qk = 0; qk <= 1; qk++) {
+		struct model *base = randmodel_new(true, 2, 2, V, 8.0f, 70 + qk);
+		struct model_config c = base->cfg;
+		model_free(base);
+		c.emb_scale = sqrtf((float)c.d_model);
+		c.sandwich = true;
+		c.attn_softcap = 3.0f;
+		c.final_softcap = 2.0f;
+		c.attn_scale_dim = 12;
+		c.mlp = MLP_GEGLU;
+		c.local_window = 4;
+		cfg_set_local(&c, 0, true);
+		c.qk_norm = qk;
+		struct err e;
+		struct model *m = model_new(&c, &e);
+		if (!m)
+			fail_msg("model_new: %s", e.msg);
+		model_init_random(m, 80 + qk);
+		struct rng g;
+		rng_seed(&g, 90 + qk);
+		for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+			m->p[P_QKVW][i] *= 8.0f;
+		enum param_id scales[] = { P_ATTPOSTW, P_MLPPOSTW, P_QNORMW, P_KNORMW };
+		for (size_t k = 0; k < 4; k++)
+			for (size_t i = 0; i < m->psize[scales[k]]; i++)
+				m->p[scales[k]][i] = 1.0f + 0.5f * rng_normal(&g);
+		struct run_options native, cases[5];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
+		for (int i = 0; i < n; i++) {
+			double w = compare(m, &cases[i], &cases[i]);
+			print_message("gemma%s case %d: worst %.3f of tolerance\n", qk ? " + q/k norm" : "",
+				      i, w);
+			assert_true(w <= 1.0);
+		}
+		model_free(m);
+	}
+}
+
 /* GPT-NeoX's blocks decode as the full pass computes them: parallel
  * residual, RoPE over 4 of each head's 8 dims, exact GELU, with and without
  * each, under the run options that change the computation (post-norm runs
@@ -540,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_lab_architectures),
 		cmocka_unit_test(test_decoder_neox),
 		cmocka_unit_test(test_decoder_head_dim),
+		cmocka_unit_test(test_decoder_gemma),
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),

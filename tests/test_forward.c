@@ -53,6 +53,9 @@ struct variant {
 	bool no_scale;            /* native scores unscaled (GPT-Neo) */
 	int head_dim;             /* 0: TC / heads */
 	bool qk_norm;             /* Qwen3's q/k norm */
+	bool gemma;               /* Gemma 2's switches: sqrt(C) embeddings, sandwich
+				   * norms, soft-capping at 2 (scores) and 3 (logits),
+				   * the scale of a query_pre_attn_scalar of 6 */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -90,6 +93,13 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 	c->scale = !v->no_scale;
 	c->head_dim = v->head_dim;
 	c->qk_norm = v->qk_norm;
+	if (v->gemma) {
+		c->emb_scale = sqrtf((float)TC);
+		c->sandwich = true;
+		c->attn_softcap = 2.0f;
+		c->final_softcap = 3.0f;
+		c->attn_scale_dim = 6;
+	}
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -121,7 +131,7 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	struct rng g;
 	rng_seed(&g, seed * 7919u + 17u);
 	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW,
-						P_QNORMW, P_KNORMW };
+						P_QNORMW, P_KNORMW, P_ATTPOSTW, P_MLPPOSTW };
 	static const enum param_id biases[] = { P_LN1B, P_LN2B, P_LNFB, P_QKVB,
 						P_ATTPROJB, P_FCB, P_FCPROJB, P_LNEB,
 						P_HEADB, P_HEADLNB, P_OUTB };
@@ -149,7 +159,7 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_int_equal(m->psize[P_QKVW], (size_t)TL * (nh + 2 * v->kv) * nd * TC);
 	assert_int_equal(m->psize[P_ATTPROJW], (size_t)TL * TC * nh * nd);
 	assert_int_equal(m->psize[P_FCW],
-			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU ? 2 * TF : TF) * TC);
+			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU || v->mlp == MLP_GEGLU ? 2 * TF : TF) * TC);
 	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
 	assert_true((m->psize[P_LNEW] > 0) == v->emb_norm);
 	assert_true((m->psize[P_LNEB] > 0) == (v->emb_norm && v->bias && v->norm == NORM_LAYER));
@@ -159,13 +169,15 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_true((m->psize[P_OUTB] > 0) == (v->mlm && v->bias));
 	assert_int_equal(m->psize[P_QNORMW], v->qk_norm ? (size_t)TL * nd : 0);
 	assert_int_equal(m->psize[P_KNORMW], m->psize[P_QNORMW]);
+	assert_int_equal(m->psize[P_ATTPOSTW], v->gemma ? (size_t)TL * TC : 0);
+	assert_int_equal(m->psize[P_MLPPOSTW], v->gemma && !v->no_mlp ? (size_t)TL * TC : 0);
 	return m;
 }
 
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false };
+			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false, false };
 	return v;
 }
 
@@ -201,7 +213,7 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
 		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, v->head_dim,
-		 v->qk_norm ? " qk-norm" : "",
+		 v->qk_norm ? " qk-norm" : v->gemma ? " gemma" : "",
 		 o->kv_heads, norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 pitfall_name(o->pitfall),
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
@@ -612,6 +624,66 @@ static void test_qknorm_architectures(void **s)
 	assert_int_equal(failures, 0);
 }
 
+/* Gemma 2's switches together (test_forward's variant.gemma): token
+ * embeddings times sqrt(C), the sandwich norms around both sub-blocks,
+ * scores and logits soft-capped (at 2 and 3, well inside tanh's bend for
+ * these weights), the scale 1/sqrt(6) in place of 1/sqrt(D), GeGLU; even
+ * layers local over 3 keys (shorter than the text) as Gemma 2 alternates
+ * them; heads as wide as C / H or apart from it, GQA; every run mask and
+ * placement, G = K or 1, scale off, an ablation, the eps0 pitfall, the
+ * saved activations, and Gemma 3's q/k norm beside them once. */
+static void test_gemma_architectures(void **s)
+{
+	(void)s;
+	static const struct { int heads, head_dim, kv; bool qk; } shapes[] = {
+		{ 4, 0, 2, false }, { 4, 8, 1, false }, { 2, 0, 2, true },
+	};
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+		struct variant v = default_variant();
+		v.gemma = true;
+		v.qk_norm = shapes[si].qk;
+		v.heads = shapes[si].heads;
+		v.head_dim = shapes[si].head_dim;
+		v.kv = shapes[si].kv;
+		v.pos = POS_ROPE;
+		v.norm = NORM_RMS;
+		v.mlp = MLP_GEGLU;
+		v.bias = false;
+		v.tied = si != 1;
+		v.local_window = 3;
+		v.local_bits = 1u; /* layer 0 local, layer 1 global */
+		struct model *m = make_model(&v, 9400u + (uint64_t)si);
+		for (int rp = 0; rp < 2; rp++)
+			for (int mk = 0; mk < 4; mk++)
+				for (int gi = 0; gi < 2; gi++) {
+					struct run_options o;
+					base_options(m, &o);
+					o.kv_heads = gi ? 1 : v.kv;
+					o.placement = rp ? PLACE_POST : PLACE_PRE;
+					o.mask = masks[mk];
+					o.window = 2;
+					o.scale = (mk + gi) % 3 != 2;
+					if ((rp + mk + gi) % 2)
+						opt_set_ablated(&o, 1 * v.heads + 1, true);
+					if (mk == 3 && gi == 0)
+						o.pitfall = PITFALL_EPS0;
+					unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+								       : (RUN_LOGITS | RUN_ATTN);
+					runs++;
+					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+						failures++;
+				}
+		model_free(m);
+	}
+	engine_set_threads(0);
+	print_message("gemma architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
 /* The mean NLL of next-token targets (T - 1 of them) from the reference
  * logits (T, V). */
 static double ref_next_token_loss(const double *logits, const int *tokens, int T, int V)
@@ -816,12 +888,30 @@ static void test_neox_config_checks(void **s)
 		assert_non_null(strstr(e.msg, "rotary_dims"));
 	}
 	c.rotary_dims = 0;
-	c.mlp = (enum mlp_type)(MLP_GELU_EXACT + 1);
+	c.mlp = (enum mlp_type)(MLP_GEGLU + 1);
 	assert_int_equal(config_validate(&c, &e), -1);
 	assert_string_equal(mlp_type_name(MLP_GELU_EXACT), "gelu-exact");
 	enum mlp_type t;
 	assert_int_equal(mlp_type_parse("gelu-exact", &t), 0);
 	assert_int_equal(t, MLP_GELU_EXACT);
+	assert_int_equal(mlp_type_parse("geglu", &t), 0);
+	assert_int_equal(t, MLP_GEGLU);
+	/* Gemma 2's switches: negative or non-finite values, sandwich norms on LayerNorm */
+	struct model_config g = c;
+	g.mlp = MLP_GEGLU;
+	assert_int_equal(config_validate(&g, &e), 0);
+	g.attn_softcap = -1.0f;
+	assert_int_equal(config_validate(&g, &e), -1);
+	assert_non_null(strstr(e.msg, "soft-capping"));
+	g.attn_softcap = 0.0f;
+	g.emb_scale = NAN;
+	assert_int_equal(config_validate(&g, &e), -1);
+	assert_non_null(strstr(e.msg, "emb_scale"));
+	g.emb_scale = 0.0f;
+	g.sandwich = true;
+	g.norm = NORM_LAYER;
+	assert_int_equal(config_validate(&g, &e), -1);
+	assert_non_null(strstr(e.msg, "sandwich"));
 }
 
 static void test_matrix_layer_learned(void **s) { (void)s; run_matrix(NORM_LAYER, POS_LEARNED); }
@@ -1460,6 +1550,7 @@ int main(void)
 		cmocka_unit_test(test_neo_architectures),
 		cmocka_unit_test(test_headdim_architectures),
 		cmocka_unit_test(test_qknorm_architectures),
+		cmocka_unit_test(test_gemma_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

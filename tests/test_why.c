@@ -154,7 +154,8 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 	r->n = 0;
 	int a = ref_add(r, WHY_TOKEN, -1, -1);
 	for (int j = 0; j < C; j++)
-		r->v[a][j] = m->p[P_WTE][(size_t)tokens[p] * C + j];
+		r->v[a][j] = m->p[P_WTE][(size_t)tokens[p] * C + j] *
+			     (m->cfg.emb_scale > 0 ? (double)m->cfg.emb_scale : 1.0);
 	if (m->cfg.pos == POS_LEARNED) {
 		a = ref_add(r, WHY_POS, -1, -1);
 		for (int j = 0; j < C; j++)
@@ -355,6 +356,11 @@ static void test_why_matches_reference(void **state)
 				m->cfg.rope_high_freq = 4.0f;
 				m->cfg.rope_orig_context = 8;
 				check_options(m, &o, tokens);
+				/* Gemma's token embeddings times sqrt(C) */
+				m->cfg.rope_scaling = ROPE_SCALE_NONE;
+				m->cfg.emb_scale = sqrtf((float)C);
+				check_options(m, &o, tokens);
+				m->cfg.emb_scale = 0.0f;
 			}
 			model_free(m);
 		}

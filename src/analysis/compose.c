@@ -109,9 +109,12 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 						lm->k[at + (size_t)d * C + j] *= m->p[P_KNORMW][(size_t)l * D + d];
 					}
 		}
-		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time */
+		const float *post = m->p[P_ATTPOSTW] ? m->p[P_ATTPOSTW] + (size_t)l * C : NULL;
+		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time; Gemma's
+					     * sandwich norm's gain on them, its 1/rms left out */
 			for (int d = 0; d < D; d++)
-				lm->ot[at + (size_t)d * C + r] = pw[(size_t)r * A + h * D + d];
+				lm->ot[at + (size_t)d * C + r] =
+					(double)pw[(size_t)r * A + h * D + d] * (post ? post[r] : 1.0);
 	}
 }
 

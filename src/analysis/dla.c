@@ -47,6 +47,8 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 		return err_set(e, "dla needs residual connections: this model has none");
 	if (c->emb_norm)
 		return err_set(e, "dla cannot split an embedding norm's output into token and position");
+	if (c->sandwich || c->final_softcap > 0.0f)
+		return err_set(e, "dla cannot split Gemma's sandwich norms or soft-capped logits yet");
 	return 0;
 }
 
@@ -158,7 +160,8 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	double *w = xmalloc(((size_t)C + A) * sizeof *w), *wo = w + C;
 	const float *x = r->resid + ((size_t)L * T + pos) * C;
 	out->rstd = readout(m, x, out->token, o->pitfall == PITFALL_EPS0 ? 0.0 : c->norm_eps, w);
-	add_part(out, DLA_TOKEN, -1, -1, dot(w, m->p[P_WTE] + (size_t)tokens[pos] * C, C));
+	add_part(out, DLA_TOKEN, -1, -1, dot(w, m->p[P_WTE] + (size_t)tokens[pos] * C, C) *
+					     (c->emb_scale > 0.0f ? (double)c->emb_scale : 1.0));
 	if (c->pos == POS_LEARNED)
 		add_part(out, DLA_POS, -1, -1, dot(w, m->p[P_WPE] + (size_t)pos * C, C));
 	double attn_b = 0, mlp_b = 0;

@@ -75,13 +75,16 @@ static void ov_small(struct model *m, const struct run_options *o, int L, int h,
 	model_layer(m, L, qkvw, qkvb, G, &w);
 	const float *wv = w.qkvw + (size_t)(H + G + g) * D * C, *wu = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 	const float *g1 = o->placement == PLACE_PRE ? w.ln1w : NULL;
+	double es = c->emb_scale > 0.0f ? c->emb_scale : 1.0; /* Gemma's sqrt(C) */
 	double *x = xmalloc((2 * (size_t)C + 2 * (size_t)D) * sizeof *x), *u = x + C, *a = u + C,
 	       *b = a + D;
 	memset(M, 0, (size_t)D * D * sizeof *M);
 	for (int v = 0; v < V; v++) {
 		for (int j = 0; j < C; j++) {
-			x[j] = m->p[P_WTE][(size_t)v * C + j];
+			x[j] = m->p[P_WTE][(size_t)v * C + j] * es;
 			u[j] = (double)wu[(size_t)v * C + j] * m->p[P_LNFW][j];
+			if (w.apw) /* the sandwich norm's gain on the head's output */
+				u[j] *= w.apw[j];
 		}
 		fold(c, x, g1);
 		if (c->norm == NORM_LAYER) { /* u <- P (g_f * W_U[v]) */
@@ -175,7 +178,8 @@ static void embeddings_at(const struct model *m, const struct run *r, const int 
 	int C = c->d_model;
 	double *tok = tp, *pos = tp + C;
 	for (int j = 0; j < C; j++) {
-		tok[j] = m->p[P_WTE][(size_t)tokens[p] * C + j];
+		tok[j] = m->p[P_WTE][(size_t)tokens[p] * C + j] *
+			 (c->emb_scale > 0.0f ? (double)c->emb_scale : 1.0);
 		pos[j] = c->pos == POS_LEARNED ? m->p[P_WPE][(size_t)p * C + j] : 0.0;
 	}
 	if (c->emb_norm) {
@@ -313,6 +317,8 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 			       c->n_layer, c->n_head);
 	if (!c->residual || o->pitfall != PITFALL_NONE)
 		return err_set(e, "the QK split needs residual connections and the pitfall off");
+	if (c->attn_softcap > 0.0f) /* sandwich norms leave the stream's token and position parts */
+		return err_set(e, "the QK split cannot take soft-capped scores (Gemma 2's) yet");
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
 		run_free(r);

@@ -111,8 +111,12 @@ static void embed(struct streams *st, const struct model *m, const int *tokens)
 {
 	const struct model_config *c = &m->cfg;
 	int C = st->C, a = add_comp(st, WHY_TOKEN, -1, -1);
-	for (int s = 0; s < 2; s++)
-		set_from(comp_at(st, s, a), m->p[P_WTE] + (size_t)tokens[st->pos[s]] * C, C);
+	for (int s = 0; s < 2; s++) {
+		double *v = comp_at(st, s, a);
+		set_from(v, m->p[P_WTE] + (size_t)tokens[st->pos[s]] * C, C);
+		for (int j = 0; c->emb_scale > 0.0f && j < C; j++) /* Gemma's sqrt(C) */
+			v[j] *= (double)c->emb_scale;
+	}
 	if (c->pos == POS_LEARNED) {
 		a = add_comp(st, WHY_POS, -1, -1);
 		for (int s = 0; s < 2; s++)
@@ -251,6 +255,8 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, window);
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
+	if (c->sandwich || c->attn_softcap > 0.0f)
+		return err_set(e, "why cannot split Gemma's sandwich norms or soft-capped scores yet");
 	if (o->pitfall != PITFALL_NONE)
 		return err_set(e, "why needs the pitfall off (pitfall %s mixes positions or heads)",
 			       pitfall_name(o->pitfall));

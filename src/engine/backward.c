@@ -511,7 +511,7 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 {
 	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
 	int QKV = cfg_qkv_rows(c, G), N = B * T, A = H * D;
-	float scale = c->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float scale = c->scale ? cfg_attn_scale(c) : 1.0f;
 
 	memset(s->datty, 0, (size_t)N * A * sizeof(float));
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, A, C);
@@ -649,6 +649,10 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->head == HEAD_NONE)
 		return err_set(e, "backward: config head none (a model without an output head) "
 			       "has no loss: forward only");
+	if (c->emb_scale > 0.0f || c->sandwich || c->attn_softcap > 0.0f ||
+	    c->final_softcap > 0.0f || c->mlp == MLP_GEGLU)
+		return err_set(e, "backward: Gemma's embedding scale, sandwich norms, soft-capping "
+			       "and GeGLU are forward only (no training of such a model yet)");
 	return 0;
 }
 

@@ -23,6 +23,7 @@ static const char *const param_names[N_PARAMS] = {
 	[P_HEADLNW] = "headlnw",   [P_HEADLNB] = "headlnb",
 	[P_OUTB] = "outb",
 	[P_QNORMW] = "qnormw",     [P_KNORMW] = "knormw",
+	[P_ATTPOSTW] = "attpostw", [P_MLPPOSTW] = "mlppostw",
 };
 
 const char *param_name(enum param_id i)
@@ -32,7 +33,7 @@ const char *param_name(enum param_id i)
 
 bool param_per_layer(enum param_id i)
 {
-	return (i >= P_LN1W && i <= P_FCPROJB) || i == P_QNORMW || i == P_KNORMW;
+	return (i >= P_LN1W && i <= P_FCPROJB) || i >= P_QNORMW;
 }
 
 size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3], int *ndim)
@@ -71,6 +72,8 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_HEADLNB: if (mlm && ln_bias) { d0 = C; n = 1; } break;
 	case P_OUTB: if (mlm && c->bias) { d0 = V; n = 1; } break;
 	case P_QNORMW: case P_KNORMW: if (c->qk_norm) { d0 = (size_t)cfg_d_head(c); n = 1; } break;
+	case P_ATTPOSTW: if (c->sandwich) { d0 = C; n = 1; } break;
+	case P_MLPPOSTW: if (c->sandwich && F) { d0 = C; n = 1; } break;
 	default: break;
 	}
 	if (n == 0) {
@@ -110,6 +113,24 @@ int config_check_heads(int d_model, int n_head, struct err *e)
 		return 0;
 	return err_set(e, "d_model %d is not divisible by num_heads %d: each head takes "
 		       "d_model / num_heads features", d_model, n_head);
+}
+
+/* Gemma 2's switches; 0 or -1 with a message. */
+static int validate_gemma(const struct model_config *c, struct err *e)
+{
+	if (!(c->emb_scale >= 0.0f && c->emb_scale <= 1e6f))
+		return err_set(e, "config: emb_scale %g must be in [0, 1e6] (0: none)",
+			       (double)c->emb_scale);
+	if (!(c->attn_softcap >= 0.0f && c->attn_softcap <= 1e6f) ||
+	    !(c->final_softcap >= 0.0f && c->final_softcap <= 1e6f))
+		return err_set(e, "config: soft-capping %g / %g must be in [0, 1e6] (0: none)",
+			       (double)c->attn_softcap, (double)c->final_softcap);
+	if (c->attn_scale_dim < 0 || c->attn_scale_dim > CFG_MAX_DMODEL)
+		return err_set(e, "config: attn_scale_dim %d is outside 0..%d", c->attn_scale_dim,
+			       CFG_MAX_DMODEL);
+	if (c->sandwich && c->norm != NORM_RMS)
+		return err_set(e, "config: sandwich norms are RMSNorm's only (Gemma's)");
+	return 0;
 }
 
 /* The RoPE scaling fields (enum rope_scaling); 0 or -1 with a message. */
@@ -185,7 +206,7 @@ int config_validate(const struct model_config *c, struct err *e)
 	if (c->n_kv_head > c->n_head || c->n_head % c->n_kv_head != 0)
 		return err_set(e, "config: n_kv_head %d does not divide n_head %d", c->n_kv_head, c->n_head);
 	if ((unsigned)c->norm > NORM_RMS || (unsigned)c->placement > PLACE_POST ||
-	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GELU_EXACT ||
+	    (unsigned)c->pos > POS_ROPE || (unsigned)c->mlp > MLP_GEGLU ||
 	    (unsigned)c->head > HEAD_NONE)
 		return err_set(e, "config: unknown norm, placement, positions, MLP or head kind");
 	if (c->mask != MASK_CAUSAL && c->mask != MASK_NONE && c->mask != MASK_AFTER_SOFTMAX)
@@ -207,7 +228,7 @@ int config_validate(const struct model_config *c, struct err *e)
 		return err_set(e, "config: norm_eps %g must be in (0, 1)", (double)c->norm_eps);
 	if (c->pos == POS_ROPE && !(c->rope_theta > 1.0f && c->rope_theta < 1e9f))
 		return err_set(e, "config: rope_theta %g must be in (1, 1e9)", (double)c->rope_theta);
-	if (validate_rope_scaling(c, e))
+	if (validate_rope_scaling(c, e) || validate_gemma(c, e))
 		return -1;
 	/* keep the whole parameter block addressable with 32-bit-safe margins */
 	double total = 0;
@@ -282,7 +303,7 @@ void config_rope_freqs(const struct model_config *c, float *freq)
 static const char *const norm_names[] = { "layernorm", "rmsnorm" };
 static const char *const place_names[] = { "pre", "post" };
 static const char *const pos_names[] = { "learned", "rope" };
-static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact" };
+static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact", "geglu" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 static const char *const head_names[] = { "lm", "mlm", "none" };
 static const char *const rope_scaling_names[] = { "none", "linear", "llama3" };
@@ -298,7 +319,7 @@ static int lookup(const char *const *names, int n, const char *s)
 const char *norm_type_name(enum norm_type t) { return (unsigned)t <= NORM_RMS ? norm_names[t] : "?"; }
 const char *norm_place_name(enum norm_place p) { return (unsigned)p <= PLACE_POST ? place_names[p] : "?"; }
 const char *pos_type_name(enum pos_type p) { return (unsigned)p <= POS_ROPE ? pos_names[p] : "?"; }
-const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_GELU_EXACT ? mlp_names[m] : "?"; }
+const char *mlp_type_name(enum mlp_type m) { return (unsigned)m <= MLP_GEGLU ? mlp_names[m] : "?"; }
 const char *mask_kind_name(enum mask_kind m)
 {
 	return (unsigned)m <= MASK_AFTER_SOFTMAX ? mask_names[m] : "?";

@@ -133,11 +133,22 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	int window; /* a local layer reads only its window of the cache */
 	enum mask_kind mask = layer_mask(c, o, l, &window);
 	int lo = mask == MASK_WINDOW && pos - window > first ? pos - window - first : 0;
-	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float scale = o->scale ? cfg_attn_scale(c) : 1.0f;
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
-		       G, D, lo, scale);
+		       G, D, lo, scale, c->attn_softcap);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
 	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, H * D, C);
+	if (w->apw) /* the sandwich norm of the attention's output */
+		norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
+}
+
+/* The MLP of layer l on in into d->tmp, its sandwich norm after it. */
+static void mlp(struct decoder *d, const struct model_config *c, const struct layer_weights *w,
+		const float *in)
+{
+	mlp_forward(c, d->fch, d->fch_act, d->tmp, in, w->fcw, w->fcb, w->fpw, w->fpb, 1);
+	if (w->mpw)
+		norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
 }
 
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
@@ -154,8 +165,10 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 	model_qkv_for(m, d->G, &qkvw, &qkvb);
 
 	const float *te = m->p[P_WTE] + (size_t)token * C;
+	float s = c->emb_scale > 0.0f ? c->emb_scale : 1.0f; /* as the full pass: embed_forward */
 	for (int j = 0; j < C; j++)
-		d->x[j] = te[j] + (c->pos == POS_LEARNED ? m->p[P_WPE][(size_t)pos * C + j] : 0.0f);
+		d->x[j] = c->pos == POS_LEARNED ? te[j] * s + m->p[P_WPE][(size_t)pos * C + j]
+						: te[j] * s;
 
 	for (int l = 0; l < L; l++) {
 		struct layer_weights w;
@@ -170,7 +183,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 			if (c->d_ff) {
 				norm_forward(c->norm, d->xn, NULL, NULL, c->parallel ? d->x : d->ar, w.ln2w,
 					     w.ln2b, 1, C, c->norm_eps);
-				mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
+				mlp(d, c, &w, d->xn);
 				residual_forward(d->x, c->residual || c->parallel ? d->ar : NULL, d->tmp, C);
 			} else {
 				memcpy(d->x, d->ar, (size_t)C * sizeof(float));
@@ -181,7 +194,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 			residual_forward(d->ar, skip, d->tmp, C);
 			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln1w, w.ln1b, 1, C, c->norm_eps);
 			if (c->d_ff) {
-				mlp_forward(c, d->fch, d->fch_act, d->tmp, d->xn, w.fcw, w.fcb, w.fpw, w.fpb, 1);
+				mlp(d, c, &w, d->xn);
 				residual_forward(d->ar, c->residual ? d->xn : NULL, d->tmp, C);
 				norm_forward(c->norm, d->x, NULL, NULL, d->ar, w.ln2w, w.ln2b, 1, C, c->norm_eps);
 			} else {
@@ -194,6 +207,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
 	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 	matmul_forward(d->logits, d->xn, wout, NULL, 1, C, c->vocab_size);
+	softcap_forward(d->logits, c->vocab_size, c->final_softcap);
 	d->n++;
 	d->used++;
 	return 0;

@@ -35,7 +35,7 @@ struct model *model_new(const struct model_config *c, struct err *e)
 		p += m->psize[i];
 	}
 	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW,
-						P_QNORMW, P_KNORMW };
+						P_QNORMW, P_KNORMW, P_ATTPOSTW, P_MLPPOSTW };
 	for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
 		for (size_t j = 0; j < m->psize[scales[i]]; j++)
 			m->p[scales[i]][j] = 1.0f;
@@ -52,7 +52,7 @@ void model_init_random(struct model *m, uint64_t seed)
 		size_t n = m->psize[i];
 		switch (i) {
 		case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
-		case P_QNORMW: case P_KNORMW:
+		case P_QNORMW: case P_KNORMW: case P_ATTPOSTW: case P_MLPPOSTW:
 			for (size_t j = 0; j < n; j++)
 				p[j] = 1.0f;
 			break;
@@ -389,6 +389,8 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->fcb = AT(P_FCB, FF);
 	w->fpw = AT(P_FCPROJW, C * F);
 	w->fpb = AT(P_FCPROJB, C);
+	w->apw = AT(P_ATTPOSTW, C);
+	w->mpw = AT(P_MLPPOSTW, C);
 	w->qnw = AT(P_QNORMW, (size_t)cfg_d_head(c));
 	w->knw = AT(P_KNORMW, (size_t)cfg_d_head(c));
 #undef AT
@@ -434,13 +436,17 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, N = B * T;
 	float *sum = c->emb_norm ? tmp : x;
+	float s = c->emb_scale > 0.0f ? c->emb_scale : 1.0f; /* Gemma's, on the tokens' only */
 	for (int i = 0; i < N; i++) {
 		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
 		float *xi = sum + (size_t)i * C;
 		if (c->pos == POS_LEARNED) {
 			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
 			for (int j = 0; j < C; j++)
-				xi[j] = te[j] + pe[j];
+				xi[j] = te[j] * s + pe[j];
+		} else if (s != 1.0f) {
+			for (int j = 0; j < C; j++)
+				xi[j] = te[j] * s;
 		} else {
 			memcpy(xi, te, (size_t)C * sizeof(float));
 		}
@@ -467,8 +473,10 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 	} else {
 		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, eps);
 	}
-	if (logits)
+	if (logits) {
 		matmul_forward(logits, xn, wout, m->p[P_OUTB], n, C, c->vocab_size);
+		softcap_forward(logits, (long)n * c->vocab_size, c->final_softcap);
+	}
 }
 
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
@@ -567,7 +575,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), QKV = cfg_qkv_rows(c, G);
 	float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_a;
 	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
-	float scale = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float scale = o->scale ? cfg_attn_scale(c) : 1.0f;
 	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
 	matmul_forward(q_rows, attn_in, w->qkvw, w->qkvb, n, C, QKV);
 	if (o->pitfall == PITFALL_NO_TRANSPOSE) {
@@ -594,14 +602,23 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	int window;
 	enum mask_kind mask = layer_mask(c, o, l, &window);
 	if (row0 > 0)
-		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale);
+		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale, c->attn_softcap);
 	else
 		attention_forward_masked(out, att, qkv, B, T, H, G, D, mask, window, scale,
+					 c->attn_softcap,
 					 r->key_len, o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H);
 	if (view) {
 		view_heads(atty, view, B, T, H, D, H * D, 0, true);
 		free(view);
 	}
+}
+
+/* A sandwich norm (config sandwich) of a sub-block's output x (n, C), in
+ * place, with the scale w; nothing when w is NULL. */
+static void post_norm(const struct model_config *c, float *x, const float *w, int n, float eps)
+{
+	if (w)
+		norm_forward(c->norm, x, NULL, NULL, x, w, NULL, n, c->d_model, eps);
 }
 
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
@@ -653,6 +670,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
 					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
 		matmul_forward(scratch, atty + ra, w.projw, w.projb, n, A, C);
+		post_norm(c, scratch, w.apw, n, eps);
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
 
 		/* MLP sub-block (none when F = 0: the block ends after attention);
@@ -664,6 +682,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				post_norm(c, scratch, w.mpw, n, eps);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
 				end = mlp_res;
 			}
@@ -674,6 +693,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			const float *end = ln1;
 			if (c->d_ff) {
 				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				post_norm(c, scratch, w.mpw, n, eps);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);

@@ -123,6 +123,17 @@ void swiglu_forward(float *out, const float *inp, int N, int F)
 	}
 }
 
+void geglu_forward(float *out, const float *inp, int N, int F)
+{
+	for (int i = 0; i < N; i++) {
+		const float *g = inp + (size_t)i * 2 * F, *u = g + F;
+		float *o = out + (size_t)i * F;
+		gelu_forward(o, g, F);
+		for (int j = 0; j < F; j++)
+			o[j] *= u[j];
+	}
+}
+
 void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq)
 {
 	for (int i = 0; i < R / 2; i++) {
@@ -140,6 +151,15 @@ void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const
 {
 	for (int r = 0; r < B * T; r++)
 		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, freq);
+}
+
+void softcap_forward(float *x, long n, float cap)
+{
+	if (cap <= 0.0f)
+		return;
+	float inv = 1.0f / cap;
+	for (long i = 0; i < n; i++)
+		x[i] = cap * tanhf(x[i] * inv);
 }
 
 /* Softmax of row[lo..hi] in place; entries outside become exactly 0. */
@@ -166,7 +186,7 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
  * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
  * MASK_NONE instead of mask. */
 static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
-			   int G, int D, enum mask_kind mask_all, int window, float scale,
+			   int G, int D, enum mask_kind mask_all, int window, float scale, float cap,
 			   const int *key_len, int n_masked)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G, M = T - q0;
@@ -182,6 +202,7 @@ static void attention_from(float *out, float *att, const float *qkv, int B, int 
 			float *a = att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D,
 				    scale, q, ld, k, ld, 0.0f, a, T);
+			softcap_forward(a, (long)M * T, cap);
 			for (int i = q0; i < T; i++) {
 				float *row = a + (size_t)(i - q0) * T;
 				int lo, hi;
@@ -204,24 +225,24 @@ static void attention_from(float *out, float *att, const float *qkv, int B, int 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len, H);
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, 0.0f, key_len, H);
 }
 
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
-			      int G, int D, enum mask_kind mask, int window, float scale,
+			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			      const int *key_len, int n_masked)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, key_len, n_masked);
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked);
 }
 
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale)
+		    enum mask_kind mask, int window, float scale, float cap)
 {
-	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, NULL, H);
+	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H);
 }
 
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
-		    int n, int ld, int H, int G, int D, int lo, float scale)
+		    int n, int ld, int H, int G, int D, int lo, float scale, float cap)
 {
 	int group = H / G;
 	for (int h = 0; h < H; h++) {
@@ -235,6 +256,7 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
 				s += qh[d] * kj[d];
 			a[j] = s * scale;
 		}
+		softcap_forward(a + lo, n - lo, cap);
 		masked_softmax_row(a, n, lo, n - 1);
 		float *o = out + (size_t)h * D;
 		memset(o, 0, (size_t)D * sizeof(float));
@@ -254,6 +276,8 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_forward(fch_act, fch, N, F);
+	else if (c->mlp == MLP_GEGLU)
+		geglu_forward(fch_act, fch, N, F);
 	else if (c->mlp == MLP_GELU_EXACT)
 		gelu_exact_forward(fch_act, fch, (long)N * F);
 	else

@@ -46,6 +46,14 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " emb_norm yes");
 	if (c->qk_norm)
 		fprintf(out, " qk_norm yes");
+	if (c->emb_scale > 0.0f) /* Gemma 2's switches */
+		fprintf(out, " emb_scale %g", (double)c->emb_scale);
+	if (c->sandwich)
+		fprintf(out, " sandwich yes");
+	if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+		fprintf(out, " softcap %g/%g", (double)c->attn_softcap, (double)c->final_softcap);
+	if (c->attn_scale_dim)
+		fprintf(out, " scale_dim %d", c->attn_scale_dim);
 	if (c->head != HEAD_LM)
 		fprintf(out, " head %s", head_type_name(c->head));
 	if (c->local_window > 0) { /* GPT-Neo's local layers */

@@ -53,7 +53,8 @@ static const char *const cfg_keys[] = {
 	"context", "norm", "norm_eps", "placement", "pos", "rope_theta", "mlp",
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims", "head_dim",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
-	"rope_orig_context", "local_window", "local_layers", "qk_norm",
+	"rope_orig_context", "local_window", "local_layers", "qk_norm", "emb_scale", "sandwich",
+	"attn_softcap", "final_softcap", "attn_scale_dim",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -119,6 +120,17 @@ static json_t *config_to_json(const struct model_config *c)
 	/* Qwen3's q/k norm, likewise */
 	if (c->qk_norm)
 		ju_set(o, "qk_norm", json_true());
+	/* Gemma 2's switches, likewise */
+	if (c->emb_scale > 0.0f)
+		set_float(o, "emb_scale", c->emb_scale);
+	if (c->sandwich)
+		ju_set(o, "sandwich", json_true());
+	if (c->attn_softcap > 0.0f)
+		set_float(o, "attn_softcap", c->attn_softcap);
+	if (c->final_softcap > 0.0f)
+		set_float(o, "final_softcap", c->final_softcap);
+	if (c->attn_scale_dim)
+		ju_set(o, "attn_scale_dim", json_integer(c->attn_scale_dim));
 	/* RoPE scaling (Llama 3.x), likewise */
 	if (c->rope_scaling != ROPE_SCALE_NONE) {
 		ju_set(o, "rope_scaling", json_string(rope_scaling_name(c->rope_scaling)));
@@ -261,9 +273,16 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	c->emb_norm = false;
 	c->head = HEAD_LM;
-	c->qk_norm = false;
+	c->qk_norm = c->sandwich = false;
+	c->emb_scale = c->attn_softcap = c->final_softcap = 0.0f;
+	c->attn_scale_dim = 0;
 	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0 ||
-	    ju_get_bool(o, "qk_norm", "config", 0, &c->qk_norm, e) < 0)
+	    ju_get_bool(o, "qk_norm", "config", 0, &c->qk_norm, e) < 0 ||
+	    ju_get_bool(o, "sandwich", "config", 0, &c->sandwich, e) < 0 ||
+	    ju_get_float(o, "emb_scale", "config", 0, &c->emb_scale, e) < 0 ||
+	    ju_get_float(o, "attn_softcap", "config", 0, &c->attn_softcap, e) < 0 ||
+	    ju_get_float(o, "final_softcap", "config", 0, &c->final_softcap, e) < 0 ||
+	    ju_get_int(o, "attn_scale_dim", "config", 0, 0, CFG_MAX_DMODEL, &c->attn_scale_dim, e) < 0)
 		return -1;
 	if (json_object_get(o, "head"))
 		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
