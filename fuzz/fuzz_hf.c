@@ -42,7 +42,9 @@
  * neo-tiny-local (GPT-Neo, 2 layers, layer 1 local over 4 keys, the mask
  * buffers), phi3-tiny-partial-window (Phi-3's fused qkv_proj and
  * gate_up_proj, partial_rotary_factor 0.5, tied, sliding_window 6: tool_mkhf
- * --phi3 --partial --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
+ * --phi3 --partial --tiny), gemma2-tiny-sandwich-softcap (Gemma 2's four
+ * norms stored as scale - 1, GeGLU, soft-capping, query_pre_attn_scalar,
+ * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
  * (positions from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm
  * (over the byte-level pair, not WordPiece).  tests/test_loaders.c checks
  * that each loads.

@@ -9,7 +9,8 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial] | --qwen3] [--headdim N] [--shards] [--tiny]
+ *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2] [--headdim N]
+ *                 [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --headdim N writes config.json's head_dim N and, when N is not
@@ -65,8 +66,12 @@
  * heads wide (head_dim 16 over hidden 32, as Qwen3-0.6B's 128 over 1024 /
  * 16), self_attn.q_norm / k_norm (head_dim scales, rotate-half order),
  * no biases, tied (no lm_head), config.json spelled as Qwen3-0.6B's.
+ * --gemma2 writes a Gemma 2 model (gemma2_config below): the four norms
+ * per layer stored as scale - 1, GeGLU, tied, config.json spelled as
+ * gemma-2-2b's.
  */
 #include <jansson.h>
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +338,46 @@ static void llama_tensors(const struct model *m, bool qwen)
 	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
 	if (!m->cfg.tied)
 		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* A Gemma norm: the file holds its scale less 1 (HF's (1 + w)); exact for
+ * scales in [0.5, 2] (Sterbenz), so the loader's + 1 gives them back. */
+static void gemma_norm(const char *name, const float *w, size_t C)
+{
+	float *t = add(name, C, 0);
+	for (size_t j = 0; j < C; j++)
+		t[j] = w[j] - 1.0f;
+}
+
+/* The Gemma 2 tensors of m in HF's names and layout (tied: no lm_head). */
+static void gemma2_tensors(const struct model *m)
+{
+	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
+	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D, QKV = (H + 2 * K) * D;
+	size_t V = (size_t)m->cfg.vocab_size;
+	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
+	for (int l = 0; l < g.L; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * QKV * C;
+#define N_(s) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), nm)
+		gemma_norm(N_("input_layernorm.weight"), m->p[P_LN1W] + l * C, C);
+		float *q = add(N_("self_attn.q_proj.weight"), H * D, C);
+		float *k = add(N_("self_attn.k_proj.weight"), K * D, C);
+		for (size_t row = 0; row < H * D; row++) /* HF row r is engine row llama_rope_row(r) */
+			memcpy(q + row * C, qkv + (size_t)llama_rope_row((int)row, (int)D) * C, C * 4);
+		for (size_t row = 0; row < K * D; row++)
+			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
+		memcpy(add(N_("self_attn.v_proj.weight"), K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
+		memcpy(add(N_("self_attn.o_proj.weight"), C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
+		gemma_norm(N_("post_attention_layernorm.weight"), m->p[P_ATTPOSTW] + l * C, C);
+		gemma_norm(N_("pre_feedforward_layernorm.weight"), m->p[P_LN2W] + l * C, C);
+		memcpy(add(N_("mlp.gate_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
+		memcpy(add(N_("mlp.up_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
+		memcpy(add(N_("mlp.down_proj.weight"), C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
+		gemma_norm(N_("post_feedforward_layernorm.weight"), m->p[P_MLPPOSTW] + l * C, C);
+#undef N_
+	}
+	gemma_norm("model.norm.weight", m->p[P_LNFW], C);
 }
 
 /* A LayerNorm pair in BERT's spelling: weight/bias, or gamma/beta. */
@@ -669,6 +714,44 @@ static void write_phi3_config(FILE *f, const struct model_config *c, bool partia
 		partial ? " \"partial_rotary_factor\": 0.5," : "", c->vocab_size);
 }
 
+/* Gemma 2's switches on the Llama shape: heads 16 wide (64 over hidden
+ * 32, as gemma-2-2b's 8 x 256 over 2304), query_pre_attn_scalar 24,
+ * soft-capping at 4 (scores) and 2 (logits) so that it acts on these
+ * weights, the even layers local over 4 keys, tied. */
+static void gemma2_config(struct model_config *c)
+{
+	c->mlp = MLP_GEGLU;
+	c->tied = true;
+	c->head_dim = 2 * c->d_model / c->n_head;
+	c->sandwich = true;
+	c->emb_scale = (float)sqrt((double)c->d_model);
+	c->attn_scale_dim = 24;
+	c->attn_softcap = 4.0f;
+	c->final_softcap = 2.0f;
+	c->local_window = 4;
+	for (int l = 0; l < c->n_layer; l += 2)
+		cfg_set_local(c, l, true);
+}
+
+/* config.json spelled as gemma-2-2b's (layer_types left out: the even
+ * layers slide, as transformers sets them). */
+static void write_gemma2_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"Gemma2ForCausalLM\"], \"attention_bias\": false, "
+		   "\"attention_dropout\": 0.0, \"attn_logit_softcapping\": 4.0, \"bos_token_id\": 2, "
+		   "\"cache_implementation\": \"hybrid\", \"eos_token_id\": 1, "
+		   "\"final_logit_softcapping\": 2.0, \"head_dim\": %d, \"hidden_act\": \"gelu_pytorch_tanh\", "
+		   "\"hidden_activation\": \"gelu_pytorch_tanh\", \"hidden_size\": %d, "
+		   "\"initializer_range\": 0.02, \"intermediate_size\": %d, \"max_position_embeddings\": %d, "
+		   "\"model_type\": \"gemma2\", \"num_attention_heads\": %d, \"num_hidden_layers\": %d, "
+		   "\"num_key_value_heads\": %d, \"pad_token_id\": 0, \"query_pre_attn_scalar\": 24, "
+		   "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"sliding_window\": 4, "
+		   "\"torch_dtype\": \"float32\", \"transformers_version\": \"4.42.4\", \"use_cache\": true, "
+		   "\"vocab_size\": %d}\n",
+		cfg_d_head(c), c->d_model, c->d_ff, c->context, c->n_head, c->n_layer, c->n_kv_head,
+		c->vocab_size);
+}
+
 /* Qwen3-0.6B's config.json spelling: head_dim apart from hidden_size /
  * heads, no biases, tied, no sliding window. */
 static void write_qwen3_config(FILE *f, const struct model_config *c)
@@ -765,13 +848,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial] | --qwen3] [--headdim N] [--shards] [--tiny]\n");
+			"--phi3 [--partial] | --qwen3 | --gemma2] [--headdim N] [--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
+	bool gemma2 = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -788,6 +872,7 @@ int main(int argc, char **argv)
 		llama3 |= !strcmp(argv[i], "--llama3");
 		phi3 |= !strcmp(argv[i], "--phi3");
 		qwen3 |= !strcmp(argv[i], "--qwen3");
+		gemma2 |= !strcmp(argv[i], "--gemma2");
 		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
@@ -837,6 +922,8 @@ int main(int argc, char **argv)
 		neo_config(&c);
 	if (phi3)
 		phi3_config(&c, partial);
+	if (gemma2)
+		gemma2_config(&c);
 	if (qwen3) { /* heads twice as wide as hidden / heads, as Qwen3-0.6B's */
 		c.qk_norm = true;
 		c.tied = true;
@@ -893,6 +980,8 @@ int main(int argc, char **argv)
 		distilbert_tensors(m, bare);
 	else if (phi3)
 		phi3_tensors(m);
+	else if (gemma2)
+		gemma2_tensors(m);
 	else if (!bert && !roberta)
 		llama_tensors(m, qwen);
 
@@ -918,6 +1007,8 @@ int main(int argc, char **argv)
 		write_phi3_config(f, &c, partial);
 	else if (qwen3)
 		write_qwen3_config(f, &c);
+	else if (gemma2)
+		write_gemma2_config(f, &c);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "

@@ -63,7 +63,8 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (qkov_ov_run(s->model, &s->opt, l, h, &ov, e) != 0)
 		return -1;
 	struct qkov_qk qk;
-	bool text = session_ready(s);
+	bool capped = s->model->cfg.attn_softcap > 0.0f; /* no sum of parts: OV only */
+	bool text = session_ready(s) && !capped;
 	if (text && qkov_qk_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, &qk, e) != 0) {
 		qkov_ov_free(&ov);
 		return -1;
@@ -73,6 +74,9 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	print_ov(&b, &ov, l, h);
 	if (text)
 		print_qk(&b, &qk, l, h, s->n_tokens);
+	else if (capped)
+		render_buf_printf(&b, "(the QK split is left out: this model soft-caps its scores, "
+				      "so a score is no sum of parts)\n");
 	else
 		render_buf_printf(&b, "(no text: set one with text to see the QK circuit on it)\n");
 	fwrite(b.data, 1, b.len, s->out);

@@ -209,6 +209,12 @@ static int read_slot(struct ld_shards *s, const struct model_config *c, const st
 	}
 	if (t->xf == HF_COPY)
 		return ld_shards_read(s, name, g->rows, g->cols, at, e);
+	if (t->xf == HF_PLUS_ONE) {
+		int rc = ld_shards_read(s, name, g->rows, g->cols, at, e);
+		for (size_t i = 0; !rc && i < g->rows * w; i++)
+			at[i] += 1.0f;
+		return rc;
+	}
 	bool conv = t->xf == HF_CONV1D && g->cols;
 	if (conv && conv1d_shape(s, name, g, e))
 		return -1;

@@ -1,0 +1,99 @@
+#!/bin/sh
+# Hugging Face Gemma 2 directories (loader-hf-gemma2.c): a seeded model
+# written by tool_mkhf --gemma2 in HF's layout (rotate-half q and k rows,
+# four norms per layer stored as scale - 1, GeGLU, tied, heads 16 wide over
+# hidden 32, config.json spelled as gemma-2-2b's with soft-capping at 4 and
+# 2, query_pre_attn_scalar 24 and a sliding window of 4 on the even layers;
+# one file or two shards) gives exactly the numbers of the same weights as
+# an attnscope checkpoint; layer 0 sees its window only; the explorer
+# commands run or say in one line what they cannot split; what the engine
+# cannot run is refused by name.  Needs GPT-2's vocabulary from
+# ../shared/tokenizers (or $ATTNSCOPE_SHARED).
+. "$(dirname "$0")/lib-cli.sh"
+need_gpt2
+make_tmp cli-hf-gemma2
+RUN_ARGS=--no-db
+text="To be, or not to be, that is the question."
+
+# mkg OPTIONS...: a fresh $tmp/hf and $tmp/ref.safetensors
+mkg() {
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf" &&
+		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --gemma2 "$@" >/dev/null 2>&1
+}
+
+for opt in "" "--shards"; do
+	if ! mkg $opt; then
+		fail "gemma2 $opt setup (tool_mkhf --gemma2 $opt)"
+		continue
+	fi
+	same_as_ref "gemma2 $opt" --loss
+done
+
+mkg
+run "$tmp/hf" -t "$text" --dump
+check "the config is read: GeGLU, sqrt(32) embeddings, sandwich norms, caps 4 / 2, scale 1/sqrt(24), layer 0 local over 4" \
+	sh -c "grep -q 'heads 4 kv_heads 2 d_head 16 d_ff 48 context 64' '$tmp/out' &&
+	grep -q 'mlp geglu bias no tied yes emb_scale 5.65685 sandwich yes softcap 4/2 scale_dim 24 local_window 4 local_layers 0 ' '$tmp/out'"
+
+row() { # LAYER.HEAD I: the attention row of query I
+	awk -v h="attn $1" -v i="$2" '$0 == h { n = 0; on = 1; next }
+		on && n++ == i { print; exit }' "$tmp/out"
+}
+row 0.1 9 >"$tmp/row"
+check "sliding_window 4 on layer 0: query 9 sees keys 6..9 only (they sum to 1)" \
+	awk '{ s = 0; for (j = 1; j <= 6; j++) if ($j != 0) exit 1;
+		for (j = 7; j <= 10; j++) s += $j; if (s < 0.9999 || s > 1.0001) exit 1 }' "$tmp/row"
+row 1.1 9 >"$tmp/row"
+check "layer 1 is global: query 9 gives key 0 some weight" awk '{ exit !($1 > 0) }' "$tmp/row"
+
+for c in "qkov 1.2" "circuits" "heat norms" "heads" "lens" "attn mqa; kv" "norm post" \
+	"scale off" "ablate 0.1" "generate 4"; do
+	run "$tmp/hf" -c "text $text; $c"
+	check "$c runs on Gemma 2" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
+done
+run "$tmp/hf" -c "text $text; qkov 1.2"
+check "qkov shows the OV circuit and says why the QK split is left out" \
+	sh -c "grep -q '^copying score' '$tmp/out' && grep -q 'QK split is left out: this model soft-caps' '$tmp/out'"
+for c in "why 1.2 5 3" "dla"; do
+	run "$tmp/hf" -c "text $text; $c"
+	check "$c says in one line what it cannot split" sh -c "[ $rc -ne 0 ] &&
+		[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'sandwich norms or soft-capped' '$tmp/err'"
+done
+
+# refused by name: config.json edits on a fresh model each
+refuse() { # NAME SED-EXPRESSION MESSAGE
+	mkg
+	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi
+	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q -- '$3' '$tmp/err'"
+}
+refuse "hidden_activation gelu" 's/"hidden_activation": "gelu_pytorch_tanh"/"hidden_activation": "gelu"/' \
+	'hidden_activation "gelu" is not supported'
+refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/' \
+	'attention_bias true is not supported'
+refuse "rope_scaling" 's/"rope_theta": 10000.0/"rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 2}/' \
+	'rope_scaling is not supported for Gemma 2'
+refuse "a layer type it does not know" \
+	's/"sliding_window": 4/"sliding_window": 4, "layer_types": ["chunked_attention", "full_attention"]/' \
+	'layer_types\[0\] "chunked_attention"'
+refuse "a negative soft-cap" 's/"attn_logit_softcapping": 4.0/"attn_logit_softcapping": -1/' \
+	'attn_logit_softcapping -1 must be a positive number or null'
+
+mkg
+sed 's/"sliding_window": 4/"sliding_window": 4, "layer_types": ["full_attention", "full_attention"]/; s/"final_logit_softcapping": 2.0/"final_logit_softcapping": null/' \
+	"$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t "$text" --dump
+check "layer_types with no sliding layer and a null final cap: no local layers, no final cap" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'softcap 4/0 scale_dim 24 params' '$tmp/out'"
+
+mkg
+cp "$tmp/hf/model.safetensors" "$tmp/m" && head -c 3000 "$tmp/m" >"$tmp/hf/model.safetensors"
+run "$tmp/hf" -t hi
+check "a truncated model.safetensors is refused with one line" \
+	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
+
+run -c "help load"
+check "help load names the family" sh -c "[ $rc -eq 0 ] && grep -q 'Gemma 2' '$tmp/out'"
+
+exit $((failures > 0))
