@@ -124,6 +124,9 @@ struct model_config {
 	 * local_window 0 and no bits: every layer global. */
 	int local_window;
 	uint64_t local[CFG_MAX_LAYERS / 64]; /* bit l: layer l is local */
+	float rope_local_theta; /* Gemma 3: the local layers' RoPE base, their
+				 * frequencies unscaled; 0: theirs are the
+				 * global layers' (rope_theta, rope_scaling) */
 };
 
 /* Parameter tensors, in the order they are laid out in one allocation.
@@ -229,6 +232,12 @@ static inline void cfg_set_local(struct model_config *c, int l, bool on)
 	else
 		c->local[l / 64] &= ~((uint64_t)1 << (l % 64));
 }
+
+/* The RoPE of layer l as a config: c itself, or for a local layer of a
+ * model whose local layers have a base of their own (rope_local_theta) a
+ * copy with that base and no scaling; what config_rope_freqs and
+ * config_rope_scale read.  out may be c. */
+void config_rope_of_layer(const struct model_config *c, int l, struct model_config *out);
 
 /* Whether the model is an encoder (BERT): its loss targets are the input
  * tokens themselves, and it cannot be decoded one token at a time. */

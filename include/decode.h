@@ -49,7 +49,9 @@ struct decoder {
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
 	float *logits;          /* (V) next-token logits after the last step */
-	float *freq;            /* (rotary dims / 2) RoPE frequencies; NULL without RoPE */
+	float *freq;            /* (2, rotary dims / 2) RoPE frequencies of the global
+				 * and the local layers (config rope_local_theta);
+				 * NULL without RoPE */
 };
 
 /* A decoder for model m run with options o, holding up to cap positions

@@ -123,11 +123,18 @@ double ref_rope_freq(const struct model_config *c, int i, int R)
 }
 
 /* Rotates pairs (2i, 2i+1) of the first R dims of one head vector at
- * position t by t * ref_rope_freq(i); dims R and on are not touched. */
-static void rope(double *v, int R, int t, const struct model_config *c)
+ * position t of layer l by t * ref_rope_freq(i); dims R and on are not
+ * touched.  Gemma 3: a local layer turns by its own base, unscaled. */
+static void rope(double *v, int R, int t, int l, const struct model_config *c)
 {
+	struct model_config lc = *c;
+	bool local = c->local_window > 0 && ((c->local[l / 64] >> (l % 64)) & 1u);
+	if (c->rope_local_theta > 0 && local) {
+		lc.rope_theta = c->rope_local_theta;
+		lc.rope_scaling = ROPE_SCALE_NONE;
+	}
 	for (int i = 0; i < R / 2; i++) {
-		double ang = (double)t * ref_rope_freq(c, i, R);
+		double ang = (double)t * ref_rope_freq(&lc, i, R);
 		double cs = cos(ang), sn = sin(ang);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
@@ -382,10 +389,10 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 		if (cfg->pos == POS_ROPE) {
 			for (int h = 0; h < H; h++)
 				for (int t = 0; t < T; t++)
-					rope(qa + ((size_t)h * T + t) * D, R, t, cfg);
+					rope(qa + ((size_t)h * T + t) * D, R, t, l, cfg);
 			for (int g = 0; g < G; g++)
 				for (int t = 0; t < T; t++)
-					rope(ka + ((size_t)g * T + t) * D, R, t, cfg);
+					rope(ka + ((size_t)g * T + t) * D, R, t, l, cfg);
 		}
 
 		if (qk && qk->q)

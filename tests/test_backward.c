@@ -171,6 +171,8 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.local[0] = k->local_bits;
 	c.head_dim = k->head_dim;
 	c.qk_norm = k->qk_norm;
+	if (k->qk_norm && k->local_window) /* Gemma 3's local layers on a RoPE base of their own */
+		c.rope_local_theta = 500.0f;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -443,8 +445,9 @@ static void test_fd_head_dim(void **state)
 
 /* Qwen3's q/k norm: both norms and placements, RoPE over all of D or
  * half, learned positions, MHA / GQA / MQA, heads as wide as C / H or
- * apart from it (4 x 8 over 16); every tensor (the norm's scales
- * among them) within FD_TOL. */
+ * apart from it (4 x 8 over 16), once with Gemma 3's local layer on a
+ * RoPE base of its own; every tensor (the norm's scales among them)
+ * within FD_TOL. */
 static void test_fd_qk_norm(void **state)
 {
 	(void)state;
@@ -462,6 +465,12 @@ static void test_fd_qk_norm(void **state)
 		k.rotary = shapes[v % 4].rotary;
 		if (k.rotary)
 			k.pos = POS_ROPE;
+		if (v == 7) { /* as Gemma 3: layer 0 local over 3 keys on base 500, layer 1 scaled */
+			k.pos = POS_ROPE;
+			k.local_window = 3;
+			k.local_bits = 1u;
+			k.rope_scale = ROPE_SCALE_LINEAR;
+		}
 		struct fd_result w = fd_check(&k, 9700 + (uint64_t)v * 43);
 		combo_name(&k, name, sizeof name);
 		bool bad = !(w.err < FD_TOL);

@@ -140,6 +140,7 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->attn_scale_dim = 6;
 		c->local_window = 3;
 		cfg_set_local(c, 1, true);
+		c->rope_local_theta = 12345.0f;
 		break;
 	}
 }
@@ -176,6 +177,7 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->head_dim == b->head_dim && a->emb_scale == b->emb_scale &&
 	       a->sandwich == b->sandwich && a->attn_softcap == b->attn_softcap &&
 	       a->final_softcap == b->final_softcap && a->attn_scale_dim == b->attn_scale_dim &&
+	       a->rope_local_theta == b->rope_local_theta &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
 	       memcmp(a->local, b->local, sizeof a->local) == 0;
 }

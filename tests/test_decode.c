@@ -194,7 +194,8 @@ static void test_decoder_head_dim(void **state)
 /* Gemma 2's switches decode as the full pass computes them: sqrt(C)
  * embeddings, sandwich norms (scales away from 1), GeGLU, scores and
  * logits soft-capped, the scale of a query_pre_attn_scalar of 12, layer 0
- * local over 4 keys (the text is 12), with and without Gemma 3's q/k norm;
+ * local over 4 keys (the text is 12), and as Gemma 3 (the q/k norm, the
+ * local layer on RoPE base 10000, the global on 100 scaled by 4);
  * native, post-norm, MQA, a window, an ablation. */
 static void test_decoder_gemma(void **state)
 {
@@ -212,6 +213,12 @@ static void test_decoder_gemma(void **state)
 		c.local_window = 4;
 		cfg_set_local(&c, 0, true);
 		c.qk_norm = qk;
+		if (qk) { /* Gemma 3: the local layer on a RoPE base of its own, the global scaled */
+			c.rope_theta = 100.0f;
+			c.rope_scaling = ROPE_SCALE_LINEAR;
+			c.rope_factor = 4.0f;
+			c.rope_local_theta = 10000.0f;
+		}
 		struct err e;
 		struct model *m = model_new(&c, &e);
 		if (!m)

@@ -100,6 +100,12 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 		c->final_softcap = 3.0f;
 		c->attn_scale_dim = 6;
 	}
+	if (v->gemma && v->qk_norm) { /* Gemma 3: local layers turn by a base of their own */
+		c->rope_theta = 100.0f;
+		c->rope_scaling = ROPE_SCALE_LINEAR; /* on the global layers only */
+		c->rope_factor = 4.0f;
+		c->rope_local_theta = 10000.0f;
+	}
 }
 
 static void fill_normal(struct rng *g, float *p, size_t n, float mean, float sd)
@@ -631,7 +637,9 @@ static void test_qknorm_architectures(void **s)
  * layers local over 3 keys (shorter than the text) as Gemma 2 alternates
  * them; heads as wide as C / H or apart from it, GQA; every run mask and
  * placement, G = K or 1, scale off, an ablation, the eps0 pitfall, the
- * saved activations, and Gemma 3's q/k norm beside them once. */
+ * saved activations, and once as Gemma 3: the q/k norm, the global layer
+ * on RoPE base 100 scaled linearly by 4, the local one on base 10000
+ * unscaled (rope_local_theta). */
 static void test_gemma_architectures(void **s)
 {
 	(void)s;

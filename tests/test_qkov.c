@@ -236,8 +236,10 @@ static void check_qk(struct model *m, const struct run_options *o, const int *to
 	assert_int_equal(qkov_qk_run(m, o, tokens, T, l, h, &qk, &e), 0);
 	double mean[2][2] = { { 0 } }, score = 0;
 	int pairs = 0, np = m->cfg.pos == POS_LEARNED ? 2 : 1;
+	int window; /* a local layer sees its window only */
+	enum mask_kind mask = layer_mask(&m->cfg, o, l, &window);
 	for (int i = 0; i < T; i++)
-		for (int j = 0; j <= i; j++) {
+		for (int j = mask == MASK_WINDOW && i - window > 0 ? i - window : 0; j <= i; j++) {
 			struct why_result w;
 			assert_int_equal(why_run(m, o, tokens, T, l, h, i, j, &w, &e), 0);
 			int tp[2] = { why_find_part(&w, "token"), why_find_part(&w, "position") };
@@ -298,6 +300,14 @@ static void test_qk_split(void **state)
 	check_qk(r, &ro, tokens, 1, 2);
 	ro.placement = PLACE_POST;
 	check_qk(r, &ro, tokens, 1, 0);
+	r->cfg.rope_scaling = ROPE_SCALE_NONE; /* Gemma 3's RoPE: layer 0 local on its own base */
+	r->cfg.local_window = 4;
+	cfg_set_local(&r->cfg, 0, true);
+	r->cfg.rope_theta = 100.0f;
+	r->cfg.rope_local_theta = 10000.0f;
+	run_options_native(r, &ro);
+	check_qk(r, &ro, tokens, 0, 1);
+	check_qk(r, &ro, tokens, 1, 1);
 	model_free(r);
 	struct qkov_qk qk;
 	struct qkov_ov ov;

@@ -114,11 +114,18 @@ static void ref_norm_frozen(const struct model *m, struct ref *r, enum param_id 
 	}
 }
 
-static void ref_rope(const struct model *m, double *v, int t)
+/* RoPE of layer l at position t; Gemma 3's local layers turn by their own
+ * base, unscaled. */
+static void ref_rope(const struct model *m, double *v, int t, int l)
 {
 	int R = m->cfg.rotary_dims ? m->cfg.rotary_dims : D;
+	struct model_config c = m->cfg;
+	if (c.rope_local_theta > 0 && c.local_window > 0 && ((c.local[0] >> l) & 1u)) {
+		c.rope_theta = c.rope_local_theta;
+		c.rope_scaling = ROPE_SCALE_NONE;
+	}
 	for (int i = 0; i < R / 2; i++) {
-		double ang = t * ref_rope_freq(&m->cfg, i, R);
+		double ang = t * ref_rope_freq(&c, i, R);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cos(ang) - b * sin(ang);
 		v[2 * i + 1] = a * sin(ang) + b * cos(ang);
@@ -225,7 +232,7 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 	}
 	if (m->cfg.pos == POS_ROPE)
 		for (int b = 0; b < r->n; b++)
-			ref_rope(m, r->q[b], p);
+			ref_rope(m, r->q[b], p, L);
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -278,9 +285,10 @@ static void check_pair(struct model *m, const struct run_options *o, const int *
 		fail_msg("%d.%d %d %d: terms sum to %g, the pass's score %g", l, h, I, J, w.sum, w.score);
 	assert_true(fabs(w.score - rscore) < 1e-4 + 1e-4 * fabs(rscore));
 	/* the mean over visible keys */
-	int lo = 0, hi = I;
-	if (o->mask == MASK_WINDOW)
-		lo = I - o->window > 0 ? I - o->window : 0;
+	int lo = 0, hi = I, window; /* the run's window, or a local layer's */
+	enum mask_kind mask = layer_mask(&m->cfg, o, l, &window);
+	if (mask == MASK_WINDOW)
+		lo = I - window > 0 ? I - window : 0;
 	double rmean = 0, kmean = 0, qside = 0, kside = 0;
 	for (int j = lo; j <= hi; j++)
 		rmean += sc * dotd(qk->q + (((size_t)l * H + h) * T + I) * D,
@@ -310,8 +318,9 @@ static void check_options(struct model *m, const struct run_options *o, const in
 	for (int li = 0; li < 2; li++)
 		for (int h = 0; h < H; h++)
 			for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
-				int I = pairs[p][0], J = pairs[p][1];
-				if (o->mask == MASK_WINDOW && J < I - o->window)
+				int I = pairs[p][0], J = pairs[p][1], window;
+				int l = li ? L - 1 : 0;
+				if (layer_mask(&m->cfg, o, l, &window) == MASK_WINDOW && J < I - window)
 					continue;
 				check_pair(m, o, tokens, &tr, &qk, li ? L - 1 : 0, h, I, J);
 			}
@@ -383,6 +392,16 @@ static void test_why_matches_reference(void **state)
 		v.mask = MASK_WINDOW;
 		v.window = 3;
 		check_options(m, &v, tokens);
+		/* Gemma 3's RoPE: layer 0 local over 4 keys on a base of its own,
+		 * the global layer 1 on another, scaled */
+		m->cfg.local_window = 4;
+		cfg_set_local(&m->cfg, 0, true);
+		m->cfg.rope_theta = 100.0f;
+		m->cfg.rope_scaling = ROPE_SCALE_LINEAR;
+		m->cfg.rope_factor = 4.0f;
+		m->cfg.rope_local_theta = 10000.0f;
+		run_options_native(m, &o);
+		check_options(m, &o, tokens);
 		model_free(m);
 	}
 	/* a native GQA model: 2 K/V heads for 4 query heads */

@@ -246,6 +246,8 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 	const float *bias[2] = { w.qkvb ? w.qkvb + (size_t)h * D : NULL,
 				 w.qkvb ? w.qkvb + (size_t)(H + g) * D : NULL };
 	const float *qkn[2] = { w.qnw, w.knw };
+	struct model_config rc; /* layer L's RoPE (Gemma 3's local base) */
+	config_rope_of_layer(c, L, &rc);
 	double *tp = xmalloc(2 * (size_t)C * sizeof *tp);
 	for (int p = 0; p < T; p++) {
 		embeddings_at(m, r, tokens, L, p, tp);
@@ -262,7 +264,7 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 					v[k * D + d] = qkn[side] ? s * qs * qkn[side][d] : s;
 				}
 				if (c->pos == POS_ROPE)
-					rope_d(c, v + k * D, p);
+					rope_d(&rc, v + k * D, p);
 			}
 			for (int d = 0; d < D; d++)
 				v[QK_REST * D + d] = row[d] - v[d] - v[D + d];

@@ -312,9 +312,11 @@ static int part_vectors(struct streams *st, struct model *m, const struct run *r
 		out->qn_rstd_q = freeze_head(q, n, D, w.qnw, c->norm_eps);
 		out->qn_rstd_k = freeze_head(k, n, D, w.knw, c->norm_eps);
 	}
+	struct model_config rc; /* layer L's RoPE (Gemma 3's local base) */
+	config_rope_of_layer(c, L, &rc);
 	for (int a = 0; a < n; a++) {
-		rope(c, q + (size_t)a * D, st->pos[0]);
-		rope(c, k + (size_t)a * D, st->pos[1]);
+		rope(&rc, q + (size_t)a * D, st->pos[0]);
+		rope(&rc, k + (size_t)a * D, st->pos[1]);
 	}
 	*qp = q;
 	*kp = k;

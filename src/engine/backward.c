@@ -521,7 +521,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 			   local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale);
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
-		config_rope_freqs(c, freq);
+		struct model_config rc;
+		config_rope_of_layer(c, x->layer, &rc);
+		config_rope_freqs(&rc, freq);
 		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
 		free(freq);
 	}

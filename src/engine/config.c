@@ -128,6 +128,9 @@ static int validate_gemma(const struct model_config *c, struct err *e)
 	if (c->attn_scale_dim < 0 || c->attn_scale_dim > CFG_MAX_DMODEL)
 		return err_set(e, "config: attn_scale_dim %d is outside 0..%d", c->attn_scale_dim,
 			       CFG_MAX_DMODEL);
+	if (c->rope_local_theta != 0.0f && !(c->rope_local_theta > 1.0f && c->rope_local_theta < 1e9f))
+		return err_set(e, "config: rope_local_theta %g must be 0 or in (1, 1e9)",
+			       (double)c->rope_local_theta);
 	if (c->sandwich && c->norm != NORM_RMS)
 		return err_set(e, "config: sandwich norms are RMSNorm's only (Gemma's)");
 	return 0;
@@ -296,6 +299,17 @@ void config_rope_freqs(const struct model_config *c, float *freq)
 	for (int i = 0; i < R / 2; i++)
 		freq[i] = (float)config_rope_scale(c,
 			powf(c->rope_theta, -2.0f * (float)i / (float)R));
+}
+
+void config_rope_of_layer(const struct model_config *c, int l, struct model_config *out)
+{
+	if (out != c)
+		*out = *c;
+	if (c->rope_local_theta > 0.0f && cfg_layer_local(c, l)) {
+		out->rope_theta = c->rope_local_theta;
+		out->rope_scaling = ROPE_SCALE_NONE;
+		out->rope_factor = 1.0f;
+	}
 }
 
 /* ------------------------------------------------------------------- names */

@@ -60,8 +60,15 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
 	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
 	if (c->pos == POS_ROPE) { /* once, not at every layer of every step */
-		d->freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *d->freq);
+		size_t n = (size_t)cfg_rotary_dims(c) / 2;
+		d->freq = xmalloc(2 * n * sizeof *d->freq);
 		config_rope_freqs(c, d->freq);
+		int l0 = 0; /* a local layer's (Gemma 3's own base), or the same again */
+		while (l0 < c->n_layer - 1 && !cfg_layer_local(c, l0))
+			l0++;
+		struct model_config lc;
+		config_rope_of_layer(c, l0, &lc);
+		config_rope_freqs(&lc, d->freq + n);
 	}
 	return d;
 }
@@ -124,7 +131,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	if (w->qnw)
 		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->norm_eps);
 	if (c->pos == POS_ROPE)
-		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos, d->freq);
+		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos,
+			    d->freq + (cfg_layer_local(c, l) ? cfg_rotary_dims(c) / 2 : 0));
 	/* slot s holds position pos - used + s; the new one goes last */
 	size_t row = (size_t)G * D, base = (size_t)l * d->slots * row, at = (size_t)d->used;
 	memcpy(d->k + base + at * row, d->qkv + (size_t)H * D, row * sizeof(float));

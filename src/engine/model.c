@@ -589,7 +589,9 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		qk_norm_rows(q_rows, n, QKV, H, G, D, w->qnw, w->knw, pass_eps(m, o));
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
-		config_rope_freqs(c, freq);
+		struct model_config rc;
+		config_rope_of_layer(c, l, &rc);
+		config_rope_freqs(&rc, freq);
 		if (row0 == 0)
 			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
 		else

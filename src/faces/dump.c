@@ -54,6 +54,8 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " softcap %g/%g", (double)c->attn_softcap, (double)c->final_softcap);
 	if (c->attn_scale_dim)
 		fprintf(out, " scale_dim %d", c->attn_scale_dim);
+	if (c->rope_local_theta > 0.0f) /* Gemma 3 */
+		fprintf(out, " local_theta %g", (double)c->rope_local_theta);
 	if (c->head != HEAD_LM)
 		fprintf(out, " head %s", head_type_name(c->head));
 	if (c->local_window > 0) { /* GPT-Neo's local layers */

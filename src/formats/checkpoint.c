@@ -54,7 +54,7 @@ static const char *const cfg_keys[] = {
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims", "head_dim",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
 	"rope_orig_context", "local_window", "local_layers", "qk_norm", "emb_scale", "sandwich",
-	"attn_softcap", "final_softcap", "attn_scale_dim",
+	"attn_softcap", "final_softcap", "attn_scale_dim", "rope_local_theta",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -131,6 +131,8 @@ static json_t *config_to_json(const struct model_config *c)
 		set_float(o, "final_softcap", c->final_softcap);
 	if (c->attn_scale_dim)
 		ju_set(o, "attn_scale_dim", json_integer(c->attn_scale_dim));
+	if (c->rope_local_theta > 0.0f) /* Gemma 3 */
+		set_float(o, "rope_local_theta", c->rope_local_theta);
 	/* RoPE scaling (Llama 3.x), likewise */
 	if (c->rope_scaling != ROPE_SCALE_NONE) {
 		ju_set(o, "rope_scaling", json_string(rope_scaling_name(c->rope_scaling)));
@@ -276,6 +278,9 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 	c->qk_norm = c->sandwich = false;
 	c->emb_scale = c->attn_softcap = c->final_softcap = 0.0f;
 	c->attn_scale_dim = 0;
+	c->rope_local_theta = 0.0f;
+	if (ju_get_float(o, "rope_local_theta", "config", 0, &c->rope_local_theta, e) < 0)
+		return -1;
 	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0 ||
 	    ju_get_bool(o, "qk_norm", "config", 0, &c->qk_norm, e) < 0 ||
 	    ju_get_bool(o, "sandwich", "config", 0, &c->sandwich, e) < 0 ||
