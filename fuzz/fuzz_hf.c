@@ -44,7 +44,9 @@
  * gate_up_proj, partial_rotary_factor 0.5, tied, sliding_window 6: tool_mkhf
  * --phi3 --partial --tiny), gemma2-tiny-sandwich-softcap (Gemma 2's four
  * norms stored as scale - 1, GeGLU, soft-capping, query_pre_attn_scalar,
- * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
+ * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny),
+ * gemma3-tiny-qk-norm-local-base (Gemma 3's q/k norm, no caps, the local
+ * layer's own RoPE base, linear scaling: --gemma3 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
  * (positions from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm
  * (over the byte-level pair, not WordPiece).  tests/test_loaders.c checks
  * that each loads.

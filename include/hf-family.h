@@ -44,8 +44,9 @@ enum hf_part { HF_WHOLE, HF_Q, HF_K, HF_V, HF_GATE, HF_UP };
  *   NEOX_QKV   GPT-NeoX's fused query_key_value, per head [q; k; v]:
  *              rows moved to the engine's layout (neox_qkv_row)
  *   PLUS_ONE   a norm whose scale is 1 + the stored weight (Gemma's): 1
- *              added to every value as read */
-enum hf_xform { HF_COPY, HF_CONV1D, HF_ROPE, HF_NEOX_QKV, HF_PLUS_ONE };
+ *              added to every value as read
+ *   ROPE_PLUS_ONE  both: Gemma 3's q/k norm, one head's D scales */
+enum hf_xform { HF_COPY, HF_CONV1D, HF_ROPE, HF_NEOX_QKV, HF_PLUS_ONE, HF_ROPE_PLUS_ONE };
 
 /* Bits of struct hf_tensor's when, set by a family's parse from config.json. */
 #define HF_OPT_ATTN_BIAS 1u /* the Q/K/V and output projections carry biases */
@@ -119,7 +120,7 @@ struct hf_family {
 };
 
 extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert, hf_roberta,
-	hf_distilbert, hf_phi3, hf_gemma2;
+	hf_distilbert, hf_phi3, hf_gemma;
 
 /* ------------------------------------------------ BERT-like encoders
  * (loader-hf-bert.c), shared with RoBERTa and DistilBERT. */

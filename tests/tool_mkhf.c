@@ -9,7 +9,7 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2] [--headdim N]
+ *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3] [--headdim N]
  *                 [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
@@ -68,7 +68,8 @@
  * no biases, tied (no lm_head), config.json spelled as Qwen3-0.6B's.
  * --gemma2 writes a Gemma 2 model (gemma2_config below): the four norms
  * per layer stored as scale - 1, GeGLU, tied, config.json spelled as
- * gemma-2-2b's.
+ * gemma-2-2b's; --gemma3 a Gemma 3 text model (gemma3_config below:
+ * q_norm / k_norm stored as scale - 1 too), spelled as gemma-3-1b-it's.
  */
 #include <jansson.h>
 #include <math.h>
@@ -349,7 +350,7 @@ static void gemma_norm(const char *name, const float *w, size_t C)
 		t[j] = w[j] - 1.0f;
 }
 
-/* The Gemma 2 tensors of m in HF's names and layout (tied: no lm_head). */
+/* The Gemma 2 (or 3) tensors of m in HF's names and layout (tied: no lm_head). */
 static void gemma2_tensors(const struct model *m)
 {
 	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
@@ -368,6 +369,14 @@ static void gemma2_tensors(const struct model *m)
 		for (size_t row = 0; row < K * D; row++)
 			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
 		memcpy(add(N_("self_attn.v_proj.weight"), K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
+		if (m->cfg.qk_norm) { /* Gemma 3: one head's scales less 1, rotate-half order */
+			float *qn = add(N_("self_attn.q_norm.weight"), D, 0);
+			float *kn = add(N_("self_attn.k_norm.weight"), D, 0);
+			for (size_t row = 0; row < D; row++) {
+				qn[row] = m->p[P_QNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)] - 1.0f;
+				kn[row] = m->p[P_KNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)] - 1.0f;
+			}
+		}
 		memcpy(add(N_("self_attn.o_proj.weight"), C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
 		gemma_norm(N_("post_attention_layernorm.weight"), m->p[P_ATTPOSTW] + l * C, C);
 		gemma_norm(N_("pre_feedforward_layernorm.weight"), m->p[P_LN2W] + l * C, C);
@@ -733,6 +742,39 @@ static void gemma2_config(struct model_config *c)
 		cfg_set_local(c, l, true);
 }
 
+/* Gemma 3 on gemma2_config: the q/k norm, no soft-capping, the global
+ * layers on RoPE base 1000000 scaled linearly by 8, the local ones on
+ * 10000 unscaled; sliding_window_pattern 2 (layer 0 local, layer 1 global). */
+static void gemma3_config(struct model_config *c)
+{
+	gemma2_config(c);
+	c->qk_norm = true;
+	c->attn_softcap = c->final_softcap = 0.0f;
+	c->rope_theta = 1e6f;
+	c->rope_scaling = ROPE_SCALE_LINEAR;
+	c->rope_factor = 8.0f;
+	c->rope_local_theta = 10000.0f;
+}
+
+/* config.json spelled as gemma-3-1b-it's. */
+static void write_gemma3_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"Gemma3ForCausalLM\"], \"attention_bias\": false, "
+		   "\"attention_dropout\": 0.0, \"attn_logit_softcapping\": null, \"bos_token_id\": 2, "
+		   "\"cache_implementation\": \"hybrid\", \"eos_token_id\": [1, 106], "
+		   "\"final_logit_softcapping\": null, \"head_dim\": %d, "
+		   "\"hidden_activation\": \"gelu_pytorch_tanh\", \"hidden_size\": %d, "
+		   "\"initializer_range\": 0.02, \"intermediate_size\": %d, \"max_position_embeddings\": %d, "
+		   "\"model_type\": \"gemma3_text\", \"num_attention_heads\": %d, \"num_hidden_layers\": %d, "
+		   "\"num_key_value_heads\": %d, \"pad_token_id\": 0, \"query_pre_attn_scalar\": 24, "
+		   "\"rms_norm_eps\": 1e-06, \"rope_local_base_freq\": 10000, "
+		   "\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, \"rope_theta\": 1000000, "
+		   "\"sliding_window\": 4, \"sliding_window_pattern\": 2, \"torch_dtype\": \"float32\", "
+		   "\"transformers_version\": \"4.50.0.dev0\", \"use_cache\": true, \"vocab_size\": %d}\n",
+		cfg_d_head(c), c->d_model, c->d_ff, c->context, c->n_head, c->n_layer, c->n_kv_head,
+		c->vocab_size);
+}
+
 /* config.json spelled as gemma-2-2b's (layer_types left out: the even
  * layers slide, as transformers sets them). */
 static void write_gemma2_config(FILE *f, const struct model_config *c)
@@ -848,14 +890,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial] | --qwen3 | --gemma2] [--headdim N] [--shards] [--tiny]\n");
+			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3] [--headdim N] [--shards] "
+			"[--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
-	bool gemma2 = false;
+	bool gemma2 = false, gemma3 = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -873,6 +916,7 @@ int main(int argc, char **argv)
 		phi3 |= !strcmp(argv[i], "--phi3");
 		qwen3 |= !strcmp(argv[i], "--qwen3");
 		gemma2 |= !strcmp(argv[i], "--gemma2");
+		gemma3 |= !strcmp(argv[i], "--gemma3");
 		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
@@ -924,6 +968,8 @@ int main(int argc, char **argv)
 		phi3_config(&c, partial);
 	if (gemma2)
 		gemma2_config(&c);
+	if (gemma3)
+		gemma3_config(&c);
 	if (qwen3) { /* heads twice as wide as hidden / heads, as Qwen3-0.6B's */
 		c.qk_norm = true;
 		c.tied = true;
@@ -980,7 +1026,7 @@ int main(int argc, char **argv)
 		distilbert_tensors(m, bare);
 	else if (phi3)
 		phi3_tensors(m);
-	else if (gemma2)
+	else if (gemma2 || gemma3)
 		gemma2_tensors(m);
 	else if (!bert && !roberta)
 		llama_tensors(m, qwen);
@@ -1009,6 +1055,8 @@ int main(int argc, char **argv)
 		write_qwen3_config(f, &c);
 	else if (gemma2)
 		write_gemma2_config(f, &c);
+	else if (gemma3)
+		write_gemma3_config(f, &c);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "

@@ -169,7 +169,7 @@ static int conv1d_shape(struct ld_shards *s, const char *name, const struct slot
 static size_t dest_row(const struct model_config *c, enum hf_xform xf, size_t r)
 {
 	int D = cfg_d_head(c);
-	if (xf == HF_ROPE)
+	if (xf == HF_ROPE || xf == HF_ROPE_PLUS_ONE)
 		return (size_t)neox_rope_row((int)r, D, cfg_rotary_dims(c));
 	if (xf == HF_NEOX_QKV)
 		return (size_t)neox_qkv_row((int)r, c->n_head, D, cfg_rotary_dims(c));
@@ -226,6 +226,8 @@ static int read_slot(struct ld_shards *s, const struct model_config *c, const st
 			at[o * g->cols + r] = tmp[r * g->rows + o];
 	for (size_t r = 0; !rc && !conv && r < g->rows; r++)
 		memcpy(at + dest_row(c, t->xf, r) * w, tmp + r * w, w * sizeof(float));
+	for (size_t i = 0; !rc && t->xf == HF_ROPE_PLUS_ONE && i < g->rows * w; i++)
+		at[i] += 1.0f;
 	free(tmp);
 	return rc;
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Hugging Face Gemma 2 directories (loader-hf-gemma2.c): a seeded model
+# Hugging Face Gemma 2 and Gemma 3 text directories (loader-hf-gemma.c).
+# Gemma 2: a seeded model
 # written by tool_mkhf --gemma2 in HF's layout (rotate-half q and k rows,
 # four norms per layer stored as scale - 1, GeGLU, tied, heads 16 wide over
 # hidden 32, config.json spelled as gemma-2-2b's with soft-capping at 4 and
@@ -7,18 +8,24 @@
 # one file or two shards) gives exactly the numbers of the same weights as
 # an attnscope checkpoint; layer 0 sees its window only; the explorer
 # commands run or say in one line what they cannot split; what the engine
-# cannot run is refused by name.  Needs GPT-2's vocabulary from
+# cannot run is refused by name.  Gemma 3 (tool_mkhf --gemma3, spelled as
+# gemma-3-1b-it's: the q/k norm, no soft-capping, layer 0 local on RoPE base
+# 10000, layer 1 global on 1000000 scaled linearly by 8): the same
+# exactness, and the QK split runs.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
-make_tmp cli-hf-gemma2
+make_tmp cli-hf-gemma
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."
 
-# mkg OPTIONS...: a fresh $tmp/hf and $tmp/ref.safetensors
+# mkg OPTIONS...: a fresh $tmp/hf and $tmp/ref.safetensors (Gemma 2 unless
+# OPTIONS say --gemma3)
 mkg() {
+	fam=--gemma2
+	case " $* " in *" --gemma3 "*) fam= ;; esac
 	rm -rf "$tmp/hf" && mkdir "$tmp/hf" &&
-		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --gemma2 "$@" >/dev/null 2>&1
+		"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $fam "$@" >/dev/null 2>&1
 }
 
 for opt in "" "--shards"; do
@@ -73,7 +80,7 @@ refuse "hidden_activation gelu" 's/"hidden_activation": "gelu_pytorch_tanh"/"hid
 refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/' \
 	'attention_bias true is not supported'
 refuse "rope_scaling" 's/"rope_theta": 10000.0/"rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 2}/' \
-	'rope_scaling is not supported for Gemma 2'
+	'rope_scaling linear is not supported for Gemma 2'
 refuse "a layer type it does not know" \
 	's/"sliding_window": 4/"sliding_window": 4, "layer_types": ["chunked_attention", "full_attention"]/' \
 	'layer_types\[0\] "chunked_attention"'
@@ -93,7 +100,45 @@ run "$tmp/hf" -t hi
 check "a truncated model.safetensors is refused with one line" \
 	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ]"
 
+# Gemma 3
+for opt in "--gemma3" "--gemma3 --shards"; do
+	if ! mkg $opt; then
+		fail "$opt setup (tool_mkhf $opt)"
+		continue
+	fi
+	same_as_ref "gemma3 ${opt#--gemma3}" --loss
+done
+mkg --gemma3
+run "$tmp/hf" -t "$text" --dump
+check "Gemma 3's config is read: the q/k norm, no caps, base 1e6 scaled by 8, local base 10000 on layer 0" \
+	sh -c "grep -q 'theta 1e+06 rope_scaling linear factor 8 mlp geglu bias no tied yes qk_norm yes emb_scale 5.65685 sandwich yes scale_dim 24 local_theta 10000 local_window 4 local_layers 0 ' '$tmp/out'"
+row 0.1 9 >"$tmp/row"
+check "Gemma 3's layer 0 sees its window of 4 keys only" \
+	awk '{ s = 0; for (j = 1; j <= 6; j++) if ($j != 0) exit 1;
+		for (j = 7; j <= 10; j++) s += $j; if (s < 0.9999 || s > 1.0001) exit 1 }' "$tmp/row"
+run "$tmp/hf" -c "text $text; qkov 0.1; qkov 1.2"
+check "qkov splits Gemma 3's scores (no soft-capping) on both kinds of layer" \
+	sh -c "[ $rc -eq 0 ] && [ \$(grep -c '^copying score' '$tmp/out') -eq 2 ] &&
+	! grep -q 'QK split is left out' '$tmp/out'"
+refuse() { # NAME SED-EXPRESSION MESSAGE (on Gemma 3)
+	mkg --gemma3
+	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi
+	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q -- '$3' '$tmp/err'"
+}
+refuse "Gemma 3's rope_scaling yarn" 's/"factor": 8.0, "rope_type": "linear"/"factor": 8.0, "rope_type": "yarn"/' \
+	'rope_scaling yarn is not supported for Gemma 3 (linear with a factor is)'
+refuse "transformers 5's rope_parameters" 's/"rope_theta": 1000000/"rope_parameters": {}/' \
+	'rope_parameters (transformers 5'
+mkg --gemma3
+sed 's/"model_type": "gemma3_text"/"model_type": "gemma2"/; s/"rope_scaling": {[^}]*}/"rope_scaling": null/' "$tmp/hf/config.json" >"$tmp/c" &&
+	mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t hi
+check "a Gemma 2 config over Gemma 3's weights names the q/k norm as unexpected" \
+	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'q_norm.weight' '$tmp/err'"
+
 run -c "help load"
-check "help load names the family" sh -c "[ $rc -eq 0 ] && grep -q 'Gemma 2' '$tmp/out'"
+check "help load names the families" sh -c "[ $rc -eq 0 ] && grep -q 'Gemma 2, Gemma 3' '$tmp/out'"
 
 exit $((failures > 0))
