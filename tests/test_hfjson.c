@@ -21,8 +21,9 @@
  * test_gemma2), and qwen3_expect.tsv 25 strings with Qwen3's added tokens
  * (see test_qwen3); tests/gen/gen_hfjson.js says how to regenerate them.
  * Every row must encode to exactly those ids and decode
- * back to the text (invalid bytes as U+FFFD), or, for Qwen2.5's rows that
- * NFC changes, to the NFC form.  Two more tables come from tokenizer.json
+ * back to the text (invalid bytes as U+FFFD), or to transformers.js's
+ * decode where the row gives one (the NFC form of Qwen2.5's rows that NFC
+ * changes; a space for each "▁" typed in Gemma's).  Two more tables come from tokenizer.json
  * files gen_hfjson.js builds: metaspace (a small Metaspace vocabulary with
  * byte fallback, stored as metaspace.json.gz) and gpt2_digits (SmolLM2's
  * Digits + ByteLevel pre-tokenizer over ../shared/tokenizers/gpt2, which no
