@@ -390,6 +390,12 @@ static void test_refusals(void **state)
 		"\"invert\": false}}",
 		"behavior MergedWithPrevious is supported only");
 	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
+		"{\"String\": \"\\u0120\"}, \"content\": \"_\"}, \"pre_tokenizer\": {\"type\": "
+		"\"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\", \"use_regex\": false}, "
+		"{\"type\": \"Split\", \"pattern\": {\"String\": \"\\u0120\"}, "
+		"\"behavior\": \"MergedWithPrevious\", \"invert\": false}]}}",
+		"behavior MergedWithPrevious is supported only");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
 		"{\"String\": \"ab\"}, \"content\": \"a\"}, \"pre_tokenizer\": {\"type\": "
 		"\"Split\", \"pattern\": {\"String\": \"ab\"}, \"behavior\": \"MergedWithPrevious\", "
 		"\"invert\": false}}",

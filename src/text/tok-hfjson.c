@@ -739,14 +739,20 @@ static int parse_normalizer(struct hf_impl *h, const json_t *n, const char *wher
 	return 0;
 }
 
-/* Whether no normalized text can hold str[0..len): it is one character
- * and the last normalizer is a Replace of it by a content without it (a
- * Replace of one character leaves none, and makes none at its seams). */
+/* Whether no text can hold str[0..len) when the next pre-tokenizer
+ * reads it: it is one character, the last normalizer is a Replace of it
+ * by a content without it (a Replace of one character leaves none, and
+ * makes none at its seams), and the pre-tokenizers before only split
+ * (ByteLevel and Metaspace write characters). */
 static bool normalized_away(const struct hf_impl *h, const char *str, size_t len)
 {
 	const struct norm *o = h->nnorm ? &h->norm[h->nnorm - 1] : NULL;
 	uint32_t cp;
 	int bad;
+
+	for (int i = 0; i < h->npre; i++)
+		if (h->pre[i].kind != PRE_SPLIT)
+			return false;
 
 	if (!o || o->kind != NORM_REPLACE || len == 0 || o->al != len || memcmp(o->a, str, len))
 		return false;
