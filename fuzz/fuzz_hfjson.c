@@ -5,8 +5,10 @@
  * Each input is read twice: as a tokenizer.json file, which either loads or
  * is refused with a one-line message, and when it loads encodes a few
  * fixed texts; and as text, encoded by a fixed sentencepiece-style
- * tokenizer (Metaspace, added tokens with lstrip/rstrip, fuse_unk) and by a
- * byte-level one with an NFC normalizer, a Split regex and byte fallback.
+ * tokenizer (Metaspace, added tokens with lstrip/rstrip, fuse_unk), by a
+ * byte-level one with an NFC normalizer, a Split regex and byte fallback,
+ * and by a Gemma-style one (Replace normalizer, a MergedWithPrevious Split,
+ * byte fallback, added "\n" and "▁▁").
  * Checks beyond "no crash": messages are one line, ids stay in the
  * vocabulary, every piece is NUL-terminated within its buffer, a loaded
  * tokenizer survives the to_json round trip with the same ids, and NFC
@@ -35,6 +37,28 @@ static const char sp_json[] =
 	"\"byte_fallback\": false, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"\\u2581\": 2, "
 	"\"a\": 3, \"b\": 4, \"\\u2581a\": 5, \"\\u2581ab\": 6, \"<x>\": 7}, "
 	"\"merges\": [\"\\u2581 a\", \"\\u2581a b\"]}}";
+
+/* Gemma-style: Replace " " by "\u2581", a MergedWithPrevious Split on " "
+ * that has nothing left to split, byte fallback for a few bytes, added
+ * tokens that are runs of "\u2581" and newlines. */
+static const char gm_json[] =
+	"{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, "
+	"{\"id\": 1, \"content\": \"<bos>\", \"special\": true}, "
+	"{\"id\": 2, \"content\": \"\\n\"}, {\"id\": 3, \"content\": \"\\u2581\\u2581\"}], "
+	"\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+	"\"content\": \"\\u2581\"}, "
+	"\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+	"\"behavior\": \"MergedWithPrevious\", \"invert\": false}, "
+	"\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+	"{\"id\": \"<bos>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]}, "
+	"\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+	"{\"String\": \"\\u2581\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
+	"{\"type\": \"Fuse\"}]}, "
+	"\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true, "
+	"\"byte_fallback\": true, \"vocab\": {\"<unk>\": 0, \"<bos>\": 1, \"\\n\": 2, "
+	"\"\\u2581\\u2581\": 3, \"\\u2581\": 4, \"a\": 5, \"b\": 6, \"\\u2581a\": 7, "
+	"\"<0xC3>\": 8, \"<0xA9>\": 9, \"<0xFF>\": 10, \"<0x0A>\": 11}, "
+	"\"merges\": [[\"\\u2581\", \"\\u2581\"], [\"\\u2581\", \"a\"]]}}";
 
 /* Byte-level: the 256 byte characters of GPT-2's map are built below. */
 static char *bytelevel_json(void)
@@ -66,7 +90,7 @@ static char *bytelevel_json(void)
 	return s;
 }
 
-static struct tokenizer *fixed_sp, *fixed_bl;
+static struct tokenizer *fixed_sp, *fixed_bl, *fixed_gm;
 
 /* NFC of text[0..len) (invalid bytes as U+FFFD) is valid UTF-8, and NFC
  * again leaves it unchanged. */
@@ -117,12 +141,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *bl = bytelevel_json();
 		fixed_bl = tok_hfjson_from_text(bl, strlen(bl), "fixed", &e);
 		free(bl);
-		CHECK(fixed_sp && fixed_bl);
+		fixed_gm = tok_hfjson_from_text(gm_json, sizeof gm_json - 1, "fixed", &e);
+		CHECK(fixed_sp && fixed_bl && fixed_gm);
 	}
 	const char *text = (const char *)data;
 	check_nfc(text, size);
 	check_encode(fixed_sp, text, size);
 	check_encode(fixed_bl, text, size);
+	check_encode(fixed_gm, text, size);
 
 	struct tokenizer *t = tok_hfjson_from_text(text, size, "tokenizer.json", &e);
 	if (!t) {

