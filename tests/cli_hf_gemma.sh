@@ -108,6 +108,20 @@ for opt in "--gemma3" "--gemma3 --shards"; do
 	fi
 	same_as_ref "gemma3 ${opt#--gemma3}" --loss
 done
+# with Gemma 3's own tokenizer.json (262144 tokens): <bos> first, a run of
+# two spaces one token, as transformers.js has them (tests/data)
+gzip -dc tests/data/tokenizers/gemma3.json.gz >"$tmp/gemma3.json"
+rm -rf "$tmp/hf" && mkdir "$tmp/hf" &&
+	"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$tmp/gemma3.json" --gemma3 >/dev/null 2>&1 ||
+	fail "gemma3 tokenizer.json setup"
+save_text=$text
+text="To be,  or not"
+same_as_ref "gemma3 with its own tokenizer.json" --loss
+check "Gemma 3's tokenizer: <bos> (2) first, two spaces as one token (138)" \
+	sh -c "grep -q '^token 0 id 2 <bos>' '$tmp/hf.dump' && grep -q '^token 4 id 138 ' '$tmp/hf.dump'"
+text=$save_text
+rm -f "$tmp/gemma3.json"
+
 mkg --gemma3
 run "$tmp/hf" -t "$text" --dump
 check "Gemma 3's config is read: the q/k norm, no caps, base 1e6 scaled by 8, local base 10000 on layer 0" \
