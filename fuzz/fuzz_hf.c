@@ -46,7 +46,9 @@
  * norms stored as scale - 1, GeGLU, soft-capping, query_pre_attn_scalar,
  * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny),
  * gemma3-tiny-qk-norm-local-base (Gemma 3's q/k norm, no caps, the local
- * layer's own RoPE base, linear scaling: --gemma3 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
+ * layer's own RoPE base, linear scaling: --gemma3 --tiny),
+ * olmo2-tiny-post-norms (OLMo-2's norms after the sub-blocks only and its
+ * whole-width q/k norm: --olmo2 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
  * (positions from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm
  * (over the byte-level pair, not WordPiece).  tests/test_loaders.c checks
  * that each loads.

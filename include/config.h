@@ -111,6 +111,11 @@ struct model_config {
 			       * the projection, before RoPE (Qwen3): weights
 			       * QNORMW / KNORMW, D wide, one per layer shared by
 			       * its query heads and one by its key heads */
+	bool qk_norm_whole;   /* with qk_norm: one RMSNorm over all H query
+			       * heads together (QNORMW H*D wide) and one over
+			       * the K key heads (KNORMW K*D), OLMo-2's */
+	bool post_only;       /* with sandwich: no norm before either sub-block
+			       * (no LN1W, LN2W): OLMo-2's x + norm(attn(x)) */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;
@@ -134,6 +139,7 @@ struct model_config {
  *   WTE      (V, C)        token embedding
  *   WPE      (S, C)        learned positions only
  *   LN1W     (L, C)        norm before (pre) / after (post) attention
+ *                          (LN1W, LN2W absent with post_only)
  *   LN1B     (L, C)        LayerNorm with bias only
  *   QKVW     (L, QKV, C)   rows: H query heads, K key heads, V value heads
  *   QKVB     (L, QKV)      bias only
@@ -156,7 +162,8 @@ struct model_config {
  *   HEADLNB  (C)           LayerNorm with bias only
  *   OUTB     (V)           MLM head's output bias (bias only)
  *   QNORMW   (L, D)        q/k norm (qk_norm only): the scale of each
- *   KNORMW   (L, D)        query head's / key head's RMSNorm
+ *   KNORMW   (L, D)        query head's / key head's RMSNorm ((L, H*D) and
+ *                          (L, K*D) with qk_norm_whole)
  *   ATTPOSTW (L, C)        sandwich norms (sandwich only): the norm of the
  *   MLPPOSTW (L, C)        attention's / the MLP's output
  */

@@ -120,7 +120,7 @@ struct hf_family {
 };
 
 extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert, hf_roberta,
-	hf_distilbert, hf_phi3, hf_gemma;
+	hf_distilbert, hf_phi3, hf_gemma, hf_olmo2;
 
 /* ------------------------------------------------ BERT-like encoders
  * (loader-hf-bert.c), shared with RoBERTa and DistilBERT. */

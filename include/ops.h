@@ -38,9 +38,11 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 /* The q/k norm (config.h qk_norm), in place on n rows of x (row stride
  * ld): an RMSNorm of each of the H query heads (D wide, from column 0)
  * with the scale wq (D), and of each of the G key heads after them with
- * wk (D).  In place is safe: rmsnorm_forward reads a row before writing it. */
+ * wk (D); with whole (qk_norm_whole), one RMSNorm of all H query heads
+ * together (wq H*D) and one of the G key heads (wk G*D).  In place is
+ * safe: rmsnorm_forward reads a row before writing it. */
 void qk_norm_rows(float *x, int n, int ld, int H, int G, int D, const float *wq,
-		  const float *wk, float eps);
+		  const float *wk, bool whole, float eps);
 
 /* Soft-capping (Gemma 2), in place: x = cap * tanh(x / cap); nothing when
  * cap <= 0. */

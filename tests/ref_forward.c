@@ -31,6 +31,24 @@ static double g_eps;
 /* The padding mask: keys at or after g_key_len are hidden from every query. */
 static int g_key_len;
 
+/* The n heads of each position t of v [h][t][d] as one vector of n * D:
+ * v <- v / sqrt(mean(v^2) + eps) * w, in place, head h scaled by the
+ * weights of head h / rep (rep > 1: heads replicated from n / rep native
+ * ones, whose mean square is the natives'). */
+static void ref_rms_whole(double *v, int n, int rep, int T, int D, const float *w)
+{
+	for (int t = 0; t < T; t++) {
+		double ms = 0.0;
+		for (int h = 0; h < n; h++)
+			for (int d = 0; d < D; d++)
+				ms += v[((size_t)h * T + t) * D + d] * v[((size_t)h * T + t) * D + d];
+		double inv = 1.0 / sqrt(ms / (n * D) + g_eps);
+		for (int h = 0; h < n; h++)
+			for (int d = 0; d < D; d++)
+				v[((size_t)h * T + t) * D + d] *= inv * (double)w[(h / rep) * D + d];
+	}
+}
+
 /* v (D) <- v / sqrt(mean(v^2) + eps) * w, in place. */
 static void ref_rms_head(double *v, int D, const float *w)
 {
@@ -297,7 +315,7 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 
 		/* attention input */
 		for (int t = 0; t < T; t++) {
-			if (o->placement == PLACE_PRE)
+			if (o->placement == PLACE_PRE && ln1w)
 				ref_norm(cfg, x + (size_t)t * C, ain + (size_t)t * C, ln1w, ln1b);
 			else
 				memcpy(ain + (size_t)t * C, x + (size_t)t * C, sizeof(double) * C);
@@ -380,11 +398,17 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 		/* Qwen3's q/k norm: each query and key head (D values at one
 		 * position) scaled to unit root mean square, then by the layer's
 		 * query or key scale, before RoPE */
-		if (cfg->qk_norm) {
+		if (cfg->qk_norm && !cfg->qk_norm_whole) {
 			for (int r = 0; r < H * T; r++)
 				ref_rms_head(qa + (size_t)r * D, D, layer_ptr(m, P_QNORMW, l, D));
 			for (int r = 0; r < G * T; r++)
 				ref_rms_head(ka + (size_t)r * D, D, layer_ptr(m, P_KNORMW, l, D));
+		}
+		/* OLMo-2's: one norm over all query heads of a position, one over
+		 * all its key heads */
+		if (cfg->qk_norm_whole) {
+			ref_rms_whole(qa, H, 1, T, D, layer_ptr(m, P_QNORMW, l, (size_t)H * D));
+			ref_rms_whole(ka, G, G / K, T, D, layer_ptr(m, P_KNORMW, l, (size_t)K * D));
 		}
 		if (cfg->pos == POS_ROPE) {
 			for (int h = 0; h < H; h++)
@@ -492,6 +516,8 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 			}
 			if (parallel) /* the MLP reads the block's input too */
 				ref_norm(cfg, xo, in, ln2w, ln2b);
+			else if (o->placement == PLACE_PRE && !ln2w) /* OLMo-2: no norm before the MLP */
+				memcpy(in, ar, sizeof(double) * C);
 			else if (o->placement == PLACE_PRE)
 				ref_norm(cfg, ar, in, ln2w, ln2b);
 			else

@@ -59,11 +59,11 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in nine flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in ten flavours
  * that between them make every optional tensor present and absent, and
- * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers, Qwen3's q/k norm and
- * Gemma 2's switches. */
-#define N_FLAVOURS 9
+ * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers, Qwen3's q/k norm,
+ * Gemma 2's switches and OLMo-2's blocks. */
+#define N_FLAVOURS 10
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -142,6 +142,14 @@ static void tiny_config(struct model_config *c, int flavour)
 		cfg_set_local(c, 1, true);
 		c->rope_local_theta = 12345.0f;
 		break;
+	case 9: /* OLMo-2: only the norms after the sub-blocks, whole-width q/k norm */
+		c->norm = NORM_RMS;
+		c->pos = POS_ROPE;
+		c->mlp = MLP_SWIGLU;
+		c->bias = false;
+		c->sandwich = c->post_only = true;
+		c->qk_norm = c->qk_norm_whole = true;
+		break;
 	}
 }
 
@@ -177,7 +185,8 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->head_dim == b->head_dim && a->emb_scale == b->emb_scale &&
 	       a->sandwich == b->sandwich && a->attn_softcap == b->attn_softcap &&
 	       a->final_softcap == b->final_softcap && a->attn_scale_dim == b->attn_scale_dim &&
-	       a->rope_local_theta == b->rope_local_theta &&
+	       a->rope_local_theta == b->rope_local_theta && a->post_only == b->post_only &&
+	       a->qk_norm_whole == b->qk_norm_whole &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
 	       memcmp(a->local, b->local, sizeof a->local) == 0;
 }
@@ -579,16 +588,20 @@ static void test_config_json_roundtrip(void **state)
 		} else {
 			assert_non_null(strstr(s, "\"local_layers\":[1],\"local_window\":3"));
 		}
-		if (f != 7)
+		if (f != 7 && f != 9)
 			assert_null(strstr(s, "qk_norm"));
 		else
 			assert_non_null(strstr(s, "\"qk_norm\":true"));
+		if (f == 9) /* OLMo-2 */
+			assert_non_null(strstr(s, "\"post_only\":true"));
+		if (f != 8 && f != 9)
+			assert_null(strstr(s, "sandwich"));
+		else
+			assert_non_null(strstr(s, "\"sandwich\":true"));
 		if (f != 8) {
 			assert_null(strstr(s, "softcap"));
-			assert_null(strstr(s, "sandwich"));
 		} else {
 			assert_non_null(strstr(s, "\"attn_softcap\":50.0,"));
-			assert_non_null(strstr(s, "\"sandwich\":true"));
 			assert_non_null(strstr(s, "\"mlp\":\"geglu\""));
 		}
 		if (f != 5) {

@@ -100,7 +100,8 @@ static void ref_head_of(const struct model *m, int G, bool pre, int l, int h, st
 	for (int i = 0; i < C; i++) /* the norm's linear part */
 		for (int j = 0; j < C; j++) {
 			double pij = (i == j) - (m->cfg.norm == NORM_LAYER ? 1.0 / C : 0.0);
-			nm[i * C + j] = pre ? m->p[P_LN1W][(size_t)l * C + i] * pij : (double)(i == j);
+			nm[i * C + j] = pre && m->p[P_LN1W] ? m->p[P_LN1W][(size_t)l * C + i] * pij
+							    : (double)(i == j); /* OLMo-2: no norm first */
 		}
 	for (int d = 0; d < D; d++)
 		for (int c = 0; c < C; c++) {
@@ -114,9 +115,13 @@ static void ref_head_of(const struct model *m, int G, bool pre, int l, int h, st
 			}
 			raw[1][d * C + c] = ks / n;
 			raw[2][d * C + c] = vs / n;
-			if (m->cfg.qk_norm) { /* diag(scales) W_Q, diag(scales) W_K */
+			if (m->cfg.qk_norm && !m->cfg.qk_norm_whole) { /* diag(scales) W_Q, diag(scales) W_K */
 				raw[0][d * C + c] *= m->p[P_QNORMW][(size_t)l * D + d];
 				raw[1][d * C + c] *= m->p[P_KNORMW][(size_t)l * D + d];
+			}
+			if (m->cfg.qk_norm_whole) { /* OLMo-2: the slices of head h and of its K/V group */
+				raw[0][d * C + c] *= m->p[P_QNORMW][((size_t)l * H + h) * D + d];
+				raw[1][d * C + c] *= m->p[P_KNORMW][((size_t)l * K + g * K / G) * D + d];
 			}
 		}
 	mul(out->q, raw[0], nm, D, C, C);
@@ -186,12 +191,14 @@ static void check(struct model *m, const struct run_options *o)
 
 static void test_compose_matches_reference(void **state)
 {
-	for (int llama = 0; llama <= 3; llama++) /* 2: Qwen3's q/k norm; 3: Gemma's sandwich norms too */
+	for (int llama = 0; llama <= 4; llama++) /* 2: Qwen3's q/k norm; 3: Gemma's sandwich norms
+						  * too; 4: OLMo-2's blocks */
 		for (int kv = 4; kv >= 2; kv -= 2) {
 			struct model *m = randmodel_new(llama > 0, L, kv, V, 1.0f, 21 + llama + kv);
 			struct model_config gc = m->cfg;
-			gc.sandwich = llama == 3;
+			gc.sandwich = llama >= 3;
 			gc.qk_norm = llama >= 2;
+			gc.post_only = gc.qk_norm_whole = llama == 4;
 			if (llama >= 2)
 				m = randmodel_rebuild(m, &gc, 30 + kv);
 			struct rng g;
@@ -201,13 +208,19 @@ static void test_compose_matches_reference(void **state)
 			struct run_options o;
 			run_options_native(m, &o);
 			check(m, &o);
-			if (kv == 4) {
+			if (kv == 4 && llama < 4) { /* OLMo-2's key norm takes no conversion down */
 				o.kv_heads = 2;
 				check(m, &o);
 				o.kv_heads = 4;
 			}
-			o.placement = PLACE_POST;
-			check(m, &o);
+			if (kv == 2 && llama == 4) { /* but whole multiples of its key heads */
+				o.kv_heads = 4;
+				check(m, &o);
+				o.kv_heads = 2;
+			}
+			o.placement = PLACE_POST; /* OLMo-2: no norm to move */
+			if (llama < 4)
+				check(m, &o);
 			model_free(m);
 		}
 	printf("compose: worst |score - reference| %.3g native K/V, %.3g converted\n", worst, worst_gqa);

@@ -250,6 +250,32 @@ static void test_decoder_gemma(void **state)
 	}
 }
 
+/* OLMo-2's blocks decode as the full pass computes them: no norm before
+ * the sub-blocks, the sandwich norms after them, the whole-width q and k
+ * norms (scales away from 1); native GQA, GQA up to MHA, a window, an
+ * ablation. */
+static void test_decoder_olmo2(void **state)
+{
+	(void)state;
+	struct model *base = randmodel_new(true, 2, 2, V, 8.0f, 75);
+	struct model_config c = base->cfg;
+	c.sandwich = c.post_only = c.qk_norm = c.qk_norm_whole = true;
+	struct model *m = randmodel_rebuild(base, &c, 76);
+	struct run_options native, cases[4];
+	run_options_native(m, &native);
+	int n = 0;
+	cases[n++] = native;
+	cases[n] = native, cases[n++].kv_heads = 4;
+	cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+	cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
+	for (int i = 0; i < n; i++) {
+		double w = compare(m, &cases[i], &cases[i]);
+		print_message("olmo2 case %d: worst %.3f of tolerance\n", i, w);
+		assert_true(w <= 1.0);
+	}
+	model_free(m);
+}
+
 /* GPT-NeoX's blocks decode as the full pass computes them: parallel
  * residual, RoPE over 4 of each head's 8 dims, exact GELU, with and without
  * each, under the run options that change the computation (post-norm runs
@@ -600,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_neox),
 		cmocka_unit_test(test_decoder_head_dim),
 		cmocka_unit_test(test_decoder_gemma),
+		cmocka_unit_test(test_decoder_olmo2),
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),

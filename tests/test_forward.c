@@ -56,6 +56,9 @@ struct variant {
 	bool gemma;               /* Gemma 2's switches: sqrt(C) embeddings, sandwich
 				   * norms, soft-capping at 2 (scores) and 3 (logits),
 				   * the scale of a query_pre_attn_scalar of 6 */
+	bool olmo;                /* OLMo-2's: norms after the sub-blocks only, one
+				   * q norm over all query heads, one k norm over all
+				   * key heads */
 };
 
 static float tiny_eps(const struct variant *v)
@@ -99,6 +102,10 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 		c->attn_softcap = 2.0f;
 		c->final_softcap = 3.0f;
 		c->attn_scale_dim = 6;
+	}
+	if (v->olmo) {
+		c->sandwich = c->post_only = true;
+		c->qk_norm = c->qk_norm_whole = true;
 	}
 	if (v->gemma && v->qk_norm) { /* Gemma 3: local layers turn by a base of their own */
 		c->rope_theta = 100.0f;
@@ -166,24 +173,25 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 	assert_int_equal(m->psize[P_ATTPROJW], (size_t)TL * TC * nh * nd);
 	assert_int_equal(m->psize[P_FCW],
 			 v->no_mlp ? 0 : (size_t)TL * (v->mlp == MLP_SWIGLU || v->mlp == MLP_GEGLU ? 2 * TF : TF) * TC);
-	assert_true((m->psize[P_LN2W] > 0) == !v->no_mlp);
+	assert_true((m->psize[P_LN2W] > 0) == (!v->no_mlp && !v->olmo));
+	assert_true((m->psize[P_LN1W] > 0) == !v->olmo);
 	assert_true((m->psize[P_LNEW] > 0) == v->emb_norm);
 	assert_true((m->psize[P_LNEB] > 0) == (v->emb_norm && v->bias && v->norm == NORM_LAYER));
 	assert_true((m->psize[P_LNFW] > 0) == !v->mlm);
 	assert_true((m->psize[P_HEADW] > 0) == v->mlm);
 	assert_true((m->psize[P_HEADLNW] > 0) == v->mlm);
 	assert_true((m->psize[P_OUTB] > 0) == (v->mlm && v->bias));
-	assert_int_equal(m->psize[P_QNORMW], v->qk_norm ? (size_t)TL * nd : 0);
-	assert_int_equal(m->psize[P_KNORMW], m->psize[P_QNORMW]);
-	assert_int_equal(m->psize[P_ATTPOSTW], v->gemma ? (size_t)TL * TC : 0);
-	assert_int_equal(m->psize[P_MLPPOSTW], v->gemma && !v->no_mlp ? (size_t)TL * TC : 0);
+	assert_int_equal(m->psize[P_QNORMW], v->olmo ? (size_t)TL * nh * nd : v->qk_norm ? (size_t)TL * nd : 0);
+	assert_int_equal(m->psize[P_KNORMW], v->olmo ? (size_t)TL * v->kv * nd : m->psize[P_QNORMW]);
+	assert_int_equal(m->psize[P_ATTPOSTW], v->gemma || v->olmo ? (size_t)TL * TC : 0);
+	assert_int_equal(m->psize[P_MLPPOSTW], (v->gemma || v->olmo) && !v->no_mlp ? (size_t)TL * TC : 0);
 	return m;
 }
 
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false, false };
+			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false, false, false };
 	return v;
 }
 
@@ -219,7 +227,7 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
 		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, v->head_dim,
-		 v->qk_norm ? " qk-norm" : v->gemma ? " gemma" : "",
+		 v->olmo ? " olmo2" : v->qk_norm ? " qk-norm" : v->gemma ? " gemma" : "",
 		 o->kv_heads, norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 pitfall_name(o->pitfall),
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
@@ -689,6 +697,71 @@ static void test_gemma_architectures(void **s)
 	}
 	engine_set_threads(0);
 	print_message("gemma architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* OLMo-2's blocks: no norm before either sub-block, the sandwich norms
+ * after them, one RMSNorm over all query heads and one over all key
+ * heads (before RoPE); MHA and GQA (2 of 4), heads as wide as C / H or
+ * apart from it; every run mask, G = K or H (whole multiples: the key norm
+ * spans the native key heads), scale off, an ablation, the eps0 pitfall
+ * and the saved activations against the reference; a conversion to fewer
+ * K/V heads, another placement and the no-transpose pitfall refused. */
+static void test_olmo2_architectures(void **s)
+{
+	(void)s;
+	static const struct { int kv, head_dim; } shapes[] = { { 4, 0 }, { 2, 0 }, { 2, 8 } };
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+		struct variant v = default_variant();
+		v.olmo = true;
+		v.kv = shapes[si].kv;
+		v.head_dim = shapes[si].head_dim;
+		v.pos = POS_ROPE;
+		v.norm = NORM_RMS;
+		v.mlp = MLP_SWIGLU;
+		v.bias = false;
+		v.tied = si == 1;
+		struct model *m = make_model(&v, 9500u + (uint64_t)si);
+		for (int mk = 0; mk < 4; mk++)
+			for (int gi = 0; gi < 2; gi++)
+				for (int ab = 0; ab < 2; ab++) {
+					struct run_options o;
+					base_options(m, &o);
+					o.kv_heads = gi ? TH : v.kv;
+					o.mask = masks[mk];
+					o.window = 2;
+					o.scale = (mk + gi) % 3 != 2;
+					if (ab)
+						opt_set_ablated(&o, 1 * TH + 1, true);
+					if (mk == 3 && gi == 0 && ab)
+						o.pitfall = PITFALL_EPS0;
+					unsigned flags = (mk + ab) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+								       : (RUN_LOGITS | RUN_ATTN);
+					runs++;
+					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
+						failures++;
+				}
+		struct run_options o;
+		struct err e;
+		base_options(m, &o);
+		o.placement = PLACE_POST;
+		assert_int_equal(run_options_validate(m, &o, &e), -1);
+		assert_non_null(strstr(e.msg, "placement stays native"));
+		base_options(m, &o);
+		o.kv_heads = 1;
+		assert_int_equal(run_options_validate(m, &o, &e), -1);
+		assert_non_null(strstr(e.msg, "key norm spans"));
+		base_options(m, &o);
+		o.pitfall = PITFALL_NO_TRANSPOSE;
+		assert_int_equal(run_options_validate(m, &o, &e), -1);
+		model_free(m);
+	}
+	engine_set_threads(0);
+	print_message("olmo2 architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1559,6 +1632,7 @@ int main(void)
 		cmocka_unit_test(test_headdim_architectures),
 		cmocka_unit_test(test_qknorm_architectures),
 		cmocka_unit_test(test_gemma_architectures),
+		cmocka_unit_test(test_olmo2_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

@@ -9,7 +9,8 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3] [--headdim N]
+ *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 | --olmo2]
+ *                 [--headdim N]
  *                 [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
@@ -70,6 +71,9 @@
  * per layer stored as scale - 1, GeGLU, tied, config.json spelled as
  * gemma-2-2b's; --gemma3 a Gemma 3 text model (gemma3_config below:
  * q_norm / k_norm stored as scale - 1 too), spelled as gemma-3-1b-it's.
+ * --olmo2 writes an OLMo-2 model: no norm before the sub-blocks, the norms
+ * after them, q_norm (H * D) and k_norm (K * D) over the whole projections,
+ * rope_theta 500000, untied, spelled as OLMo-2-0425-1B's.
  */
 #include <jansson.h>
 #include <math.h>
@@ -387,6 +391,60 @@ static void gemma2_tensors(const struct model *m)
 #undef N_
 	}
 	gemma_norm("model.norm.weight", m->p[P_LNFW], C);
+}
+
+/* The OLMo-2 tensors of m in HF's names and layout: no norm before the
+ * sub-blocks, the q/k norms over the whole projections (rotate-half order
+ * too), untied. */
+static void olmo2_tensors(const struct model *m)
+{
+	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
+	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D, QKV = (H + 2 * K) * D;
+	size_t V = (size_t)m->cfg.vocab_size;
+	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
+	for (int l = 0; l < g.L; l++) {
+		char nm[96];
+		const float *qkv = m->p[P_QKVW] + l * QKV * C;
+#define N_(s) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), nm)
+		float *q = add(N_("self_attn.q_proj.weight"), H * D, C);
+		float *k = add(N_("self_attn.k_proj.weight"), K * D, C);
+		float *qn = add(N_("self_attn.q_norm.weight"), H * D, 0);
+		float *kn = add(N_("self_attn.k_norm.weight"), K * D, 0);
+		for (size_t row = 0; row < H * D; row++) { /* HF row r is engine row llama_rope_row(r) */
+			size_t from = (size_t)llama_rope_row((int)row, (int)D);
+			memcpy(q + row * C, qkv + from * C, C * 4);
+			qn[row] = m->p[P_QNORMW][l * H * D + from];
+		}
+		for (size_t row = 0; row < K * D; row++) {
+			size_t from = (size_t)llama_rope_row((int)row, (int)D);
+			memcpy(k + row * C, qkv + (H * D + from) * C, C * 4);
+			kn[row] = m->p[P_KNORMW][l * K * D + from];
+		}
+		memcpy(add(N_("self_attn.v_proj.weight"), K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
+		memcpy(add(N_("self_attn.o_proj.weight"), C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
+		memcpy(add(N_("post_attention_layernorm.weight"), C, 0), m->p[P_ATTPOSTW] + l * C, C * 4);
+		memcpy(add(N_("mlp.gate_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
+		memcpy(add(N_("mlp.up_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
+		memcpy(add(N_("mlp.down_proj.weight"), C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
+		memcpy(add(N_("post_feedforward_layernorm.weight"), C, 0), m->p[P_MLPPOSTW] + l * C, C * 4);
+#undef N_
+	}
+	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
+	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+}
+
+/* config.json spelled as OLMo-2-0425-1B's. */
+static void write_olmo2_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"Olmo2ForCausalLM\"], \"attention_bias\": false, "
+		   "\"attention_dropout\": 0.0, \"eos_token_id\": 0, \"hidden_act\": \"silu\", "
+		   "\"hidden_size\": %d, \"initializer_range\": 0.02, \"intermediate_size\": %d, "
+		   "\"max_position_embeddings\": %d, \"model_type\": \"olmo2\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"num_key_value_heads\": %d, "
+		   "\"pad_token_id\": 0, \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, "
+		   "\"rope_theta\": 500000, \"tie_word_embeddings\": false, \"torch_dtype\": \"float32\", "
+		   "\"transformers_version\": \"4.51.3\", \"use_cache\": true, \"vocab_size\": %d}\n",
+		c->d_model, c->d_ff, c->context, c->n_head, c->n_layer, c->n_kv_head, c->vocab_size);
 }
 
 /* A LayerNorm pair in BERT's spelling: weight/bias, or gamma/beta. */
@@ -890,15 +948,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3] [--headdim N] [--shards] "
-			"[--tiny]\n");
+			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 | --olmo2] [--headdim N] "
+			"[--shards] [--tiny]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
-	bool gemma2 = false, gemma3 = false;
+	bool gemma2 = false, gemma3 = false, olmo2 = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -917,6 +975,7 @@ int main(int argc, char **argv)
 		qwen3 |= !strcmp(argv[i], "--qwen3");
 		gemma2 |= !strcmp(argv[i], "--gemma2");
 		gemma3 |= !strcmp(argv[i], "--gemma3");
+		olmo2 |= !strcmp(argv[i], "--olmo2");
 		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
@@ -970,6 +1029,10 @@ int main(int argc, char **argv)
 		gemma2_config(&c);
 	if (gemma3)
 		gemma3_config(&c);
+	if (olmo2) { /* OLMo-2's blocks on the Llama shape, its RoPE base */
+		c.sandwich = c.post_only = c.qk_norm = c.qk_norm_whole = true;
+		c.rope_theta = 500000.0f;
+	}
 	if (qwen3) { /* heads twice as wide as hidden / heads, as Qwen3-0.6B's */
 		c.qk_norm = true;
 		c.tied = true;
@@ -1028,6 +1091,8 @@ int main(int argc, char **argv)
 		phi3_tensors(m);
 	else if (gemma2 || gemma3)
 		gemma2_tensors(m);
+	else if (olmo2)
+		olmo2_tensors(m);
 	else if (!bert && !roberta)
 		llama_tensors(m, qwen);
 
@@ -1057,6 +1122,8 @@ int main(int argc, char **argv)
 		write_gemma2_config(f, &c);
 	else if (gemma3)
 		write_gemma3_config(f, &c);
+	else if (olmo2)
+		write_olmo2_config(f, &c);
 	else
 		fprintf(f, "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
 		   "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "

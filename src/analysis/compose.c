@@ -92,7 +92,7 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
 	const float *w = qkvw + (size_t)l * cfg_qkv_rows(c, G) * C;
-	const float *gain = pre ? m->p[P_LN1W] + (size_t)l * C : NULL;
+	const float *gain = pre && m->p[P_LN1W] ? m->p[P_LN1W] + (size_t)l * C : NULL; /* OLMo-2: none */
 	bool centre = pre && c->norm == NORM_LAYER;
 	const float *pw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
 	for (int h = 0; h < H; h++) {
@@ -102,12 +102,20 @@ static void layer_from_model(const struct model *m, const float *qkvw, int G, bo
 			fold_rows(lm->q + at, w + (size_t)h * D * C, gain, centre, D, C);
 			fold_rows(lm->k + at, w + (size_t)(H + g) * D * C, gain, centre, D, C);
 			fold_rows(lm->v + at, w + (size_t)(H + G + g) * D * C, gain, centre, D, C);
-			if (c->qk_norm) /* the q/k norm's scales; its 1/rms left out */
+			if (c->qk_norm) { /* the q/k norm's scales; its 1/rms left out */
+				size_t nq = m->psize[P_QNORMW] / (size_t)c->n_layer, K = (size_t)c->n_kv_head;
+				const float *qs = m->p[P_QNORMW] + (size_t)l * nq;
+				const float *ks = m->p[P_KNORMW] + (size_t)l * (m->psize[P_KNORMW] / (size_t)c->n_layer);
+				if (c->qk_norm_whole) { /* OLMo-2's: head h's, key head g's native one */
+					qs += (size_t)h * D;
+					ks += (size_t)g / ((size_t)G / K) * D;
+				}
 				for (int d = 0; d < D; d++)
 					for (int j = 0; j < C; j++) {
-						lm->q[at + (size_t)d * C + j] *= m->p[P_QNORMW][(size_t)l * D + d];
-						lm->k[at + (size_t)d * C + j] *= m->p[P_KNORMW][(size_t)l * D + d];
+						lm->q[at + (size_t)d * C + j] *= qs[d];
+						lm->k[at + (size_t)d * C + j] *= ks[d];
 					}
+			}
 		}
 		const float *post = m->p[P_ATTPOSTW] ? m->p[P_ATTPOSTW] + (size_t)l * C : NULL;
 		for (int r = 0; r < C; r++) /* pw's rows in order, D at a time; Gemma's

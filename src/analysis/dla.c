@@ -48,7 +48,8 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 	if (c->emb_norm)
 		return err_set(e, "dla cannot split an embedding norm's output into token and position");
 	if (c->sandwich || c->final_softcap > 0.0f)
-		return err_set(e, "dla cannot split Gemma's sandwich norms or soft-capped logits yet");
+		return err_set(e, "dla cannot split Gemma's or OLMo-2's sandwich norms or soft-capped "
+			       "logits yet");
 	return 0;
 }
 

@@ -195,7 +195,7 @@ static void embeddings_at(const struct model *m, const struct run *r, const int 
 		bool post = r->opt.placement == PLACE_POST;
 		if (post && l == L)
 			break;
-		if (!post && l < L)
+		if ((!post && l < L) || c->post_only) /* OLMo-2: no norm on the stream */
 			continue;
 		double rs = r->ln1_rstd[l * r->lstride_bt + p];
 		for (int s = 0; s < 2; s++)
@@ -256,12 +256,13 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 			const float *row = pass + (size_t)p * QKV + (side ? (H + g) : h) * D;
 			double qs = qkn[side] ? head_rstd(r, L, p, rows[side], bias[side], D, C,
 							  c->norm_eps) : 1.0;
+			const float *qw = qkn[side];
 			for (int k = 0; k < 2; k++) {
 				for (int d = 0; d < D; d++) {
 					double s = 0;
 					for (int j = 0; j < C; j++)
 						s += (double)rows[side][(size_t)d * C + j] * tp[(size_t)k * C + j];
-					v[k * D + d] = qkn[side] ? s * qs * qkn[side][d] : s;
+					v[k * D + d] = qw ? s * qs * qw[d] : s;
 				}
 				if (c->pos == POS_ROPE)
 					rope_d(&rc, v + k * D, p);
@@ -321,6 +322,8 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 		return err_set(e, "the QK split needs residual connections and the pitfall off");
 	if (c->attn_softcap > 0.0f) /* sandwich norms leave the stream's token and position parts */
 		return err_set(e, "the QK split cannot take soft-capped scores (Gemma 2's) yet");
+	if (c->qk_norm_whole)
+		return err_set(e, "the QK split cannot take OLMo-2's whole-width q/k norm yet");
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
 		run_free(r);

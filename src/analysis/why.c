@@ -256,7 +256,10 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
 	if (c->sandwich || c->attn_softcap > 0.0f)
-		return err_set(e, "why cannot split Gemma's sandwich norms or soft-capped scores yet");
+		return err_set(e, "why cannot split Gemma's or OLMo-2's sandwich norms or soft-capped "
+			       "scores yet");
+	if (c->qk_norm_whole)
+		return err_set(e, "why cannot split OLMo-2's whole-width q/k norm yet");
 	if (o->pitfall != PITFALL_NONE)
 		return err_set(e, "why needs the pitfall off (pitfall %s mixes positions or heads)",
 			       pitfall_name(o->pitfall));

@@ -651,6 +651,9 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->head == HEAD_NONE)
 		return err_set(e, "backward: config head none (a model without an output head) "
 			       "has no loss: forward only");
+	if (c->qk_norm_whole)
+		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
+			       "training of such a model yet)");
 	if (c->emb_scale > 0.0f || c->sandwich || c->attn_softcap > 0.0f ||
 	    c->final_softcap > 0.0f || c->mlp == MLP_GEGLU)
 		return err_set(e, "backward: Gemma's embedding scale, sandwich norms, soft-capping "

@@ -49,9 +49,9 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	switch (i) {
 	case P_WTE: d0 = V; d1 = C; n = 2; break;
 	case P_WPE: if (c->pos == POS_LEARNED) { d0 = S; d1 = C; n = 2; } break;
-	case P_LN1W: d0 = C; n = 1; break;
+	case P_LN1W: if (!c->post_only) { d0 = C; n = 1; } break;
 	case P_LN1B: if (ln_bias) { d0 = C; n = 1; } break;
-	case P_LN2W: if (F) { d0 = C; n = 1; } break;
+	case P_LN2W: if (F && !c->post_only) { d0 = C; n = 1; } break;
 	case P_LN2B: if (ln_bias && F) { d0 = C; n = 1; } break;
 	case P_QKVW: d0 = QKV; d1 = C; n = 2; break;
 	case P_QKVB: if (c->bias) { d0 = QKV; n = 1; } break;
@@ -71,7 +71,14 @@ size_t param_shape(const struct model_config *c, enum param_id i, size_t shape[3
 	case P_HEADLNW: if (mlm) { d0 = C; n = 1; } break;
 	case P_HEADLNB: if (mlm && ln_bias) { d0 = C; n = 1; } break;
 	case P_OUTB: if (mlm && c->bias) { d0 = V; n = 1; } break;
-	case P_QNORMW: case P_KNORMW: if (c->qk_norm) { d0 = (size_t)cfg_d_head(c); n = 1; } break;
+	case P_QNORMW: case P_KNORMW:
+		if (c->qk_norm) {
+			d0 = (size_t)cfg_d_head(c);
+			if (c->qk_norm_whole) /* OLMo-2: over all query / all key heads */
+				d0 *= (size_t)(i == P_QNORMW ? c->n_head : c->n_kv_head);
+			n = 1;
+		}
+		break;
 	case P_ATTPOSTW: if (c->sandwich) { d0 = C; n = 1; } break;
 	case P_MLPPOSTW: if (c->sandwich && F) { d0 = C; n = 1; } break;
 	default: break;
@@ -133,6 +140,11 @@ static int validate_gemma(const struct model_config *c, struct err *e)
 			       (double)c->rope_local_theta);
 	if (c->sandwich && c->norm != NORM_RMS)
 		return err_set(e, "config: sandwich norms are RMSNorm's only (Gemma's)");
+	if (c->post_only && (!c->sandwich || c->placement != PLACE_PRE || c->parallel))
+		return err_set(e, "config: post_only needs the sandwich norms, pre placement and "
+			       "sequential blocks (OLMo-2's)");
+	if (c->qk_norm_whole && !c->qk_norm)
+		return err_set(e, "config: qk_norm_whole needs qk_norm");
 	return 0;
 }
 

@@ -129,7 +129,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
 	if (w->qnw)
-		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->norm_eps);
+		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->qk_norm_whole, c->norm_eps);
 	if (c->pos == POS_ROPE)
 		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos,
 			    d->freq + (cfg_layer_local(c, l) ? cfg_rotary_dims(c) / 2 : 0));
@@ -148,6 +148,17 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, H * D, C);
 	if (w->apw) /* the sandwich norm of the attention's output */
 		norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
+}
+
+/* The norm before a sub-block of one row x into out; a copy without one
+ * (post_only, OLMo-2's), as the full pass has it. */
+static void pre_norm(const struct model_config *c, float *out, const float *x, const float *w,
+		     const float *b)
+{
+	if (w)
+		norm_forward(c->norm, out, NULL, NULL, x, w, b, 1, c->d_model, c->norm_eps);
+	else
+		memcpy(out, x, (size_t)c->d_model * sizeof *out);
 }
 
 /* The MLP of layer l on in into d->tmp, its sandwich norm after it. */
@@ -185,12 +196,11 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		const float *skip = c->residual ? d->x : NULL;
 		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)), or
 			      * parallel: x <- x + attn(norm1(x)) + mlp(norm2(x)) */
-			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
+			pre_norm(c, d->xn, d->x, w.ln1w, w.ln1b);
 			attend(d, m, l, &w);
 			residual_forward(d->ar, skip, d->tmp, C);
 			if (c->d_ff) {
-				norm_forward(c->norm, d->xn, NULL, NULL, c->parallel ? d->x : d->ar, w.ln2w,
-					     w.ln2b, 1, C, c->norm_eps);
+				pre_norm(c, d->xn, c->parallel ? d->x : d->ar, w.ln2w, w.ln2b);
 				mlp(d, c, &w, d->xn);
 				residual_forward(d->x, c->residual || c->parallel ? d->ar : NULL, d->tmp, C);
 			} else {

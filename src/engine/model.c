@@ -217,6 +217,13 @@ int run_options_validate(const struct model *m, const struct run_options *o, str
 		return err_set(e, "window %d: must be 0 or more", o->window);
 	if ((unsigned)o->pitfall >= N_PITFALLS)
 		return err_set(e, "unknown pitfall");
+	if (c->post_only && o->placement != PLACE_PRE)
+		return err_set(e, "this model has no norm before its sub-blocks (OLMo-2's): norm "
+			       "placement stays native");
+	if (c->qk_norm_whole && (o->kv_heads % c->n_kv_head != 0 || o->pitfall == PITFALL_NO_TRANSPOSE))
+		return err_set(e, "%d key/value heads: this model's key norm spans its %d key heads "
+			       "together (OLMo-2's), so only whole multiples of them run", o->kv_heads,
+			       c->n_kv_head);
 	int heads = c->n_layer * c->n_head;
 	if (heads > ABLATE_WORDS * 64 && opt_ablated_count(o) > 0)
 		return err_set(e, "ablation supports up to %d heads; this model has %d", ABLATE_WORDS * 64, heads);
@@ -391,8 +398,8 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->fpb = AT(P_FCPROJB, C);
 	w->apw = AT(P_ATTPOSTW, C);
 	w->mpw = AT(P_MLPPOSTW, C);
-	w->qnw = AT(P_QNORMW, (size_t)cfg_d_head(c));
-	w->knw = AT(P_KNORMW, (size_t)cfg_d_head(c));
+	w->qnw = AT(P_QNORMW, m->psize[P_QNORMW] / (size_t)c->n_layer);
+	w->knw = AT(P_KNORMW, m->psize[P_KNORMW] / (size_t)c->n_layer);
 #undef AT
 	w->qkvw = qkvw + (size_t)l * QKV * C;
 	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
@@ -586,7 +593,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		view_heads(qkv, view, B, T, G, D, QKV, (H + G) * D, false);
 	}
 	if (w->qnw) /* slots keep to their part under the view: the same scales */
-		qk_norm_rows(q_rows, n, QKV, H, G, D, w->qnw, w->knw, pass_eps(m, o));
+		qk_norm_rows(q_rows, n, QKV, H, G, D, w->qnw, w->knw, c->qk_norm_whole, pass_eps(m, o));
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		struct model_config rc;
@@ -621,6 +628,18 @@ static void post_norm(const struct model_config *c, float *x, const float *w, in
 {
 	if (w)
 		norm_forward(c->norm, x, NULL, NULL, x, w, NULL, n, c->d_model, eps);
+}
+
+/* A norm before a sub-block (pre placement) of x (n, C) into out, its
+ * mean / rstd saved; a model without such norms (post_only, OLMo-2's)
+ * copies x, so that out is the sub-block's input either way. */
+static void pre_norm(const struct model_config *c, float *out, float *mean, float *rstd,
+		     const float *x, const float *w, const float *b, int n, float eps)
+{
+	if (w)
+		norm_forward(c->norm, out, mean, rstd, x, w, b, n, c->d_model, eps);
+	else
+		memcpy(out, x, (size_t)n * c->d_model * sizeof *out);
 }
 
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
@@ -661,7 +680,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		 * without "in +" when the model has no residual connections */
 		const float *attn_in = in;
 		if (!post) {
-			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, C, eps);
+			pre_norm(c, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, eps);
 			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			attn_in = ln1;
 		}
@@ -681,7 +700,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		if (!post) {
 			const float *end = att_res, *mlp_in = parallel ? in : att_res;
 			if (c->d_ff) {
-				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
+				pre_norm(c, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
 				post_norm(c, scratch, w.mpw, n, eps);

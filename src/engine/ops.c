@@ -86,12 +86,13 @@ void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 }
 
 void qk_norm_rows(float *x, int n, int ld, int H, int G, int D, const float *wq,
-		  const float *wk, float eps)
+		  const float *wk, bool whole, float eps)
 {
+	int nq = whole ? 1 : H, nk = whole ? 1 : G, wq_n = whole ? H * D : D, wk_n = whole ? G * D : D;
 	for (int i = 0; i < n; i++) {
 		float *row = x + (size_t)i * ld;
-		rmsnorm_forward(row, NULL, row, wq, H, D, eps);
-		rmsnorm_forward(row + (size_t)H * D, NULL, row + (size_t)H * D, wk, G, D, eps);
+		rmsnorm_forward(row, NULL, row, wq, nq, wq_n, eps);
+		rmsnorm_forward(row + (size_t)H * D, NULL, row + (size_t)H * D, wk, nk, wk_n, eps);
 	}
 }
 

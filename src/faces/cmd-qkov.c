@@ -63,7 +63,8 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (qkov_ov_run(s->model, &s->opt, l, h, &ov, e) != 0)
 		return -1;
 	struct qkov_qk qk;
-	bool capped = s->model->cfg.attn_softcap > 0.0f; /* no sum of parts: OV only */
+	const struct model_config *mc = &s->model->cfg; /* no split of these: OV only */
+	bool capped = mc->attn_softcap > 0.0f || mc->qk_norm_whole;
 	bool text = session_ready(s) && !capped;
 	if (text && qkov_qk_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, &qk, e) != 0) {
 		qkov_ov_free(&ov);
@@ -75,8 +76,9 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (text)
 		print_qk(&b, &qk, l, h, s->n_tokens);
 	else if (capped)
-		render_buf_printf(&b, "(the QK split is left out: this model soft-caps its scores, "
-				      "so a score is no sum of parts)\n");
+		render_buf_printf(&b, "(the QK split is left out: this model %s, so a score is no "
+				      "sum of parts yet)\n", mc->attn_softcap > 0.0f ?
+				      "soft-caps its scores" : "norms all its query heads together");
 	else
 		render_buf_printf(&b, "(no text: set one with text to see the QK circuit on it)\n");
 	fwrite(b.data, 1, b.len, s->out);

@@ -45,11 +45,11 @@ void dump_config(FILE *out, const struct model *m)
 	if (c->emb_norm)
 		fprintf(out, " emb_norm yes");
 	if (c->qk_norm)
-		fprintf(out, " qk_norm yes");
+		fprintf(out, c->qk_norm_whole ? " qk_norm whole" : " qk_norm yes");
 	if (c->emb_scale > 0.0f) /* Gemma 2's switches */
 		fprintf(out, " emb_scale %g", (double)c->emb_scale);
 	if (c->sandwich)
-		fprintf(out, " sandwich yes");
+		fprintf(out, c->post_only ? " sandwich post_only" : " sandwich yes");
 	if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
 		fprintf(out, " softcap %g/%g", (double)c->attn_softcap, (double)c->final_softcap);
 	if (c->attn_scale_dim)

@@ -54,7 +54,8 @@ static const char *const cfg_keys[] = {
 	"bias", "tied", "residual", "scale", "mask", "parallel", "rotary_dims", "head_dim",
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
 	"rope_orig_context", "local_window", "local_layers", "qk_norm", "emb_scale", "sandwich",
-	"attn_softcap", "final_softcap", "attn_scale_dim", "rope_local_theta",
+	"attn_softcap", "final_softcap", "attn_scale_dim", "rope_local_theta", "qk_norm_whole",
+	"post_only",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -120,6 +121,10 @@ static json_t *config_to_json(const struct model_config *c)
 	/* Qwen3's q/k norm, likewise */
 	if (c->qk_norm)
 		ju_set(o, "qk_norm", json_true());
+	if (c->qk_norm_whole) /* OLMo-2's */
+		ju_set(o, "qk_norm_whole", json_true());
+	if (c->post_only)
+		ju_set(o, "post_only", json_true());
 	/* Gemma 2's switches, likewise */
 	if (c->emb_scale > 0.0f)
 		set_float(o, "emb_scale", c->emb_scale);
@@ -275,7 +280,7 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	c->emb_norm = false;
 	c->head = HEAD_LM;
-	c->qk_norm = c->sandwich = false;
+	c->qk_norm = c->sandwich = c->qk_norm_whole = c->post_only = false;
 	c->emb_scale = c->attn_softcap = c->final_softcap = 0.0f;
 	c->attn_scale_dim = 0;
 	c->rope_local_theta = 0.0f;
@@ -284,6 +289,8 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 	if (ju_get_bool(o, "emb_norm", "config", 0, &c->emb_norm, e) < 0 ||
 	    ju_get_bool(o, "qk_norm", "config", 0, &c->qk_norm, e) < 0 ||
 	    ju_get_bool(o, "sandwich", "config", 0, &c->sandwich, e) < 0 ||
+	    ju_get_bool(o, "qk_norm_whole", "config", 0, &c->qk_norm_whole, e) < 0 ||
+	    ju_get_bool(o, "post_only", "config", 0, &c->post_only, e) < 0 ||
 	    ju_get_float(o, "emb_scale", "config", 0, &c->emb_scale, e) < 0 ||
 	    ju_get_float(o, "attn_softcap", "config", 0, &c->attn_softcap, e) < 0 ||
 	    ju_get_float(o, "final_softcap", "config", 0, &c->final_softcap, e) < 0 ||
