@@ -59,7 +59,7 @@ const struct cmd_entry cmd_load_entry = {
 		"MODEL is a file or directory, found by its content: an attnscope .safetensors,\n"
 		"a Hugging Face GPT-2, Llama, Qwen2, Qwen3, Mistral, GPT-NeoX, GPT-Neo, Phi-3,\n"
 		"BERT, RoBERTa or DistilBERT directory, a GGUF file (llama.cpp, Ollama, LM Studio:\n"
-		"Llama, Mistral, Qwen2, GPT-2, GPT-NeoX or BERT, F32/F16/BF16 or quantized\n"
+		"Llama, Mistral, Qwen2, Qwen3, GPT-2, GPT-NeoX or BERT, F32/F16/BF16 or quantized\n"
 		"Q8_0, Q4_0/1, Q5_0/1, Q2_K..Q6_K, dequantized), a llama2.c .bin or an llm.c\n"
 		"GPT-2 .bin; or a name in models/ (shakespeare -> models/shakespeare.safetensors);\n"
 		"or hf:NAME, a snapshot in the local Hugging Face cache (never downloaded).\n"
