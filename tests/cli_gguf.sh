@@ -1,7 +1,8 @@
 #!/bin/sh
 # GGUF files (loader-gguf.c): a seeded model written by tool_mkhf as a
 # Hugging Face directory, and by tool_mkgguf from the same weights as GGUF in
-# llama.cpp's names and layout (Llama's Q/K rows interleaved, Qwen2's and
+# llama.cpp's names and layout (Llama's Q/K rows interleaved, Qwen2's,
+# Qwen3's (with its q/k norm scales, heads twice hidden / heads wide) and
 # NeoX's rotate-half), gives exactly the directory's attention, norms and
 # losses in F32 (`--dump` compared byte for byte), with the tokenizer from
 # the GGUF metadata (GPT-2's vocabulary; NeoX with --tokenizer, as its
@@ -15,7 +16,7 @@ make_tmp cli-gguf
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."
 
-for fam in "llama:" "qwen2:--qwen2" "gptneox:--neox" "bert:--bert --bare"; do
+for fam in "llama:" "qwen2:--qwen2" "qwen3:--qwen3" "gptneox:--neox" "bert:--bert --bare"; do
 	arch=${fam%%:*} opt=${fam#*:}
 	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 	if ! "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $opt >/dev/null 2>&1 ||

@@ -547,10 +547,16 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 
 /* ---------------------------------------------------------------- models */
 
-const char *const ga_name[GA_N] = { "llama", "qwen2", "gpt2", "gptneox", "bert" };
+const char *const ga_name[GA_N] = { "llama", "qwen2", "qwen3", "gpt2", "gptneox", "bert" };
 
 struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
 		       uint64_t seed)
+{
+	return ga_model_hd(a, V, L, C, F, H, K, 0, S, seed);
+}
+
+struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, int D, int S,
+			  uint64_t seed)
 {
 	struct model_config c;
 	struct err e;
@@ -560,15 +566,18 @@ struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int 
 	c.d_model = C;
 	c.d_ff = F;
 	c.n_head = H;
-	c.n_kv_head = a == GA_LLAMA || a == GA_QWEN2 ? K : H;
+	bool llama = a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3;
+	c.n_kv_head = llama ? K : H;
+	c.head_dim = D;
 	c.context = S;
 	c.tied = a == GA_GPT2;
-	if (a == GA_LLAMA || a == GA_QWEN2) {
+	if (llama) {
 		c.norm = NORM_RMS;
 		c.norm_eps = 1e-6f;
 		c.pos = POS_ROPE;
 		c.mlp = MLP_SWIGLU;
 		c.bias = a == GA_QWEN2;
+		c.qk_norm = a == GA_QWEN3;
 	} else if (a == GA_NEOX) {
 		c.pos = POS_ROPE;
 		c.rotary_dims = C / H / 2;
@@ -616,11 +625,16 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 		gw_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
 		gw_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
 	}
-	if (a == GA_LLAMA || a == GA_QWEN2) {
+	if (a == GA_QWEN3 && !c->head_dim) { /* Qwen3's config.json always has head_dim */
+		gw_u32(w, KEY("attention.key_length"), (uint32_t)cfg_d_head(c));
+		gw_u32(w, KEY("attention.value_length"), (uint32_t)cfg_d_head(c));
+	}
+	if (a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3) {
 		gw_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
 		gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
 		gw_f32(w, KEY("rope.freq_base"), c->rope_theta);
-		gw_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg_rotary_dims(c));
+		if (a != GA_QWEN3) /* the converter's Qwen3 writes no rope.dimension_count */
+			gw_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg_rotary_dims(c));
 	} else {
 		gw_f32(w, KEY("attention.layer_norm_epsilon"), c->norm_eps);
 	}
@@ -644,7 +658,7 @@ static void blk(struct gw *w, int l, const char *name, uint32_t type, size_t row
 	gw_tensor(w, n, type, rows, cols, p);
 }
 
-/* A layer's Q and K rows in rotate-half order, as Qwen2's and NeoX's
+/* A layer's Q and K rows in rotate-half order, as Qwen2's, Qwen3's and NeoX's
  * files hold them ([q; k; v] of rows x cols, cols 1 for a bias). */
 static float *rotated(const struct model_config *c, const float *w, size_t cols)
 {
@@ -660,13 +674,31 @@ static float *rotated(const struct model_config *c, const float *w, size_t cols)
 	return o;
 }
 
+/* Layer l's q/k norm scales (Qwen3), each one head's D in rotate-half
+ * order as HF's q_norm / k_norm hold them. */
+static void ga_qk_norm(struct gw *w, const struct model *m, int l)
+{
+	const struct model_config *c = &m->cfg;
+	int D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	float *o = xmalloc((size_t)D * sizeof *o);
+	static const char *const name[2] = { "attn_q_norm.weight", "attn_k_norm.weight" };
+	static const enum param_id id[2] = { P_QNORMW, P_KNORMW };
+	for (int i = 0; i < 2; i++) {
+		const float *s = m->p[id[i]] + (size_t)l * D;
+		for (int r = 0; r < D; r++)
+			o[r] = s[neox_rope_row(r, D, R)];
+		blk(w, l, name[i], 0, 0, (size_t)D, o);
+	}
+	free(o);
+}
+
 static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint32_t ty)
 {
 	const struct model_config *c = &m->cfg;
 	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, D = (size_t)cfg_d_head(c);
 	size_t H = (size_t)c->n_head, K = (size_t)c->n_kv_head, QKV = (H + 2 * K) * D;
 	const float *qkv = m->p[P_QKVW] + l * QKV * C, *qb = c->bias ? m->p[P_QKVB] + l * QKV : NULL;
-	bool rot = a == GA_QWEN2 || a == GA_NEOX, ln = c->norm == NORM_LAYER;
+	bool rot = a == GA_QWEN2 || a == GA_QWEN3 || a == GA_NEOX, ln = c->norm == NORM_LAYER;
 	float *rw = rot ? rotated(c, qkv, C) : NULL, *rb = rot && qb ? rotated(c, qb, 1) : NULL;
 	const float *wq = rw ? rw : qkv, *bq = rb ? rb : qb;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
@@ -696,6 +728,8 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 			blk(w, l, "attn_v.bias", 0, 0, K * D, bq + (H + K) * D);
 		}
 	}
+	if (c->qk_norm)
+		ga_qk_norm(w, m, l);
 	blk(w, l, "attn_output.weight", ty, C, H * D, AT(P_ATTPROJW, C * H * D));
 	if (c->bias && a != GA_QWEN2)
 		blk(w, l, "attn_output.bias", 0, 0, C, AT(P_ATTPROJB, C));
@@ -718,6 +752,8 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
 {
 	const struct model_config *c = &m->cfg;
 	size_t C = (size_t)c->d_model, V = (size_t)c->vocab_size, S = (size_t)c->context;
+	if (c->qk_norm != (a == GA_QWEN3))
+		fixture("ga_write_model: the q/k norm is Qwen3's, and Qwen3 has it");
 	ga_meta(w, c, a);
 	gw_tensor(w, "token_embd.weight", type, V, C, m->p[P_WTE]);
 	if (c->pos == POS_LEARNED)

@@ -67,18 +67,24 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 /* ---------------------------------------------------------------- models */
 
 /* The architectures of loader-gguf.c. */
-enum ga { GA_LLAMA, GA_QWEN2, GA_GPT2, GA_NEOX, GA_BERT, GA_N };
+enum ga { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_GPT2, GA_NEOX, GA_BERT, GA_N };
 extern const char *const ga_name[GA_N];
 
 /* A seeded random model of architecture a (weights well away from their
- * init, the biases the family does not have zero), L layers, d_model C,
- * d_ff F, H heads (K K/V heads for Llama and Qwen2), context S, V tokens;
- * tied for GPT-2, untied otherwise; NeoX turns half of each head. */
+ * init, the q/k norm's scales too, the biases the family does not have
+ * zero), L layers, d_model C, d_ff F, H heads (K K/V heads for Llama,
+ * Qwen2 and Qwen3), context S, V tokens; tied for GPT-2, untied otherwise;
+ * NeoX turns half of each head; Qwen3 has the q/k norm and no biases. */
 struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
 		       uint64_t seed);
 
+/* ga_model() with heads D wide (config head_dim; 0: C / H). */
+struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, int D, int S,
+			  uint64_t seed);
+
 /* The metadata and tensors of model m as llama.cpp's converter writes them
- * for architecture a, the 2-D weights in type `type`, the vectors F32. */
+ * for architecture a, the 2-D weights in type `type`, the vectors F32.  m
+ * has the q/k norm exactly when a is Qwen3 (a broken fixture otherwise). */
 void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type);
 
 /* ------------------------------------------------------------ tokenizers */

@@ -6,7 +6,7 @@
  *   - every quantized type round-trips within the error its block predicts
  *     (gq_bound: half a step of the sub-block's stored grid, or the distance
  *     to the grid's ends), element by element;
- *   - each architecture (llama, qwen2, gpt2, gptneox, bert) in F32, F16 and
+ *   - each architecture (llama, qwen2, qwen3, gpt2, gptneox, bert) in F32, F16 and
  *     BF16 loads to the config and weights of the same model's attnscope
  *     checkpoint written in the same type (BF16: a checkpoint of BF16
  *     tensors), and its attention and loss match to 1e-4;
@@ -17,9 +17,13 @@
  *     the same tokenizer read from its own files, on every string of the
  *     expectation tables, for GPT-2, Llama 3, Qwen2.5, llama2.c (Llama 2's
  *     SentencePiece) and BERT;
- *   - what the engine cannot run (RoPE scaling, experts, other tokenizers)
- *     is refused by name, and damaged files fail with one line naming the
- *     file and the problem.
+ *   - heads wider or narrower than embedding_length / head_count
+ *     (attention.key_length) load as their checkpoint does, Qwen3's q/k
+ *     norm with them;
+ *   - what the engine cannot run (RoPE scaling, experts, qwen3moe, other
+ *     tokenizers) is refused by name, a Qwen3 file without its q/k norm
+ *     names the missing tensor, and damaged files fail with one line
+ *     naming the file and the problem.
  * Needs ../shared/tokenizers (or $ATTNSCOPE_SHARED) for GPT-2 and llama2.c.
  */
 #define _GNU_SOURCE
@@ -44,6 +48,7 @@
 #include "gguf.h"
 #include "gguf_write.h"
 #include "loader.h"
+#include "loaders.h"
 #include "model.h"
 #include "tok-hfjson.h"
 #include "tok-wordpiece.h"
@@ -158,15 +163,25 @@ static void open_fails(const char *path, const char *word)
 	assert_null(strchr(e.msg, '\n'));
 }
 
-/* A model of architecture a with the tiny tokenizer. */
-static struct model *tiny(enum ga a, int C, int F, int L, uint64_t seed)
+static bool gqa(enum ga a)
+{
+	return a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3;
+}
+
+/* A model of architecture a with the tiny tokenizer, 4 heads (2 K/V heads
+ * where the family has them) D wide (0: C / 4). */
+static struct model *tiny_hd(enum ga a, int C, int F, int L, int D, uint64_t seed)
 {
 	struct err e;
-	struct model *m = ga_model(a, TINY_V, L, C, F, 4, a == GA_LLAMA || a == GA_QWEN2 ? 2 : 4,
-				   64, seed);
+	struct model *m = ga_model_hd(a, TINY_V, L, C, F, 4, gqa(a) ? 2 : 4, D, 64, seed);
 	m->tok = tok_bpe_load(tmp, &e);
 	assert_non_null(m->tok);
 	return m;
+}
+
+static struct model *tiny(enum ga a, int C, int F, int L, uint64_t seed)
+{
+	return tiny_hd(a, C, F, L, 0, seed);
 }
 
 /* Writes m as GGUF in type at path, with the tiny tokenizer's metadata. */
@@ -393,17 +408,7 @@ static const char *const type_names[] = { [GGML_F32] = "F32", [GGML_F16] = "F16"
 static void compare_exact(enum ga a, uint32_t t, int head_dim)
 {
 	struct err e;
-	struct model *m = tiny(a, 32, a == GA_LLAMA || a == GA_QWEN2 ? 48 : 64, 2, 40 + a);
-	if (head_dim) {
-		struct model_config c = m->cfg;
-		model_free(m);
-		c.head_dim = head_dim;
-		m = model_new(&c, &e);
-		assert_non_null(m);
-		model_init_random(m, 60 + a);
-		m->tok = tok_bpe_load(tmp, &e);
-		assert_non_null(m->tok);
-	}
+	struct model *m = tiny_hd(a, 32, gqa(a) ? 48 : 64, 2, head_dim, 40 + a);
 	const char *ck = path_of("ref.safetensors"), *gg = path_of("m.gguf");
 	if (t == GGML_BF16) {
 		assert_int_equal(gw_checkpoint_bf16(m, ck), 0);
@@ -448,17 +453,6 @@ static void test_exact_types(void **state)
 			compare_exact((enum ga)a, types[k], 0);
 }
 
-/* attention.key_length / value_length apart from embedding_length /
- * head_count (Qwen3's, Gemma's): heads of 16 and of 4 over 32 / 4 heads
- * load as their checkpoint does. */
-static void test_head_dim(void **state)
-{
-	(void)state;
-	compare_exact(GA_LLAMA, GGML_F32, 16);
-	compare_exact(GA_QWEN2, GGML_F32, 4);
-	compare_exact(GA_LLAMA, GGML_F16, 4);
-}
-
 /* GGUF version 2 and a 64-byte alignment read as well. */
 static void test_version2_alignment(void **state)
 {
@@ -488,9 +482,9 @@ static double tolerance(double eps)
 	return 3 * eps + 1e-3;
 }
 
-static void compare_quant(enum ga a, uint32_t t)
+static void compare_quant(enum ga a, uint32_t t, int head_dim)
 {
-	struct model *m = tiny(a, 256, 512, 1, 60 + a);
+	struct model *m = tiny_hd(a, 256, 512, 1, head_dim, 60 + a);
 	const char *gg = path_of("q.gguf");
 	write_gguf(m, a, t, gg);
 	struct model *g = open_ok(gg, "gguf");
@@ -519,9 +513,9 @@ static void compare_quant(enum ga a, uint32_t t)
 	size_t na = (size_t)m->cfg.n_layer * m->cfg.n_head * T * T;
 	double da = max_diff(rm->att, rg->att, na);
 	double dl = cfg_has_head(&m->cfg) ? fabs(rm->loss - rg->loss) : da;
-	printf("  %-7s %-4s worst error %.3f of its bound, weights' relative RMS error %.4f; "
-	       "attention %.2e, %s %.2e (limit %.4f)\n", ga_name[a], ggml_type_name(t), worst, eps,
-	       da, cfg_has_head(&m->cfg) ? "loss" : "attention", dl, tolerance(eps));
+	printf("  %-7s %-4s head_dim %d: worst error %.3f of its bound, weights' relative RMS "
+	       "error %.4f; attention %.2e, %s %.2e (limit %.4f)\n", ga_name[a], ggml_type_name(t),
+	       cfg_d_head(&g->cfg), worst, eps, da, cfg_has_head(&m->cfg) ? "loss" : "attention", dl, tolerance(eps));
 	assert_true(dl <= tolerance(eps));
 	run_free(rm);
 	run_free(rg);
@@ -534,7 +528,25 @@ static void test_quantized_models(void **state)
 	(void)state;
 	for (int a = 0; a < GA_N; a++)
 		for (size_t k = 0; k < N_QUANT; k++)
-			compare_quant((enum ga)a, quant_types[k]);
+			compare_quant((enum ga)a, quant_types[k], 0);
+}
+
+/* attention.key_length / value_length apart from embedding_length /
+ * head_count (Qwen3's, Gemma's): heads of 16 and of 4 over 32 / 4 heads
+ * load as their checkpoint does; Qwen3's heads twice embedding_length /
+ * head_count wide (as Qwen3-0.6B's 128 over 1024 / 16) with their q/k norm,
+ * exact in F32 and BF16, within the stated error in Q8_0 and Q4_K. */
+static void test_head_dim(void **state)
+{
+	(void)state;
+	compare_exact(GA_LLAMA, GGML_F32, 16);
+	compare_exact(GA_QWEN2, GGML_F32, 4);
+	compare_exact(GA_LLAMA, GGML_F16, 4);
+	compare_exact(GA_QWEN3, GGML_F32, 16);
+	compare_exact(GA_QWEN3, GGML_BF16, 16);
+	compare_exact(GA_QWEN3, GGML_F32, 4);
+	compare_quant(GA_QWEN3, GGML_Q8_0, 128);
+	compare_quant(GA_QWEN3, GGML_Q4_K, 128);
 }
 
 /* ------------------------------------------------------------ tokenizers */
@@ -815,6 +827,125 @@ static void test_damaged(void **state)
 	free(c);
 }
 
+/* Qwen3's tensors as the converter lays them: it copies HF's q_proj,
+ * k_proj, q_norm and k_norm as they are (no permutation; llama.cpp turns
+ * Qwen3 with NeoX RoPE), so file row r of each Q or K head, and entry r of
+ * each norm, is the engine's row llama_rope_row(r, D) (hf-shards.c, the
+ * HF loader's map); attention.key_length is the heads' width. */
+static void test_qwen3_layout(void **state)
+{
+	(void)state;
+	struct model *m = tiny_hd(GA_QWEN3, 32, 48, 1, 16, 17);
+	const char *p = path_of("layout.gguf");
+	write_gguf(m, GA_QWEN3, GGML_F32, p);
+	const struct model_config *c = &m->cfg;
+	size_t C = (size_t)c->d_model, D = (size_t)cfg_d_head(c), H = (size_t)c->n_head;
+	size_t K = (size_t)c->n_kv_head;
+	struct gguf_file f;
+	struct err e = { "" };
+	assert_int_equal(gguf_open(&f, p, &e), 0);
+	int64_t kl = 0;
+	assert_int_equal(gguf_get_int(&f, "qwen3.attention.key_length", 1, 1 << 20, &kl, &e), 0);
+	assert_int_equal(kl, 16);
+	static const struct { const char *name; enum param_id p; size_t first, rows, cols; } t[] = {
+		{ "blk.0.attn_q.weight", P_QKVW, 0, 4 * 16, 32 },
+		{ "blk.0.attn_k.weight", P_QKVW, 4 * 16, 2 * 16, 32 },
+		{ "blk.0.attn_q_norm.weight", P_QNORMW, 0, 16, 1 },
+		{ "blk.0.attn_k_norm.weight", P_KNORMW, 0, 16, 1 },
+	};
+	assert_true(H == 4 && K == 2 && D == 16 && C == 32);
+	for (int i = 0; i < 4; i++) {
+		struct gguf_tensor *g = gguf_find_tensor(&f, t[i].name);
+		assert_non_null(g);
+		float *x = xmalloc(t[i].rows * t[i].cols * sizeof *x);
+		assert_int_equal(gguf_read_tensor(&f, g, x, &e), 0);
+		for (size_t r = 0; r < t[i].rows; r++) {
+			size_t er = t[i].first + r / D * D + (size_t)llama_rope_row((int)(r % D), (int)D);
+			if (memcmp(x + r * t[i].cols, m->p[t[i].p] + er * t[i].cols, t[i].cols * sizeof *x)) {
+				print_error("%s row %zu is not the engine's row %zu\n", t[i].name, r, er);
+				fail();
+			}
+		}
+		free(x);
+	}
+	gguf_close(&f);
+	model_free(m);
+}
+
+/* A Qwen3 file with Q/K/V and output biases (llama.cpp reads them when
+ * they are there; Qwen3's own have none) loads them, permuted as the rows
+ * are: the same weights and attention as the model written. */
+static void test_qwen3_bias(void **state)
+{
+	(void)state;
+	struct err e;
+	struct model *t = tiny_hd(GA_QWEN3, 32, 48, 2, 16, 19);
+	struct model_config c = t->cfg;
+	c.bias = true;
+	struct model *m = model_new(&c, &e);
+	assert_non_null(m);
+	model_init_random(m, 19);
+	struct rng r;
+	rng_seed(&r, 20);
+	for (size_t i = 0; i < m->n_params; i++)
+		m->params[i] += 0.05f * rng_normal(&r);
+	/* the MLP's biases have no GGUF tensor in a SwiGLU model */
+	memset(m->p[P_FCB], 0, m->psize[P_FCB] * sizeof(float));
+	memset(m->p[P_FCPROJB], 0, m->psize[P_FCPROJB] * sizeof(float));
+	m->tok = t->tok;
+	t->tok = NULL;
+	model_free(t);
+	write_gguf(m, GA_QWEN3, GGML_F32, path_of("bias.gguf"));
+	struct model *g = open_ok(path_of("bias.gguf"), "gguf");
+	assert_true(g->cfg.bias && g->cfg.qk_norm);
+	assert_int_equal(g->n_params, m->n_params);
+	double dw = max_diff(m->params, g->params, m->n_params);
+	int T;
+	struct run *rm = run_text(m, &T), *rg = run_text(g, &T);
+	double da = max_diff(rm->att, rg->att, (size_t)c.n_layer * c.n_head * T * T);
+	printf("  qwen3 with biases: weights %.1e, attention %.1e, loss %.1e\n", dw, da,
+	       fabs(rm->loss - rg->loss));
+	assert_true(dw == 0 && da <= 1e-4 && fabs(rm->loss - rg->loss) <= 1e-4);
+	run_free(rm);
+	run_free(rg);
+	model_free(g);
+	model_free(m);
+}
+
+/* Qwen3: a file without blk.0.attn_q_norm (its name changed in place) is
+ * refused naming the tensor; one without attn_k_norm likewise; the
+ * mixture-of-experts qwen3moe is refused by name. */
+static void test_qwen3_refused(void **state)
+{
+	(void)state;
+	struct model *m = tiny(GA_QWEN3, 32, 48, 2, 13);
+	struct gw *w = gw_new();
+	ga_write_model(w, m, GA_QWEN3, GGML_F32);
+	assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+	size_t len;
+	unsigned char *b = gw_bytes(w, 3, 0, &len), *c = xmalloc(len);
+	gw_free(w);
+	model_free(m);
+	static const struct { const char *name, *missing; } cut[] = {
+		{ "blk.0.attn_q_norm.weight", "missing tensor blk.0.attn_q_norm.weight" },
+		{ "blk.1.attn_k_norm.weight", "missing tensor blk.1.attn_k_norm.weight" },
+	};
+	for (int i = 0; i < 2; i++) {
+		memcpy(c, b, len);
+		/* blk.N.attn_X_norm -> blk.N.attn_X_morm: not read as the norm */
+		after(c, len, cut[i].name)[-11] = 'm';
+		damaged(c, len, cut[i].missing);
+	}
+	free(b);
+	free(c);
+	w = gw_new();
+	gw_str(w, "general.architecture", "qwen3moe");
+	gw_u32(w, "qwen3moe.expert_count", 128);
+	assert_int_equal(gw_write(w, path_of("moe.gguf"), 3, 0), 0);
+	gw_free(w);
+	open_fails(path_of("moe.gguf"), "general.architecture \"qwen3moe\" is not supported");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -826,6 +957,9 @@ int main(void)
 		cmocka_unit_test(test_quantized_models),
 		cmocka_unit_test(test_tokenizers),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_qwen3_layout),
+		cmocka_unit_test(test_qwen3_bias),
+		cmocka_unit_test(test_qwen3_refused),
 		cmocka_unit_test(test_damaged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -9,7 +9,9 @@
  *        [--type TYPE] [--version 2|3] [--alignment N]
  *        [--tokdir DIR | --tokjson FILE --pre PRE [--bos NAME] |
  *         --tokbin FILE | --wordpiece FILE]
- *   ARCH  llama, qwen2, gpt2, gptneox or bert
+ *   ARCH  llama, qwen2, qwen3, gpt2, gptneox or bert (qwen3 --from needs
+ *         a checkpoint with the q/k norm, as tool_mkhf --qwen3 writes;
+ *         the others one without)
  *   TYPE  f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  *         q3_k, q4_k, q5_k, q6_k (rows that are not whole blocks stay F32)
  *   the tokenizer: GPT-2's vocab.json + merges.txt in DIR; a BPE
@@ -19,8 +21,10 @@
  *         vocabulary of the kind the architecture's models use (llama: a
  *         SentencePiece-style one; bert: WordPiece; others: byte-level BPE)
  *         and --from writes no tokenizer.
- * --tiny: 1 layer, d_model 32, 2 heads of 16 (llama/qwen2: 1 K/V head),
- * d_ff 32, context 8, the vocabulary's size.
+ * --tiny: 1 layer, d_model 32, 2 heads of 16 (llama/qwen2/qwen3: 1 K/V
+ * head; qwen3's heads 32 wide, twice d_model / heads as Qwen3-0.6B's 128
+ * over 1024 / 16, with the q/k norm), d_ff 32, context 8, the
+ * vocabulary's size.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,11 +227,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, "tool_mkgguf: --tiny writes its own vocabulary\n");
 			return 2;
 		}
-		m = ga_model((enum ga)ga, V, 1, 32, 32, 2, 1, 8, 11);
+		m = ga_model_hd((enum ga)ga, V, 1, 32, 32, 2, 1, ga == GA_QWEN3 ? 32 : 0, 8, 11);
 	} else {
 		m = model_open(from, &e);
 		if (!m) {
 			fprintf(stderr, "tool_mkgguf: %s\n", e.msg);
+			return 1;
+		}
+		if (m->cfg.qk_norm != (ga == GA_QWEN3)) {
+			fprintf(stderr, "tool_mkgguf: %s %s\n", from, m->cfg.qk_norm
+				? "has the q/k norm, which only --arch qwen3 holds"
+				: "has no q/k norm, which --arch qwen3 needs (tool_mkhf --qwen3 writes one)");
+			model_free(m);
+			gw_free(w);
 			return 1;
 		}
 	}

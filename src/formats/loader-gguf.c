@@ -15,6 +15,12 @@
  *                   so they are read as they are
  *   qwen2           as llama, with Q/K/V biases; its Q and K rows are HF's
  *                   rotate-half order and are permuted (neox_rope_row)
+ *   qwen3           as qwen2 (rotate-half rows, permuted), Q/K/V biases
+ *                   optional (Qwen3 has none), and the q/k norm (config
+ *                   qk_norm): attn_q_norm and attn_k_norm, one head's D
+ *                   scales each, in rotate-half order and permuted as one
+ *                   head's rows; heads D = attention.key_length wide
+ *                   (Qwen3-0.6B: 128 over embedding_length 1024, 16 heads)
  *   gpt2            LayerNorm (attention.layer_norm_epsilon) with biases,
  *                   learned positions (position_embd), GELU tanh, the fused
  *                   attn_qkv [q; k; v]
@@ -31,14 +37,15 @@
  * Tensors: token_embd, position_embd, token_types, token_embd_norm,
  * output_norm, output (absent, or the same bytes as token_embd: tied),
  * blk.N.{attn_norm, attn_q, attn_k, attn_v or the fused attn_qkv,
- * attn_output, attn_output_norm, ffn_norm, ffn_gate, ffn_up, ffn_down,
- * layer_output_norm}, ".weight" and, where the family has them, ".bias"
- * (llama's optional Q/K/V/output biases make the config's bias true).
- * Every tensor must be one of these; BERT's classifier (cls.*) is
- * ignored.  Refused by name: other architectures, RoPE scaling
- * (rope.scaling.type, rope_freqs), experts, a key_length or value_length
- * other than D, a causal BERT.  Weights of every type gguf.h reads are
- * dequantized to F32.
+ * attn_q_norm, attn_k_norm, attn_output, attn_output_norm, ffn_norm,
+ * ffn_gate, ffn_up, ffn_down, layer_output_norm}, ".weight" and, where the
+ * family has them, ".bias" (llama's and qwen3's optional Q/K/V/output
+ * biases make the config's bias true).  Every tensor must be one of
+ * these; BERT's classifier (cls.*) is ignored.  Refused by name: other
+ * architectures (qwen3moe among them), RoPE scaling (rope.scaling.type,
+ * rope_freqs), experts, a key_length other than value_length, a BERT
+ * key_length other than embedding_length / head_count, a causal BERT.
+ * Weights of every type gguf.h reads are dequantized to F32.
  *
  * The tokenizer comes from the metadata (gguf-vocab.c); --tokenizer gives
  * another: a tokenizer.bin (llama2.c), or a tokenizer.json, vocab.json +
@@ -57,14 +64,15 @@
 #include "tok-wordpiece.h"
 #include "utf8.h"
 
-enum family { FAM_LLAMA, FAM_QWEN2, FAM_GPT2, FAM_NEOX, FAM_BERT };
+enum family { FAM_LLAMA, FAM_QWEN2, FAM_QWEN3, FAM_GPT2, FAM_NEOX, FAM_BERT };
 
 static const struct arch {
 	const char *name; /* general.architecture */
 	enum family fam;
 } archs[] = {
 	{ "llama", FAM_LLAMA }, { "mistral", FAM_LLAMA }, { "qwen2", FAM_QWEN2 },
-	{ "gpt2", FAM_GPT2 },	{ "gptneox", FAM_NEOX },  { "bert", FAM_BERT },
+	{ "qwen3", FAM_QWEN3 }, { "gpt2", FAM_GPT2 },	  { "gptneox", FAM_NEOX },
+	{ "bert", FAM_BERT },
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -126,8 +134,8 @@ static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
 		}
 	char shown[160];
 	utf8_printable(name, strlen(name), shown, sizeof shown);
-	err_set(e, "general.architecture \"%s\" is not supported (llama, mistral, qwen2, gpt2, "
-		"gptneox and bert are)", shown);
+	err_set(e, "general.architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3, "
+		"gpt2, gptneox and bert are)", shown);
 	free(name);
 	return NULL;
 }
@@ -244,9 +252,9 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 {
 	int D = cfg_d_head(c), R = D;
 	float theta = 10000.0f;
-	bool rope = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2 || a->fam == FAM_NEOX;
-	const char *eps = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2
-				  ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+	bool rms = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2 || a->fam == FAM_QWEN3;
+	bool rope = rms || a->fam == FAM_NEOX;
+	const char *eps = rms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
 	if (refuse(f, a, e) || akey_float(f, a, eps, true, &c->norm_eps, e))
 		return -1;
 	if (rope && (akey_float(f, a, "rope.freq_base", false, &theta, e) < 0 ||
@@ -259,13 +267,15 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 	c->pos = rope ? POS_ROPE : POS_LEARNED;
 	c->rope_theta = theta;
 	c->rotary_dims = R == D ? 0 : R;
-	in->rotate = a->fam == FAM_QWEN2 || a->fam == FAM_NEOX;
+	in->rotate = a->fam == FAM_QWEN2 || a->fam == FAM_QWEN3 || a->fam == FAM_NEOX;
 	in->fused = gguf_find_tensor(f, "blk.0.attn_qkv.weight") != NULL;
 	switch (a->fam) {
 	case FAM_LLAMA:
 	case FAM_QWEN2:
+	case FAM_QWEN3:
 		c->norm = NORM_RMS;
 		c->mlp = MLP_SWIGLU;
+		c->qk_norm = a->fam == FAM_QWEN3;
 		c->bias = a->fam == FAM_QWEN2 || gguf_find_tensor(f, "blk.0.attn_q.bias") ||
 			  gguf_find_tensor(f, "blk.0.attn_qkv.bias") ||
 			  gguf_find_tensor(f, "blk.0.attn_output.bias");
@@ -378,7 +388,27 @@ static void unrotate(const struct model_config *c, float *w, size_t cols, float 
 	}
 }
 
-/* Layer l's attention of a decoder: Q, K, V (separate or fused), output. */
+/* Layer l's q/k norm (qk_norm): attn_q_norm and attn_k_norm, one head's D
+ * scales each, moved from rotate-half order to the engine's as one head's
+ * rows are. */
+static int rd_qk_norm(const struct gguf_file *f, const struct info *in, struct model *m, int l,
+		      float *tmp, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	int D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	static const char *const name[2] = { "attn_q_norm.weight", "attn_k_norm.weight" };
+	float *dst[2] = { m->p[P_QNORMW] + (size_t)l * D, m->p[P_KNORMW] + (size_t)l * D };
+	for (int i = 0; i < 2; i++) {
+		if (rdl(f, l, name[i], (uint64_t)D, 0, in->rotate ? tmp : dst[i], e))
+			return -1;
+		for (int r = 0; in->rotate && r < D; r++)
+			dst[i][neox_rope_row(r, D, R)] = tmp[r];
+	}
+	return 0;
+}
+
+/* Layer l's attention of a decoder: Q, K, V (separate or fused), the q/k
+ * norm, output. */
 static int rd_attn(const struct gguf_file *f, const struct info *in, struct model *m, int l,
 		   float *tmp, struct err *e)
 {
@@ -406,6 +436,8 @@ static int rd_attn(const struct gguf_file *f, const struct info *in, struct mode
 		if (b)
 			unrotate(c, b, 1, tmp);
 	}
+	if (c->qk_norm && rd_qk_norm(f, in, m, l, tmp, e))
+		return -1;
 	float *ob = c->bias ? m->p[P_ATTPROJB] + l * C : NULL;
 	if (rdl(f, l, "attn_output.weight", C, H * D, m->p[P_ATTPROJW] + l * C * H * D, e))
 		return -1;
@@ -413,7 +445,7 @@ static int rd_attn(const struct gguf_file *f, const struct info *in, struct mode
 		  : 0;
 }
 
-/* Layer l of a decoder (llama, qwen2, gpt2, gptneox). */
+/* Layer l of a decoder (llama, qwen2, qwen3, gpt2, gptneox). */
 static int rd_layer(const struct gguf_file *f, const struct info *in, struct model *m, int l,
 		    float *tmp, struct err *e)
 {
