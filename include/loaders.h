@@ -189,6 +189,12 @@ struct tokenizer *ld_hf_tokenizer(const char *opt, const char *dir, struct err *
  * vocab_size, max_position_embeddings, each required.  0, or -1 + e. */
 int ld_hf_shape(json_t *o, struct model_config *c, struct err *e);
 
+/* ld_hf_shape of a RoPE decoder, with num_key_value_heads (default: the
+ * heads), at most CFG_MAX_LAYERS layers, and a max_position_embeddings
+ * above CFG_MAX_CONTEXT cut to it (RoPE holds no table: shorter texts are
+ * exact).  0, or -1 + e. */
+int ld_hf_rope_shape(json_t *o, struct model_config *c, struct err *e);
+
 /* 0 when tokenizer tok fits a vocabulary of vocab_size (config.json's),
  * else -1 + e with both numbers. */
 int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e);

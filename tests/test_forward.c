@@ -522,6 +522,43 @@ static void test_neox_architectures(void **s)
 	assert_int_equal(failures, 0);
 }
 
+/* The run options every architecture test sweeps, against the reference:
+ * placements pre and post (pre only when !both), every run mask (a window
+ * of 2), G = v->kv or g_alt, the scale off on a third of them, head 1.1
+ * ablated on half, the no-transpose pitfall once (when no_transpose) and
+ * eps0 once (when eps0), the saved activations (RUN_TRAIN) on half.
+ * Adds the runs to *runs; returns the mismatches. */
+static int check_option_grid(struct model *m, const struct variant *v, int g_alt, bool both,
+			     bool no_transpose, bool eps0, int *runs)
+{
+	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
+						 MASK_AFTER_SOFTMAX };
+	int failures = 0;
+	for (int rp = 0; rp < (both ? 2 : 1); rp++)
+		for (int mk = 0; mk < 4; mk++)
+			for (int gi = 0; gi < 2; gi++) {
+				struct run_options o;
+				base_options(m, &o);
+				o.kv_heads = gi ? g_alt : v->kv;
+				o.placement = rp ? PLACE_POST : PLACE_PRE;
+				o.mask = masks[mk];
+				o.window = 2;
+				o.scale = (mk + gi) % 3 != 2;
+				if ((rp + mk + gi) % 2)
+					opt_set_ablated(&o, 1 * m->cfg.n_head + 1, true);
+				if (no_transpose && mk == 1 && gi == 1)
+					o.pitfall = PITFALL_NO_TRANSPOSE;
+				if (eps0 && mk == 3 && gi == 0)
+					o.pitfall = PITFALL_EPS0;
+				unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
+							       : (RUN_LOGITS | RUN_ATTN);
+				(*runs)++;
+				if (!check_against_ref(m, v, &o, flags, test_tokens, TT))
+					failures++;
+			}
+	return failures;
+}
+
 /* head_dim apart from d_model / n_head (Qwen3, Gemma): heads' width
  * H * D above C (4 x 8 = 32 over 16), below it (2 x 4 = 8) and with C not
  * divisible by H (3 x 6 = 18); native K = H or fewer, RoPE over all of D
@@ -534,8 +571,6 @@ static void test_headdim_architectures(void **s)
 	static const struct { int heads, head_dim, kv, rotary; } shapes[] = {
 		{ 4, 8, 2, 0 }, { 4, 8, 4, 4 }, { 2, 4, 1, 0 }, { 3, 6, 3, 0 }, { 3, 6, 1, 2 },
 	};
-	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
-						 MASK_AFTER_SOFTMAX };
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
@@ -553,26 +588,7 @@ static void test_headdim_architectures(void **s)
 			v.place = si == 2 ? PLACE_POST : PLACE_PRE;
 			struct model *m = make_model(&v, 9100u + (uint64_t)(si * 10 + pos));
 			assert_int_equal(cfg_attn_width(&m->cfg), v.heads * v.head_dim);
-			for (int rp = 0; rp < 2; rp++)
-				for (int mk = 0; mk < 4; mk++)
-					for (int gi = 0; gi < 2; gi++) {
-						struct run_options o;
-						base_options(m, &o);
-						o.kv_heads = gi ? 1 : v.kv;
-						o.placement = rp ? PLACE_POST : PLACE_PRE;
-						o.mask = masks[mk];
-						o.window = 2;
-						o.scale = (mk + gi) % 3 != 2;
-						if ((rp + mk + gi) % 2)
-							opt_set_ablated(&o, 1 * v.heads + 1, true);
-						if (mk == 1 && gi == 1)
-							o.pitfall = PITFALL_NO_TRANSPOSE;
-						unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
-									       : (RUN_LOGITS | RUN_ATTN);
-						runs++;
-						if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
-							failures++;
-					}
+			failures += check_option_grid(m, &v, 1, true, true, false, &runs);
 			model_free(m);
 		}
 	engine_set_threads(0);
@@ -592,8 +608,6 @@ static void test_qknorm_architectures(void **s)
 	static const struct { int heads, head_dim, kv, rotary; enum pos_type pos; } shapes[] = {
 		{ 4, 0, 2, 0, POS_ROPE }, { 4, 8, 2, 4, POS_ROPE }, { 2, 0, 2, 0, POS_LEARNED },
 	};
-	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
-						 MASK_AFTER_SOFTMAX };
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -609,28 +623,7 @@ static void test_qknorm_architectures(void **s)
 		v.bias = si != 0;
 		v.tied = si == 1;
 		struct model *m = make_model(&v, 9300u + (uint64_t)si);
-		for (int rp = 0; rp < 2; rp++)
-			for (int mk = 0; mk < 4; mk++)
-				for (int gi = 0; gi < 2; gi++) {
-					struct run_options o;
-					base_options(m, &o);
-					o.kv_heads = gi ? 1 : v.kv;
-					o.placement = rp ? PLACE_POST : PLACE_PRE;
-					o.mask = masks[mk];
-					o.window = 2;
-					o.scale = (mk + gi) % 3 != 2;
-					if ((rp + mk + gi) % 2)
-						opt_set_ablated(&o, 1 * v.heads + 1, true);
-					if (mk == 1 && gi == 1)
-						o.pitfall = PITFALL_NO_TRANSPOSE;
-					if (mk == 3 && gi == 0)
-						o.pitfall = PITFALL_EPS0;
-					unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
-								       : (RUN_LOGITS | RUN_ATTN);
-					runs++;
-					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
-						failures++;
-				}
+		failures += check_option_grid(m, &v, 1, true, true, true, &runs);
 		model_free(m);
 	}
 	engine_set_threads(0);
@@ -654,8 +647,6 @@ static void test_gemma_architectures(void **s)
 	static const struct { int heads, head_dim, kv; bool qk; } shapes[] = {
 		{ 4, 0, 2, false }, { 4, 8, 1, false }, { 2, 0, 2, true },
 	};
-	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
-						 MASK_AFTER_SOFTMAX };
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -673,26 +664,7 @@ static void test_gemma_architectures(void **s)
 		v.local_window = 3;
 		v.local_bits = 1u; /* layer 0 local, layer 1 global */
 		struct model *m = make_model(&v, 9400u + (uint64_t)si);
-		for (int rp = 0; rp < 2; rp++)
-			for (int mk = 0; mk < 4; mk++)
-				for (int gi = 0; gi < 2; gi++) {
-					struct run_options o;
-					base_options(m, &o);
-					o.kv_heads = gi ? 1 : v.kv;
-					o.placement = rp ? PLACE_POST : PLACE_PRE;
-					o.mask = masks[mk];
-					o.window = 2;
-					o.scale = (mk + gi) % 3 != 2;
-					if ((rp + mk + gi) % 2)
-						opt_set_ablated(&o, 1 * v.heads + 1, true);
-					if (mk == 3 && gi == 0)
-						o.pitfall = PITFALL_EPS0;
-					unsigned flags = (mk + gi) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
-								       : (RUN_LOGITS | RUN_ATTN);
-					runs++;
-					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
-						failures++;
-				}
+		failures += check_option_grid(m, &v, 1, true, false, true, &runs);
 		model_free(m);
 	}
 	engine_set_threads(0);
@@ -711,8 +683,6 @@ static void test_olmo2_architectures(void **s)
 {
 	(void)s;
 	static const struct { int kv, head_dim; } shapes[] = { { 4, 0 }, { 2, 0 }, { 2, 8 } };
-	static const enum mask_kind masks[4] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW,
-						 MASK_AFTER_SOFTMAX };
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -726,25 +696,7 @@ static void test_olmo2_architectures(void **s)
 		v.bias = false;
 		v.tied = si == 1;
 		struct model *m = make_model(&v, 9500u + (uint64_t)si);
-		for (int mk = 0; mk < 4; mk++)
-			for (int gi = 0; gi < 2; gi++)
-				for (int ab = 0; ab < 2; ab++) {
-					struct run_options o;
-					base_options(m, &o);
-					o.kv_heads = gi ? TH : v.kv;
-					o.mask = masks[mk];
-					o.window = 2;
-					o.scale = (mk + gi) % 3 != 2;
-					if (ab)
-						opt_set_ablated(&o, 1 * TH + 1, true);
-					if (mk == 3 && gi == 0 && ab)
-						o.pitfall = PITFALL_EPS0;
-					unsigned flags = (mk + ab) % 2 ? (RUN_LOGITS | RUN_ATTN | RUN_TRAIN)
-								       : (RUN_LOGITS | RUN_ATTN);
-					runs++;
-					if (!check_against_ref(m, &v, &o, flags, test_tokens, TT))
-						failures++;
-				}
+		failures += check_option_grid(m, &v, TH, false, false, true, &runs);
 		struct run_options o;
 		struct err e;
 		base_options(m, &o);

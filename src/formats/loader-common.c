@@ -229,6 +229,18 @@ int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e
 	return 0;
 }
 
+int ld_hf_rope_shape(json_t *o, struct model_config *c, struct err *e)
+{
+	if (ld_hf_shape(o, c, e) || LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0)
+		return -1;
+	if (c->n_layer > CFG_MAX_LAYERS)
+		return err_set(e, "config.json: num_hidden_layers %d is more than %d", c->n_layer,
+			       CFG_MAX_LAYERS);
+	if (c->context > CFG_MAX_CONTEXT)
+		c->context = CFG_MAX_CONTEXT;
+	return 0;
+}
+
 int ld_hf_shape(json_t *o, struct model_config *c, struct err *e)
 {
 	config_default(c);

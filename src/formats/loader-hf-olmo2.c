@@ -80,16 +80,10 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 {
 	(void)type;
 	(void)x;
-	if (ld_hf_shape(o, c, e) ||
-	    LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0)
+	if (ld_hf_rope_shape(o, c, e))
 		return -1;
-	if (c->n_layer > CFG_MAX_LAYERS)
-		return err_set(e, "config.json: num_hidden_layers %d is more than %d", c->n_layer,
-			       CFG_MAX_LAYERS);
 	if (config_check_heads(c->d_model, c->n_head, e))
 		return err_prefix(e, "config.json");
-	if (c->context > CFG_MAX_CONTEXT) /* RoPE holds no table: shorter texts are exact */
-		c->context = CFG_MAX_CONTEXT;
 	if (parse_rest(o, c, e))
 		return -1;
 	if (config_validate(c, e) != 0)
