@@ -8,7 +8,7 @@
  *   "hf-gpt2"      a Hugging Face GPT-2 directory: config.json,
  *                  model.safetensors, vocab.json + merges.txt or
  *                  tokenizer.json (or the model.safetensors file inside one)
- *   "hf-llama"     a Hugging Face Llama, Qwen2 or Mistral directory:
+ *   "hf-llama"     a Hugging Face Llama, Qwen2, Qwen3 or Mistral directory:
  *                  config.json, model.safetensors or a sharded
  *                  model.safetensors.index.json, tokenizer.json or a
  *                  GPT-2-style byte-level tokenizer (loaders.h: the rotate-half Q/K row order)
@@ -21,6 +21,12 @@
  *   "hf-phi3"      a Hugging Face Phi-3 directory (Phi-3-mini-4k): fused
  *                  qkv_proj and gate_up_proj, partial rotary, the sliding
  *                  window as every layer local, tokenizer.json
+ *   "hf-gemma"     a Hugging Face Gemma 2 or Gemma 3 text directory: the
+ *                  (1 + w) norms around both sub-blocks, GeGLU, sqrt(C)
+ *                  embeddings, soft-capping, sliding layers, Gemma 3's
+ *                  q/k norm and local RoPE base, tokenizer.json
+ *   "hf-olmo2"     a Hugging Face OLMo-2 directory: norms after the
+ *                  sub-blocks only, whole-width q/k norms, tokenizer.json
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a
  *                  BertModel without its head), WordPiece tokenizer
  *   "hf-roberta"   a Hugging Face RoBERTa directory (RobertaForMaskedLM or
@@ -34,7 +40,7 @@
  *                  or a safetensors file with the family's names and a
  *                  config.json beside it)
  *   "gguf"         a GGUF file (llama.cpp, Ollama, LM Studio), versions 2
- *                  and 3: Llama, Mistral, Qwen2, GPT-2, GPT-NeoX or BERT,
+ *                  and 3: Llama, Mistral, Qwen2, Qwen3, GPT-2, GPT-NeoX or BERT,
  *                  tensors in F32, F16, BF16, Q8_0, Q4_0/1, Q5_0/1 or
  *                  Q2_K..Q6_K dequantized, the tokenizer from its metadata
  *                  (loader-gguf.c; --tokenizer gives another)
