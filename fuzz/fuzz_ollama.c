@@ -15,7 +15,8 @@
  *
  * Seeds: fuzz/seeds/ollama, a manifest as `ollama pull` writes it naming
  * the blob, and the hostile kinds tests/cli_discover.sh builds (a digest
- * with ../, no model layer, a cut JSON text).
+ * with ../, no model layer, a cut JSON text, a JSON error jansson quotes
+ * with a newline in it: json-error-quotes-newline).
  *
  *   make build-fuzz/fuzz_ollama && build-fuzz/fuzz_ollama fuzz/seeds/ollama
  */

@@ -76,6 +76,8 @@ check "a tag Ollama does not have: one line naming the manifest it looked for" \
 bad() { mkdir -p "$O/manifests/registry.ollama.ai/library/bad"; }
 bad
 printf '{"layers": [' >"$O/manifests/registry.ollama.ai/library/bad/json"
+# jansson quotes the text near its error: here a newline (fuzz_ollama's find)
+printf '{"laa}\\\n' >"$O/manifests/registry.ollama.ai/library/bad/quote"
 manifest registry.ollama.ai/library/bad/climb "sha256:../../../../etc/passwd" 10
 manifest registry.ollama.ai/library/bad/gone "sha256:$(printf '%064d' 7)" 10
 manifest registry.ollama.ai/library/bad/short "sha256:$q" 99
@@ -97,8 +99,9 @@ check "models still lists the good ones and says in one line what is wrong with 
 	grep -A1 '^  bad:loop  *(ollama)' '$tmp/out' | grep -qi '^    too many levels of symbolic links' &&
 	grep -A1 '^  bad:fifo  *(ollama)' '$tmp/out' | grep -q '^    is a FIFO, not a regular file' &&
 	grep -A1 '^  bad:nomodel  *(ollama)' '$tmp/out' | grep -q '^    no layer of mediaType application/vnd.ollama.image.model' &&
-	grep -A1 '^  bad:dirblob  *(ollama)' '$tmp/out' | grep -q '^    blob sha256-0*... is a directory, not a file'"
-for t in json climb gone short loop fifo nomodel dirblob; do
+	grep -A1 '^  bad:dirblob  *(ollama)' '$tmp/out' | grep -q '^    blob sha256-0*... is a directory, not a file' &&
+	grep -A1 '^  bad:quote  *(ollama)' '$tmp/out' | grep -q '^    not a JSON manifest (line 2: invalid escape near .*?.)\$'"
+for t in json quote climb gone short loop fifo nomodel dirblob; do
 	run "$O/blobs/sha256-$q" -c "load bad:$t"
 	check "load bad:$t fails in one line naming the manifest" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
 		grep -q '^-c:1: $O/manifests/registry.ollama.ai/library/bad/$t: ' '$tmp/err'"

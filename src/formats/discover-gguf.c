@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "gguf.h"
+#include "loaders.h"
 #include "json-util.h"
 #include "utf8.h"
 
@@ -187,7 +188,9 @@ static int manifest_blob(const char *root, const char *path, char *out, size_t s
 	if (!m) {
 		if (je.line < 0)
 			return err_set(e, "%s", je.text);
-		return err_set(e, "%s: not a JSON manifest (line %d: %s)", path, je.line, je.text);
+		err_set(e, "%s: not a JSON manifest (line %d: %s)", path, je.line, je.text);
+		ld_one_line(e); /* jansson quotes the text near the error, newlines and all */
+		return -1;
 	}
 	json_t *layers = json_object_get(m, "layers"), *found = NULL;
 	size_t i;
@@ -303,7 +306,8 @@ static void ollama_places(struct model_place **p, int *n, int *cap)
 
 /* ---------------------------------------------- LM Studio, llama.cpp */
 
-int discover_resolve(const char *spec, char *out, size_t size, struct err *e)
+/* discover_resolve's work; its messages may quote spec as it is. */
+static int resolve_spec(const char *spec, char *out, size_t size, struct err *e)
 {
 	char root[PATH_MAX];
 	int k;
@@ -330,6 +334,14 @@ int discover_resolve(const char *spec, char *out, size_t size, struct err *e)
 		return err_set(e, "%s: not in llama.cpp's cache %s ($LLAMA_CACHE)", spec, root);
 	}
 	return ollama_resolve(spec, out, size, e);
+}
+
+int discover_resolve(const char *spec, char *out, size_t size, struct err *e)
+{
+	int rc = resolve_spec(spec, out, size, e);
+	if (rc < 0)
+		ld_one_line(e); /* a name typed with control characters stays one line */
+	return rc;
 }
 
 static bool is_gguf_name(const char *f)
