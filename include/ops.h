@@ -31,7 +31,9 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
 		     int N, int C, float eps);
 
-/* Dispatches on the norm type (mean is unused for RMSNorm). */
+/* Dispatches on the norm type (mean is unused for RMSNorm).  A NULL w is
+ * no norm at all (OLMo-2 has none before its sub-blocks, most models none
+ * after them): out = inp (in place: nothing), mean 0, rstd 1. */
 void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 		  const float *inp, const float *w, const float *b, int N, int C, float eps);
 

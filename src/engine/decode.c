@@ -146,19 +146,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 		       G, D, lo, scale, c->attn_softcap);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
 	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, H * D, C);
-	if (w->apw) /* the sandwich norm of the attention's output */
-		norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
-}
-
-/* The norm before a sub-block of one row x into out; a copy without one
- * (post_only, OLMo-2's), as the full pass has it. */
-static void pre_norm(const struct model_config *c, float *out, const float *x, const float *w,
-		     const float *b)
-{
-	if (w)
-		norm_forward(c->norm, out, NULL, NULL, x, w, b, 1, c->d_model, c->norm_eps);
-	else
-		memcpy(out, x, (size_t)c->d_model * sizeof *out);
+	/* the sandwich norm of the attention's output (none without one) */
+	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
 }
 
 /* The MLP of layer l on in into d->tmp, its sandwich norm after it. */
@@ -166,8 +155,7 @@ static void mlp(struct decoder *d, const struct model_config *c, const struct la
 		const float *in)
 {
 	mlp_forward(c, d->fch, d->fch_act, d->tmp, in, w->fcw, w->fcb, w->fpw, w->fpb, 1);
-	if (w->mpw)
-		norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
+	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
 }
 
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
@@ -196,11 +184,12 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		const float *skip = c->residual ? d->x : NULL;
 		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)), or
 			      * parallel: x <- x + attn(norm1(x)) + mlp(norm2(x)) */
-			pre_norm(c, d->xn, d->x, w.ln1w, w.ln1b);
+			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
 			attend(d, m, l, &w);
 			residual_forward(d->ar, skip, d->tmp, C);
 			if (c->d_ff) {
-				pre_norm(c, d->xn, c->parallel ? d->x : d->ar, w.ln2w, w.ln2b);
+				norm_forward(c->norm, d->xn, NULL, NULL, c->parallel ? d->x : d->ar, w.ln2w,
+					     w.ln2b, 1, C, c->norm_eps);
 				mlp(d, c, &w, d->xn);
 				residual_forward(d->x, c->residual || c->parallel ? d->ar : NULL, d->tmp, C);
 			} else {

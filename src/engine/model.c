@@ -622,26 +622,6 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	}
 }
 
-/* A sandwich norm (config sandwich) of a sub-block's output x (n, C), in
- * place, with the scale w; nothing when w is NULL. */
-static void post_norm(const struct model_config *c, float *x, const float *w, int n, float eps)
-{
-	if (w)
-		norm_forward(c->norm, x, NULL, NULL, x, w, NULL, n, c->d_model, eps);
-}
-
-/* A norm before a sub-block (pre placement) of x (n, C) into out, its
- * mean / rstd saved; a model without such norms (post_only, OLMo-2's)
- * copies x, so that out is the sub-block's input either way. */
-static void pre_norm(const struct model_config *c, float *out, float *mean, float *rstd,
-		     const float *x, const float *w, const float *b, int n, float eps)
-{
-	if (w)
-		norm_forward(c->norm, out, mean, rstd, x, w, b, n, c->d_model, eps);
-	else
-		memcpy(out, x, (size_t)n * c->d_model * sizeof *out);
-}
-
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
  * r->resid[l0], the input of block l0, as model_forward runs them; from
  * row row0 on only (B = 1, checked by model_blocks_from): the rows before
@@ -680,7 +660,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		 * without "in +" when the model has no residual connections */
 		const float *attn_in = in;
 		if (!post) {
-			pre_norm(c, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, eps);
+			norm_forward(c->norm, ln1, ln1_mean, ln1_rstd, in, w.ln1w, w.ln1b, n, C, eps);
 			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			attn_in = ln1;
 		}
@@ -691,7 +671,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
 					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
 		matmul_forward(scratch, atty + ra, w.projw, w.projb, n, A, C);
-		post_norm(c, scratch, w.apw, n, eps);
+		norm_forward(c->norm, scratch, NULL, NULL, scratch, w.apw, NULL, n, C, eps); /* sandwich */
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
 
 		/* MLP sub-block (none when F = 0: the block ends after attention);
@@ -700,10 +680,10 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 		if (!post) {
 			const float *end = att_res, *mlp_in = parallel ? in : att_res;
 			if (c->d_ff) {
-				pre_norm(c, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, eps);
+				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
-				post_norm(c, scratch, w.mpw, n, eps);
+				norm_forward(c->norm, scratch, NULL, NULL, scratch, w.mpw, NULL, n, C, eps);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
 				end = mlp_res;
 			}
@@ -714,7 +694,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			const float *end = ln1;
 			if (c->d_ff) {
 				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
-				post_norm(c, scratch, w.mpw, n, eps);
+				norm_forward(c->norm, scratch, NULL, NULL, scratch, w.mpw, NULL, n, C, eps);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);

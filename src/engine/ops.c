@@ -79,6 +79,17 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
 void norm_forward(enum norm_type type, float *out, float *mean, float *rstd,
 		  const float *inp, const float *w, const float *b, int N, int C, float eps)
 {
+	if (!w) { /* no norm here: x as it is, its mean 0 and scale 1 */
+		if (out != inp)
+			memmove(out, inp, (size_t)N * C * sizeof *out);
+		for (int i = 0; i < N; i++) {
+			if (mean)
+				mean[i] = 0.0f;
+			if (rstd)
+				rstd[i] = 1.0f;
+		}
+		return;
+	}
 	if (type == NORM_RMS)
 		rmsnorm_forward(out, rstd, inp, w, N, C, eps);
 	else
