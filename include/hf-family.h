@@ -42,11 +42,8 @@ enum hf_part { HF_WHOLE, HF_Q, HF_K, HF_V, HF_GATE, HF_UP };
  *              for most): rows permuted to the engine's (2i, 2i + 1)
  *              within each head, the rest kept (neox_rope_row)
  *   NEOX_QKV   GPT-NeoX's fused query_key_value, per head [q; k; v]:
- *              rows moved to the engine's layout (neox_qkv_row)
- *   PLUS_ONE   a norm whose scale is 1 + the stored weight (Gemma's): 1
- *              added to every value as read
- *   ROPE_PLUS_ONE  both: Gemma 3's q/k norm, one head's D scales */
-enum hf_xform { HF_COPY, HF_CONV1D, HF_ROPE, HF_NEOX_QKV, HF_PLUS_ONE, HF_ROPE_PLUS_ONE };
+ *              rows moved to the engine's layout (neox_qkv_row) */
+enum hf_xform { HF_COPY, HF_CONV1D, HF_ROPE, HF_NEOX_QKV };
 
 /* Bits of struct hf_tensor's when, set by a family's parse from config.json. */
 #define HF_OPT_ATTN_BIAS 1u /* the Q/K/V and output projections carry biases */
@@ -72,6 +69,8 @@ struct hf_tensor {
 				 * qkv_proj, gate_up_proj); this entry takes only
 				 * its part's rows, through xf.  A fused tensor is
 				 * listed once per part. */
+	bool plus_one;		/* a norm whose scale is 1 + the stored weight
+				 * (Gemma's): 1 added to every value read */
 };
 
 /* What a family's parse and inspect settle beyond the config. */

@@ -169,7 +169,7 @@ static int conv1d_shape(struct ld_shards *s, const char *name, const struct slot
 static size_t dest_row(const struct model_config *c, enum hf_xform xf, size_t r)
 {
 	int D = cfg_d_head(c);
-	if (xf == HF_ROPE || xf == HF_ROPE_PLUS_ONE)
+	if (xf == HF_ROPE)
 		return (size_t)neox_rope_row((int)r, D, cfg_rotary_dims(c));
 	if (xf == HF_NEOX_QKV)
 		return (size_t)neox_qkv_row((int)r, c->n_head, D, cfg_rotary_dims(c));
@@ -193,9 +193,8 @@ static int read_fused(struct ld_shards *s, const struct model_config *c, const s
 	return rc;
 }
 
-/* Reads the file's tensor name into slot g of dst (the engine tensor of
- * one layer), through t's transform. */
-static int read_slot(struct ld_shards *s, const struct model_config *c, const struct hf_tensor *t,
+/* read_slot's work: the file's tensor through t's transform. */
+static int read_rows(struct ld_shards *s, const struct model_config *c, const struct hf_tensor *t,
 		     const char *name, const struct slot *g, float *dst, struct err *e)
 {
 	size_t w = g->cols ? g->cols : 1;
@@ -209,12 +208,6 @@ static int read_slot(struct ld_shards *s, const struct model_config *c, const st
 	}
 	if (t->xf == HF_COPY)
 		return ld_shards_read(s, name, g->rows, g->cols, at, e);
-	if (t->xf == HF_PLUS_ONE) {
-		int rc = ld_shards_read(s, name, g->rows, g->cols, at, e);
-		for (size_t i = 0; !rc && i < g->rows * w; i++)
-			at[i] += 1.0f;
-		return rc;
-	}
 	bool conv = t->xf == HF_CONV1D && g->cols;
 	if (conv && conv1d_shape(s, name, g, e))
 		return -1;
@@ -226,9 +219,20 @@ static int read_slot(struct ld_shards *s, const struct model_config *c, const st
 			at[o * g->cols + r] = tmp[r * g->rows + o];
 	for (size_t r = 0; !rc && !conv && r < g->rows; r++)
 		memcpy(at + dest_row(c, t->xf, r) * w, tmp + r * w, w * sizeof(float));
-	for (size_t i = 0; !rc && t->xf == HF_ROPE_PLUS_ONE && i < g->rows * w; i++)
-		at[i] += 1.0f;
 	free(tmp);
+	return rc;
+}
+
+/* Reads the file's tensor name into slot g of dst (the engine tensor of
+ * one layer), through t's transform, 1 added to each value for a
+ * plus_one norm. */
+static int read_slot(struct ld_shards *s, const struct model_config *c, const struct hf_tensor *t,
+		     const char *name, const struct slot *g, float *dst, struct err *e)
+{
+	int rc = read_rows(s, c, t, name, g, dst, e);
+	float *at = dst + g->r0 * (g->cols ? g->cols : 1);
+	for (size_t i = 0; !rc && t->plus_one && i < g->rows * (g->cols ? g->cols : 1); i++)
+		at[i] += 1.0f;
 	return rc;
 }
 

@@ -208,25 +208,25 @@ static const char *const types[] = { "gemma2", "gemma3_text", NULL };
 /* RoPE's frequencies, which the engine computes. */
 static const char *const ignored[] = { "rotary_emb.inv_freq", NULL };
 
-/* Every norm's scale is 1 + the stored weight (HF_PLUS_ONE); Gemma 3's q/k
+/* Every norm's scale is 1 + the stored weight (plus_one); Gemma 3's q/k
  * norm is read when the config has it (c->qk_norm). */
 #define L_ "model.layers.%d."
 static const struct hf_tensor map[] = {
 	{ .name = "model.embed_tokens.weight", .p = P_WTE },
-	{ .name = L_ "input_layernorm.weight", .p = P_LN1W, .xf = HF_PLUS_ONE },
+	{ .name = L_ "input_layernorm.weight", .p = P_LN1W, .plus_one = true },
 	{ .name = L_ "self_attn.q_proj.weight", .p = P_QKVW, .part = HF_Q, .xf = HF_ROPE },
 	{ .name = L_ "self_attn.k_proj.weight", .p = P_QKVW, .part = HF_K, .xf = HF_ROPE },
 	{ .name = L_ "self_attn.v_proj.weight", .p = P_QKVW, .part = HF_V },
-	{ .name = L_ "self_attn.q_norm.weight", .p = P_QNORMW, .xf = HF_ROPE_PLUS_ONE },
-	{ .name = L_ "self_attn.k_norm.weight", .p = P_KNORMW, .xf = HF_ROPE_PLUS_ONE },
+	{ .name = L_ "self_attn.q_norm.weight", .p = P_QNORMW, .xf = HF_ROPE, .plus_one = true },
+	{ .name = L_ "self_attn.k_norm.weight", .p = P_KNORMW, .xf = HF_ROPE, .plus_one = true },
 	{ .name = L_ "self_attn.o_proj.weight", .p = P_ATTPROJW },
-	{ .name = L_ "post_attention_layernorm.weight", .p = P_ATTPOSTW, .xf = HF_PLUS_ONE },
-	{ .name = L_ "pre_feedforward_layernorm.weight", .p = P_LN2W, .xf = HF_PLUS_ONE },
+	{ .name = L_ "post_attention_layernorm.weight", .p = P_ATTPOSTW, .plus_one = true },
+	{ .name = L_ "pre_feedforward_layernorm.weight", .p = P_LN2W, .plus_one = true },
 	{ .name = L_ "mlp.gate_proj.weight", .p = P_FCW, .part = HF_GATE },
 	{ .name = L_ "mlp.up_proj.weight", .p = P_FCW, .part = HF_UP },
 	{ .name = L_ "mlp.down_proj.weight", .p = P_FCPROJW },
-	{ .name = L_ "post_feedforward_layernorm.weight", .p = P_MLPPOSTW, .xf = HF_PLUS_ONE },
-	{ .name = "model.norm.weight", .p = P_LNFW, .xf = HF_PLUS_ONE },
+	{ .name = L_ "post_feedforward_layernorm.weight", .p = P_MLPPOSTW, .plus_one = true },
+	{ .name = "model.norm.weight", .p = P_LNFW, .plus_one = true },
 	{ .name = NULL },
 };
 #undef L_
