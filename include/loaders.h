@@ -195,6 +195,13 @@ int ld_hf_shape(json_t *o, struct model_config *c, struct err *e);
  * exact).  0, or -1 + e. */
 int ld_hf_rope_shape(json_t *o, struct model_config *c, struct err *e);
 
+/* config.json's head_dim (def when absent) into c->head_dim: each head's
+ * width apart from hidden_size / num_attention_heads (Mistral-Nemo, Qwen3,
+ * Gemma); the same as it, or absent with def 0, stays 0 (config.h).
+ * After ld_hf_shape.  0, or -1 + e (not an integer, above
+ * CFG_MAX_HEAD_DIM). */
+int ld_hf_head_dim(json_t *o, struct model_config *c, int def, struct err *e);
+
 /* 0 when tokenizer tok fits a vocabulary of vocab_size (config.json's),
  * else -1 + e with both numbers. */
 int ld_tokenizer_fits(const struct tokenizer *tok, int vocab_size, struct err *e);

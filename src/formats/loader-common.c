@@ -241,6 +241,18 @@ int ld_hf_rope_shape(json_t *o, struct model_config *c, struct err *e)
 	return 0;
 }
 
+int ld_hf_head_dim(json_t *o, struct model_config *c, int def, struct err *e)
+{
+	int hd = def;
+	if (LD_HF_INT(o, "head_dim", 0, &hd, e) < 0)
+		return -1;
+	if (hd > CFG_MAX_HEAD_DIM)
+		return err_set(e, "config.json: head_dim %d is more than %d", hd, CFG_MAX_HEAD_DIM);
+	if (hd && (c->n_head < 1 || (int64_t)hd * c->n_head != c->d_model)) /* 64 bits: both may be 2^30 */
+		c->head_dim = hd;
+	return 0;
+}
+
 int ld_hf_shape(json_t *o, struct model_config *c, struct err *e)
 {
 	config_default(c);

@@ -161,9 +161,9 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 	if (ld_hf_rope_shape(o, c, e))
 		return -1;
 	/* Gemma2Config's and Gemma3TextConfig's defaults */
-	int hd = 256, qpas = 256, window = 4096, pattern = g3 ? 6 : 2;
+	int qpas = 256, window = 4096, pattern = g3 ? 6 : 2;
 	float eps = 1e-6f, theta = g3 ? 1e6f : 10000.0f, local_theta = 10000.0f;
-	if (LD_HF_INT(o, "head_dim", 0, &hd, e) < 0 ||
+	if (ld_hf_head_dim(o, c, 256, e) ||
 	    LD_HF_INT(o, "query_pre_attn_scalar", 0, &qpas, e) < 0 ||
 	    LD_HF_INT(o, "sliding_window", 0, &window, e) < 0 ||
 	    (g3 && LD_HF_INT(o, "sliding_window_pattern", 0, &pattern, e) < 0) ||
@@ -177,10 +177,6 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 		return -1;
 	if (json_is_null(json_object_get(o, "sliding_window")))
 		window = 0;
-	if (hd > CFG_MAX_HEAD_DIM)
-		return err_set(e, "config.json: head_dim %d is more than %d", hd, CFG_MAX_HEAD_DIM);
-	if (c->n_head < 1 || (int64_t)hd * c->n_head != c->d_model) /* 64 bits: both may be 2^30 */
-		c->head_dim = hd;
 	if (parse_layers(o, c, window, pattern, e))
 		return -1;
 	c->norm = NORM_RMS;

@@ -133,19 +133,10 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 			struct err *e)
 {
 	(void)x;
-	if (ld_hf_shape(o, c, e))
+	int window = 0; /* (Llama 3.1/3.2's 131072 positions: cut by ld_hf_rope_shape) */
+	if (ld_hf_rope_shape(o, c, e) || ld_hf_head_dim(o, c, 0, e) ||
+	    LD_HF_INT(o, "sliding_window", 0, &window, e) < 0)
 		return -1;
-	int hd = 0, window = 0;
-	if (LD_HF_INT(o, "num_key_value_heads", 0, &c->n_kv_head, e) < 0 ||
-	    LD_HF_INT(o, "head_dim", 0, &hd, e) < 0 || LD_HF_INT(o, "sliding_window", 0, &window, e) < 0)
-		return -1;
-	/* head_dim (Mistral-Nemo, Qwen3): the heads' width apart from
-	 * hidden_size / num_attention_heads; the same as it (as most configs
-	 * write it) stays 0, so such a model is as one without the key */
-	if (hd > CFG_MAX_HEAD_DIM)
-		return err_set(e, "config.json: head_dim %d is more than %d", hd, CFG_MAX_HEAD_DIM);
-	if (hd && (c->n_head < 1 || (int64_t)hd * c->n_head != c->d_model)) /* 64 bits: both may be 2^30 */
-		c->head_dim = hd;
 	/* Qwen2 and Qwen3 window attention only when use_sliding_window is true */
 	bool qwen3 = !strcmp(family, "qwen3");
 	bool windowed = strcmp(family, "qwen2") != 0 && !qwen3;
@@ -153,8 +144,6 @@ static int parse_config(json_t *o, const char *family, struct model_config *c, s
 		return -1;
 	if (windowed && window && window < c->context) /* exact up to the window */
 		c->context = window;
-	if (c->context > CFG_MAX_CONTEXT) /* Llama 3.1/3.2's 131072: RoPE holds no table */
-		c->context = CFG_MAX_CONTEXT;
 	float eps = 1e-6f, theta = 10000.0f;
 	if (ju_get_float(o, "rms_norm_eps", "config.json", JU_NULL_ABSENT, &eps, e) < 0 ||
 	    ju_get_float(o, "rope_theta", "config.json", JU_NULL_ABSENT, &theta, e) < 0)
