@@ -299,138 +299,82 @@ static void neo_tensors(const struct model *m)
 	memcpy(add("transformer.ln_f.bias", C, 0), m->p[P_LNFB], C * 4);
 }
 
-/* The Llama (or Qwen2) tensors of m in HF's names and layout. */
-static void llama_tensors(const struct model *m, bool qwen)
+/* n rows of cols values each (cols 0: one value) in the file's rotate-half
+ * order: its row r is src's row llama_rope_row(r, D), each value less
+ * minus (1 for Gemma's norms, stored as scale - 1). */
+static void hf_rope_rows(float *dst, const float *src, size_t n, size_t cols, size_t D,
+			 float minus)
 {
-	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
-	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D; /* o_proj is (C, H * head_dim) */
-	size_t V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
-	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
-	for (int l = 0; l < g.L; l++) {
-		char nm[96];
-		const float *qkv = m->p[P_QKVW] + l * QKV * C;
-		const float *qb = qwen ? m->p[P_QKVB] + l * QKV : NULL;
-#define T(s, rows, cols) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), add(nm, rows, cols))
-		memcpy(T("input_layernorm.weight", C, 0), m->p[P_LN1W] + l * C, C * 4);
-		float *q = T("self_attn.q_proj.weight", H * D, C), *k = T("self_attn.k_proj.weight", K * D, C);
-		for (size_t row = 0; row < H * D; row++) /* HF row r is engine row llama_rope_row(r) */
-			memcpy(q + row * C, qkv + (size_t)llama_rope_row((int)row, (int)D) * C, C * 4);
-		for (size_t row = 0; row < K * D; row++)
-			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
-		memcpy(T("self_attn.v_proj.weight", K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
-		if (m->cfg.qk_norm) { /* Qwen3: one head's scales, in HF's row order too */
-			float *qn = T("self_attn.q_norm.weight", D, 0), *kn = T("self_attn.k_norm.weight", D, 0);
-			for (size_t row = 0; row < D; row++) {
-				qn[row] = m->p[P_QNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)];
-				kn[row] = m->p[P_KNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)];
-			}
-		}
-		if (qb) {
-			float *bq = T("self_attn.q_proj.bias", H * D, 0), *bk = T("self_attn.k_proj.bias", K * D, 0);
-			for (size_t row = 0; row < H * D; row++)
-				bq[row] = qb[llama_rope_row((int)row, (int)D)];
-			for (size_t row = 0; row < K * D; row++)
-				bk[row] = qb[H * D + (size_t)llama_rope_row((int)row, (int)D)];
-			memcpy(T("self_attn.v_proj.bias", K * D, 0), qb + (H + K) * D, K * D * 4);
-		}
-		memcpy(T("self_attn.o_proj.weight", C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
-		memcpy(T("post_attention_layernorm.weight", C, 0), m->p[P_LN2W] + l * C, C * 4);
-		memcpy(T("mlp.gate_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
-		memcpy(T("mlp.up_proj.weight", F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
-		memcpy(T("mlp.down_proj.weight", C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
-#undef T
+	size_t w = cols ? cols : 1;
+	for (size_t r = 0; r < n; r++) {
+		const float *from = src + (size_t)llama_rope_row((int)r, (int)D) * w;
+		for (size_t j = 0; j < w; j++)
+			dst[r * w + j] = from[j] - minus;
 	}
-	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
-	if (!m->cfg.tied)
-		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
-/* A Gemma norm: the file holds its scale less 1 (HF's (1 + w)); exact for
- * scales in [0.5, 2] (Sterbenz), so the loader's + 1 gives them back. */
-static void gemma_norm(const char *name, const float *w, size_t C)
+/* A norm's C scales under name, each less minus (Gemma's scale - 1: exact
+ * for scales in [0.5, 2] by Sterbenz, so the loader's + 1 gives them
+ * back). */
+static void hf_norm(const char *name, const float *w, size_t C, float minus)
 {
 	float *t = add(name, C, 0);
 	for (size_t j = 0; j < C; j++)
-		t[j] = w[j] - 1.0f;
+		t[j] = w[j] - minus;
 }
 
-/* The Gemma 2 (or 3) tensors of m in HF's names and layout (tied: no lm_head). */
-static void gemma2_tensors(const struct model *m)
+/* The tensors of a model in the Llama layout, in HF's names and order, as
+ * m's config has them: Llama; Qwen2's Q/K/V biases; Qwen3's and Gemma 3's
+ * q/k norm (one head's scales, or OLMo-2's whole projections'); the
+ * sandwich norms (Gemma, OLMo-2: pre_feedforward_layernorm is then the
+ * norm before the MLP); no norm before the sub-blocks (OLMo-2); gemma:
+ * every norm stored as scale - 1.  lm_head only when untied. */
+static void llama_tensors(const struct model *m, bool gemma)
 {
-	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
-	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D, QKV = (H + 2 * K) * D;
-	size_t V = (size_t)m->cfg.vocab_size;
+	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K, L = (size_t)g.L;
+	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D; /* o_proj is (C, H * head_dim) */
+	size_t V = (size_t)m->cfg.vocab_size, QKV = (H + 2 * K) * D;
+	float minus = gemma ? 1.0f : 0.0f;
 	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
-	for (int l = 0; l < g.L; l++) {
+	for (size_t l = 0; l < L; l++) {
 		char nm[96];
 		const float *qkv = m->p[P_QKVW] + l * QKV * C;
-#define N_(s) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), nm)
-		gemma_norm(N_("input_layernorm.weight"), m->p[P_LN1W] + l * C, C);
-		float *q = add(N_("self_attn.q_proj.weight"), H * D, C);
-		float *k = add(N_("self_attn.k_proj.weight"), K * D, C);
-		for (size_t row = 0; row < H * D; row++) /* HF row r is engine row llama_rope_row(r) */
-			memcpy(q + row * C, qkv + (size_t)llama_rope_row((int)row, (int)D) * C, C * 4);
-		for (size_t row = 0; row < K * D; row++)
-			memcpy(k + row * C, qkv + (H * D + (size_t)llama_rope_row((int)row, (int)D)) * C, C * 4);
+		const float *qb = m->p[P_QKVB] ? m->p[P_QKVB] + l * QKV : NULL;
+#define N_(s) (snprintf(nm, sizeof nm, "model.layers.%zu.%s", l, s), nm)
+		if (m->p[P_LN1W])
+			hf_norm(N_("input_layernorm.weight"), m->p[P_LN1W] + l * C, C, minus);
+		hf_rope_rows(add(N_("self_attn.q_proj.weight"), H * D, C), qkv, H * D, C, D, 0);
+		hf_rope_rows(add(N_("self_attn.k_proj.weight"), K * D, C), qkv + H * D * C, K * D, C, D, 0);
 		memcpy(add(N_("self_attn.v_proj.weight"), K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
-		if (m->cfg.qk_norm) { /* Gemma 3: one head's scales less 1, rotate-half order */
-			float *qn = add(N_("self_attn.q_norm.weight"), D, 0);
-			float *kn = add(N_("self_attn.k_norm.weight"), D, 0);
-			for (size_t row = 0; row < D; row++) {
-				qn[row] = m->p[P_QNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)] - 1.0f;
-				kn[row] = m->p[P_KNORMW][l * D + (size_t)llama_rope_row((int)row, (int)D)] - 1.0f;
-			}
+		if (m->cfg.qk_norm) {
+			size_t nq = m->psize[P_QNORMW] / L, nk = m->psize[P_KNORMW] / L;
+			hf_rope_rows(add(N_("self_attn.q_norm.weight"), nq, 0), m->p[P_QNORMW] + l * nq,
+				     nq, 0, D, minus);
+			hf_rope_rows(add(N_("self_attn.k_norm.weight"), nk, 0), m->p[P_KNORMW] + l * nk,
+				     nk, 0, D, minus);
+		}
+		if (qb) {
+			hf_rope_rows(add(N_("self_attn.q_proj.bias"), H * D, 0), qb, H * D, 0, D, 0);
+			hf_rope_rows(add(N_("self_attn.k_proj.bias"), K * D, 0), qb + H * D, K * D, 0, D, 0);
+			memcpy(add(N_("self_attn.v_proj.bias"), K * D, 0), qb + (H + K) * D, K * D * 4);
 		}
 		memcpy(add(N_("self_attn.o_proj.weight"), C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
-		gemma_norm(N_("post_attention_layernorm.weight"), m->p[P_ATTPOSTW] + l * C, C);
-		gemma_norm(N_("pre_feedforward_layernorm.weight"), m->p[P_LN2W] + l * C, C);
+		if (m->p[P_ATTPOSTW])
+			hf_norm(N_("post_attention_layernorm.weight"), m->p[P_ATTPOSTW] + l * C, C, minus);
+		if (m->p[P_LN2W])
+			hf_norm(m->cfg.sandwich ? N_("pre_feedforward_layernorm.weight")
+						: N_("post_attention_layernorm.weight"),
+				m->p[P_LN2W] + l * C, C, minus);
 		memcpy(add(N_("mlp.gate_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
 		memcpy(add(N_("mlp.up_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
 		memcpy(add(N_("mlp.down_proj.weight"), C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
-		gemma_norm(N_("post_feedforward_layernorm.weight"), m->p[P_MLPPOSTW] + l * C, C);
+		if (m->p[P_MLPPOSTW])
+			hf_norm(N_("post_feedforward_layernorm.weight"), m->p[P_MLPPOSTW] + l * C, C, minus);
 #undef N_
 	}
-	gemma_norm("model.norm.weight", m->p[P_LNFW], C);
-}
-
-/* The OLMo-2 tensors of m in HF's names and layout: no norm before the
- * sub-blocks, the q/k norms over the whole projections (rotate-half order
- * too), untied. */
-static void olmo2_tensors(const struct model *m)
-{
-	size_t C = (size_t)g.C, F = (size_t)g.F, H = (size_t)g.H, K = (size_t)g.K;
-	size_t D = (size_t)cfg_d_head(&m->cfg), A = H * D, QKV = (H + 2 * K) * D;
-	size_t V = (size_t)m->cfg.vocab_size;
-	memcpy(add("model.embed_tokens.weight", V, C), m->p[P_WTE], V * C * 4);
-	for (int l = 0; l < g.L; l++) {
-		char nm[96];
-		const float *qkv = m->p[P_QKVW] + l * QKV * C;
-#define N_(s) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, s), nm)
-		float *q = add(N_("self_attn.q_proj.weight"), H * D, C);
-		float *k = add(N_("self_attn.k_proj.weight"), K * D, C);
-		float *qn = add(N_("self_attn.q_norm.weight"), H * D, 0);
-		float *kn = add(N_("self_attn.k_norm.weight"), K * D, 0);
-		for (size_t row = 0; row < H * D; row++) { /* HF row r is engine row llama_rope_row(r) */
-			size_t from = (size_t)llama_rope_row((int)row, (int)D);
-			memcpy(q + row * C, qkv + from * C, C * 4);
-			qn[row] = m->p[P_QNORMW][l * H * D + from];
-		}
-		for (size_t row = 0; row < K * D; row++) {
-			size_t from = (size_t)llama_rope_row((int)row, (int)D);
-			memcpy(k + row * C, qkv + (H * D + from) * C, C * 4);
-			kn[row] = m->p[P_KNORMW][l * K * D + from];
-		}
-		memcpy(add(N_("self_attn.v_proj.weight"), K * D, C), qkv + (H + K) * D * C, K * D * C * 4);
-		memcpy(add(N_("self_attn.o_proj.weight"), C, A), m->p[P_ATTPROJW] + l * C * A, C * A * 4);
-		memcpy(add(N_("post_attention_layernorm.weight"), C, 0), m->p[P_ATTPOSTW] + l * C, C * 4);
-		memcpy(add(N_("mlp.gate_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C, F * C * 4);
-		memcpy(add(N_("mlp.up_proj.weight"), F, C), m->p[P_FCW] + l * 2 * F * C + F * C, F * C * 4);
-		memcpy(add(N_("mlp.down_proj.weight"), C, F), m->p[P_FCPROJW] + l * C * F, C * F * 4);
-		memcpy(add(N_("post_feedforward_layernorm.weight"), C, 0), m->p[P_MLPPOSTW] + l * C, C * 4);
-#undef N_
-	}
-	memcpy(add("model.norm.weight", C, 0), m->p[P_LNFW], C * 4);
-	memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
+	hf_norm("model.norm.weight", m->p[P_LNFW], C, minus);
+	if (!m->cfg.tied)
+		memcpy(add("lm_head.weight", V, C), m->p[P_LMHEAD], V * C * 4);
 }
 
 /* config.json spelled as OLMo-2-0425-1B's. */
@@ -1089,12 +1033,8 @@ int main(int argc, char **argv)
 		distilbert_tensors(m, bare);
 	else if (phi3)
 		phi3_tensors(m);
-	else if (gemma2 || gemma3)
-		gemma2_tensors(m);
-	else if (olmo2)
-		olmo2_tensors(m);
-	else if (!bert && !roberta)
-		llama_tensors(m, qwen);
+	else if (!bert && !roberta) /* the Llama layout, as the config has it */
+		llama_tensors(m, gemma2 || gemma3);
 
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
