@@ -72,12 +72,7 @@ check "train --from a BERT model with --objective mlm is refused: its WordPiece 
 	sh -c "[ $rc -ne 0 ] && grep -q 'character vocabulary with \[CLS\], \[SEP\] and \[MASK\]' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ] && [ ! -e '$tmp/t.safetensors' ]"
 
 # refused by name: config.json edits on a fresh model each
-refuse() { # NAME SED-EXPRESSION MESSAGE
-	mkbert
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit mkbert "$@"; } # NAME SED-EXPRESSION MESSAGE
 refuse "hidden_act relu" 's/"hidden_act": "gelu"/"hidden_act": "relu"/' \
 	'hidden_act "relu" is not supported'
 refuse "position_embedding_type relative_key" \

@@ -95,13 +95,7 @@ check "distilbert: sinusoidal_pos_embds true reads the position table as stored"
 	sh -c "[ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
 
 # refused by name, in one line: config.json edits on a fresh model each
-refuse() { # FAMILY NAME SED-EXPRESSION MESSAGE
-	mk "$1"
-	sed "$3" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1: $2 is refused by name in one line" \
-		sh -c "[ $rc -ne 0 ] && grep -q -- '$4' '$tmp/err' && [ \$(wc -l <'$tmp/err') -eq 1 ]"
-}
+refuse() { refuse_edit "mk $1" "$1: $2" "$3" "$4"; } # FAMILY NAME SED-EXPRESSION MESSAGE
 refuse roberta "hidden_act relu" 's/"hidden_act": "gelu"/"hidden_act": "relu"/' \
 	'hidden_act "relu" is not supported'
 refuse roberta "is_decoder true" 's/"pad_token_id": 1,/"pad_token_id": 1, "is_decoder": true,/' \

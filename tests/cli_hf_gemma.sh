@@ -68,13 +68,7 @@ for c in "why 1.2 5 3" "dla"; do
 done
 
 # refused by name: config.json edits on a fresh model each
-refuse() { # NAME SED-EXPRESSION MESSAGE
-	mkg
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
-		grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit mkg "$@"; } # NAME SED-EXPRESSION MESSAGE (on Gemma 2)
 refuse "hidden_activation gelu" 's/"hidden_activation": "gelu_pytorch_tanh"/"hidden_activation": "gelu"/' \
 	'hidden_activation "gelu" is not supported'
 refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/' \
@@ -134,13 +128,7 @@ run "$tmp/hf" -c "text $text; qkov 0.1; qkov 1.2"
 check "qkov splits Gemma 3's scores (no soft-capping) on both kinds of layer" \
 	sh -c "[ $rc -eq 0 ] && [ \$(grep -c '^copying score' '$tmp/out') -eq 2 ] &&
 	! grep -q 'QK split is left out' '$tmp/out'"
-refuse() { # NAME SED-EXPRESSION MESSAGE (on Gemma 3)
-	mkg --gemma3
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
-		grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit "mkg --gemma3" "$@"; } # NAME SED-EXPRESSION MESSAGE (on Gemma 3)
 refuse "Gemma 3's rope_scaling yarn" 's/"factor": 8.0, "rope_type": "linear"/"factor": 8.0, "rope_type": "yarn"/' \
 	'rope_scaling yarn is not supported for Gemma 3 (linear with a factor is)'
 refuse "transformers 5's rope_parameters" 's/"rope_theta": 1000000/"rope_parameters": {}/' \

@@ -60,12 +60,7 @@ check "scale names the native setting off and warns that on is not how GPT-Neo w
 	sh -c "[ $rc -eq 0 ] && grep -q 'not trained' '$tmp/out'"
 
 # refused by name: config.json edits on a fresh model each
-refuse() { # NAME SED-EXPRESSION MESSAGE
-	mkneo
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit mkneo "$@"; } # NAME SED-EXPRESSION MESSAGE
 refuse "an attention kind the engine lacks" 's/\[\["global", "local"\], 1\]/[["global", "sparse"], 1]/' \
 	'is sparse; the kinds are "global" and "local"'
 refuse "attention_types that do not give num_layers" 's/"num_layers": 2/"num_layers": 3/' \

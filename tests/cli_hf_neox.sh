@@ -48,12 +48,7 @@ check "run options apply (post-norm runs the sequential block; K/V sharing conve
 	sh -c "[ $rc -eq 0 ] && grep -q 'post-norm' '$tmp/out'"
 
 # refused by name: config.json edits on a fresh model each
-refuse() { # NAME SED-EXPRESSION MESSAGE
-	mkneox
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit mkneox "$@"; } # NAME SED-EXPRESSION MESSAGE
 refuse rope_scaling 's/"rope_scaling": null/"rope_scaling": {"type": "linear", "factor": 2.0}/' \
 	'rope_scaling is not supported'
 refuse "hidden_act relu" 's/"hidden_act": "gelu"/"hidden_act": "relu"/' \

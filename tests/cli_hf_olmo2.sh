@@ -52,13 +52,7 @@ refused "norm post" "norm placement stays native"
 refused "why 1.2 5 3" "OLMo-2.s sandwich norms"
 refused "dla" "OLMo-2.s sandwich norms"
 
-refuse() { # NAME SED-EXPRESSION MESSAGE
-	mko
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
-		grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit mko "$@"; } # NAME SED-EXPRESSION MESSAGE
 refuse "rope_scaling" 's/"rope_scaling": null/"rope_scaling": {"rope_type": "linear", "factor": 2}/' \
 	'rope_scaling is not supported for OLMo-2 yet'
 refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/' \

@@ -64,13 +64,7 @@ for lh in 0.0 1.3; do
 done
 
 # refused by name: config.json edits on a fresh model each
-refuse() { # NAME SED-EXPRESSION MESSAGE [TOOL OPTION]
-	mkphi "$gpt2" $4
-	sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
-	run "$tmp/hf" -t hi
-	check "$1 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
-		grep -q -- '$3' '$tmp/err'"
-}
+refuse() { refuse_edit "mkphi $gpt2 $4" "$1" "$2" "$3"; } # NAME SED-EXPRESSION MESSAGE [TOOL OPTION]
 refuse "rope_scaling longrope" \
 	's/"rope_scaling": null/"rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [2, 2]}/' \
 	'rope_scaling longrope (short_factor / long_factor: Phi-3-128k, Phi-3.5, Phi-4-mini) is not supported yet'

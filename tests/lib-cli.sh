@@ -101,6 +101,17 @@ same_as_ref() {
 		sh -c "[ -s '$tmp/hf.dump' ] && $need_loss && cmp -s '$tmp/hf.dump' '$tmp/ref.dump'"
 }
 
+# refuse_edit MAKE NAME SED MESSAGE: a fresh $tmp/hf made by the command
+# MAKE (split into words), its config.json edited by the sed expression
+# SED, is refused in one line that says MESSAGE (a grep pattern).
+refuse_edit() {
+	$1
+	sed "$3" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t hi
+	check "$2 is refused by name" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q -- '$4' '$tmp/err'"
+}
+
 # need_gpt2: sets $gpt2 to GPT-2's tokenizer directory in the shared data
 # ($ATTNSCOPE_SHARED, default ../shared), absolute; a failed setup check
 # and exit 1 when it is missing.
