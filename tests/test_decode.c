@@ -141,6 +141,30 @@ static void test_decoder_lab_architectures(void **state)
 		}
 }
 
+/* The cases every family's decoder test runs: native, post-norm (when
+ * post), K/V heads kv_a and kv_b (each when > 0), a window of 3, head 1.2
+ * ablated; each decoded as the full pass computes it, within tolerance. */
+static void check_usual(struct model *m, bool post, int kv_a, int kv_b, const char *label)
+{
+	struct run_options native, cases[6];
+	run_options_native(m, &native);
+	int n = 0;
+	cases[n++] = native;
+	if (post)
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+	if (kv_a > 0)
+		cases[n] = native, cases[n++].kv_heads = kv_a;
+	if (kv_b > 0)
+		cases[n] = native, cases[n++].kv_heads = kv_b;
+	cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+	cases[n] = native, opt_set_ablated(&cases[n++], 1 * m->cfg.n_head + 2, true);
+	for (int i = 0; i < n; i++) {
+		double w = compare(m, &cases[i], &cases[i]);
+		print_message("%s case %d: worst %.3f of tolerance\n", label, i, w);
+		assert_true(w <= 1.0);
+	}
+}
+
 /* head_dim apart from d_model / n_head (4 heads of 16 or of 4 over
  * d_model 32: heads' width 64 or 16), and heads of 16 with Qwen3's q/k
  * norm (scales away from 1), decode as the full pass computes them:
@@ -171,22 +195,10 @@ static void test_decoder_head_dim(void **state)
 				m->p[P_QNORMW][i] = 1.0f + 0.5f * rng_normal(&g);
 				m->p[P_KNORMW][i] = 1.0f + 0.5f * rng_normal(&g);
 			}
-			struct run_options native, cases[6];
-			run_options_native(m, &native);
-			int n = 0;
-			cases[n++] = native;
-			cases[n] = native, cases[n++].placement = PLACE_POST;
-			cases[n] = native, cases[n++].kv_heads = 1;
-			cases[n] = native, cases[n++].kv_heads = 4;
-			cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
-			cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
-			for (int i = 0; i < n; i++) {
-				double w = compare(m, &cases[i], &cases[i]);
-				print_message("%s head_dim %d%s case %d: worst %.3f of tolerance\n",
-					      llama ? "llama" : "gpt2 ", c.head_dim,
-					      c.qk_norm ? " q/k norm" : "", i, w);
-				assert_true(w <= 1.0);
-			}
+			char label[64];
+			snprintf(label, sizeof label, "%s head_dim %d%s", llama ? "llama" : "gpt2 ",
+				 c.head_dim, c.qk_norm ? " q/k norm" : "");
+			check_usual(m, true, 1, 4, label);
 			model_free(m);
 		}
 }
@@ -203,7 +215,6 @@ static void test_decoder_gemma(void **state)
 	for (int qk = 0; qk <= 1; qk++) {
 		struct model *base = randmodel_new(true, 2, 2, V, 8.0f, 70 + qk);
 		struct model_config c = base->cfg;
-		model_free(base);
 		c.emb_scale = sqrtf((float)c.d_model);
 		c.sandwich = true;
 		c.attn_softcap = 3.0f;
@@ -219,33 +230,8 @@ static void test_decoder_gemma(void **state)
 			c.rope_factor = 4.0f;
 			c.rope_local_theta = 10000.0f;
 		}
-		struct err e;
-		struct model *m = model_new(&c, &e);
-		if (!m)
-			fail_msg("model_new: %s", e.msg);
-		model_init_random(m, 80 + qk);
-		struct rng g;
-		rng_seed(&g, 90 + qk);
-		for (size_t i = 0; i < m->psize[P_QKVW]; i++)
-			m->p[P_QKVW][i] *= 8.0f;
-		enum param_id scales[] = { P_ATTPOSTW, P_MLPPOSTW, P_QNORMW, P_KNORMW };
-		for (size_t k = 0; k < 4; k++)
-			for (size_t i = 0; i < m->psize[scales[k]]; i++)
-				m->p[scales[k]][i] = 1.0f + 0.5f * rng_normal(&g);
-		struct run_options native, cases[5];
-		run_options_native(m, &native);
-		int n = 0;
-		cases[n++] = native;
-		cases[n] = native, cases[n++].placement = PLACE_POST;
-		cases[n] = native, cases[n++].kv_heads = 1;
-		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
-		cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
-		for (int i = 0; i < n; i++) {
-			double w = compare(m, &cases[i], &cases[i]);
-			print_message("gemma%s case %d: worst %.3f of tolerance\n", qk ? " + q/k norm" : "",
-				      i, w);
-			assert_true(w <= 1.0);
-		}
+		struct model *m = randmodel_rebuild(base, &c, 90 + qk); /* the new scales 1 + 0.3 N */
+		check_usual(m, true, 1, 0, qk ? "gemma 3" : "gemma 2");
 		model_free(m);
 	}
 }
@@ -261,18 +247,7 @@ static void test_decoder_olmo2(void **state)
 	struct model_config c = base->cfg;
 	c.sandwich = c.post_only = c.qk_norm = c.qk_norm_whole = true;
 	struct model *m = randmodel_rebuild(base, &c, 76);
-	struct run_options native, cases[4];
-	run_options_native(m, &native);
-	int n = 0;
-	cases[n++] = native;
-	cases[n] = native, cases[n++].kv_heads = 4;
-	cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
-	cases[n] = native, opt_set_ablated(&cases[n++], 1 * c.n_head + 2, true);
-	for (int i = 0; i < n; i++) {
-		double w = compare(m, &cases[i], &cases[i]);
-		print_message("olmo2 case %d: worst %.3f of tolerance\n", i, w);
-		assert_true(w <= 1.0);
-	}
+	check_usual(m, false, 4, 0, "olmo2");
 	model_free(m);
 }
 
