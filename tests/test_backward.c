@@ -322,6 +322,21 @@ static struct fd_result fd_check(const struct combo *k, uint64_t seed)
 	return worst;
 }
 
+/* fd_check of combination k, one line for its worst element (ok or
+ * FAIL); 1 when that is above FD_TOL. */
+static int fd_report(const struct combo *k, uint64_t seed)
+{
+	char name[192];
+	struct fd_result w = fd_check(k, seed);
+	combo_name(k, name, sizeof name);
+	bool bad = !(w.err < FD_TOL);
+	print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
+		      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor), w.elem,
+		      (double)w.analytic, (double)w.numeric);
+	return bad;
+}
+
+
 /* Runs the 12 combinations of one norm x placement group, prints one line
  * per combination and fails on the first group member above FD_TOL after
  * printing them all. */
@@ -358,7 +373,6 @@ static void test_fd_lab_switches(void **state)
 {
 	(void)state;
 	int failures = 0;
-	char name[160];
 	for (int sw = 0; sw < 7; sw++)
 		for (int pl = 0; pl < 2; pl++) {
 			struct combo k = combo_of(sw * 7 % 48);
@@ -368,14 +382,7 @@ static void test_fd_lab_switches(void **state)
 			k.no_mlp = sw == 2 || sw == 5;
 			k.mask = sw == 3 ? MASK_NONE : sw == 4 || sw == 6 ? MASK_AFTER_SOFTMAX : MASK_CAUSAL;
 			k.no_scale |= sw == 6;
-			struct fd_result w = fd_check(&k, 7000 + (uint64_t)(sw * 2 + pl) * 31);
-			combo_name(&k, name, sizeof name);
-			bool bad = !(w.err < FD_TOL);
-			print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
-				      bad ? "FAIL" : "  ok", name, w.err,
-				      param_name((enum param_id)w.tensor), w.elem, (double)w.analytic,
-				      (double)w.numeric);
-			failures += bad;
+			failures += fd_report(&k, 7000 + (uint64_t)(sw * 2 + pl) * 31);
 		}
 	if (failures)
 		fail_msg("%d switch combinations above the tolerance %g", failures, FD_TOL);
@@ -387,7 +394,6 @@ static void test_fd_neox(void **state)
 {
 	(void)state;
 	int failures = 0;
-	char name[192];
 	for (int v = 0; v < 8; v++) {
 		struct combo k = combo_of(v * 5 % 24); /* pre-norm, LayerNorm */
 		k.place = PLACE_PRE;
@@ -399,13 +405,7 @@ static void test_fd_neox(void **state)
 		k.mlp = v == 7 ? MLP_SWIGLU : v % 4 == 2 ? MLP_GELU : MLP_GELU_EXACT;
 		k.norm = v == 5 ? NORM_RMS : NORM_LAYER;
 		k.no_residual = v == 4;
-		struct fd_result w = fd_check(&k, 9000 + (uint64_t)v * 37);
-		combo_name(&k, name, sizeof name);
-		bool bad = !(w.err < FD_TOL);
-		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
-			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
-			      w.elem, (double)w.analytic, (double)w.numeric);
-		failures += bad;
+		failures += fd_report(&k, 9000 + (uint64_t)v * 37);
 	}
 	if (failures)
 		fail_msg("%d GPT-NeoX combinations above the tolerance %g", failures, FD_TOL);
@@ -422,7 +422,6 @@ static void test_fd_head_dim(void **state)
 		{ 4, 8, 2, 0 }, { 4, 8, 1, 4 }, { 2, 4, 2, 0 }, { 3, 6, 1, 0 }, { 3, 6, 3, 2 },
 	};
 	int failures = 0;
-	char name[192];
 	for (int v = 0; v < 10; v++) {
 		struct combo k = combo_of(v * 7 % 48);
 		k.heads = shapes[v % 5].heads;
@@ -431,13 +430,7 @@ static void test_fd_head_dim(void **state)
 		k.rotary = shapes[v % 5].rotary;
 		if (k.rotary)
 			k.pos = POS_ROPE;
-		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
-		combo_name(&k, name, sizeof name);
-		bool bad = !(w.err < FD_TOL);
-		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
-			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
-			      w.elem, (double)w.analytic, (double)w.numeric);
-		failures += bad;
+		failures += fd_report(&k, 9500 + (uint64_t)v * 41);
 	}
 	if (failures)
 		fail_msg("%d head_dim combinations above the tolerance %g", failures, FD_TOL);
@@ -455,7 +448,6 @@ static void test_fd_qk_norm(void **state)
 		{ 0, 0, TH, 0 }, { 0, 0, 2, 2 }, { 4, 8, 1, 0 }, { 2, 0, 2, 4 },
 	};
 	int failures = 0;
-	char name[192];
 	for (int v = 0; v < 8; v++) {
 		struct combo k = combo_of(v * 11 % 48);
 		k.qk_norm = true;
@@ -471,13 +463,7 @@ static void test_fd_qk_norm(void **state)
 			k.local_bits = 1u;
 			k.rope_scale = ROPE_SCALE_LINEAR;
 		}
-		struct fd_result w = fd_check(&k, 9700 + (uint64_t)v * 43);
-		combo_name(&k, name, sizeof name);
-		bool bad = !(w.err < FD_TOL);
-		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
-			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
-			      w.elem, (double)w.analytic, (double)w.numeric);
-		failures += bad;
+		failures += fd_report(&k, 9700 + (uint64_t)v * 43);
 	}
 	if (failures)
 		fail_msg("%d q/k norm combinations above the tolerance %g", failures, FD_TOL);
@@ -517,20 +503,13 @@ static void test_fd_neo(void **state)
 {
 	(void)state;
 	int failures = 0;
-	char name[192];
 	for (int v = 0; v < 4; v++) {
 		struct combo k = combo_of(v * 7 % 12); /* LayerNorm, learned or RoPE */
 		k.place = v / 2 ? PLACE_POST : PLACE_PRE;
 		k.local_window = 2;
 		k.local_bits = v % 2 ? 2u : 1u;
 		k.no_scale = true;
-		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
-		combo_name(&k, name, sizeof name);
-		bool bad = !(w.err < FD_TOL);
-		print_message("%s %s  worst %.2e  %s[%zu] analytic %.6e numeric %.6e\n",
-			      bad ? "FAIL" : "  ok", name, w.err, param_name((enum param_id)w.tensor),
-			      w.elem, (double)w.analytic, (double)w.numeric);
-		failures += bad;
+		failures += fd_report(&k, 9500 + (uint64_t)v * 41);
 	}
 	if (failures)
 		fail_msg("%d GPT-Neo combinations above the tolerance %g", failures, FD_TOL);
