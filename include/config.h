@@ -115,7 +115,9 @@ struct model_config {
 			       * heads together (QNORMW H*D wide) and one over
 			       * the K key heads (KNORMW K*D), OLMo-2's */
 	bool post_only;       /* with sandwich: no norm before either sub-block
-			       * (no LN1W, LN2W): OLMo-2's x + norm(attn(x)) */
+			       * (no LN1W, LN2W): OLMo-2's x + norm(attn(x));
+			       * a run's ln1 / ln2 then hold the sub-blocks'
+			       * inputs as they are (norm_forward of no scale) */
 	bool bias;            /* biases on every linear layer and LayerNorm shifts */
 	bool tied;            /* output projection is wte^T */
 	/* How the model was trained (all true / causal for ordinary models;

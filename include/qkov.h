@@ -71,10 +71,16 @@ struct qkov_qk {
 	double mean_score, spread_score;    /* the same of the whole score */
 };
 
+/* Whether a score of c is a sum of the split's parts: 0, or -1 with e
+ * saying why not ("this model soft-caps its scores ...": Gemma 2's caps,
+ * OLMo-2's norm over all query heads at once). */
+int qkov_qk_splits(const struct model_config *c, struct err *e);
+
 /* The QK split above for head layer.head on tokens[0 .. T) under o.
  * Visible keys: those the mask lets a query weigh (mask_range).  0, or
  * -1 with e set: head outside the model, a model without residual
- * connections or a pitfall (as why.h), a failed pass. */
+ * connections or a pitfall (as why.h), one qkov_qk_splits refuses, a
+ * failed pass. */
 int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens, int T,
 		int layer, int head, struct qkov_qk *out, struct err *e);
 

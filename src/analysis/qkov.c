@@ -310,6 +310,15 @@ static void query_stats(struct qkov_qk *out, const double *qc, const double *kc,
 		}
 }
 
+int qkov_qk_splits(const struct model_config *c, struct err *e)
+{
+	if (c->attn_softcap > 0.0f) /* sandwich norms leave the stream's token and position parts */
+		return err_set(e, "this model soft-caps its scores (Gemma 2's)");
+	if (c->qk_norm_whole)
+		return err_set(e, "this model norms all its query heads together (OLMo-2's)");
+	return 0;
+}
+
 int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens, int T,
 		int layer, int head, struct qkov_qk *out, struct err *e)
 {
@@ -320,10 +329,8 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 			       c->n_layer, c->n_head);
 	if (!c->residual || o->pitfall != PITFALL_NONE)
 		return err_set(e, "the QK split needs residual connections and the pitfall off");
-	if (c->attn_softcap > 0.0f) /* sandwich norms leave the stream's token and position parts */
-		return err_set(e, "the QK split cannot take soft-capped scores (Gemma 2's) yet");
-	if (c->qk_norm_whole)
-		return err_set(e, "the QK split cannot take OLMo-2's whole-width q/k norm yet");
+	if (qkov_qk_splits(c, e) != 0)
+		return -1;
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
 		run_free(r);

@@ -63,9 +63,9 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (qkov_ov_run(s->model, &s->opt, l, h, &ov, e) != 0)
 		return -1;
 	struct qkov_qk qk;
-	const struct model_config *mc = &s->model->cfg; /* no split of these: OV only */
-	bool capped = mc->attn_softcap > 0.0f || mc->qk_norm_whole;
-	bool text = session_ready(s) && !capped;
+	struct err why; /* a model whose scores are no sum of parts: its OV circuit only */
+	bool splits = qkov_qk_splits(&s->model->cfg, &why) == 0;
+	bool text = session_ready(s) && splits;
 	if (text && qkov_qk_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, &qk, e) != 0) {
 		qkov_ov_free(&ov);
 		return -1;
@@ -75,10 +75,9 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	print_ov(&b, &ov, l, h);
 	if (text)
 		print_qk(&b, &qk, l, h, s->n_tokens);
-	else if (capped)
-		render_buf_printf(&b, "(the QK split is left out: this model %s, so a score is no "
-				      "sum of parts yet)\n", mc->attn_softcap > 0.0f ?
-				      "soft-caps its scores" : "norms all its query heads together");
+	else if (!splits)
+		render_buf_printf(&b, "(the QK split is left out: %s, so a score is no sum of its "
+				      "parts yet)\n", why.msg);
 	else
 		render_buf_printf(&b, "(no text: set one with text to see the QK circuit on it)\n");
 	fwrite(b.data, 1, b.len, s->out);
