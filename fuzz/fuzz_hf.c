@@ -47,6 +47,9 @@
  * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny),
  * gemma3-tiny-qk-norm-local-base (Gemma 3's q/k norm, no caps, the local
  * layer's own RoPE base, linear scaling: --gemma3 --tiny),
+ * gemma3mm-tiny-language-model (the same as a Gemma 3 multimodal
+ * directory: text_config, language_model.model.* names, two vision
+ * tensors: --gemma3 --mm --tiny),
  * olmo2-tiny-post-norms (OLMo-2's norms after the sub-blocks only and its
  * whole-width q/k norm: --olmo2 --tiny), bert-tiny-mlm (tied decoder), roberta-tiny-mlm
  * (positions from the file's row 2, <s> ... </s>) and distilbert-tiny-mlm

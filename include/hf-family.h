@@ -79,6 +79,9 @@ struct hf_ctx {
 	unsigned opts;		/* HF_OPT_* */
 	int pos_offset;		/* the row of the file's position table that
 				 * position 0 reads (RoBERTa: pad_token_id + 1) */
+	const char *head;	/* the output layer's name when the family's
+				 * inspect finds the weights spell it other than
+				 * its head does, or NULL */
 };
 
 struct hf_family {
@@ -119,7 +122,7 @@ struct hf_family {
 };
 
 extern const struct hf_family hf_gpt2, hf_llama, hf_neox, hf_neo, hf_bert, hf_roberta,
-	hf_distilbert, hf_phi3, hf_gemma, hf_olmo2;
+	hf_distilbert, hf_phi3, hf_gemma, hf_gemma3mm, hf_olmo2;
 
 /* ------------------------------------------------ BERT-like encoders
  * (loader-hf-bert.c), shared with RoBERTa and DistilBERT. */

@@ -25,6 +25,9 @@
  *                  (1 + w) norms around both sub-blocks, GeGLU, sqrt(C)
  *                  embeddings, soft-capping, sliding layers, Gemma 3's
  *                  q/k norm and local RoPE base, tokenizer.json
+ *   "hf-gemma3"    the text model of a Hugging Face Gemma 3 multimodal
+ *                  directory (Gemma3ForConditionalGeneration): text_config,
+ *                  language_model.model.* or model.language_model.*
  *   "hf-olmo2"     a Hugging Face OLMo-2 directory: norms after the
  *                  sub-blocks only, whole-width q/k norms, tokenizer.json
  *   "hf-bert"      a Hugging Face BERT directory (BertForMaskedLM, or a

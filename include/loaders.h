@@ -45,7 +45,8 @@ struct model_format {
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,
 	format_hf_neox, format_hf_neo, format_hf_bert, format_hf_roberta, format_hf_distilbert,
-	format_hf_phi3, format_hf_gemma, format_hf_olmo2, format_gguf, format_llama2c, format_llmc;
+	format_hf_phi3, format_hf_gemma, format_hf_gemma3mm, format_hf_olmo2, format_gguf,
+	format_llama2c, format_llmc;
 
 /* ----------------------------------------- RoPE row orders (hf-shards.c) */
 

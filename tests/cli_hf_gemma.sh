@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hugging Face Gemma 2 and Gemma 3 text directories (loader-hf-gemma.c).
+# Hugging Face Gemma 2 and Gemma 3 directories (loader-hf-gemma.c).
 # Gemma 2: a seeded model
 # written by tool_mkhf --gemma2 in HF's layout (rotate-half q and k rows,
 # four norms per layer stored as scale - 1, GeGLU, tied, heads 16 wide over
@@ -11,7 +11,9 @@
 # cannot run is refused by name.  Gemma 3 (tool_mkhf --gemma3, spelled as
 # gemma-3-1b-it's: the q/k norm, no soft-capping, layer 0 local on RoPE base
 # 10000, layer 1 global on 1000000 scaled linearly by 8): the same
-# exactness, and the QK split runs.  Needs GPT-2's vocabulary from
+# exactness, and the QK split runs; the same in transformers 5's
+# rope_parameters spelling, and as a Gemma 3 multimodal directory (the
+# text model of tool_mkhf --gemma3 --mm / --mm2).  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
@@ -74,7 +76,7 @@ refuse "hidden_activation gelu" 's/"hidden_activation": "gelu_pytorch_tanh"/"hid
 refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/' \
 	'attention_bias true is not supported'
 refuse "rope_scaling" 's/"rope_theta": 10000.0/"rope_theta": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 2}/' \
-	'rope_scaling linear is not supported for Gemma 2'
+	'rope_scaling: rope_type linear is not supported (default only)'
 refuse "a layer type it does not know" \
 	's/"sliding_window": 4/"sliding_window": 4, "layer_types": ["chunked_attention", "full_attention"]/' \
 	'layer_types\[0\] "chunked_attention"'
@@ -130,9 +132,62 @@ check "qkov splits Gemma 3's scores (no soft-capping) on both kinds of layer" \
 	! grep -q 'QK split is left out' '$tmp/out'"
 refuse() { refuse_edit "mkg --gemma3" "$@"; } # NAME SED-EXPRESSION MESSAGE (on Gemma 3)
 refuse "Gemma 3's rope_scaling yarn" 's/"factor": 8.0, "rope_type": "linear"/"factor": 8.0, "rope_type": "yarn"/' \
-	'rope_scaling yarn is not supported for Gemma 3 (linear with a factor is)'
-refuse "transformers 5's rope_parameters" 's/"rope_theta": 1000000/"rope_parameters": {}/' \
-	'rope_parameters (transformers 5'
+	'rope_scaling: rope_type yarn is not supported (default, or linear with a factor)'
+refuse "rope_scaling with a key linear does not take" 's/"rope_type": "linear"/"rope_type": "linear", "beta_fast": 32/' \
+	'rope_scaling: key "beta_fast" is not supported'
+refuse "both rope_scaling and rope_parameters" 's/"rope_theta": 1000000/"rope_parameters": {}/' \
+	'both rope_scaling and rope_parameters are set'
+
+# transformers 5's spelling: rope_parameters in place of rope_theta,
+# rope_scaling and rope_local_base_freq
+v5_g3='s/"rope_local_base_freq": 10000, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000/"rope_parameters": {"full_attention": {"factor": 8.0, "rope_theta": 1000000, "rope_type": "linear"}, "sliding_attention": {"rope_theta": 10000, "rope_type": "default"}}/'
+v5_g2='s/"rope_theta": 10000.0/"rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}/'
+# v5 MAKE SED NAME: the directory MAKE writes, respelled by SED
+v5() {
+	$1 && sed "$2" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json" &&
+		grep -q '"rope_parameters"' "$tmp/hf/config.json" || fail "$3 setup"
+	same_as_ref "$3" --loss
+}
+v5 "mkg --gemma3" "$v5_g3" "Gemma 3 in transformers 5's rope_parameters"
+v5 mkg "$v5_g2" "Gemma 2 in transformers 5's rope_parameters"
+mkg --gemma3
+sed "$v5_g3" "$tmp/hf/config.json" | sed 's/"rope_theta": 10000,/"rope_theta": 500,/' >"$tmp/c" &&
+	mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t "$text" --dump
+check "rope_parameters' bases are read: sliding_attention's 500 is the local layers'" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'theta 1e+06 rope_scaling linear factor 8 .* local_theta 500 ' '$tmp/out'"
+refuse "rope_parameters without sliding_attention" \
+	"$v5_g3; s/, \"sliding_attention\": {[^}]*}//" 'rope_parameters must hold full_attention and sliding_attention'
+refuse "a scaled sliding_attention" \
+	"$v5_g3; s/\"rope_theta\": 10000, \"rope_type\": \"default\"/\"factor\": 2, \"rope_type\": \"linear\"/" \
+	'rope_parameters.sliding_attention: rope_type linear is not supported (default only)'
+
+# Gemma 3's multimodal files (Gemma3ForConditionalGeneration): the text
+# model read from text_config and the language model's weights, in the
+# Hub's names and in transformers' own, the vision model's passed over
+for opt in --mm --mm2; do
+	if ! mkg --gemma3 $opt; then
+		fail "gemma3 $opt setup (tool_mkhf --gemma3 $opt)"
+		continue
+	fi
+	same_as_ref "Gemma 3 multimodal ($opt)" --loss
+done
+run -c "load $tmp/hf; text $text; heads; lens; qkov 1.2; generate 4"
+check "the explorer runs on a multimodal directory's text model" \
+	sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ] && grep -q '2 layers x 4 heads (2 kv)' '$tmp/out'"
+refuse() { refuse_edit "mkg --gemma3 --mm" "$@"; } # on Gemma 3 multimodal
+refuse "a multimodal config without text_config" 's/"text_config": {/"text": {/' \
+	'text_config is missing'
+refuse "text_config's errors" 's/"sliding_window": 4,/"sliding_window": "x",/' \
+	'config.json: text_config: "sliding_window" must be an integer'
+refuse "a text_config of another model" 's/"model_type": "gemma3_text"/"model_type": "llama"/' \
+	'text_config.model_type is not gemma3_text'
+mkg --gemma3
+sed 's/"model_type": "gemma3_text"/"model_type": "gemma3"/' "$tmp/hf/config.json" >"$tmp/c" &&
+	mv "$tmp/c" "$tmp/hf/config.json"
+run "$tmp/hf" -t hi
+check "model_type gemma3 without text_config is refused in one line" \
+	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'text_config is missing' '$tmp/err'"
 mkg --gemma3
 sed 's/"model_type": "gemma3_text"/"model_type": "gemma2"/; s/"rope_scaling": {[^}]*}/"rope_scaling": null/' "$tmp/hf/config.json" >"$tmp/c" &&
 	mv "$tmp/c" "$tmp/hf/config.json"

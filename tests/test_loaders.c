@@ -965,7 +965,7 @@ static void test_damaged_config(void **state)
 		{ "{\"model_type\": \"gptj\", \"n_layer\": 2}", "model_type \"gptj\" is not supported" },
 		/* the refusal names every family of the format table */
 		{ "{\"model_type\": \"gptj\"}",
-		  "(llama, qwen2, qwen3, mistral, gpt_neox, gpt_neo, bert, roberta, distilbert, phi3, gemma2, gemma3_text, olmo2 and gpt2 are)" },
+		  "(llama, qwen2, qwen3, mistral, gpt_neox, gpt_neo, bert, roberta, distilbert, phi3, gemma2, gemma3_text, gemma3, olmo2 and gpt2 are)" },
 		{ "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": 2}",
 		  "config.json: missing key \"num_attention_heads\"" },
 		{ "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}", "missing key \"num_attention_heads\"" },
@@ -1142,6 +1142,7 @@ static void test_fuzz_seeds(void **state)
 		{ "phi3-tiny-partial-window", "hf-phi3" },
 		{ "gemma2-tiny-sandwich-softcap", "hf-gemma" },
 		{ "gemma3-tiny-qk-norm-local-base", "hf-gemma" },
+		{ "gemma3mm-tiny-language-model", "hf-gemma3" },
 		{ "olmo2-tiny-post-norms", "hf-olmo2" },
 		{ "bert-tiny-mlm", "hf-bert" },
 		{ "roberta-tiny-mlm", "hf-roberta" },

@@ -9,7 +9,8 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 | --olmo2]
+ *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2]
+ *                 | --olmo2]
  *                 [--headdim N]
  *                 [--shards] [--tiny]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
@@ -70,7 +71,14 @@
  * --gemma2 writes a Gemma 2 model (gemma2_config below): the four norms
  * per layer stored as scale - 1, GeGLU, tied, config.json spelled as
  * gemma-2-2b's; --gemma3 a Gemma 3 text model (gemma3_config below:
- * q_norm / k_norm stored as scale - 1 too), spelled as gemma-3-1b-it's.
+ * q_norm / k_norm stored as scale - 1 too), spelled as gemma-3-1b-it's;
+ * with --mm as a Gemma3ForConditionalGeneration (gemma-3-4b-it's
+ * config.json: model_type gemma3, the text model's keys in text_config
+ * with those equal to Gemma3TextConfig's defaults left out, a
+ * vision_config) whose text weights are named language_model.model.*, as
+ * the Hub's files are, beside two vision tensors; --mm2 the same with
+ * transformers' own names since 4.52 (model.language_model.*,
+ * model.vision_tower.*).
  * --olmo2 writes an OLMo-2 model: no norm before the sub-blocks, the norms
  * after them, q_norm (H * D) and k_norm (K * D) over the whole projections,
  * rope_theta 500000, untied, spelled as OLMo-2-0425-1B's.
@@ -777,6 +785,48 @@ static void write_gemma3_config(FILE *f, const struct model_config *c)
 		c->vocab_size);
 }
 
+/* config.json spelled as gemma-3-4b-it's: the text model's keys that
+ * differ from Gemma3TextConfig's defaults in text_config (rms_norm_eps,
+ * rope_theta and rope_local_base_freq left out), a SigLIP vision_config. */
+static void write_gemma3mm_config(FILE *f, const struct model_config *c)
+{
+	fprintf(f, "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], "
+		   "\"boi_token_index\": 255999, \"eoi_token_index\": 256000, \"eos_token_id\": [1, 106], "
+		   "\"image_token_index\": 262144, \"initializer_range\": 0.02, "
+		   "\"mm_tokens_per_image\": 256, \"model_type\": \"gemma3\", \"text_config\": {"
+		   "\"head_dim\": %d, \"hidden_size\": %d, \"intermediate_size\": %d, "
+		   "\"max_position_embeddings\": %d, \"model_type\": \"gemma3_text\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, \"num_key_value_heads\": %d, "
+		   "\"query_pre_attn_scalar\": 24, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": "
+		   "\"linear\"}, \"sliding_window\": 4, \"sliding_window_pattern\": 2, \"vocab_size\": %d}, "
+		   "\"torch_dtype\": \"float32\", \"transformers_version\": \"4.50.0.dev0\", "
+		   "\"vision_config\": {\"hidden_size\": 1152, \"image_size\": 896, "
+		   "\"intermediate_size\": 4304, \"model_type\": \"siglip_vision_model\", "
+		   "\"num_attention_heads\": 16, \"num_hidden_layers\": 27, \"patch_size\": 14, "
+		   "\"vision_use_head\": false}}\n",
+		cfg_d_head(c), c->d_model, c->d_ff, c->context, c->n_head, c->n_layer, c->n_kv_head,
+		c->vocab_size);
+}
+
+/* The text model's tensors renamed as a multimodal file holds them (its
+ * "model." becomes prefix), and two of the vision model's beside them
+ * (noise: the loader passes them over). */
+static void gemma3mm_tensors(const char *prefix, const char *vision)
+{
+	for (int i = 0; i < n_tens; i++) {
+		char nm[160];
+		snprintf(nm, sizeof nm, "%s%s", prefix, tens[i].name + strlen("model."));
+		snprintf(tens[i].name, sizeof tens[i].name, "%s", nm);
+	}
+	char nm[160];
+	snprintf(nm, sizeof nm, "%svision_tower.vision_model.post_layernorm.weight", vision);
+	float *v = add(nm, 8, 0);
+	snprintf(nm, sizeof nm, "%smulti_modal_projector.mm_input_projection_weight", vision);
+	float *p = add(nm, 8, 4);
+	for (int i = 0; i < 32; i++)
+		p[i] = v[i % 8] = 0.5f + (float)i;
+}
+
 /* config.json spelled as gemma-2-2b's (layer_types left out: the even
  * layers slide, as transformers sets them). */
 static void write_gemma2_config(FILE *f, const struct model_config *c)
@@ -892,7 +942,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 | --olmo2] [--headdim N] "
+			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2] | --olmo2] "
+			"[--headdim N] "
 			"[--shards] [--tiny]\n");
 		return 2;
 	}
@@ -900,7 +951,7 @@ int main(int argc, char **argv)
 	bool qwen = false, shards = false, neox = false, sequential = false, neo = false;
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
-	bool gemma2 = false, gemma3 = false, olmo2 = false;
+	bool gemma2 = false, gemma3 = false, olmo2 = false, mm = false, mm2 = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -919,6 +970,8 @@ int main(int argc, char **argv)
 		qwen3 |= !strcmp(argv[i], "--qwen3");
 		gemma2 |= !strcmp(argv[i], "--gemma2");
 		gemma3 |= !strcmp(argv[i], "--gemma3");
+		mm |= !strcmp(argv[i], "--mm");
+		mm2 |= !strcmp(argv[i], "--mm2");
 		olmo2 |= !strcmp(argv[i], "--olmo2");
 		partial |= !strcmp(argv[i], "--partial");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
@@ -1035,6 +1088,9 @@ int main(int argc, char **argv)
 		phi3_tensors(m);
 	else if (!bert && !roberta) /* the Llama layout, as the config has it */
 		llama_tensors(m, gemma2 || gemma3);
+	if (gemma3 && (mm || mm2))
+		gemma3mm_tensors(mm2 ? "model.language_model." : "language_model.model.",
+				 mm2 ? "model." : "");
 
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
@@ -1060,6 +1116,8 @@ int main(int argc, char **argv)
 		write_qwen3_config(f, &c);
 	else if (gemma2)
 		write_gemma2_config(f, &c);
+	else if (gemma3 && (mm || mm2))
+		write_gemma3mm_config(f, &c);
 	else if (gemma3)
 		write_gemma3_config(f, &c);
 	else if (olmo2)

@@ -57,8 +57,9 @@ const struct cmd_entry cmd_load_entry = {
 	.long_help =
 		"load MODEL [--tokenizer PATH]\n"
 		"MODEL is a file or directory, found by its content: an attnscope .safetensors,\n"
-		"a Hugging Face GPT-2, Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3, GPT-NeoX,\n"
-		"GPT-Neo, Phi-3, OLMo-2, BERT, RoBERTa or DistilBERT directory, a GGUF file\n"
+		"a Hugging Face GPT-2, Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3 (text, or\n"
+		"the text model of a multimodal one), GPT-NeoX, GPT-Neo, Phi-3, OLMo-2, BERT,\n"
+		"RoBERTa or DistilBERT directory, a GGUF file\n"
 		"(llama.cpp, Ollama, LM Studio: Llama, Mistral, Qwen2, Qwen3, GPT-2, GPT-NeoX or\n"
 		"BERT, F32/F16/BF16 or quantized Q8_0, Q4_0/1, Q5_0/1, Q2_K..Q6_K, dequantized),\n"
 		"a llama2.c .bin or an llm.c GPT-2 .bin; or a name in models/ (shakespeare ->\n"

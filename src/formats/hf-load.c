@@ -284,17 +284,18 @@ static int read_head(const struct hf_family *f, struct ld_shards *s, struct mode
 	const struct model_config *c = &m->cfg;
 	uint64_t V = (uint64_t)c->vocab_size, C = (uint64_t)c->d_model;
 	struct st_file *in;
+	const char *head = x->head ? x->head : f->head;
 	char emb[192];
 	snprintf(emb, sizeof emb, "%s%s", x->prefix, f->map[0].name);
 	if (c->tied)
-		return ld_shards_tied(s, f->head, emb, m->p[P_WTE], V, C,
+		return ld_shards_tied(s, head, emb, m->p[P_WTE], V, C,
 				      f->tied_default ? "tie_word_embeddings true, or absent: the "
 				      "family's default" : "tie_word_embeddings true", e);
-	if (!ld_shards_find(s, f->head, &in))
+	if (!ld_shards_find(s, head, &in))
 		return err_set(e, "missing tensor \"%s\" (config.json: tie_word_embeddings is "
-			       "false%s)", f->head, f->tied_default ? "" : ", or absent: false is "
+			       "false%s)", head, f->tied_default ? "" : ", or absent: false is "
 			       "the family's default");
-	return ld_shards_read(s, f->head, V, C, m->p[P_LMHEAD], e);
+	return ld_shards_read(s, head, V, C, m->p[P_LMHEAD], e);
 }
 
 /* ------------------------------------------------------------------ load */

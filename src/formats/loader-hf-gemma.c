@@ -1,8 +1,16 @@
 /*
- * loader-hf-gemma.c — Hugging Face Gemma 2 and Gemma 3 text directories
+ * loader-hf-gemma.c — Hugging Face Gemma 2 and Gemma 3 directories
  * ("hf-gemma"): config.json with model_type "gemma2" (Gemma2ForCausalLM:
  * gemma-2-2b, -9b, -27b and their -it versions, the models Gemma Scope
- * reads) or "gemma3_text" (Gemma3ForCausalLM: gemma-3-1b and -it).
+ * reads) or "gemma3_text" (Gemma3ForCausalLM: gemma-3-1b and -it); and
+ * ("hf-gemma3") the text model of Gemma 3's multimodal directories,
+ * model_type "gemma3" (Gemma3ForConditionalGeneration: gemma-3-4b, -12b,
+ * -27b): its text_config, read as a gemma3_text config.json with
+ * Gemma3TextConfig's defaults for the shape keys it leaves out, and its
+ * weights named language_model.model.* (the Hub's files) or
+ * model.language_model.* (transformers since 4.52), the output layer
+ * language_model.lm_head or lm_head when untied; the vision model and its
+ * projector (vision_tower.*, multi_modal_projector.*) are passed over.
  *
  * config.json maps to our config as
  *   num_hidden_layers, num_attention_heads, num_key_value_heads,
@@ -27,9 +35,12 @@
  *   q/k norm (self_attn.q_norm / k_norm, 1 + weight, head_dim wide;
  *   config qk_norm), its local layers' RoPE base rope_local_base_freq
  *   (10000, unscaled: rope_local_theta) and a linear rope_scaling of the
- *   global layers ({"rope_type": "linear", "factor": F}).  attention_bias
- *   true, other rope_scaling kinds, transformers 5's rope_parameters,
- *   other activations and layer types are refused by name.
+ *   global layers ({"rope_type": "linear", "factor": F}).  Transformers
+ *   5's spelling is read too: rope_parameters in place of rope_theta and
+ *   rope_scaling (Gemma 2: {"rope_type", "rope_theta"}), and for Gemma 3
+ *   of rope_local_base_freq as well ({"full_attention": {...},
+ *   "sliding_attention": {...}}).  attention_bias true, other rope_scaling
+ *   kinds and keys, other activations and layer types are refused by name.
  *
  * Weights (model.safetensors or shards): model.embed_tokens,
  * model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, (Gemma 3)
@@ -66,8 +77,9 @@ static int parse_cap(json_t *o, const char *key, float def, float *out, struct e
 		*out = 0.0f;
 		return 0;
 	}
-	if (ju_get_float(o, key, "config.json", JU_NULL_ABSENT, out, e) < 0)
-		return -1;
+	int rc = ju_get_float(o, key, "config.json", JU_NULL_ABSENT, out, e);
+	if (rc)
+		return rc < 0 ? -1 : 0; /* absent: the default */
 	if (!(*out > 0.0f && *out <= 1e6f))
 		return err_set(e, "config.json: %s %g must be a positive number or null", key,
 			       (double)*out);
@@ -121,36 +133,74 @@ static int parse_rest(json_t *o, struct model_config *c, struct err *e)
 			       "(GeGLU with gelu_pytorch_tanh only)", act);
 	if (bias)
 		return err_set(e, "config.json: attention_bias true is not supported");
-	if (json_object_get(o, "rope_parameters"))
-		return err_set(e, "config.json: rope_parameters (transformers 5's spelling of "
-			       "rope_theta and rope_scaling) is not read yet");
 	c->tied = tied;
 	return 0;
 }
 
-/* rope_scaling: null, absent or {"rope_type" (or "type"): "default"}; for
- * Gemma 3 also {"linear", "factor"} (its global layers'). */
-static int parse_rope_scaling(json_t *o, bool gemma3, struct model_config *c, struct err *e)
+/* One RoPE block at where: {"rope_type" (or "type"): "default"}, or with
+ * linear ok {"linear", "factor"} (into c's scaling); with theta not NULL
+ * also "rope_theta" (transformers 5's rope_parameters), into *theta.
+ * Any other key or kind is refused by name. */
+static int parse_rope_block(json_t *b, const char *where, bool linear_ok, float *theta,
+			    struct model_config *c, struct err *e)
 {
-	json_t *rs = json_object_get(o, "rope_scaling");
-	if (!rs || json_is_null(rs))
-		return 0;
-	json_t *t = json_is_object(rs) ? json_object_get(rs, "rope_type") : NULL;
-	if (!t && json_is_object(rs))
-		t = json_object_get(rs, "type");
+	if (!json_is_object(b))
+		return err_set(e, "%s is not an object", where);
+	json_t *t = json_object_get(b, "rope_type");
+	if (!t)
+		t = json_object_get(b, "type");
 	const char *type = json_is_string(t) ? json_string_value(t) : "?";
-	size_t n = json_is_object(rs) ? json_object_size(rs) : 0; /* keys besides the type */
-	n -= n && json_object_get(rs, "rope_type") ? 1 : 0;
-	n -= n && json_object_get(rs, "type") ? 1 : 0;
-	if (!strcmp(type, "default") && n == 0)
-		return 0;
-	if (gemma3 && !strcmp(type, "linear") && n == 1) {
-		c->rope_scaling = ROPE_SCALE_LINEAR;
-		return ju_get_float(rs, "factor", "config.json: rope_scaling", JU_REQUIRED,
-				    &c->rope_factor, e) < 0 ? -1 : 0;
+	bool linear = linear_ok && !strcmp(type, "linear");
+	if (strcmp(type, "default") && !linear)
+		return err_set(e, "%s: rope_type %.40s is not supported (%s)", where, type,
+			       linear_ok ? "default, or linear with a factor" : "default only");
+	const char *key;
+	json_t *v;
+	json_object_foreach(b, key, v) {
+		bool known = !strcmp(key, "rope_type") || !strcmp(key, "type") ||
+			     (theta && !strcmp(key, "rope_theta")) ||
+			     (linear && !strcmp(key, "factor"));
+		if (!known)
+			return err_set(e, "%s: key \"%.40s\" is not supported", where, key);
 	}
-	return err_set(e, "config.json: rope_scaling %.40s is not supported for Gemma %s", type,
-		       gemma3 ? "3 (linear with a factor is)" : "2");
+	if (theta && ju_get_float(b, "rope_theta", where, JU_NULL_ABSENT, theta, e) < 0)
+		return -1;
+	if (!linear)
+		return 0;
+	c->rope_scaling = ROPE_SCALE_LINEAR;
+	return ju_get_float(b, "factor", where, JU_REQUIRED, &c->rope_factor, e) < 0 ? -1 : 0;
+}
+
+/* RoPE in either spelling, into c's scaling, *theta (global layers) and
+ * *local_theta (Gemma 3's local layers):
+ *   transformers 4: rope_theta, rope_local_base_freq (read by the caller)
+ *     and rope_scaling null, absent, default, or (Gemma 3) linear;
+ *   transformers 5: rope_parameters, for Gemma 2 one block with its
+ *     rope_theta, for Gemma 3 {"full_attention": block (default or
+ *     linear), "sliding_attention": block (default)}. */
+static int parse_rope(json_t *o, bool gemma3, float *theta, float *local_theta,
+		      struct model_config *c, struct err *e)
+{
+	json_t *rs = json_object_get(o, "rope_scaling"), *rp = json_object_get(o, "rope_parameters");
+	if (rs && !json_is_null(rs) && rp && !json_is_null(rp))
+		return err_set(e, "config.json: both rope_scaling and rope_parameters are set");
+	if (rs && !json_is_null(rs))
+		return parse_rope_block(rs, "config.json: rope_scaling", gemma3, NULL, c, e);
+	if (!rp || json_is_null(rp))
+		return 0;
+	if (!gemma3)
+		return parse_rope_block(rp, "config.json: rope_parameters", false, theta, c, e);
+	json_t *full = json_object_get(rp, "full_attention");
+	json_t *slide = json_object_get(rp, "sliding_attention");
+	if (!json_is_object(rp) || !full || !slide || json_object_size(rp) != 2)
+		return err_set(e, "config.json: rope_parameters must hold full_attention and "
+			       "sliding_attention (Gemma 3)");
+	struct model_config local = *c;
+	if (parse_rope_block(full, "config.json: rope_parameters.full_attention", true, theta, c, e) ||
+	    parse_rope_block(slide, "config.json: rope_parameters.sliding_attention", false,
+			     local_theta, &local, e))
+		return -1;
+	return 0;
 }
 
 static int parse_config(json_t *o, const char *type, struct model_config *c, struct hf_ctx *x,
@@ -173,7 +223,7 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 				&local_theta, e) < 0) ||
 	    parse_cap(o, "attn_logit_softcapping", g3 ? 0.0f : 50.0f, &c->attn_softcap, e) ||
 	    parse_cap(o, "final_logit_softcapping", g3 ? 0.0f : 30.0f, &c->final_softcap, e) ||
-	    parse_rest(o, c, e) || parse_rope_scaling(o, g3, c, e))
+	    parse_rest(o, c, e) || parse_rope(o, g3, &theta, &local_theta, c, e))
 		return -1;
 	if (json_is_null(json_object_get(o, "sliding_window")))
 		window = 0;
@@ -197,6 +247,78 @@ static int parse_config(json_t *o, const char *type, struct model_config *c, str
 	return 0;
 }
 
+/* ------------------------------------------- Gemma 3's multimodal files */
+
+/* Gemma3TextConfig's defaults for the shape keys a text_config may leave
+ * out (gemma-3-4b-it's names only what differs from them). */
+static const struct { const char *key; int value; } text_defaults[] = {
+	{ "vocab_size", 262208 },	 { "hidden_size", 2304 },
+	{ "intermediate_size", 9216 }, { "num_hidden_layers", 26 },
+	{ "num_attention_heads", 8 },	 { "num_key_value_heads", 4 },
+	{ "max_position_embeddings", 131072 },
+};
+
+/* A Gemma3ForConditionalGeneration's config.json (model_type "gemma3"):
+ * its text_config, with Gemma3TextConfig's defaults for the shape keys it
+ * leaves out, parsed as a gemma3_text config.json; errors name
+ * text_config.  The vision model's keys are not read. */
+static int parse_config_mm(json_t *o, const char *type, struct model_config *c,
+			   struct hf_ctx *x, struct err *e)
+{
+	(void)type;
+	json_t *tc = json_object_get(o, "text_config");
+	if (!json_is_object(tc))
+		return err_set(e, "config.json: text_config is %s (a Gemma 3 multimodal config "
+			       "holds its text model there)", tc ? "not an object" : "missing");
+	json_t *t = json_object_get(tc, "model_type");
+	if (t && !(json_is_string(t) && !strcmp(json_string_value(t), "gemma3_text")))
+		return err_set(e, "config.json: text_config.model_type is not gemma3_text");
+	json_t *copy = json_deep_copy(tc);
+	if (!copy)
+		die("out of memory");
+	for (size_t i = 0; i < sizeof text_defaults / sizeof *text_defaults; i++)
+		if (!json_object_get(copy, text_defaults[i].key))
+			ju_set(copy, text_defaults[i].key, json_integer(text_defaults[i].value));
+	int rc = parse_config(copy, "gemma3_text", c, x, e);
+	json_decref(copy);
+	if (rc && !strncmp(e->msg, "config.json: ", 13)) {
+		char msg[ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", e->msg + 13);
+		err_set(e, "config.json: text_config: %s", msg);
+	}
+	return rc;
+}
+
+/* The text model's names in each spelling of the multimodal files: the
+ * Hub's (transformers 4.50: language_model.model.*, the output layer
+ * language_model.lm_head) or transformers' own since 4.52
+ * (model.language_model.*, lm_head). */
+static const struct mm_spelling {
+	const char *prefix, *head;
+} spellings[] = {
+	{ "language_model.model.", "language_model.lm_head.weight" },
+	{ "model.language_model.", "lm_head.weight" },
+};
+
+/* Which spelling the weights use, by their token embedding. */
+static int inspect_mm(struct ld_shards *s, struct model_config *c, struct hf_ctx *x,
+		      struct err *e)
+{
+	(void)c;
+	for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+		char name[96];
+		struct st_file *in;
+		snprintf(name, sizeof name, "%sembed_tokens.weight", spellings[i].prefix);
+		if (ld_shards_find(s, name, &in)) {
+			x->prefix = spellings[i].prefix;
+			x->head = spellings[i].head;
+			return 0;
+		}
+	}
+	return err_set(e, "missing tensor \"language_model.model.embed_tokens.weight\" (or "
+		       "\"model.language_model.embed_tokens.weight\"): no Gemma 3 text model");
+}
+
 /* -------------------------------------------------------------- the family */
 
 static const char *const types[] = { "gemma2", "gemma3_text", NULL };
@@ -205,26 +327,29 @@ static const char *const types[] = { "gemma2", "gemma3_text", NULL };
 static const char *const ignored[] = { "rotary_emb.inv_freq", NULL };
 
 /* Every norm's scale is 1 + the stored weight (plus_one); Gemma 3's q/k
- * norm is read when the config has it (c->qk_norm). */
-#define L_ "model.layers.%d."
-static const struct hf_tensor map[] = {
-	{ .name = "model.embed_tokens.weight", .p = P_WTE },
-	{ .name = L_ "input_layernorm.weight", .p = P_LN1W, .plus_one = true },
-	{ .name = L_ "self_attn.q_proj.weight", .p = P_QKVW, .part = HF_Q, .xf = HF_ROPE },
-	{ .name = L_ "self_attn.k_proj.weight", .p = P_QKVW, .part = HF_K, .xf = HF_ROPE },
-	{ .name = L_ "self_attn.v_proj.weight", .p = P_QKVW, .part = HF_V },
-	{ .name = L_ "self_attn.q_norm.weight", .p = P_QNORMW, .xf = HF_ROPE, .plus_one = true },
-	{ .name = L_ "self_attn.k_norm.weight", .p = P_KNORMW, .xf = HF_ROPE, .plus_one = true },
-	{ .name = L_ "self_attn.o_proj.weight", .p = P_ATTPROJW },
-	{ .name = L_ "post_attention_layernorm.weight", .p = P_ATTPOSTW, .plus_one = true },
-	{ .name = L_ "pre_feedforward_layernorm.weight", .p = P_LN2W, .plus_one = true },
-	{ .name = L_ "mlp.gate_proj.weight", .p = P_FCW, .part = HF_GATE },
-	{ .name = L_ "mlp.up_proj.weight", .p = P_FCW, .part = HF_UP },
-	{ .name = L_ "mlp.down_proj.weight", .p = P_FCPROJW },
-	{ .name = L_ "post_feedforward_layernorm.weight", .p = P_MLPPOSTW, .plus_one = true },
-	{ .name = "model.norm.weight", .p = P_LNFW, .plus_one = true },
-	{ .name = NULL },
-};
+ * norm is read when the config has it (c->qk_norm).  M is the text
+ * model's own prefix: "model." in a text directory, "" in a multimodal
+ * one (whose prefix, inspect_mm's, ends with it). */
+#define GEMMA_MAP(M) \
+	{ .name = M "embed_tokens.weight", .p = P_WTE }, \
+	{ .name = M L_ "input_layernorm.weight", .p = P_LN1W, .plus_one = true }, \
+	{ .name = M L_ "self_attn.q_proj.weight", .p = P_QKVW, .part = HF_Q, .xf = HF_ROPE }, \
+	{ .name = M L_ "self_attn.k_proj.weight", .p = P_QKVW, .part = HF_K, .xf = HF_ROPE }, \
+	{ .name = M L_ "self_attn.v_proj.weight", .p = P_QKVW, .part = HF_V }, \
+	{ .name = M L_ "self_attn.q_norm.weight", .p = P_QNORMW, .xf = HF_ROPE, .plus_one = true }, \
+	{ .name = M L_ "self_attn.k_norm.weight", .p = P_KNORMW, .xf = HF_ROPE, .plus_one = true }, \
+	{ .name = M L_ "self_attn.o_proj.weight", .p = P_ATTPROJW }, \
+	{ .name = M L_ "post_attention_layernorm.weight", .p = P_ATTPOSTW, .plus_one = true }, \
+	{ .name = M L_ "pre_feedforward_layernorm.weight", .p = P_LN2W, .plus_one = true }, \
+	{ .name = M L_ "mlp.gate_proj.weight", .p = P_FCW, .part = HF_GATE }, \
+	{ .name = M L_ "mlp.up_proj.weight", .p = P_FCW, .part = HF_UP }, \
+	{ .name = M L_ "mlp.down_proj.weight", .p = P_FCPROJW }, \
+	{ .name = M L_ "post_feedforward_layernorm.weight", .p = P_MLPPOSTW, .plus_one = true }, \
+	{ .name = M "norm.weight", .p = P_LNFW, .plus_one = true }, \
+	{ .name = NULL }
+#define L_ "layers.%d."
+static const struct hf_tensor map[] = { GEMMA_MAP("model.") };
+static const struct hf_tensor map_mm[] = { GEMMA_MAP("") };
 #undef L_
 
 const struct hf_family hf_gemma = {
@@ -241,4 +366,29 @@ const struct hf_family hf_gemma = {
 const struct model_format format_hf_gemma = {
 	"hf-gemma", "Hugging Face Gemma 2 or Gemma 3 text directory (gemma-2-2b, gemma-3-1b)",
 	.hf = &hf_gemma,
+};
+
+static const char *const types_mm[] = { "gemma3", NULL };
+
+/* RoPE's frequencies, and the vision model and its projector, whose
+ * tensors sit beside the text model's (in either spelling). */
+static const char *const ignored_mm[] = { "rotary_emb.inv_freq", "vision_tower.",
+					  "multi_modal_projector.", NULL };
+
+const struct hf_family hf_gemma3mm = {
+	.what = "a Gemma 3 multimodal model",
+	.types = types_mm,
+	.parse = parse_config_mm,
+	.tokenizer = ld_hf_tokenizer,
+	.prefix = "language_model.model.",
+	.map = map_mm,
+	.head = "language_model.lm_head.weight",
+	.tied_default = true,
+	.ignored = ignored_mm,
+	.inspect = inspect_mm,
+};
+
+const struct model_format format_hf_gemma3mm = {
+	"hf-gemma3", "Hugging Face Gemma 3 multimodal directory (gemma-3-4b-it): its text model",
+	.hf = &hf_gemma3mm,
 };

@@ -83,8 +83,9 @@ const struct model_format format_safetensors = {
  * when it has GPT-2's names and a config.json beside it. */
 static const struct model_format *const formats[] = {
 	&format_hf_llama, &format_hf_neox, &format_hf_neo, &format_hf_bert, &format_hf_roberta,
-	&format_hf_distilbert, &format_hf_phi3, &format_hf_gemma, &format_hf_olmo2, &format_hf_gpt2, &format_gguf,
-	&format_safetensors, &format_llmc, &format_llama2c,
+	&format_hf_distilbert, &format_hf_phi3, &format_hf_gemma, &format_hf_gemma3mm,
+	&format_hf_olmo2, &format_hf_gpt2, &format_gguf, &format_safetensors, &format_llmc,
+	&format_llama2c,
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
