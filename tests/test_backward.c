@@ -3,8 +3,8 @@
  * forward pass, for every parameter tensor of tiny models over every
  * combination of norm x placement x positions x MLP x native K/V heads, the
  * lab's switches, GPT-NeoX's blocks, BERT's embedding norm and masked-LM
- * head and RoPE scaling (linear, llama3); the batch mean; accumulation; and
- * refusal of runs it cannot differentiate.
+ * head, RoPE scaling (linear, llama3) and Gemma's GeGLU; the batch mean;
+ * accumulation; and refusal of runs it cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,6 +76,11 @@ struct combo {
 	unsigned local_bits;
 	int head_dim; /* 0: TC / heads */
 	bool qk_norm; /* Qwen3's q/k norm (off in combo_of's 48) */
+	/* Gemma 2's and OLMo-2's switches (off in combo_of's 48): the
+	 * embedding scale sqrt(C), the sandwich norms, no norm before the
+	 * sub-blocks, the whole-width q/k norm, soft-caps (0: none) */
+	bool emb_scale, sandwich, post_only, qk_whole;
+	float attn_cap, final_cap;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -107,7 +112,17 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 	}
 	if (k->qk_norm) {
 		size_t used = strlen(buf);
-		snprintf(buf + used, n - used, " qk-norm");
+		snprintf(buf + used, n - used, k->qk_whole ? " qk-norm-whole" : " qk-norm");
+	}
+	if (k->emb_scale || k->sandwich || k->post_only) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, "%s%s%s", k->emb_scale ? " emb-scale" : "",
+			 k->sandwich ? " sandwich" : "", k->post_only ? " post-only" : "");
+	}
+	if (k->attn_cap > 0.0f || k->final_cap > 0.0f) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " softcap %g / %g", (double)k->attn_cap,
+			 (double)k->final_cap);
 	}
 }
 
@@ -173,6 +188,12 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.qk_norm = k->qk_norm;
 	if (k->qk_norm && k->local_window) /* Gemma 3's local layers on a RoPE base of their own */
 		c.rope_local_theta = 500.0f;
+	c.emb_scale = k->emb_scale ? sqrtf((float)TC) : 0.0f;
+	c.sandwich = k->sandwich;
+	c.post_only = k->post_only;
+	c.qk_norm_whole = k->qk_whole;
+	c.attn_softcap = k->attn_cap;
+	c.final_softcap = k->final_cap;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -185,7 +206,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 			float z = rng_normal(&r);
 			switch (i) {
 			case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
-			case P_QNORMW: case P_KNORMW:
+			case P_QNORMW: case P_KNORMW: case P_ATTPOSTW: case P_MLPPOSTW:
 				p[j] = 1.0f + 0.1f * z;
 				break;
 			case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
@@ -469,6 +490,27 @@ static void test_fd_qk_norm(void **state)
 		fail_msg("%d q/k norm combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* GeGLU (Gemma's gelu_tanh(gate) * up): both norms and placements,
+ * parallel blocks, learned positions and RoPE, MHA / GQA / MQA, biases on
+ * and off; every tensor (the gate and up rows of FCW among them) within
+ * FD_TOL. */
+static void test_fd_geglu(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(v * 13 % 48);
+		k.mlp = MLP_GEGLU;
+		k.pos = v % 2 ? POS_ROPE : POS_LEARNED;
+		k.parallel = v == 5;
+		if (k.parallel)
+			k.place = PLACE_PRE;
+		failures += fd_report(&k, 9800 + (uint64_t)v * 47);
+	}
+	if (failures)
+		fail_msg("%d GeGLU combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
  * original context of 8 fall in the blended and the divided bands), over
  * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
@@ -634,26 +676,27 @@ static void batch_check(const struct combo *k, uint64_t seed)
 static void test_batch_mean(void **state)
 {
 	(void)state;
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 7);
-	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 8);
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 9);
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
-				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true, ROPE_SCALE_NONE, 0, 0u, 0, false }, 10);
-	batch_check(&(struct combo){ NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, false, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false,
-				     ROPE_SCALE_NONE, 0, 0u, 0, true }, 12);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_PRE, .pos = POS_LEARNED,
+				     .mlp = MLP_GELU, .kv = 2, .bias = true, .tied = true,
+				     .explicit_targets = true }, 7);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_POST, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 1, .explicit_targets = true }, 8);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_ROPE,
+				     .mlp = MLP_GELU, .kv = TH, .bias = true }, 9);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_LEARNED,
+				     .mlp = MLP_GELU_EXACT, .kv = TH, .bias = true, .tied = true,
+				     .explicit_targets = true, .mask = MASK_NONE, .emb_norm = true,
+				     .mlm = true }, 10);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 2, .qk_norm = true }, 12);
 }
 
 /* Gradients are added: two backward passes give twice one. */
 static void test_accumulates(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE, .mlp = MLP_SWIGLU,
+			   .kv = 2, .bias = true, .tied = true };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -705,8 +748,8 @@ static void expect_refusal(struct model *m, const struct run_options *o, const i
 static void test_refuses(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_LAYER, .place = PLACE_PRE, .pos = POS_LEARNED, .mlp = MLP_GELU,
+			   .kv = TH, .bias = true, .tied = true };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -765,8 +808,9 @@ static void test_refuses(void **state)
 static void test_refuses_headless(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_LEARNED,
+			   .mlp = MLP_GELU_EXACT, .kv = TH, .bias = true, .tied = true,
+			   .mask = MASK_NONE, .emb_norm = true };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -802,6 +846,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_fd_qk_norm, one_thread),
+		cmocka_unit_test_setup(test_fd_geglu, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_fd_head_dim, one_thread),

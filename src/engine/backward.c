@@ -238,6 +238,24 @@ static void swiglu_backward(float *dinp, const float *dout, const float *inp, in
 	}
 }
 
+/* GeGLU out = gelu(g) * u (tanh GELU) with g = inp[:, :F], u = inp[:, F:]:
+ *   dg += dout * u * gelu'(g),  du += dout * gelu(g). */
+static void geglu_backward(float *dinp, const float *dout, const float *inp, int N, int F)
+{
+	for (int i = 0; i < N; i++) {
+		const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
+		float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
+#pragma omp simd
+		for (int j = 0; j < F; j++) {
+			float x = g[j];
+			float th = fast_tanhf(GELU_K * (x + 0.044715f * x * x * x));
+			float dth = (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+			dg[j] += dy[j] * u[j] * (0.5f * (1.0f + th) + 0.5f * x * dth);
+			du[j] += dy[j] * 0.5f * x * (1.0f + th);
+		}
+	}
+}
+
 /* Inverse of rope_forward on a gradient, in place: the forward turns each
  * pair by +angle, so the gradient of the pre-rotation pair is the gradient
  * of the rotated pair turned by -angle.  Same rows, heads and angles as the
@@ -545,6 +563,8 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 	memset(s->dfch, 0, (size_t)N * FF * sizeof(float));
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
+	else if (c->mlp == MLP_GEGLU)
+		geglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
 	else if (c->mlp == MLP_GELU_EXACT)
 		gelu_exact_backward(s->dfch, s->dfch_act, x->fch, (long)N * F);
 	else
@@ -655,9 +675,9 @@ int backward_supports(const struct model_config *c, struct err *e)
 		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
 			       "training of such a model yet)");
 	if (c->emb_scale > 0.0f || c->sandwich || c->attn_softcap > 0.0f ||
-	    c->final_softcap > 0.0f || c->mlp == MLP_GEGLU)
-		return err_set(e, "backward: Gemma's embedding scale, sandwich norms, soft-capping "
-			       "and GeGLU are forward only (no training of such a model yet)");
+	    c->final_softcap > 0.0f)
+		return err_set(e, "backward: Gemma's embedding scale, sandwich norms and "
+			       "soft-capping are forward only (no training of such a model yet)");
 	return 0;
 }
 
