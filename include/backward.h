@@ -4,8 +4,8 @@
  * an encoder) with respect to every parameter, for the model as configured
  * (native K/V heads, native norm placement and mask, scaling on, nothing
  * ablated), GPT-NeoX's parallel blocks, partial rotary, exact GELU,
- * BERT's embedding norm and masked-LM head, Qwen3's q/k norm and Gemma's
- * GeGLU included.
+ * BERT's embedding norm and masked-LM head, Qwen3's q/k norm, Gemma's
+ * GeGLU and embedding scale included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them

@@ -511,6 +511,25 @@ static void test_fd_geglu(void **state)
 		fail_msg("%d GeGLU combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* Gemma 2's switches, each alone and then together, under both norms and
+ * placements where the config allows them: the embedding scale sqrt(C)
+ * (tied and untied, with learned positions, beside BERT's embedding
+ * norm); every tensor within FD_TOL. */
+static void test_fd_gemma(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 5; v++) {
+		struct combo k = combo_of(v * 19 % 48);
+		k.emb_scale = true;
+		k.pos = v % 2 ? POS_ROPE : POS_LEARNED;
+		k.emb_norm = v == 4;
+		failures += fd_report(&k, 9900 + (uint64_t)v * 53);
+	}
+	if (failures)
+		fail_msg("%d Gemma combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
  * original context of 8 fall in the blended and the divided bands), over
  * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
@@ -847,6 +866,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_fd_qk_norm, one_thread),
 		cmocka_unit_test_setup(test_fd_geglu, one_thread),
+		cmocka_unit_test_setup(test_fd_gemma, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_fd_head_dim, one_thread),

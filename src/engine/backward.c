@@ -393,17 +393,18 @@ static void crossentropy_backward(float *dlogits, const float *logits, const int
 	}
 }
 
-/* Token (and learned position) embedding: dwte[tokens[i]] += dout[i] and,
- * when dwpe is not NULL, dwpe[i % T] += dout[i].  Serial, since tokens and
- * positions repeat across rows. */
+/* Token (and learned position) embedding, the token rows times scale
+ * (Gemma's emb_scale; 1 for other models): dwte[tokens[i]] += scale *
+ * dout[i] and, when dwpe is not NULL, dwpe[i % T] += dout[i].  Serial,
+ * since tokens and positions repeat across rows. */
 static void embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
-			       int N, int T, int C)
+			       int N, int T, int C, float scale)
 {
 	for (int i = 0; i < N; i++) {
 		const float *dy = dout + (size_t)i * C;
 		float *dt = dwte + (size_t)tokens[i] * C;
 		for (int j = 0; j < C; j++)
-			dt[j] += dy[j];
+			dt[j] += scale * dy[j];
 		if (dwpe) {
 			float *dp = dwpe + (size_t)(i % T) * C;
 			for (int j = 0; j < C; j++)
@@ -674,10 +675,9 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->qk_norm_whole)
 		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
 			       "training of such a model yet)");
-	if (c->emb_scale > 0.0f || c->sandwich || c->attn_softcap > 0.0f ||
-	    c->final_softcap > 0.0f)
-		return err_set(e, "backward: Gemma's embedding scale, sandwich norms and "
-			       "soft-capping are forward only (no training of such a model yet)");
+	if (c->sandwich || c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+		return err_set(e, "backward: Gemma's sandwich norms and soft-capping are forward "
+			       "only (no training of such a model yet)");
 	return 0;
 }
 
@@ -719,19 +719,20 @@ static void head_backward(const struct model *m, const struct run *r, float *gra
 }
 
 /* The embedding norm (emb_norm): s->dresidual holds the gradient of its
- * output; on return s->dbuf1 holds that of its input, the token +
+ * output; on return s->dbuf1 holds that of its input, the (scaled) token +
  * position sum, which is recomputed (hpre) with its mean and rstd. */
 static void emb_norm_backward(const struct model *m, const int *tokens, float *grads,
 			      struct backward_state *s, int N, int T)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
+	float scale = c->emb_scale > 0.0f ? c->emb_scale : 1.0f;
 	for (int i = 0; i < N; i++) {
 		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
 		const float *pe = c->pos == POS_LEARNED ? m->p[P_WPE] + (size_t)(i % T) * C : NULL;
 		float *xi = s->hpre + (size_t)i * C;
 		for (int j = 0; j < C; j++)
-			xi[j] = te[j] + (pe ? pe[j] : 0.0f);
+			xi[j] = te[j] * scale + (pe ? pe[j] : 0.0f);
 	}
 	norm_forward(c->norm, s->hact, s->nmean, s->nrstd, s->hpre, m->p[P_LNEW], m->p[P_LNEB],
 		     N, C, c->norm_eps);
@@ -817,6 +818,6 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		demb = s->dbuf1;
 	}
 	embedding_backward(grad_at(m, grads, P_WTE, 0), grad_at(m, grads, P_WPE, 0),
-			   demb, tokens, N, T, C);
+			   demb, tokens, N, T, C, c->emb_scale > 0.0f ? c->emb_scale : 1.0f);
 	return 0;
 }
