@@ -513,8 +513,9 @@ static void test_fd_geglu(void **state)
 
 /* Gemma 2's switches, each alone and then together, under both norms and
  * placements where the config allows them: the embedding scale sqrt(C)
- * (tied and untied, with learned positions, beside BERT's embedding
- * norm); every tensor within FD_TOL. */
+ * (tied and untied, learned and RoPE positions, beside BERT's embedding
+ * norm); the sandwich norms (RMSNorm: pre, post, parallel, attention-only
+ * blocks, without residual connections); every tensor within FD_TOL. */
 static void test_fd_gemma(void **state)
 {
 	(void)state;
@@ -526,8 +527,35 @@ static void test_fd_gemma(void **state)
 		k.emb_norm = v == 4;
 		failures += fd_report(&k, 9900 + (uint64_t)v * 53);
 	}
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(24 + v * 5 % 24); /* RMSNorm */
+		k.sandwich = true;
+		k.place = v % 2 ? PLACE_POST : PLACE_PRE;
+		k.parallel = v == 2;
+		k.no_mlp = v == 3;
+		k.no_residual = v == 4 || v == 5;
+		failures += fd_report(&k, 9950 + (uint64_t)v * 59);
+	}
 	if (failures)
 		fail_msg("%d Gemma combinations above the tolerance %g", failures, FD_TOL);
+}
+
+/* OLMo-2's blocks: no norm before either sub-block, the sandwich norms
+ * after (post_only), learned and RoPE positions, MHA / GQA / MQA, with and
+ * without the MLP; every tensor within FD_TOL. */
+static void test_fd_olmo2(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(24 + v * 7 % 12); /* RMSNorm, pre */
+		k.sandwich = true;
+		k.post_only = true;
+		k.no_mlp = v == 3;
+		failures += fd_report(&k, 9990 + (uint64_t)v * 61);
+	}
+	if (failures)
+		fail_msg("%d OLMo-2 combinations above the tolerance %g", failures, FD_TOL);
 }
 
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
@@ -867,6 +895,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_qk_norm, one_thread),
 		cmocka_unit_test_setup(test_fd_geglu, one_thread),
 		cmocka_unit_test_setup(test_fd_gemma, one_thread),
+		cmocka_unit_test_setup(test_fd_olmo2, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_fd_head_dim, one_thread),

@@ -33,6 +33,7 @@ struct backward_state {
 	float *patt;       /* (T, T) one head's unmasked softmax (after-softmax mask) */
 	float *dfch;       /* (B, T, FF) */
 	float *dfch_act;   /* (B, T, F) */
+	float *dsand;      /* (B, T, C) gradient of a sandwich norm's input (sandwich only) */
 	/* BERT's parts, recomputed from the saved activations (forward keeps
 	 * neither): */
 	float *hpre;       /* (B, T, C) MLM head: HEADW x + HEADB; the embedding sum */
@@ -63,6 +64,8 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->patt = xmalloc_aligned((size_t)T * T * sizeof(float));
 	s->dfch = xmalloc_aligned(bt * s->FF * sizeof(float));
 	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
+	if (c->sandwich)
+		s->dsand = xmalloc_aligned(bt * s->C * sizeof(float));
 	if (c->head == HEAD_MLM || c->emb_norm) {
 		s->hpre = xmalloc_aligned(bt * s->C * sizeof(float));
 		s->hact = xmalloc_aligned(bt * s->C * sizeof(float));
@@ -86,6 +89,7 @@ void backward_free(struct backward_state *s)
 	free(s->patt);
 	free(s->dfch);
 	free(s->dfch_act);
+	free(s->dsand);
 	free(s->hpre);
 	free(s->hact);
 	free(s->nmean);
@@ -185,12 +189,17 @@ static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, con
 	}
 }
 
-/* Dispatches on the norm type (mean and dbias are unused for RMSNorm). */
+/* Dispatches on the norm type (mean and dbias are unused for RMSNorm).  A
+ * NULL weight is no norm (norm_forward's: OLMo-2 has none before its
+ * sub-blocks): dinp += dout. */
 static void norm_backward(enum norm_type type, float *dinp, float *dweight, float *dbias,
 			  const float *dout, const float *inp, const float *weight,
 			  const float *mean, const float *rstd, int N, int C)
 {
-	if (type == NORM_RMS)
+	if (!weight) {
+		for (size_t i = 0; i < (size_t)N * C; i++)
+			dinp[i] += dout[i];
+	} else if (type == NORM_RMS)
 		rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
 	else
 		layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
@@ -421,6 +430,9 @@ struct layer_ctx {
 	const float *ln1w, *ln2w, *qkvw, *qkvb, *projw, *fcw, *fpw;
 	const float *qnw, *knw; /* the q/k norm's scales (qk_norm), or NULL */
 	float *dqnw, *dknw;
+	const float *apw, *mpw; /* the sandwich norms' scales (sandwich), or NULL */
+	float *dapw, *dmpw;
+	const float *attpost_in, *attpost_rstd, *mlppost_in, *mlppost_rstd;
 	float *dln1w, *dln1b, *dln2w, *dln2b, *dqkvw, *dqkvb, *dprojw, *dprojb;
 	float *dfcw, *dfcb, *dfpw, *dfpb;
 	const float *in, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_res;
@@ -458,6 +470,10 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->dqnw = grad_at(m, grads, P_QNORMW, l * D);
 	x->dknw = grad_at(m, grads, P_KNORMW, l * D);
 	x->projw = param_at(m, P_ATTPROJW, l * C * A);
+	x->apw = param_at(m, P_ATTPOSTW, l * C);
+	x->mpw = param_at(m, P_MLPPOSTW, l * C);
+	x->dapw = grad_at(m, grads, P_ATTPOSTW, l * C);
+	x->dmpw = grad_at(m, grads, P_MLPPOSTW, l * C);
 	x->fcw = param_at(m, P_FCW, l * FF * C);
 	x->fpw = param_at(m, P_FCPROJW, l * C * F);
 	x->dln1w = grad_at(m, grads, P_LN1W, l * C);
@@ -487,6 +503,25 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->fch_act = r->fch_act + l * r->lstride_f;
 	x->mlp_res = r->mlp_res + l * r->lstride_c;
 	x->att = r->att + l * N * H * T;
+	x->attpost_in = r->attpost_in ? r->attpost_in + l * r->lstride_c : NULL;
+	x->attpost_rstd = r->attpost_rstd ? r->attpost_rstd + l * r->lstride_bt : NULL;
+	x->mlppost_in = r->mlppost_in ? r->mlppost_in + l * r->lstride_c : NULL;
+	x->mlppost_rstd = r->mlppost_rstd ? r->mlppost_rstd + l * r->lstride_bt : NULL;
+}
+
+/* A sandwich norm (scale w; NULL: none) after a sub-block's output
+ * projection: the gradient of the projection's output (N, C) from dout,
+ * that of the norm's output; dout itself without the norm, else s->dsand,
+ * with dw += the scale's gradient. */
+static const float *sandwich_backward(float *dw, const float *dout, const float *inp,
+				      const float *w, const float *rstd,
+				      struct backward_state *s, int N, int C)
+{
+	if (!w)
+		return dout;
+	memset(s->dsand, 0, (size_t)N * C * sizeof(float));
+	rmsnorm_backward(s->dsand, dw, dout, inp, w, rstd, N, C);
+	return s->dsand;
 }
 
 /* The q/k norm (config qk_norm) backward, in place on dqkv (N, QKV): the
@@ -521,9 +556,9 @@ static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_c
 	free(rstd);
 }
 
-/* Attention sub-block: for y = proj(attention(rope(qknorm(inp qkvw^T +
- * qkvb)))), dinp += the gradient of inp (N, C) from dout (N, C), and the block's
- * weight gradients (the heads' outputs are (N, A)). */
+/* Attention sub-block: for y = sandwich(proj(attention(rope(qknorm(inp
+ * qkvw^T + qkvb))))), dinp += the gradient of inp (N, C) from dout (N, C),
+ * and the block's weight gradients (the heads' outputs are (N, A)). */
 static void attn_block_backward(float *dinp, const float *dout, const float *inp,
 				const struct layer_ctx *x, const struct model_config *c,
 				struct backward_state *s, int B, int T)
@@ -533,6 +568,7 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	float scale = c->scale ? cfg_attn_scale(c) : 1.0f;
 
 	memset(s->datty, 0, (size_t)N * A * sizeof(float));
+	dout = sandwich_backward(x->dapw, dout, x->attpost_in, x->apw, x->attpost_rstd, s, N, C);
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, A, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
 	bool local = cfg_layer_local(c, x->layer);
@@ -551,8 +587,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
 }
 
-/* MLP sub-block: for y = fcproj(act(inp fcw^T + fcb)), dinp += the gradient
- * of inp (N, C) from dout (N, C), and the block's weight gradients. */
+/* MLP sub-block: for y = sandwich(fcproj(act(inp fcw^T + fcb))), dinp +=
+ * the gradient of inp (N, C) from dout (N, C), and the block's weight
+ * gradients. */
 static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 			       const struct layer_ctx *x, const struct model_config *c,
 			       struct backward_state *s, int N)
@@ -560,6 +597,7 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
 
 	memset(s->dfch_act, 0, (size_t)N * F * sizeof(float));
+	dout = sandwich_backward(x->dmpw, dout, x->mlppost_in, x->mpw, x->mlppost_rstd, s, N, C);
 	matmul_backward(s->dfch_act, x->dfpw, x->dfpb, dout, x->fch_act, x->fpw, N, F, C);
 	memset(s->dfch, 0, (size_t)N * FF * sizeof(float));
 	if (c->mlp == MLP_SWIGLU)
@@ -675,8 +713,8 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->qk_norm_whole)
 		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
 			       "training of such a model yet)");
-	if (c->sandwich || c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
-		return err_set(e, "backward: Gemma's sandwich norms and soft-capping are forward "
+	if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+		return err_set(e, "backward: Gemma's soft-capping (attention or final) is forward "
 			       "only (no training of such a model yet)");
 	return 0;
 }
@@ -759,10 +797,11 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 			       "(its K/V heads, placement, mask and scaling, no ablation, no pitfall)");
 	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
 	    r->H != c->n_head || r->A != cfg_attn_width(c) || r->F != c->d_ff ||
-	    r->FF != cfg_ff_rows(c))
+	    r->FF != cfg_ff_rows(c) || (c->sandwich && !r->attpost_in))
 		return err_set(e, "backward: the run was made for another model shape");
 	if (s->C != c->d_model || s->V != c->vocab_size || s->F != c->d_ff || s->FF != cfg_ff_rows(c) ||
-	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c))
+	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c) ||
+	    (c->sandwich && !s->dsand))
 		return err_set(e, "backward: the state was made for another model shape");
 	int B = r->b, T = r->t, N = B * T;
 	if (B < 1 || T < 1)
