@@ -5,8 +5,9 @@
  * (native K/V heads, native norm placement and mask, scaling on, nothing
  * ablated), GPT-NeoX's parallel blocks, partial rotary, exact GELU,
  * BERT's embedding norm and masked-LM head, Qwen3's q/k norm, Gemma's
- * GeGLU, embedding scale and sandwich norms, and OLMo-2's blocks without
- * norms before their sub-blocks (post_only) included.
+ * GeGLU, embedding scale, sandwich norms and soft-caps (attention and
+ * final), and OLMo-2's blocks without norms before their sub-blocks
+ * (post_only) included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them

@@ -515,7 +515,11 @@ static void test_fd_geglu(void **state)
  * placements where the config allows them: the embedding scale sqrt(C)
  * (tied and untied, learned and RoPE positions, beside BERT's embedding
  * norm); the sandwich norms (RMSNorm: pre, post, parallel, attention-only
- * blocks, without residual connections); every tensor within FD_TOL. */
+ * blocks, without residual connections); the attention and final
+ * soft-caps, at 1 to 3 where tanh bends (beside the after-softmax mask
+ * and local layers); then all of Gemma 2's together (GeGLU, GQA, a local
+ * layer, caps 2 and 3) and Gemma 3's (the q/k norm and the local layer's
+ * own RoPE base in place of the caps); every tensor within FD_TOL. */
 static void test_fd_gemma(void **state)
 {
 	(void)state;
@@ -535,6 +539,30 @@ static void test_fd_gemma(void **state)
 		k.no_mlp = v == 3;
 		k.no_residual = v == 4 || v == 5;
 		failures += fd_report(&k, 9950 + (uint64_t)v * 59);
+	}
+	static const float caps[6][2] = { { 1, 0 }, { 2, 0 }, { 0, 2 }, { 0, 3 }, { 1, 2 }, { 1.5f, 0 } };
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(v * 17 % 48);
+		k.attn_cap = caps[v][0];
+		k.final_cap = caps[v][1];
+		k.mask = v == 5 ? MASK_AFTER_SOFTMAX : MASK_CAUSAL;
+		k.local_window = v == 4 ? 3 : 0;
+		k.local_bits = v == 4 ? 1u : 0u;
+		failures += fd_report(&k, 9970 + (uint64_t)v * 67);
+	}
+	for (int v = 0; v < 4; v++) { /* Gemma 2 (v < 2) and Gemma 3 */
+		struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				   .mlp = MLP_GEGLU, .kv = v % 2 ? 1 : 2, .tied = true,
+				   .explicit_targets = v % 2, .local_window = 3, .local_bits = 1u,
+				   .emb_scale = true, .sandwich = true };
+		if (v < 2) {
+			k.attn_cap = v ? 2.0f : 3.0f;
+			k.final_cap = v ? 3.0f : 2.0f;
+		} else {
+			k.qk_norm = true;
+			k.head_dim = v == 3 ? 8 : 0;
+		}
+		failures += fd_report(&k, 9980 + (uint64_t)v * 71);
 	}
 	if (failures)
 		fail_msg("%d Gemma combinations above the tolerance %g", failures, FD_TOL);

@@ -34,6 +34,7 @@ struct backward_state {
 	float *dfch;       /* (B, T, FF) */
 	float *dfch_act;   /* (B, T, F) */
 	float *dsand;      /* (B, T, C) gradient of a sandwich norm's input (sandwich only) */
+	float *scores;     /* (T, T) one head's scaled scores before the cap (attn_softcap only) */
 	/* BERT's parts, recomputed from the saved activations (forward keeps
 	 * neither): */
 	float *hpre;       /* (B, T, C) MLM head: HEADW x + HEADB; the embedding sum */
@@ -66,6 +67,8 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
 	if (c->sandwich)
 		s->dsand = xmalloc_aligned(bt * s->C * sizeof(float));
+	if (c->attn_softcap > 0.0f)
+		s->scores = xmalloc_aligned((size_t)T * T * sizeof(float));
 	if (c->head == HEAD_MLM || c->emb_norm) {
 		s->hpre = xmalloc_aligned(bt * s->C * sizeof(float));
 		s->hact = xmalloc_aligned(bt * s->C * sizeof(float));
@@ -90,6 +93,7 @@ void backward_free(struct backward_state *s)
 	free(s->dfch);
 	free(s->dfch_act);
 	free(s->dsand);
+	free(s->scores);
 	free(s->hpre);
 	free(s->hact);
 	free(s->nmean);
@@ -288,10 +292,25 @@ static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int 
 	}
 }
 
-/* The softmax of query i's scores over every key, for the after-softmax
- * mask, recomputed from the saved queries and keys: p (T) for one head. */
+/* Soft-capping (softcap_forward), in place on a gradient: for out =
+ * cap tanh(x / cap), dx = dout (1 - (out / cap)^2), with out (n) the
+ * capped values; nothing when cap <= 0. */
+static void softcap_backward(float *d, const float *out, long n, float cap)
+{
+	if (cap <= 0.0f)
+		return;
+	float inv = 1.0f / cap;
+	for (long i = 0; i < n; i++) {
+		float t = out[i] * inv;
+		d[i] *= 1.0f - t * t;
+	}
+}
+
+/* The softmax of query i's scores (capped at cap when > 0) over every key,
+ * for the after-softmax mask, recomputed from the saved queries and keys:
+ * p (T) for one head. */
 static void full_softmax_row(float *p, const float *q, const float *k, int T, int D, int ld,
-			     float scale)
+			     float scale, float cap)
 {
 	float mx = -INFINITY;
 	for (int j = 0; j < T; j++) {
@@ -300,6 +319,7 @@ static void full_softmax_row(float *p, const float *q, const float *k, int T, in
 		for (int d = 0; d < D; d++)
 			z += q[d] * kj[d];
 		p[j] = z * scale;
+		softcap_forward(p + j, 1, cap);
 		mx = p[j] > mx ? p[j] : mx;
 	}
 	float sum = 0.0f;
@@ -323,11 +343,15 @@ static void full_softmax_row(float *p, const float *q, const float *k, int T, in
  *   dQ += scale dS K,  dK += scale dS^T Q.
  * Usually A = P and dP = dA, and weights outside the mask are exactly 0,
  * so their dS is 0 too.  Under the after-softmax mask A = P * M: then
- * dP = dA * M, while P (recomputed into patt) spans every key.
+ * dP = dA * M, while P (recomputed into patt) spans every key.  With a
+ * soft-cap (cap > 0, Gemma 2's) S = cap tanh(Z / cap) of the scaled
+ * products Z = scale Q K^T, recomputed into sc ((T, T) scratch, unused
+ * without a cap): dZ = dS (1 - (S / cap)^2) takes dS's place in dQ, dK.
  */
-static void attention_backward(float *dqkv, float *datt, float *patt, const float *dout,
-			       const float *qkv, const float *att, int B, int T, int H, int G,
-			       int D, enum mask_kind mask, int window, float scale)
+static void attention_backward(float *dqkv, float *datt, float *patt, float *sc,
+			       const float *dout, const float *qkv, const float *att, int B, int T,
+			       int H, int G, int D, enum mask_kind mask, int window, float scale,
+			       float cap)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
 	for (int b = 0; b < B; b++) {
@@ -354,7 +378,7 @@ static void attention_backward(float *dqkv, float *datt, float *patt, const floa
 				float *di = datt + (size_t)i * T;
 				if (mask == MASK_AFTER_SOFTMAX) {
 					float *p = patt + (size_t)i * T;
-					full_softmax_row(p, q + (size_t)i * ld, k, T, D, ld, scale);
+					full_softmax_row(p, q + (size_t)i * ld, k, T, D, ld, scale, cap);
 					for (int j = hi + 1; j < T; j++)
 						di[j] = 0.0f;
 					pi = p;
@@ -370,6 +394,12 @@ static void attention_backward(float *dqkv, float *datt, float *patt, const floa
 					di[j] = pi[j] * (di[j] - dot);
 				for (int j = hi + 1; j < T; j++)
 					di[j] = 0.0f;
+			}
+			if (cap > 0.0f) {
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
+					    scale, q, ld, k, ld, 0.0f, sc, T);
+				softcap_forward(sc, (long)T * T, cap);
+				softcap_backward(datt, sc, (long)T * T, cap);
 			}
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
 				    scale, datt, T, k, ld, 1.0f, dq, ld);
@@ -572,8 +602,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, A, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
 	bool local = cfg_layer_local(c, x->layer);
-	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
-			   local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale);
+	attention_backward(s->dqkv, s->datt, s->patt, s->scores, s->datty, x->qkv, x->att, B, T, H,
+			   G, D, local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale,
+			   c->attn_softcap);
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		struct model_config rc;
@@ -713,9 +744,6 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->qk_norm_whole)
 		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
 			       "training of such a model yet)");
-	if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
-		return err_set(e, "backward: Gemma's soft-capping (attention or final) is forward "
-			       "only (no training of such a model yet)");
 	return 0;
 }
 
@@ -801,7 +829,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		return err_set(e, "backward: the run was made for another model shape");
 	if (s->C != c->d_model || s->V != c->vocab_size || s->F != c->d_ff || s->FF != cfg_ff_rows(c) ||
 	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c) ||
-	    (c->sandwich && !s->dsand))
+	    (c->sandwich && !s->dsand) || (c->attn_softcap > 0.0f && !s->scores))
 		return err_set(e, "backward: the state was made for another model shape");
 	int B = r->b, T = r->t, N = B * T;
 	if (B < 1 || T < 1)
@@ -840,6 +868,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	/* loss -> logits -> final norm */
 	memset(s->dlogits, 0, (size_t)N * V * sizeof(float));
 	crossentropy_backward(s->dlogits, r->logits, targets, N, V, 1.0f / (float)count);
+	softcap_backward(s->dlogits, r->logits, (long)N * V, c->final_softcap);
 	free(tg);
 	head_backward(m, r, grads, s, N);
 
