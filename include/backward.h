@@ -7,7 +7,7 @@
  * BERT's embedding norm and masked-LM head, Qwen3's q/k norm, Gemma's
  * GeGLU, embedding scale, sandwich norms and soft-caps (attention and
  * final), and OLMo-2's blocks without norms before their sub-blocks
- * (post_only) included.
+ * (post_only) and whole-width q/k norm included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them

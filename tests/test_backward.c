@@ -3,8 +3,10 @@
  * forward pass, for every parameter tensor of tiny models over every
  * combination of norm x placement x positions x MLP x native K/V heads, the
  * lab's switches, GPT-NeoX's blocks, BERT's embedding norm and masked-LM
- * head, RoPE scaling (linear, llama3) and Gemma's GeGLU; the batch mean;
- * accumulation; and refusal of runs it cannot differentiate.
+ * head, RoPE scaling (linear, llama3), Gemma 2/3's switches (GeGLU, the
+ * embedding scale, sandwich norms, soft-caps) and OLMo-2's (post_only, the
+ * whole-width q/k norm); the batch mean; accumulation; and refusal of runs
+ * it cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -568,9 +570,12 @@ static void test_fd_gemma(void **state)
 		fail_msg("%d Gemma combinations above the tolerance %g", failures, FD_TOL);
 }
 
-/* OLMo-2's blocks: no norm before either sub-block, the sandwich norms
- * after (post_only), learned and RoPE positions, MHA / GQA / MQA, with and
- * without the MLP; every tensor within FD_TOL. */
+/* OLMo-2's switches: blocks with no norm before either sub-block and the
+ * sandwich norms after (post_only), learned and RoPE positions, MHA / GQA
+ * / MQA, with and without the MLP; the whole-width q/k norm alone (both
+ * norms and placements, heads as wide as C / H or 4 x 8 over 16); then
+ * OLMo-2 itself (post_only, sandwich, whole-width q/k norm, RoPE,
+ * SwiGLU); every tensor within FD_TOL. */
 static void test_fd_olmo2(void **state)
 {
 	(void)state;
@@ -581,6 +586,19 @@ static void test_fd_olmo2(void **state)
 		k.post_only = true;
 		k.no_mlp = v == 3;
 		failures += fd_report(&k, 9990 + (uint64_t)v * 61);
+	}
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(v * 13 % 48);
+		k.qk_norm = k.qk_whole = true;
+		k.head_dim = v == 2 ? 8 : 0;
+		failures += fd_report(&k, 9995 + (uint64_t)v * 73);
+	}
+	for (int v = 0; v < 3; v++) {
+		struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				   .mlp = MLP_SWIGLU, .kv = v == 0 ? TH : v == 1 ? 2 : 1,
+				   .explicit_targets = v == 1, .qk_norm = true, .qk_whole = true,
+				   .sandwich = true, .post_only = true };
+		failures += fd_report(&k, 9997 + (uint64_t)v * 79);
 	}
 	if (failures)
 		fail_msg("%d OLMo-2 combinations above the tolerance %g", failures, FD_TOL);
@@ -764,6 +782,14 @@ static void test_batch_mean(void **state)
 				     .mlm = true }, 10);
 	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
 				     .mlp = MLP_SWIGLU, .kv = 2, .qk_norm = true }, 12);
+	/* Gemma 2's switches, and OLMo-2's */
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_GEGLU, .kv = 2, .tied = true, .explicit_targets = true,
+				     .local_window = 3, .local_bits = 1u, .emb_scale = true,
+				     .sandwich = true, .attn_cap = 2.0f, .final_cap = 3.0f }, 13);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 1, .qk_norm = true, .qk_whole = true,
+				     .sandwich = true, .post_only = true }, 14);
 }
 
 /* Gradients are added: two backward passes give twice one. */
@@ -878,6 +904,44 @@ static void test_refuses(void **state)
 	model_free(m);
 }
 
+/* A run or a state made for a model without sandwich norms or an
+ * attention soft-cap, of the same shape, lacks what backward reads for
+ * them: refused, nothing written. */
+static void test_refuses_missing_keep(void **state)
+{
+	(void)state;
+	struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE, .mlp = MLP_GEGLU,
+			   .kv = 2, .tied = true };
+	struct model *plain = tiny_model(&k, 31);
+	k.sandwich = true;
+	k.attn_cap = 2.0f;
+	struct model *m = tiny_model(&k, 31);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	struct backward_state *s_plain = backward_new(&plain->cfg, TB, TT);
+	float *grads = calloc(m->n_params, sizeof(float));
+	int tokens[TB * TT];
+	make_batch(tokens, NULL, false, TB * TT, 32);
+	struct run_options nat;
+	run_options_native(m, &nat);
+	struct err e = { "" };
+	struct run *r_plain = run_new(&plain->cfg, TB, TT, RUN_TRAIN);
+	assert_null(r_plain->attpost_in);
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r_plain, &e), 0);
+	expect_refusal(m, &nat, tokens, r_plain, s, grads, "a run without the sandwich inputs");
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	assert_non_null(r->attpost_in);
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+	expect_refusal(m, &nat, tokens, r, s_plain, grads, "a state without the score scratch");
+	assert_int_equal(model_backward(m, &nat, tokens, NULL, r, grads, s, &e), 0);
+	run_free(r);
+	run_free(r_plain);
+	free(grads);
+	backward_free(s);
+	backward_free(s_plain);
+	model_free(m);
+	model_free(plain);
+}
+
 /* A model without an output head (a BertModel, head none) has no loss:
  * backward refuses it, naming the field, and writes nothing. */
 static void test_refuses_headless(void **state)
@@ -932,6 +996,7 @@ int main(void)
 		cmocka_unit_test_setup(test_refuses, two_threads),
 		cmocka_unit_test_setup(test_fd_bert, one_thread),
 		cmocka_unit_test_setup(test_refuses_headless, one_thread),
+		cmocka_unit_test_setup(test_refuses_missing_keep, one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -494,11 +494,12 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->ln2w = param_at(m, P_LN2W, l * C);
 	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
 	x->qkvb = param_at(m, P_QKVB, l * QKV);
-	size_t D = (size_t)cfg_d_head(c);
-	x->qnw = param_at(m, P_QNORMW, l * D);
-	x->knw = param_at(m, P_KNORMW, l * D);
-	x->dqnw = grad_at(m, grads, P_QNORMW, l * D);
-	x->dknw = grad_at(m, grads, P_KNORMW, l * D);
+	size_t qn = m->psize[P_QNORMW] / (size_t)c->n_layer; /* D, or H*D when whole */
+	size_t kn = m->psize[P_KNORMW] / (size_t)c->n_layer; /* D, or K*D */
+	x->qnw = param_at(m, P_QNORMW, l * qn);
+	x->knw = param_at(m, P_KNORMW, l * kn);
+	x->dqnw = grad_at(m, grads, P_QNORMW, l * qn);
+	x->dknw = grad_at(m, grads, P_KNORMW, l * kn);
 	x->projw = param_at(m, P_ATTPROJW, l * C * A);
 	x->apw = param_at(m, P_ATTPOSTW, l * C);
 	x->mpw = param_at(m, P_MLPPOSTW, l * C);
@@ -558,12 +559,16 @@ static const float *sandwich_backward(float *dw, const float *dout, const float 
  * query and key slots hold the gradient of the normed heads on entry and
  * of the projection's output on return; the scales' gradients go to
  * x->dqnw / dknw.  The projection's output, which a pass does not keep,
- * is recomputed from inp, and each head's rstd from it. */
+ * is recomputed from inp, and each norm's rstd from it: one per head, or
+ * with qk_norm_whole (OLMo-2's) one over all H query heads and one over
+ * the K key heads. */
 static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_ctx *x,
 			     const struct model_config *c, int N)
 {
 	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
 	int QKV = cfg_qkv_rows(c, G), QK = (H + G) * D;
+	bool whole = c->qk_norm_whole;
+	int nq = whole ? 1 : H, nk = whole ? 1 : G, wq = whole ? H * D : D, wk = whole ? G * D : D;
 	float *pre = xmalloc((size_t)N * QKV * sizeof *pre);
 	float *tmp = xmalloc((size_t)QK * sizeof *tmp), *d = xmalloc((size_t)QK * sizeof *d);
 	float *rstd = xmalloc((size_t)(H + G) * sizeof *rstd);
@@ -571,13 +576,13 @@ static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_c
 	for (int i = 0; i < N; i++) {
 		const float *p = pre + (size_t)i * QKV;
 		float *g = dqkv + (size_t)i * QKV;
-		rmsnorm_forward(tmp, rstd, p, x->qnw, H, D, c->norm_eps);
-		rmsnorm_forward(tmp + (size_t)H * D, rstd + H, p + (size_t)H * D, x->knw, G, D,
+		rmsnorm_forward(tmp, rstd, p, x->qnw, nq, wq, c->norm_eps);
+		rmsnorm_forward(tmp + (size_t)H * D, rstd + nq, p + (size_t)H * D, x->knw, nk, wk,
 				c->norm_eps);
 		memset(d, 0, (size_t)QK * sizeof *d);
-		rmsnorm_backward(d, x->dqnw, g, p, x->qnw, rstd, H, D);
+		rmsnorm_backward(d, x->dqnw, g, p, x->qnw, rstd, nq, wq);
 		rmsnorm_backward(d + (size_t)H * D, x->dknw, g + (size_t)H * D, p + (size_t)H * D,
-				 x->knw, rstd + H, G, D);
+				 x->knw, rstd + nq, nk, wk);
 		memcpy(g, d, (size_t)QK * sizeof *d);
 	}
 	free(pre);
@@ -741,9 +746,6 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->head == HEAD_NONE)
 		return err_set(e, "backward: config head none (a model without an output head) "
 			       "has no loss: forward only");
-	if (c->qk_norm_whole)
-		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
-			       "training of such a model yet)");
 	return 0;
 }
 
