@@ -3,8 +3,11 @@
  * (next-token for a decoder, the scored positions of a masked-LM batch for
  * an encoder) with respect to every parameter, for the model as configured
  * (native K/V heads, native norm placement and mask, scaling on, nothing
- * ablated), GPT-NeoX's parallel blocks, partial rotary, exact GELU and
- * BERT's embedding norm and masked-LM head included.
+ * ablated), GPT-NeoX's parallel blocks, partial rotary, exact GELU,
+ * BERT's embedding norm and masked-LM head, Qwen3's q/k norm, Gemma's
+ * GeGLU, embedding scale, sandwich norms and soft-caps (attention and
+ * final), and OLMo-2's blocks without norms before their sub-blocks
+ * (post_only) and whole-width q/k norm included.
  *
  * Gradients live in one float block laid out exactly like model->params
  * (use the offsets m->p[i] - m->params), and are ADDED into (+=): zero them

@@ -243,6 +243,12 @@ struct run {
 	float *fch;         /* (L, B, T, FF) MLP pre-activation (gate | up for SwiGLU) */
 	float *fch_act;     /* (L, B, T, F)  MLP activation */
 	float *mlp_res;     /* (L, B, T, C)  (pre: att_res + mlp; post: ln1 + mlp) */
+	/* the sandwich norms' inputs (each sub-block's output projection) and
+	 * rstd: RUN_TRAIN of a model with sandwich norms only, else NULL */
+	float *attpost_in;  /* (L, B, T, C) */
+	float *attpost_rstd; /* (L, B, T) */
+	float *mlppost_in;  /* (L, B, T, C) */
+	float *mlppost_rstd; /* (L, B, T) */
 	float *lnf;         /* (B, T, C) final norm output */
 	float *lnf_mean;    /* (B, T) */
 	float *lnf_rstd;    /* (B, T) */

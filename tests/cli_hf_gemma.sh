@@ -13,7 +13,9 @@
 # 10000, layer 1 global on 1000000 scaled linearly by 8): the same
 # exactness, and the QK split runs; the same in transformers 5's
 # rope_parameters spelling, and as a Gemma 3 multimodal directory (the
-# text model of tool_mkhf --gemma3 --mm / --mm2).  Needs GPT-2's vocabulary from
+# text model of tool_mkhf --gemma3 --mm / --mm2).  train --from either
+# text directory runs and its checkpoint keeps the switches.  Needs GPT-2's
+# vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
@@ -194,6 +196,21 @@ sed 's/"model_type": "gemma3_text"/"model_type": "gemma2"/; s/"rope_scaling": {[
 run "$tmp/hf" -t hi
 check "a Gemma 2 config over Gemma 3's weights names the q/k norm as unexpected" \
 	sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'q_norm.weight' '$tmp/err'"
+
+# training from either keeps its switches: two steps, then the checkpoint's config
+training_text "$tmp/data.txt"
+for family in --gemma2 --gemma3; do
+	mkg $family
+	RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 2 --batch 2 \
+		--out "$tmp/t.safetensors"
+	check "train --from a $family directory runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/t.safetensors' ]"
+	run "$tmp/t.safetensors" -t "$text" --dump
+	case $family in
+	--gemma2) keeps='mlp geglu .*emb_scale 5.65685 sandwich yes softcap 4/2' ;;
+	*) keeps='mlp geglu .*qk_norm .*emb_scale 5.65685 sandwich yes' ;;
+	esac
+	check "and its checkpoint keeps $family's switches" grep -q "$keeps" "$tmp/out"
+done
 
 run -c "help load"
 check "help load names the families" sh -c "[ $rc -eq 0 ] && grep -q 'Gemma 2, Gemma 3' '$tmp/out'"

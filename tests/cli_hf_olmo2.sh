@@ -6,8 +6,9 @@
 # spelled as OLMo-2-0425-1B's; one file or two shards) gives exactly the
 # numbers of the same weights as an attnscope checkpoint; the explorer
 # commands run, or say in one line what they cannot do on it (a conversion
-# to fewer key heads, another norm placement, why, dla); what the engine
-# cannot run is refused by name.  Needs GPT-2's vocabulary from
+# to fewer key heads, another norm placement, why, dla); train --from it
+# keeps its switches and refuses other K/V heads; what the engine cannot
+# run is refused by name.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
@@ -60,6 +61,22 @@ refuse "attention_bias true" 's/"attention_bias": false/"attention_bias": true/'
 refuse "hidden_act gelu" 's/"hidden_act": "silu"/"hidden_act": "gelu"/' 'hidden_act "gelu" is not supported'
 refuse "a Llama config over OLMo-2's weights (no input_layernorm)" \
 	's/"model_type": "olmo2"/"model_type": "llama"/' 'input_layernorm.weight'
+
+# training from it keeps its switches (two steps, then the checkpoint's
+# config); other K/V heads are refused in one line
+mko
+training_text "$tmp/data.txt"
+RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --steps 2 --batch 2 \
+	--out "$tmp/t.safetensors"
+check "train --from an OLMo-2 directory runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/t.safetensors' ]"
+run "$tmp/t.safetensors" -t "$text" --dump
+check "and its checkpoint keeps the whole-width q/k norm, sandwich norms and post_only" \
+	grep -q 'qk_norm whole sandwich post_only' "$tmp/out"
+RUN_ARGS= run train --no-db --data "$tmp/data.txt" --from "$tmp/hf" --kv-heads 1 --steps 2 \
+	--batch 2 --out "$tmp/t1.safetensors"
+check "train --from it with --kv-heads 1 is refused in one line" sh -c "[ $rc -ne 0 ] &&
+	[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'key norm spans its 2 key heads' '$tmp/err' &&
+	[ ! -e '$tmp/t1.safetensors' ]"
 
 run -c "help load"
 check "help load names the family" sh -c "[ $rc -eq 0 ] && grep -q 'OLMo-2' '$tmp/out'"

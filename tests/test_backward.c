@@ -3,8 +3,10 @@
  * forward pass, for every parameter tensor of tiny models over every
  * combination of norm x placement x positions x MLP x native K/V heads, the
  * lab's switches, GPT-NeoX's blocks, BERT's embedding norm and masked-LM
- * head and RoPE scaling (linear, llama3); the batch mean; accumulation; and
- * refusal of runs it cannot differentiate.
+ * head, RoPE scaling (linear, llama3), Gemma 2/3's switches (GeGLU, the
+ * embedding scale, sandwich norms, soft-caps) and OLMo-2's (post_only, the
+ * whole-width q/k norm); the batch mean; accumulation; and refusal of runs
+ * it cannot differentiate.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,6 +78,11 @@ struct combo {
 	unsigned local_bits;
 	int head_dim; /* 0: TC / heads */
 	bool qk_norm; /* Qwen3's q/k norm (off in combo_of's 48) */
+	/* Gemma 2's and OLMo-2's switches (off in combo_of's 48): the
+	 * embedding scale sqrt(C), the sandwich norms, no norm before the
+	 * sub-blocks, the whole-width q/k norm, soft-caps (0: none) */
+	bool emb_scale, sandwich, post_only, qk_whole;
+	float attn_cap, final_cap;
 };
 
 static void combo_name(const struct combo *k, char *buf, size_t n)
@@ -107,7 +114,17 @@ static void combo_name(const struct combo *k, char *buf, size_t n)
 	}
 	if (k->qk_norm) {
 		size_t used = strlen(buf);
-		snprintf(buf + used, n - used, " qk-norm");
+		snprintf(buf + used, n - used, k->qk_whole ? " qk-norm-whole" : " qk-norm");
+	}
+	if (k->emb_scale || k->sandwich || k->post_only) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, "%s%s%s", k->emb_scale ? " emb-scale" : "",
+			 k->sandwich ? " sandwich" : "", k->post_only ? " post-only" : "");
+	}
+	if (k->attn_cap > 0.0f || k->final_cap > 0.0f) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, n - used, " softcap %g / %g", (double)k->attn_cap,
+			 (double)k->final_cap);
 	}
 }
 
@@ -173,6 +190,12 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 	c.qk_norm = k->qk_norm;
 	if (k->qk_norm && k->local_window) /* Gemma 3's local layers on a RoPE base of their own */
 		c.rope_local_theta = 500.0f;
+	c.emb_scale = k->emb_scale ? sqrtf((float)TC) : 0.0f;
+	c.sandwich = k->sandwich;
+	c.post_only = k->post_only;
+	c.qk_norm_whole = k->qk_whole;
+	c.attn_softcap = k->attn_cap;
+	c.final_softcap = k->final_cap;
 	struct err e = { "" };
 	struct model *m = model_new(&c, &e);
 	if (!m)
@@ -185,7 +208,7 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 			float z = rng_normal(&r);
 			switch (i) {
 			case P_LN1W: case P_LN2W: case P_LNFW: case P_LNEW: case P_HEADLNW:
-			case P_QNORMW: case P_KNORMW:
+			case P_QNORMW: case P_KNORMW: case P_ATTPOSTW: case P_MLPPOSTW:
 				p[j] = 1.0f + 0.1f * z;
 				break;
 			case P_LN1B: case P_LN2B: case P_LNFB: case P_QKVB:
@@ -469,6 +492,118 @@ static void test_fd_qk_norm(void **state)
 		fail_msg("%d q/k norm combinations above the tolerance %g", failures, FD_TOL);
 }
 
+/* GeGLU (Gemma's gelu_tanh(gate) * up): both norms and placements,
+ * parallel blocks, learned positions and RoPE, MHA / GQA / MQA, biases on
+ * and off; every tensor (the gate and up rows of FCW among them) within
+ * FD_TOL. */
+static void test_fd_geglu(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(v * 13 % 48);
+		k.mlp = MLP_GEGLU;
+		k.pos = v % 2 ? POS_ROPE : POS_LEARNED;
+		k.parallel = v == 5;
+		if (k.parallel)
+			k.place = PLACE_PRE;
+		failures += fd_report(&k, 9800 + (uint64_t)v * 47);
+	}
+	if (failures)
+		fail_msg("%d GeGLU combinations above the tolerance %g", failures, FD_TOL);
+}
+
+/* Gemma 2's switches, each alone and then together, under both norms and
+ * placements where the config allows them: the embedding scale sqrt(C)
+ * (tied and untied, learned and RoPE positions, beside BERT's embedding
+ * norm); the sandwich norms (RMSNorm: pre, post, parallel, attention-only
+ * blocks, without residual connections); the attention and final
+ * soft-caps, at 1 to 3 where tanh bends (beside the after-softmax mask
+ * and local layers); then all of Gemma 2's together (GeGLU, GQA, a local
+ * layer, caps 2 and 3) and Gemma 3's (the q/k norm and the local layer's
+ * own RoPE base in place of the caps); every tensor within FD_TOL. */
+static void test_fd_gemma(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 5; v++) {
+		struct combo k = combo_of(v * 19 % 48);
+		k.emb_scale = true;
+		k.pos = v % 2 ? POS_ROPE : POS_LEARNED;
+		k.emb_norm = v == 4;
+		failures += fd_report(&k, 9900 + (uint64_t)v * 53);
+	}
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(24 + v * 5 % 24); /* RMSNorm */
+		k.sandwich = true;
+		k.place = v % 2 ? PLACE_POST : PLACE_PRE;
+		k.parallel = v == 2;
+		k.no_mlp = v == 3;
+		k.no_residual = v == 4 || v == 5;
+		failures += fd_report(&k, 9950 + (uint64_t)v * 59);
+	}
+	static const float caps[6][2] = { { 1, 0 }, { 2, 0 }, { 0, 2 }, { 0, 3 }, { 1, 2 }, { 1.5f, 0 } };
+	for (int v = 0; v < 6; v++) {
+		struct combo k = combo_of(v * 17 % 48);
+		k.attn_cap = caps[v][0];
+		k.final_cap = caps[v][1];
+		k.mask = v == 5 ? MASK_AFTER_SOFTMAX : MASK_CAUSAL;
+		k.local_window = v == 4 ? 3 : 0;
+		k.local_bits = v == 4 ? 1u : 0u;
+		failures += fd_report(&k, 9970 + (uint64_t)v * 67);
+	}
+	for (int v = 0; v < 4; v++) { /* Gemma 2 (v < 2) and Gemma 3 */
+		struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				   .mlp = MLP_GEGLU, .kv = v % 2 ? 1 : 2, .tied = true,
+				   .explicit_targets = v % 2, .local_window = 3, .local_bits = 1u,
+				   .emb_scale = true, .sandwich = true };
+		if (v < 2) {
+			k.attn_cap = v ? 2.0f : 3.0f;
+			k.final_cap = v ? 3.0f : 2.0f;
+		} else {
+			k.qk_norm = true;
+			k.head_dim = v == 3 ? 8 : 0;
+		}
+		failures += fd_report(&k, 9980 + (uint64_t)v * 71);
+	}
+	if (failures)
+		fail_msg("%d Gemma combinations above the tolerance %g", failures, FD_TOL);
+}
+
+/* OLMo-2's switches: blocks with no norm before either sub-block and the
+ * sandwich norms after (post_only), learned and RoPE positions, MHA / GQA
+ * / MQA, with and without the MLP; the whole-width q/k norm alone (both
+ * norms and placements, heads as wide as C / H or 4 x 8 over 16); then
+ * OLMo-2 itself (post_only, sandwich, whole-width q/k norm, RoPE,
+ * SwiGLU); every tensor within FD_TOL. */
+static void test_fd_olmo2(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(24 + v * 7 % 12); /* RMSNorm, pre */
+		k.sandwich = true;
+		k.post_only = true;
+		k.no_mlp = v == 3;
+		failures += fd_report(&k, 9990 + (uint64_t)v * 61);
+	}
+	for (int v = 0; v < 4; v++) {
+		struct combo k = combo_of(v * 13 % 48);
+		k.qk_norm = k.qk_whole = true;
+		k.head_dim = v == 2 ? 8 : 0;
+		failures += fd_report(&k, 9995 + (uint64_t)v * 73);
+	}
+	for (int v = 0; v < 3; v++) {
+		struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				   .mlp = MLP_SWIGLU, .kv = v == 0 ? TH : v == 1 ? 2 : 1,
+				   .explicit_targets = v == 1, .qk_norm = true, .qk_whole = true,
+				   .sandwich = true, .post_only = true };
+		failures += fd_report(&k, 9997 + (uint64_t)v * 79);
+	}
+	if (failures)
+		fail_msg("%d OLMo-2 combinations above the tolerance %g", failures, FD_TOL);
+}
+
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
  * original context of 8 fall in the blended and the divided bands), over
  * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
@@ -634,26 +769,35 @@ static void batch_check(const struct combo *k, uint64_t seed)
 static void test_batch_mean(void **state)
 {
 	(void)state;
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, 2, true, true, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 7);
-	batch_check(&(struct combo){ NORM_RMS, PLACE_POST, POS_ROPE, MLP_SWIGLU, 1, false, false, true,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 8);
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_ROPE, MLP_GELU, TH, true, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false }, 9);
-	batch_check(&(struct combo){ NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true,
-				     true, true, false, false, false, MASK_NONE, false, 0, 0, true,
-				     true, ROPE_SCALE_NONE, 0, 0u, 0, false }, 10);
-	batch_check(&(struct combo){ NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, false, false, false,
-				     false, false, false, MASK_CAUSAL, false, 0, 0, false, false,
-				     ROPE_SCALE_NONE, 0, 0u, 0, true }, 12);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_PRE, .pos = POS_LEARNED,
+				     .mlp = MLP_GELU, .kv = 2, .bias = true, .tied = true,
+				     .explicit_targets = true }, 7);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_POST, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 1, .explicit_targets = true }, 8);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_ROPE,
+				     .mlp = MLP_GELU, .kv = TH, .bias = true }, 9);
+	batch_check(&(struct combo){ .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_LEARNED,
+				     .mlp = MLP_GELU_EXACT, .kv = TH, .bias = true, .tied = true,
+				     .explicit_targets = true, .mask = MASK_NONE, .emb_norm = true,
+				     .mlm = true }, 10);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 2, .qk_norm = true }, 12);
+	/* Gemma 2's switches, and OLMo-2's */
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_GEGLU, .kv = 2, .tied = true, .explicit_targets = true,
+				     .local_window = 3, .local_bits = 1u, .emb_scale = true,
+				     .sandwich = true, .attn_cap = 2.0f, .final_cap = 3.0f }, 13);
+	batch_check(&(struct combo){ .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE,
+				     .mlp = MLP_SWIGLU, .kv = 1, .qk_norm = true, .qk_whole = true,
+				     .sandwich = true, .post_only = true }, 14);
 }
 
 /* Gradients are added: two backward passes give twice one. */
 static void test_accumulates(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_RMS, PLACE_PRE, POS_ROPE, MLP_SWIGLU, 2, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE, .mlp = MLP_SWIGLU,
+			   .kv = 2, .bias = true, .tied = true };
 	struct model *m = tiny_model(&k, 11);
 	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
@@ -705,8 +849,8 @@ static void expect_refusal(struct model *m, const struct run_options *o, const i
 static void test_refuses(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, false,
-			   false, false, false, MASK_CAUSAL, false, 0, 0, false, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_LAYER, .place = PLACE_PRE, .pos = POS_LEARNED, .mlp = MLP_GELU,
+			   .kv = TH, .bias = true, .tied = true };
 	struct model *m = tiny_model(&k, 13);
 	struct backward_state *s = backward_new(&m->cfg, TB, TT);
 	float *grads = calloc(m->n_params, sizeof(float));
@@ -760,13 +904,52 @@ static void test_refuses(void **state)
 	model_free(m);
 }
 
+/* A run or a state made for a model without sandwich norms or an
+ * attention soft-cap, of the same shape, lacks what backward reads for
+ * them: refused, nothing written. */
+static void test_refuses_missing_keep(void **state)
+{
+	(void)state;
+	struct combo k = { .norm = NORM_RMS, .place = PLACE_PRE, .pos = POS_ROPE, .mlp = MLP_GEGLU,
+			   .kv = 2, .tied = true };
+	struct model *plain = tiny_model(&k, 31);
+	k.sandwich = true;
+	k.attn_cap = 2.0f;
+	struct model *m = tiny_model(&k, 31);
+	struct backward_state *s = backward_new(&m->cfg, TB, TT);
+	struct backward_state *s_plain = backward_new(&plain->cfg, TB, TT);
+	float *grads = calloc(m->n_params, sizeof(float));
+	int tokens[TB * TT];
+	make_batch(tokens, NULL, false, TB * TT, 32);
+	struct run_options nat;
+	run_options_native(m, &nat);
+	struct err e = { "" };
+	struct run *r_plain = run_new(&plain->cfg, TB, TT, RUN_TRAIN);
+	assert_null(r_plain->attpost_in);
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r_plain, &e), 0);
+	expect_refusal(m, &nat, tokens, r_plain, s, grads, "a run without the sandwich inputs");
+	struct run *r = run_new(&m->cfg, TB, TT, RUN_TRAIN);
+	assert_non_null(r->attpost_in);
+	assert_int_equal(model_forward(m, &nat, tokens, NULL, TB, TT, r, &e), 0);
+	expect_refusal(m, &nat, tokens, r, s_plain, grads, "a state without the score scratch");
+	assert_int_equal(model_backward(m, &nat, tokens, NULL, r, grads, s, &e), 0);
+	run_free(r);
+	run_free(r_plain);
+	free(grads);
+	backward_free(s);
+	backward_free(s_plain);
+	model_free(m);
+	model_free(plain);
+}
+
 /* A model without an output head (a BertModel, head none) has no loss:
  * backward refuses it, naming the field, and writes nothing. */
 static void test_refuses_headless(void **state)
 {
 	(void)state;
-	struct combo k = { NORM_LAYER, PLACE_POST, POS_LEARNED, MLP_GELU_EXACT, TH, true, true,
-			   false, false, false, false, MASK_NONE, false, 0, 0, true, false, ROPE_SCALE_NONE, 0, 0u, 0, false };
+	struct combo k = { .norm = NORM_LAYER, .place = PLACE_POST, .pos = POS_LEARNED,
+			   .mlp = MLP_GELU_EXACT, .kv = TH, .bias = true, .tied = true,
+			   .mask = MASK_NONE, .emb_norm = true };
 	struct model *base = tiny_model(&k, 21);
 	struct model_config c = base->cfg;
 	model_free(base);
@@ -802,6 +985,9 @@ int main(void)
 		cmocka_unit_test_setup(test_fd_lab_switches, one_thread),
 		cmocka_unit_test_setup(test_fd_neox, one_thread),
 		cmocka_unit_test_setup(test_fd_qk_norm, one_thread),
+		cmocka_unit_test_setup(test_fd_geglu, one_thread),
+		cmocka_unit_test_setup(test_fd_gemma, one_thread),
+		cmocka_unit_test_setup(test_fd_olmo2, one_thread),
 		cmocka_unit_test_setup(test_fd_rope_scaling, one_thread),
 		cmocka_unit_test_setup(test_fd_neo, one_thread),
 		cmocka_unit_test_setup(test_fd_head_dim, one_thread),
@@ -810,6 +996,7 @@ int main(void)
 		cmocka_unit_test_setup(test_refuses, two_threads),
 		cmocka_unit_test_setup(test_fd_bert, one_thread),
 		cmocka_unit_test_setup(test_refuses_headless, one_thread),
+		cmocka_unit_test_setup(test_refuses_missing_keep, one_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  * train_run_args(), and the trainer library (trainer.h) step by step: the
  * loss falls, the F32 checkpoint holds the trained weights exactly, an
  * interrupted + resumed run equals an uninterrupted one bit for bit, bad
- * inputs fail with a message, and the optimizer pieces (schedule,
- * clipping, decay mask) do what optim.h says.
+ * inputs fail with a message, the optimizer pieces (schedule, clipping,
+ * decay mask) do what optim.h says, and models with Gemma 2's and OLMo-2's
+ * engine switches train.
  *
  * Data: the first TEXT_BYTES of tinyshakespeare.txt from $CORPORA or
  * data/ (it ships with the program).  When neither exists the tests use a generated text
@@ -490,6 +491,67 @@ static void test_trainer_library(void **state)
 	dataset_free(&d);
 }
 
+/* The trainer on Gemma 2's and OLMo-2's engine switches, each a 2-layer
+ * d_model 32 character model: Gemma 2's (RMSNorm, RoPE, GeGLU, GQA, tied,
+ * the embedding scale sqrt(32), sandwich norms, soft-caps 5 and 10, layer
+ * 0 local over 8 keys) and OLMo-2's (no norm before the sub-blocks, the
+ * sandwich norms, the whole-width q/k norm, SwiGLU, untied): 60 steps of 4
+ * windows take the loss down by 0.5 nats or more from step 1. */
+static void test_trainer_switched(void **state)
+{
+	(void)state;
+	struct dataset d;
+	struct err e;
+	assert_int_equal(dataset_load(&d, text_path, 1, 0.1, &e), 0);
+	assert_int_equal(dataset_set_windows(&d, 32, false, 0, 1, 1, false, &e), 0);
+	for (int olmo = 0; olmo < 2; olmo++) {
+		struct model_config c;
+		config_default(&c);
+		c.vocab_size = d.tok->vocab_size;
+		c.n_layer = 2;
+		c.d_model = 32;
+		c.n_head = 4;
+		c.n_kv_head = 2;
+		c.d_ff = 64;
+		c.context = 32;
+		c.norm = NORM_RMS;
+		c.pos = POS_ROPE;
+		c.bias = false;
+		c.sandwich = true;
+		if (olmo) {
+			c.mlp = MLP_SWIGLU;
+			c.tied = false;
+			c.post_only = c.qk_norm = c.qk_norm_whole = true;
+		} else {
+			c.mlp = MLP_GEGLU;
+			c.emb_scale = sqrtf(32.0f);
+			c.attn_softcap = 5.0f;
+			c.final_softcap = 10.0f;
+			c.local_window = 8;
+			cfg_set_local(&c, 0, true);
+		}
+		struct model *m = model_new(&c, &e);
+		assert_non_null(m);
+		model_init_random(m, 9);
+		struct train_hparams hp;
+		train_hparams_default(&hp, 60);
+		hp.batch = 4;
+		hp.warmup = 5;
+		struct trainer t;
+		trainer_init(&t, m, &d, &hp);
+		for (int i = 0; i < 60; i++)
+			if (trainer_step(&t, &e) != 0)
+				fail_msg("%s step %d: %s", olmo ? "OLMo-2" : "Gemma 2", i + 1, e.msg);
+		double first = t.hist[HIST_LOSS], last = trainer_final_loss(&t);
+		print_message("%s's switches: loss %.3f at step 1, %.3f over the last 6 steps\n",
+			      olmo ? "OLMo-2" : "Gemma 2", first, last);
+		assert_true(last < first - 0.5);
+		trainer_release(&t);
+		model_free(m);
+	}
+	dataset_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +559,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_loss_falls),
 		cmocka_unit_test(test_trainer_library),
+		cmocka_unit_test(test_trainer_switched),
 		cmocka_unit_test(test_checkpoint_exact),
 		cmocka_unit_test(test_resume_identical),
 		cmocka_unit_test(test_stop_now_identical),

@@ -33,6 +33,8 @@ struct backward_state {
 	float *patt;       /* (T, T) one head's unmasked softmax (after-softmax mask) */
 	float *dfch;       /* (B, T, FF) */
 	float *dfch_act;   /* (B, T, F) */
+	float *dsand;      /* (B, T, C) gradient of a sandwich norm's input (sandwich only) */
+	float *scores;     /* (T, T) one head's scaled scores before the cap (attn_softcap only) */
 	/* BERT's parts, recomputed from the saved activations (forward keeps
 	 * neither): */
 	float *hpre;       /* (B, T, C) MLM head: HEADW x + HEADB; the embedding sum */
@@ -63,6 +65,10 @@ struct backward_state *backward_new(const struct model_config *c, int B, int T)
 	s->patt = xmalloc_aligned((size_t)T * T * sizeof(float));
 	s->dfch = xmalloc_aligned(bt * s->FF * sizeof(float));
 	s->dfch_act = xmalloc_aligned(bt * s->F * sizeof(float));
+	if (c->sandwich)
+		s->dsand = xmalloc_aligned(bt * s->C * sizeof(float));
+	if (c->attn_softcap > 0.0f)
+		s->scores = xmalloc_aligned((size_t)T * T * sizeof(float));
 	if (c->head == HEAD_MLM || c->emb_norm) {
 		s->hpre = xmalloc_aligned(bt * s->C * sizeof(float));
 		s->hact = xmalloc_aligned(bt * s->C * sizeof(float));
@@ -86,6 +92,8 @@ void backward_free(struct backward_state *s)
 	free(s->patt);
 	free(s->dfch);
 	free(s->dfch_act);
+	free(s->dsand);
+	free(s->scores);
 	free(s->hpre);
 	free(s->hact);
 	free(s->nmean);
@@ -185,12 +193,17 @@ static void rmsnorm_backward(float *dinp, float *dweight, const float *dout, con
 	}
 }
 
-/* Dispatches on the norm type (mean and dbias are unused for RMSNorm). */
+/* Dispatches on the norm type (mean and dbias are unused for RMSNorm).  A
+ * NULL weight is no norm (norm_forward's: OLMo-2 has none before its
+ * sub-blocks): dinp += dout. */
 static void norm_backward(enum norm_type type, float *dinp, float *dweight, float *dbias,
 			  const float *dout, const float *inp, const float *weight,
 			  const float *mean, const float *rstd, int N, int C)
 {
-	if (type == NORM_RMS)
+	if (!weight) {
+		for (size_t i = 0; i < (size_t)N * C; i++)
+			dinp[i] += dout[i];
+	} else if (type == NORM_RMS)
 		rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
 	else
 		layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
@@ -238,6 +251,24 @@ static void swiglu_backward(float *dinp, const float *dout, const float *inp, in
 	}
 }
 
+/* GeGLU out = gelu(g) * u (tanh GELU) with g = inp[:, :F], u = inp[:, F:]:
+ *   dg += dout * u * gelu'(g),  du += dout * gelu(g). */
+static void geglu_backward(float *dinp, const float *dout, const float *inp, int N, int F)
+{
+	for (int i = 0; i < N; i++) {
+		const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
+		float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
+#pragma omp simd
+		for (int j = 0; j < F; j++) {
+			float x = g[j];
+			float th = fast_tanhf(GELU_K * (x + 0.044715f * x * x * x));
+			float dth = (1.0f - th * th) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+			dg[j] += dy[j] * u[j] * (0.5f * (1.0f + th) + 0.5f * x * dth);
+			du[j] += dy[j] * 0.5f * x * (1.0f + th);
+		}
+	}
+}
+
 /* Inverse of rope_forward on a gradient, in place: the forward turns each
  * pair by +angle, so the gradient of the pre-rotation pair is the gradient
  * of the rotated pair turned by -angle.  Same rows, heads and angles as the
@@ -261,10 +292,25 @@ static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int 
 	}
 }
 
-/* The softmax of query i's scores over every key, for the after-softmax
- * mask, recomputed from the saved queries and keys: p (T) for one head. */
+/* Soft-capping (softcap_forward), in place on a gradient: for out =
+ * cap tanh(x / cap), dx = dout (1 - (out / cap)^2), with out (n) the
+ * capped values; nothing when cap <= 0. */
+static void softcap_backward(float *d, const float *out, long n, float cap)
+{
+	if (cap <= 0.0f)
+		return;
+	float inv = 1.0f / cap;
+	for (long i = 0; i < n; i++) {
+		float t = out[i] * inv;
+		d[i] *= 1.0f - t * t;
+	}
+}
+
+/* The softmax of query i's scores (capped at cap when > 0) over every key,
+ * for the after-softmax mask, recomputed from the saved queries and keys:
+ * p (T) for one head. */
 static void full_softmax_row(float *p, const float *q, const float *k, int T, int D, int ld,
-			     float scale)
+			     float scale, float cap)
 {
 	float mx = -INFINITY;
 	for (int j = 0; j < T; j++) {
@@ -273,6 +319,7 @@ static void full_softmax_row(float *p, const float *q, const float *k, int T, in
 		for (int d = 0; d < D; d++)
 			z += q[d] * kj[d];
 		p[j] = z * scale;
+		softcap_forward(p + j, 1, cap);
 		mx = p[j] > mx ? p[j] : mx;
 	}
 	float sum = 0.0f;
@@ -296,11 +343,15 @@ static void full_softmax_row(float *p, const float *q, const float *k, int T, in
  *   dQ += scale dS K,  dK += scale dS^T Q.
  * Usually A = P and dP = dA, and weights outside the mask are exactly 0,
  * so their dS is 0 too.  Under the after-softmax mask A = P * M: then
- * dP = dA * M, while P (recomputed into patt) spans every key.
+ * dP = dA * M, while P (recomputed into patt) spans every key.  With a
+ * soft-cap (cap > 0, Gemma 2's) S = cap tanh(Z / cap) of the scaled
+ * products Z = scale Q K^T, recomputed into sc ((T, T) scratch, unused
+ * without a cap): dZ = dS (1 - (S / cap)^2) takes dS's place in dQ, dK.
  */
-static void attention_backward(float *dqkv, float *datt, float *patt, const float *dout,
-			       const float *qkv, const float *att, int B, int T, int H, int G,
-			       int D, enum mask_kind mask, int window, float scale)
+static void attention_backward(float *dqkv, float *datt, float *patt, float *sc,
+			       const float *dout, const float *qkv, const float *att, int B, int T,
+			       int H, int G, int D, enum mask_kind mask, int window, float scale,
+			       float cap)
 {
 	int ld = (H + 2 * G) * D, C = H * D, group = H / G;
 	for (int b = 0; b < B; b++) {
@@ -327,7 +378,7 @@ static void attention_backward(float *dqkv, float *datt, float *patt, const floa
 				float *di = datt + (size_t)i * T;
 				if (mask == MASK_AFTER_SOFTMAX) {
 					float *p = patt + (size_t)i * T;
-					full_softmax_row(p, q + (size_t)i * ld, k, T, D, ld, scale);
+					full_softmax_row(p, q + (size_t)i * ld, k, T, D, ld, scale, cap);
 					for (int j = hi + 1; j < T; j++)
 						di[j] = 0.0f;
 					pi = p;
@@ -343,6 +394,12 @@ static void attention_backward(float *dqkv, float *datt, float *patt, const floa
 					di[j] = pi[j] * (di[j] - dot);
 				for (int j = hi + 1; j < T; j++)
 					di[j] = 0.0f;
+			}
+			if (cap > 0.0f) {
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D,
+					    scale, q, ld, k, ld, 0.0f, sc, T);
+				softcap_forward(sc, (long)T * T, cap);
+				softcap_backward(datt, sc, (long)T * T, cap);
 			}
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T,
 				    scale, datt, T, k, ld, 1.0f, dq, ld);
@@ -375,17 +432,18 @@ static void crossentropy_backward(float *dlogits, const float *logits, const int
 	}
 }
 
-/* Token (and learned position) embedding: dwte[tokens[i]] += dout[i] and,
- * when dwpe is not NULL, dwpe[i % T] += dout[i].  Serial, since tokens and
- * positions repeat across rows. */
+/* Token (and learned position) embedding, the token rows times scale
+ * (Gemma's emb_scale; 1 for other models): dwte[tokens[i]] += scale *
+ * dout[i] and, when dwpe is not NULL, dwpe[i % T] += dout[i].  Serial,
+ * since tokens and positions repeat across rows. */
 static void embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
-			       int N, int T, int C)
+			       int N, int T, int C, float scale)
 {
 	for (int i = 0; i < N; i++) {
 		const float *dy = dout + (size_t)i * C;
 		float *dt = dwte + (size_t)tokens[i] * C;
 		for (int j = 0; j < C; j++)
-			dt[j] += dy[j];
+			dt[j] += scale * dy[j];
 		if (dwpe) {
 			float *dp = dwpe + (size_t)(i % T) * C;
 			for (int j = 0; j < C; j++)
@@ -402,6 +460,9 @@ struct layer_ctx {
 	const float *ln1w, *ln2w, *qkvw, *qkvb, *projw, *fcw, *fpw;
 	const float *qnw, *knw; /* the q/k norm's scales (qk_norm), or NULL */
 	float *dqnw, *dknw;
+	const float *apw, *mpw; /* the sandwich norms' scales (sandwich), or NULL */
+	float *dapw, *dmpw;
+	const float *attpost_in, *attpost_rstd, *mlppost_in, *mlppost_rstd;
 	float *dln1w, *dln1b, *dln2w, *dln2b, *dqkvw, *dqkvb, *dprojw, *dprojb;
 	float *dfcw, *dfcb, *dfpw, *dfpb;
 	const float *in, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_res;
@@ -433,12 +494,17 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->ln2w = param_at(m, P_LN2W, l * C);
 	x->qkvw = param_at(m, P_QKVW, l * QKV * C);
 	x->qkvb = param_at(m, P_QKVB, l * QKV);
-	size_t D = (size_t)cfg_d_head(c);
-	x->qnw = param_at(m, P_QNORMW, l * D);
-	x->knw = param_at(m, P_KNORMW, l * D);
-	x->dqnw = grad_at(m, grads, P_QNORMW, l * D);
-	x->dknw = grad_at(m, grads, P_KNORMW, l * D);
+	size_t qn = m->psize[P_QNORMW] / (size_t)c->n_layer; /* D, or H*D when whole */
+	size_t kn = m->psize[P_KNORMW] / (size_t)c->n_layer; /* D, or K*D */
+	x->qnw = param_at(m, P_QNORMW, l * qn);
+	x->knw = param_at(m, P_KNORMW, l * kn);
+	x->dqnw = grad_at(m, grads, P_QNORMW, l * qn);
+	x->dknw = grad_at(m, grads, P_KNORMW, l * kn);
 	x->projw = param_at(m, P_ATTPROJW, l * C * A);
+	x->apw = param_at(m, P_ATTPOSTW, l * C);
+	x->mpw = param_at(m, P_MLPPOSTW, l * C);
+	x->dapw = grad_at(m, grads, P_ATTPOSTW, l * C);
+	x->dmpw = grad_at(m, grads, P_MLPPOSTW, l * C);
 	x->fcw = param_at(m, P_FCW, l * FF * C);
 	x->fpw = param_at(m, P_FCPROJW, l * C * F);
 	x->dln1w = grad_at(m, grads, P_LN1W, l * C);
@@ -468,18 +534,41 @@ static void layer_setup(struct layer_ctx *x, const struct model *m, const struct
 	x->fch_act = r->fch_act + l * r->lstride_f;
 	x->mlp_res = r->mlp_res + l * r->lstride_c;
 	x->att = r->att + l * N * H * T;
+	x->attpost_in = r->attpost_in ? r->attpost_in + l * r->lstride_c : NULL;
+	x->attpost_rstd = r->attpost_rstd ? r->attpost_rstd + l * r->lstride_bt : NULL;
+	x->mlppost_in = r->mlppost_in ? r->mlppost_in + l * r->lstride_c : NULL;
+	x->mlppost_rstd = r->mlppost_rstd ? r->mlppost_rstd + l * r->lstride_bt : NULL;
+}
+
+/* A sandwich norm (scale w; NULL: none) after a sub-block's output
+ * projection: the gradient of the projection's output (N, C) from dout,
+ * that of the norm's output; dout itself without the norm, else s->dsand,
+ * with dw += the scale's gradient. */
+static const float *sandwich_backward(float *dw, const float *dout, const float *inp,
+				      const float *w, const float *rstd,
+				      struct backward_state *s, int N, int C)
+{
+	if (!w)
+		return dout;
+	memset(s->dsand, 0, (size_t)N * C * sizeof(float));
+	rmsnorm_backward(s->dsand, dw, dout, inp, w, rstd, N, C);
+	return s->dsand;
 }
 
 /* The q/k norm (config qk_norm) backward, in place on dqkv (N, QKV): the
  * query and key slots hold the gradient of the normed heads on entry and
  * of the projection's output on return; the scales' gradients go to
  * x->dqnw / dknw.  The projection's output, which a pass does not keep,
- * is recomputed from inp, and each head's rstd from it. */
+ * is recomputed from inp, and each norm's rstd from it: one per head, or
+ * with qk_norm_whole (OLMo-2's) one over all H query heads and one over
+ * the K key heads. */
 static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_ctx *x,
 			     const struct model_config *c, int N)
 {
 	int C = c->d_model, H = c->n_head, G = c->n_kv_head, D = cfg_d_head(c);
 	int QKV = cfg_qkv_rows(c, G), QK = (H + G) * D;
+	bool whole = c->qk_norm_whole;
+	int nq = whole ? 1 : H, nk = whole ? 1 : G, wq = whole ? H * D : D, wk = whole ? G * D : D;
 	float *pre = xmalloc((size_t)N * QKV * sizeof *pre);
 	float *tmp = xmalloc((size_t)QK * sizeof *tmp), *d = xmalloc((size_t)QK * sizeof *d);
 	float *rstd = xmalloc((size_t)(H + G) * sizeof *rstd);
@@ -487,13 +576,13 @@ static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_c
 	for (int i = 0; i < N; i++) {
 		const float *p = pre + (size_t)i * QKV;
 		float *g = dqkv + (size_t)i * QKV;
-		rmsnorm_forward(tmp, rstd, p, x->qnw, H, D, c->norm_eps);
-		rmsnorm_forward(tmp + (size_t)H * D, rstd + H, p + (size_t)H * D, x->knw, G, D,
+		rmsnorm_forward(tmp, rstd, p, x->qnw, nq, wq, c->norm_eps);
+		rmsnorm_forward(tmp + (size_t)H * D, rstd + nq, p + (size_t)H * D, x->knw, nk, wk,
 				c->norm_eps);
 		memset(d, 0, (size_t)QK * sizeof *d);
-		rmsnorm_backward(d, x->dqnw, g, p, x->qnw, rstd, H, D);
+		rmsnorm_backward(d, x->dqnw, g, p, x->qnw, rstd, nq, wq);
 		rmsnorm_backward(d + (size_t)H * D, x->dknw, g + (size_t)H * D, p + (size_t)H * D,
-				 x->knw, rstd + H, G, D);
+				 x->knw, rstd + nq, nk, wk);
 		memcpy(g, d, (size_t)QK * sizeof *d);
 	}
 	free(pre);
@@ -502,9 +591,9 @@ static void qk_norm_backward(float *dqkv, const float *inp, const struct layer_c
 	free(rstd);
 }
 
-/* Attention sub-block: for y = proj(attention(rope(qknorm(inp qkvw^T +
- * qkvb)))), dinp += the gradient of inp (N, C) from dout (N, C), and the block's
- * weight gradients (the heads' outputs are (N, A)). */
+/* Attention sub-block: for y = sandwich(proj(attention(rope(qknorm(inp
+ * qkvw^T + qkvb))))), dinp += the gradient of inp (N, C) from dout (N, C),
+ * and the block's weight gradients (the heads' outputs are (N, A)). */
 static void attn_block_backward(float *dinp, const float *dout, const float *inp,
 				const struct layer_ctx *x, const struct model_config *c,
 				struct backward_state *s, int B, int T)
@@ -514,11 +603,13 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	float scale = c->scale ? cfg_attn_scale(c) : 1.0f;
 
 	memset(s->datty, 0, (size_t)N * A * sizeof(float));
+	dout = sandwich_backward(x->dapw, dout, x->attpost_in, x->apw, x->attpost_rstd, s, N, C);
 	matmul_backward(s->datty, x->dprojw, x->dprojb, dout, x->atty, x->projw, N, A, C);
 	memset(s->dqkv, 0, (size_t)N * QKV * sizeof(float));
 	bool local = cfg_layer_local(c, x->layer);
-	attention_backward(s->dqkv, s->datt, s->patt, s->datty, x->qkv, x->att, B, T, H, G, D,
-			   local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale);
+	attention_backward(s->dqkv, s->datt, s->patt, s->scores, s->datty, x->qkv, x->att, B, T, H,
+			   G, D, local ? MASK_WINDOW : c->mask, local ? c->local_window - 1 : 0, scale,
+			   c->attn_softcap);
 	if (c->pos == POS_ROPE) {
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		struct model_config rc;
@@ -532,8 +623,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 	matmul_backward(dinp, x->dqkvw, x->dqkvb, s->dqkv, inp, x->qkvw, N, C, QKV);
 }
 
-/* MLP sub-block: for y = fcproj(act(inp fcw^T + fcb)), dinp += the gradient
- * of inp (N, C) from dout (N, C), and the block's weight gradients. */
+/* MLP sub-block: for y = sandwich(fcproj(act(inp fcw^T + fcb))), dinp +=
+ * the gradient of inp (N, C) from dout (N, C), and the block's weight
+ * gradients. */
 static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 			       const struct layer_ctx *x, const struct model_config *c,
 			       struct backward_state *s, int N)
@@ -541,10 +633,13 @@ static void mlp_block_backward(float *dinp, const float *dout, const float *inp,
 	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
 
 	memset(s->dfch_act, 0, (size_t)N * F * sizeof(float));
+	dout = sandwich_backward(x->dmpw, dout, x->mlppost_in, x->mpw, x->mlppost_rstd, s, N, C);
 	matmul_backward(s->dfch_act, x->dfpw, x->dfpb, dout, x->fch_act, x->fpw, N, F, C);
 	memset(s->dfch, 0, (size_t)N * FF * sizeof(float));
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
+	else if (c->mlp == MLP_GEGLU)
+		geglu_backward(s->dfch, s->dfch_act, x->fch, N, F);
 	else if (c->mlp == MLP_GELU_EXACT)
 		gelu_exact_backward(s->dfch, s->dfch_act, x->fch, (long)N * F);
 	else
@@ -651,13 +746,6 @@ int backward_supports(const struct model_config *c, struct err *e)
 	if (c->head == HEAD_NONE)
 		return err_set(e, "backward: config head none (a model without an output head) "
 			       "has no loss: forward only");
-	if (c->qk_norm_whole)
-		return err_set(e, "backward: OLMo-2's whole-width q/k norm is forward only (no "
-			       "training of such a model yet)");
-	if (c->emb_scale > 0.0f || c->sandwich || c->attn_softcap > 0.0f ||
-	    c->final_softcap > 0.0f || c->mlp == MLP_GEGLU)
-		return err_set(e, "backward: Gemma's embedding scale, sandwich norms, soft-capping "
-			       "and GeGLU are forward only (no training of such a model yet)");
 	return 0;
 }
 
@@ -699,19 +787,20 @@ static void head_backward(const struct model *m, const struct run *r, float *gra
 }
 
 /* The embedding norm (emb_norm): s->dresidual holds the gradient of its
- * output; on return s->dbuf1 holds that of its input, the token +
+ * output; on return s->dbuf1 holds that of its input, the (scaled) token +
  * position sum, which is recomputed (hpre) with its mean and rstd. */
 static void emb_norm_backward(const struct model *m, const int *tokens, float *grads,
 			      struct backward_state *s, int N, int T)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
+	float scale = c->emb_scale > 0.0f ? c->emb_scale : 1.0f;
 	for (int i = 0; i < N; i++) {
 		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
 		const float *pe = c->pos == POS_LEARNED ? m->p[P_WPE] + (size_t)(i % T) * C : NULL;
 		float *xi = s->hpre + (size_t)i * C;
 		for (int j = 0; j < C; j++)
-			xi[j] = te[j] + (pe ? pe[j] : 0.0f);
+			xi[j] = te[j] * scale + (pe ? pe[j] : 0.0f);
 	}
 	norm_forward(c->norm, s->hact, s->nmean, s->nrstd, s->hpre, m->p[P_LNEW], m->p[P_LNEB],
 		     N, C, c->norm_eps);
@@ -738,10 +827,11 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 			       "(its K/V heads, placement, mask and scaling, no ablation, no pitfall)");
 	if (r->C != c->d_model || r->L != c->n_layer || r->V != c->vocab_size ||
 	    r->H != c->n_head || r->A != cfg_attn_width(c) || r->F != c->d_ff ||
-	    r->FF != cfg_ff_rows(c))
+	    r->FF != cfg_ff_rows(c) || (c->sandwich && !r->attpost_in))
 		return err_set(e, "backward: the run was made for another model shape");
 	if (s->C != c->d_model || s->V != c->vocab_size || s->F != c->d_ff || s->FF != cfg_ff_rows(c) ||
-	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c))
+	    s->QKV != cfg_qkv_rows(c, c->n_kv_head) || s->A != cfg_attn_width(c) ||
+	    (c->sandwich && !s->dsand) || (c->attn_softcap > 0.0f && !s->scores))
 		return err_set(e, "backward: the state was made for another model shape");
 	int B = r->b, T = r->t, N = B * T;
 	if (B < 1 || T < 1)
@@ -780,6 +870,7 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 	/* loss -> logits -> final norm */
 	memset(s->dlogits, 0, (size_t)N * V * sizeof(float));
 	crossentropy_backward(s->dlogits, r->logits, targets, N, V, 1.0f / (float)count);
+	softcap_backward(s->dlogits, r->logits, (long)N * V, c->final_softcap);
 	free(tg);
 	head_backward(m, r, grads, s, N);
 
@@ -797,6 +888,6 @@ int model_backward(const struct model *m, const struct run_options *o, const int
 		demb = s->dbuf1;
 	}
 	embedding_backward(grad_at(m, grads, P_WTE, 0), grad_at(m, grads, P_WPE, 0),
-			   demb, tokens, N, T, C);
+			   demb, tokens, N, T, C, c->emb_scale > 0.0f ? c->emb_scale : 1.0f);
 	return 0;
 }

@@ -278,6 +278,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
 	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
+	size_t sandwich = (flags & RUN_TRAIN) && c->sandwich ? L : 0; /* kept for backward */
 	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
 	r->lstride_c = (flags & RUN_TRAIN) ? bt * C : 0;
 	r->lstride_a = (flags & RUN_TRAIN) ? bt * r->A : 0;
@@ -306,6 +307,10 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->fch, per * bt * r->FF + 1 },
 		{ &r->fch_act, per * bt * r->F + 1 },
 		{ &r->mlp_res, per * bt * C },
+		{ &r->attpost_in, sandwich * bt * C },
+		{ &r->attpost_rstd, sandwich * bt },
+		{ &r->mlppost_in, (c->d_ff ? sandwich : 0) * bt * C },
+		{ &r->mlppost_rstd, (c->d_ff ? sandwich : 0) * bt },
 		{ &r->lnf, bt * C },
 		{ &r->lnf_mean, bt },
 		{ &r->lnf_rstd, bt },
@@ -323,6 +328,7 @@ void run_free(struct run *r)
 	float *bufs[] = { r->logits, r->nll, r->att, r->head_norm, r->resid_norm, r->resid,
 			  r->ln1, r->ln1_mean, r->ln1_rstd, r->qkv, r->atty, r->att_res,
 			  r->ln2, r->ln2_mean, r->ln2_rstd, r->fch, r->fch_act, r->mlp_res,
+			  r->attpost_in, r->attpost_rstd, r->mlppost_in, r->mlppost_rstd,
 			  r->lnf, r->lnf_mean, r->lnf_rstd, r->scratch };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
@@ -335,7 +341,8 @@ size_t run_bytes(const struct run *r)
 	size_t per = (r->flags & RUN_TRAIN) ? L : 1;
 	size_t per_qkv = (r->flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
 	bool all_att = r->flags & (RUN_ATTN | RUN_TRAIN);
-	size_t n = ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
+	size_t sandwich = ((r->attpost_in ? 1 : 0) + (r->mlppost_in ? 1 : 0)) * L * bt * (C + 1);
+	size_t n = sandwich + ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
 		   (all_att ? L : 1) * r->B * r->H * (size_t)r->T * r->T +
 		   L * bt * r->H + L * bt + (L + 1) * bt * C +
 		   per * (bt * C * 4 + bt * r->A + bt * 4 + bt * r->FF + bt * r->F) +
@@ -622,6 +629,22 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	}
 }
 
+/* A sandwich norm (scale w: ATTPOSTW / MLPPOSTW, NULL: none) in place on
+ * the n rows x of layer l from row row0; a run that keeps them (keep_in,
+ * keep_rstd: run.attpost_in / attpost_rstd or mlppost_*, NULL when not)
+ * saves the rows' input and rstd there for backward. */
+static void sandwich_forward(const struct run *r, float *keep_in, float *keep_rstd, int l,
+			     int row0, float *x, const float *w, enum norm_type type, int n, int C,
+			     float eps)
+{
+	float *rstd = NULL;
+	if (w && keep_in) {
+		memcpy(keep_in + l * r->lstride_c + (size_t)row0 * C, x, (size_t)n * C * sizeof *x);
+		rstd = keep_rstd + l * r->lstride_bt + row0;
+	}
+	norm_forward(type, x, NULL, rstd, x, w, NULL, n, C, eps);
+}
+
 /* Blocks l0 .. L-1 of the pass r describes (r->b, r->t, r->opt) on
  * r->resid[l0], the input of block l0, as model_forward runs them; from
  * row row0 on only (B = 1, checked by model_blocks_from): the rows before
@@ -671,7 +694,8 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
 					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
 		matmul_forward(scratch, atty + ra, w.projw, w.projb, n, A, C);
-		norm_forward(c->norm, scratch, NULL, NULL, scratch, w.apw, NULL, n, C, eps); /* sandwich */
+		sandwich_forward(r, r->attpost_in, r->attpost_rstd, l, row0, scratch, w.apw, c->norm,
+				 n, C, eps);
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
 
 		/* MLP sub-block (none when F = 0: the block ends after attention);
@@ -683,7 +707,8 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
-				norm_forward(c->norm, scratch, NULL, NULL, scratch, w.mpw, NULL, n, C, eps);
+				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
+						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
 				end = mlp_res;
 			}
@@ -694,7 +719,8 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			const float *end = ln1;
 			if (c->d_ff) {
 				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
-				norm_forward(c->norm, scratch, NULL, NULL, scratch, w.mpw, NULL, n, C, eps);
+				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
+						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_res, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);

@@ -300,6 +300,12 @@ static struct model *from_model(const struct train_spec *s, struct model_config 
 			return err_set(e, "--kv-heads %d does not divide %s's %d query heads",
 				       s->from_kv_heads, s->from, H), NULL;
 		}
+		if (c->qk_norm_whole && s->from_kv_heads != c->n_kv_head) {
+			model_free(src);
+			return err_set(e, "--kv-heads %d: %s's key norm spans its %d key heads "
+				       "together (OLMo-2's), so it trains with them", s->from_kv_heads,
+				       s->from, c->n_kv_head), NULL;
+		}
 		c->n_kv_head = s->from_kv_heads;
 	}
 	return src;
