@@ -35,17 +35,34 @@
  *              reads its input as it is (no norm before attention), so
  *              a part is the component as the later norms left it.
  *   An embedding norm (BERT) is frozen the same way ("shift emb").
+ *   sandwich   (Gemma 2/3, OLMo-2) a sub-block's output o is normed
+ *              (ATTPOSTW, MLPPOSTW) before it joins the stream, as g o r,
+ *              r its 1/rms at the position: the attention's norm reads
+ *              the sum of the heads and b_O, so each head's part and the
+ *              bias's of one row are frozen at that row's r (kept in
+ *              post_rstd) times g, and they still sum to what joined the
+ *              stream; the MLP's part is read from the pass, its norm
+ *              inside.  OLMo-2 has no norm before the sub-blocks (n_p
+ *              below the identity).
  * Then for a part a, with W_Q^h and W_K^g the (D, C) rows of the head h
  * and of its K/V head g = h / (H / G) (G: the pass's K/V heads, GQA's
  * pooled weights included),
  *   q_a = R_I W_Q^h n_I(c_a(I)),   k_b = R_J W_K^g n_J(c_b(J))
  * (n_p the frozen norm1 of layer L, the identity under post-norm; R_p
- * RoPE's rotation at p, the identity with learned positions), and the
+ * RoPE's rotation at p, the identity with learned positions; a q/k norm
+ * frozen between W and R: Qwen3's and Gemma 3's at the head's own 1/rms
+ * at the position, OLMo-2's whole-width one at the 1/rms of all H query
+ * heads' (all G key heads') rows there, the head's D scales a slice of
+ * its H*D (G*D)), and the
  * query and key biases b_Q, b_K and the shift of norm1_L are the parts
  * "qk bias" and "shift 1 L" (their q and k are W_Q b + b_Q etc. as they
  * apply).  The score is
  *   s = scale * sum_a sum_b q_a . k_b,   scale = 1/sqrt(D) or 1 (scale off)
- * one term per (query part, key part).  With RoPE a position is no
+ * one term per (query part, key part) (1/sqrt(attn_scale_dim) for a model
+ * that sets it, Gemma's).  A model that soft-caps its scores (Gemma 2's
+ * attn_softcap) feeds the softmax cap * tanh(s / cap), which is no sum:
+ * the terms split s, the pre-cap score, and the cap's effect, capped - s,
+ * is reported beside them (why_result.capped).  With RoPE a position is no
  * component: it enters every term through R_I and R_J (q_a . k_b =
  * (W_Q n(c_a))^T R_{J-I} (W_K n(c_b)) for the rotated dims), so its effect
  * is inside the token and head parts, not beside them.
@@ -90,16 +107,28 @@ struct why_result {
 	int layer, head;  /* L.H */
 	int kv_head;      /* its K/V head in the pass */
 	int qpos, kpos;   /* I, J */
-	double score;     /* the pass's pre-softmax score (its q, k rows) */
+	double score;     /* the pass's score (its q, k rows, scaled), before
+			   * any soft-capping: what the terms sum to */
+	double softcap;   /* the scores' cap (attn_softcap; Gemma 2's), 0: none */
+	double capped;    /* softcap * tanh(score / softcap), the score the
+			   * softmax read (score itself without a cap) */
 	double sum;       /* sum of every term */
 	double left_out;  /* score - sum: float rounding only */
-	double scale;     /* 1/sqrt(D) or 1 */
+	double scale;     /* 1/sqrt(D) (1/sqrt(attn_scale_dim) where the model
+			   * sets one) or 1 */
 	double mean_score; /* the mean score over the keys query I sees
 			    * (the sum of the parts' key_mean) */
-	double rstd_q, rstd_k; /* layer L's frozen norm1 scale at I and J (NAN: post-norm) */
+	double rstd_q, rstd_k; /* layer L's frozen norm1 scale at I and J (NAN:
+				* post-norm, or no norm before the sub-blocks,
+				* OLMo-2's) */
 	double qn_rstd_q, qn_rstd_k; /* the q/k norm's frozen scale (1/rms) of the
-				      * query head at I and the key head at J
-				      * (NAN: no q/k norm) */
+				      * query head at I and the key head at J, or
+				      * under qk_norm_whole of all the query heads
+				      * at I and all the key heads at J (NAN: no
+				      * q/k norm) */
+	double *post_rstd; /* (layer, 2) owned: layer l's attention sandwich
+			    * norm frozen at I ([2l]) and J ([2l+1]); NULL
+			    * without sandwich norms */
 	int n;            /* parts */
 	struct why_part *parts; /* (n) owned: token, position, then by layer */
 	double *terms;    /* (n, n) owned: terms[a * n + b] = scale * q_a . k_b */
@@ -110,7 +139,9 @@ struct why_result {
  * 0, or -1 with e set (one line): the head outside the model, I or J
  * (I = qpos, J = kpos) outside the text, a key the mask hides from the query (J > I under a
  * causal mask, outside the window), a model without residual connections
- * or a pitfall (neither is a sum of parts), a failed pass.  Free with
+ * or a pitfall (neither is a sum of parts), a failed pass.  Gemma 2/3's
+ * and OLMo-2's sandwich norms, soft-capped scores and q/k norms are split
+ * as above.  Free with
  * why_free (a no-op on a zeroed or freed result). */
 int why_run(struct model *m, const struct run_options *o, const int *tokens, int T, int layer,
 	    int head, int qpos, int kpos, struct why_result *out, struct err *e);

@@ -21,6 +21,16 @@
  *    1/rms, as the norms of the stream are),
  *    scaling off with two heads ablated (every term of an ablated head's
  *    part is exactly 0), a window mask;
+ *  - Gemma 2 (sandwich norms frozen at each row's 1/rms of its heads' sum,
+ *    query_pre_attn_scalar, a local layer, scores soft-capped at 2 with
+ *    the cap bending some score by more than 0.5: the terms sum to the
+ *    pre-cap score, `capped` is the reference's cap * tanh(score / cap)
+ *    and the engine's softmax read it: ln A_IJ - ln A_II of the pass's
+ *    weights is capped_IJ - capped_II, within 1e-4), Gemma 3 (sandwich
+ *    norms, q/k norm, a local layer on its own RoPE base) and OLMo-2 (no
+ *    norm before the sub-blocks, sandwich norms, the whole-width q/k norm
+ *    frozen at the 1/rms of all the query heads, or all the key heads, of
+ *    the position), under their options;
  *  - bad arguments (head outside the model, a key after the query under
  *    the causal mask or outside the window, positions outside the text)
  *    and unsplittable models (no residual connections, a pitfall) are
@@ -45,6 +55,7 @@
 enum { V = 19, T = 8, H = 4, C = 32, D = C / H, MAXL = 3, MAXP = 5 + MAXL * (H + 4) };
 
 static double worst; /* largest |code - reference| of a term */
+static double bent;  /* largest |capped - score| of the reference */
 
 /* A random model whose biases, norm gains and shifts are not 0 / 1. */
 static struct model *make_model(bool llama, int L, int kv, uint64_t seed)
@@ -152,6 +163,49 @@ static void ref_row(const struct model *m, int l, int h, int G, bool key, int d,
 	}
 }
 
+/* Gemma's and OLMo-2's sandwich norm of layer l's attention: the last nh
+ * components (its heads and bias) frozen at the 1/rms of their sum, times
+ * ATTPOSTW. */
+static void ref_sandwich(const struct model *m, struct ref *r, int nh, int l)
+{
+	double sum[C] = { 0 };
+	for (int a = r->n - nh; a < r->n; a++)
+		for (int j = 0; j < C; j++)
+			sum[j] += r->v[a][j];
+	double rs = ref_rstd(m, sum);
+	for (int a = r->n - nh; a < r->n; a++)
+		for (int j = 0; j < C; j++)
+			r->v[a][j] *= rs * m->p[P_ATTPOSTW][(size_t)l * C + j];
+}
+
+/* OLMo-2's whole-width q/k norm on the parts' query (key) vectors of head
+ * h: frozen at the 1/rms of all H query heads (all G key heads, each the
+ * replica of native head g / (G / K)) projected from the parts' sum, the
+ * head's own D scales of the H*D (K*D) ones. */
+static void ref_qk_whole(const struct model *m, const struct run_options *o, struct ref *r, int L,
+			 int h, bool key)
+{
+	int G = o->kv_heads, K = m->cfg.n_kv_head, nh = key ? G : H;
+	double x[C] = { 0 }, row[C], bias, ss = 0;
+	for (int b = 0; b < r->n; b++)
+		for (int j = 0; j < C; j++)
+			x[j] += r->v[b][j];
+	for (int u = 0; u < nh; u++)
+		for (int d = 0; d < D; d++) {
+			ref_row(m, L, key ? u * (H / G) : u, G, key, d, row, &bias);
+			double y = bias;
+			for (int j = 0; j < C; j++)
+				y += row[j] * x[j];
+			ss += y * y;
+		}
+	double rs = 1.0 / sqrt(ss / (nh * D) + (double)m->cfg.norm_eps);
+	int slot = key ? (h / (H / G)) / (G / K) : h;
+	const float *w = m->p[key ? P_KNORMW : P_QNORMW] + (size_t)L * (key ? K : H) * D + slot * D;
+	for (int b = 0; b < r->n; b++)
+		for (int d = 0; d < D; d++)
+			r->q[b][d] *= rs * w[d];
+}
+
 /* The components at position p of layer L's input, and their query
  * (key = false) or key vectors for head h. */
 static void ref_side(const struct model *m, const struct run_options *o, const struct ref_trace *tr,
@@ -169,6 +223,7 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 			r->v[a][j] = m->p[P_WPE][(size_t)p * C + j];
 	}
 	for (int l = 0; l < L; l++) {
+		int a0 = r->n;
 		for (int hh = 0; hh < H; hh++) {
 			a = ref_add(r, WHY_HEAD, l, hh);
 			const double *y = tr->atty + ((size_t)l * T + p) * C + hh * D;
@@ -181,6 +236,8 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 			for (int j = 0; j < C; j++)
 				r->v[a][j] = m->p[P_ATTPROJB][(size_t)l * C + j];
 		}
+		if (m->cfg.sandwich)
+			ref_sandwich(m, r, r->n - a0, l);
 		const double *mlp = qk->mlp + ((size_t)l * T + p) * C;
 		if (o->placement == PLACE_PRE) {
 			a = ref_add(r, WHY_MLP, l, -1);
@@ -201,7 +258,7 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 		memcpy(r->v[a], mlp, sizeof r->v[a]);
 		ref_norm_frozen(m, r, P_LN2W, P_LN2B, l, 2, ref_rstd(m, h1));
 	}
-	if (o->placement == PLACE_PRE)
+	if (o->placement == PLACE_PRE && m->psize[P_LN1W]) /* OLMo-2: no norm1 */
 		ref_norm_frozen(m, r, P_LN1W, P_LN1B, L, 1, ref_rstd(m, tr->resid + ((size_t)L * T + p) * C));
 	double row[C], bias[D];
 	for (int d = 0; d < D; d++) {
@@ -217,7 +274,9 @@ static void ref_side(const struct model *m, const struct run_options *o, const s
 		a = ref_add(r, WHY_QK_BIAS, -1, -1);
 		memcpy(r->q[a], bias, sizeof bias);
 	}
-	if (m->cfg.qk_norm) { /* Qwen3: frozen at 1/rms of the whole head, the parts' sum */
+	if (m->cfg.qk_norm_whole) {
+		ref_qk_whole(m, o, r, L, h, key);
+	} else if (m->cfg.qk_norm) { /* Qwen3: frozen at 1/rms of the whole head, the parts' sum */
 		const float *w = m->p[key ? P_KNORMW : P_QNORMW] + (size_t)L * D;
 		double sum[D] = { 0 }, ss = 0;
 		for (int b = 0; b < r->n; b++)
@@ -245,6 +304,26 @@ static double dotd(const double *a, const double *b)
 	return s;
 }
 
+/* The capped score c_IJ of l.h is what the pass's softmax read: ln A_IJ -
+ * ln A_II of the engine's weights is c_IJ - c_II (why's at key I). */
+static void check_softmax(struct model *m, const struct run_options *o, const int *tokens, int l,
+			  int h, int I, int J, double capped)
+{
+	struct why_result w;
+	struct err e;
+	if (why_run(m, o, tokens, T, l, h, I, I, &w, &e) != 0)
+		fail_msg("why %d.%d %d %d: %s", l, h, I, I, e.msg);
+	struct run *r = run_new(&m->cfg, 1, T, RUN_ATTN);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, T, r, &e), 0);
+	const float *A = run_att(r, l, 0, h) + (size_t)I * T;
+	double got = log((double)A[J]) - log((double)A[I]), want = capped - w.capped;
+	if (!(fabs(got - want) < 1e-4 + 1e-4 * fabs(want)))
+		fail_msg("%d.%d %d %d: ln A_IJ - ln A_II %g, capped scores' difference %g", l, h, I, J,
+			 got, want);
+	run_free(r);
+	why_free(&w);
+}
+
 /* why_run of head l.h, query I, key J against the reference. */
 static void check_pair(struct model *m, const struct run_options *o, const int *tokens,
 		       const struct ref_trace *tr, const struct ref_trace_qk *qk, int l, int h, int I,
@@ -259,7 +338,8 @@ static void check_pair(struct model *m, const struct run_options *o, const int *
 	ref_side(m, o, tr, qk, tokens, l, h, J, true, &rk);
 	assert_int_equal(w.n, rq.n);
 	assert_int_equal(w.n, rk.n);
-	double sc = o->scale ? 1.0 / sqrt(D) : 1.0, rsum = 0;
+	double sd = m->cfg.attn_scale_dim ? m->cfg.attn_scale_dim : D; /* Gemma's scalar */
+	double sc = o->scale ? 1.0 / sqrt(sd) : 1.0, rsum = 0;
 	for (int a = 0; a < w.n; a++) {
 		assert_int_equal(w.parts[a].kind, rq.kind[a]);
 		assert_int_equal(w.parts[a].layer, rq.layer[a]);
@@ -284,6 +364,15 @@ static void check_pair(struct model *m, const struct run_options *o, const int *
 	if (!(fabs(w.sum - w.score) < 1e-4))
 		fail_msg("%d.%d %d %d: terms sum to %g, the pass's score %g", l, h, I, J, w.sum, w.score);
 	assert_true(fabs(w.score - rscore) < 1e-4 + 1e-4 * fabs(rscore));
+	/* soft-capping: the terms split the score before the cap; capped is
+	 * the reference's cap * tanh(score / cap), and what the softmax read */
+	double cap = m->cfg.attn_softcap, rcapped = cap > 0 ? cap * tanh(rscore / cap) : rscore;
+	assert_true(w.softcap == cap);
+	if (!(fabs(w.capped - rcapped) < 1e-4 + 1e-4 * fabs(rcapped)))
+		fail_msg("%d.%d %d %d: capped %g vs reference %g", l, h, I, J, w.capped, rcapped);
+	bent = fabs(rcapped - rscore) > bent ? fabs(rcapped - rscore) : bent;
+	if (cap > 0 && J != I)
+		check_softmax(m, o, tokens, l, h, I, J, w.capped);
 	/* the mean over visible keys */
 	int lo = 0, hi = I, window; /* the run's window, or a local layer's */
 	enum mask_kind mask = layer_mask(&m->cfg, o, l, &window);
@@ -417,6 +506,86 @@ static void test_why_matches_reference(void **state)
 	printf("why: worst |term - reference| %.3g\n", worst);
 }
 
+/* A Gemma 2 model (gemma3 false) or a Gemma 3 one from a Llama one with 2
+ * K/V heads: sqrt(C) embeddings, sandwich norms (scales 1 + 0.3 N),
+ * GeGLU, query_pre_attn_scalar 12, layer 0 local over 4 keys, the logits
+ * soft-capped at 3; Gemma 2's scores soft-capped at 2 (the QKV weights
+ * times 6, so that tanh bends), Gemma 3's q/k norm, its local layer on a
+ * RoPE base of its own, the global one on another, scaled. */
+static struct model *make_gemma(bool gemma3, uint64_t seed)
+{
+	struct model *base = make_model(true, 2, 2, seed);
+	struct model_config c = base->cfg;
+	c.emb_scale = sqrtf((float)C);
+	c.sandwich = true;
+	c.attn_softcap = gemma3 ? 0.0f : 2.0f;
+	c.final_softcap = 3.0f;
+	c.attn_scale_dim = 12;
+	c.mlp = MLP_GEGLU;
+	c.local_window = 4;
+	cfg_set_local(&c, 0, true);
+	if (gemma3) {
+		c.qk_norm = true;
+		c.rope_theta = 100.0f;
+		c.rope_scaling = ROPE_SCALE_LINEAR;
+		c.rope_factor = 4.0f;
+		c.rope_local_theta = 10000.0f;
+	}
+	struct model *m = randmodel_rebuild(base, &c, seed + 100);
+	for (size_t i = 0; i < m->psize[P_QKVW]; i++)
+		m->p[P_QKVW][i] *= 6.0f;
+	return m;
+}
+
+/* Gemma 2 (sandwich norms, soft-capped scores that bend: some score moves
+ * by more than 0.5 under the cap), Gemma 3 (sandwich norms, q/k norm, a
+ * local layer on its own RoPE base) and OLMo-2 (no norm before the
+ * sub-blocks, sandwich norms, the whole-width q/k norm, 2 K/V heads)
+ * against the reference: native, post-norm (the Gemmas), fewer K/V heads
+ * (MQA) and more (MHA, OLMo-2's one conversion), scale off with an
+ * ablation, a window. */
+static void test_why_gemma_olmo2(void **state)
+{
+	(void)state;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 5 + 3) % V;
+	for (int k = 0; k < 3; k++) {
+		struct model *m;
+		if (k < 2) {
+			m = make_gemma(k == 1, 60 + k);
+		} else {
+			struct model *base = make_model(true, 2, 2, 62);
+			struct model_config c = base->cfg;
+			c.sandwich = c.post_only = c.qk_norm = c.qk_norm_whole = true;
+			m = randmodel_rebuild(base, &c, 63);
+		}
+		struct run_options o, v;
+		run_options_native(m, &o);
+		check_options(m, &o, tokens);
+		v = o;
+		v.kv_heads = k < 2 ? 1 : 4;
+		check_options(m, &v, tokens);
+		v = o;
+		v.scale = false;
+		opt_set_ablated(&v, 0 * H + 2, true);
+		check_options(m, &v, tokens);
+		v = o;
+		v.mask = MASK_WINDOW;
+		v.window = 3;
+		check_options(m, &v, tokens);
+		if (k < 2) {
+			v = o;
+			v.placement = PLACE_POST;
+			check_options(m, &v, tokens);
+		}
+		if (k == 0 && !(bent > 0.5))
+			fail_msg("Gemma 2's cap moved no score by more than %g: tanh never bent", bent);
+		model_free(m);
+	}
+	printf("why: worst |term - reference| %.3g, largest |capped - score| %.3g\n", worst, bent);
+}
+
 /* -1 and a non-empty message of one line. */
 static void refused(struct model *m, const struct run_options *o, const int *tokens, int l, int h,
 		    int I, int J, const char *word)
@@ -469,6 +638,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_why_matches_reference),
+		cmocka_unit_test(test_why_gemma_olmo2),
 		cmocka_unit_test(test_why_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,13 +46,13 @@ static void set_from(double *dst, const float *src, int n)
 		dst[j] = src[j];
 }
 
-/* Freezes a norm over components 0 .. n-1 of side s: c <- g * (c -
+/* Freezes a norm over components a0 .. n-1 of side s: c <- g * (c -
  * mean c) * rstd (no centring for RMSNorm). */
-static void freeze(struct streams *st, const struct model_config *c, int s, int n, const float *g,
-		   double rstd)
+static void freeze(struct streams *st, const struct model_config *c, int s, int a0, int n,
+		   const float *g, double rstd)
 {
 	int C = st->C;
-	for (int a = 0; a < n; a++) {
+	for (int a = a0; a < n; a++) {
 		double *v = comp_at(st, s, a), mean = 0;
 		if (c->norm == NORM_LAYER) {
 			for (int j = 0; j < C; j++)
@@ -65,13 +65,16 @@ static void freeze(struct streams *st, const struct model_config *c, int s, int 
 }
 
 /* A norm with scales rstd[0], rstd[1] at the two positions, gain g and
- * shift b (NULL: none) applied to the stream as a frozen linear map. */
+ * shift b (NULL: none) applied to the stream as a frozen linear map; g
+ * NULL: no norm there (OLMo-2's absent pre-norms), the stream kept. */
 static void norm_both(struct streams *st, const struct model_config *c, const float *g,
 		      const float *b, const double rstd[2], int layer, int which)
 {
 	int n = st->r->n;
+	if (!g)
+		return;
 	for (int s = 0; s < 2; s++)
-		freeze(st, c, s, n, g, rstd[s]);
+		freeze(st, c, s, 0, n, g, rstd[s]);
 	if (!b)
 		return;
 	int a = add_comp(st, WHY_SHIFT, layer, which);
@@ -93,12 +96,14 @@ double why_rstd(const struct model_config *c, const double *x, double eps)
 	return 1.0 / sqrt(var / C + eps);
 }
 
-/* 1/std or 1/rms of the sum of side s's components (epsilon eps). */
-static double stream_rstd(struct streams *st, const struct model_config *c, int s, double eps)
+/* 1/std or 1/rms of the sum of side s's components a0 .. n-1 (epsilon
+ * eps). */
+static double stream_rstd(struct streams *st, const struct model_config *c, int s, int a0,
+			  double eps)
 {
 	int C = st->C;
 	double *x = xcalloc((size_t)C, sizeof *x);
-	for (int a = 0; a < st->r->n; a++)
+	for (int a = a0; a < st->r->n; a++)
 		for (int j = 0; j < C; j++)
 			x[j] += comp_at(st, s, a)[j];
 	double r = why_rstd(c, x, eps);
@@ -123,17 +128,22 @@ static void embed(struct streams *st, const struct model *m, const int *tokens)
 			set_from(comp_at(st, s, a), m->p[P_WPE] + (size_t)st->pos[s] * C, C);
 	}
 	if (c->emb_norm) {
-		double rstd[2] = { stream_rstd(st, c, 0, c->norm_eps), stream_rstd(st, c, 1, c->norm_eps) };
+		double rstd[2] = { stream_rstd(st, c, 0, 0, c->norm_eps),
+				   stream_rstd(st, c, 1, 0, c->norm_eps) };
 		norm_both(st, c, m->p[P_LNEW], m->p[P_LNEB], rstd, -1, 0);
 	}
 }
 
 /* Block l's attention: each head's output row through its columns of the
- * output projection, and the projection's bias. */
+ * output projection, and the projection's bias; with sandwich norms
+ * (Gemma's, OLMo-2's) the attention's own norm (ATTPOSTW) after them,
+ * frozen at each position's 1/rms of their sum (the sub-block's output
+ * as the norm reads it), that scale kept in r->post_rstd when there is
+ * one. */
 static void add_heads(struct streams *st, const struct model *m, const struct run *r, int l)
 {
 	const struct model_config *c = &m->cfg;
-	int C = st->C, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
+	int C = st->C, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c), a0 = st->r->n;
 	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
 	for (int h = 0; h < H; h++) {
 		int a = add_comp(st, WHY_HEAD, l, h);
@@ -152,6 +162,14 @@ static void add_heads(struct streams *st, const struct model *m, const struct ru
 		int a = add_comp(st, WHY_ATTN_BIAS, l, -1);
 		for (int s = 0; s < 2; s++)
 			set_from(comp_at(st, s, a), m->p[P_ATTPROJB] + (size_t)l * C, C);
+	}
+	if (!c->sandwich)
+		return;
+	for (int s = 0; s < 2; s++) {
+		double rstd = stream_rstd(st, c, s, a0, c->norm_eps);
+		freeze(st, c, s, a0, st->r->n, m->p[P_ATTPOSTW] + (size_t)l * C, rstd);
+		if (st->r->post_rstd)
+			st->r->post_rstd[2 * l + s] = rstd;
 	}
 }
 
@@ -216,6 +234,14 @@ static void rope(const struct model_config *c, double *v, int pos)
 	}
 }
 
+/* v (n, D): each part's dim d times rstd * w[d]. */
+static void scale_parts(double *v, int n, int D, const float *w, double rstd)
+{
+	for (int a = 0; a < n; a++)
+		for (int d = 0; d < D; d++)
+			v[(size_t)a * D + d] *= rstd * (double)w[d];
+}
+
 /* The q/k norm (config qk_norm) frozen at one head's scale: the n parts
  * v (n, D) of a query or key head, whose sum the norm reads, each turned
  * into w * rstd * v_a, rstd = 1/rms of the sum; returns rstd. */
@@ -229,9 +255,45 @@ static double freeze_head(double *v, int n, int D, const float *w, double eps)
 		ss += sum * sum;
 	}
 	double rstd = 1.0 / sqrt(ss / D + eps);
-	for (int a = 0; a < n; a++)
-		for (int d = 0; d < D; d++)
-			v[(size_t)a * D + d] *= rstd * (double)w[d];
+	scale_parts(v, n, D, w, rstd);
+	return rstd;
+}
+
+/* 1/rms of rows r0 .. r0+nr-1 of the layer's q/k/v projection (w) applied
+ * to side s's stream (the sum of its components), their biases included:
+ * what OLMo-2's whole-width q/k norm reads at that position. */
+static double whole_rstd(struct streams *st, const struct layer_weights *w, int s, int r0, int nr,
+			 double eps)
+{
+	int C = st->C;
+	double *x = xcalloc((size_t)C, sizeof *x), ss = 0;
+	for (int a = 0; a < st->r->n; a++)
+		for (int j = 0; j < C; j++)
+			x[j] += comp_at(st, s, a)[j];
+	for (int i = r0; i < r0 + nr; i++) {
+		double y = w->qkvb ? (double)w->qkvb[i] : 0.0;
+		for (int j = 0; j < C; j++)
+			y += (double)w->qkvw[(size_t)i * C + j] * x[j];
+		ss += y * y;
+	}
+	free(x);
+	return 1.0 / sqrt(ss / nr + eps);
+}
+
+/* The q/k norm on the n parts v (n, D) of query head (side 0) or key head
+ * (side 1) hh of G, frozen at the 1/rms of what the norm reads: the head's
+ * own row (Qwen3's, Gemma 3's), or with qk_norm_whole (OLMo-2's) all H
+ * query heads' or all G key heads' rows of the position together, the
+ * head's D scales a slice of the norm's H*D or G*D.  Returns that 1/rms. */
+static double qk_norm_parts(struct streams *st, const struct model_config *c,
+			    const struct layer_weights *w, int G, int s, int hh, double *v, int n)
+{
+	int D = cfg_d_head(c), H = c->n_head;
+	const float *scale = s ? w->knw : w->qnw;
+	if (!c->qk_norm_whole)
+		return freeze_head(v, n, D, scale, c->norm_eps);
+	double rstd = whole_rstd(st, w, s, s ? H * D : 0, (s ? G : H) * D, c->norm_eps);
+	scale_parts(v, n, D, scale + (size_t)hh * D, rstd);
 	return rstd;
 }
 
@@ -255,11 +317,6 @@ static int why_refuse(const struct model *m, const struct run_options *o, int la
 		return err_set(e, "key %d is outside query %d's window of %d (no score)", J, I, window);
 	if (!c->residual)
 		return err_set(e, "why needs residual connections: this model's stream is no sum of parts");
-	if (c->sandwich || c->attn_softcap > 0.0f)
-		return err_set(e, "why cannot split Gemma's or OLMo-2's sandwich norms or soft-capped "
-			       "scores yet");
-	if (c->qk_norm_whole)
-		return err_set(e, "why cannot split OLMo-2's whole-width q/k norm yet");
 	if (o->pitfall != PITFALL_NONE)
 		return err_set(e, "why needs the pitfall off (pitfall %s mixes positions or heads)",
 			       pitfall_name(o->pitfall));
@@ -289,7 +346,7 @@ static int part_vectors(struct streams *st, struct model *m, const struct run *r
 	model_layer(m, L, qkvw, qkvb, G, &w);
 	out->kv_head = h / (H / G);
 	out->rstd_q = out->rstd_k = NAN;
-	if (r->opt.placement == PLACE_PRE) {
+	if (r->opt.placement == PLACE_PRE && w.ln1w) {
 		out->rstd_q = r->ln1_rstd[L * r->lstride_bt + st->pos[0]];
 		out->rstd_k = r->ln1_rstd[L * r->lstride_bt + st->pos[1]];
 		double rs[2] = { out->rstd_q, out->rstd_k };
@@ -312,8 +369,8 @@ static int part_vectors(struct streams *st, struct model *m, const struct run *r
 	}
 	out->qn_rstd_q = out->qn_rstd_k = NAN;
 	if (w.qnw) {
-		out->qn_rstd_q = freeze_head(q, n, D, w.qnw, c->norm_eps);
-		out->qn_rstd_k = freeze_head(k, n, D, w.knw, c->norm_eps);
+		out->qn_rstd_q = qk_norm_parts(st, c, &w, G, 0, h, q, n);
+		out->qn_rstd_k = qk_norm_parts(st, c, &w, G, 1, out->kv_head, k, n);
 	}
 	struct model_config rc; /* layer L's RoPE (Gemma 3's local base) */
 	config_rope_of_layer(c, L, &rc);
@@ -419,7 +476,11 @@ int why_run(struct model *m, const struct run_options *o, const int *tokens, int
 	out->head = head;
 	out->qpos = I;
 	out->kpos = J;
-	out->scale = o->scale ? 1.0 / sqrt((double)cfg_d_head(c)) : 1.0;
+	out->scale = o->scale ? 1.0 / sqrt((double)(c->attn_scale_dim ? c->attn_scale_dim
+								 : cfg_d_head(c)))
+			      : 1.0;
+	if (c->sandwich)
+		out->post_rstd = xcalloc(2 * (size_t)(layer > 0 ? layer : 1), sizeof *out->post_rstd);
 	double *q, *k;
 	int n = build(&st, m, r, tokens, layer, head, &q, &k), D = cfg_d_head(c);
 	score_terms(out, q, k, n, D);
@@ -433,6 +494,8 @@ int why_run(struct model *m, const struct run_options *o, const int *tokens, int
 	free(k);
 	out->score = pass_score(m, r, layer, head, out->kv_head, I, J, out->scale);
 	out->left_out = out->score - out->sum;
+	out->softcap = c->attn_softcap;
+	out->capped = out->softcap > 0 ? out->softcap * tanh(out->score / out->softcap) : out->score;
 	free(st.comp[0]);
 	run_free(r);
 	return 0;
@@ -444,6 +507,7 @@ void why_free(struct why_result *r)
 		return;
 	free(r->parts);
 	free(r->terms);
+	free(r->post_rstd);
 	memset(r, 0, sizeof *r);
 }
 

@@ -2,7 +2,8 @@
  * cmd-why.c — why L.H I J [--top K]: the pre-softmax score of query I on
  * key J in head L.H split into (query part x key part) terms (why.h), the
  * largest first, the rest summed, the sum checked against the pass's own
- * score; then each part's share on the key side and on the query side.
+ * score (and, for soft-capped scores, the cap's change and the capped
+ * score); then each part's share on the key side and on the query side.
  * The session keeps the result for expect (why.key, why.query, why.term).
  */
 #include <math.h>
@@ -15,17 +16,34 @@
 
 extern const struct cmd_entry cmd_why_entry;
 
+/* The sandwich norms' frozen scales of layers 0 .. L-1, five a line. */
+static void print_post(struct render_buf *b, const struct why_result *w)
+{
+	if (!w->post_rstd)
+		return;
+	render_buf_printf(b, "sandwich norms: each earlier attention output (its heads and bias) "
+			     "frozen at its 1/rms,\nlayer: at %d / at %d (each MLP's part is its "
+			     "normed output as the pass made it)\n", w->qpos, w->kpos);
+	for (int l = 0; l < w->layer; l++)
+		render_buf_printf(b, "%s%d: %.4f / %.4f%s", l % 5 ? "  " : "", l, w->post_rstd[2 * l],
+				  w->post_rstd[2 * l + 1], l % 5 == 4 || l == w->layer - 1 ? "\n" : "");
+}
+
 /* The header: what is split, under which convention. */
 static void print_header(struct render_buf *b, struct session *s, const struct why_result *w,
 			 char **lab)
 {
-	char opts[256];
+	const struct model_config *c = &s->model->cfg;
+	char opts[256], scale[32];
 	session_variant(s, opts, sizeof opts);
-	bool rms = s->model->cfg.norm == NORM_RMS;
+	bool rms = c->norm == NORM_RMS;
 	render_buf_printf(b, "why %d.%d: query %d '%s' on key %d '%s' (K/V head %d; options %s)\n",
 			  w->layer, w->head, w->qpos, lab[w->qpos], w->kpos, lab[w->kpos], w->kv_head,
 			  opts[0] ? opts : "native");
-	if (s->opt.placement == PLACE_PRE)
+	if (s->opt.placement == PLACE_PRE && isnan(w->rstd_q))
+		render_buf_printf(b, "no norm before the sub-blocks (OLMo-2's): layer %d reads the stream "
+				     "as it is\n", w->layer);
+	else if (s->opt.placement == PLACE_PRE)
 		render_buf_printf(b, "layer %d's input norm frozen at each position's scale: %s %.4f "
 				     "at %d,\n%.4f at %d (centring and gain linear)\n",
 				  w->layer, rms ? "1/rms" : "1/std", w->rstd_q, w->qpos, w->rstd_k,
@@ -34,13 +52,24 @@ static void print_header(struct render_buf *b, struct session *s, const struct w
 		render_buf_printf(b, "post-norm: layer %d reads its input as it is; every earlier norm "
 				     "is\nfrozen at the position's scale, its shift a part\n",
 				  w->layer);
+	print_post(b, w);
 	if (!isnan(w->qn_rstd_q))
-		render_buf_printf(b, "q/k norm frozen at each head's scale: 1/rms %.4f (query at %d), "
-				     "%.4f (key at %d)\n", w->qn_rstd_q, w->qpos, w->qn_rstd_k, w->kpos);
-	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s",
-			  s->opt.scale ? "1/sqrt(D)" : "1 (scale off)",
-			  s->model->cfg.pos == POS_ROPE ? "RoPE turns each part by its position: "
-							  "positions act inside every term\n" : "");
+		render_buf_printf(b, "q/k norm frozen at %s scale: 1/rms %.4f (query at %d), %.4f (key "
+				     "at %d)\n", c->qk_norm_whole ? "the whole row's (all query heads; "
+				     "all key heads)" : "each head's", w->qn_rstd_q, w->qpos,
+				  w->qn_rstd_k, w->kpos);
+	if (!s->opt.scale)
+		snprintf(scale, sizeof scale, "1 (scale off)");
+	else
+		snprintf(scale, sizeof scale, "1/sqrt(%d)", c->attn_scale_dim ? c->attn_scale_dim
+									: cfg_d_head(c));
+	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s", scale,
+			  c->pos == POS_ROPE ? "RoPE turns each part by its position: positions act "
+					       "inside every term\n" : "");
+	if (w->softcap > 0)
+		render_buf_printf(b, "the softmax reads %g tanh(score / %g): the terms split the score "
+				     "before the cap,\nthe cap's change is a line of its own\n",
+				  w->softcap, w->softcap);
 }
 
 /* The top k terms, the rest, the sum check. */
@@ -68,6 +97,10 @@ static void print_terms(struct render_buf *b, const struct why_result *w, int k)
 	double left = render_shown(w->left_out, 4);
 	render_buf_printf(b, "%-29s %+10.4f\n%-29s %+10.4f   left out %.4f\n", sum, render_shown(w->sum, 4),
 			  "the pass's score", render_shown(w->score, 4), left);
+	if (w->softcap > 0)
+		render_buf_printf(b, "%-29s %+10.4f\n%-29s %+10.4f   (what the softmax read)\n",
+				  "the soft-cap's change", render_shown(w->capped - w->score, 4),
+				  "the capped score", render_shown(w->capped, 4));
 	free(order);
 }
 
@@ -159,8 +192,15 @@ const struct cmd_entry cmd_why_entry = {
 		"Post-norm: every earlier norm is frozen and its shift is a part; layer L\n"
 		"reads its input unnormed.  RoPE has no position part: each part's query and\n"
 		"key are turned by their positions, so position acts inside every term.  An\n"
-		"ablated head's part is 0; GQA reads the shared K/V head.  Then the key side\n"
-		"(the whole query with each key part) and the query side.  The top K (10).",
+		"ablated head's part is 0; GQA reads the shared K/V head.  Sandwich norms\n"
+		"(Gemma 2/3, OLMo-2) are frozen the same way: the attention's output norm at\n"
+		"each row's 1/rms of its heads' sum, so every head's part of a row shares it;\n"
+		"a q/k norm at its head's 1/rms (OLMo-2's whole-width one at the 1/rms of all\n"
+		"the query heads, or all the key heads, of the position).  Soft-capped scores\n"
+		"(Gemma 2): the terms sum to the score before the cap, and the cap's change,\n"
+		"cap tanh(score / cap) - score, is a line of its own, then the capped score\n"
+		"the softmax read.  Then the key side (the whole query with each key part)\n"
+		"and the query side.  The top K (10).",
 	.min_args = 3,
 	.max_args = 3,
 	.exec = why_exec,

@@ -6,9 +6,11 @@
  * txt / ascii / ansi: the head, positions and score, then a line per part
  * (its query side, key side and contrast at the key), then every nonzero
  * term, the largest first, the sum, the pass's score and what is left
- * out; csv: a row per term ("query part", "key part", "term"), n x n of
- * them, summing to the score; json: the head, positions, score, sum, left
- * out, scale, the frozen norm scales, the parts (name, query, key,
+ * out (for soft-capped scores, the cap's change and the capped score);
+ * csv: a row per term ("query part", "key part", "term"), n x n of
+ * them, summing to the score (before any cap); json: the head, positions,
+ * score, sum, left out, scale, the frozen norm scales (the sandwich norms'
+ * per layer), softcap and capped_score where the model caps, the parts (name, query, key,
  * key_mean) and the terms as an n x n array (row: query part); svg: the
  * terms as a matrix of cells, query parts down and key parts across, red
  * where a term raises the score and blue where it lowers it, each value
@@ -56,6 +58,9 @@ static void why_text(const struct why_result *w, char **lab, struct render_buf *
 	free(order);
 	render_buf_printf(out, "%-29s %+10.4f\n%-29s %+10.4f\n%-29s %+10.6f\n", "sum of the terms",
 			  w->sum, "the pass's score", w->score, "left out", w->left_out);
+	if (w->softcap > 0)
+		render_buf_printf(out, "%-29s %+10.4f\n%-29s %+10.4f\n", "the soft-cap's change",
+				  w->capped - w->score, "the capped score", w->capped);
 }
 
 static void why_csv(const struct why_result *w, struct render_buf *out)
@@ -89,9 +94,23 @@ static void why_json(const struct session *s, const struct why_result *w, char *
 	ju_set(root, "scale", ju_real(w->scale));
 	ju_set(root, "rstd_query", isnan(w->rstd_q) ? json_null() : ju_real(w->rstd_q));
 	ju_set(root, "rstd_key", isnan(w->rstd_k) ? json_null() : ju_real(w->rstd_k));
-	if (!isnan(w->qn_rstd_q)) { /* Qwen3's q/k norm */
+	if (!isnan(w->qn_rstd_q)) { /* Qwen3's, Gemma 3's, OLMo-2's q/k norm */
 		ju_set(root, "qk_norm_rstd_query", ju_real(w->qn_rstd_q));
 		ju_set(root, "qk_norm_rstd_key", ju_real(w->qn_rstd_k));
+	}
+	if (w->post_rstd) { /* the sandwich norms: [at the query, at the key] per layer */
+		json_t *post = ju_check(json_array());
+		for (int l = 0; l < w->layer; l++) {
+			json_t *pair = ju_check(json_array());
+			ju_append(pair, ju_real(w->post_rstd[2 * l]));
+			ju_append(pair, ju_real(w->post_rstd[2 * l + 1]));
+			ju_append(post, pair);
+		}
+		ju_set(root, "sandwich_rstd", post);
+	}
+	if (w->softcap > 0) { /* Gemma 2: the softmax read capped, not score */
+		ju_set(root, "softcap", ju_real(w->softcap));
+		ju_set(root, "capped_score", ju_real(w->capped));
 	}
 	json_t *parts = ju_check(json_array()), *terms = ju_check(json_array());
 	for (int a = 0; a < w->n; a++) {
