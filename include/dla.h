@@ -25,6 +25,16 @@
  * output layer (WTE when tied).  With rstd frozen at its real value this
  * is exact: `left_out` = logit - sum(parts) is float rounding only.
  *
+ * Sandwich norms (Gemma 2/3, OLMo-2): the attention's output joins the
+ * stream normed, g_a W_O a r_a, r_a the 1/rms at i of the heads' sum plus
+ * b_O; frozen at it, each head's part is u_v . P (g_a W_O^{l,h} a^{l,h}
+ * r_a) (r_a in post_rstd), and every head's part of the row shares it.
+ * The MLP's part is read from the stream, its norm inside, and its output
+ * bias stays in it (its norm's scale is not kept by the pass).  Soft-capped
+ * logits (Gemma 2's final_softcap): the parts sum to the logit before the
+ * cap, and the cap's change, capped - logit, is reported apart: capped is
+ * the model's logit (the pass's).
+ *
  * Options: the pass is the model's under the caller's run options (a GQA
  * conversion, ablations, mask, scaling), so an ablated head's part is 0.
  * Refused, with one line: post-norm placement (the stream is no sum of
@@ -42,9 +52,11 @@ enum dla_kind {
 	DLA_TOKEN,     /* the token embedding wte[token i] */
 	DLA_POS,       /* the position embedding wpe[i] (learned positions) */
 	DLA_HEAD,      /* head (layer, head) */
-	DLA_MLP,       /* layer's MLP, its output bias left out */
+	DLA_MLP,       /* layer's MLP, its output bias left out (kept in
+			* with sandwich norms) */
 	DLA_ATTN_BIAS, /* every layer's attention projection bias */
-	DLA_MLP_BIAS,  /* every layer's MLP output bias */
+	DLA_MLP_BIAS,  /* every layer's MLP output bias (none with sandwich
+			* norms) */
 	DLA_NORM_BIAS, /* the final norm's shift b_f (LayerNorm with bias) */
 };
 
@@ -57,10 +69,17 @@ struct dla_part {
 struct dla_result {
 	int pos, token;    /* the position and the token whose logit is split */
 	bool predicted;    /* token is the run's most likely one at pos */
-	double logit;      /* the model's logit of token at pos (the pass's) */
+	double logit;      /* the model's logit of token at pos (the pass's),
+			    * before any soft-capping: what the parts sum to */
+	double softcap;    /* the logits' cap (final_softcap), 0: none */
+	double capped;     /* softcap * tanh(logit / softcap): the model's
+			    * logit as it comes out (logit without a cap) */
 	double sum;        /* sum of the parts */
 	double left_out;   /* logit - sum */
 	double rstd;       /* the frozen scale of the final norm at pos */
+	int n_layer;       /* L: post_rstd's length */
+	double *post_rstd; /* (L) owned: each layer's attention sandwich norm
+			    * frozen at pos (1/rms); NULL without sandwich norms */
 	int n;             /* parts */
 	struct dla_part *parts; /* (n) in the order of enum dla_kind, heads by layer then head; owned */
 };

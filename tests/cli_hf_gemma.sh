@@ -7,11 +7,12 @@
 # 2, query_pre_attn_scalar 24 and a sliding window of 4 on the even layers;
 # one file or two shards) gives exactly the numbers of the same weights as
 # an attnscope checkpoint; layer 0 sees its window only; the explorer
-# commands run or say in one line what they cannot split; what the engine
-# cannot run is refused by name.  Gemma 3 (tool_mkhf --gemma3, spelled as
+# commands run or say in one line what they cannot split (why and dla
+# split it, their tables summing, the caps' changes lines of their own);
+# what the engine cannot run is refused by name.  Gemma 3 (tool_mkhf --gemma3, spelled as
 # gemma-3-1b-it's: the q/k norm, no soft-capping, layer 0 local on RoPE base
 # 10000, layer 1 global on 1000000 scaled linearly by 8): the same
-# exactness, and the QK split runs; the same in transformers 5's
+# exactness, and the QK split, why and dla run; the same in transformers 5's
 # rope_parameters spelling, and as a Gemma 3 multimodal directory (the
 # text model of tool_mkhf --gemma3 --mm / --mm2).  train --from either
 # text directory runs and its checkpoint keeps the switches.  Needs GPT-2's
@@ -46,6 +47,20 @@ check "the config is read: GeGLU, sqrt(32) embeddings, sandwich norms, caps 4 / 
 	sh -c "grep -q 'heads 4 kv_heads 2 d_head 16 d_ff 48 context 64' '$tmp/out' &&
 	grep -q 'mlp geglu bias no tied yes emb_scale 5.65685 sandwich yes softcap 4/2 scale_dim 24 local_window 4 local_layers 0 ' '$tmp/out'"
 
+# sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
+# each table's sum of terms (parts), as printed, is the pass's score
+# (logit) before any cap, and where the model caps, that plus the cap's
+# change is the capped score (the model's logit) within 0.00015 (rounding
+# of the 4 decimals shown)
+sums_check() {
+	awk '/^sum of [0-9]+ (terms|parts) / { s = $NF; next }
+		/left out/ && s != "" { if ($4 != s) bad++; pre = $4; n++; s = ""; next }
+		/^the (soft-)?cap.s change / { z = $4; next }
+		z != "" && /^the (capped score|model.s logit) / { d = pre + z - $4
+			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
+		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
+}
+
 row() { # LAYER.HEAD I: the attention row of query I
 	awk -v h="attn $1" -v i="$2" '$0 == h { n = 0; on = 1; next }
 		on && n++ == i { print; exit }' "$tmp/out"
@@ -65,11 +80,13 @@ done
 run "$tmp/hf" -c "text $text; qkov 1.2"
 check "qkov shows the OV circuit and says why the QK split is left out" \
 	sh -c "grep -q '^copying score' '$tmp/out' && grep -q 'QK split is left out: this model soft-caps' '$tmp/out'"
-for c in "why 1.2 5 3" "dla"; do
-	run "$tmp/hf" -c "text $text; $c"
-	check "$c says in one line what it cannot split" sh -c "[ $rc -ne 0 ] &&
-		[ \$(wc -l <'$tmp/err') -eq 1 ] && grep -q 'sandwich norms or soft-capped' '$tmp/err'"
-done
+run "$tmp/hf" -c "text $text; why 1.2 5 3; why 0.1 9 7; dla; dla 4; norm post; why 1.3 8 2"
+sums=$(sums_check)
+check "why and dla split Gemma 2 (sandwich norms frozen, scores and logits capped): 5 tables sum, the caps' lines add up" \
+	sh -c "[ $rc -eq 0 ] && [ '$sums' = '5 5 0' ] &&
+	[ \$(grep -c '^sandwich norms: each earlier attention output' '$tmp/out') -eq 2 ] &&
+	grep -q '^the softmax reads 4 tanh(score / 4)' '$tmp/out' &&
+	grep -q '^score = 1/sqrt(24) x sum' '$tmp/out' && grep -q '^frozen at its 1/rms here: 0: ' '$tmp/out'"
 
 # refused by name: config.json edits on a fresh model each
 refuse() { refuse_edit mkg "$@"; } # NAME SED-EXPRESSION MESSAGE (on Gemma 2)
@@ -132,6 +149,11 @@ run "$tmp/hf" -c "text $text; qkov 0.1; qkov 1.2"
 check "qkov splits Gemma 3's scores (no soft-capping) on both kinds of layer" \
 	sh -c "[ $rc -eq 0 ] && [ \$(grep -c '^copying score' '$tmp/out') -eq 2 ] &&
 	! grep -q 'QK split is left out' '$tmp/out'"
+run "$tmp/hf" -c "text $text; why 1.2 5 3; why 0.1 9 7; dla; attn mqa; why 1.1 12 0"
+sums=$(sums_check)
+check "why and dla split Gemma 3 (sandwich and q/k norms frozen, a local layer, no caps): 4 tables sum" \
+	sh -c "[ $rc -eq 0 ] && [ '$sums' = '4 0 0' ] &&
+	[ \$(grep -c '^q/k norm frozen at each head' '$tmp/out') -eq 3 ]"
 refuse() { refuse_edit "mkg --gemma3" "$@"; } # NAME SED-EXPRESSION MESSAGE (on Gemma 3)
 refuse "Gemma 3's rope_scaling yarn" 's/"factor": 8.0, "rope_type": "linear"/"factor": 8.0, "rope_type": "yarn"/' \
 	'rope_scaling: rope_type yarn is not supported (default, or linear with a factor)'

@@ -5,10 +5,11 @@
 # all query heads and k_norm over both key heads, untied, config.json
 # spelled as OLMo-2-0425-1B's; one file or two shards) gives exactly the
 # numbers of the same weights as an attnscope checkpoint; the explorer
-# commands run, or say in one line what they cannot do on it (a conversion
-# to fewer key heads, another norm placement, why, dla); train --from it
-# keeps its switches and refuses other K/V heads; what the engine cannot
-# run is refused by name.  Needs GPT-2's vocabulary from
+# commands run (why and dla too, their tables summing), or say in one line
+# what they cannot do on it (a conversion to fewer key heads, another norm
+# placement); train --from it keeps its switches and refuses other K/V
+# heads; what the engine cannot run is refused by name.  Needs GPT-2's
+# vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
@@ -43,6 +44,19 @@ done
 run "$tmp/hf" -c "text $text; qkov 1.2"
 check "qkov shows the OV circuit and says why it leaves out the QK split" \
 	sh -c "grep -q '^copying score' '$tmp/out' && grep -q 'norms all its query heads together' '$tmp/out'"
+# sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
+# each table's sum of terms (parts), as printed, is the pass's score
+# (logit) before any cap, and where the model caps, that plus the cap's
+# change is the capped score (the model's logit) within 0.00015 (rounding
+# of the 4 decimals shown)
+sums_check() {
+	awk '/^sum of [0-9]+ (terms|parts) / { s = $NF; next }
+		/left out/ && s != "" { if ($4 != s) bad++; pre = $4; n++; s = ""; next }
+		/^the (soft-)?cap.s change / { z = $4; next }
+		z != "" && /^the (capped score|model.s logit) / { d = pre + z - $4
+			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
+		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
+}
 refused() { # COMMAND MESSAGE
 	run "$tmp/hf" -c "text $text; $1"
 	check "$1 is refused in one line: $2" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
@@ -50,8 +64,12 @@ refused() { # COMMAND MESSAGE
 }
 refused "attn mqa" "key norm spans its 2 key heads together"
 refused "norm post" "norm placement stays native"
-refused "why 1.2 5 3" "OLMo-2.s sandwich norms"
-refused "dla" "OLMo-2.s sandwich norms"
+run "$tmp/hf" -c "text $text; why 1.2 5 3; why 0.0 9 9; dla; attn mha; why 1.1 12 0; dla 3"
+sums=$(sums_check)
+check "why and dla split OLMo-2 (sandwich norms and the whole-width q/k norm frozen): 5 tables sum" \
+	sh -c "[ $rc -eq 0 ] && [ '$sums' = '5 0 0' ] &&
+	[ \$(grep -c '^q/k norm frozen at the whole row' '$tmp/out') -eq 3 ] &&
+	[ \$(grep -c '^no norm before the sub-blocks (OLMo-2' '$tmp/out') -eq 3 ]"
 
 refuse() { refuse_edit mko "$@"; } # NAME SED-EXPRESSION MESSAGE
 refuse "rope_scaling" 's/"rope_scaling": null/"rope_scaling": {"rope_type": "linear", "factor": 2}/' \

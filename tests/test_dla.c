@@ -21,6 +21,13 @@
  *    at every position, for the predicted token and for a named one;
  *    with heads d_model / n_head wide and with head_dim 12 and 4 (the
  *    heads' width 48 and 16 beside d_model 32);
+ *  - Gemma 2: sqrt(C) embeddings, sandwich norms (each head's part and
+ *    the attention bias's through the attention's norm frozen at the
+ *    row's 1/rms of the heads' sum plus bias, the MLP's bias inside its
+ *    part), logits soft-capped with the cap bending some logit by more
+ *    than 0.5: the parts sum to the logit before the cap, `capped` is the
+ *    reference's logit within 1e-4 and the whole pass's within 1e-5; with
+ *    biases and without;
  *  - post-norm placement and a position outside the text are refused.
  */
 #include <stdarg.h>
@@ -44,6 +51,7 @@ enum { V = 19, T = 9, L = 3, H = 4, C = 32, AMAX = 48 };
 static int D = C / H, A = C; /* the heads' width of the model under test */
 
 static double worst; /* largest |code - reference| seen, printed at the end */
+static double bent;  /* largest |capped - logit| seen */
 
 /* A random model whose biases, norm gains and shifts are not 0 / 1. */
 static struct model *make_model(bool llama, uint64_t seed, int head_dim)
@@ -78,6 +86,31 @@ static double through(const struct model *m, const double *p, int v, double rstd
 	return s;
 }
 
+/* Gemma's sandwich norm of layer l's attention at pos: 1/rms of the
+ * heads' output row through W_O plus b_O, from the reference's trace. */
+static double post_rstd(const struct model *m, const struct ref_trace *tr, int l, int pos)
+{
+	double ss = 0;
+	for (int o = 0; o < C; o++) {
+		double y = m->psize[P_ATTPROJB] ? m->p[P_ATTPROJB][(size_t)l * C + o] : 0.0;
+		for (int k = 0; k < A; k++)
+			y += m->p[P_ATTPROJW][((size_t)l * C + o) * A + k] * tr->atty[((size_t)l * T + pos) * A + k];
+		ss += y * y;
+	}
+	return 1.0 / sqrt(ss / C + m->cfg.norm_eps);
+}
+
+/* v (C) through layer l's attention sandwich norm frozen at pos (a no-op
+ * without sandwich norms). */
+static void sandwich(const struct model *m, const struct ref_trace *tr, int l, int pos, double *v)
+{
+	if (!m->cfg.sandwich)
+		return;
+	double rs = post_rstd(m, tr, l, pos);
+	for (int j = 0; j < C; j++)
+		v[j] *= m->p[P_ATTPOSTW][(size_t)l * C + j] * rs;
+}
+
 /* The reference's value of part pt at position pos for token v. */
 static double ref_part(const struct model *m, const struct ref_trace *tr, const int *tokens,
 		       int pos, int v, double rstd, const struct dla_part *pt)
@@ -85,9 +118,10 @@ static double ref_part(const struct model *m, const struct ref_trace *tr, const 
 	double p[C] = { 0 };
 	const double *row;
 	switch (pt->kind) {
-	case DLA_TOKEN:
+	case DLA_TOKEN: /* Gemma's times sqrt(C) */
 		for (int j = 0; j < C; j++)
-			p[j] = m->p[P_WTE][(size_t)tokens[pos] * C + j];
+			p[j] = m->p[P_WTE][(size_t)tokens[pos] * C + j] *
+			       (m->cfg.emb_scale > 0 ? (double)m->cfg.emb_scale : 1.0);
 		break;
 	case DLA_POS:
 		for (int j = 0; j < C; j++)
@@ -99,18 +133,26 @@ static double ref_part(const struct model *m, const struct ref_trace *tr, const 
 			for (int d = 0; d < D; d++)
 				p[o] += m->p[P_ATTPROJW][((size_t)pt->layer * C + o) * A + pt->head * D + d] *
 					row[pt->head * D + d];
+		sandwich(m, tr, pt->layer, pos, p);
 		break;
-	case DLA_MLP:
+	case DLA_MLP: /* with sandwich norms its bias stays in, inside its norm */
 		for (int j = 0; j < C; j++)
 			p[j] = tr->resid[((size_t)(pt->layer + 1) * T + pos) * C + j] -
 			       tr->att_res[((size_t)pt->layer * T + pos) * C + j] -
-			       (m->p[P_FCPROJB] ? m->p[P_FCPROJB][(size_t)pt->layer * C + j] : 0.0);
+			       (m->p[P_FCPROJB] && !m->cfg.sandwich
+					? m->p[P_FCPROJB][(size_t)pt->layer * C + j] : 0.0);
 		break;
 	case DLA_ATTN_BIAS:
 	case DLA_MLP_BIAS:
-		for (int l = 0; l < L; l++)
+		for (int l = 0; l < L; l++) {
+			double b[C];
 			for (int j = 0; j < C; j++)
-				p[j] += m->p[pt->kind == DLA_ATTN_BIAS ? P_ATTPROJB : P_FCPROJB][(size_t)l * C + j];
+				b[j] = m->p[pt->kind == DLA_ATTN_BIAS ? P_ATTPROJB : P_FCPROJB][(size_t)l * C + j];
+			if (pt->kind == DLA_ATTN_BIAS)
+				sandwich(m, tr, l, pos, b);
+			for (int j = 0; j < C; j++)
+				p[j] += b[j];
+		}
 		break;
 	case DLA_NORM_BIAS: {
 		const float *wu = (m->cfg.tied ? m->p[P_WTE] : m->p[P_LMHEAD]) + (size_t)v * C;
@@ -167,17 +209,25 @@ static void check_options(struct model *m, const struct run_options *o, const in
 				sum += r;
 			}
 			assert_int_equal(heads, L * H);
-			assert_true(fabs(sum - logits[pos * V + v]) < 1e-9 * (1 + fabs(sum)));
+			/* the parts sum to the logit before the cap; capped is the
+			 * model's (Gemma 2's final_softcap) */
+			double cap = m->cfg.final_softcap, rcapped = cap > 0 ? cap * tanh(sum / cap) : sum;
+			assert_true(fabs(rcapped - logits[pos * V + v]) < 1e-9 * (1 + fabs(sum)));
 			assert_true(fabs(d.sum + d.left_out - d.logit) < 1e-12);
 			if (!(fabs(d.left_out) < 1e-4))
 				fail_msg("left out %g at %d", d.left_out, pos);
-			assert_true(fabs(d.logit - logits[pos * V + v]) < 1e-4);
+			assert_true(d.softcap == cap);
+			assert_true(fabs(d.logit - sum) < 1e-4 + 1e-4 * fabs(sum));
+			if (!(fabs(d.capped - logits[pos * V + v]) < 1e-4))
+				fail_msg("capped %g at %d, the reference's logit %g", d.capped, pos,
+					 logits[pos * V + v]);
+			bent = fabs(d.capped - d.logit) > bent ? fabs(d.capped - d.logit) : bent;
 			const float *fl = full->logits + (size_t)pos * V;
 			int best = 0;
 			for (int k = 1; k < V; k++)
 				best = fl[k] > fl[best] ? k : best;
-			if (!(fabs(d.logit - fl[v]) <= 1e-5 * (1 + fabs(fl[v]))))
-				fail_msg("logit %g at %d, the whole pass's %g", d.logit, pos, fl[v]);
+			if (!(fabs(d.capped - fl[v]) <= 1e-5 * (1 + fabs(fl[v]))))
+				fail_msg("logit %g at %d, the whole pass's %g", d.capped, pos, fl[v]);
 			assert_int_equal(d.predicted, v == best);
 			dla_free(&d);
 		}
@@ -216,6 +266,69 @@ static void test_dla_matches_reference(void **state)
 	printf("dla: worst |part - reference| %.3g\n", worst);
 }
 
+/* Gemma 2 from a Llama model (with biases or without): sqrt(C)
+ * embeddings, sandwich norms (scales 1 + 0.3 N), GeGLU, scores capped at
+ * 2, logits at 3 (the output layer times 12, so that tanh bends),
+ * query_pre_attn_scalar 12, layer 0 local over 4 keys. */
+static struct model *make_gemma2(bool bias, uint64_t seed)
+{
+	struct model *base = make_model(true, seed, 0);
+	struct model_config c = base->cfg;
+	c.emb_scale = sqrtf((float)C);
+	c.sandwich = true;
+	c.attn_softcap = 2.0f;
+	c.final_softcap = 3.0f;
+	c.attn_scale_dim = 12;
+	c.mlp = MLP_GEGLU;
+	c.local_window = 4;
+	cfg_set_local(&c, 0, true);
+	c.bias = bias;
+	struct model *m = randmodel_rebuild(base, &c, seed + 100);
+	struct rng g;
+	rng_seed(&g, seed * 3 + 5);
+	enum param_id ids[] = { P_QKVB, P_ATTPROJB, P_FCB, P_FCPROJB };
+	for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
+		for (size_t i = 0; i < m->psize[ids[k]]; i++)
+			m->p[ids[k]][i] = 0.3f * rng_normal(&g);
+	for (size_t i = 0; i < m->psize[P_LMHEAD]; i++)
+		m->p[P_LMHEAD][i] *= 12.0f;
+	return m;
+}
+
+/* Gemma 2 (sandwich norms frozen at each row's 1/rms of the attention's
+ * output, the logits soft-capped with the cap moving some logit by more
+ * than 0.5: the parts sum to the logit before the cap, and capped is the
+ * model's logit), with biases (the attention's through its norm, the
+ * MLP's inside its part) and without: native, MQA, an ablation, a
+ * window. */
+static void test_dla_gemma2(void **state)
+{
+	(void)state;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 5 + 3) % V;
+	for (int bias = 0; bias <= 1; bias++) {
+		struct model *m = make_gemma2(bias, 21 + bias);
+		struct run_options o, v;
+		run_options_native(m, &o);
+		check_options(m, &o, tokens);
+		v = o;
+		v.kv_heads = 1;
+		check_options(m, &v, tokens);
+		v = o;
+		opt_set_ablated(&v, 1 * H + 2, true);
+		check_options(m, &v, tokens);
+		v = o;
+		v.mask = MASK_WINDOW;
+		v.window = 3;
+		check_options(m, &v, tokens);
+		model_free(m);
+	}
+	if (!(bent > 0.5))
+		fail_msg("the final cap moved no logit by more than %g: tanh never bent", bent);
+	printf("dla: worst |part - reference| %.3g, largest |capped - logit| %.3g\n", worst, bent);
+}
+
 static void test_dla_refuses(void **state)
 {
 	struct model *m = make_model(false, 3, 0);
@@ -238,6 +351,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dla_matches_reference),
+		cmocka_unit_test(test_dla_gemma2),
 		cmocka_unit_test(test_dla_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,9 @@
  *
  * The pass makes no logits: only row pos of them is wanted, so the output
  * layer runs on that one normed row (the pass's own, r->lnf), V dot
- * products of C instead of T * V; everything else is what the pass kept.
+ * products of C instead of T * V, before any soft-capping (the cap is
+ * applied to the one logit split, apart); everything else is what the
+ * pass kept.
  */
 #include "dla.h"
 
@@ -47,9 +49,6 @@ static int dla_refuse(const struct model *m, const struct run_options *o, struct
 		return err_set(e, "dla needs residual connections: this model has none");
 	if (c->emb_norm)
 		return err_set(e, "dla cannot split an embedding norm's output into token and position");
-	if (c->sandwich || c->final_softcap > 0.0f)
-		return err_set(e, "dla cannot split Gemma's or OLMo-2's sandwich norms or soft-capped "
-			       "logits yet");
 	return 0;
 }
 
@@ -93,9 +92,35 @@ static void add_part(struct dla_result *r, enum dla_kind kind, int layer, int he
 	r->parts[r->n++] = (struct dla_part){ kind, layer, head, logit };
 }
 
-/* The parts of layer l: its heads (through wo = w^T W_O, A) and its MLP
- * (the rest of the block's change, its biases apart); adds the biases'
- * shares to *attn_b and *mlp_b. */
+/* Gemma's and OLMo-2's sandwich norm of layer l's attention at the
+ * position, frozen: into wa (C) the readout w times its gain and its
+ * 1/rms there (of the heads' output row through W_O plus b_O, what the
+ * norm reads); returns that 1/rms. */
+static double attn_post(const struct model *m, const float *heads, int l, double eps,
+			const double *w, double *wa)
+{
+	const struct model_config *c = &m->cfg;
+	int C = c->d_model, A = cfg_attn_width(c);
+	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
+	const float *g = m->p[P_ATTPOSTW] + (size_t)l * C;
+	double ss = 0;
+	for (int o = 0; o < C; o++) {
+		double y = m->p[P_ATTPROJB] ? (double)m->p[P_ATTPROJB][(size_t)l * C + o] : 0.0;
+		for (int k = 0; k < A; k++)
+			y += (double)projw[(size_t)o * A + k] * heads[(size_t)l * A + k];
+		ss += y * y;
+	}
+	double rstd = 1.0 / sqrt(ss / C + eps);
+	for (int o = 0; o < C; o++)
+		wa[o] = w[o] * g[o] * rstd;
+	return rstd;
+}
+
+/* The parts of layer l: its heads (through wo = wa^T W_O, A, wa the
+ * readout w, or with sandwich norms w through the attention's norm frozen
+ * at pos) and its MLP (the rest of the block's change, its biases apart;
+ * with sandwich norms the MLP's bias stays in its part, inside its norm);
+ * adds the biases' shares to *attn_b and *mlp_b. */
 static void layer_parts(const struct model *m, const struct run *r, const float *heads, int l,
 			int pos, const double *w, double *wo, double *attn_b, double *mlp_b,
 			struct dla_result *out)
@@ -103,11 +128,16 @@ static void layer_parts(const struct model *m, const struct run *r, const float 
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
 	const float *projw = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A) */
+	double *wa = xmalloc((size_t)C * sizeof *wa);
+	memcpy(wa, w, (size_t)C * sizeof *wa);
+	if (c->sandwich)
+		out->post_rstd[l] = attn_post(m, heads, l, r->opt.pitfall == PITFALL_EPS0 ? 0.0
+									       : c->norm_eps, w, wa);
 	for (int k = 0; k < A; k++)
 		wo[k] = 0;
 	for (int o = 0; o < C; o++)
 		for (int k = 0; k < A; k++)
-			wo[k] += w[o] * projw[(size_t)o * A + k];
+			wo[k] += wa[o] * projw[(size_t)o * A + k];
 	double attn = 0;
 	for (int h = 0; h < H; h++) {
 		double s = 0;
@@ -116,14 +146,15 @@ static void layer_parts(const struct model *m, const struct run *r, const float 
 		add_part(out, DLA_HEAD, l, h, s);
 		attn += s;
 	}
-	double ab = m->p[P_ATTPROJB] ? dot(w, m->p[P_ATTPROJB] + (size_t)l * C, C) : 0.0;
+	double ab = m->p[P_ATTPROJB] ? dot(wa, m->p[P_ATTPROJB] + (size_t)l * C, C) : 0.0;
 	*attn_b += ab;
+	free(wa);
 	if (!c->d_ff)
 		return;
 	size_t bt = (size_t)r->b * r->t;
 	const float *x0 = r->resid + ((size_t)l * bt + pos) * C;
 	const float *x1 = r->resid + ((size_t)(l + 1) * bt + pos) * C;
-	double mb = m->p[P_FCPROJB] ? dot(w, m->p[P_FCPROJB] + (size_t)l * C, C) : 0.0;
+	double mb = m->p[P_FCPROJB] && !c->sandwich ? dot(w, m->p[P_FCPROJB] + (size_t)l * C, C) : 0.0;
 	*mlp_b += mb;
 	add_part(out, DLA_MLP, l, -1, dot(w, x1, C) - dot(w, x0, C) - attn - ab - mb);
 }
@@ -159,6 +190,9 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	out->logit = lg[out->token];
 	out->parts = xmalloc((size_t)(L * (H + 1) + 6) * sizeof *out->parts);
 	double *w = xmalloc(((size_t)C + A) * sizeof *w), *wo = w + C;
+	out->n_layer = L;
+	if (c->sandwich)
+		out->post_rstd = xcalloc((size_t)L, sizeof *out->post_rstd);
 	const float *x = r->resid + ((size_t)L * T + pos) * C;
 	out->rstd = readout(m, x, out->token, o->pitfall == PITFALL_EPS0 ? 0.0 : c->norm_eps, w);
 	add_part(out, DLA_TOKEN, -1, -1, dot(w, m->p[P_WTE] + (size_t)tokens[pos] * C, C) *
@@ -170,7 +204,7 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 		layer_parts(m, r, keep.heads, l, pos, w, wo, &attn_b, &mlp_b, out);
 	if (m->p[P_ATTPROJB])
 		add_part(out, DLA_ATTN_BIAS, -1, -1, attn_b);
-	if (m->p[P_FCPROJB] && c->d_ff)
+	if (m->p[P_FCPROJB] && c->d_ff && !c->sandwich)
 		add_part(out, DLA_MLP_BIAS, -1, -1, mlp_b);
 	if (m->p[P_LNFB]) {
 		const float *wu = (c->tied ? m->p[P_WTE] : m->p[P_LMHEAD]) + (size_t)out->token * C;
@@ -182,6 +216,8 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 	for (int i = 0; i < out->n; i++)
 		out->sum += out->parts[i].logit;
 	out->left_out = out->logit - out->sum;
+	out->softcap = c->final_softcap;
+	out->capped = out->softcap > 0 ? out->softcap * tanh(out->logit / out->softcap) : out->logit;
 	free(w);
 	rc = 0;
 out:
@@ -196,6 +232,7 @@ void dla_free(struct dla_result *r)
 	if (!r)
 		return;
 	free(r->parts);
+	free(r->post_rstd);
 	memset(r, 0, sizeof *r);
 }
 

@@ -2,7 +2,8 @@
  * cmd-dla.c — dla [POS [TOKEN]] [--top K]: direct logit attribution
  * (dla.h) of the predicted token (or TOKEN, the text of one token) at
  * position POS (default: the last), a table of the parts sorted by the
- * size of their contribution, then the sum check.
+ * size of their contribution, then the sum check (and for soft-capped
+ * logits, the cap's change and the model's logit).
  */
 #include <math.h>
 #include <stdio.h>
@@ -72,7 +73,12 @@ static void print_parts(struct render_buf *b, const struct dla_result *d, int k)
 	double left = fabs(d->left_out) < 5e-5 ? 0.0 : d->left_out;
 	render_buf_printf(b, "%-17s %+10.4f\n%-17s %+10.4f   left out %.4f (the frozen-norm split is "
 			     "exact)\n",
-			  sum, d->sum, "the model's logit", d->logit, left);
+			  sum, d->sum, d->softcap > 0 ? "logit before cap" : "the model's logit", d->logit,
+			  left);
+	if (d->softcap > 0)
+		render_buf_printf(b, "%-17s %+10.4f   (%g tanh(logit / %g) - logit)\n%-17s %+10.4f\n",
+				  "the cap's change", d->capped - d->logit, d->softcap, d->softcap,
+				  "the model's logit", d->capped);
 	free(order);
 }
 
@@ -105,6 +111,11 @@ static int dla_exec(struct session *s, int argc, char **argv, struct err *e)
 	render_buf_printf(&b, "the final norm frozen at this position's scale (%s %.4f); each "
 			      "part's direct share of the logit:\n",
 			  m->cfg.norm == NORM_RMS ? "1/rms" : "1/std", d.rstd);
+	for (int l = 0; d.post_rstd && l < d.n_layer; l++) /* sandwich norms */
+		render_buf_printf(&b, "%s%d: %.4f%s", l == 0 ? "each layer's attention output normed "
+				  "before it joins the stream (sandwich),\nfrozen at its 1/rms here: "
+				  : l % 6 ? "  " : "", l, d.post_rstd[l],
+				  l % 6 == 5 || l == d.n_layer - 1 ? "\n" : "");
 	print_parts(&b, &d, k);
 	fwrite(b.data, 1, b.len, s->out);
 	render_buf_free(&b);
@@ -131,6 +142,11 @@ const struct cmd_entry cmd_dla_entry = {
 		"residual stream, read through the final norm with its scale frozen at that\n"
 		"position's real one (1/std or 1/rms), which makes the split exact: the parts\n"
 		"sum to the logit.  The top K (12) parts by size are listed, the rest summed.\n"
+		"Sandwich norms (Gemma 2/3, OLMo-2) are frozen the same way: each layer's\n"
+		"attention output at its 1/rms at POS, shared by every head's part; an MLP's\n"
+		"part is its normed output (its bias inside).  Soft-capped logits (Gemma 2):\n"
+		"the parts sum to the logit before the cap, and the cap's change, cap\n"
+		"tanh(logit / cap) - logit, is a line of its own, then the model's logit.\n"
 		"The current options hold (a GQA conversion, ablations, the mask); post-norm\n"
 		"placement is refused, its stream being no sum of parts.",
 	.min_args = 0,

@@ -16,10 +16,11 @@
 
 extern const struct cmd_entry cmd_why_entry;
 
-/* The sandwich norms' frozen scales of layers 0 .. L-1, five a line. */
+/* The sandwich norms' frozen scales of layers 0 .. L-1, five a line
+ * (none before layer 0). */
 static void print_post(struct render_buf *b, const struct why_result *w)
 {
-	if (!w->post_rstd)
+	if (!w->post_rstd || w->layer == 0)
 		return;
 	render_buf_printf(b, "sandwich norms: each earlier attention output (its heads and bias) "
 			     "frozen at its 1/rms,\nlayer: at %d / at %d (each MLP's part is its "

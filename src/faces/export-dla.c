@@ -4,9 +4,12 @@
  * residual stream with its direct share of that logit.
  *
  * txt / ascii: the parts in dla.h's order, then the sum, the model's
- * logit and what is left out; csv: a row per part ("part", "layer",
- * "head", "logit"; layer and head empty where they do not apply); json:
- * the token, position, frozen scale, logit, sum, left out and the parts;
+ * logit and what is left out (for soft-capped logits: the logit before
+ * the cap, the cap's change and the model's logit); csv: a row per part
+ * ("part", "layer", "head", "logit"; layer and head empty where they do
+ * not apply); json: the token, position, frozen scale, logit, sum, left
+ * out, softcap and capped_logit where the model caps, the sandwich norms'
+ * frozen scales (sandwich_rstd, one per layer) and the parts;
  * svg: a bar per part from a zero line (red adds to the logit, blue takes
  * away), its value at its end, in dla.h's order (token, position, each
  * layer's heads, the MLPs, the biases).
@@ -37,7 +40,11 @@ static void dla_text(const struct dla_result *d, const char *tok, struct render_
 		render_buf_printf(out, "%-17s %+10.4f\n", name, d->parts[i].logit);
 	}
 	render_buf_printf(out, "%-17s %+10.4f\n%-17s %+10.4f\n%-17s %+10.6f\n", "sum", d->sum,
-			  "the model's logit", d->logit, "left out", d->left_out);
+			  d->softcap > 0 ? "logit before cap" : "the model's logit", d->logit, "left out",
+			  d->left_out);
+	if (d->softcap > 0)
+		render_buf_printf(out, "%-17s %+10.4f\n%-17s %+10.4f\n", "the cap's change",
+				  d->capped - d->logit, "the model's logit", d->capped);
 }
 
 static void dla_csv(const struct dla_result *d, struct render_buf *out)
@@ -69,6 +76,16 @@ static void dla_json(const struct dla_result *d, const char *tok, struct render_
 	ju_set(root, "logit", ju_real(d->logit));
 	ju_set(root, "sum", ju_real(d->sum));
 	ju_set(root, "left_out", ju_real(d->left_out));
+	if (d->softcap > 0) { /* Gemma 2: logit is before the cap, capped the model's */
+		ju_set(root, "softcap", ju_real(d->softcap));
+		ju_set(root, "capped_logit", ju_real(d->capped));
+	}
+	if (d->post_rstd) { /* the attention's sandwich norm of each layer, at the position */
+		json_t *post = ju_check(json_array());
+		for (int l = 0; l < d->n_layer; l++)
+			ju_append(post, ju_real(d->post_rstd[l]));
+		ju_set(root, "sandwich_rstd", post);
+	}
 	json_t *parts = ju_check(json_array());
 	for (int i = 0; i < d->n; i++) {
 		const struct dla_part *p = &d->parts[i];
