@@ -61,9 +61,10 @@ static void print_header(struct render_buf *b, struct session *s, const struct w
 				  w->qn_rstd_k, w->kpos);
 	if (!s->opt.scale)
 		snprintf(scale, sizeof scale, "1 (scale off)");
+	else if (c->attn_scale_dim) /* Gemma's query_pre_attn_scalar */
+		snprintf(scale, sizeof scale, "1/sqrt(%d)", c->attn_scale_dim);
 	else
-		snprintf(scale, sizeof scale, "1/sqrt(%d)", c->attn_scale_dim ? c->attn_scale_dim
-									: cfg_d_head(c));
+		snprintf(scale, sizeof scale, "1/sqrt(D)");
 	render_buf_printf(b, "score = %s x sum of (query part . key part)\n%s", scale,
 			  c->pos == POS_ROPE ? "RoPE turns each part by its position: positions act "
 					       "inside every term\n" : "");
