@@ -30,6 +30,11 @@
  * key (RoPE at the position), and the rest is the pass's own q or k row
  * minus those two, so the nine classes sum to the pass's score.  With
  * RoPE there is no position class (positions act inside the others).
+ * A q/k norm is frozen at the position's 1/rms of what it reads (the
+ * head's row; OLMo-2's whole query or key block); sandwich norms act on
+ * sub-blocks' outputs, which are in the rest.  Soft-capped scores (Gemma
+ * 2's): the classes split the score before the cap, and the capped
+ * score's mean and spread are given beside it.
  */
 #ifndef ATTNSCOPE_QKOV_H
 #define ATTNSCOPE_QKOV_H
@@ -68,19 +73,19 @@ struct qkov_qk {
 						* deviation over that query's keys (what
 						* changes the pattern: the softmax ignores
 						* a shift common to a row) */
-	double mean_score, spread_score;    /* the same of the whole score */
+	double mean_score, spread_score;    /* the same of the whole score (before
+					     * any cap: the classes sum to it) */
+	double softcap;                     /* the scores' cap (Gemma 2's), 0: none */
+	double mean_capped, spread_capped;  /* the same of the capped score
+					     * softcap tanh(score / softcap) the
+					     * softmax reads (the whole score's
+					     * without a cap) */
 };
-
-/* Whether a score of c is a sum of the split's parts: 0, or -1 with e
- * saying why not ("this model soft-caps its scores ...": Gemma 2's caps,
- * OLMo-2's norm over all query heads at once). */
-int qkov_qk_splits(const struct model_config *c, struct err *e);
 
 /* The QK split above for head layer.head on tokens[0 .. T) under o.
  * Visible keys: those the mask lets a query weigh (mask_range).  0, or
  * -1 with e set: head outside the model, a model without residual
- * connections or a pitfall (as why.h), one qkov_qk_splits refuses, a
- * failed pass. */
+ * connections or a pitfall (as why.h), a failed pass. */
 int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens, int T,
 		int layer, int head, struct qkov_qk *out, struct err *e);
 

@@ -78,8 +78,9 @@ for c in "qkov 1.2" "circuits" "heat norms" "heads" "lens" "attn mqa; kv" "norm 
 	check "$c runs on Gemma 2" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
 done
 run "$tmp/hf" -c "text $text; qkov 1.2"
-check "qkov shows the OV circuit and says why the QK split is left out" \
-	sh -c "grep -q '^copying score' '$tmp/out' && grep -q 'QK split is left out: this model soft-caps' '$tmp/out'"
+check "qkov splits Gemma 2's scores before the cap, the cap's change and the capped score after" \
+	sh -c "grep -q '^copying score' '$tmp/out' && grep -q '^the whole score ' '$tmp/out' &&
+	grep -q '^the cap.s change  *[-+]' '$tmp/out' && grep -q '^the capped score  *[-+].*4 tanh(score / 4)' '$tmp/out'"
 run "$tmp/hf" -c "text $text; why 1.2 5 3; why 0.1 9 7; dla; dla 4; norm post; why 1.3 8 2"
 sums=$(sums_check)
 check "why and dla split Gemma 2 (sandwich norms frozen, scores and logits capped): 5 tables sum, the caps' lines add up" \

@@ -42,8 +42,9 @@ for c in "qkov 1.2" "circuits" "heat norms" "heads" "lens" "attn mha; kv" "scale
 	check "$c runs on OLMo-2" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
 done
 run "$tmp/hf" -c "text $text; qkov 1.2"
-check "qkov shows the OV circuit and says why it leaves out the QK split" \
-	sh -c "grep -q '^copying score' '$tmp/out' && grep -q 'norms all its query heads together' '$tmp/out'"
+check "qkov shows the OV circuit and the QK split (the whole-width q/k norm frozen)" \
+	sh -c "grep -q '^copying score' '$tmp/out' && grep -q '^QK circuit of 1.2 on the text' '$tmp/out' &&
+	grep -q '^the whole score ' '$tmp/out'"
 # sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
 # each table's sum of terms (parts), as printed, is the pass's score
 # (logit) before any cap, and where the model caps, that plus the cap's

@@ -18,7 +18,11 @@
  *    means (token x token alone with RoPE) equal the means over the
  *    visible pairs of why's terms of those parts (why.h, a separate
  *    computation),
- *    and the whole score's mean that of why's scores, within 1e-6;
+ *    and the whole score's mean that of why's scores, within 1e-6; the
+ *    same on Gemma 2 (sandwich norms, query_pre_attn_scalar, scores
+ *    soft-capped: the classes split the score before the cap, and the
+ *    mean capped score is that of why's capped scores) and OLMo-2 (the
+ *    whole-width q/k norm frozen at the row's scale);
  *  - a head outside the model is refused with one line.
  */
 #include <stdarg.h>
@@ -234,7 +238,7 @@ static void check_qk(struct model *m, const struct run_options *o, const int *to
 	struct qkov_qk qk;
 	struct err e;
 	assert_int_equal(qkov_qk_run(m, o, tokens, T, l, h, &qk, &e), 0);
-	double mean[2][2] = { { 0 } }, score = 0;
+	double mean[2][2] = { { 0 } }, score = 0, capped = 0;
 	int pairs = 0, np = m->cfg.pos == POS_LEARNED ? 2 : 1;
 	int window; /* a local layer sees its window only */
 	enum mask_kind mask = layer_mask(&m->cfg, o, l, &window);
@@ -247,6 +251,7 @@ static void check_qk(struct model *m, const struct run_options *o, const int *to
 				for (int b = 0; b < np; b++)
 					mean[a][b] += w.terms[(size_t)tp[a] * w.n + tp[b]];
 			score += w.score;
+			capped += w.capped;
 			pairs++;
 			why_free(&w);
 		}
@@ -258,11 +263,52 @@ static void check_qk(struct model *m, const struct run_options *o, const int *to
 				fail_msg("%d.%d class (%d, %d): %g vs why's %g", l, h, a, b, qk.mean[a][b],
 					 mean[a][b] / pairs);
 	assert_true(fabs(qk.mean_score - score / pairs) < 1e-6 * (1 + fabs(score / pairs)));
+	assert_true(qk.softcap == m->cfg.attn_softcap);
+	if (!(fabs(qk.mean_capped - capped / pairs) < 1e-6 * (1 + fabs(capped / pairs))))
+		fail_msg("%d.%d: mean capped score %g vs why's %g", l, h, qk.mean_capped, capped / pairs);
 	double sum = 0;
 	for (int a = 0; a < QK_CLASSES; a++)
 		for (int b = 0; b < QK_CLASSES; b++)
 			sum += qk.mean[a][b];
 	assert_true(fabs(sum - qk.mean_score) < 1e-6 * (1 + fabs(sum)));
+}
+
+/* Gemma 2 (sandwich norms, scores capped at 2 with the QKV weights times
+ * 6 so that tanh bends, query_pre_attn_scalar 12, layer 0 local over 4
+ * keys) and OLMo-2 (no norm before the sub-blocks, sandwich norms, the
+ * whole-width q/k norm) against why. */
+static void check_gemma_olmo2(const int *tokens)
+{
+	for (int k = 0; k < 2; k++) {
+		struct model *base = randmodel_new(true, 2, 2, V, 1.0f, 36 + k);
+		struct model_config c = base->cfg;
+		c.sandwich = true;
+		if (k == 0) {
+			c.emb_scale = sqrtf((float)C);
+			c.attn_softcap = 2.0f;
+			c.attn_scale_dim = 12;
+			c.mlp = MLP_GEGLU;
+			c.local_window = 4;
+			cfg_set_local(&c, 0, true);
+		} else {
+			c.post_only = c.qk_norm = c.qk_norm_whole = true;
+		}
+		struct model *g = randmodel_rebuild(base, &c, 38 + k);
+		for (size_t i = 0; k == 0 && i < g->psize[P_QKVW]; i++)
+			g->p[P_QKVW][i] *= 6.0f;
+		struct run_options go;
+		run_options_native(g, &go);
+		check_qk(g, &go, tokens, 0, 1);
+		check_qk(g, &go, tokens, 1, 3);
+		if (k == 0) {
+			go.placement = PLACE_POST;
+			check_qk(g, &go, tokens, 1, 2);
+		} else {
+			go.kv_heads = 4;
+			check_qk(g, &go, tokens, 1, 2);
+		}
+		model_free(g);
+	}
 }
 
 static void test_qk_split(void **state)
@@ -309,6 +355,7 @@ static void test_qk_split(void **state)
 	check_qk(r, &ro, tokens, 0, 1);
 	check_qk(r, &ro, tokens, 1, 1);
 	model_free(r);
+	check_gemma_olmo2(tokens);
 	struct qkov_qk qk;
 	struct qkov_ov ov;
 	struct err e = { "" };

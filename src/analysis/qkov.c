@@ -208,24 +208,25 @@ static void embeddings_at(const struct model *m, const struct run *r, const int 
 	}
 }
 
-/* The q/k norm's scale (1/rms) of one head at position p of layer L:
- * its projection (rows (D, C), bias or NULL) of the layer's attention
- * input, which the pass kept (norm1's output under pre-norm, the block's
- * input under post-norm). */
+/* The q/k norm's scale (1/rms) at position p of layer L: the projection
+ * (n rows of C, bias or NULL) of the layer's attention input, which the
+ * pass kept (norm1's output under pre-norm, the block's input under
+ * post-norm or without a norm there, OLMo-2's), that the norm reads: one
+ * head's D rows, or OLMo-2's whole H*D query (G*D key) rows. */
 static double head_rstd(const struct run *r, int L, int p, const float *rows, const float *bias,
-			int D, int C, float eps)
+			int n, int C, float eps)
 {
 	const float *in = r->opt.placement == PLACE_PRE ? r->ln1 + L * r->lstride_c
 						      : r->resid + (size_t)L * r->b * r->t * C;
 	in += (size_t)p * C;
 	double ss = 0;
-	for (int d = 0; d < D; d++) {
+	for (int d = 0; d < n; d++) {
 		double s = bias ? bias[d] : 0.0;
 		for (int j = 0; j < C; j++)
 			s += (double)rows[(size_t)d * C + j] * in[j];
 		ss += s * s;
 	}
-	return 1.0 / sqrt(ss / D + eps);
+	return 1.0 / sqrt(ss / n + eps);
 }
 
 /* Each position's query and key by class, qc and kc (T, 3, D): token and
@@ -245,7 +246,15 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 	const float *pass = r->qkv + L * r->lstride_qkv;
 	const float *bias[2] = { w.qkvb ? w.qkvb + (size_t)h * D : NULL,
 				 w.qkvb ? w.qkvb + (size_t)(H + g) * D : NULL };
-	const float *qkn[2] = { w.qnw, w.knw };
+	/* what each side's q/k norm reads (the head's rows, or OLMo-2's whole
+	 * query or key block) and the head's slice of its scales */
+	bool whole = c->qk_norm_whole;
+	const float *nrows[2] = { whole ? w.qkvw : rows[0], whole ? w.qkvw + (size_t)H * D * C : rows[1] };
+	const float *nbias[2] = { whole && w.qkvb ? w.qkvb : bias[0],
+				  whole && w.qkvb ? w.qkvb + (size_t)H * D : bias[1] };
+	int nn[2] = { whole ? H * D : D, whole ? G * D : D };
+	const float *qkn[2] = { w.qnw ? w.qnw + (whole ? (size_t)h * D : 0) : NULL,
+				w.knw ? w.knw + (whole ? (size_t)g * D : 0) : NULL };
 	struct model_config rc; /* layer L's RoPE (Gemma 3's local base) */
 	config_rope_of_layer(c, L, &rc);
 	double *tp = xmalloc(2 * (size_t)C * sizeof *tp);
@@ -254,8 +263,8 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 		for (int side = 0; side < 2; side++) {
 			double *v = (side ? kc : qc) + (size_t)p * QK_CLASSES * D;
 			const float *row = pass + (size_t)p * QKV + (side ? (H + g) : h) * D;
-			double qs = qkn[side] ? head_rstd(r, L, p, rows[side], bias[side], D, C,
-							  c->norm_eps) : 1.0;
+			double qs = qkn[side] ? head_rstd(r, L, p, nrows[side], nbias[side], nn[side],
+							  C, c->norm_eps) : 1.0;
 			const float *qw = qkn[side];
 			for (int k = 0; k < 2; k++) {
 				for (int d = 0; d < D; d++) {
@@ -274,11 +283,14 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 	free(tp);
 }
 
-/* Adds query i's terms over its visible keys lo .. hi to the sums. */
+/* Adds query i's terms over its visible keys lo .. hi to the sums, and
+ * its whole scores' and capped scores' (out->softcap; without a cap the
+ * whole score). */
 static void query_stats(struct qkov_qk *out, const double *qc, const double *kc, int i, int lo,
 			int hi, int D, double scale)
 {
 	int n = hi - lo + 1;
+	/* rows: the classes, then [whole score, capped score] */
 	double sum[QK_CLASSES + 1][QK_CLASSES] = { { 0 } }, sq[QK_CLASSES + 1][QK_CLASSES] = { { 0 } };
 	for (int j = lo; j <= hi; j++) {
 		double whole = 0;
@@ -293,30 +305,27 @@ static void query_stats(struct qkov_qk *out, const double *qc, const double *kc,
 				sq[a][b] += t * t;
 				whole += t;
 			}
+		double capped = out->softcap > 0 ? out->softcap * tanh(whole / out->softcap) : whole;
 		sum[QK_CLASSES][0] += whole;
 		sq[QK_CLASSES][0] += whole * whole;
+		sum[QK_CLASSES][1] += capped;
+		sq[QK_CLASSES][1] += capped * capped;
 	}
 	for (int a = 0; a <= QK_CLASSES; a++)
-		for (int b = 0; b < (a < QK_CLASSES ? QK_CLASSES : 1); b++) {
+		for (int b = 0; b < (a < QK_CLASSES ? QK_CLASSES : 2); b++) {
 			double mean = sum[a][b] / n, var = sq[a][b] / n - mean * mean;
 			double sd = var > 0 ? sqrt(var) : 0;
 			if (a < QK_CLASSES) {
 				out->mean[a][b] += sum[a][b];
 				out->spread[a][b] += sd;
-			} else {
+			} else if (b == 0) {
 				out->mean_score += sum[a][b];
 				out->spread_score += sd;
+			} else {
+				out->mean_capped += sum[a][b];
+				out->spread_capped += sd;
 			}
 		}
-}
-
-int qkov_qk_splits(const struct model_config *c, struct err *e)
-{
-	if (c->attn_softcap > 0.0f) /* sandwich norms leave the stream's token and position parts */
-		return err_set(e, "this model soft-caps its scores (Gemma 2's)");
-	if (c->qk_norm_whole)
-		return err_set(e, "this model norms all its query heads together (OLMo-2's)");
-	return 0;
 }
 
 int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens, int T,
@@ -329,15 +338,14 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 			       c->n_layer, c->n_head);
 	if (!c->residual || o->pitfall != PITFALL_NONE)
 		return err_set(e, "the QK split needs residual connections and the pitfall off");
-	if (qkov_qk_splits(c, e) != 0)
-		return -1;
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {
 		run_free(r);
 		return -1;
 	}
 	int D = cfg_d_head(c);
-	double scale = o->scale ? 1.0 / sqrt((double)D) : 1.0;
+	double scale = o->scale ? 1.0 / sqrt((double)(c->attn_scale_dim ? c->attn_scale_dim : D)) : 1.0;
+	out->softcap = c->attn_softcap;
 	double *qc = xmalloc(2 * (size_t)T * QK_CLASSES * D * sizeof *qc), *kc = qc + (size_t)T * QK_CLASSES * D;
 	class_vectors(m, r, tokens, T, layer, head, qc, kc);
 	int window; /* a local layer's own window (model.h: layer_mask) */
@@ -355,6 +363,8 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 		}
 	out->mean_score /= out->pairs;
 	out->spread_score /= T;
+	out->mean_capped /= out->pairs;
+	out->spread_capped /= T;
 	out->has_pos = c->pos == POS_LEARNED;
 	free(qc);
 	run_free(r);

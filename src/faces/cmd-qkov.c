@@ -45,6 +45,12 @@ static void print_qk(struct render_buf *b, const struct qkov_qk *qk, int l, int 
 		}
 	render_buf_printf(b, "%-21s %+10.4f %10.4f\n", "the whole score", render_shown(qk->mean_score, 4),
 			  qk->spread_score);
+	if (qk->softcap > 0) /* Gemma 2: the softmax reads the capped score */
+		render_buf_printf(b, "%-21s %+10.4f\n%-21s %+10.4f %10.4f   (%g tanh(score / %g), what "
+				     "the softmax reads)\n", "the cap's change",
+				  render_shown(qk->mean_capped - qk->mean_score, 4), "the capped score",
+				  render_shown(qk->mean_capped, 4), qk->spread_capped, qk->softcap,
+				  qk->softcap);
 	render_buf_printf(b, "spread: the standard deviation over a query's keys, averaged over "
 			     "queries (what moves the pattern)\n");
 }
@@ -63,9 +69,7 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	if (qkov_ov_run(s->model, &s->opt, l, h, &ov, e) != 0)
 		return -1;
 	struct qkov_qk qk;
-	struct err why; /* a model whose scores are no sum of parts: its OV circuit only */
-	bool splits = qkov_qk_splits(&s->model->cfg, &why) == 0;
-	bool text = session_ready(s) && splits;
+	bool text = session_ready(s);
 	if (text && qkov_qk_run(s->model, &s->opt, s->tokens, s->n_tokens, l, h, &qk, e) != 0) {
 		qkov_ov_free(&ov);
 		return -1;
@@ -75,9 +79,6 @@ static int qkov_exec(struct session *s, int argc, char **argv, struct err *e)
 	print_ov(&b, &ov, l, h);
 	if (text)
 		print_qk(&b, &qk, l, h, s->n_tokens);
-	else if (!splits)
-		render_buf_printf(&b, "(the QK split is left out: %s, so a score is no sum of its "
-				      "parts yet)\n", why.msg);
 	else
 		render_buf_printf(&b, "(no text: set one with text to see the QK circuit on it)\n");
 	fwrite(b.data, 1, b.len, s->out);
@@ -103,7 +104,9 @@ const struct cmd_entry cmd_qkov_entry = {
 		"The QK circuit on the current text: each visible score split into token x\n"
 		"token, token x position, position x position ... and the rest (earlier\n"
 		"heads and MLPs, biases), with norms frozen at each position's scale; their\n"
-		"mean, and their spread over a query's keys (what changes the pattern).",
+		"mean, and their spread over a query's keys (what changes the pattern).\n"
+		"Soft-capped scores (Gemma 2): the classes split the score before the cap;\n"
+		"the cap's change and the capped score the softmax reads follow.",
 	.min_args = 1,
 	.max_args = 1,
 	.exec = qkov_exec,

@@ -6,9 +6,10 @@
  *
  * txt / ascii / ansi: the copying score, the eigenvalues (re, im), then
  * the QK table (query class, key class, mean, spread) and the whole
- * score; csv: the QK table, a row per (query class, key class) and a last
+ * score (and the capped score where the model caps, Gemma 2); csv: the QK table, a row per (query class, key class) and a last
  * row "whole", the means summing to the whole's (needs a text); json: the
- * head, copying score, eigenvalues and, with a text, the QK table; svg:
+ * head, copying score, eigenvalues and, with a text, the QK table (with
+ * softcap, mean_capped and spread_capped where the model caps); svg:
  * the eigenvalues as points in the complex plane (right of the vertical
  * axis: copying) beside the QK table's means as a matrix of cells, red
  * where a class pair raises the score, blue where it lowers it.
@@ -62,6 +63,9 @@ static void qkov_text(const struct qkov_both *q, struct render_buf *out)
 						  qk_class_name(k), qk->mean[a][k], qk->spread[a][k]);
 	render_buf_printf(out, "%-21s %+10.4f %10.4f\n", "the whole score", qk->mean_score,
 			  qk->spread_score);
+	if (qk->softcap > 0) /* Gemma 2: what the softmax reads */
+		render_buf_printf(out, "%-21s %+10.4f %10.4f\n", "the capped score", qk->mean_capped,
+				  qk->spread_capped);
 }
 
 static void qkov_csv(const struct qkov_both *q, struct render_buf *out)
@@ -96,6 +100,11 @@ static void qkov_json(const struct session *s, const struct qkov_both *q, struct
 		ju_set(o, "pairs", ju_check(json_integer(qk->pairs)));
 		ju_set(o, "mean_score", ju_real(qk->mean_score));
 		ju_set(o, "spread_score", ju_real(qk->spread_score));
+		if (qk->softcap > 0) { /* Gemma 2: the capped score the softmax reads */
+			ju_set(o, "softcap", ju_real(qk->softcap));
+			ju_set(o, "mean_capped", ju_real(qk->mean_capped));
+			ju_set(o, "spread_capped", ju_real(qk->spread_capped));
+		}
 		for (int a = 0; a < QK_CLASSES; a++)
 			for (int k = 0; k < QK_CLASSES; k++) {
 				if (!shown(qk, a, k))
