@@ -150,16 +150,19 @@ static void dla_svg(const struct session *s, const struct dla_result *d, const c
 			  20 + NAME_W, y, red, 20 + NAME_W + 20, y + 11, 20 + NAME_W + 170, y, blue,
 			  20 + NAME_W + 190, y + 11);
 	y += 30;
-	char heading[256], sub[1024];
+	char heading[256], sub[1200], cap[160] = "";
 	snprintf(heading, sizeof heading, "Direct logit attribution: '%s' at position %d, %s", tok,
 		 d->pos, ex_model_name(s));
+	if (d->softcap > 0) /* Gemma 2: the parts split the logit before the cap */
+		snprintf(cap, sizeof cap, " before its cap; capped, %g tanh(logit / %g), it is %.4f",
+			 d->softcap, d->softcap, d->capped);
 	snprintf(sub, sizeof sub,
 		 "What each part of the residual stream adds directly to the logit of '%s' (%s), read "
 		 "straight through the output layer with the final norm's scale frozen at this "
-		 "position's. The %d parts sum to %.4f; the model's logit is %.4f (%.1e left out, float "
-		 "rounding).",
+		 "position's. The %d parts sum to %.4f; the model's logit is %.4f%s (%.1e left out, "
+		 "float rounding).",
 		 tok, d->predicted ? "the model's prediction" : "a named token", d->n, d->sum, d->logit,
-		 fabs(d->left_out));
+		 cap, fabs(d->left_out));
 	ex_svg_figure(out, w, y, heading, heading, sub, &body);
 	render_buf_free(&body);
 }

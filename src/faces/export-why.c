@@ -206,7 +206,10 @@ static void why_svg(const struct session *s, const struct why_result *w, char **
 		render_buf_printf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">"
 				  "%+.3f</text>\n", x0 + k * cw + cw / 2, ky, w->parts[k].key);
 	int wd = side_x + 90, h = ky + 16;
-	char heading[256], sub[1200];
+	char heading[256], sub[1400], cap[160] = "";
+	if (w->softcap > 0) /* Gemma 2: the softmax reads the capped score */
+		snprintf(cap, sizeof cap, " The softmax reads it capped, %g tanh(score / %g) = %+.4f.",
+			 w->softcap, w->softcap, w->capped);
 	snprintf(heading, sizeof heading, "Why %d.%d attends: query %d '%s' on key %d '%s', %s",
 		 w->layer, w->head, w->qpos, lab[w->qpos], w->kpos, lab[w->kpos], ex_model_name(s));
 	snprintf(sub, sizeof sub,
@@ -215,8 +218,8 @@ static void why_svg(const struct session *s, const struct why_result *w, char **
 		 "and the biases and norm shifts, each norm frozen at its position's scale. A row's sum "
 		 "is that part's query side, a column's its key side. Red raises the score, blue lowers "
 		 "it (colour: the term over the largest, %.3f). The %d terms sum to %+.4f (%.1e left "
-		 "out, float rounding).",
-		 w->score, big, n * n, w->sum, fabs(w->left_out));
+		 "out, float rounding).%s",
+		 w->score, big, n * n, w->sum, fabs(w->left_out), cap);
 	ex_svg_figure(out, wd, h, heading, heading, sub, &body);
 	render_buf_free(&body);
 }
