@@ -34,7 +34,8 @@
  *  - bad arguments (head outside the model, a key after the query under
  *    the causal mask or outside the window, positions outside the text)
  *    and unsplittable models (no residual connections, a pitfall) are
- *    refused with one line.
+ *    refused with one line, as are OLMo-2 runs the pass cannot make
+ *    (post-norm, fewer K/V heads than its key norm spans).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -631,6 +632,20 @@ static void test_why_refuses(void **state)
 	assert_int_equal(why_run(m, &n, tokens, T, 1, 0, 2, 5, &r, &e), 0);
 	why_free(&r);
 	why_free(&r);
+	model_free(m);
+	/* OLMo-2: post-norm, or fewer K/V heads than its key norm spans, the
+	 * pass itself refuses */
+	struct model *base = make_model(true, 2, 2, 4);
+	struct model_config c = base->cfg;
+	c.sandwich = c.post_only = c.qk_norm = c.qk_norm_whole = true;
+	m = randmodel_rebuild(base, &c, 5);
+	run_options_native(m, &o);
+	p = o;
+	p.placement = PLACE_POST;
+	refused(m, &p, tokens, 1, 0, 6, 1, "norm placement stays native");
+	p = o;
+	p.kv_heads = 1;
+	refused(m, &p, tokens, 1, 0, 6, 1, "key norm spans");
 	model_free(m);
 }
 
