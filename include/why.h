@@ -39,8 +39,8 @@
  *              (ATTPOSTW, MLPPOSTW) before it joins the stream, as g o r,
  *              r its 1/rms at the position: the attention's norm reads
  *              the sum of the heads and b_O, so each head's part and the
- *              bias's of one row are frozen at that row's r (kept in
- *              post_rstd) times g, and they still sum to what joined the
+ *              bias's of one row are frozen at that row's r (the
+ *              pass's, run.attpost_rstd; kept in post_rstd) times g, and they still sum to what joined the
  *              stream; the MLP's part is read from the pass, its norm
  *              inside.  OLMo-2 has no norm before the sub-blocks (n_p
  *              below the identity).

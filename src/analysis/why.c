@@ -96,14 +96,12 @@ double why_rstd(const struct model_config *c, const double *x, double eps)
 	return 1.0 / sqrt(var / C + eps);
 }
 
-/* 1/std or 1/rms of the sum of side s's components a0 .. n-1 (epsilon
- * eps). */
-static double stream_rstd(struct streams *st, const struct model_config *c, int s, int a0,
-			  double eps)
+/* 1/std or 1/rms of the sum of side s's components (epsilon eps). */
+static double stream_rstd(struct streams *st, const struct model_config *c, int s, double eps)
 {
 	int C = st->C;
 	double *x = xcalloc((size_t)C, sizeof *x);
-	for (int a = a0; a < st->r->n; a++)
+	for (int a = 0; a < st->r->n; a++)
 		for (int j = 0; j < C; j++)
 			x[j] += comp_at(st, s, a)[j];
 	double r = why_rstd(c, x, eps);
@@ -128,8 +126,7 @@ static void embed(struct streams *st, const struct model *m, const int *tokens)
 			set_from(comp_at(st, s, a), m->p[P_WPE] + (size_t)st->pos[s] * C, C);
 	}
 	if (c->emb_norm) {
-		double rstd[2] = { stream_rstd(st, c, 0, 0, c->norm_eps),
-				   stream_rstd(st, c, 1, 0, c->norm_eps) };
+		double rstd[2] = { stream_rstd(st, c, 0, c->norm_eps), stream_rstd(st, c, 1, c->norm_eps) };
 		norm_both(st, c, m->p[P_LNEW], m->p[P_LNEB], rstd, -1, 0);
 	}
 }
@@ -137,9 +134,9 @@ static void embed(struct streams *st, const struct model *m, const int *tokens)
 /* Block l's attention: each head's output row through its columns of the
  * output projection, and the projection's bias; with sandwich norms
  * (Gemma's, OLMo-2's) the attention's own norm (ATTPOSTW) after them,
- * frozen at each position's 1/rms of their sum (the sub-block's output
- * as the norm reads it), that scale kept in r->post_rstd when there is
- * one. */
+ * frozen at the pass's scale at each position (run.attpost_rstd: the
+ * 1/rms of their sum, the sub-block's output as the norm read it), that
+ * scale kept in st->r->post_rstd when there is one. */
 static void add_heads(struct streams *st, const struct model *m, const struct run *r, int l)
 {
 	const struct model_config *c = &m->cfg;
@@ -166,7 +163,7 @@ static void add_heads(struct streams *st, const struct model *m, const struct ru
 	if (!c->sandwich)
 		return;
 	for (int s = 0; s < 2; s++) {
-		double rstd = stream_rstd(st, c, s, a0, c->norm_eps);
+		double rstd = r->attpost_rstd[l * r->lstride_bt + st->pos[s]];
 		freeze(st, c, s, a0, st->r->n, m->p[P_ATTPOSTW] + (size_t)l * C, rstd);
 		if (st->r->post_rstd)
 			st->r->post_rstd[2 * l + s] = rstd;
