@@ -5,6 +5,7 @@
  *  - scores: the softmax of each row's visible scores gives the weights
  *    back (causal, none, window; MHA, GQA and MQA), masked keys are NAN,
  *    and switching the scaling off multiplies layer 0's scores by sqrt(D);
+ *    also under Gemma 2's scale and soft-capping, with a local layer;
  *  - norms: A_ij times the norm of head h's value j pushed through the
  *    whole output projection with every other head's input zero; an
  *    ablated head's are all 0; the display rows sum to 1; with heads
@@ -50,13 +51,46 @@ static struct run *attention(struct model *m, const struct run_options *o)
 	return r;
 }
 
+/* Under o, every head's weights are the run's, and the softmax of each
+ * row's visible scores gives them back; masked keys are NAN. */
+static void check_scores_give_weights(struct model *m, const struct run_options *o)
+{
+	struct run *r = attention(m, o);
+	struct heat w = compute(m, o, HEAT_WEIGHTS), s = compute(m, o, HEAT_SCORES);
+	for (int l = 0; l < m->cfg.n_layer; l++)
+		for (int h = 0; h < m->cfg.n_head; h++) {
+			const float *a = run_att(r, l, 0, h), *hw = heat_at(&w, l, h);
+			const float *sc = heat_at(&s, l, h);
+			assert_memory_equal(a, hw, sizeof(float) * T * T);
+			for (int i = 0; i < T; i++) {
+				double mx = -INFINITY, sum = 0;
+				for (int j = 0; j < T; j++)
+					if (!isnan(sc[i * T + j]))
+						mx = fmax(mx, sc[i * T + j]);
+				for (int j = 0; j < T; j++)
+					if (!isnan(sc[i * T + j]))
+						sum += exp(sc[i * T + j] - mx);
+				for (int j = 0; j < T; j++) {
+					float x = sc[i * T + j];
+					/* a masked key has weight exactly 0, a visible one more */
+					assert_true(isnan(x) == (a[i * T + j] == 0.0f));
+					double p = isnan(x) ? 0 : exp(x - mx) / sum;
+					assert_true(fabs(p - a[i * T + j]) < 1e-5);
+				}
+			}
+		}
+	heat_free(&w);
+	heat_free(&s);
+	run_free(r);
+}
+
 static void test_weights_and_scores(void **state)
 {
 	(void)state;
 	static const enum mask_kind masks[3] = { MASK_CAUSAL, MASK_NONE, MASK_WINDOW };
 	static const int gs[3] = { 4, 2, 1 };
 	struct model *m = randmodel_new(true, 2, 4, V, 8.0f, 60);
-	int L = 2, H = 4;
+	int H = 4;
 	for (int mk = 0; mk < 3; mk++)
 		for (int gi = 0; gi < 3; gi++) {
 			struct run_options o;
@@ -64,33 +98,7 @@ static void test_weights_and_scores(void **state)
 			o.mask = masks[mk];
 			o.window = 3;
 			o.kv_heads = gs[gi];
-			struct run *r = attention(m, &o);
-			struct heat w = compute(m, &o, HEAT_WEIGHTS), s = compute(m, &o, HEAT_SCORES);
-			for (int l = 0; l < L; l++)
-				for (int h = 0; h < H; h++) {
-					const float *a = run_att(r, l, 0, h), *hw = heat_at(&w, l, h);
-					const float *sc = heat_at(&s, l, h);
-					assert_memory_equal(a, hw, sizeof(float) * T * T);
-					for (int i = 0; i < T; i++) {
-						double mx = -INFINITY, sum = 0;
-						for (int j = 0; j < T; j++)
-							if (!isnan(sc[i * T + j]))
-								mx = fmax(mx, sc[i * T + j]);
-						for (int j = 0; j < T; j++)
-							if (!isnan(sc[i * T + j]))
-								sum += exp(sc[i * T + j] - mx);
-						for (int j = 0; j < T; j++) {
-							float x = sc[i * T + j];
-							/* a masked key has weight exactly 0, a visible one more */
-							assert_true(isnan(x) == (a[i * T + j] == 0.0f));
-							double p = isnan(x) ? 0 : exp(x - mx) / sum;
-							assert_true(fabs(p - a[i * T + j]) < 1e-5);
-						}
-					}
-				}
-			heat_free(&w);
-			heat_free(&s);
-			run_free(r);
+			check_scores_give_weights(m, &o);
 		}
 	/* without the scaling, every score of layer 0 (same input) is sqrt(D)
 	 * times larger */
@@ -105,6 +113,34 @@ static void test_weights_and_scores(void **state)
 			assert_true(fabs(b.v[i] - k * a.v[i]) < 1e-4 * (1 + fabs(b.v[i])));
 	heat_free(&a);
 	heat_free(&b);
+	model_free(m);
+}
+
+/* The scores the softmax reads on a model with Gemma 2's scale
+ * (1/sqrt(query_pre_attn_scalar), not 1/sqrt(D)) and its soft-capping of
+ * the scores at a cap small enough to bend them, layer 0 local over 3
+ * keys: their softmax still gives the weights back. */
+static void test_scores_gemma(void **state)
+{
+	(void)state;
+	struct model *base = randmodel_new(true, 2, 2, V, 8.0f, 63);
+	struct model_config c = base->cfg;
+	c.attn_scale_dim = 3;
+	c.attn_softcap = 1.5f;
+	c.local_window = 3;
+	cfg_set_local(&c, 0, true);
+	struct model *m = randmodel_rebuild(base, &c, 64);
+	struct run_options o;
+	run_options_native(m, &o);
+	check_scores_give_weights(m, &o);
+	struct heat s = compute(m, &o, HEAT_SCORES);
+	double top = 0; /* the cap bounds every score */
+	for (size_t i = 0; i < (size_t)m->cfg.n_layer * m->cfg.n_head * T * T; i++)
+		top = isnan(s.v[i]) ? top : fmax(top, fabs(s.v[i]));
+	assert_true(top <= 1.5 && top > 0.5);
+	heat_free(&s);
+	o.scale = false; /* off: no scale at all, still capped */
+	check_scores_give_weights(m, &o);
 	model_free(m);
 }
 
@@ -233,6 +269,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weights_and_scores),
+		cmocka_unit_test(test_scores_gemma),
 		cmocka_unit_test(test_norms),
 		cmocka_unit_test(test_rollout),
 		cmocka_unit_test(test_display_scores),

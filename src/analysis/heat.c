@@ -71,14 +71,16 @@ void heat_free(struct heat *h)
 }
 
 /* Scores of every head of layer l from its saved (post-RoPE) queries and
- * keys; keys the mask hides are NAN. */
+ * keys, as the softmax reads them: scaled by the model's scale (1/sqrt of
+ * D, or of Gemma's query_pre_attn_scalar) when the run scales, then
+ * soft-capped where the model caps (Gemma 2); keys the mask hides are NAN. */
 static void scores(const struct model *m, const struct run_options *o, const struct run *r, int l,
 		   int G, float *out)
 {
 	const struct model_config *c = &m->cfg;
 	int T = r->t, H = c->n_head, D = cfg_d_head(c), ld = cfg_qkv_rows(c, G), group = H / G;
 	const float *qkv = run_qkv(r, l);
-	float s = o->scale ? 1.0f / sqrtf((float)D) : 1.0f;
+	float s = o->scale ? cfg_attn_scale(c) : 1.0f;
 	int window; /* a local layer's own window (model.h: layer_mask) */
 	enum mask_kind mask = layer_mask(c, o, l, &window);
 	for (int h = 0; h < H; h++) {
@@ -86,6 +88,7 @@ static void scores(const struct model *m, const struct run_options *o, const str
 		/* a = s * Q_h K_g^T, (T, D) x (D, T), rows of the fused qkv */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, s, qkv + (size_t)h * D,
 			    ld, qkv + (size_t)(H + h / group) * D, ld, 0.0f, a, T);
+		softcap_forward(a, (long)T * T, c->attn_softcap);
 		for (int i = 0; i < T; i++) {
 			int lo, hi;
 			mask_range(mask, window, i, T, &lo, &hi);
