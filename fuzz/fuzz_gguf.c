@@ -23,10 +23,14 @@
  * Seeds: fuzz/seeds/gguf, written by `tool_mkgguf --tiny` (1 layer, d_model
  * 32, 2 heads of 16, context 8): llama in F32 and Q8_0 with a small
  * SentencePiece-style vocabulary (model llama: <unk>, <s>, </s>, 256 byte
- * pieces, 5 words), qwen2 in Q4_0, qwen3 in Q8_0 (heads 32 wide, key_length
- * apart from embedding_length / head_count, with the q/k norm), gpt2 in F16
- * and gptneox in BF16 with a byte-level BPE (model gpt2, pre gpt-2: 256
- * bytes and 8 merges), bert in Q5_1 with a small WordPiece vocabulary;
+ * pieces, 5 words), gemma2 in Q8_0 and gemma3 in F16 with the same
+ * vocabulary (their sandwich norms, caps, a sliding layer; Gemma 3's q/k
+ * norm and linear RoPE scaling), qwen2 in Q4_0, qwen3 in Q8_0 (heads 32
+ * wide, key_length apart from embedding_length / head_count, with the q/k
+ * norm), olmo2 in Q5_0 (norms after the sub-blocks, whole-width q/k
+ * norms), gpt2 in F16 and gptneox in BF16 with a byte-level BPE (model
+ * gpt2, pre gpt-2: 256 bytes and 8 merges), bert in Q5_1 with a small
+ * WordPiece vocabulary;
  * llama in version 2 with alignment 64; and damaged copies (a cut header,
  * a huge array count, an offset past the end, an unknown type).  tests/cli_gguf.sh checks that the valid ones
  * load and the damaged ones fail on one line.

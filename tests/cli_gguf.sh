@@ -1,28 +1,64 @@
 #!/bin/sh
 # GGUF files (loader-gguf.c): a seeded model written by tool_mkhf as a
-# Hugging Face directory, and by tool_mkgguf from the same weights as GGUF in
-# llama.cpp's names and layout (Llama's Q/K rows interleaved, Qwen2's,
-# Qwen3's (with its q/k norm scales, heads twice hidden / heads wide) and
-# NeoX's rotate-half), gives exactly the directory's attention, norms and
+# Hugging Face directory, and as GGUF from the same weights in llama.cpp's
+# names and layout, gives exactly the directory's attention, norms and
 # losses in F32 (`--dump` compared byte for byte), with the tokenizer from
 # the GGUF metadata (GPT-2's vocabulary; NeoX with --tokenizer, as its
-# directory has Pythia's tokenizer.json); quantized files load and run;
-# every fuzz seed that should load does; damaged files fail with one line
-# naming the file.  Needs GPT-2's vocabulary from ../shared/tokenizers (or
-# $ATTNSCOPE_SHARED/tokenizers).
+# directory has Pythia's tokenizer.json).  Llama's Q/K rows interleaved,
+# Qwen2's, Qwen3's (with its q/k norm scales, heads twice hidden / heads
+# wide) and NeoX's rotate-half: tool_mkgguf --from the checkpoint.  Gemma 2,
+# Gemma 3 and OLMo-2: tool_mkgguf --convert the directory itself, as
+# convert_hf_to_gguf.py does (renamed, Gemma's 1 added to every norm, rows
+# as they are), so that the loader's permutation, norms and sliding layers
+# meet the HF loader's on an independent file; the directory's config.json
+# is first made one llama.cpp runs as transformers does
+# (query_pre_attn_scalar the head width; Gemma 3's sliding_window_pattern
+# llama.cpp's 6, every layer of two sliding, or 1, none); quantized files
+# load and run; every fuzz seed that should load does; damaged files fail
+# with one line naming the file.  Needs GPT-2's vocabulary from
+# ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
 make_tmp cli-gguf
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."
 
-for fam in "llama:" "qwen2:--qwen2" "qwen3:--qwen3" "gptneox:--neox" "bert:--bert --bare"; do
-	arch=${fam%%:*} opt=${fam#*:}
+# config.json of $tmp/hf for family $1 as llama.cpp runs it: Gemma's
+# query_pre_attn_scalar the head width (tool_mkhf writes 24 over 16), Gemma
+# 3's sliding layers its pattern 6 or none (tool_mkhf writes 2)
+llama_cpp_config() {
+	case $1 in
+	gemma2) s='s/"query_pre_attn_scalar": 24/"query_pre_attn_scalar": 16/' ;;
+	gemma3) s='s/"query_pre_attn_scalar": 24/"query_pre_attn_scalar": 16/
+		s/"sliding_window_pattern": 2/"sliding_window_pattern": 6/' ;;
+	gemma3-global) s='s/"query_pre_attn_scalar": 24/"query_pre_attn_scalar": 16/
+		s/"sliding_window_pattern": 2/"sliding_window_pattern": 1/' ;;
+	*) return 0 ;;
+	esac
+	sed "$s" "$tmp/hf/config.json" >"$tmp/config.json" && mv "$tmp/config.json" "$tmp/hf/config.json"
+}
+
+# mkgguf OUT TYPE: $tmp/m's family as GGUF, from the checkpoint or converted
+mkgguf() {
+	case $arch in
+	gemma*|olmo2) src="--convert $tmp/hf" ;;
+	*) src="--from $tmp/ref.safetensors" ;;
+	esac
+	"$TOOLS/tool_mkgguf" "$1" $src --arch "$arch" --tokdir "$gpt2" --type "$2" >/dev/null 2>&1
+}
+
+# NAME:TOOL_MKHF OPTIONS:WHAT --dump MUST SHOW (so that the case is not vacuous)
+for fam in "llama::" "qwen2:--qwen2:" "qwen3:--qwen3:qk_norm yes" "gptneox:--neox:" \
+	"bert:--bert --bare:" "gemma2:--gemma2:softcap 4/2 local_window 4 local_layers 0 " \
+	"gemma3:--gemma3:local_theta 10000 local_window 4 local_layers 0,1 " \
+	"gemma3-global:--gemma3:rope_scaling linear factor 8 mlp geglu bias no tied yes qk_norm yes emb_scale 5.65685 sandwich yes params" \
+	"olmo2:--olmo2:qk_norm whole sandwich post_only"; do
+	label=${fam%%:*} rest=${fam#*:}
+	opt=${rest%%:*} shows=${rest#*:} arch=${label%-global}
 	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
 	if ! "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" $opt >/dev/null 2>&1 ||
-		! "$TOOLS/tool_mkgguf" "$tmp/m.gguf" --from "$tmp/ref.safetensors" --arch "$arch" \
-			--tokdir "$gpt2" >/dev/null 2>&1; then
-		fail "$arch setup (tool_mkhf $opt, tool_mkgguf)"
+		! llama_cpp_config "$label" || ! mkgguf "$tmp/m.gguf" f32; then
+		fail "$label setup (tool_mkhf $opt, tool_mkgguf)"
 		continue
 	fi
 	tokopt=
@@ -31,15 +67,27 @@ for fam in "llama:" "qwen2:--qwen2" "qwen3:--qwen3" "gptneox:--neox" "bert:--ber
 	grep -v '^model' "$tmp/out" >"$tmp/hf.dump"
 	run "$tmp/m.gguf" $tokopt -t "$text" --dump
 	grep -v '^model' "$tmp/out" >"$tmp/gguf.dump"
-	check "$arch: the GGUF file gives the HF directory's config, attention and losses exactly" \
-		sh -c "[ $rc -eq 0 ] && [ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/gguf.dump'"
+	check "$label: the GGUF file gives the HF directory's config, attention and losses exactly" \
+		sh -c "[ $rc -eq 0 ] && [ -s '$tmp/hf.dump' ] && cmp -s '$tmp/hf.dump' '$tmp/gguf.dump' &&
+			grep -q '$shows' '$tmp/hf.dump'"
 	for type in q8_0 q4_0; do
-		"$TOOLS/tool_mkgguf" "$tmp/q.gguf" --from "$tmp/ref.safetensors" --arch "$arch" \
-			--tokdir "$gpt2" --type $type >/dev/null 2>&1
+		mkgguf "$tmp/q.gguf" $type
 		run "$tmp/q.gguf" $tokopt -c "text $text; stats"
-		check "$arch in $type loads and runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/out' ]"
+		check "$label in $type loads and runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/out' ]"
 	done
 done
+
+# a directory llama.cpp would run otherwise is not converted: tool_mkhf's
+# query_pre_attn_scalar 24 over heads 16 wide, which no GGUF key holds
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+"$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --gemma2 >/dev/null 2>&1
+"$TOOLS/tool_mkgguf" "$tmp/x.gguf" --convert "$tmp/hf" --arch gemma2 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "tool_mkgguf --convert refuses a query_pre_attn_scalar llama.cpp does not derive" \
+	sh -c "[ $rc -ne 0 ] && grep -q query_pre_attn_scalar '$tmp/err' && [ ! -e '$tmp/x.gguf' ]"
+"$TOOLS/tool_mkgguf" "$tmp/x.gguf" --from "$tmp/ref.safetensors" --arch gemma2 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "tool_mkgguf --from refuses it as well" sh -c "[ $rc -ne 0 ] && grep -q query_pre_attn_scalar '$tmp/err'"
 run "$tmp/m.gguf" -c "load $tmp/m.gguf; echo loaded"
 check "load takes a GGUF file" sh -c "[ $rc -eq 0 ] && grep -q loaded '$tmp/out'"
 

@@ -547,7 +547,59 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 
 /* ---------------------------------------------------------------- models */
 
-const char *const ga_name[GA_N] = { "llama", "qwen2", "qwen3", "gpt2", "gptneox", "bert" };
+const char *const ga_name[GA_N] = { "llama", "qwen2", "qwen3", "gpt2", "gptneox", "bert",
+				    "gemma2", "gemma3", "olmo2" };
+
+bool ga_gqa(enum ga a)
+{
+	return a != GA_GPT2 && a != GA_NEOX && a != GA_BERT;
+}
+
+int ga_gemma_scale(enum ga a, int L, int C, int H, int D)
+{
+	return L == (a == GA_GEMMA3 ? 62 : 46) ? C / H : D;
+}
+
+bool ga_gemma_sliding(enum ga a, int l)
+{
+	int pattern = a == GA_GEMMA3 ? 6 : 2;
+	return l % pattern < pattern - 1;
+}
+
+/* The switches of Gemma 2, Gemma 3 and OLMo-2 on the Llama shape, as far as
+ * a GGUF file holds them: Gemma's scores at 1/sqrt(D), or 1/sqrt(C / H) at
+ * the 27B models' layer counts (46, 62), caps 4 and 2 (Gemma 2) so that they act,
+ * sliding layers over 4 keys by llama.cpp's pattern (2; Gemma 3: 6), tied;
+ * Gemma 3's global layers on base 1000000 scaled linearly by 8, its
+ * sliding ones on 10000; OLMo-2's base 500000, untied. */
+static void ga_family(struct model_config *c, enum ga a)
+{
+	if (a == GA_OLMO2) {
+		c->sandwich = c->post_only = c->qk_norm = c->qk_norm_whole = true;
+		c->rope_theta = 500000.0f;
+		return;
+	}
+	c->mlp = MLP_GEGLU;
+	c->tied = true;
+	c->sandwich = true;
+	c->emb_scale = (float)sqrt((double)c->d_model);
+	if (a == GA_GEMMA2) {
+		c->attn_softcap = 4.0f;
+		c->final_softcap = 2.0f;
+	}
+	c->local_window = 4;
+	for (int l = 0; l < c->n_layer; l++)
+		cfg_set_local(c, l, ga_gemma_sliding(a, l));
+	int D = cfg_d_head(c), dim = ga_gemma_scale(a, c->n_layer, c->d_model, c->n_head, D);
+	c->attn_scale_dim = dim == D ? 0 : dim;
+	if (a == GA_GEMMA3) {
+		c->qk_norm = true;
+		c->rope_theta = 1e6f;
+		c->rope_scaling = ROPE_SCALE_LINEAR;
+		c->rope_factor = 8.0f;
+		c->rope_local_theta = 10000.0f;
+	}
+}
 
 struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
 		       uint64_t seed)
@@ -566,7 +618,7 @@ struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, i
 	c.d_model = C;
 	c.d_ff = F;
 	c.n_head = H;
-	bool llama = a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3;
+	bool llama = ga_gqa(a);
 	c.n_kv_head = llama ? K : H;
 	c.head_dim = D;
 	c.context = S;
@@ -578,6 +630,8 @@ struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, i
 		c.mlp = MLP_SWIGLU;
 		c.bias = a == GA_QWEN2;
 		c.qk_norm = a == GA_QWEN3;
+		if (a == GA_GEMMA2 || a == GA_GEMMA3 || a == GA_OLMO2)
+			ga_family(&c, a);
 	} else if (a == GA_NEOX) {
 		c.pos = POS_ROPE;
 		c.rotary_dims = C / H / 2;
@@ -625,15 +679,17 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 		gw_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim);
 		gw_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim);
 	}
-	if (a == GA_QWEN3 && !c->head_dim) { /* Qwen3's config.json always has head_dim */
+	/* Qwen3's and Gemma's config.json always have head_dim */
+	if ((a == GA_QWEN3 || a == GA_GEMMA2 || a == GA_GEMMA3) && !c->head_dim) {
 		gw_u32(w, KEY("attention.key_length"), (uint32_t)cfg_d_head(c));
 		gw_u32(w, KEY("attention.value_length"), (uint32_t)cfg_d_head(c));
 	}
-	if (a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3) {
+	if (ga_gqa(a)) {
 		gw_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
 		gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
-		gw_f32(w, KEY("rope.freq_base"), c->rope_theta);
-		if (a != GA_QWEN3) /* the converter's Qwen3 writes no rope.dimension_count */
+		if (a != GA_GEMMA2) /* Gemma 2's converter writes no RoPE key (10000 by default) */
+			gw_f32(w, KEY("rope.freq_base"), c->rope_theta);
+		if (a == GA_LLAMA || a == GA_QWEN2) /* Qwen3's, Gemma's, OLMo-2's write none */
 			gw_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg_rotary_dims(c));
 	} else {
 		gw_f32(w, KEY("attention.layer_norm_epsilon"), c->norm_eps);
@@ -646,7 +702,50 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 		gw_bool(w, KEY("attention.causal"), false);
 		gw_u32(w, KEY("pooling_type"), 1);
 	}
+	if (a == GA_GEMMA2) { /* the converter's Gemma 2 writes all three */
+		gw_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap);
+		gw_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
+		gw_u32(w, KEY("attention.sliding_window"), (uint32_t)c->local_window);
+	}
+	if (a == GA_GEMMA3) { /* its Gemma 3 writes what the config has */
+		if (c->final_softcap > 0)
+			gw_f32(w, KEY("final_logit_softcapping"), c->final_softcap);
+		if (c->local_window)
+			gw_u32(w, KEY("attention.sliding_window"), (uint32_t)c->local_window);
+		if (c->rope_scaling == ROPE_SCALE_LINEAR) {
+			gw_str(w, KEY("rope.scaling.type"), "linear");
+			gw_f32(w, KEY("rope.scaling.factor"), c->rope_factor);
+		}
+	}
 #undef KEY
+}
+
+const char *ga_unheld(const struct model_config *c, enum ga a)
+{
+	bool g = a == GA_GEMMA2 || a == GA_GEMMA3, whole = a == GA_OLMO2;
+	if (c->qk_norm != (a == GA_QWEN3 || a == GA_GEMMA3 || whole) || c->qk_norm_whole != whole)
+		return "its q/k norm is not the architecture's (Qwen3's and Gemma 3's per head, "
+		       "OLMo-2's over the whole projections, none for the others)";
+	if (c->sandwich != (g || whole) || c->post_only != whole)
+		return "its norms around the sub-blocks are not the architecture's (Gemma's sandwich, "
+		       "OLMo-2's after only)";
+	if (!g)
+		return NULL;
+	int D = cfg_d_head(c);
+	if ((c->attn_scale_dim ? c->attn_scale_dim : D) !=
+	    ga_gemma_scale(a, c->n_layer, c->d_model, c->n_head, D))
+		return "its query_pre_attn_scalar is not what llama.cpp derives (head_dim, or hidden / "
+		       "heads for the 27B layer counts)";
+	for (int l = 0; c->local_window && l < c->n_layer; l++)
+		if (cfg_layer_local(c, l) != ga_gemma_sliding(a, l))
+			return "its sliding layers are not llama.cpp's (every layer l with l % 2 < 1 for "
+			       "Gemma 2, l % 6 < 5 for Gemma 3)";
+	if (!c->tied || (a == GA_GEMMA2 && c->rope_theta != 10000.0f) ||
+	    (a == GA_GEMMA3 && (c->attn_softcap > 0 || c->rope_scaling == ROPE_SCALE_LLAMA3 ||
+				(c->local_window && c->rope_local_theta != 10000.0f))))
+		return "it is untied, or its RoPE or caps are not what the converter writes for the "
+		       "architecture";
+	return NULL;
 }
 
 /* blk.L.NAME from engine rows [r0, r0 + rows) of p (cols wide). */
@@ -674,20 +773,26 @@ static float *rotated(const struct model_config *c, const float *w, size_t cols)
 	return o;
 }
 
-/* Layer l's q/k norm scales (Qwen3), each one head's D in rotate-half
- * order as HF's q_norm / k_norm hold them. */
+/* Layer l's q/k norm scales in rotate-half order as HF's q_norm / k_norm
+ * hold them: one head's D each (Qwen3, Gemma 3), or OLMo-2's H * D and
+ * K * D over the whole projections (each head's D rotated as its rows). */
 static void ga_qk_norm(struct gw *w, const struct model *m, int l)
 {
 	const struct model_config *c = &m->cfg;
 	int D = cfg_d_head(c), R = cfg_rotary_dims(c);
-	float *o = xmalloc((size_t)D * sizeof *o);
+	int n[2] = { D, D };
+	if (c->qk_norm_whole) {
+		n[0] = c->n_head * D;
+		n[1] = c->n_kv_head * D;
+	}
+	float *o = xmalloc((size_t)n[0] * sizeof *o);
 	static const char *const name[2] = { "attn_q_norm.weight", "attn_k_norm.weight" };
 	static const enum param_id id[2] = { P_QNORMW, P_KNORMW };
 	for (int i = 0; i < 2; i++) {
-		const float *s = m->p[id[i]] + (size_t)l * D;
-		for (int r = 0; r < D; r++)
+		const float *s = m->p[id[i]] + (size_t)l * (size_t)n[i];
+		for (int r = 0; r < n[i]; r++)
 			o[r] = s[neox_rope_row(r, D, R)];
-		blk(w, l, name[i], 0, 0, (size_t)D, o);
+		blk(w, l, name[i], 0, 0, (size_t)n[i], o);
 	}
 	free(o);
 }
@@ -698,7 +803,8 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 	size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, D = (size_t)cfg_d_head(c);
 	size_t H = (size_t)c->n_head, K = (size_t)c->n_kv_head, QKV = (H + 2 * K) * D;
 	const float *qkv = m->p[P_QKVW] + l * QKV * C, *qb = c->bias ? m->p[P_QKVB] + l * QKV : NULL;
-	bool rot = a == GA_QWEN2 || a == GA_QWEN3 || a == GA_NEOX, ln = c->norm == NORM_LAYER;
+	bool rot = a != GA_LLAMA && c->pos == POS_ROPE, ln = c->norm == NORM_LAYER;
+	bool gated = c->mlp == MLP_SWIGLU || c->mlp == MLP_GEGLU;
 	float *rw = rot ? rotated(c, qkv, C) : NULL, *rb = rot && qb ? rotated(c, qb, 1) : NULL;
 	const float *wq = rw ? rw : qkv, *bq = rb ? rb : qb;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
@@ -707,13 +813,17 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 		blk(w, l, "attn_output_norm.bias", 0, 0, C, AT(P_LN1B, C));
 		blk(w, l, "layer_output_norm.weight", 0, 0, C, AT(P_LN2W, C));
 		blk(w, l, "layer_output_norm.bias", 0, 0, C, AT(P_LN2B, C));
-	} else {
+	} else if (!c->post_only) { /* Gemma's ffn_norm is its pre_feedforward_layernorm */
 		blk(w, l, "attn_norm.weight", 0, 0, C, AT(P_LN1W, C));
 		blk(w, l, "ffn_norm.weight", 0, 0, C, AT(P_LN2W, C));
 		if (ln) {
 			blk(w, l, "attn_norm.bias", 0, 0, C, AT(P_LN1B, C));
 			blk(w, l, "ffn_norm.bias", 0, 0, C, AT(P_LN2B, C));
 		}
+	}
+	if (c->sandwich) { /* the scales as stored: Gemma's converter has added its 1 */
+		blk(w, l, "post_attention_norm.weight", 0, 0, C, AT(P_ATTPOSTW, C));
+		blk(w, l, "post_ffw_norm.weight", 0, 0, C, AT(P_MLPPOSTW, C));
 	}
 	if (a == GA_GPT2 || a == GA_NEOX) {
 		blk(w, l, "attn_qkv.weight", ty, QKV, C, wq);
@@ -733,7 +843,7 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 	blk(w, l, "attn_output.weight", ty, C, H * D, AT(P_ATTPROJW, C * H * D));
 	if (c->bias && a != GA_QWEN2)
 		blk(w, l, "attn_output.bias", 0, 0, C, AT(P_ATTPROJB, C));
-	if (c->mlp == MLP_SWIGLU) {
+	if (gated) {
 		blk(w, l, "ffn_gate.weight", ty, F, C, AT(P_FCW, 2 * F * C));
 		blk(w, l, "ffn_up.weight", ty, F, C, AT(P_FCW, 2 * F * C) + F * C);
 	} else {
@@ -741,7 +851,7 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 		blk(w, l, "ffn_up.bias", 0, 0, F, AT(P_FCB, F));
 	}
 	blk(w, l, "ffn_down.weight", ty, C, F, AT(P_FCPROJW, C * F));
-	if (c->mlp != MLP_SWIGLU)
+	if (!gated)
 		blk(w, l, "ffn_down.bias", 0, 0, C, AT(P_FCPROJB, C));
 #undef AT
 	free(rw);
@@ -752,8 +862,9 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
 {
 	const struct model_config *c = &m->cfg;
 	size_t C = (size_t)c->d_model, V = (size_t)c->vocab_size, S = (size_t)c->context;
-	if (c->qk_norm != (a == GA_QWEN3))
-		fixture("ga_write_model: the q/k norm is Qwen3's, and Qwen3 has it");
+	const char *why = ga_unheld(c, a);
+	if (why)
+		fixture(why);
 	ga_meta(w, c, a);
 	gw_tensor(w, "token_embd.weight", type, V, C, m->p[P_WTE]);
 	if (c->pos == POS_LEARNED)

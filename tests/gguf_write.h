@@ -67,14 +67,23 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 /* ---------------------------------------------------------------- models */
 
 /* The architectures of loader-gguf.c. */
-enum ga { GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_GPT2, GA_NEOX, GA_BERT, GA_N };
+enum ga {
+	GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_GPT2, GA_NEOX, GA_BERT, GA_GEMMA2, GA_GEMMA3, GA_OLMO2,
+	GA_N
+};
 extern const char *const ga_name[GA_N];
+
+/* Whether architecture a has K/V heads of its own (GQA): the Llama layout's
+ * families, not GPT-2's, NeoX's or BERT's. */
+bool ga_gqa(enum ga a);
 
 /* A seeded random model of architecture a (weights well away from their
  * init, the q/k norm's scales too, the biases the family does not have
- * zero), L layers, d_model C, d_ff F, H heads (K K/V heads for Llama,
- * Qwen2 and Qwen3), context S, V tokens; tied for GPT-2, untied otherwise;
- * NeoX turns half of each head; Qwen3 has the q/k norm and no biases. */
+ * zero), L layers, d_model C, d_ff F, H heads (K K/V heads where ga_gqa),
+ * context S (above 4), V tokens; tied for GPT-2 and Gemma, untied
+ * otherwise; NeoX turns half of each head; Qwen3 has the q/k norm and no
+ * biases; Gemma 2 and 3 and OLMo-2 their switches as gguf_write.c's
+ * ga_family() sets them (Gemma's sliding layers over 4 keys). */
 struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
 		       uint64_t seed);
 
@@ -82,9 +91,28 @@ struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int 
 struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, int D, int S,
 			  uint64_t seed);
 
+/* llama.cpp's rules for Gemma 2 and 3 (a: GA_GEMMA2 or GA_GEMMA3), which no
+ * GGUF key holds: the width whose 1/sqrt scales the scores of a model of
+ * L layers, hidden C, H heads D wide (C / H at the 27B models' layer
+ * counts, 46 and 62; D otherwise: HF's query_pre_attn_scalar), and
+ * whether layer l slides (l % 2 < 1; Gemma 3: l % 6 < 5). */
+int ga_gemma_scale(enum ga a, int L, int C, int H, int D);
+bool ga_gemma_sliding(enum ga a, int l);
+
+/* Why a GGUF file of architecture a cannot hold a model of config c as the
+ * converter writes it and llama.cpp reads it (a static sentence), or NULL:
+ * the q/k norm and the norms around the sub-blocks must be the
+ * architecture's; Gemma's scale must be llama.cpp's (1/sqrt(head_dim), or
+ * hidden / heads at the 27B layer counts), its sliding layers llama.cpp's
+ * fixed pattern, its output tied, and its RoPE and caps the ones the
+ * converter writes (Gemma 2: base 10000; Gemma 3: no score cap, local
+ * base 10000). */
+const char *ga_unheld(const struct model_config *c, enum ga a);
+
 /* The metadata and tensors of model m as llama.cpp's converter writes them
- * for architecture a, the 2-D weights in type `type`, the vectors F32.  m
- * has the q/k norm exactly when a is Qwen3 (a broken fixture otherwise). */
+ * for architecture a, the 2-D weights in type `type`, the vectors F32
+ * (Gemma's norm scales as the engine holds them: the converter stores
+ * 1 + HF's weight).  A model ga_unheld() refuses is a broken fixture. */
 void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type);
 
 /* ------------------------------------------------------------ tokenizers */

@@ -163,17 +163,12 @@ static void open_fails(const char *path, const char *word)
 	assert_null(strchr(e.msg, '\n'));
 }
 
-static bool gqa(enum ga a)
-{
-	return a == GA_LLAMA || a == GA_QWEN2 || a == GA_QWEN3;
-}
-
 /* A model of architecture a with the tiny tokenizer, 4 heads (2 K/V heads
  * where the family has them) D wide (0: C / 4). */
 static struct model *tiny_hd(enum ga a, int C, int F, int L, int D, uint64_t seed)
 {
 	struct err e;
-	struct model *m = ga_model_hd(a, TINY_V, L, C, F, 4, gqa(a) ? 2 : 4, D, 64, seed);
+	struct model *m = ga_model_hd(a, TINY_V, L, C, F, 4, ga_gqa(a) ? 2 : 4, D, 64, seed);
 	m->tok = tok_bpe_load(tmp, &e);
 	assert_non_null(m->tok);
 	return m;
@@ -404,11 +399,16 @@ static const char *const type_names[] = { [GGML_F32] = "F32", [GGML_F16] = "F16"
 /* The same weights from a checkpoint and a GGUF file: config, weights,
  * attention and loss within 1e-4 (the weights are the same floats).
  * head_dim nonzero: the model's heads are that wide instead (written as
- * attention.key_length / value_length). */
-static void compare_exact(enum ga a, uint32_t t, int head_dim)
+ * attention.key_length / value_length).  L layers; edit, when not NULL,
+ * changes the model's config in ways that keep its tensors (which layers
+ * slide, ...) before it is written. */
+static void compare_exact_edit(enum ga a, uint32_t t, int head_dim, int L,
+			       void (*edit)(struct model_config *c))
 {
 	struct err e;
-	struct model *m = tiny_hd(a, 32, gqa(a) ? 48 : 64, 2, head_dim, 40 + a);
+	struct model *m = tiny_hd(a, 32, ga_gqa(a) ? 48 : 64, L, head_dim, 40 + a);
+	if (edit)
+		edit(&m->cfg);
 	const char *ck = path_of("ref.safetensors"), *gg = path_of("m.gguf");
 	if (t == GGML_BF16) {
 		assert_int_equal(gw_checkpoint_bf16(m, ck), 0);
@@ -432,8 +432,8 @@ static void compare_exact(enum ga a, uint32_t t, int head_dim)
 	size_t na = (size_t)r->cfg.n_layer * r->cfg.n_head * T * T;
 	double da = max_diff(rr->att, rg->att, na);
 	double dl = cfg_has_head(&r->cfg) ? fabs(rr->loss - rg->loss) : 0;
-	printf("  %-7s %-4s head_dim %d: weights %.1e, attention %.1e, loss %.1e (loss %.4f)\n",
-	       ga_name[a], type_names[t], cfg_d_head(&g->cfg), dw, da, dl,
+	printf("  %-7s %-4s head_dim %d, %d layers: weights %.1e, attention %.1e, loss %.1e (loss "
+	       "%.4f)\n", ga_name[a], type_names[t], cfg_d_head(&g->cfg), L, dw, da, dl,
 	       cfg_has_head(&r->cfg) ? rr->loss : NAN);
 	assert_int_equal(g->cfg.head_dim, head_dim);
 	assert_true(dw <= 1e-4 && da <= 1e-4 && dl <= 1e-4);
@@ -442,6 +442,11 @@ static void compare_exact(enum ga a, uint32_t t, int head_dim)
 	model_free(r);
 	model_free(g);
 	model_free(m);
+}
+
+static void compare_exact(enum ga a, uint32_t t, int head_dim)
+{
+	compare_exact_edit(a, t, head_dim, 2, NULL);
 }
 
 static void test_exact_types(void **state)
@@ -547,6 +552,9 @@ static void test_head_dim(void **state)
 	compare_exact(GA_QWEN3, GGML_F32, 4);
 	compare_quant(GA_QWEN3, GGML_Q8_0, 128);
 	compare_quant(GA_QWEN3, GGML_Q4_K, 128);
+	compare_exact(GA_GEMMA2, GGML_F32, 16); /* as gemma-2-2b's 256 over 2304 / 8 */
+	compare_exact(GA_GEMMA3, GGML_BF16, 16);
+	compare_quant(GA_GEMMA3, GGML_Q8_0, 128);
 }
 
 /* ------------------------------------------------------------ tokenizers */
@@ -641,19 +649,29 @@ static void test_tokenizers(void **state)
 	free(json);
 }
 
-/* What the engine cannot run is refused by name. */
-static void refused(void (*extra)(struct gw *w), bool tokenizer, const char *word)
+/* What the engine cannot run is refused by name: a file of architecture
+ * a (its model's config edited by edit, when not NULL, in ways that keep
+ * its tensors) with the keys extra writes before the model's. */
+static void refused_as(enum ga a, void (*edit)(struct model_config *c),
+		       void (*extra)(struct gw *w), bool tokenizer, const char *word)
 {
-	struct model *m = tiny(GA_LLAMA, 32, 48, 1, 3);
+	struct model *m = tiny(a, 32, 48, 1, 3);
+	if (edit)
+		edit(&m->cfg);
 	struct gw *w = gw_new();
 	extra(w);
-	ga_write_model(w, m, GA_LLAMA, GGML_F32);
+	ga_write_model(w, m, a, GGML_F32);
 	if (tokenizer)
 		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
 	assert_int_equal(gw_write(w, path_of("refused.gguf"), 3, 0), 0);
 	gw_free(w);
 	model_free(m);
 	open_fails(path_of("refused.gguf"), word);
+}
+
+static void refused(void (*extra)(struct gw *w), bool tokenizer, const char *word)
+{
+	refused_as(GA_LLAMA, NULL, extra, tokenizer, word);
 }
 
 static void scaling(struct gw *w) { gw_str(w, "llama.rope.scaling.type", "yarn"); }
@@ -827,11 +845,37 @@ static void test_damaged(void **state)
 	free(c);
 }
 
+/* Tensor name of the open file f holds rows x cols values (cols 1: a
+ * vector) whose row r is the engine's row first + r' of p in m, r' being r
+ * itself or, with rope, HF's rotate-half order (row r of each D-row head is
+ * the engine's row llama_rope_row(r, D): hf-shards.c's, the HF loader's
+ * map), exactly. */
+static void same_rows(struct gguf_file *f, const char *name, const struct model *m,
+		      enum param_id p, size_t first, size_t rows, size_t cols, bool rope)
+{
+	struct err e = { "" };
+	size_t D = (size_t)cfg_d_head(&m->cfg);
+	struct gguf_tensor *g = gguf_find_tensor(f, name);
+	if (!g)
+		fail_msg("no tensor %s", name);
+	float *x = xmalloc(rows * cols * sizeof *x);
+	assert_int_equal(g->n, rows * cols);
+	assert_int_equal(gguf_read_tensor(f, g, x, &e), 0);
+	for (size_t r = 0; r < rows; r++) {
+		size_t er = first + (rope ? r / D * D + (size_t)llama_rope_row((int)(r % D), (int)D) : r);
+		if (memcmp(x + r * cols, m->p[p] + er * cols, cols * sizeof *x)) {
+			print_error("%s row %zu is not the engine's row %zu\n", name, r, er);
+			fail();
+		}
+	}
+	free(x);
+}
+
 /* Qwen3's tensors as the converter lays them: it copies HF's q_proj,
  * k_proj, q_norm and k_norm as they are (no permutation; llama.cpp turns
  * Qwen3 with NeoX RoPE), so file row r of each Q or K head, and entry r of
- * each norm, is the engine's row llama_rope_row(r, D) (hf-shards.c, the
- * HF loader's map); attention.key_length is the heads' width. */
+ * each norm, is the engine's row llama_rope_row(r, D); attention.key_length
+ * is the heads' width. */
 static void test_qwen3_layout(void **state)
 {
 	(void)state;
@@ -839,37 +883,165 @@ static void test_qwen3_layout(void **state)
 	const char *p = path_of("layout.gguf");
 	write_gguf(m, GA_QWEN3, GGML_F32, p);
 	const struct model_config *c = &m->cfg;
-	size_t C = (size_t)c->d_model, D = (size_t)cfg_d_head(c), H = (size_t)c->n_head;
-	size_t K = (size_t)c->n_kv_head;
+	assert_true(c->n_head == 4 && c->n_kv_head == 2 && cfg_d_head(c) == 16 && c->d_model == 32);
 	struct gguf_file f;
 	struct err e = { "" };
 	assert_int_equal(gguf_open(&f, p, &e), 0);
 	int64_t kl = 0;
 	assert_int_equal(gguf_get_int(&f, "qwen3.attention.key_length", 1, 1 << 20, &kl, &e), 0);
 	assert_int_equal(kl, 16);
-	static const struct { const char *name; enum param_id p; size_t first, rows, cols; } t[] = {
-		{ "blk.0.attn_q.weight", P_QKVW, 0, 4 * 16, 32 },
-		{ "blk.0.attn_k.weight", P_QKVW, 4 * 16, 2 * 16, 32 },
-		{ "blk.0.attn_q_norm.weight", P_QNORMW, 0, 16, 1 },
-		{ "blk.0.attn_k_norm.weight", P_KNORMW, 0, 16, 1 },
-	};
-	assert_true(H == 4 && K == 2 && D == 16 && C == 32);
-	for (int i = 0; i < 4; i++) {
-		struct gguf_tensor *g = gguf_find_tensor(&f, t[i].name);
-		assert_non_null(g);
-		float *x = xmalloc(t[i].rows * t[i].cols * sizeof *x);
-		assert_int_equal(gguf_read_tensor(&f, g, x, &e), 0);
-		for (size_t r = 0; r < t[i].rows; r++) {
-			size_t er = t[i].first + r / D * D + (size_t)llama_rope_row((int)(r % D), (int)D);
-			if (memcmp(x + r * t[i].cols, m->p[t[i].p] + er * t[i].cols, t[i].cols * sizeof *x)) {
-				print_error("%s row %zu is not the engine's row %zu\n", t[i].name, r, er);
-				fail();
-			}
-		}
-		free(x);
-	}
+	same_rows(&f, "blk.0.attn_q.weight", m, P_QKVW, 0, 4 * 16, 32, true);
+	same_rows(&f, "blk.0.attn_k.weight", m, P_QKVW, 4 * 16, 2 * 16, 32, true);
+	same_rows(&f, "blk.0.attn_q_norm.weight", m, P_QNORMW, 0, 16, 1, true);
+	same_rows(&f, "blk.0.attn_k_norm.weight", m, P_KNORMW, 0, 16, 1, true);
 	gguf_close(&f);
 	model_free(m);
+}
+
+/* The value of the number key k of f, or NAN when it is absent. */
+static double key_num(const struct gguf_file *f, const char *k)
+{
+	struct err e = { "" };
+	double v;
+	int rc = gguf_get_float(f, k, &v, &e);
+	assert_true(rc >= 0);
+	return rc ? NAN : v;
+}
+
+/* Gemma 2's, Gemma 3's and OLMo-2's tensors and keys as the converter
+ * writes them: Q and K rows, and the q/k norms' entries, in HF's
+ * rotate-half order (no permutation: llama.cpp turns these with NeoX RoPE),
+ * Gemma 3's q/k norm one head's D, OLMo-2's the whole H * D and K * D;
+ * Gemma's norms under llama.cpp's names (attn_norm, post_attention_norm,
+ * ffn_norm for pre_feedforward_layernorm, post_ffw_norm) holding the scale
+ * itself (the converter stores 1 + HF's weight, and the engine's scales
+ * are those: near 1 here, where HF's weights would be near 0), no output
+ * (tied); OLMo-2's only after the sub-blocks, and its own output; the keys
+ * of each converter class (Gemma 2: key_length, both caps, sliding_window
+ * and no RoPE key; Gemma 3: rope.freq_base of the global layers and their
+ * linear scaling, sliding_window, no score cap; OLMo-2: rope.freq_base,
+ * no key_length). */
+static void test_fams_layout(void **state)
+{
+	(void)state;
+	static const enum ga fams[3] = { GA_GEMMA2, GA_GEMMA3, GA_OLMO2 };
+	for (int i = 0; i < 3; i++) {
+		enum ga a = fams[i];
+		char k[128];
+		struct model *m = tiny_hd(a, 32, 48, 1, a == GA_OLMO2 ? 0 : 16, 21);
+		const char *p = path_of("layout.gguf");
+		write_gguf(m, a, GGML_F32, p);
+		const struct model_config *c = &m->cfg;
+		size_t D = (size_t)cfg_d_head(c), H = 4, K = 2, C = 32;
+		size_t qn = a == GA_OLMO2 ? H * D : D, kn = a == GA_OLMO2 ? K * D : D;
+		struct gguf_file f;
+		struct err e = { "" };
+		assert_int_equal(gguf_open(&f, p, &e), 0);
+		same_rows(&f, "blk.0.attn_q.weight", m, P_QKVW, 0, H * D, C, true);
+		same_rows(&f, "blk.0.attn_k.weight", m, P_QKVW, H * D, K * D, C, true);
+		same_rows(&f, "blk.0.attn_v.weight", m, P_QKVW, (H + K) * D, K * D, C, false);
+		if (a != GA_GEMMA2) {
+			same_rows(&f, "blk.0.attn_q_norm.weight", m, P_QNORMW, 0, qn, 1, true);
+			same_rows(&f, "blk.0.attn_k_norm.weight", m, P_KNORMW, 0, kn, 1, true);
+		}
+		same_rows(&f, "blk.0.post_attention_norm.weight", m, P_ATTPOSTW, 0, C, 1, false);
+		same_rows(&f, "blk.0.post_ffw_norm.weight", m, P_MLPPOSTW, 0, C, 1, false);
+		same_rows(&f, "output_norm.weight", m, P_LNFW, 0, C, 1, false);
+		if (a != GA_OLMO2) {
+			same_rows(&f, "blk.0.attn_norm.weight", m, P_LN1W, 0, C, 1, false);
+			same_rows(&f, "blk.0.ffn_norm.weight", m, P_LN2W, 0, C, 1, false);
+			double mean = 0;
+			for (size_t j = 0; j < C; j++)
+				mean += m->p[P_LN1W][j] / (double)C;
+			assert_true(mean > 0.5 && mean < 1.5);
+		} else {
+			assert_null(gguf_find_tensor(&f, "blk.0.attn_norm.weight"));
+			assert_null(gguf_find_tensor(&f, "blk.0.ffn_norm.weight"));
+		}
+		assert_true((gguf_find_tensor(&f, "output.weight") != NULL) == (a == GA_OLMO2));
+#define KEY(s) (snprintf(k, sizeof k, "%s.%s", ga_name[a], s), k)
+		assert_true(a == GA_OLMO2 ? isnan(key_num(&f, KEY("attention.key_length")))
+					  : key_num(&f, KEY("attention.key_length")) == 16);
+		assert_true(a == GA_GEMMA2 ? key_num(&f, KEY("attn_logit_softcapping")) == 4 &&
+						     key_num(&f, KEY("final_logit_softcapping")) == 2 &&
+						     isnan(key_num(&f, KEY("rope.freq_base")))
+					   : isnan(key_num(&f, KEY("attn_logit_softcapping"))));
+		if (a == GA_GEMMA3) {
+			char *type = NULL;
+			assert_int_equal(gguf_get_str(&f, KEY("rope.scaling.type"), 16, &type, &e), 0);
+			assert_string_equal(type, "linear");
+			free(type);
+			assert_true(key_num(&f, KEY("rope.scaling.factor")) == 8 &&
+				    key_num(&f, KEY("rope.freq_base")) == 1e6);
+		}
+		assert_true(a == GA_OLMO2 ? isnan(key_num(&f, KEY("attention.sliding_window"))) &&
+						    key_num(&f, KEY("rope.freq_base")) == 500000
+					  : key_num(&f, KEY("attention.sliding_window")) == 4);
+#undef KEY
+		gguf_close(&f);
+		printf("  %-7s the file's rows, norms and keys are the converter's\n", ga_name[a]);
+		model_free(m);
+	}
+}
+
+/* Gemma 3 without sliding layers: the converter writes no
+ * attention.sliding_window (sliding_window_pattern 1), and every layer
+ * turns on the global base, scaled. */
+static void no_window(struct model_config *c)
+{
+	c->local_window = 0;
+	memset(c->local, 0, sizeof c->local);
+	c->rope_local_theta = 0.0f;
+}
+
+/* The config a GGUF file of architecture a, L layers, heads D wide (0:
+ * C / H), edited by edit (or not), loads to. */
+static struct model_config described(enum ga a, int L, int D, void (*edit)(struct model_config *))
+{
+	struct model *m = tiny_hd(a, 32, 48, L, D, 23);
+	if (edit)
+		edit(&m->cfg);
+	write_gguf(m, a, GGML_F32, path_of("layers.gguf"));
+	model_free(m);
+	struct model_config c;
+	const char *fmt;
+	struct err e = { "" };
+	if (model_describe(path_of("layers.gguf"), &c, &fmt, &e))
+		fail_msg("%s", e.msg);
+	return c;
+}
+
+/* Which layers slide, on which RoPE, and the scores' scale, as llama.cpp
+ * decides them from the layer count, which the keys do not say: Gemma 3's
+ * layer l slides when l % 6 < 5 (of 7, layer 5 is global), on base 10000
+ * unscaled, the global ones on rope.freq_base scaled by the factor; with no
+ * attention.sliding_window every layer is global; Gemma 2's even layers
+ * slide; the 27B models' layer counts (Gemma 2: 46, Gemma 3: 62) scale
+ * the scores by (hidden / heads)^-1/2, the others by the head width's.
+ * Each loads to the weights, attention and loss of its checkpoint. */
+static void test_gemma_layers(void **state)
+{
+	(void)state;
+	struct model_config c = described(GA_GEMMA3, 7, 0, NULL);
+	for (int l = 0; l < 7; l++)
+		assert_true(cfg_layer_local(&c, l) == (l != 5));
+	assert_true(c.local_window == 4 && c.rope_local_theta == 10000.0f && c.rope_theta == 1e6f &&
+		    c.rope_scaling == ROPE_SCALE_LINEAR && c.rope_factor == 8.0f);
+	c = described(GA_GEMMA3, 2, 0, no_window);
+	assert_true(c.local_window == 0 && !cfg_layer_local(&c, 0) && c.rope_local_theta == 0.0f);
+	c = described(GA_GEMMA2, 3, 0, NULL);
+	assert_true(cfg_layer_local(&c, 0) && !cfg_layer_local(&c, 1) && cfg_layer_local(&c, 2));
+	assert_true(c.rope_theta == 10000.0f && c.attn_softcap == 4.0f && c.final_softcap == 2.0f);
+	c = described(GA_GEMMA2, 45, 16, NULL);
+	assert_int_equal(c.attn_scale_dim, 0);
+	c = described(GA_GEMMA2, 46, 16, NULL);
+	assert_int_equal(c.attn_scale_dim, 8);
+	c = described(GA_GEMMA3, 62, 16, NULL);
+	assert_int_equal(c.attn_scale_dim, 8);
+	compare_exact_edit(GA_GEMMA3, GGML_F32, 0, 7, NULL);
+	compare_exact_edit(GA_GEMMA3, GGML_F32, 0, 2, no_window);
+	compare_exact_edit(GA_GEMMA2, GGML_F32, 16, 46, NULL);
+	compare_exact_edit(GA_GEMMA3, GGML_BF16, 16, 62, NULL);
 }
 
 /* A Qwen3 file with Q/K/V and output biases (llama.cpp reads them when
@@ -946,6 +1118,64 @@ static void test_qwen3_refused(void **state)
 	open_fails(path_of("moe.gguf"), "general.architecture \"qwen3moe\" is not supported");
 }
 
+static void olmo3_window(struct gw *w) { gw_u32(w, "olmo2.attention.sliding_window", 4096); }
+static void gemma2_linear(struct gw *w)
+{
+	gw_str(w, "gemma2.rope.scaling.type", "linear");
+	gw_f32(w, "gemma2.rope.scaling.factor", 8);
+}
+static void gemma3_yarn(struct gw *w) { gw_str(w, "gemma3.rope.scaling.type", "yarn"); }
+static void gemma3_linear(struct gw *w) { gw_str(w, "gemma3.rope.scaling.type", "linear"); }
+static void unscaled(struct model_config *c)
+{
+	c->rope_scaling = ROPE_SCALE_NONE;
+	c->rope_factor = 1.0f;
+}
+
+/* Gemma 2, Gemma 3 and OLMo-2 files without a tensor of their own (its
+ * name changed in place, "norm" to "morm") are refused naming it, on one
+ * line; OLMo 3's sliding window in an olmo2 file, RoPE scaling other than
+ * Gemma 3's linear, and Gemma 3's linear without its factor, by name. */
+static void test_fams_refused(void **state)
+{
+	(void)state;
+	static const struct { enum ga a; const char *name; } cut[] = {
+		{ GA_GEMMA2, "blk.1.attn_norm.weight" },
+		{ GA_GEMMA2, "blk.1.post_attention_norm.weight" },
+		{ GA_GEMMA2, "blk.0.ffn_norm.weight" },
+		{ GA_GEMMA2, "blk.0.post_ffw_norm.weight" },
+		{ GA_GEMMA3, "blk.0.attn_q_norm.weight" },
+		{ GA_GEMMA3, "blk.1.attn_k_norm.weight" },
+		{ GA_GEMMA3, "blk.1.post_ffw_norm.weight" },
+		{ GA_OLMO2, "blk.0.attn_q_norm.weight" },
+		{ GA_OLMO2, "blk.1.attn_k_norm.weight" },
+		{ GA_OLMO2, "blk.0.post_attention_norm.weight" },
+		{ GA_OLMO2, "blk.1.post_ffw_norm.weight" },
+	};
+	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+		struct model *m = tiny(cut[i].a, 32, 48, 2, 13);
+		struct gw *w = gw_new();
+		ga_write_model(w, m, cut[i].a, GGML_F32);
+		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+		size_t len;
+		unsigned char *b = gw_bytes(w, 3, 0, &len);
+		gw_free(w);
+		model_free(m);
+		after(b, len, cut[i].name)[-11] = 'm'; /* ...norm.weight -> ...morm.weight */
+		char word[96];
+		snprintf(word, sizeof word, "missing tensor %s", cut[i].name);
+		damaged(b, len, word);
+		free(b);
+	}
+	refused_as(GA_OLMO2, NULL, olmo3_window, true, "olmo2.attention.sliding_window 4096: OLMo "
+		   "3's sliding-window layers are not supported");
+	refused_as(GA_GEMMA2, NULL, gemma2_linear, true, "gemma2.rope.scaling.type \"linear\" is not "
+		   "supported (RoPE scaling)");
+	refused_as(GA_GEMMA3, unscaled, gemma3_yarn, true, "gemma3.rope.scaling.type \"yarn\" is not "
+		   "supported (RoPE scaling)");
+	refused_as(GA_GEMMA3, unscaled, gemma3_linear, true, "missing key gemma3.rope.scaling.factor");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -958,8 +1188,11 @@ int main(void)
 		cmocka_unit_test(test_tokenizers),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_qwen3_layout),
+		cmocka_unit_test(test_fams_layout),
+		cmocka_unit_test(test_gemma_layers),
 		cmocka_unit_test(test_qwen3_bias),
 		cmocka_unit_test(test_qwen3_refused),
+		cmocka_unit_test(test_fams_refused),
 		cmocka_unit_test(test_damaged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

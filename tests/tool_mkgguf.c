@@ -2,38 +2,58 @@
  * tool_mkgguf — writes a GGUF file (tests/gguf_write.h) of an attnscope
  * checkpoint, or of a tiny seeded model, as llama.cpp's converter lays it
  * out for one architecture, with its 2-D weights in one tensor type and the
- * tokenizer metadata of a tokenizer's own files; for tests/cli_gguf.sh and
- * the fuzz seeds in fuzz/seeds/gguf.
+ * tokenizer metadata of a tokenizer's own files; or of a Gemma 2, Gemma 3
+ * or OLMo-2 Hugging Face directory (--convert), read as the converter reads
+ * it; for tests/cli_gguf.sh and the fuzz seeds in fuzz/seeds/gguf.
  *
- * usage: tool_mkgguf OUT.gguf (--from REF.safetensors | --tiny) --arch ARCH
- *        [--type TYPE] [--version 2|3] [--alignment N]
+ * usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR)
+ *        --arch ARCH [--type TYPE] [--version 2|3] [--alignment N]
  *        [--tokdir DIR | --tokjson FILE --pre PRE [--bos NAME] |
  *         --tokbin FILE | --wordpiece FILE]
- *   ARCH  llama, qwen2, qwen3, gpt2, gptneox or bert (qwen3 --from needs
- *         a checkpoint with the q/k norm, as tool_mkhf --qwen3 writes;
- *         the others one without)
+ *   ARCH  llama, qwen2, qwen3, gpt2, gptneox, bert, gemma2, gemma3 or olmo2
+ *         (--from refuses a model the architecture's file cannot hold as
+ *         the converter writes it, ga_unheld: qwen3, gemma3 and olmo2 need
+ *         the q/k norm, as tool_mkhf --qwen3, --gemma3 and --olmo2 write
+ *         it, the others none; gemma's scale and sliding layers must be
+ *         llama.cpp's)
+ *   --from MODEL  any model attnscope opens (a checkpoint, an HF directory)
+ *   --convert HFDIR  config.json and model.safetensors as
+ *         convert_hf_to_gguf.py turns them: the keys of its model class,
+ *         every tensor renamed, Gemma's 1 added to each *norm.weight, no
+ *         row permutation, Gemma's lm_head left out; without the engine's
+ *         loaders, so that the file and the directory are two paths to one
+ *         model.  A directory llama.cpp would run differently (a
+ *         query_pre_attn_scalar or Gemma 3 sliding_window_pattern other than
+ *         its fixed rules, OLMo 3's sliding_window) is refused
  *   TYPE  f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  *         q3_k, q4_k, q5_k, q6_k (rows that are not whole blocks stay F32)
  *   the tokenizer: GPT-2's vocab.json + merges.txt in DIR; a BPE
  *         tokenizer.json with the pre-tokenizer name PRE (llama-bpe, qwen2)
  *         and BOS NAME; a llama2.c tokenizer.bin; a WordPiece
  *         tokenizer.json.  With none, --tiny writes its own small
- *         vocabulary of the kind the architecture's models use (llama: a
- *         SentencePiece-style one; bert: WordPiece; others: byte-level BPE)
- *         and --from writes no tokenizer.
- * --tiny: 1 layer, d_model 32, 2 heads of 16 (llama/qwen2/qwen3: 1 K/V
+ *         vocabulary of the kind the architecture's models use (llama,
+ *         gemma2, gemma3: a SentencePiece-style one; bert: WordPiece;
+ *         others: byte-level BPE)
+ *         and --from and --convert write no tokenizer.  (Gemma's files
+ *         hold a llama tokenizer with add_space_prefix false, which
+ *         gguf-vocab.c refuses; --tiny writes the SentencePiece-style one
+ *         without that key for gemma2 and gemma3.)
+ * --tiny: 1 layer, d_model 32, 2 heads of 16 (the ga_gqa families: 1 K/V
  * head; qwen3's heads 32 wide, twice d_model / heads as Qwen3-0.6B's 128
- * over 1024 / 16, with the q/k norm), d_ff 32, context 8, the
- * vocabulary's size.
+ * over 1024 / 16, with the q/k norm; Gemma's and OLMo-2's switches as
+ * ga_model's), d_ff 32, context 8, the vocabulary's size.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "gguf.h"
 #include "gguf_write.h"
 #include "loader.h"
 #include "model.h"
+#include "safetensors.h"
 #include "tok_expect.h"
 #include "util.h"
 
@@ -137,10 +157,198 @@ static int tiny_wordpiece(struct gw *w)
 	return n;
 }
 
+/* --------------------------------------------- the converter in miniature */
+
+/* HF's per-layer names (after "model.layers.N.") and llama.cpp's (after
+ * "blk.N."), as gguf-py's tensor map has them for Gemma 2, Gemma 3 and
+ * OLMo-2: post_attention_layernorm is their norm after attention (Llama's
+ * would be ffn_norm), pre_feedforward_layernorm Gemma's norm before the MLP. */
+static const char *const layer_names[][2] = {
+	{ "input_layernorm", "attn_norm" },
+	{ "self_attn.q_proj", "attn_q" },
+	{ "self_attn.k_proj", "attn_k" },
+	{ "self_attn.v_proj", "attn_v" },
+	{ "self_attn.o_proj", "attn_output" },
+	{ "self_attn.q_norm", "attn_q_norm" },
+	{ "self_attn.k_norm", "attn_k_norm" },
+	{ "post_attention_layernorm", "post_attention_norm" },
+	{ "pre_feedforward_layernorm", "ffn_norm" },
+	{ "mlp.gate_proj", "ffn_gate" },
+	{ "mlp.up_proj", "ffn_up" },
+	{ "mlp.down_proj", "ffn_down" },
+	{ "post_feedforward_layernorm", "post_ffw_norm" },
+};
+
+/* llama.cpp's name of HF's tensor hf into out; 0, or -1 for a name the
+ * converter does not map. */
+static int gguf_name(const char *hf, char *out, size_t n)
+{
+	static const char *const whole[][2] = {
+		{ "model.embed_tokens.weight", "token_embd.weight" },
+		{ "model.norm.weight", "output_norm.weight" },
+		{ "lm_head.weight", "output.weight" },
+	};
+	for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+		if (!strcmp(hf, whole[i][0]))
+			return snprintf(out, n, "%s", whole[i][1]) < 0 ? -1 : 0;
+	int l, at = 0;
+	if (sscanf(hf, "model.layers.%d.%n", &l, &at) != 1 || !at)
+		return -1;
+	const char *rest = hf + at, *dot = strrchr(rest, '.');
+	for (size_t i = 0; dot && i < sizeof layer_names / sizeof layer_names[0]; i++)
+		if (strlen(layer_names[i][0]) == (size_t)(dot - rest) &&
+		    !strncmp(rest, layer_names[i][0], (size_t)(dot - rest)))
+			return snprintf(out, n, "blk.%d.%s%s", l, layer_names[i][1], dot) < 0 ? -1 : 0;
+	return -1;
+}
+
+/* A number of config.json (def when absent or null). */
+static double cfg_num(json_t *o, const char *key, double def)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+/* Why llama.cpp cannot hold the directory's model as transformers runs it
+ * (the converter would write it anyway, and llama.cpp run another model),
+ * or NULL.  D is the heads' width. */
+static const char *not_held(json_t *o, enum ga a, int L, int C, int H, int D)
+{
+	if (a == GA_OLMO2)
+		return json_is_number(json_object_get(o, "sliding_window"))
+		       ? "sliding_window (OLMo 3's) is not converted here" : NULL;
+	bool g3 = a == GA_GEMMA3;
+	if (cfg_num(o, "query_pre_attn_scalar", 256) != ga_gemma_scale(a, L, C, H, D))
+		return "query_pre_attn_scalar is not what llama.cpp derives (head_dim, or hidden / "
+		       "heads at the 27B layer counts)";
+	if (json_object_get(o, "layer_types"))
+		return "layer_types: llama.cpp slides layers by its own pattern";
+	if (!g3)
+		return cfg_num(o, "rope_theta", 10000) != 10000 ? "Gemma 2's rope_theta is not 10000, "
+		       "and the converter writes none" : NULL;
+	double pattern = cfg_num(o, "sliding_window_pattern", 6);
+	if (pattern != 6 && pattern != 1)
+		return "sliding_window_pattern is neither 6 (llama.cpp's) nor 1 (none)";
+	if (cfg_num(o, "rope_local_base_freq", 10000) != 10000)
+		return "rope_local_base_freq is not 10000 (llama.cpp's)";
+	json_t *rs = json_object_get(o, "rope_scaling");
+	if (json_is_object(rs) && strcmp(json_string_value(json_object_get(rs, "rope_type")) ?
+					 json_string_value(json_object_get(rs, "rope_type")) : "",
+					 "linear"))
+		return "rope_scaling is not linear";
+	return NULL;
+}
+
+/* The keys convert_hf_to_gguf.py writes for a Gemma 2 (Gemma2Model), Gemma 3
+ * (Gemma3Model, on TextModel's) or OLMo-2 (TextModel's) config.json. */
+static void convert_keys(struct gw *w, json_t *o, enum ga a, int L, int C, int F, int H, int D)
+{
+	char k[128];
+	bool g3 = a == GA_GEMMA3;
+#define KEY(s) (snprintf(k, sizeof k, "%s.%s", ga_name[a], s), k)
+	gw_str(w, "general.architecture", ga_name[a]);
+	gw_u32(w, KEY("block_count"), (uint32_t)L);
+	gw_u32(w, KEY("context_length"), (uint32_t)cfg_num(o, "max_position_embeddings", 131072));
+	gw_u32(w, KEY("embedding_length"), (uint32_t)C);
+	gw_u32(w, KEY("feed_forward_length"), (uint32_t)F);
+	gw_u32(w, KEY("attention.head_count"), (uint32_t)H);
+	gw_u32(w, KEY("attention.head_count_kv"), (uint32_t)cfg_num(o, "num_key_value_heads", H));
+	gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)cfg_num(o, "rms_norm_eps", 1e-6));
+	if (a != GA_OLMO2) {
+		gw_u32(w, KEY("attention.key_length"), (uint32_t)D);
+		gw_u32(w, KEY("attention.value_length"), (uint32_t)D);
+	}
+	if (a == GA_GEMMA2) {
+		gw_f32(w, KEY("attn_logit_softcapping"), (float)cfg_num(o, "attn_logit_softcapping", 50));
+		gw_f32(w, KEY("final_logit_softcapping"), (float)cfg_num(o, "final_logit_softcapping", 30));
+		gw_u32(w, KEY("attention.sliding_window"), (uint32_t)cfg_num(o, "sliding_window", 4096));
+		return;
+	}
+	gw_f32(w, KEY("rope.freq_base"), (float)cfg_num(o, "rope_theta", g3 ? 1e6 : 10000));
+	if (!g3)
+		return;
+	json_t *rs = json_object_get(o, "rope_scaling");
+	if (json_is_object(rs)) {
+		gw_str(w, KEY("rope.scaling.type"), "linear");
+		gw_f32(w, KEY("rope.scaling.factor"), (float)cfg_num(rs, "factor", 1));
+	}
+	if (cfg_num(o, "final_logit_softcapping", 0) != 0)
+		gw_f32(w, KEY("final_logit_softcapping"), (float)cfg_num(o, "final_logit_softcapping", 0));
+	if (cfg_num(o, "sliding_window_pattern", 6) != 1)
+		gw_u32(w, KEY("attention.sliding_window"), (uint32_t)cfg_num(o, "sliding_window", 4096));
+#undef KEY
+}
+
+/* Every tensor of dir/model.safetensors under llama.cpp's name, its values
+ * as they are (no row permutation: llama.cpp turns these families with NeoX
+ * RoPE) but Gemma's *norm.weight, to which the converter adds 1; Gemma's
+ * lm_head left out (llama.cpp ties it); 2-D weights in type, vectors F32. */
+static int convert_tensors(struct gw *w, const char *dir, enum ga a, uint32_t type)
+{
+	char path[4096], name[160];
+	struct st_file f;
+	struct err e;
+	snprintf(path, sizeof path, "%s/model.safetensors", dir);
+	if (st_open(&f, path, NULL, &e))
+		return fprintf(stderr, "tool_mkgguf: %s: %s\n", path, e.msg), -1;
+	int rc = 0;
+	for (int i = 0; !rc && i < f.n; i++) {
+		struct st_tensor *t = &f.t[i];
+		size_t nl = strlen(t->name);
+		bool gemma = a != GA_OLMO2, norm = nl > 11 && !strcmp(t->name + nl - 11, "norm.weight");
+		if (gemma && !strcmp(t->name, "lm_head.weight"))
+			continue;
+		if (gguf_name(t->name, name, sizeof name) || t->ndim < 1 || t->ndim > 2) {
+			fprintf(stderr, "tool_mkgguf: %s: tensor %s is not converted here\n", path, t->name);
+			rc = -1;
+			break;
+		}
+		float *x = xmalloc((size_t)t->n * sizeof *x);
+		rc = st_read(&f, t, x, &e);
+		for (uint64_t j = 0; !rc && gemma && norm && j < t->n; j++)
+			x[j] += 1.0f;
+		if (!rc)
+			gw_tensor(w, name, t->ndim == 2 ? type : GGML_F32, t->ndim == 2 ? t->shape[0] : 0,
+				  t->shape[t->ndim - 1], x);
+		else
+			fprintf(stderr, "tool_mkgguf: %s: %s\n", path, e.msg);
+		free(x);
+	}
+	st_close(&f);
+	return rc;
+}
+
+/* A Gemma 2, Gemma 3 or OLMo-2 Hugging Face directory as the converter
+ * writes it (keys and tensors; the tokenizer is the options'). 0 or -1. */
+static int convert(struct gw *w, const char *dir, enum ga a, uint32_t type)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	json_t *o = json_load_file(path, 0, NULL);
+	if (!json_is_object(o) || (a != GA_GEMMA2 && a != GA_GEMMA3 && a != GA_OLMO2)) {
+		fprintf(stderr, "tool_mkgguf: --convert takes a Gemma 2, Gemma 3 or OLMo-2 "
+			"directory (%s)\n", path);
+		json_decref(o);
+		return -1;
+	}
+	int L = (int)cfg_num(o, "num_hidden_layers", 0), C = (int)cfg_num(o, "hidden_size", 0);
+	int F = (int)cfg_num(o, "intermediate_size", 0), H = (int)cfg_num(o, "num_attention_heads", 1);
+	int D = (int)cfg_num(o, "head_dim", a == GA_OLMO2 ? C / H : 256);
+	const char *why = not_held(o, a, L, C, H, D);
+	if (why) {
+		fprintf(stderr, "tool_mkgguf: %s: %s\n", path, why);
+		json_decref(o);
+		return -1;
+	}
+	convert_keys(w, o, a, L, C, F, H, D);
+	json_decref(o);
+	return convert_tensors(w, dir, a, type);
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: tool_mkgguf OUT.gguf (--from REF.safetensors | --tiny) --arch ARCH "
-		"[--type TYPE] [--version 2|3] [--alignment N] [--tokdir DIR | --tokjson FILE "
+	fprintf(stderr, "usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR) --arch "
+		"ARCH [--type TYPE] [--version 2|3] [--alignment N] [--tokdir DIR | --tokjson FILE "
 		"--pre PRE [--bos NAME] | --tokbin FILE | --wordpiece FILE]\n");
 	return 2;
 }
@@ -171,7 +379,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3)
 		return usage();
-	const char *out = argv[1], *from = NULL, *arch = NULL, *opt[6] = { NULL };
+	const char *out = argv[1], *from = NULL, *hfdir = NULL, *arch = NULL, *opt[6] = { NULL };
 	static const char *const tokflags[] = { "--tokdir", "--tokjson", "--pre", "--bos",
 						"--tokbin", "--wordpiece" };
 	uint32_t type = GGML_F32, version = 3, align = 0;
@@ -188,6 +396,8 @@ int main(int argc, char **argv)
 		i++;
 		if (!strcmp(a, "--from"))
 			from = v;
+		else if (!strcmp(a, "--convert"))
+			hfdir = v;
 		else if (!strcmp(a, "--arch"))
 			arch = v;
 		else if (!strcmp(a, "--version"))
@@ -211,17 +421,25 @@ int main(int argc, char **argv)
 	int ga = 0;
 	while (arch && ga < GA_N && strcmp(ga_name[ga], arch))
 		ga++;
-	if (!arch || ga == GA_N || !(from || tiny))
+	if (!arch || ga == GA_N || !(from || tiny || hfdir))
 		return usage();
 	struct gw *w = gw_new();
 	struct model *m = NULL;
 	struct err e;
 	int V = 0;
 	bool own = !opt[0] && !opt[1] && !opt[4] && !opt[5];
+	bool spm = ga == GA_LLAMA || ga == GA_GEMMA2 || ga == GA_GEMMA3;
 	if (tiny && own)
-		V = ga == GA_LLAMA ? tiny_spm(w) : ga == GA_BERT ? tiny_wordpiece(w) : tiny_bpe(w);
+		V = spm ? tiny_spm(w) : ga == GA_BERT ? tiny_wordpiece(w) : tiny_bpe(w);
 	else if (tokenizer(w, opt))
 		return 1;
+	if (hfdir) {
+		int bad = convert(w, hfdir, (enum ga)ga, type);
+		if (!bad && (bad = gw_write(w, out, version, align)))
+			fprintf(stderr, "tool_mkgguf: cannot write %s\n", out);
+		gw_free(w);
+		return bad ? 1 : 0;
+	}
 	if (tiny) {
 		if (!V) {
 			fprintf(stderr, "tool_mkgguf: --tiny writes its own vocabulary\n");
@@ -234,10 +452,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "tool_mkgguf: %s\n", e.msg);
 			return 1;
 		}
-		if (m->cfg.qk_norm != (ga == GA_QWEN3)) {
-			fprintf(stderr, "tool_mkgguf: %s %s\n", from, m->cfg.qk_norm
-				? "has the q/k norm, which only --arch qwen3 holds"
-				: "has no q/k norm, which --arch qwen3 needs (tool_mkhf --qwen3 writes one)");
+		const char *why = ga_unheld(&m->cfg, (enum ga)ga);
+		if (why) {
+			fprintf(stderr, "tool_mkgguf: %s cannot be written as %s: %s\n", from, arch, why);
 			model_free(m);
 			gw_free(w);
 			return 1;

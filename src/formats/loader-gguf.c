@@ -34,17 +34,47 @@
  *                   the embedding norm (token_embd_norm), token type 0
  *                   folded into the positions as hf-bert does; no head (the
  *                   converter keeps none: a BertModel, config head none)
+ *   gemma2, gemma3  (text; the vision tower is a separate mmproj file) as
+ *                   loader-hf-gemma.c runs them: RMSNorm whose scales are
+ *                   stored with Gemma's 1 already added (the converter adds
+ *                   it to every *norm.weight), so read as they are; the
+ *                   sandwich norms (attn_norm, post_attention_norm around
+ *                   attention, ffn_norm and post_ffw_norm around the MLP),
+ *                   GeGLU, embeddings times sqrt(C), tied; rotate-half Q/K
+ *                   rows, permuted; heads attention.key_length wide; scores
+ *                   at 1/sqrt(D), or 1/sqrt(C / H) for the 27B models (46
+ *                   layers, Gemma 2; 62, Gemma 3), as llama.cpp derives
+ *                   query_pre_attn_scalar, which no key holds; layer l
+ *                   sliding over attention.sliding_window keys when
+ *                   l % P < P - 1, P fixed at 2 (Gemma 2, window 4096 when
+ *                   absent) or 6 (Gemma 3, none when absent), unless the
+ *                   window covers the context.  Gemma 2: attn_logit_ and
+ *                   final_logit_softcapping (50 and 30 when absent), RoPE
+ *                   base 10000 unless rope.freq_base.  Gemma 3: no score
+ *                   cap, final_logit_softcapping when the key is there, the
+ *                   q/k norm (one head's D, permuted as qwen3's), the
+ *                   global layers on rope.freq_base with rope.scaling.type
+ *                   linear (rope.scaling.factor) when given, the sliding
+ *                   ones on rope.freq_base_swa (10000, llama.cpp's)
+ *                   unscaled (config rope_local_theta)
+ *   olmo2           RMSNorm after each sub-block only (post_attention_norm,
+ *                   post_ffw_norm; config post_only), SwiGLU, untied;
+ *                   attn_q_norm over all H * D query rows and attn_k_norm
+ *                   over the K * D key rows (qk_norm_whole), permuted as
+ *                   the rotate-half Q/K rows are
  * Tensors: token_embd, position_embd, token_types, token_embd_norm,
  * output_norm, output (absent, or the same bytes as token_embd: tied),
  * blk.N.{attn_norm, attn_q, attn_k, attn_v or the fused attn_qkv,
- * attn_q_norm, attn_k_norm, attn_output, attn_output_norm, ffn_norm,
- * ffn_gate, ffn_up, ffn_down, layer_output_norm}, ".weight" and, where the
- * family has them, ".bias" (llama's and qwen3's optional Q/K/V/output
- * biases make the config's bias true).  Every tensor must be one of
- * these; BERT's classifier (cls.*) is ignored.  Refused by name: other
- * architectures (qwen3moe among them), RoPE scaling (rope.scaling.type,
- * rope_freqs), experts, a key_length other than value_length, a BERT
- * key_length other than embedding_length / head_count, a causal BERT.
+ * attn_q_norm, attn_k_norm, attn_output, post_attention_norm,
+ * attn_output_norm, ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffw_norm,
+ * layer_output_norm}, ".weight" and, where the family has them, ".bias"
+ * (llama's and qwen3's optional Q/K/V/output biases make the config's
+ * bias true).  Every tensor must be one of these; BERT's classifier
+ * (cls.*) is ignored.  Refused by name: other architectures (qwen3moe
+ * among them), RoPE scaling (rope.scaling.type other than Gemma 3's
+ * linear, rope_freqs), experts, a key_length other than value_length, a
+ * BERT key_length other than embedding_length / head_count, a causal
+ * BERT, OLMo 3's sliding window (olmo2.attention.sliding_window).
  * Weights of every type gguf.h reads are dequantized to F32.
  *
  * The tokenizer comes from the metadata (gguf-vocab.c); --tokenizer gives
@@ -53,6 +83,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +95,10 @@
 #include "tok-wordpiece.h"
 #include "utf8.h"
 
-enum family { FAM_LLAMA, FAM_QWEN2, FAM_QWEN3, FAM_GPT2, FAM_NEOX, FAM_BERT };
+enum family {
+	FAM_LLAMA, FAM_QWEN2, FAM_QWEN3, FAM_GPT2, FAM_NEOX, FAM_BERT, FAM_GEMMA2, FAM_GEMMA3,
+	FAM_OLMO2,
+};
 
 static const struct arch {
 	const char *name; /* general.architecture */
@@ -73,6 +107,9 @@ static const struct arch {
 	{ "llama", FAM_LLAMA }, { "mistral", FAM_LLAMA }, { "qwen2", FAM_QWEN2 },
 	{ "qwen3", FAM_QWEN3 }, { "gpt2", FAM_GPT2 },	  { "gptneox", FAM_NEOX },
 	{ "bert", FAM_BERT },
+	{ "gemma2", FAM_GEMMA2 },
+	{ "gemma3", FAM_GEMMA3 },
+	{ "olmo2", FAM_OLMO2 },
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -132,22 +169,37 @@ static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
 			free(name);
 			return &archs[i];
 		}
-	char shown[160];
+	char shown[160], known[256] = "";
 	utf8_printable(name, strlen(name), shown, sizeof shown);
-	err_set(e, "general.architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3, "
-		"gpt2, gptneox and bert are)", shown);
+	for (size_t i = 0, n = 0; i < N_ARCHS; i++, n = strlen(known))
+		snprintf(known + n, sizeof known - n, "%s%s", !i ? "" : i + 1 < N_ARCHS ? ", " : " and ",
+			 archs[i].name);
+	err_set(e, "general.architecture \"%s\" is not supported (%s are)", shown, known);
 	free(name);
 	return NULL;
 }
 
-/* What the engine cannot run, refused by name. */
-static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e)
+/* rope.scaling.type: none or absent; for Gemma 3 also linear, with
+ * rope.scaling.factor (its global layers': the converter writes HF's
+ * rope_scaling, and llama.cpp turns Gemma 3's sliding layers unscaled, as
+ * rope_local_theta does).  Other kinds are refused by name. */
+static int rope_scaling(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+			struct err *e)
 {
 	char k[128], *s = NULL;
-	int n = 0;
 	snprintf(k, sizeof k, "%s.rope.scaling.type", a->name);
 	if (gguf_get_str(f, k, 64, &s, e) < 0)
 		return -1;
+	if (s && a->fam == FAM_GEMMA3 && !strcmp(s, "linear")) {
+		free(s);
+		c->rope_scaling = ROPE_SCALE_LINEAR;
+		if (akey_float(f, a, "rope.scaling.factor", true, &c->rope_factor, e))
+			return -1;
+		if (!(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
+			return err_set(e, "%s.rope.scaling.factor %g is outside 1..1e6", a->name,
+				       (double)c->rope_factor);
+		return 0;
+	}
 	if (s && strcmp(s, "none")) {
 		char shown[160];
 		utf8_printable(s, strlen(s), shown, sizeof shown);
@@ -156,6 +208,13 @@ static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e
 		return -1;
 	}
 	free(s);
+	return 0;
+}
+
+/* What the engine cannot run, refused by name. */
+static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e)
+{
+	int n = 0;
 	if (gguf_find_tensor(f, "rope_freqs.weight"))
 		return err_set(e, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is "
 			       "not supported");
@@ -246,16 +305,78 @@ static bool same_as_embd(const struct gguf_file *f, const struct gguf_tensor *ou
 	return same;
 }
 
+/* Gemma 2 and Gemma 3 (text), as llama.cpp reads them: the norms' scales
+ * as stored (the converter has added Gemma's 1 to every *norm.weight), the
+ * sandwich norms, GeGLU, embeddings times sqrt(C); the scores scaled by
+ * 1/sqrt(D), or by 1/sqrt(C / H) for the 27B models, which llama.cpp tells
+ * by their layer count (Gemma 2: 46, Gemma 3: 62; HF's
+ * query_pre_attn_scalar, which GGUF does not hold); Gemma 2's caps
+ * attn_logit_softcapping and final_logit_softcapping (50 and 30 when
+ * absent), Gemma 3's final_logit_softcapping (none when absent);
+ * attention.sliding_window (Gemma 2: 4096 when absent; Gemma 3: none) on
+ * layer l when l % P < P - 1, P 2 (Gemma 2) or 6 (Gemma 3), fixed in
+ * llama.cpp, unless the window covers the context (as loader-hf-gemma.c);
+ * Gemma 3's q/k norm and its sliding layers on RoPE base
+ * rope.freq_base_swa (10000, llama.cpp's), unscaled. */
+static int gemma_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+			struct err *e)
+{
+	bool g3 = a->fam == FAM_GEMMA3;
+	int D = cfg_d_head(c), window = g3 ? 0 : 4096, pattern = g3 ? 6 : 2;
+	float local_theta = 10000.0f;
+	c->attn_softcap = g3 ? 0.0f : 50.0f;
+	c->final_softcap = g3 ? 0.0f : 30.0f;
+	if (akey_int(f, a, "attention.sliding_window", false, 0, 1 << 30, &window, e) < 0 ||
+	    (!g3 && akey_float(f, a, "attn_logit_softcapping", false, &c->attn_softcap, e) < 0) ||
+	    akey_float(f, a, "final_logit_softcapping", false, &c->final_softcap, e) < 0 ||
+	    (g3 && akey_float(f, a, "rope.freq_base_swa", false, &local_theta, e) < 0))
+		return -1;
+	if (window > 0 && window < c->context) {
+		c->local_window = window;
+		for (int l = 0; l < c->n_layer; l++)
+			cfg_set_local(c, l, l % pattern < pattern - 1);
+	}
+	int scale_dim = c->n_layer == (g3 ? 62 : 46) ? c->d_model / c->n_head : D;
+	c->attn_scale_dim = scale_dim == D ? 0 : scale_dim;
+	c->mlp = MLP_GEGLU;
+	c->sandwich = true;
+	c->emb_scale = (float)sqrt((double)c->d_model);
+	c->qk_norm = g3;
+	if (g3 && c->local_window > 0)
+		c->rope_local_theta = local_theta;
+	return 0;
+}
+
+/* OLMo-2: no norm before the sub-blocks, the sandwich norms after them
+ * (post_only), one q norm over all H * D query rows and one k norm over
+ * the K * D key rows (qk_norm_whole), SwiGLU.  OLMo 3's sliding layers
+ * (attention.sliding_window, in the same architecture) are refused. */
+static int olmo2_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
+			struct err *e)
+{
+	int window = 0;
+	if (akey_int(f, a, "attention.sliding_window", false, 0, 1 << 30, &window, e) < 0)
+		return -1;
+	if (window > 0)
+		return err_set(e, "%s.attention.sliding_window %d: OLMo 3's sliding-window layers "
+			       "are not supported", a->name, window);
+	c->mlp = MLP_SWIGLU;
+	c->sandwich = c->post_only = true;
+	c->qk_norm = c->qk_norm_whole = true;
+	return 0;
+}
+
 /* The family's switches, after shape(). */
 static int family_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
 			 struct info *in, struct err *e)
 {
 	int D = cfg_d_head(c), R = D;
 	float theta = 10000.0f;
-	bool rms = a->fam == FAM_LLAMA || a->fam == FAM_QWEN2 || a->fam == FAM_QWEN3;
+	bool rms = a->fam != FAM_GPT2 && a->fam != FAM_NEOX && a->fam != FAM_BERT;
 	bool rope = rms || a->fam == FAM_NEOX;
 	const char *eps = rms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
-	if (refuse(f, a, e) || akey_float(f, a, eps, true, &c->norm_eps, e))
+	if (refuse(f, a, e) || rope_scaling(f, a, c, e) ||
+	    akey_float(f, a, eps, true, &c->norm_eps, e))
 		return -1;
 	if (rope && (akey_float(f, a, "rope.freq_base", false, &theta, e) < 0 ||
 		     akey_int(f, a, "rope.dimension_count", a->fam == FAM_NEOX, 2, D, &R, e) < 0))
@@ -267,7 +388,7 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 	c->pos = rope ? POS_ROPE : POS_LEARNED;
 	c->rope_theta = theta;
 	c->rotary_dims = R == D ? 0 : R;
-	in->rotate = a->fam == FAM_QWEN2 || a->fam == FAM_QWEN3 || a->fam == FAM_NEOX;
+	in->rotate = rope && a->fam != FAM_LLAMA; /* every RoPE family but Llama's: rotate-half */
 	in->fused = gguf_find_tensor(f, "blk.0.attn_qkv.weight") != NULL;
 	switch (a->fam) {
 	case FAM_LLAMA:
@@ -308,6 +429,12 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 		c->tied = true;
 		break;
 	}
+	case FAM_GEMMA2:
+	case FAM_GEMMA3:
+	case FAM_OLMO2:
+		c->norm = NORM_RMS;
+		c->bias = false;
+		return a->fam == FAM_OLMO2 ? olmo2_config(f, a, c, e) : gemma_config(f, a, c, e);
 	}
 	return 0;
 }
@@ -389,19 +516,25 @@ static void unrotate(const struct model_config *c, float *w, size_t cols, float 
 }
 
 /* Layer l's q/k norm (qk_norm): attn_q_norm and attn_k_norm, one head's D
- * scales each, moved from rotate-half order to the engine's as one head's
- * rows are. */
+ * scales each (Qwen3, Gemma 3), or OLMo-2's H * D and K * D over the
+ * whole projections (qk_norm_whole), moved from rotate-half order to the
+ * engine's as the Q and K rows are. */
 static int rd_qk_norm(const struct gguf_file *f, const struct info *in, struct model *m, int l,
 		      float *tmp, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	int D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	int n[2] = { D, D };
+	if (c->qk_norm_whole) {
+		n[0] = c->n_head * D;
+		n[1] = c->n_kv_head * D;
+	}
 	static const char *const name[2] = { "attn_q_norm.weight", "attn_k_norm.weight" };
-	float *dst[2] = { m->p[P_QNORMW] + (size_t)l * D, m->p[P_KNORMW] + (size_t)l * D };
+	float *dst[2] = { m->p[P_QNORMW] + (size_t)l * n[0], m->p[P_KNORMW] + (size_t)l * n[1] };
 	for (int i = 0; i < 2; i++) {
-		if (rdl(f, l, name[i], (uint64_t)D, 0, in->rotate ? tmp : dst[i], e))
+		if (rdl(f, l, name[i], (uint64_t)n[i], 0, in->rotate ? tmp : dst[i], e))
 			return -1;
-		for (int r = 0; in->rotate && r < D; r++)
+		for (int r = 0; in->rotate && r < n[i]; r++)
 			dst[i][neox_rope_row(r, D, R)] = tmp[r];
 	}
 	return 0;
@@ -445,19 +578,23 @@ static int rd_attn(const struct gguf_file *f, const struct info *in, struct mode
 		  : 0;
 }
 
-/* Layer l of a decoder (llama, qwen2, qwen3, gpt2, gptneox). */
+/* Layer l of a decoder (every family but BERT): the norms before the
+ * sub-blocks unless post_only (OLMo-2), the sandwich norms after them
+ * (Gemma, OLMo-2: post_attention_norm, post_ffw_norm), the MLP. */
 static int rd_layer(const struct gguf_file *f, const struct info *in, struct model *m, int l,
 		    float *tmp, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
-	bool ln = c->norm == NORM_LAYER;
+	bool ln = c->norm == NORM_LAYER, pre = !c->post_only;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
-	if (rd_wb(f, l, "attn_norm", C, 0, AT(P_LN1W, C), ln ? AT(P_LN1B, C) : NULL, e) ||
+	if ((pre && rd_wb(f, l, "attn_norm", C, 0, AT(P_LN1W, C), ln ? AT(P_LN1B, C) : NULL, e)) ||
 	    rd_attn(f, in, m, l, tmp, e) ||
-	    rd_wb(f, l, "ffn_norm", C, 0, AT(P_LN2W, C), ln ? AT(P_LN2B, C) : NULL, e))
+	    (pre && rd_wb(f, l, "ffn_norm", C, 0, AT(P_LN2W, C), ln ? AT(P_LN2B, C) : NULL, e)) ||
+	    (c->sandwich && (rdl(f, l, "post_attention_norm.weight", C, 0, AT(P_ATTPOSTW, C), e) ||
+			     rdl(f, l, "post_ffw_norm.weight", C, 0, AT(P_MLPPOSTW, C), e))))
 		return -1;
-	if (c->mlp == MLP_SWIGLU)
+	if (cfg_ff_rows(c) == 2 * c->d_ff) /* SwiGLU, GeGLU: gate rows, then up rows */
 		return rdl(f, l, "ffn_gate.weight", F, C, AT(P_FCW, 2 * F * C), e) ||
 		       rdl(f, l, "ffn_up.weight", F, C, AT(P_FCW, 2 * F * C) + F * C, e) ||
 		       rdl(f, l, "ffn_down.weight", C, F, AT(P_FCPROJW, C * F), e) ? -1 : 0;
