@@ -101,7 +101,7 @@ static void test_bands(void **state)
 	(void)state;
 	struct model_config c = scaled_config(ROPE_SCALE_LLAMA3);
 	float freq[D / 2];
-	config_rope_freqs(&c, freq);
+	config_rope_freqs(&c, 1, freq);
 	int kept = 0, divided = 0, blended = 0;
 	for (int i = 0; i < D / 2; i++) {
 		double f = pow(10000.0, -2.0 * i / D);
