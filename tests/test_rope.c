@@ -22,7 +22,9 @@
  *    recomputed row by its own position) gives the whole pass's final
  *    stream for those rows within 1e-4 + 1e-4 |ref|;
  *  - a checkpoint keeps the scaling fields, and a config without them reads
- *    as no scaling; config_validate refuses out-of-range fields by name.
+ *    as no scaling; config_validate refuses out-of-range fields by name,
+ *    LongRoPE's tables (a factor of 0 or NaN, more pairs than a table
+ *    holds) and attention factor among them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -372,6 +374,30 @@ static void test_validation(void **state)
 	c = scaled_config(ROPE_SCALE_LINEAR);
 	c.rope_scaling = (enum rope_scaling)7;
 	expect_invalid(c, "scaling");
+	/* LongRoPE: tables of R/2 factors each, above 0 and finite, a
+	 * positive attention factor, at most CFG_MAX_ROPE_PAIRS pairs */
+	c = scaled_config(ROPE_SCALE_NONE);
+	c.rope_scaling = ROPE_SCALE_LONGROPE;
+	c.rope_orig_context = ORIG;
+	c.rope_attn_factor = 1.2f;
+	for (int i = 0; i < D / 2; i++)
+		c.rope_short[i] = c.rope_long[i] = 1.5f;
+	assert_int_equal(config_validate(&c, &e), 0);
+	struct model_config bad = c;
+	bad.rope_long[D / 2 - 1] = 0.0f;
+	expect_invalid(bad, "rope_long[7]");
+	bad = c;
+	bad.rope_short[2] = NAN;
+	expect_invalid(bad, "rope_short[2]");
+	bad = c;
+	bad.rope_attn_factor = INFINITY;
+	expect_invalid(bad, "rope_attn_factor");
+	bad = c;
+	bad.rope_orig_context = 0;
+	expect_invalid(bad, "rope_orig_context");
+	bad = c;
+	bad.head_dim = bad.rotary_dims = 2 * CFG_MAX_ROPE_PAIRS + 2;
+	expect_invalid(bad, "factors per table");
 }
 
 int main(void)
