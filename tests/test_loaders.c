@@ -1140,6 +1140,7 @@ static void test_fuzz_seeds(void **state)
 		{ "neox-tiny-tokenizer-json", "hf-neox" },
 		{ "neo-tiny-local", "hf-neo" },
 		{ "phi3-tiny-partial-window", "hf-phi3" },
+		{ "phi3-tiny-longrope", "hf-phi3" },
 		{ "gemma2-tiny-sandwich-softcap", "hf-gemma" },
 		{ "gemma3-tiny-qk-norm-local-base", "hf-gemma" },
 		{ "gemma3mm-tiny-language-model", "hf-gemma3" },
