@@ -154,8 +154,8 @@ static int validate_longrope(const struct model_config *c, struct err *e)
 {
 	int n = cfg_rotary_dims(c) / 2;
 	if (n > CFG_MAX_ROPE_PAIRS)
-		return err_set(e, "config: rope_scaling longrope holds %d factors per table, not "
-			       "the %d pairs of rotary dims %d", CFG_MAX_ROPE_PAIRS, n, 2 * n);
+		return err_set(e, "config: rope_scaling longrope over rotary dims %d: its tables "
+			       "hold at most %d factors per table", 2 * n, CFG_MAX_ROPE_PAIRS);
 	if (!(c->rope_attn_factor > 0.0f && c->rope_attn_factor < 1e6f))
 		return err_set(e, "config: rope_attn_factor %g must be in (0, 1e6)",
 			       (double)c->rope_attn_factor);
