@@ -9,6 +9,11 @@
  *    the computation: pre and post placement, K/V sharing down and up, a
  *    window, scaling off and an ablated head.  `mask none` decodes as the
  *    causal pass does (a step cannot see tokens that do not exist yet).
+ *  - LongRoPE (decode.h's rule): stepped, or prefilled within or past the
+ *    original context then stepped, the decoder gives the reference of
+ *    those calls (ref_forward_stepped) at every position; within the
+ *    original context it ends where the full pass does, and stepped across
+ *    it parts from the full pass, whose keys all take the long table.
  *  - decoder_reset starts over with the same numbers; a full cache and a
  *    token outside the vocabulary are refused; the cache size is
  *    2 * L * G * cap * D floats, G being the K/V heads computed with.
