@@ -42,7 +42,9 @@
  * neo-tiny-local (GPT-Neo, 2 layers, layer 1 local over 4 keys, the mask
  * buffers), phi3-tiny-partial-window (Phi-3's fused qkv_proj and
  * gate_up_proj, partial_rotary_factor 0.5, tied, sliding_window 6: tool_mkhf
- * --phi3 --partial --tiny), gemma2-tiny-sandwich-softcap (Gemma 2's four
+ * --phi3 --partial --tiny), phi3-tiny-longrope (Phi-3.5's LongRoPE, short and
+ * long tables over an original context of 4: --phi3 --longrope --tiny),
+ * gemma2-tiny-sandwich-softcap (Gemma 2's four
  * norms stored as scale - 1, GeGLU, soft-capping, query_pre_attn_scalar,
  * layer 0 sliding over 4 keys: tool_mkhf --gemma2 --tiny),
  * gemma3-tiny-qk-norm-local-base (Gemma 3's q/k norm, no caps, the local

@@ -25,13 +25,20 @@ enum norm_type { NORM_LAYER, NORM_RMS };
 enum norm_place { PLACE_PRE, PLACE_POST };
 enum pos_type { POS_LEARNED, POS_ROPE };
 /* RoPE frequency scaling (config_rope_freqs gives the formulas):
- *   NONE    theta^(-2i/R) as is
- *   LINEAR  every frequency divided by rope_factor (positions / factor)
- *   LLAMA3  Llama 3.1's: pairs whose wavelength exceeds
- *           rope_orig_context / rope_low_freq are divided by rope_factor,
- *           those below rope_orig_context / rope_high_freq are kept, and
- *           those between blend the two. */
-enum rope_scaling { ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3 };
+ *   NONE      theta^(-2i/R) as is
+ *   LINEAR    every frequency divided by rope_factor (positions / factor)
+ *   LLAMA3    Llama 3.1's: pairs whose wavelength exceeds
+ *             rope_orig_context / rope_low_freq are divided by rope_factor,
+ *             those below rope_orig_context / rope_high_freq are kept, and
+ *             those between blend the two.
+ *   LONGROPE  Phi-3's LongRoPE ("longrope", once "su"): pair i's frequency
+ *             divided by rope_short[i] in a pass over at most
+ *             rope_orig_context positions, by rope_long[i] in a longer one
+ *             (the pass's length picks the table: config_rope_freqs'
+ *             n_pos), and the turned dims of every query and key times
+ *             rope_attn_factor (cos and sin scaled; the dims past R are
+ *             not), so the turned part of each score times its square. */
+enum rope_scaling { ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3, ROPE_SCALE_LONGROPE };
 /* MLP_GELU is GPT-2's tanh approximation (HF "gelu_new"); MLP_GELU_EXACT
  * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia); MLP_GEGLU
  * is SwiGLU's gated form with the tanh GELU in place of SiLU,
@@ -65,6 +72,7 @@ enum head_type { HEAD_LM, HEAD_MLM, HEAD_NONE };
 #define CFG_MAX_DFF     (1 << 17)
 #define CFG_MAX_CONTEXT (1 << 16)
 #define CFG_MAX_HEAD_DIM 4096 /* head_dim; H * D is held within CFG_MAX_DMODEL */
+#define CFG_MAX_ROPE_PAIRS 256 /* LONGROPE: factors per table, so R <= 512 */
 
 struct model_config {
 	int vocab_size;       /* V */
@@ -86,10 +94,17 @@ struct model_config {
 			       * scaled by rope_scaling); the
 			       * rest pass unturned.  Even, 2..D; 0 = D (all) */
 	enum rope_scaling rope_scaling; /* NONE unless a long-context model's */
-	float rope_factor;    /* LINEAR, LLAMA3: >= 1 (1 when NONE) */
+	float rope_factor;    /* LINEAR, LLAMA3: >= 1 (1 when NONE or LONGROPE) */
 	float rope_low_freq;  /* LLAMA3: low_freq_factor, > 0 */
 	float rope_high_freq; /* LLAMA3: high_freq_factor, > rope_low_freq */
-	int rope_orig_context; /* LLAMA3: original_max_position_embeddings, >= 1 */
+	int rope_orig_context; /* LLAMA3, LONGROPE: original_max_position_embeddings,
+				* >= 1 */
+	float rope_attn_factor; /* LONGROPE: cos and sin times this, > 0
+				 * (cfg_rope_mscale; 1 for every other kind) */
+	float rope_short[CFG_MAX_ROPE_PAIRS]; /* LONGROPE: (R/2) pair i's divisor in a
+					       * pass of at most rope_orig_context
+					       * positions, > 0 */
+	float rope_long[CFG_MAX_ROPE_PAIRS];  /* LONGROPE: (R/2) in a longer pass, > 0 */
 	enum mlp_type mlp;
 	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
 			       * mlp(norm2(x)), both read the same x (GPT-NeoX);
@@ -219,14 +234,30 @@ static inline int cfg_rotary_dims(const struct model_config *c)
 	return c->rotary_dims ? c->rotary_dims : cfg_d_head(c);
 }
 
-/* RoPE's inverse frequency of each pair i < R/2 after the config's
- * scaling: freq[i] = theta^(-2i/R) computed in float (as the engine always
- * has), then scaled in double (enum rope_scaling).  freq holds R/2 floats. */
-void config_rope_freqs(const struct model_config *c, float *freq);
+/* Whether a pass over n_pos positions (its largest position + 1) turns
+ * by LongRoPE's long table: n_pos above the original context. */
+static inline bool cfg_rope_long(const struct model_config *c, int n_pos)
+{
+	return c->rope_scaling == ROPE_SCALE_LONGROPE && n_pos > c->rope_orig_context;
+}
 
-/* The scaling alone: the scaled inverse frequency of a pair whose unscaled
- * one is f (f itself under ROPE_SCALE_NONE). */
-double config_rope_scale(const struct model_config *c, double f);
+/* What cos and sin are multiplied by: LONGROPE's attention factor, else 1. */
+static inline float cfg_rope_mscale(const struct model_config *c)
+{
+	return c->rope_scaling == ROPE_SCALE_LONGROPE ? c->rope_attn_factor : 1.0f;
+}
+
+/* RoPE's inverse frequency of each pair i < R/2 after the config's
+ * scaling, in a pass over n_pos positions (its largest position + 1; only
+ * LONGROPE reads it): freq[i] = theta^(-2i/R) computed in float (as the
+ * engine always has), then scaled in double (enum rope_scaling).  freq
+ * holds R/2 floats. */
+void config_rope_freqs(const struct model_config *c, int n_pos, float *freq);
+
+/* The scaling alone: the scaled inverse frequency of pair i, whose
+ * unscaled one is f, in a pass over n_pos positions (f itself under
+ * ROPE_SCALE_NONE). */
+double config_rope_scale(const struct model_config *c, int n_pos, int i, double f);
 
 /* Whether layer l is a local-attention layer (struct model_config). */
 static inline bool cfg_layer_local(const struct model_config *c, int l)
@@ -244,8 +275,8 @@ static inline void cfg_set_local(struct model_config *c, int l, bool on)
 
 /* The RoPE of layer l as a config: c itself, or for a local layer of a
  * model whose local layers have a base of their own (rope_local_theta) a
- * copy with that base and no scaling; what config_rope_freqs and
- * config_rope_scale read.  out may be c. */
+ * copy with that base and no scaling; what config_rope_freqs,
+ * config_rope_scale and cfg_rope_mscale read.  out may be c. */
 void config_rope_of_layer(const struct model_config *c, int l, struct model_config *out);
 
 /* Whether the model is an encoder (BERT): its loss targets are the input

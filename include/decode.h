@@ -11,6 +11,18 @@
  * difference by construction: a step cannot see tokens that do not exist
  * yet, so `mask none` and `mask after-softmax` decode as causal.
  *
+ * LongRoPE (config.h) makes the second difference.  Each call is a pass
+ * over the positions up to its last: a step at position p over p + 1, a
+ * prefill over all it appends, and its queries and keys turn by the long
+ * table when that count passes the original context.  Keys already in
+ * the cache keep the table they were made with, as in transformers'
+ * generate (its rotary embedding picks the table from the largest
+ * position of each forward call), while a full pass longer than the
+ * original context turns every key by the long table.  The two agree
+ * while every call stays within the original context, and when the
+ * first call (a prefill) already passes it; a decoder that steps across
+ * it differs from the full pass from then on.
+ *
  * The cache honours the run options it was made for: G key/value heads
  * (the converted K/V weights of model_qkv_for; going up by a whole factor
  * keeps the native heads, as model_forward does) and the window of a
@@ -49,9 +61,11 @@ struct decoder {
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
 	float *logits;          /* (V) next-token logits after the last step */
-	float *freq;            /* (2, rotary dims / 2) RoPE frequencies of the global
-				 * and the local layers (config rope_local_theta);
-				 * NULL without RoPE */
+	float *freq;            /* (2, 2, rotary dims / 2) RoPE frequencies of a pass
+				 * within LongRoPE's original context and of a longer
+				 * one, each of the global and the local layers
+				 * (config rope_local_theta); NULL without RoPE */
+	float mscale[2];        /* cfg_rope_mscale of the global and the local layers */
 };
 
 /* A decoder for model m run with options o, holding up to cap positions
@@ -73,16 +87,20 @@ void decoder_free(struct decoder *d);
 /* Empties the cache: the next step is position 0. */
 void decoder_reset(struct decoder *d);
 
-/* Appends token at position d->n and computes d->logits.  0, or -1 with e
- * set for a token outside the vocabulary or a full cache. */
+/* Appends token at position d->n (a call over d->n + 1 positions) and
+ * computes d->logits.  0, or -1 with e set for a token outside the
+ * vocabulary or a full cache. */
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e);
 
-/* Appends n tokens at once: one full pass (model_forward, every layer's
- * keys and values kept) fills the cache and leaves the last position's
- * logits, instead of n steps.  The same numbers as the steps up to float
- * rounding; `mask none` and `after-softmax` prefill as causal, as steps
- * do.  With a hook set it steps (the hook sees each position).  0, or -1
- * with e set for a bad token or too many positions. */
+/* Appends n tokens at once, one call over d->n + n positions: one full
+ * pass (model_forward, every layer's keys and values kept) fills the cache
+ * and leaves the last position's logits, instead of n steps.  The same
+ * numbers as the steps up to float rounding (but for LongRoPE's table when
+ * the steps would cross the original context); `mask none` and
+ * `after-softmax` prefill as causal, as steps do.  With a hook set, or a
+ * cache in use, it steps (the hook sees each position), each step still a
+ * call over d->n + n positions.  0, or -1 with e set for a bad token or
+ * too many positions. */
 int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 		    struct err *e);
 

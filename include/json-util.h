@@ -78,6 +78,11 @@ int ju_get_float(const json_t *o, const char *key, const char *where, unsigned f
 		 float *out, struct err *e);
 int ju_get_bool(const json_t *o, const char *key, const char *where, unsigned flags,
 		bool *out, struct err *e);
+/* An array of at most max numbers, each one a float holds, into
+ * out[0 .. *n); more, or another element, is -1 ("WHERE: "KEY"[I] must be
+ * a number a float holds"). */
+int ju_get_floats(const json_t *o, const char *key, const char *where, unsigned flags,
+		  float *out, int max, int *n, struct err *e);
 int ju_get_str(const json_t *o, const char *key, const char *where, unsigned flags,
 	       const char **out, struct err *e);
 

@@ -65,13 +65,15 @@ void swiglu_forward(float *out, const float *inp, int N, int F);
 /* Rotates, in place, the first n_rot heads (D wide) of one row by RoPE at
  * position pos over the first R dims of each head (R even, <= D):
  * dimension pairs (2i, 2i+1), i < R/2, turn by pos * freq[i] (freq (R/2),
- * the config's inverse frequencies: config_rope_freqs); dims R..D-1 are
+ * the config's inverse frequencies: config_rope_freqs), with cos and sin
+ * times mscale (cfg_rope_mscale: 1 but for LongRoPE); dims R..D-1 are
  * left as they are (partial rotary; R = D turns them all). */
-void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq);
+void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq, float mscale);
 
 /* rope_rotate of each row of x (B*T rows, row stride ld) at position
  * t = row % T. */
-void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const float *freq);
+void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const float *freq,
+		  float mscale);
 
 /* Keys [*lo, *hi] of query i whose weights may be non-zero under a mask
  * (config.h); under AFTER_SOFTMAX the softmax itself runs over all T. */

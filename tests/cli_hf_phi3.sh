@@ -6,8 +6,9 @@
 # half of each head and tied, as Phi-4-mini) gives exactly the numbers of
 # the same weights as an attnscope checkpoint; a text longer than the
 # window sees only the window; a sentencepiece tokenizer.json (Phi-3's
-# kind) loads beside it; what the engine cannot run (longrope) is refused
-# by name.  Needs GPT-2's vocabulary from ../shared/tokenizers (or
+# kind) loads beside it; Phi-3.5's LongRoPE (tool_mkhf --longrope) gives
+# the checkpoint's numbers, its spellings read alike and damaged tables
+# are refused in one line; what the engine cannot run is refused by name.  Needs GPT-2's vocabulary from ../shared/tokenizers (or
 # $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
 need_gpt2
@@ -63,14 +64,65 @@ for lh in 0.0 1.3; do
 			for (j = 5; j <= 10; j++) s += $j; if (s < 0.9999 || s > 1.0001) exit 1 }' "$tmp/row"
 done
 
+# LongRoPE as Phi-3.5-mini spells it (tool_mkhf --longrope: an original
+# context of 4, shorter than the text, so the long table turns it; with
+# --partial over 4 of 8 dims): the checkpoint's numbers, and a text within
+# the original context too
+for opt in "" "--partial"; do
+	mkphi "$gpt2" --longrope $opt || fail "longrope $opt setup (tool_mkhf --phi3 --longrope)"
+	same_as_ref "phi3 longrope${opt:+ $opt}" --loss
+	long_text=$text text="To be" # 2 tokens
+	same_as_ref "phi3 longrope${opt:+ $opt}, a text within the original context" --loss
+	check "setup: that text is within the original context (4 tokens)" \
+		sh -c "[ \$(grep -c '^token ' '$tmp/hf.dump') -le 4 ]"
+	text=$long_text
+done
+mkphi "$gpt2" --longrope
+run "$tmp/hf" -t "$text" --dump
+check "longrope is read and named: original context 4, attention factor sqrt(1 + ln 16 / ln 4), both tables" \
+	grep -q 'theta 10000 rope_scaling longrope original_context 4 attn_factor 1.73205 short_factor 1,1.02,1.04,1.06 long_factor 1.08,4.78,15.88,34.38 mlp swiglu bias no tied no params' "$tmp/out"
+cp "$tmp/out" "$tmp/longrope.dump"
+# edit SED-EXPRESSION: $tmp/hf's config.json edited, then --dump of $text
+edit() {
+	mkphi "$gpt2" --longrope
+	sed "$1" "$tmp/hf/config.json" >"$tmp/c" && mv "$tmp/c" "$tmp/hf/config.json"
+	run "$tmp/hf" -t "$text" --dump
+}
+for spelling in '"type": "su"' '"rope_type": "longrope"' '"rope_type": "su", "type": "su"'; do
+	edit "s/\"type\": \"longrope\"/$spelling/"
+	check "rope_scaling {$spelling} reads as longrope" cmp -s "$tmp/out" "$tmp/longrope.dump"
+done
+edit 's/"type": "longrope"/"type": "longrope", "attention_factor": 1.5/'
+check "an explicit attention_factor is taken as it is" \
+	grep -q 'rope_scaling longrope original_context 4 attn_factor 1.5 short' "$tmp/out"
+edit 's/"type": "longrope"/"type": "longrope", "factor": 4/'
+check "an explicit factor 4 gives the attention factor sqrt(1 + ln 4 / ln 4)" \
+	grep -q 'rope_scaling longrope original_context 4 attn_factor 1.41421 short' "$tmp/out"
+edit 's/"original_max_position_embeddings": 4, //; s/"type": "longrope"/"type": "longrope", "original_max_position_embeddings": 8/'
+check "original_max_position_embeddings inside rope_scaling (factor 64 / 8)" \
+	grep -q 'rope_scaling longrope original_context 8 attn_factor 1.41421 short' "$tmp/out"
+
 # refused by name: config.json edits on a fresh model each
 refuse() { refuse_edit "mkphi $gpt2 $4" "$1" "$2" "$3"; } # NAME SED-EXPRESSION MESSAGE [TOOL OPTION]
-refuse "rope_scaling longrope" \
-	's/"rope_scaling": null/"rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [2, 2]}/' \
-	'rope_scaling longrope (short_factor / long_factor: Phi-3-128k, Phi-3.5, Phi-4-mini) is not supported yet'
-refuse "rope_scaling su (longrope's older spelling)" \
-	's/"rope_scaling": null/"rope_scaling": {"type": "su", "short_factor": [1], "long_factor": [2]}/' \
-	'rope_scaling su '
+refuse "a long_factor one short" 's/"long_factor": \[1.0800000429153442, /"long_factor": [/' \
+	'rope_scaling long_factor holds 3 factors, not the 4 of the 8 rotary dims' --longrope
+refuse "a short_factor for the whole head under partial rotary" \
+	's/"short_factor": \[1.0, /"short_factor": [1.0, 1.0, 1.0, /' \
+	'rope_scaling short_factor holds 4 factors, not the 2 of the 4 rotary dims' "--longrope --partial"
+refuse "a factor of 0" 's/"short_factor": \[1.0, /"short_factor": [0, /' \
+	'rope_scaling short_factor\[0\] = 0 must be above 0' --longrope
+refuse "a negative factor" 's/"long_factor": \[1.0800000429153442, /"long_factor": [-1.08, /' \
+	'rope_scaling long_factor\[0\] = -1.08 must be above 0' --longrope
+refuse "a factor that is not a number" 's/"long_factor": \[1.0800000429153442, /"long_factor": ["1.08", /' \
+	'"long_factor"\[0\] must be a number' --longrope
+refuse "a missing short_factor" 's/"short_factor": \[[^]]*\], //' \
+	'rope_scaling: missing key "short_factor"' --longrope
+refuse "an attention_factor of 0" 's/"type": "longrope"/"type": "longrope", "attention_factor": 0/' \
+	'attention factor 0 (factor 16 over an original context of 4) is not a positive number' --longrope
+refuse "a key longrope does not read" 's/"type": "longrope"/"type": "longrope", "beta_fast": 32/' \
+	'rope_scaling key "beta_fast" is not supported for longrope' --longrope
+refuse "rope_type and type that differ" 's/"type": "longrope"/"type": "longrope", "rope_type": "yarn"/' \
+	'rope_type and type differ' --longrope
 refuse "rope_scaling yarn" 's/"rope_scaling": null/"rope_scaling": {"rope_type": "yarn", "factor": 4}/' \
 	'rope_scaling type "yarn" is not supported'
 refuse "hidden_act gelu_new" 's/"hidden_act": "silu"/"hidden_act": "gelu_new"/' \

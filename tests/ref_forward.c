@@ -122,12 +122,18 @@ static double silu(double x)
  * counts the turns r = N * freq / (2 pi) the pair makes over the original
  * context N: r < low_freq_factor takes freq / factor, r > high_freq_factor
  * keeps freq, and in between the weight w = (r - low) / (high - low) of
- * freq against freq / factor grows linearly. */
-double ref_rope_freq(const struct model_config *c, int i, int R)
+ * freq against freq / factor grows linearly.  LongRoPE divides theta^(2i/R)
+ * times the pair's factor into 1: the short table's factor when the call
+ * spans at most N positions, the long table's past that. */
+double ref_rope_freq_in(const struct model_config *c, int i, int R, int n_pos)
 {
 	double f = pow((double)c->rope_theta, -2.0 * i / (double)R), k = (double)c->rope_factor;
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
 		return f / k;
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE) {
+		const float *table = n_pos > c->rope_orig_context ? c->rope_long : c->rope_short;
+		return 1.0 / ((double)table[i] * pow((double)c->rope_theta, 2.0 * i / (double)R));
+	}
 	if (c->rope_scaling != ROPE_SCALE_LLAMA3)
 		return f;
 	double turns = (double)c->rope_orig_context * f / (2.0 * 3.14159265358979323846);
@@ -140,10 +146,22 @@ double ref_rope_freq(const struct model_config *c, int i, int R)
 	return w * f + (1.0 - w) * (f / k);
 }
 
+double ref_rope_freq(const struct model_config *c, int i, int R)
+{
+	return ref_rope_freq_in(c, i, R, 1);
+}
+
+/* Positions before g_span0 were computed in one call over g_span0
+ * positions, each later position t in a call of its own over t + 1
+ * (ref_forward_stepped); 0: the whole pass in one call. */
+static int g_span0;
+
 /* Rotates pairs (2i, 2i+1) of the first R dims of one head vector at
- * position t of layer l by t * ref_rope_freq(i); dims R and on are not
- * touched.  Gemma 3: a local layer turns by its own base, unscaled. */
-static void rope(double *v, int R, int t, int l, const struct model_config *c)
+ * position t of layer l, in a call over n_pos positions, by
+ * t * ref_rope_freq_in(i); dims R and on are not touched.  LongRoPE
+ * multiplies the cosine and the sine by its attention factor.  Gemma 3:
+ * a local layer turns by its own base, unscaled. */
+static void rope(double *v, int R, int t, int l, const struct model_config *c, int n_pos)
 {
 	struct model_config lc = *c;
 	bool local = c->local_window > 0 && ((c->local[l / 64] >> (l % 64)) & 1u);
@@ -151,9 +169,10 @@ static void rope(double *v, int R, int t, int l, const struct model_config *c)
 		lc.rope_theta = c->rope_local_theta;
 		lc.rope_scaling = ROPE_SCALE_NONE;
 	}
+	double ms = lc.rope_scaling == ROPE_SCALE_LONGROPE ? (double)lc.rope_attn_factor : 1.0;
 	for (int i = 0; i < R / 2; i++) {
-		double ang = (double)t * ref_rope_freq(&lc, i, R);
-		double cs = cos(ang), sn = sin(ang);
+		double ang = (double)t * ref_rope_freq_in(&lc, i, R, n_pos);
+		double cs = ms * cos(ang), sn = ms * sin(ang);
 		double a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
 		v[2 * i + 1] = a * sn + b * cs;
@@ -224,6 +243,17 @@ int ref_forward_padded(const struct model *m, const struct run_options *o, const
 		       int T, int key_len, double *logits, double *att, struct ref_trace *trace)
 {
 	return ref_forward_all(m, o, tokens, T, key_len, logits, att, trace, NULL);
+}
+
+int ref_forward_stepped(const struct model *m, const struct run_options *o, const int *tokens,
+			int T, int prefill, double *logits, double *att)
+{
+	if (prefill < 1 || prefill > T)
+		return -1;
+	g_span0 = prefill;
+	int rc = ref_forward_all(m, o, tokens, T, T, logits, att, NULL, NULL);
+	g_span0 = 0;
+	return rc;
 }
 
 /* ref_forward_padded, also filling qk (may be NULL). */
@@ -410,13 +440,16 @@ static int ref_forward_all(const struct model *m, const struct run_options *o, c
 			ref_rms_whole(qa, H, 1, T, D, layer_ptr(m, P_QNORMW, l, (size_t)H * D));
 			ref_rms_whole(ka, G, G / K, T, D, layer_ptr(m, P_KNORMW, l, (size_t)K * D));
 		}
-		if (cfg->pos == POS_ROPE) {
+		if (cfg->pos == POS_ROPE) { /* position t in a call over span(t) positions */
+			int span0 = g_span0 > 0 ? g_span0 : T;
 			for (int h = 0; h < H; h++)
 				for (int t = 0; t < T; t++)
-					rope(qa + ((size_t)h * T + t) * D, R, t, l, cfg);
+					rope(qa + ((size_t)h * T + t) * D, R, t, l, cfg,
+					     t + 1 > span0 ? t + 1 : span0);
 			for (int g = 0; g < G; g++)
 				for (int t = 0; t < T; t++)
-					rope(ka + ((size_t)g * T + t) * D, R, t, l, cfg);
+					rope(ka + ((size_t)g * T + t) * D, R, t, l, cfg,
+					     t + 1 > span0 ? t + 1 : span0);
 		}
 
 		if (qk && qk->q)

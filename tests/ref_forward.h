@@ -48,9 +48,22 @@ int ref_forward_qk(const struct model *m, const struct run_options *o, const int
 int ref_forward_padded(const struct model *m, const struct run_options *o, const int *tokens,
 		       int T, int key_len, double *logits, double *att, struct ref_trace *trace);
 
+/* ref_forward as the step decoder computes it (decode.h): positions
+ * 0 .. prefill-1 in one call over prefill positions, each later position t
+ * in a call of its own over t + 1, with its query and key turned by that
+ * call's LongRoPE table (the keys before keep theirs); without LongRoPE the
+ * numbers of ref_forward.  -1 also for prefill outside 1 .. T. */
+int ref_forward_stepped(const struct model *m, const struct run_options *o, const int *tokens,
+			int T, int prefill, double *logits, double *att);
+
 /* The angle per position that RoPE turns pair i (of R/2) by under c's
- * scaling (config.h enum rope_scaling), in double from the published
- * rules, written apart from the engine's config_rope_freqs. */
+ * scaling (config.h enum rope_scaling) in a call over n_pos positions
+ * (LongRoPE's table), in double from the published rules, written apart
+ * from the engine's config_rope_freqs.  LongRoPE also scales cos and sin
+ * by c->rope_attn_factor, which this angle leaves out. */
+double ref_rope_freq_in(const struct model_config *c, int i, int R, int n_pos);
+
+/* ref_rope_freq_in of a call within the original context (n_pos 1). */
 double ref_rope_freq(const struct model_config *c, int i, int R);
 
 #endif

@@ -70,8 +70,10 @@ struct combo {
 	int rotary, heads; /* rotary_dims (0: all), query heads (0: TH) */
 	/* BERT's parts (off in combo_of's 48) */
 	bool emb_norm, mlm;
-	/* RoPE scaling (none in combo_of's 48): linear by 4, or llama3 by 8
-	 * with low 1, high 4 over an original context of 8 */
+	/* RoPE scaling (none in combo_of's 48): linear by 4, llama3 by 8
+	 * with low 1, high 4 over an original context of 8, or longrope over
+	 * an original context of 3 (the text is 5: the long table), factors
+	 * 1 + i (short) and 2 + 3i (long), cos and sin times 1.3 */
 	enum rope_scaling rope_scale;
 	/* GPT-Neo's local layers: bit l of local_bits, over local_window keys */
 	int local_window;
@@ -183,6 +185,14 @@ static struct model *tiny_model(const struct combo *k, uint64_t seed)
 		c.rope_low_freq = 1.0f;
 		c.rope_high_freq = 4.0f;
 		c.rope_orig_context = 8;
+	}
+	if (k->rope_scale == ROPE_SCALE_LONGROPE) {
+		c.rope_orig_context = 3;
+		c.rope_attn_factor = 1.3f;
+		for (int i = 0; i < CFG_MAX_ROPE_PAIRS; i++) {
+			c.rope_short[i] = 1.0f + (float)i;
+			c.rope_long[i] = 2.0f + 3.0f * (float)i;
+		}
 	}
 	c.local_window = k->local_window;
 	c.local[0] = k->local_bits;
@@ -605,20 +615,22 @@ static void test_fd_olmo2(void **state)
 }
 
 /* RoPE scaling: linear and llama3 (whose pairs at d_head 4 over an
- * original context of 8 fall in the blended and the divided bands), over
- * both norms, all dims or 4 of 8; every tensor within FD_TOL. */
+ * original context of 8 fall in the blended and the divided bands), and
+ * longrope (its long table and attention factor), over both norms, all
+ * dims or 4 of 8; every tensor within FD_TOL. */
 static void test_fd_rope_scaling(void **state)
 {
 	(void)state;
 	int failures = 0;
 	char name[192];
-	for (int v = 0; v < 4; v++) {
+	for (int v = 0; v < 6; v++) {
 		struct combo k = combo_of(6 + v * 7 % 6); /* RoPE, LayerNorm, pre */
 		k.norm = v % 2 ? NORM_RMS : NORM_LAYER;
-		k.rope_scale = v < 2 ? ROPE_SCALE_LLAMA3 : ROPE_SCALE_LINEAR;
-		k.heads = v == 1 ? 2 : 0;
-		k.kv = v == 1 ? 1 : k.kv;
-		k.rotary = v == 1 ? 4 : 0;
+		k.rope_scale = v < 2 ? ROPE_SCALE_LLAMA3 : v < 4 ? ROPE_SCALE_LINEAR
+					 : ROPE_SCALE_LONGROPE;
+		k.heads = v == 1 || v == 5 ? 2 : 0;
+		k.kv = v == 1 || v == 5 ? 1 : k.kv;
+		k.rotary = v == 1 || v == 5 ? 4 : 0;
 		struct fd_result w = fd_check(&k, 9500 + (uint64_t)v * 41);
 		combo_name(&k, name, sizeof name);
 		bool bad = !(w.err < FD_TOL);

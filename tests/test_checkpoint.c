@@ -59,11 +59,12 @@ static void tpath(char *buf, size_t size, const char *name)
 	snprintf(buf, size, "%s/%s", tmpdir, name);
 }
 
-/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in ten flavours
+/* Tiny configs: V=11, C=16, L=2, H=4, K=2, F=32, S=8, in eleven flavours
  * that between them make every optional tensor present and absent, and
  * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers, Qwen3's q/k norm,
- * Gemma 2's switches and OLMo-2's blocks. */
-#define N_FLAVOURS 10
+ * Gemma 2's switches, OLMo-2's blocks and Phi-3.5's LongRoPE. */
+#define N_FLAVOURS 11
+#define LONGROPE_FLAVOUR 10
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -150,6 +151,21 @@ static void tiny_config(struct model_config *c, int flavour)
 		c->sandwich = c->post_only = true;
 		c->qk_norm = c->qk_norm_whole = true;
 		break;
+	case LONGROPE_FLAVOUR: /* Phi-3.5 / Phi-4-mini: LongRoPE on 6 of 8 dims */
+		c->norm = NORM_RMS;
+		c->pos = POS_ROPE;
+		c->mlp = MLP_SWIGLU;
+		c->bias = false;
+		c->head_dim = 8;
+		c->rotary_dims = 6;
+		c->rope_scaling = ROPE_SCALE_LONGROPE;
+		c->rope_orig_context = 4;
+		c->rope_attn_factor = 1.1902381f; /* sqrt(1 + ln 32 / ln 4096) */
+		for (int i = 0; i < 3; i++) {
+			c->rope_short[i] = 1.0f + 0.0199999809f * (float)i;
+			c->rope_long[i] = 1.08f + 12.3456789f * (float)i;
+		}
+		break;
 	}
 }
 
@@ -188,7 +204,13 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->rope_local_theta == b->rope_local_theta && a->post_only == b->post_only &&
 	       a->qk_norm_whole == b->qk_norm_whole &&
 	       cfg_rotary_dims(a) == cfg_rotary_dims(b) && a->local_window == b->local_window &&
-	       memcmp(a->local, b->local, sizeof a->local) == 0;
+	       memcmp(a->local, b->local, sizeof a->local) == 0 &&
+	       a->rope_scaling == b->rope_scaling && a->rope_factor == b->rope_factor &&
+	       a->rope_orig_context == b->rope_orig_context &&
+	       cfg_rope_mscale(a) == cfg_rope_mscale(b) &&
+	       (a->rope_scaling != ROPE_SCALE_LONGROPE ||
+		(!memcmp(a->rope_short, b->rope_short, sizeof(float) * (size_t)cfg_rotary_dims(a) / 2) &&
+		 !memcmp(a->rope_long, b->rope_long, sizeof(float) * (size_t)cfg_rotary_dims(a) / 2)));
 }
 
 /* Fails unless the message is "PATH: ..." and mentions word. */
@@ -576,7 +598,8 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"norm_eps\":1e-5,"));
 		if (f != 4) {
 			assert_null(strstr(s, "parallel"));
-			assert_null(strstr(s, "rotary_dims"));
+			if (f != LONGROPE_FLAVOUR)
+				assert_null(strstr(s, "rotary_dims"));
 		} else {
 			assert_non_null(strstr(s, "\"parallel\":true"));
 			assert_non_null(strstr(s, "\"rotary_dims\":2"));
@@ -594,6 +617,13 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"qk_norm\":true"));
 		if (f == 9) /* OLMo-2 */
 			assert_non_null(strstr(s, "\"post_only\":true"));
+		if (f != LONGROPE_FLAVOUR) {
+			assert_null(strstr(s, "rope_short"));
+		} else { /* the tables as written, short floats short */
+			assert_non_null(strstr(s, "\"rope_scaling\":\"longrope\""));
+			assert_non_null(strstr(s, "\"rope_short\":[1.0,1.02,1.04]"));
+			assert_null(strstr(s, "rope_factor"));
+		}
 		if (f != 8 && f != 9)
 			assert_null(strstr(s, "sandwich"));
 		else
@@ -682,6 +712,55 @@ static void test_config_parse_errors(void **state)
 	assert_non_null(strstr(e.msg, "invalid JSON"));
 	assert_int_equal(checkpoint_config_parse("[1, 2]", &out, &e), -1);
 	assert_non_null(strstr(e.msg, "not a JSON object"));
+}
+
+/* A longrope config with key set to value (NULL: removed) is refused with
+ * a message that holds word, and leaves the output untouched. */
+static void refuse_longrope_edit(const char *key, const char *value, const char *word)
+{
+	struct model_config c, out;
+	tiny_config(&c, LONGROPE_FLAVOUR);
+	char *base = checkpoint_config_json(&c);
+	json_t *o = json_loads(base, 0, NULL);
+	assert_non_null(o);
+	if (value)
+		json_object_set_new(o, key, json_loads(value, JSON_DECODE_ANY, NULL));
+	else
+		json_object_del(o, key);
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	struct err e = { "" };
+	memset(&out, 0x5a, sizeof out);
+	assert_int_equal(checkpoint_config_parse(s, &out, &e), -1);
+	if (!strstr(e.msg, word) || strchr(e.msg, '\n')) {
+		print_error("%s -> \"%s\", expected \"%s\" in one line\n", s, e.msg, word);
+		fail();
+	}
+	assert_int_equal(out.d_model, 0x5a5a5a5a);
+	free(s);
+	free(base);
+}
+
+/* LongRoPE's keys, damaged, are refused by name: a table of another
+ * length than R/2, a factor of 0, below 0 or not a number, a factor too
+ * large for a float, a missing table, attention factor or original
+ * context. */
+static void test_longrope_config_errors(void **state)
+{
+	(void)state;
+	refuse_longrope_edit("rope_short", "[1, 2]", "rope_short holds 2 factors, not the 3 of rotary dims 6");
+	refuse_longrope_edit("rope_long", "[1, 2, 3, 4]", "rope_long holds 4 factors, not the 3");
+	refuse_longrope_edit("rope_long", "[1, -2, 3]", "rope_long[1] = -2 must be above 0");
+	refuse_longrope_edit("rope_short", "[0, 1, 1]", "rope_short[0] = 0 must be above 0");
+	refuse_longrope_edit("rope_short", "[1, \"x\", 1]", "\"rope_short\"[1] must be a number");
+	refuse_longrope_edit("rope_short", "[1, 1e300, 1]", "\"rope_short\"[1] must be a number");
+	refuse_longrope_edit("rope_long", "3", "\"rope_long\" must be an array of numbers");
+	refuse_longrope_edit("rope_long", NULL, "missing key \"rope_long\"");
+	refuse_longrope_edit("rope_attn_factor", NULL, "missing key \"rope_attn_factor\"");
+	refuse_longrope_edit("rope_attn_factor", "0", "rope_attn_factor 0 must be in (0, 1e6)");
+	refuse_longrope_edit("rope_orig_context", NULL, "missing key \"rope_orig_context\"");
+	refuse_longrope_edit("rope_orig_context", "0", "rope_orig_context 0 must be in 1..2^30");
+	refuse_longrope_edit("rope_scaling", "\"yarn\"", "\"rope_scaling\" has unknown value \"yarn\"");
 }
 
 /* ------------------------------------------------------------ damaged files */
@@ -1062,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_bf16_handwritten),
 		cmocka_unit_test(test_config_json_roundtrip),
 		cmocka_unit_test(test_config_parse_errors),
+		cmocka_unit_test(test_longrope_config_errors),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_header_length_past_end),
 		cmocka_unit_test(test_header_not_json),

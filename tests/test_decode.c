@@ -9,6 +9,11 @@
  *    the computation: pre and post placement, K/V sharing down and up, a
  *    window, scaling off and an ablated head.  `mask none` decodes as the
  *    causal pass does (a step cannot see tokens that do not exist yet).
+ *  - LongRoPE (decode.h's rule): stepped, or prefilled within or past the
+ *    original context then stepped, the decoder gives the reference of
+ *    those calls (ref_forward_stepped) at every position; within the
+ *    original context it ends where the full pass does, and stepped across
+ *    it parts from the full pass, whose keys all take the long table.
  *  - decoder_reset starts over with the same numbers; a full cache and a
  *    token outside the vocabulary are refused; the cache size is
  *    2 * L * G * cap * D floats, G being the K/V heads computed with.
@@ -38,6 +43,7 @@
 #include "decode.h"
 #include "model.h"
 #include "randmodel.h"
+#include "ref_forward.h"
 #include "sampler.h"
 
 enum { V = 19, T = 12 };
@@ -408,6 +414,107 @@ static void test_decoder_reset_and_limits(void **state)
 	model_free(m);
 }
 
+/* The decoder's logits at positions P-1 .. T-1 after a prefill of P tokens
+ * (P = 1: every position stepped) against the reference of the same calls
+ * (ref_forward_stepped): the worst |d - ref| / (1e-4 + 1e-4 |ref|). */
+static double stepped_vs_ref(struct model *m, const struct run_options *o, const int *tokens,
+			     int P)
+{
+	struct err e;
+	double *ref = malloc(sizeof(double) * T * V);
+	assert_non_null(ref);
+	assert_int_equal(ref_forward_stepped(m, o, tokens, T, P, ref, NULL), 0);
+	struct decoder *d = decoder_new(m, o, 0, &e);
+	assert_non_null(d);
+	assert_int_equal(decoder_prefill(d, m, tokens, P, &e), 0);
+	double worst = 0.0;
+	for (int i = P - 1; i < T; i++) {
+		if (i >= P)
+			assert_int_equal(decoder_step(d, m, tokens[i], &e), 0);
+		for (int j = 0; j < V; j++) {
+			double b = ref[(size_t)i * V + j];
+			worst = fmax(worst, fabs(d->logits[j] - b) / (1e-4 + 1e-4 * fabs(b)));
+		}
+	}
+	decoder_free(d);
+	free(ref);
+	return worst;
+}
+
+/* The worst ratio between the last logits of a full pass over the first n
+ * tokens and of a decoder stepped through them. */
+static double step_vs_pass(struct model *m, const struct run_options *o, const int *tokens, int n)
+{
+	struct err e;
+	struct run *r = run_new(&m->cfg, 1, n, RUN_LOGITS);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, n, r, &e), 0);
+	struct decoder *d = decoder_new(m, o, 0, &e);
+	assert_non_null(d);
+	for (int k = 0; k < n; k++)
+		assert_int_equal(decoder_step(d, m, tokens[k], &e), 0);
+	double worst = 0.0;
+	for (int j = 0; j < V; j++) {
+		double b = r->logits[(size_t)(n - 1) * V + j];
+		worst = fmax(worst, fabs(d->logits[j] - b) / (1e-4 + 1e-4 * fabs(b)));
+	}
+	decoder_free(d);
+	run_free(r);
+	return worst;
+}
+
+/* Phi-3's LongRoPE over an original context of 6 (the text is 12), RoPE
+ * over all of each head or half of it, decodes by decode.h's rule: each
+ * call turns its queries and keys by the table of the positions it spans,
+ * the cached keys keep theirs.  Stepped from the start, and prefilled with
+ * 4 (within the original context) or 9 tokens (past it) then stepped, the
+ * logits at every position equal the reference of those calls (with the
+ * 9-token prefill, that of one full pass).  A decoder stepped through the
+ * 6 tokens of the original context ends where the full pass over them
+ * does; stepped through all 12 it parts from the full pass over 12 (whose
+ * keys all take the long table), as transformers' generate does.  Native,
+ * MQA, post-norm and a window of 3. */
+static void test_decoder_longrope(void **state)
+{
+	(void)state;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 7 + 3) % V;
+	for (int partial = 0; partial <= 1; partial++) {
+		struct model *base = randmodel_new(true, 2, 2, V, 8.0f, 80 + partial);
+		struct model_config c = base->cfg;
+		c.rotary_dims = partial ? cfg_d_head(&c) / 2 : 0;
+		c.rope_theta = 100.0f;
+		c.rope_scaling = ROPE_SCALE_LONGROPE;
+		c.rope_orig_context = 6;
+		c.rope_attn_factor = 1.3f;
+		for (int i = 0; i < cfg_rotary_dims(&c) / 2; i++) {
+			c.rope_short[i] = 1.0f + 0.5f * (float)i;
+			c.rope_long[i] = 3.0f + 4.0f * (float)i;
+		}
+		struct model *m = randmodel_rebuild(base, &c, 85 + partial);
+		struct run_options native, cases[4];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		for (int k = 0; k < n; k++) {
+			double w1 = stepped_vs_ref(m, &cases[k], tokens, 1);
+			double w4 = stepped_vs_ref(m, &cases[k], tokens, 4);
+			double w9 = stepped_vs_ref(m, &cases[k], tokens, 9);
+			double pass_in = step_vs_pass(m, &cases[k], tokens, 6);
+			double pass_out = step_vs_pass(m, &cases[k], tokens, T);
+			print_message("longrope rot %d case %d: stepped %.3f, prefill 4 %.3f, prefill 9 "
+				      "%.3f of tolerance; steps vs full pass over 6: %.3f, over %d: %.0f\n",
+				      cfg_rotary_dims(&c), k, w1, w4, w9, pass_in, T, pass_out);
+			assert_true(w1 <= 1.0 && w4 <= 1.0 && w9 <= 1.0 && pass_in <= 1.0);
+			assert_true(pass_out > 5.0);
+		}
+		model_free(m);
+	}
+}
+
 /* A prefill of P tokens (one full pass) leaves the cache and logits that
  * P steps leave (within 1e-4 + 1e-4 |ref|), under MHA, MQA, a window
  * shorter than the prefill, post-norm and mask none (which steps, and so
@@ -602,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_head_dim),
 		cmocka_unit_test(test_decoder_gemma),
 		cmocka_unit_test(test_decoder_olmo2),
+		cmocka_unit_test(test_decoder_longrope),
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),

@@ -59,11 +59,32 @@ struct variant {
 	bool olmo;                /* OLMo-2's: norms after the sub-blocks only, one
 				   * q norm over all query heads, one k norm over all
 				   * key heads */
+	bool longrope;            /* Phi-3's LongRoPE over an original context of
+				   * LR_ORIG (tables and factor: longrope_config) */
 };
+
+/* LongRoPE's original context in the tiny models: the test text (TT) is
+ * longer, a text of LR_ORIG tokens is not. */
+enum { LR_ORIG = 4 };
 
 static float tiny_eps(const struct variant *v)
 {
 	return v->eps > 0.0f ? v->eps : 1e-5f;
+}
+
+/* LongRoPE on base 100 (so that every pair turns visibly over 7
+ * positions): short factors 1 + 0.5 i, long ones 2 + 3 i (i < R/2), cos and
+ * sin times 1.25. */
+static void longrope_config(struct model_config *c)
+{
+	c->rope_theta = 100.0f;
+	c->rope_scaling = ROPE_SCALE_LONGROPE;
+	c->rope_orig_context = LR_ORIG;
+	c->rope_attn_factor = 1.25f;
+	for (int i = 0; i < cfg_rotary_dims(c) / 2; i++) {
+		c->rope_short[i] = 1.0f + 0.5f * (float)i;
+		c->rope_long[i] = 2.0f + 3.0f * (float)i;
+	}
 }
 
 static void tiny_config(struct model_config *c, const struct variant *v)
@@ -107,6 +128,8 @@ static void tiny_config(struct model_config *c, const struct variant *v)
 		c->sandwich = c->post_only = true;
 		c->qk_norm = c->qk_norm_whole = true;
 	}
+	if (v->longrope)
+		longrope_config(c);
 	if (v->gemma && v->qk_norm) { /* Gemma 3: local layers turn by a base of their own */
 		c->rope_theta = 100.0f;
 		c->rope_scaling = ROPE_SCALE_LINEAR; /* on the global layers only */
@@ -191,7 +214,8 @@ static struct model *make_model(const struct variant *v, uint64_t seed)
 static struct variant default_variant(void)
 {
 	struct variant v = { NORM_LAYER, PLACE_PRE, POS_LEARNED, MLP_GELU, TH, true, true, 0.0f,
-			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false, false, false };
+			     false, false, false, 0, 0, false, false, 0, 0u, false, 0, false, false, false,
+			     false };
 	return v;
 }
 
@@ -227,7 +251,8 @@ static void describe(char *buf, size_t n, const struct variant *v, const struct 
 		 v->no_residual ? " no-residual" : "", v->no_mlp ? " no-mlp" : "",
 		 v->parallel ? " parallel" : "", v->emb_norm ? " emb-norm" : "",
 		 v->mlm ? " mlm" : "", v->rotary, v->local_bits, v->local_window, v->head_dim,
-		 v->olmo ? " olmo2" : v->qk_norm ? " qk-norm" : v->gemma ? " gemma" : "",
+		 v->olmo ? " olmo2" : v->qk_norm ? " qk-norm" : v->gemma ? " gemma"
+		 : v->longrope ? " longrope" : "",
 		 o->kv_heads, norm_place_name(o->placement), mask_name(o, mb, sizeof mb), o->scale, ab,
 		 pitfall_name(o->pitfall),
 		 (flags & RUN_TRAIN) ? "train" : "logits|attn");
@@ -714,6 +739,102 @@ static void test_olmo2_architectures(void **s)
 	}
 	engine_set_threads(0);
 	print_message("olmo2 architectures: %d runs, %d mismatches\n", runs, failures);
+	assert_int_equal(failures, 0);
+}
+
+/* The engine's pass over T tokens against the reference of config rc
+ * (m's weights): the worst |engine - ref| / tolerance of logits and
+ * attention. */
+static double ratio_vs_config(struct model *m, const struct model_config *rc, int T)
+{
+	struct run_options o;
+	base_options(m, &o);
+	struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+	struct err e;
+	assert_int_equal(model_forward(m, &o, test_tokens, NULL, 1, T, r, &e), 0);
+	double *rl = malloc(sizeof(double) * T * TV);
+	double *ra = malloc(sizeof(double) * TL * TH * T * T);
+	assert_non_null(rl);
+	assert_non_null(ra);
+	struct model_config saved = m->cfg;
+	m->cfg = *rc;
+	assert_int_equal(ref_forward(m, &o, test_tokens, T, rl, ra, NULL), 0);
+	m->cfg = saved;
+	double worst = 0.0;
+	for (int i = 0; i < T * TV; i++)
+		worst = fmax(worst, fabs(r->logits[i] - rl[i]) / (ABS_TOL + REL_TOL * fabs(rl[i])));
+	for (int l = 0; l < TL; l++)
+		for (int h = 0; h < TH; h++)
+			for (int i = 0; i < T * T; i++) {
+				double a = run_att(r, l, 0, h)[i], b = ra[((size_t)l * TH + h) * T * T + i];
+				worst = fmax(worst, fabs(a - b) / (ABS_TOL + REL_TOL * fabs(b)));
+			}
+	free(rl);
+	free(ra);
+	run_free(r);
+	return worst;
+}
+
+/* Phi-3's LongRoPE (longrope_config, original context 4) on heads of 8:
+ * RoPE over all of D or 4 of it (Phi-4-mini's partial rotary), MHA and
+ * native GQA; a text of 4 tokens (the short table) and of 7 (the long
+ * one), each under the native options, post-norm, G = 1, a window, scale
+ * off, an ablation, the no-transpose pitfall, and the saved activations,
+ * against the reference.  The comparison sees each part: the reference
+ * with the other table, or without the attention factor, is far away. */
+static void test_longrope_architectures(void **s)
+{
+	(void)s;
+	static const struct { int rotary, kv; } shapes[] = { { 0, 4 }, { 4, 2 } };
+	int failures = 0, runs = 0;
+	engine_set_threads(1);
+	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+		struct variant v = default_variant();
+		v.longrope = true;
+		v.head_dim = 8;
+		v.rotary = shapes[si].rotary;
+		v.kv = shapes[si].kv;
+		v.pos = POS_ROPE;
+		v.norm = NORM_RMS;
+		v.mlp = MLP_SWIGLU;
+		v.bias = false;
+		v.tied = si == 1;
+		struct model *m = make_model(&v, 9600u + (uint64_t)si);
+		for (int T = LR_ORIG; T <= TT; T += TT - LR_ORIG)
+			for (int k = 0; k < 7; k++) {
+				struct run_options o;
+				base_options(m, &o);
+				o.placement = k == 1 ? PLACE_POST : PLACE_PRE;
+				o.kv_heads = k == 2 ? 1 : v.kv;
+				o.mask = k == 3 ? MASK_WINDOW : MASK_CAUSAL;
+				o.window = 2;
+				o.scale = k != 4;
+				if (k == 5)
+					opt_set_ablated(&o, 1 * TH + 1, true);
+				if (k == 6)
+					o.pitfall = PITFALL_NO_TRANSPOSE;
+				unsigned flags = RUN_LOGITS | RUN_ATTN | (k % 2 ? RUN_TRAIN : 0);
+				runs++;
+				if (!check_against_ref(m, &v, &o, flags, test_tokens, T))
+					failures++;
+			}
+		struct model_config other = m->cfg; /* the reference on the short table at T = 7 */
+		other.rope_orig_context = TT;
+		double w_table = ratio_vs_config(m, &other, TT);
+		other = m->cfg; /* and on the long table at T = 4 */
+		other.rope_orig_context = LR_ORIG - 1;
+		double w_short = ratio_vs_config(m, &other, LR_ORIG);
+		other = m->cfg;
+		other.rope_attn_factor = 1.0f;
+		double w_factor = ratio_vs_config(m, &other, TT);
+		print_message("longrope rot=%d: the reference with the other table is %.0f / %.0f "
+			      "tolerances off, without the attention factor %.0f\n", v.rotary, w_table,
+			      w_short, w_factor);
+		assert_true(w_table > 100.0 && w_short > 100.0 && w_factor > 100.0);
+		model_free(m);
+	}
+	engine_set_threads(0);
+	print_message("longrope architectures: %d runs, %d mismatches\n", runs, failures);
 	assert_int_equal(failures, 0);
 }
 
@@ -1585,6 +1706,7 @@ int main(void)
 		cmocka_unit_test(test_qknorm_architectures),
 		cmocka_unit_test(test_gemma_architectures),
 		cmocka_unit_test(test_olmo2_architectures),
+		cmocka_unit_test(test_longrope_architectures),
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),

@@ -1140,6 +1140,7 @@ static void test_fuzz_seeds(void **state)
 		{ "neox-tiny-tokenizer-json", "hf-neox" },
 		{ "neo-tiny-local", "hf-neo" },
 		{ "phi3-tiny-partial-window", "hf-phi3" },
+		{ "phi3-tiny-longrope", "hf-phi3" },
 		{ "gemma2-tiny-sandwich-softcap", "hf-gemma" },
 		{ "gemma3-tiny-qk-norm-local-base", "hf-gemma" },
 		{ "gemma3mm-tiny-language-model", "hf-gemma3" },
@@ -1229,7 +1230,7 @@ static void test_llama_rope_layout(void **state)
 		float freq[D / 2];
 		for (int i = 0; i < D / 2; i++)
 			freq[i] = powf(10000.0f, -2.0f * (float)i / (float)D);
-		rope_rotate(engine, 1, D, D, pos, freq);
+		rope_rotate(engine, 1, D, D, pos, freq, 1.0f);
 		for (int i = 0; i < D; i++)
 			assert_true(fabs(engine[llama_rope_row(i, D)] - out[i]) < 1e-4);
 	}
@@ -1276,7 +1277,7 @@ static void test_neox_rope_layout(void **state)
 			float freq[D / 2];
 			for (int i = 0; i < R / 2; i++)
 				freq[i] = powf(10000.0f, -2.0f * (float)i / (float)R);
-			rope_rotate(engine, 2, D, R, pos, freq);
+			rope_rotate(engine, 2, D, R, pos, freq, 1.0f);
 			for (int i = 0; i < 2 * D; i++)
 				if (!(fabs(engine[neox_rope_row(i, D, R)] - out[i]) < 1e-4))
 					fail_msg("R %d pos %d dim %d: engine %g, HF %g", R, pos, i,

@@ -341,6 +341,15 @@ static void test_qk_split(void **state)
 	r->cfg.rope_orig_context = 8;
 	run_options_native(r, &ro);
 	check_qk(r, &ro, tokens, 1, 3);
+	r->cfg.rope_scaling = ROPE_SCALE_LONGROPE; /* Phi-3's, over an original 4: the long table */
+	r->cfg.rope_orig_context = 4;
+	r->cfg.rope_attn_factor = 1.3f;
+	for (int i = 0; i < D / 2; i++) {
+		r->cfg.rope_short[i] = 1.0f + (float)i;
+		r->cfg.rope_long[i] = 3.0f + 5.0f * (float)i;
+	}
+	check_qk(r, &ro, tokens, 1, 3);
+	r->cfg.rope_scaling = ROPE_SCALE_LLAMA3;
 	r = randmodel_qk_norm(r, 35); /* Qwen3's q/k norm, under both placements */
 	run_options_native(r, &ro);
 	check_qk(r, &ro, tokens, 1, 2);

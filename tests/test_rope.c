@@ -12,17 +12,20 @@
  *    between for them;
  *  - model_forward's attention of every layer and head, its logits and its
  *    loss equal tests/ref_forward.c's double-precision pass (which applies
- *    the scaling from its own formula) within 1e-4 + 1e-4 |ref|, for llama3
- *    and linear scaling; the same model read without scaling is more than
+ *    the scaling from its own formula) within 1e-4 + 1e-4 |ref|, for llama3,
+ *    linear and LongRoPE scaling (its long table: 48 positions past 32); the same model read without scaling is more than
  *    1e-2 away from the scaled reference, so the comparison sees the
  *    scaling;
  *  - the step decoder's next-token logits equal the full pass at every one
  *    of the 48 positions within 1e-4 + 1e-4 |ref|;
  *  - rerunning the blocks from row 40 (model_blocks_from, which turns each
  *    recomputed row by its own position) gives the whole pass's final
- *    stream for those rows within 1e-4 + 1e-4 |ref|;
+ *    stream for those rows within 1e-4 + 1e-4 |ref|, under llama3 and under
+ *    LongRoPE (the rerun rows take the whole pass's long table);
  *  - a checkpoint keeps the scaling fields, and a config without them reads
- *    as no scaling; config_validate refuses out-of-range fields by name.
+ *    as no scaling; config_validate refuses out-of-range fields by name,
+ *    LongRoPE's tables (a factor of 0 or NaN, more pairs than a table
+ *    holds) and attention factor among them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +71,15 @@ static struct model_config scaled_config(enum rope_scaling kind)
 		c.rope_high_freq = 4.0f;
 		c.rope_orig_context = ORIG;
 	}
+	if (kind == ROPE_SCALE_LONGROPE) { /* factors 1 + i / 4 within ORIG, 1 + 3i past it */
+		c.rope_factor = 1.0f;
+		c.rope_orig_context = ORIG;
+		c.rope_attn_factor = 1.2f;
+		for (int i = 0; i < D / 2; i++) {
+			c.rope_short[i] = 1.0f + 0.25f * (float)i;
+			c.rope_long[i] = 1.0f + 3.0f * (float)i;
+		}
+	}
 	return c;
 }
 
@@ -101,7 +113,7 @@ static void test_bands(void **state)
 	(void)state;
 	struct model_config c = scaled_config(ROPE_SCALE_LLAMA3);
 	float freq[D / 2];
-	config_rope_freqs(&c, freq);
+	config_rope_freqs(&c, 1, freq);
 	int kept = 0, divided = 0, blended = 0;
 	for (int i = 0; i < D / 2; i++) {
 		double f = pow(10000.0, -2.0 * i / D);
@@ -191,7 +203,8 @@ static double engine_vs_ref(struct model *m, const struct model_config *ref_cfg,
 static void test_forward_matches_reference(void **state)
 {
 	(void)state;
-	const enum rope_scaling kinds[] = { ROPE_SCALE_LLAMA3, ROPE_SCALE_LINEAR, ROPE_SCALE_NONE };
+	const enum rope_scaling kinds[] = { ROPE_SCALE_LLAMA3, ROPE_SCALE_LINEAR, ROPE_SCALE_NONE,
+					    ROPE_SCALE_LONGROPE };
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		struct model *m = scaled_model(kinds[k], 41 + k);
 		double dloss, w = engine_vs_ref(m, &m->cfg, &dloss);
@@ -251,11 +264,10 @@ static void test_decoder_matches_forward(void **state)
 
 /* ----------------------------------------------------- resuming by rows */
 
-static void test_rows_resume(void **state)
+static void rows_resume(enum rope_scaling kind)
 {
-	(void)state;
 	enum { ROW0 = 40, C = H * D };
-	struct model *m = scaled_model(ROPE_SCALE_LLAMA3, 91);
+	struct model *m = scaled_model(kind, 91);
 	int tokens[T];
 	make_tokens(tokens);
 	struct run_options o;
@@ -276,11 +288,19 @@ static void test_rows_resume(void **state)
 		double q = fabs((double)last[i] - want[i]) / (1e-4 + 1e-4 * fabs((double)want[i]));
 		worst = q > worst ? q : worst;
 	}
-	print_message("rows %d..%d rerun: worst %.3f of the tolerance\n", ROW0, T - 1, worst);
+	print_message("%s: rows %d..%d rerun: worst %.3f of the tolerance\n",
+		      rope_scaling_name(kind), ROW0, T - 1, worst);
 	assert_true(worst <= 1.0);
 	free(want);
 	run_free(r);
 	model_free(m);
+}
+
+static void test_rows_resume(void **state)
+{
+	(void)state;
+	rows_resume(ROPE_SCALE_LLAMA3);
+	rows_resume(ROPE_SCALE_LONGROPE); /* the rerun rows keep the pass's long table */
 }
 
 /* ----------------------------------------------------------- checkpoints */
@@ -372,6 +392,30 @@ static void test_validation(void **state)
 	c = scaled_config(ROPE_SCALE_LINEAR);
 	c.rope_scaling = (enum rope_scaling)7;
 	expect_invalid(c, "scaling");
+	/* LongRoPE: tables of R/2 factors each, above 0 and finite, a
+	 * positive attention factor, at most CFG_MAX_ROPE_PAIRS pairs */
+	c = scaled_config(ROPE_SCALE_NONE);
+	c.rope_scaling = ROPE_SCALE_LONGROPE;
+	c.rope_orig_context = ORIG;
+	c.rope_attn_factor = 1.2f;
+	for (int i = 0; i < D / 2; i++)
+		c.rope_short[i] = c.rope_long[i] = 1.5f;
+	assert_int_equal(config_validate(&c, &e), 0);
+	struct model_config bad = c;
+	bad.rope_long[D / 2 - 1] = 0.0f;
+	expect_invalid(bad, "rope_long[7]");
+	bad = c;
+	bad.rope_short[2] = NAN;
+	expect_invalid(bad, "rope_short[2]");
+	bad = c;
+	bad.rope_attn_factor = INFINITY;
+	expect_invalid(bad, "rope_attn_factor");
+	bad = c;
+	bad.rope_orig_context = 0;
+	expect_invalid(bad, "rope_orig_context");
+	bad = c;
+	bad.head_dim = bad.rotary_dims = 2 * CFG_MAX_ROPE_PAIRS + 2;
+	expect_invalid(bad, "factors per table");
 }
 
 int main(void)

@@ -126,8 +126,9 @@ static void ref_norm_frozen(const struct model *m, struct ref *r, enum param_id 
 	}
 }
 
-/* RoPE of layer l at position t; Gemma 3's local layers turn by their own
- * base, unscaled. */
+/* RoPE of layer l at position t of the T-token pass (LongRoPE: its table,
+ * cos and sin times the attention factor); Gemma 3's local layers turn by
+ * their own base, unscaled. */
 static void ref_rope(const struct model *m, double *v, int t, int l)
 {
 	int R = m->cfg.rotary_dims ? m->cfg.rotary_dims : D;
@@ -136,11 +137,12 @@ static void ref_rope(const struct model *m, double *v, int t, int l)
 		c.rope_theta = c.rope_local_theta;
 		c.rope_scaling = ROPE_SCALE_NONE;
 	}
+	double ms = c.rope_scaling == ROPE_SCALE_LONGROPE ? (double)c.rope_attn_factor : 1.0;
 	for (int i = 0; i < R / 2; i++) {
-		double ang = t * ref_rope_freq(&c, i, R);
+		double ang = t * ref_rope_freq_in(&c, i, R, T);
 		double a = v[2 * i], b = v[2 * i + 1];
-		v[2 * i] = a * cos(ang) - b * sin(ang);
-		v[2 * i + 1] = a * sin(ang) + b * cos(ang);
+		v[2 * i] = ms * (a * cos(ang) - b * sin(ang));
+		v[2 * i + 1] = ms * (a * sin(ang) + b * cos(ang));
 	}
 }
 
@@ -455,6 +457,19 @@ static void test_why_matches_reference(void **state)
 				m->cfg.rope_high_freq = 4.0f;
 				m->cfg.rope_orig_context = 8;
 				check_options(m, &o, tokens);
+				/* Phi-3's LongRoPE over an original context of 4
+				 * (the long table), on half of each head: cos and
+				 * sin times 1.3 */
+				m->cfg.rotary_dims = D / 2;
+				m->cfg.rope_scaling = ROPE_SCALE_LONGROPE;
+				m->cfg.rope_orig_context = 4;
+				m->cfg.rope_attn_factor = 1.3f;
+				for (int i = 0; i < D / 4; i++) {
+					m->cfg.rope_short[i] = 1.0f + (float)i;
+					m->cfg.rope_long[i] = 3.0f + 5.0f * (float)i;
+				}
+				check_options(m, &o, tokens);
+				m->cfg.rotary_dims = 0;
 				/* Gemma's token embeddings times sqrt(C) */
 				m->cfg.rope_scaling = ROPE_SCALE_NONE;
 				m->cfg.emb_scale = sqrtf((float)C);

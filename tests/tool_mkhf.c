@@ -9,7 +9,8 @@
  * usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json
  *                 [--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma]
  *                 [--bare] | --roberta [--untied] [--bare] | --distilbert [--untied] [--bare]
- *                 | --llama3 | --phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2]
+ *                 | --llama3 | --phi3 [--partial] [--longrope] | --qwen3 | --gemma2
+ *                 | --gemma3 [--mm | --mm2]
  *                 | --olmo2]
  *                 [--headdim N]
  *                 [--shards] [--tiny]
@@ -63,7 +64,12 @@
  * RMSNorm eps 1e-5, untied, sliding_window 6 (every layer local over 6
  * keys), config.json spelled as Phi-3-mini-4k-instruct's; --partial adds
  * partial_rotary_factor 0.5 (RoPE over 4 of each head's 8 dims) and ties
- * the output to the embeddings, as Phi-4-mini does.
+ * the output to the embeddings, as Phi-4-mini does; --longrope writes
+ * config.json as Phi-3.5-mini-instruct spells it instead: LongRoPE
+ * ("type": "longrope", short_factor and long_factor printed as the
+ * doubles of float factors, as Phi-3.5's are) over an original context of
+ * 4 of the 64 positions (attention factor sqrt(1 + ln 16 / ln 4)), and
+ * sliding_window 262144, past the context (no local layers).
  * --qwen3 writes a Qwen3 model in the Llama layout: heads 2 * d_model /
  * heads wide (head_dim 16 over hidden 32, as Qwen3-0.6B's 128 over 1024 /
  * 16), self_attn.q_norm / k_norm (head_dim scales, rotate-half order),
@@ -715,6 +721,55 @@ static void phi3_config(struct model_config *c, bool partial)
 	}
 }
 
+/* --longrope: Phi-3.5-mini's LongRoPE over an original context of 4, the
+ * factor context / 4 (16; --tiny: 2) giving the attention factor; no
+ * sliding window. */
+static void phi3_longrope(struct model_config *c)
+{
+	c->local_window = 0;
+	memset(c->local, 0, sizeof c->local);
+	c->rope_scaling = ROPE_SCALE_LONGROPE;
+	c->rope_orig_context = 4;
+	c->rope_attn_factor = (float)sqrt(1.0 + log(c->context / 4.0) / log(4.0));
+	for (int i = 0; i < cfg_rotary_dims(c) / 2; i++) {
+		c->rope_short[i] = 1.0f + 0.02f * (float)i;
+		c->rope_long[i] = 1.08f + 3.7f * (float)(i * i);
+	}
+}
+
+/* A LongRoPE table as Phi-3.5's config.json prints it: each float's
+ * double in full ("1.0199999809265137"), whole ones as "1.0". */
+static void write_factors(FILE *f, const char *key, const float *t, int n)
+{
+	fprintf(f, "\"%s\": [", key);
+	for (int i = 0; i < n; i++)
+		fprintf(f, t[i] == floorf(t[i]) ? "%s%.1f" : "%s%.17g", i ? ", " : "", (double)t[i]);
+	fprintf(f, "]");
+}
+
+/* config.json spelled as Phi-3.5-mini-instruct's (--longrope). */
+static void write_phi35_config(FILE *f, const struct model_config *c, bool partial)
+{
+	fprintf(f, "{\"_name_or_path\": \"Phi-3.5-mini-instruct\", \"architectures\": "
+		   "[\"Phi3ForCausalLM\"], \"attention_dropout\": 0.0, \"bos_token_id\": 1, "
+		   "\"embd_pdrop\": 0.0, \"eos_token_id\": 0, \"hidden_act\": \"silu\", "
+		   "\"hidden_size\": %d, \"initializer_range\": 0.02, \"intermediate_size\": %d, "
+		   "\"max_position_embeddings\": %d, \"model_type\": \"phi3\", "
+		   "\"num_attention_heads\": %d, \"num_hidden_layers\": %d, "
+		   "\"num_key_value_heads\": %d, \"original_max_position_embeddings\": %d, "
+		   "\"pad_token_id\": 0, \"resid_pdrop\": 0.0, \"rms_norm_eps\": 1e-05, "
+		   "\"rope_scaling\": {", c->d_model, c->d_ff, c->context, c->n_head, c->n_layer,
+		c->n_kv_head, c->rope_orig_context);
+	write_factors(f, "long_factor", c->rope_long, cfg_rotary_dims(c) / 2);
+	fprintf(f, ", ");
+	write_factors(f, "short_factor", c->rope_short, cfg_rotary_dims(c) / 2);
+	fprintf(f, ", \"type\": \"longrope\"}, \"rope_theta\": 10000.0, \"sliding_window\": 262144, "
+		   "\"tie_word_embeddings\": %s,%s \"torch_dtype\": \"bfloat16\", "
+		   "\"transformers_version\": \"4.43.3\", \"use_cache\": true, "
+		   "\"attention_bias\": false, \"vocab_size\": %d}\n", c->tied ? "true" : "false",
+		partial ? " \"partial_rotary_factor\": 0.5," : "", c->vocab_size);
+}
+
 /* config.json spelled as Phi-3-mini-4k-instruct's. */
 static void write_phi3_config(FILE *f, const struct model_config *c, bool partial)
 {
@@ -942,7 +997,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: tool_mkhf OUTDIR REF.safetensors TOKDIR|TOKENIZER.json "
 			"[--qwen2 | --neox [--sequential] | --neo | --bert [--untied] [--gamma] [--bare] | "
 			"--roberta [--untied] [--bare] | --distilbert [--untied] [--bare] | --llama3 | "
-			"--phi3 [--partial] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2] | --olmo2] "
+			"--phi3 [--partial] [--longrope] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2] | "
+			"--olmo2] "
 			"[--headdim N] "
 			"[--shards] [--tiny]\n");
 		return 2;
@@ -952,6 +1008,7 @@ int main(int argc, char **argv)
 	bool bert = false, untied = false, gamma = false, bare = false, llama3 = false;
 	bool roberta = false, distil = false, phi3 = false, partial = false, qwen3 = false;
 	bool gemma2 = false, gemma3 = false, olmo2 = false, mm = false, mm2 = false;
+	bool longrope = false;
 	int headdim = 0; /* Llama / Qwen2: config.json's head_dim (0: not written) */
 	for (int i = 4; i < argc; i++) {
 		qwen |= !strcmp(argv[i], "--qwen2");
@@ -974,6 +1031,7 @@ int main(int argc, char **argv)
 		mm2 |= !strcmp(argv[i], "--mm2");
 		olmo2 |= !strcmp(argv[i], "--olmo2");
 		partial |= !strcmp(argv[i], "--partial");
+		longrope |= !strcmp(argv[i], "--longrope");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
 		if (!strcmp(argv[i], "--tiny"))
@@ -1022,6 +1080,8 @@ int main(int argc, char **argv)
 		neo_config(&c);
 	if (phi3)
 		phi3_config(&c, partial);
+	if (phi3 && longrope)
+		phi3_longrope(&c);
 	if (gemma2)
 		gemma2_config(&c);
 	if (gemma3)
@@ -1110,6 +1170,8 @@ int main(int argc, char **argv)
 		write_roberta_config(f, &c, bare);
 	else if (distil)
 		write_distilbert_config(f, &c, bare);
+	else if (phi3 && longrope)
+		write_phi35_config(f, &c, partial);
 	else if (phi3)
 		write_phi3_config(f, &c, partial);
 	else if (qwen3)

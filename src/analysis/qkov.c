@@ -157,13 +157,14 @@ static void freeze(const struct model_config *c, double *v, const float *g, doub
 		v[j] *= rstd;
 }
 
-static void rope_d(const struct model_config *c, double *v, int pos)
+/* v (D) turned by RoPE at position pos of a pass over n_pos positions. */
+static void rope_d(const struct model_config *c, double *v, int pos, int n_pos)
 {
 	int R = cfg_rotary_dims(c);
 	for (int i = 0; i < R / 2; i++) {
-		double f = config_rope_scale(c, pow((double)c->rope_theta, -2.0 * i / R));
-		double ang = (double)pos * f;
-		double cs = cos(ang), sn = sin(ang), a = v[2 * i], b = v[2 * i + 1];
+		double f = config_rope_scale(c, n_pos, i, pow((double)c->rope_theta, -2.0 * i / R));
+		double ang = (double)pos * f, ms = cfg_rope_mscale(c);
+		double cs = ms * cos(ang), sn = ms * sin(ang), a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
 		v[2 * i + 1] = a * sn + b * cs;
 	}
@@ -274,7 +275,7 @@ static void class_vectors(struct model *m, const struct run *r, const int *token
 					v[k * D + d] = qw ? s * qs * qw[d] : s;
 				}
 				if (c->pos == POS_ROPE)
-					rope_d(&rc, v + k * D, p);
+					rope_d(&rc, v + k * D, p, r->t);
 			}
 			for (int d = 0; d < D; d++)
 				v[QK_REST * D + d] = row[d] - v[d] - v[D + d];

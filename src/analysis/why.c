@@ -217,15 +217,16 @@ static void project(double *out, const float *w, const double *v, int C, int D)
 	}
 }
 
-static void rope(const struct model_config *c, double *v, int pos)
+/* v (D) turned by RoPE at position pos of a pass over n_pos positions. */
+static void rope(const struct model_config *c, double *v, int pos, int n_pos)
 {
 	if (c->pos != POS_ROPE)
 		return;
 	int R = cfg_rotary_dims(c);
 	for (int i = 0; i < R / 2; i++) {
-		double f = config_rope_scale(c, pow((double)c->rope_theta, -2.0 * i / R));
-		double ang = (double)pos * f;
-		double cs = cos(ang), sn = sin(ang), a = v[2 * i], b = v[2 * i + 1];
+		double f = config_rope_scale(c, n_pos, i, pow((double)c->rope_theta, -2.0 * i / R));
+		double ang = (double)pos * f, ms = cfg_rope_mscale(c);
+		double cs = ms * cos(ang), sn = ms * sin(ang), a = v[2 * i], b = v[2 * i + 1];
 		v[2 * i] = a * cs - b * sn;
 		v[2 * i + 1] = a * sn + b * cs;
 	}
@@ -372,8 +373,8 @@ static int part_vectors(struct streams *st, struct model *m, const struct run *r
 	struct model_config rc; /* layer L's RoPE (Gemma 3's local base) */
 	config_rope_of_layer(c, L, &rc);
 	for (int a = 0; a < n; a++) {
-		rope(&rc, q + (size_t)a * D, st->pos[0]);
-		rope(&rc, k + (size_t)a * D, st->pos[1]);
+		rope(&rc, q + (size_t)a * D, st->pos[0], r->t);
+		rope(&rc, k + (size_t)a * D, st->pos[1], r->t);
 	}
 	*qp = q;
 	*kp = k;

@@ -114,6 +114,27 @@ int ju_get_float(const json_t *o, const char *key, const char *where, unsigned f
 	return 0;
 }
 
+int ju_get_floats(const json_t *o, const char *key, const char *where, unsigned flags,
+		  float *out, int max, int *n, struct err *e)
+{
+	json_t *v, *x;
+	int r = get(o, key, where, flags, T(JSON_ARRAY), "an array of numbers", &v, e);
+	if (r)
+		return r;
+	if (json_array_size(v) > (size_t)max)
+		return err_set(e, "%s: \"%s\" holds %zu numbers, more than %d", where, key,
+			       json_array_size(v), max);
+	size_t i;
+	json_array_foreach(v, i, x) {
+		double d = json_is_number(x) ? json_number_value(x) : NAN;
+		if (!json_is_number(x) || !isfinite(d) || fabs(d) > FLT_MAX)
+			return err_set(e, "%s: \"%s\"[%zu] must be a number a float holds", where, key, i);
+		out[i] = (float)d;
+	}
+	*n = (int)json_array_size(v);
+	return 0;
+}
+
 int ju_get_bool(const json_t *o, const char *key, const char *where, unsigned flags,
 		bool *out, struct err *e)
 {

@@ -270,18 +270,19 @@ static void geglu_backward(float *dinp, const float *dout, const float *inp, int
 }
 
 /* Inverse of rope_forward on a gradient, in place: the forward turns each
- * pair by +angle, so the gradient of the pre-rotation pair is the gradient
- * of the rotated pair turned by -angle.  Same rows, heads and angles as the
- * forward (n_rot heads of D from the start of each row of stride ld, pairs
- * of their first R dims); the dims after R pass their gradient unchanged. */
+ * pair by +angle (and scales it by mscale), so the gradient of the
+ * pre-rotation pair is the gradient of the rotated pair turned by -angle
+ * (times mscale).  Same rows, heads and angles as the forward (n_rot heads
+ * of D from the start of each row of stride ld, pairs of their first R
+ * dims); the dims after R pass their gradient unchanged. */
 static void rope_backward(float *dx, int B, int T, int n_rot, int D, int R, int ld,
-			  const float *freq)
+			  const float *freq, float mscale)
 {
 	for (int r = 0; r < B * T; r++) {
 		int t = r % T;
 		float *row = dx + (size_t)r * ld;
 		for (int i = 0; i < R / 2; i++) {
-			float c = cosf((float)t * freq[i]), s = sinf((float)t * freq[i]);
+			float c = cosf((float)t * freq[i]) * mscale, s = sinf((float)t * freq[i]) * mscale;
 			for (int h = 0; h < n_rot; h++) {
 				float *p = row + (size_t)h * D + 2 * i;
 				float ga = p[0], gb = p[1];
@@ -614,8 +615,9 @@ static void attn_block_backward(float *dinp, const float *dout, const float *inp
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		struct model_config rc;
 		config_rope_of_layer(c, x->layer, &rc);
-		config_rope_freqs(&rc, freq);
-		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
+		config_rope_freqs(&rc, T, freq);
+		rope_backward(s->dqkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq,
+			      cfg_rope_mscale(&rc));
 		free(freq);
 	}
 	if (x->qnw)

@@ -148,29 +148,54 @@ static int validate_gemma(const struct model_config *c, struct err *e)
 	return 0;
 }
 
+/* LONGROPE's tables: R/2 factors each (within CFG_MAX_ROPE_PAIRS), every
+ * one finite and > 0, an attention factor finite and > 0. */
+static int validate_longrope(const struct model_config *c, struct err *e)
+{
+	int n = cfg_rotary_dims(c) / 2;
+	if (n > CFG_MAX_ROPE_PAIRS)
+		return err_set(e, "config: rope_scaling longrope over rotary dims %d: its tables "
+			       "hold at most %d factors per table", 2 * n, CFG_MAX_ROPE_PAIRS);
+	if (!(c->rope_attn_factor > 0.0f && c->rope_attn_factor < 1e6f))
+		return err_set(e, "config: rope_attn_factor %g must be in (0, 1e6)",
+			       (double)c->rope_attn_factor);
+	for (int i = 0; i < n; i++) {
+		if (!(c->rope_short[i] > 0.0f && c->rope_short[i] < 1e30f))
+			return err_set(e, "config: rope_short[%d] = %g must be above 0 and below 1e30", i,
+				       (double)c->rope_short[i]);
+		if (!(c->rope_long[i] > 0.0f && c->rope_long[i] < 1e30f))
+			return err_set(e, "config: rope_long[%d] = %g must be above 0 and below 1e30", i,
+				       (double)c->rope_long[i]);
+	}
+	return 0;
+}
+
 /* The RoPE scaling fields (enum rope_scaling); 0 or -1 with a message. */
 static int validate_rope_scaling(const struct model_config *c, struct err *e)
 {
-	if ((unsigned)c->rope_scaling > ROPE_SCALE_LLAMA3)
+	if ((unsigned)c->rope_scaling > ROPE_SCALE_LONGROPE)
 		return err_set(e, "config: unknown RoPE scaling");
 	if (c->rope_scaling == ROPE_SCALE_NONE)
 		return 0;
 	if (c->pos != POS_ROPE)
 		return err_set(e, "config: rope_scaling %s needs RoPE positions",
 			       rope_scaling_name(c->rope_scaling));
-	if (!(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
+	if (c->rope_scaling != ROPE_SCALE_LONGROPE &&
+	    !(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
 		return err_set(e, "config: rope_factor %g must be in [1, 1e6]", (double)c->rope_factor);
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
 		return 0;
+	if (c->rope_orig_context < 1 || c->rope_orig_context > (1 << 30))
+		return err_set(e, "config: rope_orig_context %d must be in 1..2^30",
+			       c->rope_orig_context);
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE)
+		return validate_longrope(c, e);
 	if (!(c->rope_low_freq > 0.0f && c->rope_low_freq < 1e6f))
 		return err_set(e, "config: rope_low_freq %g must be in (0, 1e6)",
 			       (double)c->rope_low_freq);
 	if (!(c->rope_high_freq > c->rope_low_freq && c->rope_high_freq < 1e6f))
 		return err_set(e, "config: rope_high_freq %g must be above rope_low_freq %g and "
 			       "below 1e6", (double)c->rope_high_freq, (double)c->rope_low_freq);
-	if (c->rope_orig_context < 1 || c->rope_orig_context > (1 << 30))
-		return err_set(e, "config: rope_orig_context %d must be in 1..2^30",
-			       c->rope_orig_context);
 	return 0;
 }
 
@@ -273,6 +298,7 @@ void config_default(struct model_config *c)
 	c->rope_theta = 10000.0f;
 	c->rope_scaling = ROPE_SCALE_NONE;
 	c->rope_factor = 1.0f;
+	c->rope_attn_factor = 1.0f;
 	c->mlp = MLP_GELU;
 	c->bias = true;
 	c->tied = true;
@@ -287,12 +313,15 @@ void config_default(struct model_config *c)
  * bounds from the original context N: above N / low_freq the pair turns
  * factor times slower, below N / high_freq it is kept, and between the two
  * it mixes both by s = (N / wavelength - low_freq) / (high_freq - low_freq):
- * (1 - s) f / factor + s f. */
-double config_rope_scale(const struct model_config *c, double f)
+ * (1 - s) f / factor + s f.  LongRoPE divides pair i by its own factor,
+ * from the long table once the pass is longer than N. */
+double config_rope_scale(const struct model_config *c, int n_pos, int i, double f)
 {
 	double factor = c->rope_factor;
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
 		return f / factor;
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE)
+		return f / (double)(cfg_rope_long(c, n_pos) ? c->rope_long[i] : c->rope_short[i]);
 	if (c->rope_scaling != ROPE_SCALE_LLAMA3)
 		return f;
 	double n = c->rope_orig_context, lo = c->rope_low_freq, hi = c->rope_high_freq;
@@ -305,11 +334,11 @@ double config_rope_scale(const struct model_config *c, double f)
 	return (1.0 - s) * f / factor + s * f;
 }
 
-void config_rope_freqs(const struct model_config *c, float *freq)
+void config_rope_freqs(const struct model_config *c, int n_pos, float *freq)
 {
 	int R = cfg_rotary_dims(c);
 	for (int i = 0; i < R / 2; i++)
-		freq[i] = (float)config_rope_scale(c,
+		freq[i] = (float)config_rope_scale(c, n_pos, i,
 			powf(c->rope_theta, -2.0f * (float)i / (float)R));
 }
 
@@ -332,7 +361,7 @@ static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact", "geglu" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 static const char *const head_names[] = { "lm", "mlm", "none" };
-static const char *const rope_scaling_names[] = { "none", "linear", "llama3" };
+static const char *const rope_scaling_names[] = { "none", "linear", "llama3", "longrope" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -355,7 +384,7 @@ const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_NONE ?
 
 const char *rope_scaling_name(enum rope_scaling r)
 {
-	return (unsigned)r <= ROPE_SCALE_LLAMA3 ? rope_scaling_names[r] : "?";
+	return (unsigned)r <= ROPE_SCALE_LONGROPE ? rope_scaling_names[r] : "?";
 }
 
 #define PARSER(fn, type, names) \

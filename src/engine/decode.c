@@ -22,6 +22,28 @@ static int effective_kv_heads(const struct model_config *c, const struct run_opt
 									    : o->kv_heads;
 }
 
+/* RoPE's frequencies once, not at every layer of every step: those of the
+ * global layers and of the local ones (a base of their own: Gemma 3), each
+ * for a pass within LongRoPE's original context and for a longer one
+ * (decode.h says which a step takes), and the two kinds' mscale. */
+static void rope_tables(struct decoder *d, const struct model_config *c)
+{
+	size_t n = (size_t)cfg_rotary_dims(c) / 2;
+	int l0 = 0; /* a local layer, or the last layer when none is */
+	while (l0 < c->n_layer - 1 && !cfg_layer_local(c, l0))
+		l0++;
+	struct model_config lc;
+	config_rope_of_layer(c, l0, &lc);
+	d->freq = xmalloc(4 * n * sizeof *d->freq);
+	for (int len = 0; len < 2; len++) { /* a pass of 1 position, then one past the original */
+		int n_pos = len ? c->rope_orig_context + 1 : 1;
+		config_rope_freqs(c, n_pos, d->freq + (2 * len) * n);
+		config_rope_freqs(&lc, n_pos, d->freq + (2 * len + 1) * n);
+	}
+	d->mscale[0] = cfg_rope_mscale(c);
+	d->mscale[1] = cfg_rope_mscale(&lc);
+}
+
 struct decoder *decoder_new(struct model *m, const struct run_options *o, int cap,
 			    struct err *e)
 {
@@ -59,17 +81,8 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
 	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
-	if (c->pos == POS_ROPE) { /* once, not at every layer of every step */
-		size_t n = (size_t)cfg_rotary_dims(c) / 2;
-		d->freq = xmalloc(2 * n * sizeof *d->freq);
-		config_rope_freqs(c, d->freq);
-		int l0 = 0; /* a local layer's (Gemma 3's own base), or the same again */
-		while (l0 < c->n_layer - 1 && !cfg_layer_local(c, l0))
-			l0++;
-		struct model_config lc;
-		config_rope_of_layer(c, l0, &lc);
-		config_rope_freqs(&lc, d->freq + n);
-	}
+	if (c->pos == POS_ROPE)
+		rope_tables(d, c);
 	return d;
 }
 
@@ -119,10 +132,12 @@ static void make_room(struct decoder *d)
 	d->used--;
 }
 
-/* Attention sub-block of layer l for the new position: reads d->xn (the
- * block's input, normed or not), appends its key and value to the cache
- * and leaves the projected output in d->tmp. */
-static void attend(struct decoder *d, struct model *m, int l, const struct layer_weights *w)
+/* Attention sub-block of layer l for the new position, in a call over
+ * n_pos positions (decode.h: LongRoPE's table): reads d->xn (the block's
+ * input, normed or not), appends its key and value to the cache and
+ * leaves the projected output in d->tmp. */
+static void attend(struct decoder *d, struct model *m, int l, const struct layer_weights *w,
+		   int n_pos)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
@@ -130,9 +145,11 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
 	if (w->qnw)
 		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->qk_norm_whole, c->norm_eps);
-	if (c->pos == POS_ROPE)
+	if (c->pos == POS_ROPE) {
+		int local = cfg_layer_local(c, l), table = 2 * cfg_rope_long(c, n_pos) + local;
 		rope_rotate(d->qkv, H + G, D, cfg_rotary_dims(c), pos,
-			    d->freq + (cfg_layer_local(c, l) ? cfg_rotary_dims(c) / 2 : 0));
+			    d->freq + (size_t)table * (cfg_rotary_dims(c) / 2), d->mscale[local]);
+	}
 	/* slot s holds position pos - used + s; the new one goes last */
 	size_t row = (size_t)G * D, base = (size_t)l * d->slots * row, at = (size_t)d->used;
 	memcpy(d->k + base + at * row, d->qkv + (size_t)H * D, row * sizeof(float));
@@ -158,7 +175,8 @@ static void mlp(struct decoder *d, const struct model_config *c, const struct la
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
 }
 
-int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
+/* decoder_step in a call over n_pos positions (decode.h). */
+static int step(struct decoder *d, struct model *m, int token, int n_pos, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	if (token < 0 || token >= c->vocab_size)
@@ -185,7 +203,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 		if (!post) { /* x <- x + attn(norm1(x)); x <- x + mlp(norm2(x)), or
 			      * parallel: x <- x + attn(norm1(x)) + mlp(norm2(x)) */
 			norm_forward(c->norm, d->xn, NULL, NULL, d->x, w.ln1w, w.ln1b, 1, C, c->norm_eps);
-			attend(d, m, l, &w);
+			attend(d, m, l, &w, n_pos);
 			residual_forward(d->ar, skip, d->tmp, C);
 			if (c->d_ff) {
 				norm_forward(c->norm, d->xn, NULL, NULL, c->parallel ? d->x : d->ar, w.ln2w,
@@ -197,7 +215,7 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 			}
 		} else { /* x <- norm1(x + attn(x)); x <- norm2(x + mlp(x)) */
 			memcpy(d->xn, d->x, (size_t)C * sizeof(float));
-			attend(d, m, l, &w);
+			attend(d, m, l, &w, n_pos);
 			residual_forward(d->ar, skip, d->tmp, C);
 			norm_forward(c->norm, d->xn, NULL, NULL, d->ar, w.ln1w, w.ln1b, 1, C, c->norm_eps);
 			if (c->d_ff) {
@@ -220,6 +238,11 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 	return 0;
 }
 
+int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
+{
+	return step(d, m, token, d->n + 1, e);
+}
+
 int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 		    struct err *e)
 {
@@ -227,8 +250,9 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 		return err_set(e, "%d more positions do not fit the cache of %d (%d used)", n, d->cap,
 			       d->n);
 	if (d->hook || d->n > 0 || n < 2) { /* a hook sees every step; a cache in use grows */
+		int end = d->n + n; /* one call over positions up to end - 1 */
 		for (int i = 0; i < n; i++)
-			if (decoder_step(d, m, tokens[i], e) != 0)
+			if (step(d, m, tokens[i], end, e) != 0)
 				return -1;
 		return 0;
 	}

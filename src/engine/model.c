@@ -605,13 +605,14 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
 		struct model_config rc;
 		config_rope_of_layer(c, l, &rc);
-		config_rope_freqs(&rc, freq);
+		config_rope_freqs(&rc, T, freq); /* the whole pass's T (LongRoPE's table) */
 		if (row0 == 0)
-			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq);
+			rope_forward(qkv, B, T, H + G, D, cfg_rotary_dims(c), QKV, freq,
+				     cfg_rope_mscale(&rc));
 		else
 			for (int i = 0; i < n; i++)
 				rope_rotate(q_rows + (size_t)i * QKV, H + G, D, cfg_rotary_dims(c),
-					    row0 + i, freq);
+					    row0 + i, freq, cfg_rope_mscale(&rc));
 		free(freq);
 	}
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */

@@ -146,10 +146,10 @@ void geglu_forward(float *out, const float *inp, int N, int F)
 	}
 }
 
-void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq)
+void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq, float mscale)
 {
 	for (int i = 0; i < R / 2; i++) {
-		float c = cosf((float)pos * freq[i]), s = sinf((float)pos * freq[i]);
+		float c = cosf((float)pos * freq[i]) * mscale, s = sinf((float)pos * freq[i]) * mscale;
 		for (int h = 0; h < n_rot; h++) {
 			float *p = row + (size_t)h * D + 2 * i;
 			float a = p[0], b = p[1];
@@ -159,10 +159,11 @@ void rope_rotate(float *row, int n_rot, int D, int R, int pos, const float *freq
 	}
 }
 
-void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const float *freq)
+void rope_forward(float *x, int B, int T, int n_rot, int D, int R, int ld, const float *freq,
+		  float mscale)
 {
 	for (int r = 0; r < B * T; r++)
-		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, freq);
+		rope_rotate(x + (size_t)r * ld, n_rot, D, R, r % T, freq, mscale);
 }
 
 void softcap_forward(float *x, long n, float cap)

@@ -13,6 +13,19 @@
 #include "loader.h"
 #include "tokenizer.h"
 
+/* LongRoPE's original context, attention factor and both tables. */
+static void dump_longrope(FILE *out, const struct model_config *c)
+{
+	fprintf(out, " rope_scaling longrope original_context %d attn_factor %g",
+		c->rope_orig_context, (double)c->rope_attn_factor);
+	for (int t = 0; t < 2; t++) {
+		const float *f = t ? c->rope_long : c->rope_short;
+		fprintf(out, t ? " long_factor" : " short_factor");
+		for (int i = 0; i < cfg_rotary_dims(c) / 2; i++)
+			fprintf(out, "%s%g", i ? "," : " ", (double)f[i]);
+	}
+}
+
 void dump_config(FILE *out, const struct model *m)
 {
 	const struct model_config *c = &m->cfg;
@@ -29,9 +42,12 @@ void dump_config(FILE *out, const struct model *m)
 		fprintf(out, " theta %g", (double)c->rope_theta);
 	if (c->pos == POS_ROPE && cfg_rotary_dims(c) != cfg_d_head(c)) /* partial rotary */
 		fprintf(out, " rotary %d", cfg_rotary_dims(c));
-	if (c->pos == POS_ROPE && c->rope_scaling != ROPE_SCALE_NONE)
+	if (c->pos == POS_ROPE && (c->rope_scaling == ROPE_SCALE_LINEAR ||
+				   c->rope_scaling == ROPE_SCALE_LLAMA3))
 		fprintf(out, " rope_scaling %s factor %g", rope_scaling_name(c->rope_scaling),
 			(double)c->rope_factor);
+	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_LONGROPE)
+		dump_longrope(out, c);
 	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_LLAMA3)
 		fprintf(out, " low_freq %g high_freq %g original_context %d", (double)c->rope_low_freq,
 			(double)c->rope_high_freq, c->rope_orig_context);

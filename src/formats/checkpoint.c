@@ -55,7 +55,7 @@ static const char *const cfg_keys[] = {
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
 	"rope_orig_context", "local_window", "local_layers", "qk_norm", "emb_scale", "sandwich",
 	"attn_softcap", "final_softcap", "attn_scale_dim", "rope_local_theta", "qk_norm_whole",
-	"post_only",
+	"post_only", "rope_attn_factor", "rope_short", "rope_long",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -77,6 +77,19 @@ static void set_float(json_t *o, const char *key, float f)
 {
 	if (isfinite(f))
 		ju_set(o, key, json_real(float_shortest(f)));
+}
+
+/* LongRoPE's attention factor and its two tables, R/2 numbers each. */
+static void longrope_to_json(json_t *o, const struct model_config *c)
+{
+	json_t *tables[2] = { json_array(), json_array() };
+	for (int i = 0; i < cfg_rotary_dims(c) / 2 && i < CFG_MAX_ROPE_PAIRS; i++) {
+		ju_append(tables[0], json_real(float_shortest(c->rope_short[i])));
+		ju_append(tables[1], json_real(float_shortest(c->rope_long[i])));
+	}
+	set_float(o, "rope_attn_factor", c->rope_attn_factor);
+	ju_set(o, "rope_short", tables[0]);
+	ju_set(o, "rope_long", tables[1]);
 }
 
 static json_t *config_to_json(const struct model_config *c)
@@ -138,16 +151,19 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "attn_scale_dim", json_integer(c->attn_scale_dim));
 	if (c->rope_local_theta > 0.0f) /* Gemma 3 */
 		set_float(o, "rope_local_theta", c->rope_local_theta);
-	/* RoPE scaling (Llama 3.x), likewise */
-	if (c->rope_scaling != ROPE_SCALE_NONE) {
+	/* RoPE scaling (Llama 3.x, Phi-3's LongRoPE), likewise */
+	if (c->rope_scaling != ROPE_SCALE_NONE)
 		ju_set(o, "rope_scaling", json_string(rope_scaling_name(c->rope_scaling)));
+	if (c->rope_scaling == ROPE_SCALE_LINEAR || c->rope_scaling == ROPE_SCALE_LLAMA3)
 		set_float(o, "rope_factor", c->rope_factor);
-	}
 	if (c->rope_scaling == ROPE_SCALE_LLAMA3) {
 		set_float(o, "rope_low_freq", c->rope_low_freq);
 		set_float(o, "rope_high_freq", c->rope_high_freq);
-		ju_set(o, "rope_orig_context", json_integer(c->rope_orig_context));
 	}
+	if (c->rope_scaling == ROPE_SCALE_LLAMA3 || c->rope_scaling == ROPE_SCALE_LONGROPE)
+		ju_set(o, "rope_orig_context", json_integer(c->rope_orig_context));
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE)
+		longrope_to_json(o, c);
 	/* GPT-Neo's local layers, likewise: the window and the layers' indices */
 	if (c->local_window > 0) {
 		json_t *a = json_array();
@@ -187,22 +203,34 @@ char *checkpoint_config_json(const struct model_config *c)
 } while (0)
 
 /* The optional RoPE scaling keys: absent means none (factor 1); a scaled
- * config needs the keys of its kind. */
-static int rope_scaling_from_json(json_t *o, struct model_config *c, struct err *e)
+ * config needs the keys of its kind.  LongRoPE's tables go to c and their
+ * lengths to pairs[2], which checkpoint_config_parse holds to R/2 once the
+ * shape is valid. */
+static int rope_scaling_from_json(json_t *o, struct model_config *c, int pairs[2],
+				  struct err *e)
 {
 	c->rope_scaling = ROPE_SCALE_NONE;
-	c->rope_factor = 1.0f;
+	c->rope_factor = c->rope_attn_factor = 1.0f;
 	c->rope_low_freq = c->rope_high_freq = 0.0f;
 	c->rope_orig_context = 0;
 	if (!json_object_get(o, "rope_scaling"))
 		return 0;
 	CFG_ENUM(o, "rope_scaling", rope_scaling_parse, &c->rope_scaling, e);
-	if (c->rope_scaling != ROPE_SCALE_NONE && CFG_FLOAT(o, "rope_factor", &c->rope_factor, e))
+	if ((c->rope_scaling == ROPE_SCALE_LINEAR || c->rope_scaling == ROPE_SCALE_LLAMA3) &&
+	    CFG_FLOAT(o, "rope_factor", &c->rope_factor, e))
 		return -1;
 	if (c->rope_scaling == ROPE_SCALE_LLAMA3 &&
 	    (CFG_FLOAT(o, "rope_low_freq", &c->rope_low_freq, e) ||
 	     CFG_FLOAT(o, "rope_high_freq", &c->rope_high_freq, e) ||
 	     CFG_INT(o, "rope_orig_context", &c->rope_orig_context, e)))
+		return -1;
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE &&
+	    (CFG_INT(o, "rope_orig_context", &c->rope_orig_context, e) ||
+	     CFG_FLOAT(o, "rope_attn_factor", &c->rope_attn_factor, e) ||
+	     ju_get_floats(o, "rope_short", "config", JU_REQUIRED, c->rope_short,
+			   CFG_MAX_ROPE_PAIRS, &pairs[0], e) ||
+	     ju_get_floats(o, "rope_long", "config", JU_REQUIRED, c->rope_long,
+			   CFG_MAX_ROPE_PAIRS, &pairs[1], e)))
 		return -1;
 	return 0;
 }
@@ -233,7 +261,7 @@ static int local_from_json(json_t *o, struct model_config *c, struct err *e)
 	return 0;
 }
 
-static int config_from_json(json_t *o, struct model_config *c, struct err *e)
+static int config_from_json(json_t *o, struct model_config *c, int pairs[2], struct err *e)
 {
 	const char *key;
 	json_t *v;
@@ -298,9 +326,24 @@ static int config_from_json(json_t *o, struct model_config *c, struct err *e)
 		return -1;
 	if (json_object_get(o, "head"))
 		CFG_ENUM(o, "head", head_type_parse, &c->head, e);
-	if (rope_scaling_from_json(o, c, e))
+	if (rope_scaling_from_json(o, c, pairs, e))
 		return -1;
 	return local_from_json(o, c, e);
+}
+
+/* LongRoPE's tables hold R/2 factors each, pairs[2] as read; a shape
+ * whose R config_validate would refuse is left to it.  0, or -1 with a
+ * message. */
+static int longrope_pairs(const struct model_config *c, const int pairs[2], struct err *e)
+{
+	if (c->rope_scaling != ROPE_SCALE_LONGROPE || c->n_head < 1)
+		return 0;
+	int R = cfg_rotary_dims(c);
+	for (int t = 0; t < 2; t++)
+		if (R >= 2 && R / 2 <= CFG_MAX_ROPE_PAIRS && pairs[t] != R / 2)
+			return err_set(e, "config: %s holds %d factors, not the %d of rotary dims %d",
+				       t ? "rope_long" : "rope_short", pairs[t], R / 2, R);
+	return 0;
 }
 
 /* Parses and validates; *c is only written on success.  Messages start
@@ -317,18 +360,18 @@ int checkpoint_config_parse(const char *json, struct model_config *c, struct err
 	}
 	struct model_config tmp;
 	memset(&tmp, 0, sizeof tmp);
-	int rc;
+	int rc, pairs[2] = { 0, 0 }; /* LongRoPE's table lengths */
 	if (!json_is_object(o))
 		rc = err_set(e, "config: not a JSON object");
 	else
-		rc = config_from_json(o, &tmp, e);
+		rc = config_from_json(o, &tmp, pairs, e);
 	json_decref(o);
 	if (rc) {
 		ld_one_line(e);
 		return -1;
 	}
-	if (config_validate(&tmp, e) != 0) /* its messages start "config: " */
-		return -1;
+	if (longrope_pairs(&tmp, pairs, e) || config_validate(&tmp, e) != 0)
+		return -1; /* config_validate's messages start "config: " too */
 	*c = tmp;
 	return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * loader-hf-phi3.c — Hugging Face Phi-3 directories ("hf-phi3"):
  * config.json with model_type "phi3" (Phi3ForCausalLM: Phi-3-mini-4k,
- * and the same layout in Phi-3-mini-128k, Phi-3.5-mini and Phi-4-mini,
- * whose longrope scaling is refused for now).
+ * and the same layout with LongRoPE in Phi-3-mini-128k, Phi-3.5-mini and
+ * Phi-4-mini).
  *
  * config.json maps to our config as
  *   num_hidden_layers, num_attention_heads, num_key_value_heads (default:
@@ -18,9 +18,17 @@
  *   that window (config.h local_window); Phi-3-mini-4k's 2047 against its
  *   4096 positions.  head_dim, when given, must be hidden_size / heads
  *   (the fused rows are read at that width only).
- *   rope_scaling null (or "default") only: "longrope" and its older
- *   spelling "su" (short_factor / long_factor per frequency) are refused
- *   by name, as is every other kind; other hidden_act values too.
+ *   rope_scaling null (or "default"), or LongRoPE: type (or rope_type)
+ *   "longrope", or "su" as Phi-3-mini-128k first spelled it, with
+ *   short_factor and long_factor, R/2 factors each above 0 (R the turned
+ *   dims), into config.h's ROPE_SCALE_LONGROPE: the original context is
+ *   original_max_position_embeddings (beside rope_scaling, as Phi-3 spells
+ *   it, or inside), else max_position_embeddings; the attention factor is
+ *   rope_scaling's attention_factor, else sqrt(1 + ln f / ln original)
+ *   with f rope_scaling's factor or else max_position_embeddings / the
+ *   original context (1 when f <= 1), transformers' rule.  Every other
+ *   kind, and keys LongRoPE does not read, are refused by name, as are
+ *   other hidden_act values.
  *
  * Weights (model.safetensors or shards): model.embed_tokens,
  * model.layers.N.{input_layernorm, self_attn.qkv_proj, self_attn.o_proj,
@@ -37,6 +45,7 @@
  * refused by name otherwise; --tokenizer gives another.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,26 +58,107 @@
 
 /* ------------------------------------------------------------ config.json */
 
-/* rope_scaling: null, absent or {"type" / "rope_type": "default"}; the
- * kind of anything else is named in the refusal. */
-static int parse_rope_scaling(json_t *rs, struct err *e)
+/* The kind of rope_scaling rs, from "rope_type" or its older key "type"
+ * (both: the same); NULL with e set when it has none. */
+static const char *scaling_type(json_t *rs, struct err *e)
 {
+	json_t *rt = json_object_get(rs, "rope_type"), *t = json_object_get(rs, "type");
+	if ((rt && !json_is_string(rt)) || (t && !json_is_string(t)))
+		return err_set(e, "config.json: rope_scaling's type is not a string"), NULL;
+	if (rt && t && strcmp(json_string_value(rt), json_string_value(t)))
+		return err_set(e, "config.json: rope_scaling's rope_type and type differ"), NULL;
+	if (!rt && !t)
+		return err_set(e, "config.json: rope_scaling has no type"), NULL;
+	return json_string_value(rt ? rt : t);
+}
+
+/* One of LongRoPE's tables, key of rs: R/2 factors, each above 0. */
+static int longrope_table(json_t *rs, const char *key, int R, float *out, struct err *e)
+{
+	int n = 0;
+	if (ju_get_floats(rs, key, "config.json: rope_scaling", JU_REQUIRED, out, CFG_MAX_ROPE_PAIRS,
+			  &n, e) < 0)
+		return -1;
+	if (n != R / 2)
+		return err_set(e, "config.json: rope_scaling %s holds %d factors, not the %d of the "
+			       "%d rotary dims", key, n, R / 2, R);
+	for (int i = 0; i < n; i++)
+		if (!(out[i] > 0.0f))
+			return err_set(e, "config.json: rope_scaling %s[%d] = %g must be above 0", key, i,
+				       (double)out[i]);
+	return 0;
+}
+
+/* LongRoPE's original context: original_max_position_embeddings beside
+ * the scaling (Phi-3's spelling, which transformers prefers), inside it,
+ * or max_position_embeddings; and its attention factor: rope_scaling's
+ * attention_factor, else from factor (rope_scaling's, else
+ * max_position_embeddings / the original context) as
+ * sqrt(1 + ln factor / ln original), 1 for a factor of 1 or less. */
+static int longrope_scale(json_t *o, json_t *rs, struct model_config *c, struct err *e)
+{
+	const char *where = "config.json: rope_scaling";
+	int max_pos = 0, orig = 0, has_factor, has_attn;
+	float factor = 0.0f, attn = 0.0f;
+	if (LD_HF_INT(o, "max_position_embeddings", JU_REQUIRED, &max_pos, e) < 0 ||
+	    ju_get_int(rs, "original_max_position_embeddings", where, JU_NULL_ABSENT, 1, 1 << 30,
+		       &orig, e) < 0 ||
+	    LD_HF_INT(o, "original_max_position_embeddings", 0, &orig, e) < 0 ||
+	    (has_factor = ju_get_float(rs, "factor", where, JU_NULL_ABSENT, &factor, e)) < 0 ||
+	    (has_attn = ju_get_float(rs, "attention_factor", where, JU_NULL_ABSENT, &attn, e)) < 0)
+		return -1;
+	c->rope_orig_context = orig ? orig : max_pos;
+	if (has_factor == 1) /* absent */
+		factor = (float)((double)max_pos / c->rope_orig_context);
+	if (has_attn == 1)
+		attn = factor <= 1.0f ? 1.0f : (float)sqrt(1.0 + log((double)factor) /
+							    log((double)c->rope_orig_context));
+	if (!(attn > 0.0f && attn < 1e6f))
+		return err_set(e, "config.json: rope_scaling's attention factor %g (factor %g over an "
+			       "original context of %d) is not a positive number", (double)attn,
+			       (double)factor, c->rope_orig_context);
+	c->rope_attn_factor = attn;
+	return 0;
+}
+
+/* rope_scaling: null, absent, {"type" / "rope_type": "default"}, or
+ * LongRoPE ("longrope", or "su" as Phi-3-128k first spelled it) with
+ * short_factor and long_factor over the R = rotary_dims turned dims; the
+ * kind of anything else, and any key LongRoPE does not read, is named in
+ * the refusal. */
+static int parse_rope_scaling(json_t *o, struct model_config *c, struct err *e)
+{
+	static const char *const keys[] = { "type", "rope_type", "short_factor", "long_factor",
+		"factor", "attention_factor", "original_max_position_embeddings", NULL };
+	json_t *rs = json_object_get(o, "rope_scaling"), *v;
 	if (!rs || json_is_null(rs))
 		return 0;
 	if (!json_is_object(rs))
 		return err_set(e, "config.json: rope_scaling is not an object");
-	json_t *t = json_object_get(rs, "rope_type");
-	if (!t)
-		t = json_object_get(rs, "type");
-	const char *type = json_is_string(t) ? json_string_value(t) : NULL;
+	const char *type = scaling_type(rs, e), *key;
 	if (!type)
-		return err_set(e, "config.json: rope_scaling has no type");
+		return -1;
 	if (!strcmp(type, "default") && json_object_size(rs) <= 2)
 		return 0;
-	if (!strcmp(type, "longrope") || !strcmp(type, "su"))
-		return err_set(e, "config.json: rope_scaling %s (short_factor / long_factor: "
-			       "Phi-3-128k, Phi-3.5, Phi-4-mini) is not supported yet", type);
-	return err_set(e, "config.json: rope_scaling type \"%.40s\" is not supported", type);
+	if (strcmp(type, "longrope") && strcmp(type, "su"))
+		return err_set(e, "config.json: rope_scaling type \"%.40s\" is not supported", type);
+	json_object_foreach(rs, key, v) {
+		int k = 0;
+		while (keys[k] && strcmp(keys[k], key))
+			k++;
+		if (!keys[k])
+			return err_set(e, "config.json: rope_scaling key \"%.40s\" is not supported for "
+				       "%s", key, type);
+	}
+	int R = cfg_rotary_dims(c);
+	c->rope_scaling = ROPE_SCALE_LONGROPE;
+	if (R / 2 > CFG_MAX_ROPE_PAIRS)
+		return err_set(e, "config.json: rope_scaling %s over %d rotary dims: at most %d are "
+			       "supported", type, R, 2 * CFG_MAX_ROPE_PAIRS);
+	if (longrope_table(rs, "short_factor", R, c->rope_short, e) ||
+	    longrope_table(rs, "long_factor", R, c->rope_long, e))
+		return -1;
+	return longrope_scale(o, rs, c, e);
 }
 
 /* partial_rotary_factor (absent or null: 1) into c->rotary_dims. */
@@ -105,7 +195,7 @@ static int parse_rest(json_t *o, struct model_config *c, struct err *e)
 	if (act && strcmp(act, "silu"))
 		return err_set(e, "config.json: hidden_act \"%.40s\" is not supported (SwiGLU with "
 			       "silu only)", act);
-	if (parse_rope_scaling(json_object_get(o, "rope_scaling"), e) || parse_rotary(o, c, e))
+	if (parse_rotary(o, c, e) || parse_rope_scaling(o, c, e))
 		return -1;
 	if (window && window < c->context) { /* HF masks: every layer local */
 		c->local_window = window;
@@ -179,5 +269,6 @@ const struct hf_family hf_phi3 = {
 };
 
 const struct model_format format_hf_phi3 = {
-	"hf-phi3", "Hugging Face Phi-3 directory (Phi-3-mini-4k)", .hf = &hf_phi3,
+	"hf-phi3", "Hugging Face Phi-3 directory (Phi-3-mini, Phi-3.5-mini, Phi-4-mini)",
+	.hf = &hf_phi3,
 };
