@@ -69,6 +69,7 @@ family "Qwen2" --qwen2
 family "Qwen3" --qwen3
 family "Phi-3" --phi3
 family "Phi-4-mini partial rotary" "--phi3 --partial"
+family "Phi-3.5 LongRoPE" "--phi3 --longrope"
 family "Gemma 2" --gemma2
 family "Gemma 3" --gemma3
 family "Gemma 3 multimodal" "--gemma3 --mm"
