@@ -37,8 +37,16 @@ enum pos_type { POS_LEARNED, POS_ROPE };
  *             (the pass's length picks the table: config_rope_freqs'
  *             n_pos), and the turned dims of every query and key times
  *             rope_attn_factor (cos and sin scaled; the dims past R are
- *             not), so the turned part of each score times its square. */
-enum rope_scaling { ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3, ROPE_SCALE_LONGROPE };
+ *             not), so the turned part of each score times its square.
+ *   FACTORS   one table of per-pair divisors, whatever the pass's length:
+ *             pair i's frequency divided by rope_long[i] (rope_short holds
+ *             the same table, the attention factor is 1); llama.cpp's
+ *             rope_freqs tensor, which its converter writes for Llama 3.1's
+ *             scaling, and what a GGUF file holds of it. */
+enum rope_scaling {
+	ROPE_SCALE_NONE, ROPE_SCALE_LINEAR, ROPE_SCALE_LLAMA3, ROPE_SCALE_LONGROPE,
+	ROPE_SCALE_FACTORS
+};
 /* MLP_GELU is GPT-2's tanh approximation (HF "gelu_new"); MLP_GELU_EXACT
  * is 0.5 x (1 + erf(x / sqrt 2)) (HF "gelu", GPT-NeoX / Pythia); MLP_GEGLU
  * is SwiGLU's gated form with the tanh GELU in place of SiLU,
@@ -103,8 +111,9 @@ struct model_config {
 				 * (cfg_rope_mscale; 1 for every other kind) */
 	float rope_short[CFG_MAX_ROPE_PAIRS]; /* LONGROPE: (R/2) pair i's divisor in a
 					       * pass of at most rope_orig_context
-					       * positions, > 0 */
-	float rope_long[CFG_MAX_ROPE_PAIRS];  /* LONGROPE: (R/2) in a longer pass, > 0 */
+					       * positions, > 0; FACTORS: rope_long */
+	float rope_long[CFG_MAX_ROPE_PAIRS];  /* LONGROPE: (R/2) in a longer pass, > 0;
+					       * FACTORS: the table */
 	enum mlp_type mlp;
 	bool parallel;        /* pre-norm only: the block is x + attn(norm1(x)) +
 			       * mlp(norm2(x)), both read the same x (GPT-NeoX);

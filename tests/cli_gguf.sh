@@ -14,7 +14,9 @@
 # is first made one llama.cpp runs as transformers does
 # (query_pre_attn_scalar the head width; Gemma 3's sliding_window_pattern
 # llama.cpp's 6, every layer of two sliding, or 1, none); quantized files
-# load and run; every fuzz seed that should load does; damaged files fail
+# load and run; Llama 3.1's scaling as llama.cpp's rope_freqs meets the
+# llama3 directory within 1e-4; every fuzz seed that should load does;
+# damaged files fail
 # with one line naming the file.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
 . "$(dirname "$0")/lib-cli.sh"
@@ -76,6 +78,47 @@ for fam in "llama::" "qwen2:--qwen2:" "qwen3:--qwen3:qk_norm yes" "gptneox:--neo
 		check "$label in $type loads and runs" sh -c "[ $rc -eq 0 ] && [ -s '$tmp/out' ]"
 	done
 done
+
+# near A B: two --dump outputs agree but for their model and config lines:
+# the same words, numbers within 1e-4 + 1e-4 |b|
+near() {
+	awk 'NR == FNR { if ($1 != "model" && $1 != "config") a[n++] = $0; next }
+	$1 == "model" || $1 == "config" { next }
+	{
+		if (m >= n || split(a[m++], x, " ") != split($0, y, " ")) exit 1
+		for (i = 1; i in x; i++) {
+			d = x[i] - y[i]; d = d < 0 ? -d : d; t = y[i] < 0 ? -y[i] : y[i]
+			if (x[i] != y[i] && (x[i] + 0 != x[i] || d > 1e-4 + 1e-4 * t)) exit 1
+		}
+	}
+	END { exit m != n }' "$1" "$2"
+}
+
+# Llama 3.1 / 3.2 files: llama.cpp's converter writes Llama 3.1's scaling
+# as rope_freqs.weight, one divisor per pair (tool_mkgguf --from a
+# tool_mkhf --llama3 directory, over an original context of 16: pair 0
+# blends, pairs 1-3 turn 8 times slower), which the engine takes as it is
+# (rope_scaling factors); the file's numbers meet the directory's, whose
+# rule the engine computes in double, within 1e-4
+rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --llama3 >/dev/null 2>&1 &&
+	"$TOOLS/tool_mkgguf" "$tmp/m.gguf" --from "$tmp/hf" --arch llama --tokdir "$gpt2" \
+		>/dev/null 2>&1; then
+	long="$text Whether 'tis nobler in the mind to suffer the slings and arrows"
+	run "$tmp/hf" -t "$long" --dump
+	cp "$tmp/out" "$tmp/hf.dump"
+	run "$tmp/m.gguf" -t "$long" --dump
+	cp "$tmp/out" "$tmp/gguf.dump"
+	near "$tmp/hf.dump" "$tmp/gguf.dump"
+	close=$?
+	check "a llama file's rope_freqs (Llama 3.1's scaling) meets the llama3 directory within 1e-4" \
+		sh -c "[ $rc -eq 0 ] && grep -q 'rope_scaling factors 1.73594,8,8,8 ' '$tmp/gguf.dump' &&
+			grep -q '^loss [0-9]' '$tmp/gguf.dump' && [ $close -eq 0 ]"
+	run "$tmp/m.gguf" -c "text $long; generate 4; why 1.0 20 3; qkov 1.0"
+	check "the scaled llama file generates and its scores split" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
+else
+	fail "llama3 setup (tool_mkhf --llama3, tool_mkgguf --from)"
+fi
 
 # a directory llama.cpp would run otherwise is not converted: tool_mkhf's
 # query_pre_attn_scalar 24 over heads 16 wide, which no GGUF key holds

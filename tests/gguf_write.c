@@ -858,6 +858,31 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 	free(rb);
 }
 
+/* Llama 3.1's scaling as llama.cpp's converter writes it for a llama
+ * file: one divisor per pair, computed from the rule's parameters
+ * (factor, low and high frequency factors, original context) on the
+ * unscaled frequencies theta^(-2i/R), in the tensor rope_freqs.weight. */
+static void llama3_rope_freqs(struct gw *w, const struct model_config *c)
+{
+	int R = cfg_rotary_dims(c);
+	float f[CFG_MAX_ROPE_PAIRS];
+	double n = c->rope_orig_context, lo = c->rope_low_freq, hi = c->rope_high_freq;
+	double k = c->rope_factor, lo_wave = n / lo, hi_wave = n / hi;
+	for (int i = 0; i < R / 2; i++) {
+		double freq = 1.0 / pow((double)c->rope_theta, 2.0 * i / R);
+		double wave = 2.0 * 3.14159265358979323846 / freq;
+		if (wave < hi_wave)
+			f[i] = 1.0f;
+		else if (wave > lo_wave)
+			f[i] = (float)k;
+		else {
+			double s = (n / wave - lo) / (hi - lo);
+			f[i] = (float)(1.0 / ((1.0 - s) / k + s));
+		}
+	}
+	gw_tensor(w, "rope_freqs.weight", GGML_F32, 0, (size_t)R / 2, f);
+}
+
 void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type)
 {
 	const struct model_config *c = &m->cfg;
@@ -887,6 +912,8 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
 	}
 	if (!c->tied)
 		gw_tensor(w, "output.weight", type, V, C, m->p[P_LMHEAD]);
+	if (a == GA_LLAMA && c->rope_scaling == ROPE_SCALE_LLAMA3)
+		llama3_rope_freqs(w, c);
 }
 
 /* ------------------------------------------------------------ tokenizers */

@@ -112,7 +112,9 @@ const char *ga_unheld(const struct model_config *c, enum ga a);
 /* The metadata and tensors of model m as llama.cpp's converter writes them
  * for architecture a, the 2-D weights in type `type`, the vectors F32
  * (Gemma's norm scales as the engine holds them: the converter stores
- * 1 + HF's weight).  A model ga_unheld() refuses is a broken fixture. */
+ * 1 + HF's weight; a llama model's Llama 3.1 scaling as the tensor
+ * rope_freqs.weight, one divisor per pair, as the converter computes it).
+ * A model ga_unheld() refuses is a broken fixture. */
 void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type);
 
 /* ------------------------------------------------------------ tokenizers */

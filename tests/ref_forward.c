@@ -130,6 +130,8 @@ double ref_rope_freq_in(const struct model_config *c, int i, int R, int n_pos)
 	double f = pow((double)c->rope_theta, -2.0 * i / (double)R), k = (double)c->rope_factor;
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
 		return f / k;
+	if (c->rope_scaling == ROPE_SCALE_FACTORS) /* llama.cpp's rope_freqs: one table */
+		return 1.0 / ((double)c->rope_long[i] * pow((double)c->rope_theta, 2.0 * i / (double)R));
 	if (c->rope_scaling == ROPE_SCALE_LONGROPE) {
 		const float *table = n_pos > c->rope_orig_context ? c->rope_long : c->rope_short;
 		return 1.0 / ((double)table[i] * pow((double)c->rope_theta, 2.0 * i / (double)R));

@@ -63,8 +63,9 @@ static void tpath(char *buf, size_t size, const char *name)
  * that between them make every optional tensor present and absent, and
  * GPT-NeoX's blocks, BERT's, GPT-Neo's local layers, Qwen3's q/k norm,
  * Gemma 2's switches, OLMo-2's blocks and Phi-3.5's LongRoPE. */
-#define N_FLAVOURS 11
+#define N_FLAVOURS 12
 #define LONGROPE_FLAVOUR 10
+#define FACTORS_FLAVOUR 11
 
 static void tiny_config(struct model_config *c, int flavour)
 {
@@ -166,6 +167,15 @@ static void tiny_config(struct model_config *c, int flavour)
 			c->rope_long[i] = 1.08f + 12.3456789f * (float)i;
 		}
 		break;
+	case FACTORS_FLAVOUR: /* a Llama 3.1 GGUF file: rope_freqs, one divisor per pair */
+		c->norm = NORM_RMS;
+		c->pos = POS_ROPE;
+		c->mlp = MLP_SWIGLU;
+		c->bias = false;
+		c->rope_scaling = ROPE_SCALE_FACTORS;
+		for (int i = 0; i < cfg_rotary_dims(c) / 2; i++)
+			c->rope_short[i] = c->rope_long[i] = i ? 8.0f : 1.73593986f;
+		break;
 	}
 }
 
@@ -208,7 +218,7 @@ static bool cfg_equal(const struct model_config *a, const struct model_config *b
 	       a->rope_scaling == b->rope_scaling && a->rope_factor == b->rope_factor &&
 	       a->rope_orig_context == b->rope_orig_context &&
 	       cfg_rope_mscale(a) == cfg_rope_mscale(b) &&
-	       (a->rope_scaling != ROPE_SCALE_LONGROPE ||
+	       ((a->rope_scaling != ROPE_SCALE_LONGROPE && a->rope_scaling != ROPE_SCALE_FACTORS) ||
 		(!memcmp(a->rope_short, b->rope_short, sizeof(float) * (size_t)cfg_rotary_dims(a) / 2) &&
 		 !memcmp(a->rope_long, b->rope_long, sizeof(float) * (size_t)cfg_rotary_dims(a) / 2)));
 }
@@ -617,6 +627,10 @@ static void test_config_json_roundtrip(void **state)
 			assert_non_null(strstr(s, "\"qk_norm\":true"));
 		if (f == 9) /* OLMo-2 */
 			assert_non_null(strstr(s, "\"post_only\":true"));
+		if (f == FACTORS_FLAVOUR) { /* one table, under its own key */
+			assert_non_null(strstr(s, "\"rope_factors\":[1.7359399,8.0]"));
+			assert_non_null(strstr(s, "\"rope_scaling\":\"factors\""));
+		}
 		if (f != LONGROPE_FLAVOUR) {
 			assert_null(strstr(s, "rope_short"));
 		} else { /* the tables as written, short floats short */

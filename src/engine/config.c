@@ -170,16 +170,35 @@ static int validate_longrope(const struct model_config *c, struct err *e)
 	return 0;
 }
 
+/* FACTORS: LongRoPE's checks of the table, which both fields hold, and an
+ * attention factor of 1. */
+static int validate_factors(const struct model_config *c, struct err *e)
+{
+	if (validate_longrope(c, e))
+		return -1;
+	if (c->rope_attn_factor != 1.0f)
+		return err_set(e, "config: rope_scaling factors takes no attention factor (%g)",
+			       (double)c->rope_attn_factor);
+	for (int i = 0; i < cfg_rotary_dims(c) / 2; i++)
+		if (c->rope_short[i] != c->rope_long[i])
+			return err_set(e, "config: rope_scaling factors has one table: rope_short[%d] "
+				       "%g is not rope_long[%d] %g", i, (double)c->rope_short[i], i,
+				       (double)c->rope_long[i]);
+	return 0;
+}
+
 /* The RoPE scaling fields (enum rope_scaling); 0 or -1 with a message. */
 static int validate_rope_scaling(const struct model_config *c, struct err *e)
 {
-	if ((unsigned)c->rope_scaling > ROPE_SCALE_LONGROPE)
+	if ((unsigned)c->rope_scaling > ROPE_SCALE_FACTORS)
 		return err_set(e, "config: unknown RoPE scaling");
 	if (c->rope_scaling == ROPE_SCALE_NONE)
 		return 0;
 	if (c->pos != POS_ROPE)
 		return err_set(e, "config: rope_scaling %s needs RoPE positions",
 			       rope_scaling_name(c->rope_scaling));
+	if (c->rope_scaling == ROPE_SCALE_FACTORS)
+		return validate_factors(c, e);
 	if (c->rope_scaling != ROPE_SCALE_LONGROPE &&
 	    !(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
 		return err_set(e, "config: rope_factor %g must be in [1, 1e6]", (double)c->rope_factor);
@@ -314,13 +333,14 @@ void config_default(struct model_config *c)
  * factor times slower, below N / high_freq it is kept, and between the two
  * it mixes both by s = (N / wavelength - low_freq) / (high_freq - low_freq):
  * (1 - s) f / factor + s f.  LongRoPE divides pair i by its own factor,
- * from the long table once the pass is longer than N. */
+ * from the long table once the pass is longer than N; FACTORS by its
+ * table's, always. */
 double config_rope_scale(const struct model_config *c, int n_pos, int i, double f)
 {
 	double factor = c->rope_factor;
 	if (c->rope_scaling == ROPE_SCALE_LINEAR)
 		return f / factor;
-	if (c->rope_scaling == ROPE_SCALE_LONGROPE)
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE || c->rope_scaling == ROPE_SCALE_FACTORS)
 		return f / (double)(cfg_rope_long(c, n_pos) ? c->rope_long[i] : c->rope_short[i]);
 	if (c->rope_scaling != ROPE_SCALE_LLAMA3)
 		return f;
@@ -361,7 +381,8 @@ static const char *const pos_names[] = { "learned", "rope" };
 static const char *const mlp_names[] = { "gelu", "swiglu", "gelu-exact", "geglu" };
 static const char *const mask_names[] = { "causal", "none", "window", "after-softmax" };
 static const char *const head_names[] = { "lm", "mlm", "none" };
-static const char *const rope_scaling_names[] = { "none", "linear", "llama3", "longrope" };
+static const char *const rope_scaling_names[] = { "none", "linear", "llama3", "longrope",
+						   "factors" };
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -384,7 +405,7 @@ const char *head_type_name(enum head_type h) { return (unsigned)h <= HEAD_NONE ?
 
 const char *rope_scaling_name(enum rope_scaling r)
 {
-	return (unsigned)r <= ROPE_SCALE_LONGROPE ? rope_scaling_names[r] : "?";
+	return (unsigned)r <= ROPE_SCALE_FACTORS ? rope_scaling_names[r] : "?";
 }
 
 #define PARSER(fn, type, names) \

@@ -48,6 +48,9 @@ void dump_config(FILE *out, const struct model *m)
 			(double)c->rope_factor);
 	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_LONGROPE)
 		dump_longrope(out, c);
+	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_FACTORS)
+		for (int i = 0; i < cfg_rotary_dims(c) / 2; i++)
+			fprintf(out, "%s%g", i ? "," : " rope_scaling factors ", (double)c->rope_long[i]);
 	if (c->pos == POS_ROPE && c->rope_scaling == ROPE_SCALE_LLAMA3)
 		fprintf(out, " low_freq %g high_freq %g original_context %d", (double)c->rope_low_freq,
 			(double)c->rope_high_freq, c->rope_orig_context);

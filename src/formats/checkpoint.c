@@ -55,7 +55,7 @@ static const char *const cfg_keys[] = {
 	"emb_norm", "head", "rope_scaling", "rope_factor", "rope_low_freq", "rope_high_freq",
 	"rope_orig_context", "local_window", "local_layers", "qk_norm", "emb_scale", "sandwich",
 	"attn_softcap", "final_softcap", "attn_scale_dim", "rope_local_theta", "qk_norm_whole",
-	"post_only", "rope_attn_factor", "rope_short", "rope_long",
+	"post_only", "rope_attn_factor", "rope_short", "rope_long", "rope_factors",
 };
 
 /* The double with the fewest significant decimal digits that converts back
@@ -164,6 +164,12 @@ static json_t *config_to_json(const struct model_config *c)
 		ju_set(o, "rope_orig_context", json_integer(c->rope_orig_context));
 	if (c->rope_scaling == ROPE_SCALE_LONGROPE)
 		longrope_to_json(o, c);
+	if (c->rope_scaling == ROPE_SCALE_FACTORS) {
+		json_t *t = json_array();
+		for (int i = 0; i < cfg_rotary_dims(c) / 2 && i < CFG_MAX_ROPE_PAIRS; i++)
+			ju_append(t, json_real(float_shortest(c->rope_long[i])));
+		ju_set(o, "rope_factors", t);
+	}
 	/* GPT-Neo's local layers, likewise: the window and the layers' indices */
 	if (c->local_window > 0) {
 		json_t *a = json_array();
@@ -232,6 +238,13 @@ static int rope_scaling_from_json(json_t *o, struct model_config *c, int pairs[2
 	     ju_get_floats(o, "rope_long", "config", JU_REQUIRED, c->rope_long,
 			   CFG_MAX_ROPE_PAIRS, &pairs[1], e)))
 		return -1;
+	if (c->rope_scaling == ROPE_SCALE_FACTORS) {
+		if (ju_get_floats(o, "rope_factors", "config", JU_REQUIRED, c->rope_long,
+				  CFG_MAX_ROPE_PAIRS, &pairs[1], e))
+			return -1;
+		memcpy(c->rope_short, c->rope_long, sizeof c->rope_short);
+		pairs[0] = pairs[1];
+	}
 	return 0;
 }
 
@@ -336,13 +349,15 @@ static int config_from_json(json_t *o, struct model_config *c, int pairs[2], str
  * message. */
 static int longrope_pairs(const struct model_config *c, const int pairs[2], struct err *e)
 {
-	if (c->rope_scaling != ROPE_SCALE_LONGROPE || c->n_head < 1)
+	if ((c->rope_scaling != ROPE_SCALE_LONGROPE && c->rope_scaling != ROPE_SCALE_FACTORS) ||
+	    c->n_head < 1)
 		return 0;
 	int R = cfg_rotary_dims(c);
 	for (int t = 0; t < 2; t++)
 		if (R >= 2 && R / 2 <= CFG_MAX_ROPE_PAIRS && pairs[t] != R / 2)
 			return err_set(e, "config: %s holds %d factors, not the %d of rotary dims %d",
-				       t ? "rope_long" : "rope_short", pairs[t], R / 2, R);
+				       c->rope_scaling == ROPE_SCALE_FACTORS ? "rope_factors"
+				       : t ? "rope_long" : "rope_short", pairs[t], R / 2, R);
 	return 0;
 }
 

@@ -9,6 +9,8 @@
  * context_length (S; above the engine's 65536 for a RoPE model it is cut
  * to 65536, exact within), and, by family:
  *   llama, mistral  RMSNorm (attention.layer_norm_rms_epsilon), pre-norm,
+ *                   Llama 3.1 / 3.2's scaled RoPE as rope_freqs (one
+ *                   divisor per pair, config FACTORS),
  *                   RoPE (rope.freq_base, 10000; rope.dimension_count, D),
  *                   SwiGLU; the converter stores Q and K rows in the
  *                   interleaved order the engine turns (pairs (2i, 2i + 1)),
@@ -72,7 +74,7 @@
  * bias true).  Every tensor must be one of these; BERT's classifier
  * (cls.*) is ignored.  Refused by name: other architectures (qwen3moe
  * among them), RoPE scaling (rope.scaling.type other than Gemma 3's
- * linear, rope_freqs), experts, a key_length other than value_length, a
+ * linear, rope_freqs but in llama), experts, a key_length other than value_length, a
  * BERT key_length other than embedding_length / head_count, a causal
  * BERT, OLMo 3's sliding window (olmo2.attention.sliding_window).
  * Weights of every type gguf.h reads are dequantized to F32.
@@ -215,9 +217,9 @@ static int rope_scaling(const struct gguf_file *f, const struct arch *a, struct 
 static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e)
 {
 	int n = 0;
-	if (gguf_find_tensor(f, "rope_freqs.weight"))
-		return err_set(e, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is "
-			       "not supported");
+	if (a->fam != FAM_LLAMA && gguf_find_tensor(f, "rope_freqs.weight"))
+		return err_set(e, "tensor rope_freqs.weight (scaled RoPE frequencies) is supported "
+			       "for llama only, not %s", a->name);
 	if (akey_int(f, a, "expert_count", false, 0, 1 << 20, &n, e) < 0)
 		return -1;
 	if (n > 0)
@@ -366,6 +368,29 @@ static int olmo2_config(const struct gguf_file *f, const struct arch *a, struct 
 	return 0;
 }
 
+/* llama.cpp's rope_freqs (Llama 3.1 / 3.2 files: its converter computes
+ * Llama 3.1's rule into one divisor per pair), when the file has it: the
+ * engine's FACTORS scaling over the R/2 pairs.  Read here, with the
+ * config, since it decides the config. */
+static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
+	      float *dst, struct err *e);
+
+static int rope_freqs(const struct gguf_file *f, int R, struct model_config *c, struct err *e)
+{
+	struct gguf_tensor *t = gguf_find_tensor(f, "rope_freqs.weight");
+	if (!t)
+		return 0;
+	if (R / 2 > CFG_MAX_ROPE_PAIRS)
+		return err_set(e, "tensor rope_freqs.weight: %d pairs are more than %d", R / 2,
+			       CFG_MAX_ROPE_PAIRS);
+	if (rd(f, "rope_freqs.weight", (uint64_t)R / 2, 0, c->rope_long, e))
+		return -1;
+	memcpy(c->rope_short, c->rope_long, sizeof c->rope_short);
+	c->rope_scaling = ROPE_SCALE_FACTORS;
+	c->rope_attn_factor = 1.0f;
+	return 0;
+}
+
 /* The family's switches, after shape(). */
 static int family_config(const struct gguf_file *f, const struct arch *a, struct model_config *c,
 			 struct info *in, struct err *e)
@@ -383,6 +408,8 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 		return -1;
 	if (rope && c->context > CFG_MAX_CONTEXT)
 		c->context = CFG_MAX_CONTEXT; /* RoPE holds no table: exact within */
+	if (rope && rope_freqs(f, R, c, e))
+		return -1;
 	const struct gguf_tensor *out = gguf_find_tensor(f, "output.weight");
 	c->tied = !out || same_as_embd(f, out);
 	c->pos = rope ? POS_ROPE : POS_LEARNED;
