@@ -147,4 +147,20 @@ struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e
 struct tokenizer *tok_llama2c_from_bin(unsigned char *buf, size_t len, int n_pieces,
 				       const char *where, struct err *e);
 
+/* What llama.cpp's reading of a GGUF SentencePiece vocabulary has beyond
+ * llama2.c's (Gemma's files; src/text/tok-llama2c.c says how each works). */
+struct tok_spm_opts {
+	bool no_prefix;		/* no dummy prefix space (add_space_prefix false) */
+	bool space_mark;	/* a typed U+2581 reads as a space */
+	const int *whole;	/* n_whole piece ids cut out of the typed text whole,
+				 * before the merges (user-defined and control tokens) */
+	int n_whole;
+};
+
+/* tok_llama2c_from_bin() with the options o (copied; NULL: none).  A whole
+ * piece that is no piece, or is empty, is an error. */
+struct tokenizer *tok_llama2c_from_bin_opts(unsigned char *buf, size_t len, int n_pieces,
+					    const struct tok_spm_opts *o, const char *where,
+					    struct err *e);
+
 #endif

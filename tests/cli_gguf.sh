@@ -134,6 +134,32 @@ check "tool_mkgguf --from refuses it as well" sh -c "[ $rc -ne 0 ] && grep -q qu
 run "$tmp/m.gguf" -c "load $tmp/m.gguf; echo loaded"
 check "load takes a GGUF file" sh -c "[ $rc -eq 0 ] && grep -q loaded '$tmp/out'"
 
+# Gemma's tokenizer from the metadata (a llama one with add_space_prefix
+# false, tool_mkgguf --spmjson from the model's tokenizer.json): a tiny
+# Gemma 2 / 3 model of the whole vocabulary loads without --tokenizer and
+# gives the --dump it gives with --tokenizer tokenizer.json, on text with
+# the chat markers (control tokens), runs of spaces and newlines
+# (user-defined ones) and a character only byte fallback spells
+# (within the tiny model's context of 8)
+gtext=$(printf '<start_of_turn>\n\n\364\217\277\275  ')
+for g in gemma2 gemma3; do
+	gzip -dc "tests/data/tokenizers/$g.json.gz" >"$tmp/$g.json"
+	if ! "$TOOLS/tool_mkgguf" "$tmp/g.gguf" --tiny --arch $g --spmjson "$tmp/$g.json" \
+		>/dev/null 2>&1; then
+		fail "$g: tool_mkgguf --spmjson"
+		continue
+	fi
+	run "$tmp/g.gguf" -t "$gtext" --dump
+	grep -v '^model' "$tmp/out" >"$tmp/meta.dump"
+	mrc=$rc
+	run "$tmp/g.gguf" --tokenizer "$tmp/$g.json" -t "$gtext" --dump
+	grep -v '^model' "$tmp/out" >"$tmp/json.dump"
+	check "$g: the tokenizer from the GGUF metadata gives tokenizer.json's --dump" \
+		sh -c "[ $mrc -eq 0 ] && [ $rc -eq 0 ] && [ -s '$tmp/meta.dump' ] &&
+			cmp -s '$tmp/meta.dump' '$tmp/json.dump' &&
+			grep -q 'id 10[56] <start_of_turn>' '$tmp/meta.dump' && grep -q '<f4>' '$tmp/meta.dump'"
+done
+
 # the seeds of fuzz_gguf: the valid ones load, the damaged ones fail on one line
 for f in fuzz/seeds/gguf/*; do
 	name=$(basename "$f")

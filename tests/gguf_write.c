@@ -1052,6 +1052,123 @@ int gt_hf_json(struct gw *w, const char *json, size_t len, const char *pre, cons
 	return 0;
 }
 
+/* The piece merge x of tokenizer.json produces ("a b" or ["a", "b"]),
+ * malloc'd, or NULL when it is neither. */
+static char *merge_piece(json_t *x)
+{
+	const char *a, *b, *sp;
+	size_t la;
+	if (json_is_string(x)) {
+		a = json_string_value(x);
+		sp = strchr(a, ' ');
+		if (!sp)
+			return NULL;
+		la = (size_t)(sp - a);
+		b = sp + 1;
+	} else {
+		a = json_string_value(json_array_get(x, 0));
+		b = json_string_value(json_array_get(x, 1));
+		if (!a || !b)
+			return NULL;
+		la = strlen(a);
+	}
+	char *p = xmalloc(la + strlen(b) + 1);
+	memcpy(p, a, la);
+	strcpy(p + la, b);
+	return p;
+}
+
+/* Each piece's score: -(rank of the first merge producing it); pieces no
+ * merge produces (single characters) -(merges + 1), below every other. */
+static float *rank_scores(json_t *vocab, json_t *merges, size_t n)
+{
+	size_t nm = json_array_size(merges), i;
+	float *score = xmalloc(n * sizeof *score);
+	bool *set = xcalloc(n, sizeof *set);
+	json_t *x;
+	for (i = 0; i < n; i++)
+		score[i] = -(float)(nm + 1);
+	json_array_foreach(merges, i, x) {
+		char *p = merge_piece(x);
+		json_t *id = p ? json_object_get(vocab, p) : NULL;
+		json_int_t k = json_integer_value(id);
+		if (id && k >= 0 && (size_t)k < n && !set[k]) {
+			score[k] = -(float)i;
+			set[k] = true;
+		}
+		free(p);
+	}
+	free(set);
+	return score;
+}
+
+/* Replaces every U+2581 of s by a space, in place. */
+static void spaces_of(char *s)
+{
+	char *o = s;
+	for (const char *p = s; *p;)
+		if (!strncmp(p, "\xe2\x96\x81", 3))
+			*o++ = ' ', p += 3;
+		else
+			*o++ = *p++;
+	*o = '\0';
+}
+
+int gt_spm_json(struct gw *w, const char *json, size_t len)
+{
+	json_t *root = json_loadb(json, len, 0, NULL), *model = json_object_get(root, "model");
+	json_t *vocab = json_object_get(model, "vocab"), *added = json_object_get(root, "added_tokens");
+	if (!json_is_object(vocab))
+		return fprintf(stderr, "gt_spm_json: no model.vocab\n"), json_decref(root), -1;
+	size_t n = id_count(vocab, added), i;
+	char **tok = tokens_of(vocab, n);
+	float *score = rank_scores(vocab, json_object_get(model, "merges"), n);
+	int32_t *type = xmalloc(n * sizeof *type);
+	json_t *a;
+	for (i = 0; i < n; i++) {
+		if (tok[i])
+			tok[i] = xstrdup(tok[i]);
+		type[i] = tok[i] && strlen(tok[i]) == 6 && !strncmp(tok[i], "<0x", 3) ? 6 : 1;
+	}
+	json_array_foreach(added, i, a) {
+		size_t id = (size_t)json_integer_value(json_object_get(a, "id"));
+		bool special = json_is_true(json_object_get(a, "special"));
+		free(tok[id]);
+		tok[id] = xstrdup(json_string_value(json_object_get(a, "content")));
+		type[id] = !strcmp(tok[id], "<unk>") ? 2 : special ? 3 : 4;
+		if (!special)
+			spaces_of(tok[id]);
+		score[id] = -1000;
+	}
+	int bos = -1, eos = -1, unk = -1;
+	for (i = 0; i < n; i++) {
+		if (!tok[i])
+			fixture("gt_spm_json: a gap in the ids");
+		bos = !strcmp(tok[i], "<bos>") ? (int)i : bos;
+		eos = !strcmp(tok[i], "<eos>") ? (int)i : eos;
+		unk = !strcmp(tok[i], "<unk>") ? (int)i : unk;
+	}
+	if (bos < 0 || eos < 0 || unk < 0)
+		fixture("gt_spm_json: no <bos>, <eos> or <unk>");
+	gw_str(w, "tokenizer.ggml.model", "llama");
+	gw_str(w, "tokenizer.ggml.pre", "default");
+	gw_strs(w, "tokenizer.ggml.tokens", tok, NULL, n);
+	gw_f32s(w, "tokenizer.ggml.scores", score, n);
+	gw_i32s(w, "tokenizer.ggml.token_type", type, n);
+	gw_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+	gw_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+	gw_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)unk);
+	gw_bool(w, "tokenizer.ggml.add_bos_token", true);
+	gw_bool(w, "tokenizer.ggml.add_space_prefix", false);
+	for (i = 0; i < n; i++)
+		free(tok[i]);
+	free(tok);
+	free(score);
+	free(type);
+	json_decref(root);
+	return (int)n;
+}
+
 int gt_llama2c(struct gw *w, const char *path)
 {
 	struct err e;

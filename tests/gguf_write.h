@@ -128,12 +128,21 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
  *     token named bos (or NULL);
  *   a llama2.c tokenizer.bin: model llama, spaces as U+2581, scores, byte
  *     and control types, BOS 1, EOS 2, UNK 0;
+ *   a SentencePiece-style BPE tokenizer.json (Gemma's, no tokenizer.model):
+ *     model llama, add_space_prefix false, BOS <bos> added, the tokens in
+ *     id order typed as the converter types tokenizer.model's pieces and
+ *     the added tokens (special: control, <unk> unknown; others
+ *     user-defined, U+2581 written as a space; score -1000), <0xNN> byte,
+ *     the rest normal, each scored -(rank of the first merge producing
+ *     it), -(merges + 1) when none does, so that SentencePiece's merge by
+ *     highest score picks what the merge list picks by lowest rank;
  *   a WordPiece tokenizer.json: model bert, the phantom-space tokens.
- * 0, or -1 with a message on stderr.
+ * 0 (gt_spm_json: the number of tokens), or -1 with a message on stderr.
  */
 int gt_gpt2_dir(struct gw *w, const char *dir);
 int gt_hf_json(struct gw *w, const char *json, size_t len, const char *pre, const char *bos);
 int gt_llama2c(struct gw *w, const char *path);
+int gt_spm_json(struct gw *w, const char *json, size_t len);
 int gt_wordpiece_json(struct gw *w, const char *json, size_t len);
 
 /* Writes m as an attnscope checkpoint whose tensors are BF16 (every weight

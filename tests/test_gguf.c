@@ -16,7 +16,10 @@
  *   - the tokenizer rebuilt from tokenizer.ggml.* metadata gives the ids of
  *     the same tokenizer read from its own files, on every string of the
  *     expectation tables, for GPT-2, Llama 3, Qwen2.5, llama2.c (Llama 2's
- *     SentencePiece) and BERT;
+ *     SentencePiece) and BERT; Gemma 2's and 3's (a llama tokenizer with
+ *     add_space_prefix false, written from their tokenizer.json) on all
+ *     but 4 named strings of their tables; pre "dbrx" as llama.cpp splits
+ *     it;
  *   - heads wider or narrower than embedding_length / head_count
  *     (attention.key_length) load as their checkpoint does, Qwen3's q/k
  *     norm with them;
@@ -649,6 +652,200 @@ static void test_tokenizers(void **state)
 	free(json);
 }
 
+/* ids of text s[0 .. n) by t, without BOS (malloc'd, *k of them). */
+static int *ids_of(const struct tokenizer *t, const char *s, size_t n, int *k)
+{
+	struct err e = { "" };
+	int *ids = NULL;
+	if (tok_encode(t, s, n, 0, &ids, k, &e) < 0)
+		fail_msg("encoding failed: %s", e.msg);
+	return ids;
+}
+
+/* The inputs of the table at path, each as its bytes (malloc'd; *n rows,
+ * *len[i] bytes each). */
+static char **table_inputs(const char *path, size_t **len, int *n)
+{
+	struct err e;
+	size_t size;
+	char *text = read_file(path, &size, &e), *save = NULL;
+	assert_non_null(text);
+	char **in = xmalloc(1024 * sizeof *in);
+	*len = xmalloc(1024 * sizeof **len);
+	*n = 0;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] == '#')
+			continue;
+		size_t h = strcspn(l, "\t");
+		assert_true(*n < 1024 && h % 2 == 0);
+		in[*n] = xmalloc(h / 2 + 1);
+		for (size_t i = 0; i < h / 2; i++) {
+			unsigned x;
+			assert_int_equal(sscanf(l + 2 * i, "%2x", &x), 1);
+			in[*n][i] = (char)x;
+		}
+		(*len)[(*n)++] = h / 2;
+	}
+	free(text);
+	return in;
+}
+
+/*
+ * Gemma 2's and 3's tokenizer rebuilt from GGUF metadata (llama model,
+ * add_space_prefix false) against the same model's tokenizer.json read by
+ * tok-hfjson.c, which matches transformers.js on the shared tables.  No
+ * tokenizer.model is in the repository, so gt_spm_json writes the metadata
+ * from the tokenizer.json: the tokens in id order, typed as the converter
+ * types them (added special tokens control, <unk> unknown, other added
+ * tokens user-defined with U+2581 written as a space, <0xNN> byte, the
+ * rest normal), and each normal piece scored -(rank of the first merge in
+ * tokenizer.json's list that produces it), pieces no merge produces
+ * (single characters) below all, so that merging the best-scored pair
+ * first picks the merge of lowest rank.  Checked: the same vocabulary
+ * size and BOS, and the same ids on every string of the table but the
+ * ones named in differ[] (below), and BOS first with add_bos; the
+ * tokenizer written to JSON (a checkpoint's copy) and read back gives the
+ * same ids on every string.
+ */
+static void gemma_tokenizer(const char *name, int vocab, const char *const *differ, int nd)
+{
+	char path[256];
+	size_t len, *rl;
+	int rows, ndiff = 0;
+	struct err e = { "" };
+	char *json = tok_expect_gz_text(name, &len);
+	assert_non_null(json);
+	struct gw *w = gw_new();
+	assert_int_equal(gt_spm_json(w, json, len), vocab);
+	struct tokenizer *t = from_meta(w), *want = tok_hfjson_from_text(json, len, name, &e);
+	assert_non_null(want);
+	free(json);
+	char *dump = t->ops->to_json(t);
+	struct tokenizer *back = tok_from_json(dump, &e);
+	free(dump);
+	assert_non_null(back);
+	assert_int_equal(t->vocab_size, vocab);
+	assert_int_equal(want->vocab_size, vocab);
+	assert_int_equal(t->bos_id, want->bos_id);
+	assert_int_equal(back->bos_id, t->bos_id);
+	snprintf(path, sizeof path, "tests/data/%s_expect.tsv", name);
+	char **in = table_inputs(path, &rl, &rows);
+	assert_true(rows >= 300);
+	for (int r = 0; r < rows; r++) {
+		int na, nb, nc;
+		int *a = ids_of(t, in[r], rl[r], &na), *b = ids_of(want, in[r], rl[r], &nb);
+		int *c = ids_of(back, in[r], rl[r], &nc);
+		bool same = na == nb && !memcmp(a, b, (size_t)na * sizeof *a), listed = false;
+		for (int k = 0; k < nd; k++)
+			listed |= strlen(differ[k]) == rl[r] && !memcmp(differ[k], in[r], rl[r]);
+		if (same == listed) {
+			print_error("%s: row %d (\"%.*s\") %s\n", name, r, (int)rl[r], in[r],
+				    same ? "is listed as differing but is the same"
+					 : "differs from tokenizer.json");
+			ndiff++;
+		}
+		for (int k = 0; listed && k < na; k++) { /* llama.cpp's: no run of spaces */
+			char pc[16];
+			if (tok_piece(t, a[k], pc, sizeof pc) >= 0 && strstr(pc, "  ")) {
+				print_error("%s: row %d: piece %d is \"%s\"\n", name, r, k, pc);
+				ndiff++;
+			}
+		}
+		if (nc != na || memcmp(a, c, (size_t)na * sizeof *a)) {
+			print_error("%s: row %d differs once read back from JSON\n", name, r);
+			ndiff++;
+		}
+		free(a), free(b), free(c), free(in[r]);
+	}
+	free(in);
+	free(rl);
+	int *x = NULL, nx;
+	assert_true(tok_encode(t, "Hi", 2, 1, &x, &nx, &e) >= 0);
+	assert_true(nx >= 2 && x[0] == want->bos_id);
+	free(x);
+	printf("  %-14s %d tokens: the same ids as tokenizer.json on %d of %d rows (the %d "
+	       "listed differ)\n", name, vocab, rows - nd, rows, nd);
+	tok_free(t);
+	tok_free(want);
+	tok_free(back);
+	assert_int_equal(ndiff, 0);
+}
+
+/* The rows where U+2581 is typed beside U+2581 or a space: tokenizer.json
+ * matches its added token "▁▁" (and "▁▁▁") in the typed text, and its BPE
+ * merges spaces into them; the converter writes those user-defined tokens
+ * with spaces ("  "), so llama.cpp matches typed spaces instead, and its
+ * merges never make them (the merged text holds U+2581, the token spaces):
+ * the typed "▁"s are never one piece, and no piece of these rows is a run
+ * of spaces, as llama.cpp gives too. */
+#define SP_ "\xe2\x96\x81"
+static const char *const gemma_differ[] = {
+	SP_ SP_, SP_ SP_ SP_, "a" SP_ SP_ "b", " " SP_ " ",
+};
+
+static void test_gemma_tokenizers(void **state)
+{
+	(void)state;
+	gemma_tokenizer("gemma2", 256000, gemma_differ, 4);
+	gemma_tokenizer("gemma3", 262145, gemma_differ, 4);
+}
+
+/*
+ * tokenizer.ggml.pre "dbrx" (what llama.cpp's converter names the DBRX
+ * tokenizer; llama.cpp splits it with Llama 3's pattern, without Llama 3's
+ * ignore_merges, and adds BOS only when add_bos_token says so): Llama 3's
+ * tokens and merges written with that name and no BOS give, on every
+ * string of Llama 3's table, the ids of Llama 3's tokenizer.json with
+ * ignore_merges false and no post-processor.  Its strings include words
+ * that are one token yet not reachable by the merges alone, so the
+ * ignore_merges switch shows (counted: at least one row differs from
+ * Llama 3's own tokenizer).
+ */
+static void test_dbrx_pre(void **state)
+{
+	(void)state;
+	size_t len, *rl;
+	int rows, changed = 0;
+	struct err e = { "" };
+	char *json = tok_expect_gz_text("llama3", &len);
+	assert_non_null(json);
+	struct gw *w = gw_new();
+	assert_int_equal(gt_hf_json(w, json, len, "dbrx", NULL), 0);
+	struct tokenizer *t = from_meta(w), *l3 = tok_hfjson_from_text(json, len, "llama3", &e);
+	json_t *root = json_loadb(json, len, 0, NULL);
+	free(json);
+	assert_non_null(root);
+	json_object_set_new(json_object_get(root, "model"), "ignore_merges", json_false());
+	json_object_del(root, "post_processor");
+	char *edited = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	struct tokenizer *want = tok_hfjson_from_text(edited, strlen(edited), "dbrx", &e);
+	free(edited);
+	assert_non_null(want);
+	int *x = NULL, nx;
+	assert_true(tok_encode(t, "Hi", 2, 1, &x, &nx, &e) >= 0); /* no BOS */
+	assert_true(nx == 1 && x[0] != 128000);
+	free(x);
+	char **in = table_inputs("tests/data/llama3_expect.tsv", &rl, &rows);
+	for (int r = 0; r < rows; r++) {
+		int na, nb, nc;
+		int *a = ids_of(t, in[r], rl[r], &na), *b = ids_of(want, in[r], rl[r], &nb);
+		int *c = ids_of(l3, in[r], rl[r], &nc);
+		if (na != nb || memcmp(a, b, (size_t)na * sizeof *a))
+			fail_msg("dbrx: row %d (\"%.*s\") differs", r, (int)rl[r], in[r]);
+		changed += nc != na || memcmp(a, c, (size_t)na * sizeof *a);
+		free(a), free(b), free(c), free(in[r]);
+	}
+	free(in);
+	free(rl);
+	printf("  dbrx: %d rows as the tokenizer.json without ignore_merges, %d of them unlike "
+	       "Llama 3's\n", rows, changed);
+	assert_true(changed > 0);
+	tok_free(t);
+	tok_free(want);
+	tok_free(l3);
+}
+
 /* What the engine cannot run is refused by name: a file of architecture
  * a (its model's config edited by edit, when not NULL, in ways that keep
  * its tensors) with the keys extra writes before the model's. */
@@ -1186,6 +1383,8 @@ int main(void)
 		cmocka_unit_test(test_version2_alignment),
 		cmocka_unit_test(test_quantized_models),
 		cmocka_unit_test(test_tokenizers),
+		cmocka_unit_test(test_gemma_tokenizers),
+		cmocka_unit_test(test_dbrx_pre),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_qwen3_layout),
 		cmocka_unit_test(test_fams_layout),

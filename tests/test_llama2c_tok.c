@@ -15,6 +15,8 @@
  *   cd - && NODE_PATH=/tmp/gen/node_modules node tests/gen/gen_llama2c.js \
  *       ../shared/tokenizers/llama2c/tokenizer.bin > tests/data/llama2c_expect.tsv
  * Invalid UTF-8 rows: each bad byte is replaced by U+FFFD before encoding.
+ * test_options checks struct tok_spm_opts (GGUF's Gemma reading) on a
+ * small hand-made vocabulary whose ids follow from the rules by hand.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -202,6 +204,113 @@ static void test_json_round_trip(void **state)
 	tok_free(u);
 }
 
+/* ------------------------------------------------ struct tok_spm_opts */
+
+/* A small vocabulary as a tokenizer.bin image (malloc'd, *len bytes):
+ * <unk> <s> </s>, " ", "a", "b", " a" (score -1), "ab" (-2), then "<x"
+ * and "x>a" and "  " (8, 9, 10: whole pieces in the tests), "x"; single
+ * characters score -10. */
+static unsigned char *small_bin(size_t *len)
+{
+	static const char *const p[] = { "<unk>", "<s>", "</s>", " ", "a", "b", " a", "ab",
+					 "<x", "x>a", "  ", "x" };
+	unsigned char *buf = xmalloc(1024), *o = buf + 4;
+	int32_t maxlen = 5;
+
+	memcpy(buf, &maxlen, 4);
+	for (int i = 0; i < 12; i++) {
+		float sc = i == 6 ? -1.0f : i == 7 ? -2.0f : -10.0f;
+		int32_t l = (int32_t)strlen(p[i]);
+
+		memcpy(o, &sc, 4);
+		memcpy(o + 4, &l, 4);
+		memcpy(o + 8, p[i], (size_t)l);
+		o += 8 + l;
+	}
+	*len = (size_t)(o - buf);
+	return buf;
+}
+
+static struct tokenizer *small(bool no_prefix, bool space_mark)
+{
+	static const int whole[] = { 8, 9, 10 };
+	struct tok_spm_opts o = { no_prefix, space_mark, whole, 3 };
+	struct err e = { "" };
+	size_t len;
+	unsigned char *buf = small_bin(&len);
+	struct tokenizer *t = tok_llama2c_from_bin_opts(buf, len, 12, &o, "small", &e);
+
+	if (!t)
+		print_error("%s\n", e.msg);
+	assert_non_null(t);
+	return t;
+}
+
+/* t's ids of text are want[0 .. n). */
+static void ids_are(const struct tokenizer *t, const char *text, const int *want, int n)
+{
+	struct err e = { "" };
+	int *ids = NULL, k;
+
+	assert_true(tok_encode(t, text, strlen(text), 0, &ids, &k, &e) >= 0);
+	if (k != n || memcmp(ids, want, (size_t)n * sizeof *ids)) {
+		print_error("\"%s\": %d ids:", text, k);
+		for (int i = 0; i < k; i++)
+			print_error(" %d", ids[i]);
+		print_error("\n");
+		fail();
+	}
+	free(ids);
+}
+
+/* The options: whole pieces are cut out before the merges, the longest
+ * first even when a shorter one starts further left ("<x>a": "x>a", not
+ * "<x"; "<" then has no piece: <unk>); with the dummy prefix, each run of
+ * text after a whole piece gets it again (llama.cpp's rule); without it,
+ * no space is added and decoding keeps the leading space; a typed U+2581
+ * reads as a space only with space_mark; a run of spaces that is a whole
+ * piece is cut out as one; the options survive to_json; a whole piece
+ * that is no piece is refused in one line. */
+static void test_options(void **state)
+{
+	(void)state;
+	struct tokenizer *t = small(false, false);
+	ids_are(t, "<x>a", (int[]){ 3, 0, 9 }, 3); /* the prefix " ", "<" as <unk> */
+	ids_are(t, "ax>aa", (int[]){ 6, 9, 6 }, 3);
+	tok_free(t);
+
+	t = small(true, true);
+	ids_are(t, "<x>a", (int[]){ 0, 9 }, 2);
+	ids_are(t, "ax>aa", (int[]){ 4, 9, 4 }, 3);
+	ids_are(t, "\xe2\x96\x81" "ab", (int[]){ 6, 5 }, 2);
+	ids_are(t, "a  b", (int[]){ 4, 10, 5 }, 3);
+	char *d = tok_decode(t, (int[]){ 6, 5 }, 2);
+	assert_string_equal(d, " ab");
+	free(d);
+	t->bos_id = 1;
+	char *json = t->ops->to_json(t);
+	struct err e = { "" };
+	struct tokenizer *u = tok_from_json(json, &e);
+	free(json);
+	assert_non_null(u);
+	assert_int_equal(u->bos_id, 1);
+	ids_are(u, "<x>a", (int[]){ 0, 9 }, 2);
+	ids_are(u, "\xe2\x96\x81" "ab", (int[]){ 6, 5 }, 2);
+	tok_free(u);
+	tok_free(t);
+
+	t = small(true, false);
+	ids_are(t, "\xe2\x96\x81" "a", (int[]){ 0, 0, 0, 4 }, 4);
+	tok_free(t);
+
+	static const int bad[] = { 12 };
+	struct tok_spm_opts o = { false, false, bad, 1 };
+	size_t len;
+	unsigned char *buf = small_bin(&len);
+	assert_null(tok_llama2c_from_bin_opts(buf, len, 12, &o, "small", &e));
+	assert_non_null(strstr(e.msg, "small: whole piece 12 is not one of the 12 pieces"));
+}
+
 /* Damaged files: one line, no crash. */
 static void test_damaged(void **state)
 {
@@ -252,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_byte_fallback),
 		cmocka_unit_test(test_long_text),
 		cmocka_unit_test(test_json_round_trip),
+		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_damaged),
 	};
 	return cmocka_run_group_tests(tests, NULL, group_teardown);

@@ -9,7 +9,7 @@
  * usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR)
  *        --arch ARCH [--type TYPE] [--version 2|3] [--alignment N]
  *        [--tokdir DIR | --tokjson FILE --pre PRE [--bos NAME] |
- *         --tokbin FILE | --wordpiece FILE]
+ *         --tokbin FILE | --wordpiece FILE | --spmjson FILE]
  *   ARCH  llama, qwen2, qwen3, gpt2, gptneox, bert, gemma2, gemma3 or olmo2
  *         (--from refuses a model the architecture's file cannot hold as
  *         the converter writes it, ga_unheld: qwen3, gemma3 and olmo2 need
@@ -30,14 +30,17 @@
  *   the tokenizer: GPT-2's vocab.json + merges.txt in DIR; a BPE
  *         tokenizer.json with the pre-tokenizer name PRE (llama-bpe, qwen2)
  *         and BOS NAME; a llama2.c tokenizer.bin; a WordPiece
- *         tokenizer.json.  With none, --tiny writes its own small
+ *         tokenizer.json; a SentencePiece-style BPE tokenizer.json
+ *         (Gemma's) as a llama tokenizer with add_space_prefix false
+ *         (gt_spm_json: scores from the merge ranks), which --tiny also
+ *         takes, its model then that many tokens wide.  With none, --tiny
+ *         writes its own small
  *         vocabulary of the kind the architecture's models use (llama,
  *         gemma2, gemma3: a SentencePiece-style one; bert: WordPiece;
  *         others: byte-level BPE)
- *         and --from and --convert write no tokenizer.  (Gemma's files
- *         hold a llama tokenizer with add_space_prefix false, which
- *         gguf-vocab.c refuses; --tiny writes the SentencePiece-style one
- *         without that key for gemma2 and gemma3.)
+ *         and --from and --convert write no tokenizer.  (--tiny writes
+ *         its SentencePiece-style one without add_space_prefix for gemma2
+ *         and gemma3.)
  * --tiny: 1 layer, d_model 32, 2 heads of 16 (the ga_gqa families: 1 K/V
  * head; qwen3's heads 32 wide, twice d_model / heads as Qwen3-0.6B's 128
  * over 1024 / 16, with the q/k norm; Gemma's and OLMo-2's switches as
@@ -349,28 +352,30 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR) --arch "
 		"ARCH [--type TYPE] [--version 2|3] [--alignment N] [--tokdir DIR | --tokjson FILE "
-		"--pre PRE [--bos NAME] | --tokbin FILE | --wordpiece FILE]\n");
+		"--pre PRE [--bos NAME] | --tokbin FILE | --wordpiece FILE | --spmjson FILE]\n");
 	return 2;
 }
 
-/* The tokenizer metadata the options name; 0 or -1. */
+/* The tokenizer metadata the options name; 0 (--spmjson: the number of
+ * tokens) or -1. */
 static int tokenizer(struct gw *w, const char *const *opt)
 {
-	/* opt: tokdir, tokjson, pre, bos, tokbin, wordpiece */
+	/* opt: tokdir, tokjson, pre, bos, tokbin, wordpiece, spmjson */
 	size_t len;
 	struct err e;
 	if (opt[0])
 		return gt_gpt2_dir(w, opt[0]);
 	if (opt[4])
 		return gt_llama2c(w, opt[4]);
-	const char *json = opt[1] ? opt[1] : opt[5];
+	const char *json = opt[1] ? opt[1] : opt[5] ? opt[5] : opt[6];
 	if (!json)
 		return 0;
 	char *text = read_file(json, &len, &e);
 	if (!text)
 		return fprintf(stderr, "tool_mkgguf: %s\n", e.msg), -1;
-	int rc = opt[1] ? gt_hf_json(w, text, len, opt[2] ? opt[2] : "llama-bpe", opt[3])
-			: gt_wordpiece_json(w, text, len);
+	int rc = opt[1]	  ? gt_hf_json(w, text, len, opt[2] ? opt[2] : "llama-bpe", opt[3])
+		 : opt[5] ? gt_wordpiece_json(w, text, len)
+			  : gt_spm_json(w, text, len);
 	free(text);
 	return rc;
 }
@@ -379,9 +384,9 @@ int main(int argc, char **argv)
 {
 	if (argc < 3)
 		return usage();
-	const char *out = argv[1], *from = NULL, *hfdir = NULL, *arch = NULL, *opt[6] = { NULL };
+	const char *out = argv[1], *from = NULL, *hfdir = NULL, *arch = NULL, *opt[7] = { NULL };
 	static const char *const tokflags[] = { "--tokdir", "--tokjson", "--pre", "--bos",
-						"--tokbin", "--wordpiece" };
+						"--tokbin", "--wordpiece", "--spmjson" };
 	uint32_t type = GGML_F32, version = 3, align = 0;
 	bool tiny = false;
 	for (int i = 2; i < argc; i++) {
@@ -411,9 +416,9 @@ int main(int argc, char **argv)
 				return usage();
 			type = types[k].t;
 		} else {
-			for (k = 0; k < 6 && strcmp(tokflags[k], a); k++)
+			for (k = 0; k < 7 && strcmp(tokflags[k], a); k++)
 				;
-			if (k == 6)
+			if (k == 7)
 				return usage();
 			opt[k] = v;
 		}
@@ -427,11 +432,11 @@ int main(int argc, char **argv)
 	struct model *m = NULL;
 	struct err e;
 	int V = 0;
-	bool own = !opt[0] && !opt[1] && !opt[4] && !opt[5];
+	bool own = !opt[0] && !opt[1] && !opt[4] && !opt[5] && !opt[6];
 	bool spm = ga == GA_LLAMA || ga == GA_GEMMA2 || ga == GA_GEMMA3;
 	if (tiny && own)
 		V = spm ? tiny_spm(w) : ga == GA_BERT ? tiny_wordpiece(w) : tiny_bpe(w);
-	else if (tokenizer(w, opt))
+	else if ((V = tokenizer(w, opt)) < 0) /* 0 but for --spmjson */
 		return 1;
 	if (hfdir) {
 		int bad = convert(w, hfdir, (enum ga)ga, type);

@@ -8,7 +8,15 @@
  *                  the llama2.c tokenizer.bin holding the same pieces
  *                  (tok-llama2c.c: the dummy prefix space, merges by score,
  *                  byte fallback); BOS is bos_token_id unless add_bos_token
- *                  is false; add_space_prefix false is refused.
+ *                  is false.  User-defined tokens (type 4) are cut out of
+ *                  the typed text whole before the merges, as llama.cpp
+ *                  does.  add_space_prefix false (Gemma's files) reads the
+ *                  text as llama.cpp does with its special tokens parsed:
+ *                  no dummy prefix, a typed U+2581 the same as a space, and
+ *                  control and unknown tokens (<bos>, <start_of_turn>, ...)
+ *                  cut out whole too, as the model's tokenizer.json has
+ *                  them; with the prefix (Llama, Mistral, TinyLlama) a
+ *                  typed "<s>" stays text, as llama2.c reads it.
  *   model "gpt2"   byte-level BPE: tokens and merges.  The pre-tokenizer
  *                  tokenizer.ggml.pre picks the split:
  *                    gpt-2 (or absent: files from before the key)  GPT-2's
@@ -19,6 +27,10 @@
  *                      unless add_bos_token is false);
  *                    qwen2  Qwen2's tokenizer.json (NFC, its Split pattern,
  *                      ByteLevel; BOS only when add_bos_token is true);
+ *                    dbrx  (the converter's name for DBRX's cl100k-style
+ *                      tokenizer) Llama 3's Split pattern and ByteLevel
+ *                      without ignore_merges, BOS only when add_bos_token
+ *                      is true, as llama.cpp splits it;
  *                  both as a tokenizer.json read by tok-hfjson.c, control
  *                  and user-defined tokens (token_type 3 and 4) its added
  *                  tokens.  Other pre-tokenizers are refused by name.
@@ -155,9 +167,6 @@ static struct tokenizer *spm(const struct gguf_file *f, const struct vocab *v, s
 	bool prefix = true;
 	if (gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", &prefix, e) < 0)
 		return NULL;
-	if (!prefix)
-		return err_set(e, "tokenizer.ggml.add_space_prefix false is not supported (the "
-			       "llama tokenizer puts a space before the text)"), NULL;
 	if (!v->score)
 		return err_set(e, "tokenizer.ggml.scores is missing (the llama tokenizer merges by "
 			       "score)"), NULL;
@@ -185,8 +194,20 @@ static struct tokenizer *spm(const struct gguf_file *f, const struct vocab *v, s
 		o = p;
 	}
 	memcpy(buf, &maxlen, 4);
-	struct tokenizer *t = tok_llama2c_from_bin(buf, (size_t)(o - buf), (int)v->n,
-						   "tokenizer.ggml.tokens", e);
+	/* user-defined tokens always; control and unknown ones too without the
+	 * prefix (Gemma's files, whose tokenizer.json matches them) */
+	int *whole = xmalloc((v->n + 1) * sizeof *whole), nw = 0;
+	for (uint64_t i = 0; i < v->n; i++) {
+		int tt = ttype(v, i);
+		if (tt == TT_USER || (!prefix && (tt == TT_CONTROL || tt == TT_UNKNOWN)))
+			whole[nw++] = (int)i;
+	}
+	struct tok_spm_opts opts = { .no_prefix = !prefix, .space_mark = !prefix, .whole = whole,
+				     .n_whole = nw };
+	struct tokenizer *t = tok_llama2c_from_bin_opts(buf, (size_t)(o - buf), (int)v->n,
+							nw || !prefix ? &opts : NULL,
+							"tokenizer.ggml.tokens", e);
+	free(whole);
 	if (!t)
 		return NULL;
 	if (v->bos >= 0)
@@ -259,10 +280,14 @@ static int hf_vocab(const struct vocab *v, json_t *model, json_t *added, struct 
 	return 0;
 }
 
-/* Llama 3's or Qwen2's tokenizer.json from the tokens and merges. */
-static struct tokenizer *hf_bpe(const struct vocab *v, json_t *merges, bool llama3,
+/* The tokenizer.json pipelines GGUF's pre names stand for. */
+enum hf_pre { PRE_LLAMA3, PRE_QWEN2, PRE_DBRX };
+
+/* Llama 3's, Qwen2's or DBRX's tokenizer.json from the tokens and merges. */
+static struct tokenizer *hf_bpe(const struct vocab *v, json_t *merges, enum hf_pre pre,
 				struct err *e)
 {
+	bool llama3 = pre == PRE_LLAMA3;
 	json_t *root = ju_check(json_object()), *model = ju_check(json_object());
 	json_t *added = ju_check(json_array());
 	struct tokenizer *t = NULL;
@@ -273,13 +298,14 @@ static struct tokenizer *hf_bpe(const struct vocab *v, json_t *merges, bool llam
 	ju_set(model, "ignore_merges", json_boolean(llama3));
 	if (hf_vocab(v, model, added, e))
 		goto out;
-	ju_set(root, "normalizer", llama3 ? json_null()
-					   : json_pack("{s:s}", "type", "NFC"));
+	ju_set(root, "normalizer", pre != PRE_QWEN2 ? json_null()
+						    : json_pack("{s:s}", "type", "NFC"));
 	ju_set(root, "pre_tokenizer",
 	       json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b, s:b}]}", "type",
 			 "Sequence", "pretokenizers", "type", "Split", "pattern", "Regex",
-			 llama3 ? llama3_re : qwen2_re, "behavior", "Isolated", "invert", 0, "type",
-			 "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1, "use_regex", 0));
+			 pre != PRE_QWEN2 ? llama3_re : qwen2_re, "behavior", "Isolated", "invert", 0,
+			 "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1, "use_regex",
+			 0));
 	ju_set(root, "decoder", json_pack("{s:s}", "type", "ByteLevel"));
 	bool bos = v->add_bos < 0 ? llama3 : v->add_bos;
 	if (bos && v->bos >= 0) {
@@ -299,6 +325,8 @@ static struct tokenizer *hf_bpe(const struct vocab *v, json_t *merges, bool llam
 	char *text = ju_dump(root, JSON_COMPACT);
 	t = tok_hfjson_from_text(text, strlen(text), "tokenizer.ggml.tokens/merges", e);
 	free(text);
+	if (t && !bos) /* not the reader's guess by name */
+		t->bos_id = -1;
 out:
 	json_decref(root);
 	return t;
@@ -325,14 +353,16 @@ static struct tokenizer *bpe(const struct gguf_file *f, const struct vocab *v, s
 	if (!pre || !strcmp(pre, "gpt-2") || !strcmp(pre, "gpt2"))
 		t = gpt2_bpe(v, merges, e);
 	else if (!strcmp(pre, "llama-bpe") || !strcmp(pre, "llama3") || !strcmp(pre, "llama-v3"))
-		t = hf_bpe(v, merges, true, e);
+		t = hf_bpe(v, merges, PRE_LLAMA3, e);
 	else if (!strcmp(pre, "qwen2"))
-		t = hf_bpe(v, merges, false, e);
+		t = hf_bpe(v, merges, PRE_QWEN2, e);
+	else if (!strcmp(pre, "dbrx"))
+		t = hf_bpe(v, merges, PRE_DBRX, e);
 	else {
 		char shown[160];
 		utf8_printable(pre, strlen(pre), shown, sizeof shown);
-		err_set(e, "tokenizer.ggml.pre \"%s\" is not supported (gpt-2, llama-bpe and qwen2 "
-			"are)", shown);
+		err_set(e, "tokenizer.ggml.pre \"%s\" is not supported (gpt-2, llama-bpe, qwen2 and "
+			"dbrx are)", shown);
 	}
 out:
 	json_decref(merges);

@@ -24,6 +24,20 @@
  * BOS and EOS, and drops the leading space of the first piece and of a
  * piece right after BOS (llama2.c's and sentencepiece's rule), so that
  * decode(encode(s)) == s.  Labels: BOS is "<s>", EOS "</s>".
+ *
+ * struct tok_spm_opts (tokenizer.h) adds what llama.cpp's reading of a GGUF
+ * SentencePiece vocabulary has beyond llama2.c's (Gemma's files):
+ *   - whole pieces: before anything else the typed text is cut at each of
+ *     them, longest piece first and each leftmost first over what is still
+ *     text, as llama.cpp's special-token partition does; they become their
+ *     id, take part in no merge, and each run of text between them is
+ *     encoded on its own (with the dummy prefix, when there is one, only at
+ *     the start and after a whole piece, as llama.cpp);
+ *   - no dummy prefix (add_space_prefix false): decoding then keeps every
+ *     leading space;
+ *   - a typed U+2581 reads as a space (llama.cpp turns spaces into U+2581
+ *     before the merges, so the two are one character to it).
+ * The options, BOS and <unk> go into to_json, so a checkpoint keeps them.
  */
 #define _GNU_SOURCE
 #include "tokenizer.h"
@@ -41,7 +55,7 @@
 #define PIECE_MAX  (1 << 16)
 #define PIECES_MAX (1 << 22)
 
-enum piece_kind { PK_NORMAL, PK_BYTE, PK_CONTROL };
+enum piece_kind { PK_NORMAL, PK_BYTE, PK_CONTROL, PK_WHOLE };
 
 struct l2c_impl {
 	int n;
@@ -57,6 +71,10 @@ struct l2c_impl {
 	int eos_id;
 	unsigned char *raw;	/* the file as read, for to_json */
 	size_t raw_len;
+	bool no_prefix, space_mark; /* struct tok_spm_opts */
+	int *whole;		/* n_whole whole pieces, longest first */
+	int n_whole;
+	bool opts;		/* built with options: to_json writes them */
 };
 
 static const struct tokenizer_ops l2c_ops;
@@ -94,6 +112,7 @@ static void l2c_impl_free(struct l2c_impl *b)
 	free(b->kind);
 	free(b->vtab);
 	free(b->raw);
+	free(b->whole);
 	free(b);
 }
 
@@ -208,9 +227,43 @@ static void add_piece(struct l2c_impl *b, struct tokenizer *t, int i, const char
 		tok_vtab_add(b->vtab, b->vmask, p, l, i);
 }
 
-static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, const char *where,
-				   struct err *e)
+/* Whole pieces longer first, then lower ids first (qsort_r, ctx the impl). */
+static int by_length(const void *x, const void *y, void *ctx)
 {
+	const struct l2c_impl *sb = ctx;
+	int a = *(const int *)x, c = *(const int *)y;
+	uint32_t la = sb->off[a + 1] - sb->off[a], lc = sb->off[c + 1] - sb->off[c];
+	return la != lc ? (la < lc ? 1 : -1) : (a > c) - (a < c);
+}
+
+/* Takes o's whole pieces into b (n pieces): marks them in *mark (malloc'd,
+ * n bytes).  0, or -1 with e set when one is not a piece. */
+static int take_opts(struct l2c_impl *b, const struct tok_spm_opts *o, int n,
+		     unsigned char **mark, const char *where, struct err *e)
+{
+	*mark = xcalloc((size_t)n, 1);
+	if (!o)
+		return 0;
+	b->opts = true;
+	b->no_prefix = o->no_prefix;
+	b->space_mark = o->space_mark;
+	b->whole = xmalloc(((size_t)o->n_whole + 1) * sizeof *b->whole);
+	for (int i = 0; i < o->n_whole; i++) {
+		int id = o->whole[i];
+		if (id < 0 || id >= n)
+			return err_set(e, "%s: whole piece %d is not one of the %d pieces", where, id,
+				       n);
+		if (!(*mark)[id])
+			b->whole[b->n_whole++] = id;
+		(*mark)[id] = 1;
+	}
+	return 0;
+}
+
+static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want,
+				   const struct tok_spm_opts *opts, const char *where, struct err *e)
+{
+	unsigned char *mark = NULL;
 	struct l2c_impl *b = xcalloc(1, sizeof *b);
 	size_t total = 0;
 	int n = 0;
@@ -228,7 +281,8 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 			where, b->max_len, PIECE_MAX);
 		goto fail;
 	}
-	if (count_pieces(buf, len, want, where, b, &n, &total, e) != 0)
+	if (count_pieces(buf, len, want, where, b, &n, &total, e) != 0 ||
+	    take_opts(b, opts, n, &mark, where, e) != 0)
 		goto fail;
 
 	b->n = n;
@@ -250,14 +304,31 @@ static struct tokenizer *parse_bin(unsigned char *buf, size_t len, int want, con
 		size_t l = (size_t)rd_i32(buf + at + 4);
 		b->score[i] = rd_f32(buf + at);
 		b->off[i] = (uint32_t)o;
-		add_piece(b, t, i, (const char *)buf + at + 8, l, &o);
+		if (mark[i]) {
+			memcpy(b->blob + o, buf + at + 8, l);
+			o += l;
+			b->kind[i] = PK_WHOLE;
+		} else {
+			add_piece(b, t, i, (const char *)buf + at + 8, l, &o);
+		}
 		at += 8 + l;
 	}
 	b->off[n] = (uint32_t)o;
 	b->space_id = lookup(b, " ", 1);
 	t->vocab_size = n;
+	free(mark);
+	for (int i = 0; i < b->n_whole; i++)
+		if (b->off[b->whole[i] + 1] == b->off[b->whole[i]]) {
+			err_set(e, "%s: whole piece %d is empty", where, b->whole[i]);
+			l2c_impl_free(b);
+			free(t);
+			return NULL;
+		}
+	if (b->n_whole > 1)
+		qsort_r(b->whole, (size_t)b->n_whole, sizeof *b->whole, by_length, b);
 	return t;
 fail:
+	free(mark);
 	l2c_impl_free(b);
 	return NULL;
 }
@@ -295,28 +366,21 @@ static bool merge_of(const void *ctx, int a, int b, double *key, int *out)
 	return true;
 }
 
-static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
-		      int *n, int *cap, struct err *e)
+/* Appends the pieces of s[0 .. len) to tok[ns ..], with the dummy prefix
+ * first when prefix, merged; returns the new count and adds the invalid
+ * bytes replaced to *nbad.  tok has room for 3 * len + 1 more. */
+static int encode_run(const struct tokenizer *t, const unsigned char *s, size_t len, bool prefix,
+		      int *tok, int ns, int *nbad)
 {
 	const struct l2c_impl *b = t->impl;
-	const unsigned char *s = (const unsigned char *)text;
-	int nbad = 0, ns = 0;
-	int *tok;
 	struct merge_ctx m = { b, NULL };
-	size_t i;
+	int start = ns;
 
-	if (len == 0)
-		return 0;
-	/* a code point becomes at most 4 byte pieces; U+FFFD for a bad byte 3 */
-	if (len > (size_t)(INT_MAX / 4 - 1 - *n))
-		return err_set(e, "llama2.c tokenizer: text too long (%zu bytes)", len);
-	tok = xmalloc((3 * len + 1) * sizeof *tok);
-
-	if (b->space_id >= 0)
+	if (prefix && b->space_id >= 0)
 		tok[ns++] = b->space_id;
-	else if (b->byte_id[' '] >= 0)
+	else if (prefix && b->byte_id[' '] >= 0)
 		tok[ns++] = b->byte_id[' '];
-	for (i = 0; i < len;) {
+	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		int bad, k = utf8_decode(s + i, len - i, &cp, &bad), id;
 		char u[4];
@@ -324,10 +388,13 @@ static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, i
 		int cl = k;
 
 		if (bad) {
-			nbad++;
+			(*nbad)++;
 			memcpy(u, "\xef\xbf\xbd", 3);
 			c = u;
 			cl = 3;
+		} else if (b->space_mark && cp == 0x2581) {
+			c = " ";
+			cl = 1;
 		}
 		id = lookup(b, c, (size_t)cl);
 		if (id >= 0) {
@@ -342,8 +409,75 @@ static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, i
 		i += (size_t)k;
 	}
 	m.buf = xmalloc((size_t)b->max_len + 1);
-	ns = tok_merge_pairs(tok, ns, merge_of, &m);
+	ns = start + tok_merge_pairs(tok + start, ns - start, merge_of, &m);
 	free(m.buf);
+	return ns;
+}
+
+/* A stretch of the text: [at, at + len), a whole piece's id or -1 (text). */
+struct run {
+	size_t at, len;
+	int id;
+};
+
+/* Cuts the text runs of r (*n of them, room for cap) at every occurrence
+ * of the whole piece id (the leftmost first).  Returns the new count. */
+static int cut_at(const struct l2c_impl *b, const char *text, struct run *r, int n, int id)
+{
+	size_t pl;
+	const char *p = piece_of(b, id, &pl);
+
+	for (int i = 0; i < n; i++) {
+		if (r[i].id >= 0 || r[i].len < pl)
+			continue;
+		const char *hit = memmem(text + r[i].at, r[i].len, p, pl);
+		if (!hit)
+			continue;
+		size_t at = (size_t)(hit - text), end = r[i].at + r[i].len;
+		struct run left = { r[i].at, at - r[i].at, -1 }, mid = { at, pl, id };
+		struct run right = { at + pl, end - at - pl, -1 };
+		int k = (left.len > 0) + 1 + (right.len > 0);
+
+		memmove(r + i + k, r + i + 1, (size_t)(n - i - 1) * sizeof *r);
+		n += k - 1;
+		if (left.len)
+			r[i++] = left;
+		r[i] = mid;
+		if (right.len)
+			r[i + 1] = right; /* searched next */
+	}
+	return n;
+}
+
+static int l2c_encode(const struct tokenizer *t, const char *text, size_t len, int **ids,
+		      int *n, int *cap, struct err *e)
+{
+	const struct l2c_impl *b = t->impl;
+	int nbad = 0, ns = 0, nr = 1;
+	int *tok;
+
+	if (len == 0)
+		return 0;
+	/* a code point becomes at most 4 byte pieces, U+FFFD for a bad byte 3;
+	 * each run of text may add a prefix piece */
+	if (len > (size_t)(INT_MAX / 5 - 2 - *n))
+		return err_set(e, "llama2.c tokenizer: text too long (%zu bytes)", len);
+	tok = xmalloc((4 * len + 2) * sizeof *tok);
+	/* each cut adds at most two runs, and there are at most len whole ones */
+	struct run *r = xmalloc((2 * len + 2) * sizeof *r);
+	r[0] = (struct run){ 0, len, -1 };
+	for (int w = 0; w < b->n_whole; w++)
+		nr = cut_at(b, text, r, nr, b->whole[w]);
+	for (int i = 0; i < nr; i++) {
+		bool after = i == 0 || r[i - 1].id >= 0;
+
+		if (r[i].id >= 0)
+			tok[ns++] = r[i].id;
+		else
+			ns = encode_run(t, (const unsigned char *)text + r[i].at, r[i].len,
+					after && !b->no_prefix, tok, ns, &nbad);
+	}
+	free(r);
 	if (*n + ns > *cap) {
 		*ids = xrealloc(*ids, (size_t)(*n + ns) * sizeof **ids);
 		*cap = *n + ns;
@@ -385,7 +519,7 @@ static char *l2c_decode(const struct tokenizer *t, const int *ids, int n)
 			continue;
 		}
 		p = piece_of(b, id, &l);
-		if (b->kind[id] == PK_NORMAL && l && p[0] == ' ' &&
+		if (b->kind[id] == PK_NORMAL && !b->no_prefix && l && p[0] == ' ' &&
 		    (i == 0 || (prev == t->bos_id && prev >= 0))) {
 			p++;
 			l--;
@@ -471,6 +605,16 @@ static char *l2c_to_json(const struct tokenizer *t)
 	ju_set(root, "pieces", json_integer(b->n));
 	ju_set(root, "data", json_string(data));
 	free(data);
+	if (b->opts) {
+		json_t *whole = ju_check(json_array());
+		for (int i = 0; i < b->n_whole; i++)
+			ju_append(whole, json_integer(b->whole[i]));
+		ju_set(root, "whole", whole);
+		ju_set(root, "no_prefix", json_boolean(b->no_prefix));
+		ju_set(root, "space_mark", json_boolean(b->space_mark));
+		ju_set(root, "bos", json_integer(t->bos_id));
+		ju_set(root, "unk", json_integer(t->unk_id));
+	}
 	return tok_json_dump(root);
 }
 
@@ -490,6 +634,47 @@ static const struct tokenizer_ops l2c_ops = {
 };
 
 /* ------------------------------------------------------- constructors */
+
+/* The tokenizer JSON's options (its "whole", "no_prefix", "space_mark",
+ * "bos" and "unk") over the pieces in buf, which it takes. */
+static struct tokenizer *from_json_opts(const json_t *root, unsigned char *buf, size_t len,
+					int pieces, struct err *e)
+{
+	const json_t *whole = json_object_get(root, "whole"), *v;
+	const json_t *bos = json_object_get(root, "bos"), *unk = json_object_get(root, "unk");
+	struct tok_spm_opts o = { .no_prefix = json_is_true(json_object_get(root, "no_prefix")),
+				  .space_mark = json_is_true(json_object_get(root, "space_mark")) };
+	struct tokenizer *t = NULL;
+	size_t i;
+	int *ids = xmalloc((json_array_size(whole) + 1) * sizeof *ids);
+
+	if (!json_is_array(whole) || !json_is_integer(bos) || !json_is_integer(unk) ||
+	    json_integer_value(bos) < -1 || json_integer_value(bos) >= pieces ||
+	    json_integer_value(unk) < -1 || json_integer_value(unk) >= pieces) {
+		err_set(e, "tokenizer JSON: \"whole\", \"bos\" or \"unk\" is not a piece list or id");
+		free(buf);
+		goto out;
+	}
+	json_array_foreach(whole, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) >= pieces) {
+			err_set(e, "tokenizer JSON: \"whole\" entry %zu is not a piece id", i);
+			free(buf);
+			goto out;
+		}
+		ids[i] = (int)json_integer_value(v);
+	}
+	o.whole = ids;
+	o.n_whole = (int)json_array_size(whole);
+	t = parse_bin(buf, len, pieces, &o, "tokenizer JSON", e);
+	if (t) {
+		t->bos_id = (int)json_integer_value(bos);
+		t->unk_id = (int)json_integer_value(unk);
+	}
+out:
+	free(ids);
+	return t;
+}
 
 struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e)
 {
@@ -512,13 +697,23 @@ struct tokenizer *tok_llama2c_from_json(const json_t *root, struct err *e)
 		err_set(e, "tokenizer JSON: \"data\" is not base64");
 		return NULL;
 	}
-	return parse_bin(buf, len, (int)json_integer_value(pieces), "tokenizer JSON", e);
+	const json_t *whole = json_object_get(root, "whole");
+	if (!whole)
+		return parse_bin(buf, len, (int)json_integer_value(pieces), NULL, "tokenizer JSON", e);
+	return from_json_opts(root, buf, len, (int)json_integer_value(pieces), e);
 }
 
 struct tokenizer *tok_llama2c_from_bin(unsigned char *buf, size_t len, int n_pieces,
 				       const char *where, struct err *e)
 {
-	return parse_bin(buf, len, n_pieces < 0 ? 0 : n_pieces, where, e);
+	return parse_bin(buf, len, n_pieces < 0 ? 0 : n_pieces, NULL, where, e);
+}
+
+struct tokenizer *tok_llama2c_from_bin_opts(unsigned char *buf, size_t len, int n_pieces,
+					    const struct tok_spm_opts *o, const char *where,
+					    struct err *e)
+{
+	return parse_bin(buf, len, n_pieces < 0 ? 0 : n_pieces, o, where, e);
 }
 
 struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e)
@@ -528,5 +723,5 @@ struct tokenizer *tok_llama2c_load(const char *path, int n_pieces, struct err *e
 
 	if (!buf)
 		return NULL;
-	return parse_bin((unsigned char *)buf, len, n_pieces < 0 ? 0 : n_pieces, path, e);
+	return parse_bin((unsigned char *)buf, len, n_pieces < 0 ? 0 : n_pieces, NULL, path, e);
 }
