@@ -30,10 +30,13 @@
  * norm), olmo2 in Q5_0 (norms after the sub-blocks, whole-width q/k
  * norms), gpt2 in F16 and gptneox in BF16 with a byte-level BPE (model
  * gpt2, pre gpt-2: 256 bytes and 8 merges), bert in Q5_1 with a small
- * WordPiece vocabulary;
+ * WordPiece vocabulary; gemma3 in Q8_0 with a Gemma-style vocabulary (17
+ * tokens, add_space_prefix false, control and user-defined tokens matched
+ * whole: tool_mkgguf --spmjson);
  * llama in version 2 with alignment 64; and damaged copies (a cut header,
- * a huge array count, an offset past the end, an unknown type).  tests/cli_gguf.sh checks that the valid ones
- * load and the damaged ones fail on one line.
+ * a huge array count, an offset past the end, an unknown type).
+ * tests/cli_gguf.sh checks that the valid ones load and the damaged ones
+ * fail on one line.
  *
  *   make build-fuzz/fuzz_gguf && build-fuzz/fuzz_gguf fuzz/seeds/gguf
  */
