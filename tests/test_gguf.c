@@ -880,8 +880,8 @@ static void key_len(struct gw *w)
 }
 static void freqs(struct gw *w)
 {
-	float f[4] = { 1, 1, 1, 1 };
-	gw_tensor(w, "rope_freqs.weight", GGML_F32, 0, 4, f);
+	float f[3] = { 1, 1, 1 };
+	gw_tensor(w, "rope_freqs.weight", GGML_F32, 0, 3, f);
 }
 static void t5(struct gw *w)
 {
@@ -905,8 +905,10 @@ static void test_refused(void **state)
 	refused(scaling, true, "llama.rope.scaling.type \"yarn\" is not supported (RoPE scaling)");
 	refused(experts, true, "llama.expert_count 8: mixtures of experts are not supported");
 	refused(key_len, true, "llama.attention.key_length 16 differs from attention.value_length 8");
-	refused(freqs, true, "tensor rope_freqs.weight (scaled RoPE frequencies, Llama 3.1's) is not "
-		"supported");
+	/* a llama file's rope_freqs holds one divisor per pair: 4 for heads of 8 */
+	refused(freqs, true, "tensor rope_freqs.weight has shape [3], but the metadata needs [4]");
+	refused_as(GA_QWEN2, NULL, freqs, true, "rope_freqs.weight (scaled RoPE frequencies) is "
+		   "supported for llama only, not qwen2");
 	refused(t5, false, "tokenizer.ggml.model \"t5\" is not supported (llama, gpt2 and bert are)");
 	refused(pre, false, "tokenizer.ggml.pre \"deepseek-llm\" is not supported");
 	refused(none, false, "no tokenizer.ggml.model: the file has no tokenizer; give one with "
