@@ -47,19 +47,6 @@ check "the config is read: GeGLU, sqrt(32) embeddings, sandwich norms, caps 4 / 
 	sh -c "grep -q 'heads 4 kv_heads 2 d_head 16 d_ff 48 context 64' '$tmp/out' &&
 	grep -q 'mlp geglu bias no tied yes emb_scale 5.65685 sandwich yes softcap 4/2 scale_dim 24 local_window 4 local_layers 0 ' '$tmp/out'"
 
-# sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
-# each table's sum of terms (parts), as printed, is the pass's score
-# (logit) before any cap, and where the model caps, that plus the cap's
-# change is the capped score (the model's logit) within 0.00015 (rounding
-# of the 4 decimals shown)
-sums_check() {
-	awk '/^sum of [0-9]+ (terms|parts) / { s = $NF; next }
-		/left out/ && s != "" { if ($4 != s) bad++; pre = $4; n++; s = ""; next }
-		/^the (soft-)?cap.s change / { z = $4; next }
-		z != "" && /^the (capped score|model.s logit) / { d = pre + z - $4
-			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
-		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
-}
 
 row() { # LAYER.HEAD I: the attention row of query I
 	awk -v h="attn $1" -v i="$2" '$0 == h { n = 0; on = 1; next }

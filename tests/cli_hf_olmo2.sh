@@ -45,19 +45,6 @@ run "$tmp/hf" -c "text $text; qkov 1.2"
 check "qkov shows the OV circuit and the QK split (the whole-width q/k norm frozen)" \
 	sh -c "grep -q '^copying score' '$tmp/out' && grep -q '^QK circuit of 1.2 on the text' '$tmp/out' &&
 	grep -q '^the whole score ' '$tmp/out'"
-# sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
-# each table's sum of terms (parts), as printed, is the pass's score
-# (logit) before any cap, and where the model caps, that plus the cap's
-# change is the capped score (the model's logit) within 0.00015 (rounding
-# of the 4 decimals shown)
-sums_check() {
-	awk '/^sum of [0-9]+ (terms|parts) / { s = $NF; next }
-		/left out/ && s != "" { if ($4 != s) bad++; pre = $4; n++; s = ""; next }
-		/^the (soft-)?cap.s change / { z = $4; next }
-		z != "" && /^the (capped score|model.s logit) / { d = pre + z - $4
-			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
-		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
-}
 refused() { # COMMAND MESSAGE
 	run "$tmp/hf" -c "text $text; $1"
 	check "$1 is refused in one line: $2" sh -c "[ $rc -ne 0 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&

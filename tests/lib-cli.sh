@@ -124,3 +124,17 @@ need_gpt2() {
 		exit 1
 	fi
 }
+
+# sums_check: "SPLITS CAPPED BAD" for the why and dla tables in $tmp/out:
+# each table's sum of terms (parts), as printed, is the pass's score
+# (logit) before any cap, and where the model caps, that plus the cap's
+# change is the capped score (the model's logit) within 0.00015 (rounding
+# of the 4 decimals shown)
+sums_check() {
+	awk '/^sum of [0-9]+ (terms|parts) / { s = $NF; next }
+		/left out/ && s != "" { if ($4 != s) bad++; pre = $4; n++; s = ""; next }
+		/^the (soft-)?cap.s change / { z = $4; next }
+		z != "" && /^the (capped score|model.s logit) / { d = pre + z - $4
+			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
+		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
+}
