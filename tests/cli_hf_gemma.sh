@@ -147,6 +147,8 @@ refuse "Gemma 3's rope_scaling yarn" 's/"factor": 8.0, "rope_type": "linear"/"fa
 	'rope_scaling: rope_type yarn is not supported (default, or linear with a factor)'
 refuse "rope_scaling with a key linear does not take" 's/"rope_type": "linear"/"rope_type": "linear", "beta_fast": 32/' \
 	'rope_scaling: key "beta_fast" is not supported'
+refuse "a rope_type holding a newline, on one line" 's/"rope_type": "linear"/"rope_type": "lin\\nyarn"/' \
+	'rope_scaling: rope_type lin.*yarn is not supported'
 refuse "both rope_scaling and rope_parameters" 's/"rope_theta": 1000000/"rope_parameters": {}/' \
 	'both rope_scaling and rope_parameters are set'
 

@@ -64,6 +64,7 @@
 #include "hf-family.h"
 #include "json-util.h"
 #include "loaders.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------ config.json */
 
@@ -103,9 +104,11 @@ static int parse_layers(json_t *o, struct model_config *c, int window, int patte
 		json_t *t = types && !json_is_null(types) ? json_array_get(types, (size_t)l) : NULL;
 		if (t) {
 			const char *s = json_is_string(t) ? json_string_value(t) : "";
+			char shown[64]; /* the file's word, on one line */
+			utf8_printable(s, strlen(s), shown, sizeof shown);
 			if (strcmp(s, "sliding_attention") && strcmp(s, "full_attention"))
-				return err_set(e, "config.json: layer_types[%d] \"%.40s\" is not "
-					       "sliding_attention or full_attention", l, s);
+				return err_set(e, "config.json: layer_types[%d] \"%s\" is not "
+					       "sliding_attention or full_attention", l, shown);
 			local = !strcmp(s, "sliding_attention");
 		}
 		cfg_set_local(c, l, local);
@@ -151,17 +154,22 @@ static int parse_rope_block(json_t *b, const char *where, bool linear_ok, float 
 		t = json_object_get(b, "type");
 	const char *type = json_is_string(t) ? json_string_value(t) : "?";
 	bool linear = linear_ok && !strcmp(type, "linear");
-	if (strcmp(type, "default") && !linear)
-		return err_set(e, "%s: rope_type %.40s is not supported (%s)", where, type,
+	char shown[64]; /* the file's words, on one line */
+	if (strcmp(type, "default") && !linear) {
+		utf8_printable(type, strlen(type), shown, sizeof shown);
+		return err_set(e, "%s: rope_type %s is not supported (%s)", where, shown,
 			       linear_ok ? "default, or linear with a factor" : "default only");
+	}
 	const char *key;
 	json_t *v;
 	json_object_foreach(b, key, v) {
 		bool known = !strcmp(key, "rope_type") || !strcmp(key, "type") ||
 			     (theta && !strcmp(key, "rope_theta")) ||
 			     (linear && !strcmp(key, "factor"));
-		if (!known)
-			return err_set(e, "%s: key \"%.40s\" is not supported", where, key);
+		if (!known) {
+			utf8_printable(key, strlen(key), shown, sizeof shown);
+			return err_set(e, "%s: key \"%s\" is not supported", where, shown);
+		}
 	}
 	if (theta && ju_get_float(b, "rope_theta", where, JU_NULL_ABSENT, theta, e) < 0)
 		return -1;
