@@ -1317,6 +1317,41 @@ static void test_qwen3_refused(void **state)
 	open_fails(path_of("moe.gguf"), "general.architecture \"qwen3moe\" is not supported");
 }
 
+/* A Qwen3-Reranker file (the converter adds cls.output, the output
+ * layer's "yes" and "no" rows) loads as the language model: the same
+ * attention and loss as the file without it; in a llama file the tensor
+ * is still refused as unexpected. */
+static void test_qwen3_reranker(void **state)
+{
+	(void)state;
+	static const enum ga arch[2] = { GA_QWEN3, GA_LLAMA };
+	for (int k = 0; k < 2; k++) {
+		struct model *m = tiny(arch[k], 32, 48, 2, 23);
+		struct gw *w = gw_new();
+		ga_write_model(w, m, arch[k], GGML_F32);
+		gw_tensor(w, "cls.output.weight", GGML_F32, 2, 32, m->p[P_WTE]);
+		gw_u32(w, k ? "llama.pooling_type" : "qwen3.pooling_type", 4); /* rank */
+		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+		assert_int_equal(gw_write(w, path_of("rerank.gguf"), 3, 0), 0);
+		gw_free(w);
+		if (k) {
+			open_fails(path_of("rerank.gguf"), "cls.output.weight");
+			model_free(m);
+			break;
+		}
+		struct model *g = open_ok(path_of("rerank.gguf"), "gguf");
+		int T;
+		struct run *rm = run_text(m, &T), *rg = run_text(g, &T);
+		double da = max_diff(rm->att, rg->att, (size_t)m->cfg.n_layer * m->cfg.n_head * T * T);
+		printf("  qwen3 reranker: attention %.1e, loss %.1e\n", da, fabs(rm->loss - rg->loss));
+		assert_true(da <= 1e-4 && fabs(rm->loss - rg->loss) <= 1e-4);
+		run_free(rm);
+		run_free(rg);
+		model_free(g);
+		model_free(m);
+	}
+}
+
 static void olmo3_window(struct gw *w) { gw_u32(w, "olmo2.attention.sliding_window", 4096); }
 static void gemma2_linear(struct gw *w)
 {
@@ -1393,6 +1428,7 @@ int main(void)
 		cmocka_unit_test(test_gemma_layers),
 		cmocka_unit_test(test_qwen3_bias),
 		cmocka_unit_test(test_qwen3_refused),
+		cmocka_unit_test(test_qwen3_reranker),
 		cmocka_unit_test(test_fams_refused),
 		cmocka_unit_test(test_damaged),
 	};

@@ -72,11 +72,12 @@
  * layer_output_norm}, ".weight" and, where the family has them, ".bias"
  * (llama's and qwen3's optional Q/K/V/output biases make the config's
  * bias true).  Every tensor must be one of these; BERT's classifier
- * (cls.*) is ignored.  Refused by name: other architectures (qwen3moe
- * among them), RoPE scaling (rope.scaling.type other than Gemma 3's
- * linear, rope_freqs but in llama), experts, a key_length other than value_length, a
- * BERT key_length other than embedding_length / head_count, a causal
- * BERT, OLMo 3's sliding window (olmo2.attention.sliding_window).
+ * (cls.*) and a Qwen3-Reranker's cls.output are ignored.  Refused by
+ * name: other architectures (qwen3moe among them), RoPE scaling
+ * (rope.scaling.type other than Gemma 3's linear, rope_freqs but in
+ * llama), experts, a key_length other than value_length, a BERT
+ * key_length other than embedding_length / head_count, a causal BERT,
+ * OLMo 3's sliding window (olmo2.attention.sliding_window).
  * Weights of every type gguf.h reads are dequantized to F32.
  *
  * The tokenizer comes from the metadata (gguf-vocab.c); --tokenizer gives
@@ -669,10 +670,14 @@ static int rd_bert_embd(const struct gguf_file *f, struct model *m, struct err *
 	return rc ? -1 : 0;
 }
 
-/* The tensors that hold no weight the engine uses. */
+/* The tensors that hold no weight the engine uses: BERT's classifier, and
+ * a Qwen3-Reranker's cls.output (the rows of the "yes" and "no" tokens,
+ * which the converter copies out of the output layer: the model runs as
+ * the language model it is). */
 static bool ignored(const struct info *in, const char *name)
 {
-	return in->a->fam == FAM_BERT && !strncmp(name, "cls.", 4);
+	return (in->a->fam == FAM_BERT && !strncmp(name, "cls.", 4)) ||
+	       (in->a->fam == FAM_QWEN3 && !strncmp(name, "cls.output.", 11));
 }
 
 static int read_weights(const struct gguf_file *f, const struct info *in, struct model *m,
