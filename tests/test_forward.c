@@ -219,6 +219,17 @@ static struct variant default_variant(void)
 	return v;
 }
 
+/* default_variant as today's RoPE decoders are: RMSNorm, mlp, no biases. */
+static struct variant rope_variant(enum mlp_type mlp)
+{
+	struct variant v = default_variant();
+	v.pos = POS_ROPE;
+	v.norm = NORM_RMS;
+	v.mlp = mlp;
+	v.bias = false;
+	return v;
+}
+
 /* ----------------------------------------------------------- comparison */
 
 static const char *mask_name(const struct run_options *o, char *buf, size_t n)
@@ -675,16 +686,12 @@ static void test_gemma_architectures(void **s)
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-		struct variant v = default_variant();
+		struct variant v = rope_variant(MLP_GEGLU);
 		v.gemma = true;
 		v.qk_norm = shapes[si].qk;
 		v.heads = shapes[si].heads;
 		v.head_dim = shapes[si].head_dim;
 		v.kv = shapes[si].kv;
-		v.pos = POS_ROPE;
-		v.norm = NORM_RMS;
-		v.mlp = MLP_GEGLU;
-		v.bias = false;
 		v.tied = si != 1;
 		v.local_window = 3;
 		v.local_bits = 1u; /* layer 0 local, layer 1 global */
@@ -711,14 +718,10 @@ static void test_olmo2_architectures(void **s)
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-		struct variant v = default_variant();
+		struct variant v = rope_variant(MLP_SWIGLU);
 		v.olmo = true;
 		v.kv = shapes[si].kv;
 		v.head_dim = shapes[si].head_dim;
-		v.pos = POS_ROPE;
-		v.norm = NORM_RMS;
-		v.mlp = MLP_SWIGLU;
-		v.bias = false;
 		v.tied = si == 1;
 		struct model *m = make_model(&v, 9500u + (uint64_t)si);
 		failures += check_option_grid(m, &v, TH, false, false, true, &runs);
@@ -789,15 +792,11 @@ static void test_longrope_architectures(void **s)
 	int failures = 0, runs = 0;
 	engine_set_threads(1);
 	for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-		struct variant v = default_variant();
+		struct variant v = rope_variant(MLP_SWIGLU);
 		v.longrope = true;
 		v.head_dim = 8;
 		v.rotary = shapes[si].rotary;
 		v.kv = shapes[si].kv;
-		v.pos = POS_ROPE;
-		v.norm = NORM_RMS;
-		v.mlp = MLP_SWIGLU;
-		v.bias = false;
 		v.tied = si == 1;
 		struct model *m = make_model(&v, 9600u + (uint64_t)si);
 		for (int T = LR_ORIG; T <= TT; T += TT - LR_ORIG)
