@@ -1,6 +1,6 @@
 /*
  * fuzz_gguf.c — libFuzzer target for GGUF files: the container (gguf.c),
- * the dequantizers (gguf-quant.c), the tokenizer rebuilt from the metadata
+ * the dequantizers (quant.c), the tokenizer rebuilt from the metadata
  * (gguf-vocab.c) and the format (loader-gguf.c).
  *
  * Each input is written as model.gguf in a private temporary directory and

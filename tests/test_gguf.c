@@ -1,5 +1,5 @@
 /*
- * test_gguf.c — GGUF files (loader-gguf.c, gguf.c, gguf-quant.c,
+ * test_gguf.c — GGUF files (loader-gguf.c, gguf.c, quant.c,
  * gguf-vocab.c), written by tests/gguf_write.c:
  *   - hand-made blocks of every quantized type decode to the values the
  *     block layouts define (golden values worked out from the layouts);

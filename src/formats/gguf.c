@@ -2,7 +2,7 @@
  * gguf.c — the GGUF container (gguf.h): the header, the metadata, the
  * tensor directory, and reading strings, arrays and tensors back from the
  * file, each checked against the file's size before anything is allocated
- * for it.  Dequantization is gguf-quant.c's.
+ * for it.  Dequantization is quant.c's (engine).
  *
  * The header is read through a small buffered cursor over pread(); keys
  * and scalar values are kept, strings and arrays are passed over (their

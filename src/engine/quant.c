@@ -1,5 +1,5 @@
 /*
- * gguf-quant.c — ggml's tensor types as floats (gguf.h): the sizes and
+ * quant.c — ggml's tensor types as floats (quant.h): the sizes and
  * names of the types, and the dequantization of the ones attnscope reads,
  * value for value as ggml's reference dequantizers compute them (the same
  * float products in the same order).
@@ -23,7 +23,8 @@
  *               low 4 bits of ql[64h + l + 32 (k & 1)], the high nibble when
  *               k >= 2; 2 high bits qh[32h + l] >> 2k; scale 8h + l / 16 + 2k
  */
-#include "gguf.h"
+#include "quant.h"
+#include "util.h"
 
 #include <string.h>
 
