@@ -216,6 +216,10 @@ size_t dtype_size(enum dtype t);
  * refuse them after).  DTYPE_OTHER is a broken invariant (die). */
 void dtype_to_f32(float *dst, const void *src, size_t n, enum dtype t);
 
+/* Bytes this process may still allocate: the kernel's MemAvailable, less
+ * when an address-space limit (ulimit -v) is nearer.  < 0 when unknown. */
+double mem_available(void);
+
 /* Formats a byte count with binary units ("1.25 GiB", "160 MiB", "896 B"). */
 void format_bytes(double bytes, char *buf, size_t size);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -904,4 +905,34 @@ char *read_file_max(const char *path, size_t max, const char *what, size_t *len,
 out:
 	close(fd);
 	return buf;
+}
+
+/* Bytes this process may still allocate: the kernel's MemAvailable, less
+ * when an address-space limit (ulimit -v) is nearer.  < 0 when unknown. */
+double mem_available(void)
+{
+	double avail = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			avail = 1024.0 * (double)kb;
+	if (f)
+		fclose(f);
+	struct rlimit r;
+	unsigned long long pages = 0;
+	f = fopen("/proc/self/statm", "r");
+	if (f && fscanf(f, "%llu", &pages) != 1)
+		pages = 0;
+	if (f)
+		fclose(f);
+	if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+		double left = (double)r.rlim_cur - (double)pages * (double)sysconf(_SC_PAGESIZE);
+		if (left < 0)
+			left = 0;
+		if (avail < 0 || left < avail)
+			avail = left;
+	}
+	return avail;
 }

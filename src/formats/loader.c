@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,36 +157,6 @@ double model_weight_bytes(const struct model_config *c)
 	return 4.0 * (double)config_param_count(c);
 }
 
-/* Bytes this process may still allocate: the kernel's MemAvailable, less
- * when an address-space limit (ulimit -v) is nearer.  < 0 when unknown. */
-static double memory_available(void)
-{
-	double avail = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long kb;
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			avail = 1024.0 * (double)kb;
-	if (f)
-		fclose(f);
-	struct rlimit r;
-	unsigned long long pages = 0;
-	f = fopen("/proc/self/statm", "r");
-	if (f && fscanf(f, "%llu", &pages) != 1)
-		pages = 0;
-	if (f)
-		fclose(f);
-	if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
-		double left = (double)r.rlim_cur - (double)pages * (double)sysconf(_SC_PAGESIZE);
-		if (left < 0)
-			left = 0;
-		if (avail < 0 || left < avail)
-			avail = left;
-	}
-	return avail;
-}
-
 /* Refuses, before a weight is read, a model whose weights will not fit. */
 static int check_fits(const char *path, const struct model_format *fmt, struct err *e)
 {
@@ -195,7 +164,7 @@ static int check_fits(const char *path, const struct model_format *fmt, struct e
 	struct err ignore;
 	if (fmt_describe(fmt, path, &c, &ignore))
 		return 0; /* the load names what is wrong */
-	double need = model_weight_bytes(&c), avail = memory_available();
+	double need = model_weight_bytes(&c), avail = mem_available();
 	if (avail < 0 || need <= avail)
 		return 0;
 	char n[32], a[32];

@@ -1,0 +1,223 @@
+/*
+ * held.c — products with weights held in their stored type (held.h).
+ *
+ * Many rows of input (a pass over a text): the weight's rows are converted
+ * to F32 a tile at a time (about 2 MiB, so a tile stays in cache while
+ * OpenBLAS packs it) and each tile's columns of the output come from one
+ * sgemm.  Converting costs one read of the weight per pass against 2 N
+ * flops per weight: small beside the product from a few dozen rows on.
+ * A few rows (a decoder step): each weight row is converted into a
+ * scratch row and dotted with every input row, so the weight is streamed
+ * once in its own width.
+ */
+#include "held.h"
+
+#include "quant.h"
+#include "util.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#include <immintrin.h>
+#define HELD_AVX2 1
+#endif
+
+#define GEMV_ROWS 4		 /* up to this many input rows: row-by-row dots */
+#define TILE_FLOATS ((size_t)1 << 19) /* 2 MiB of F32 weight rows a tile */
+
+/* ---------------------------------------------------------------- parts */
+
+size_t held_row_bytes(uint32_t t, int cols)
+{
+	size_t bv = ggml_block_values(t);
+	if (!bv || cols <= 0 || (size_t)cols % bv)
+		return 0;
+	return (size_t)cols / bv * ggml_block_bytes(t);
+}
+
+unsigned char *held_add_part(struct held_mat *h, int r0, int n, uint32_t t)
+{
+	size_t rb = held_row_bytes(t, h->cols);
+	if (!rb || n <= 0 || r0 < 0 || r0 > h->rows - n || h->n_parts >= HELD_MAX_PARTS)
+		return NULL;
+	for (int i = 0; i < h->n_parts; i++)
+		if (r0 < h->part[i].r0 + h->part[i].rows && h->part[i].r0 < r0 + n)
+			return NULL;
+	struct held_part *p = &h->part[h->n_parts++];
+	*p = (struct held_part){ .type = t, .r0 = r0, .rows = n, .row_bytes = rb };
+	p->data = xmalloc_aligned((size_t)n * rb);
+	return p->data;
+}
+
+bool held_complete(const struct held_mat *h)
+{
+	long n = 0;
+	for (int i = 0; i < h->n_parts; i++)
+		n += h->part[i].rows;
+	return h->rows > 0 && n == h->rows; /* parts never overlap (held_add_part) */
+}
+
+size_t held_bytes(const struct held_mat *h)
+{
+	size_t n = 0;
+	for (int i = 0; i < h->n_parts; i++)
+		n += (size_t)h->part[i].rows * h->part[i].row_bytes;
+	return n;
+}
+
+uint32_t held_type(const struct held_mat *h)
+{
+	for (int i = 1; i < h->n_parts; i++)
+		if (h->part[i].type != h->part[0].type)
+			return (uint32_t)-1;
+	return h->n_parts ? h->part[0].type : (uint32_t)-1;
+}
+
+void held_free(struct held_mat *h)
+{
+	if (!h)
+		return;
+	for (int i = 0; i < h->n_parts; i++)
+		free(h->part[i].data);
+	h->n_parts = 0;
+}
+
+/* --------------------------------------------------------- conversions */
+
+/* n values of part p's row r (of the part) from column 0 into dst. */
+static void part_row(const struct held_part *p, int r, int cols, float *dst)
+{
+	const unsigned char *src = p->data + (size_t)r * p->row_bytes;
+#ifdef HELD_AVX2
+	int j = 0;
+	if (p->type == GGML_F16) {
+		for (; j + 8 <= cols; j += 8)
+			_mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(
+							  (const __m128i *)(src + 2 * (size_t)j))));
+	} else if (p->type == GGML_BF16) {
+		for (; j + 8 <= cols; j += 8) {
+			__m256i v = _mm256_cvtepu16_epi32(
+				_mm_loadu_si128((const __m128i *)(src + 2 * (size_t)j)));
+			_mm256_storeu_ps(dst + j, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+		}
+	}
+	if (j) { /* the 16-bit types' tail, one value a block */
+		ggml_dequantize(p->type, src + 2 * (size_t)j, dst + j, (size_t)(cols - j));
+		return;
+	}
+#endif
+	ggml_dequantize(p->type, src, dst, (size_t)cols / ggml_block_values(p->type));
+}
+
+/* The part holding row r, or NULL. */
+static const struct held_part *part_of(const struct held_mat *h, int r)
+{
+	for (int i = 0; i < h->n_parts; i++)
+		if (r >= h->part[i].r0 && r < h->part[i].r0 + h->part[i].rows)
+			return &h->part[i];
+	return NULL;
+}
+
+void held_rows(const struct held_mat *h, int r0, int n, float *dst)
+{
+	for (int r = r0; r < r0 + n; r++) {
+		const struct held_part *p = part_of(h, r);
+		if (!p)
+			die("held_rows: row %d of a %d-row matrix is in no part", r, h->rows);
+		part_row(p, r - p->r0, h->cols, dst + (size_t)(r - r0) * h->cols);
+	}
+}
+
+/* ------------------------------------------------------------ products */
+
+static float *scratch;
+static size_t scratch_n;
+
+static float *scratch_get(size_t n)
+{
+	if (n > scratch_n) {
+		free(scratch);
+		scratch = xmalloc_aligned(n * sizeof(float));
+		scratch_n = n;
+	}
+	return scratch;
+}
+
+void held_scratch_free(void)
+{
+	free(scratch);
+	scratch = NULL;
+	scratch_n = 0;
+}
+
+static float dot(const float *a, const float *b, int n)
+{
+	int j = 0;
+	float s = 0.0f;
+#ifdef HELD_AVX2
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	for (; j + 16 <= n; j += 16) {
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), acc0);
+		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(b + j + 8), acc1);
+	}
+	__m256 acc = _mm256_add_ps(acc0, acc1);
+	__m128 q = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+	q = _mm_add_ss(q, _mm_movehdup_ps(q));
+	s = _mm_cvtss_f32(q);
+#endif
+	for (; j < n; j++)
+		s += a[j] * b[j];
+	return s;
+}
+
+/* A few rows: each weight row converted once, dotted with every input row. */
+static void part_dots(float *out, const float *in, const struct held_part *p, int N, int IC,
+		      int OC)
+{
+	float *row = scratch_get((size_t)IC);
+	for (int r = 0; r < p->rows; r++) {
+		part_row(p, r, IC, row);
+		for (int i = 0; i < N; i++)
+			out[(size_t)i * OC + p->r0 + r] = dot(row, in + (size_t)i * IC, IC);
+	}
+}
+
+/* Many rows: a tile of weight rows converted, then one sgemm into its
+ * columns of out. */
+static void part_tiles(float *out, const float *in, const struct held_part *p, int N, int IC,
+		       int OC)
+{
+	int tile = (int)(TILE_FLOATS / (size_t)IC);
+	if (tile < 16)
+		tile = 16;
+	if (tile > p->rows)
+		tile = p->rows;
+	float *w = scratch_get((size_t)tile * IC);
+	for (int r = 0; r < p->rows; r += tile) {
+		int n = p->rows - r < tile ? p->rows - r : tile;
+		for (int k = 0; k < n; k++)
+			part_row(p, r + k, IC, w + (size_t)k * IC);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, n, IC, 1.0f, in, IC, w, IC,
+			    0.0f, out + p->r0 + r, OC);
+	}
+}
+
+void held_matmul(float *out, const float *in, const struct held_mat *h, const float *bias,
+		 int N)
+{
+	int IC = h->cols, OC = h->rows;
+	for (int i = 0; i < h->n_parts; i++) {
+		if (N <= GEMV_ROWS)
+			part_dots(out, in, &h->part[i], N, IC, OC);
+		else
+			part_tiles(out, in, &h->part[i], N, IC, OC);
+	}
+	if (bias) /* after the product, as matmul_forward adds it */
+		for (int i = 0; i < N; i++) {
+			float *o = out + (size_t)i * OC;
+			for (int j = 0; j < OC; j++)
+				o[j] += bias[j];
+		}
+}
