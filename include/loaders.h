@@ -24,6 +24,7 @@
 
 struct load_opts {
 	const char *tokenizer;	/* --tokenizer: a file or directory, or NULL */
+	bool f32;		/* every weight as float32, none held as stored */
 };
 
 struct hf_family;
@@ -97,6 +98,11 @@ struct st_tensor *ld_shards_find(struct ld_shards *s, const char *name, struct s
 int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
 		   struct err *e);
 
+/* ld_shards_read kept as stored: the bytes of name (of its dtype, in
+ * *dt) into dst, NaN/Inf refused.  0, or -1 + e as ld_shards_read. */
+int ld_shards_read_stored(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,
+			  void *dst, enum dtype *dt, struct err *e);
+
 /* The values of every shard's tensors that have bytes behind them
  * (st_values_held): what a config may be checked against before a model
  * is allocated for it. */
@@ -114,11 +120,11 @@ int ld_shards_check_size(const struct ld_shards *s, double need, double slack, s
  * 0 with t marked read, or -1 + e: "lm_head.weight differs from
  * model.embed_tokens.weight at row R, but config.json ties them (TIE);
  * set ..." (TIE says why the config ties: "tie_word_embeddings true"). */
-int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const float *wte,
+int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const struct model *m,
 		 uint64_t V, uint64_t C, const char *tie, struct err *e);
 
 /* ld_tied_copy() of the tensor head when the shards hold one, else 0. */
-int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const float *wte,
+int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const struct model *m,
 		   uint64_t V, uint64_t C, const char *tie, struct err *e);
 
 /* 0 when every tensor has been read but those whose name contains one of
@@ -144,6 +150,11 @@ int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
  * at off into dst as floats; rejects NaN/Inf, naming the tensor.  0, or
  * -1 + e. */
 int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const char *name,
+		   struct err *e);
+
+/* ld_read_floats kept in type dt: n elements (n * dtype_size(dt) bytes)
+ * at off into dst as stored, NaN/Inf rejected the same way. */
+int ld_read_stored(int fd, off_t off, void *dst, size_t n, enum dtype dt, const char *name,
 		   struct err *e);
 
 /* Reads the first n int32 of the regular file path (as stored) into h and

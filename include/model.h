@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "held.h"
 #include "util.h"
 
 struct tokenizer;
@@ -77,9 +78,13 @@ struct kv_conversion {
 
 struct model {
 	struct model_config cfg;
-	float *params;            /* one block of n_params floats, owned */
-	size_t n_params;
-	float *p[N_PARAMS];       /* tensor i starts at p[i] (NULL when absent) */
+	float *params;            /* one block of the F32 tensors' floats, owned */
+	size_t n_params;          /* parameters of the model (held ones too) */
+	float *p[N_PARAMS];       /* tensor i starts at p[i] (NULL when absent or held) */
+	/* Tensor i kept in its file's type (model_new_held): one matrix a
+	 * layer (n_layer of them, or one for a whole-model tensor), owned;
+	 * NULL when the tensor is F32 in params. */
+	struct held_mat *held[N_PARAMS];
 	size_t psize[N_PARAMS];   /* element count of tensor i */
 	struct tokenizer *tok;    /* owned; NULL until a tokenizer is attached */
 	char *name;               /* short name, e.g. "shakespeare"; owned */
@@ -91,6 +96,55 @@ struct model {
 /* Allocates a model for a valid config with zeroed weights (norm scales set
  * to 1).  Returns NULL and sets e when the config is invalid. */
 struct model *model_new(const struct model_config *c, struct err *e);
+
+/* The tensors a model may hold in their file's type (the large matrices
+ * of the products and the token embedding, whose rows are read one at a
+ * time): P_WTE, P_LMHEAD, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW. */
+bool model_holdable(enum param_id i);
+
+/* model_new with the tensors of bit i of held (holdable ones, present in
+ * c) kept as stored: their held matrices are allocated empty, (rows,
+ * cols) set, for the loader to fill with held_add_part; params holds the
+ * rest.  Returns NULL and sets e as model_new does. */
+struct model *model_new_held(const struct model_config *c, uint32_t held, struct err *e);
+
+/* Whether any tensor of m is held; the bytes m's weights take (held ones
+ * in their types, the rest as F32). */
+bool model_is_held(const struct model *m);
+double model_bytes(const struct model *m);
+
+/* Tensor id's held matrix of layer l (0 for a whole-model tensor), or
+ * NULL when id is F32. */
+static inline const struct held_mat *model_held(const struct model *m, int id, int l)
+{
+	return m->held[id] ? &m->held[id][l] : NULL;
+}
+
+/* A weight of a product: F32 rows (f), or a matrix held in its stored
+ * type (h, held.h); exactly one is set. */
+struct wmat {
+	const float *f;
+	const struct held_mat *h;
+};
+
+/* The output layer's weights (V, C): the token embedding when tied. */
+struct wmat model_output_layer(const struct model *m);
+
+/* Token tok's embedding row (C): in params, or converted into buf (C
+ * floats) when held; the pointer to read it from. */
+const float *model_embedding(const struct model *m, int tok, float *buf);
+
+/* Rows r0 .. r0 + n - 1 of tensor id of layer l (rows of its last
+ * dimension) as F32 into dst, from params or converted. */
+void model_rows_f32(const struct model *m, enum param_id id, int l, size_t r0, size_t n,
+		    float *dst);
+
+/* Converts every held tensor of m to F32 (what the analyses and the
+ * trainer read: m->p of every tensor).  0 at once when nothing is held;
+ * -1 + e, m unchanged, when the F32 copy would not fit in the memory
+ * available ("the analysis needs the weights as float32: 4.7 GB more,
+ * 3.1 GB available").  `what` names the caller in that message. */
+int model_to_f32(struct model *m, const char *what, struct err *e);
 
 /* GPT-2-style initialisation: N(0, 0.02) for matrices and embeddings, output
  * projections (ATTPROJW, FCPROJW) scaled by 1/sqrt(2L), zero biases, unit
@@ -373,15 +427,19 @@ struct layer_weights {
 	const float *fpw, *fpb;     /* (C, F), (C) */
 	const float *qnw, *knw;     /* (D), (D): the q/k norm's scales (qk_norm), or NULL */
 	const float *apw, *mpw;     /* (C), (C): the sandwich norms' scales, or NULL */
+	/* The matrices above held as stored (model_is_held), each with its
+	 * float pointer NULL; NULL when F32. */
+	const struct held_mat *qkvh, *projh, *fch, *fph;
 };
 
 /* Block l's weights, its QKV rows taken from qkvw / qkvb (model_qkv_for's,
- * for G K/V heads). */
+ * for G K/V heads; qkvw NULL: the model's held native QKV). */
 void model_layer(const struct model *m, int l, const float *qkvw, const float *qkvb, int G,
 		 struct layer_weights *w);
 
 /* The fused QKV weights/biases a pass with G K/V heads uses: the native ones
- * when G == K, else the cached conversion (built here on first use). */
+ * when G == K (*w NULL when they are held: model_layer takes them from
+ * there), else the cached conversion (built here on first use, in F32). */
 void model_qkv_for(struct model *m, int kv_heads, const float **w, const float **b);
 
 /* The K/V heads a pass under o computes with, which its qkv rows hold:

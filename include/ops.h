@@ -4,7 +4,8 @@
  * Each kernel writes its outputs first and takes its dimensions last
  * (llm.c's convention).  Matrices are row-major; a weight w of shape
  * (OC, IC) maps a row x of IC inputs to x w^T.  Every matrix product goes
- * through cblas_sgemm.  Outputs never alias inputs unless a kernel says so.
+ * through cblas_sgemm (held weights: held.h's tiles, or its dots for a few
+ * rows).  Outputs never alias inputs unless a kernel says so.
  */
 #ifndef ATTNSCOPE_OPS_H
 #define ATTNSCOPE_OPS_H
@@ -17,6 +18,10 @@
 /* out (N, OC) = inp (N, IC) w^T + bias; bias (OC) may be NULL. */
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC);
+
+/* matmul_forward with w in either form. */
+void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
+	      int OC);
 
 /* out (N, M) = a (N, K) b, b being (K, M), or with bt b^T, b being (M, K);
  * in double, through cblas_dgemm (the analyses' weight products). */
@@ -128,7 +133,7 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
  * with GELU (tanh or exact), or SwiGLU over the gate | up halves of fc; fch (N, FF) and
  * fch_act (N, F) are kept for the backward pass. */
 void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
-		 const float *inp, const float *fcw, const float *fcb, const float *projw,
+		 const float *inp, struct wmat fcw, const float *fcb, struct wmat projw,
 		 const float *projb, int N);
 
 /* out[i] = a[i] + b[i], or b[i] when a is NULL (a block without its

@@ -111,6 +111,10 @@ struct st_tensor *st_find(const struct st_file *f, const char *name);
  * ("tensor W has a non-finite value at element K"). */
 int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e);
 
+/* st_read kept as stored: t's bytes (t->n elements of its dtype) into
+ * dst, with st_read's checks and refusals. */
+int st_read_stored(struct st_file *f, struct st_tensor *t, void *dst, struct err *e);
+
 /* The values of f's tensors that have bytes behind them (every dtype but
  * DTYPE_OTHER): what a config may be checked against before a model is
  * allocated for it. */

@@ -13,7 +13,7 @@
  *                 | --gemma3 [--mm | --mm2]
  *                 | --olmo2]
  *                 [--headdim N]
- *                 [--shards] [--tiny]
+ *                 [--shards] [--tiny] [--dtype F32|F16|BF16]
  * RMSNorm, RoPE, SwiGLU, 2 layers, 4 heads, 2 K/V heads, d_model 32,
  * d_ff 48, context 64, untied; --qwen2 adds Q/K/V biases (model_type
  * qwen2); --headdim N writes config.json's head_dim N and, when N is not
@@ -129,22 +129,47 @@ static float *add(const char *name, size_t rows, size_t cols)
 	return t->data;
 }
 
+/* The dtype the weights are written in (--dtype): F32, F16 or BF16. */
+static const char *out_dtype = "F32";
+
+/* bfloat16 of f, rounded to nearest even (the values are finite). */
+static uint16_t to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
+}
+
+/* Tensor i's n values in out_dtype into f. */
+static int write_values(FILE *f, const struct tensor *t)
+{
+	size_t n = t->rows * (t->cols ? t->cols : 1);
+	if (!strcmp(out_dtype, "F32"))
+		return fwrite(t->data, 4, n, f) == n;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h = !strcmp(out_dtype, "F16") ? f32_to_f16(t->data[i]) : to_bf16(t->data[i]);
+		if (fwrite(&h, 2, 1, f) != 1)
+			return 0;
+	}
+	return 1;
+}
+
 /* Writes tensors [lo, hi) as one safetensors file. */
 static int write_st(const char *path, int lo, int hi)
 {
 	char *hdr = xmalloc(65536);
-	size_t n = 0, off = 0;
+	size_t n = 0, off = 0, es = strcmp(out_dtype, "F32") ? 2 : 4;
 	n += (size_t)sprintf(hdr + n, "{");
 	for (int i = lo; i < hi; i++) {
-		size_t bytes = tens[i].rows * (tens[i].cols ? tens[i].cols : 1) * 4;
+		size_t bytes = tens[i].rows * (tens[i].cols ? tens[i].cols : 1) * es;
 		if (tens[i].cols)
-			n += (size_t)sprintf(hdr + n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu,%zu],"
+			n += (size_t)sprintf(hdr + n, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],"
 					     "\"data_offsets\":[%zu,%zu]}", i > lo ? "," : "", tens[i].name,
-					     tens[i].rows, tens[i].cols, off, off + bytes);
+					     out_dtype, tens[i].rows, tens[i].cols, off, off + bytes);
 		else
-			n += (size_t)sprintf(hdr + n, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%zu],"
+			n += (size_t)sprintf(hdr + n, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],"
 					     "\"data_offsets\":[%zu,%zu]}", i > lo ? "," : "", tens[i].name,
-					     tens[i].rows, off, off + bytes);
+					     out_dtype, tens[i].rows, off, off + bytes);
 		off += bytes;
 	}
 	n += (size_t)sprintf(hdr + n, "}");
@@ -156,8 +181,7 @@ static int write_st(const char *path, int lo, int hi)
 	uint64_t len = n;
 	int ok = fwrite(&len, 8, 1, f) == 1 && fwrite(hdr, 1, n, f) == n;
 	for (int i = lo; ok && i < hi; i++)
-		ok = fwrite(tens[i].data, 4, tens[i].rows * (tens[i].cols ? tens[i].cols : 1), f) ==
-		     tens[i].rows * (tens[i].cols ? tens[i].cols : 1);
+		ok = write_values(f, &tens[i]);
 	free(hdr);
 	return fclose(f) != 0 || !ok;
 }
@@ -1000,7 +1024,7 @@ int main(int argc, char **argv)
 			"--phi3 [--partial] [--longrope] | --qwen3 | --gemma2 | --gemma3 [--mm | --mm2] | "
 			"--olmo2] "
 			"[--headdim N] "
-			"[--shards] [--tiny]\n");
+			"[--shards] [--tiny] [--dtype F32|F16|BF16]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *ref = argv[2], *tokdir = argv[3];
@@ -1034,6 +1058,12 @@ int main(int argc, char **argv)
 		longrope |= !strcmp(argv[i], "--longrope");
 		if (!strcmp(argv[i], "--headdim") && i + 1 < argc)
 			headdim = atoi(argv[++i]);
+		if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+			out_dtype = argv[++i];
+		if (strcmp(out_dtype, "F32") && strcmp(out_dtype, "F16") && strcmp(out_dtype, "BF16")) {
+			fprintf(stderr, "tool_mkhf: --dtype takes F32, F16 or BF16\n");
+			return 2;
+		}
 		if (!strcmp(argv[i], "--tiny"))
 			g = (struct dims){ 1, 2, 1, 8, 8, 8 };
 	}

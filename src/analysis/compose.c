@@ -343,7 +343,7 @@ int compose_run(struct model *m, const struct run_options *o, struct compose_res
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
-	if (run_options_validate(m, o, e) != 0)
+	if (run_options_validate(m, o, e) != 0 || model_to_f32(m, "circuits", e))
 		return -1;
 	int L = c->n_layer, H = c->n_head, C = c->d_model, D = cfg_d_head(c), HD = H * D;
 	if (L < 2)

@@ -164,7 +164,7 @@ int dla_run(struct model *m, const struct run_options *o, const int *tokens, int
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
-	if (dla_refuse(m, o, e))
+	if (dla_refuse(m, o, e) || model_to_f32(m, "dla", e))
 		return -1;
 	if (pos < 0 || pos >= T)
 		return err_set(e, "position %d is outside the text (0 to %d)", pos, T - 1);

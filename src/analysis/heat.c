@@ -107,7 +107,10 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 	int T = r->t, C = c->d_model, H = c->n_head, D = cfg_d_head(c), A = cfg_attn_width(c);
 	int ld = cfg_qkv_rows(c, G), group = H / G;
 	const float *qkv = run_qkv(r, l);
-	const float *wo = m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A), input h*D + d */
+	float *held = m->p[P_ATTPROJW] ? NULL : xmalloc_aligned((size_t)C * A * sizeof *held);
+	if (held)
+		model_rows_f32(m, P_ATTPROJW, l, 0, (size_t)C, held);
+	const float *wo = held ? held : m->p[P_ATTPROJW] + (size_t)l * C * A; /* (C, A), input h*D + d */
 	double *u = xmalloc((size_t)T * sizeof *u);
 	float *y = xmalloc((size_t)T * C * sizeof *y);
 	for (int h = 0; h < H; h++) {
@@ -130,6 +133,7 @@ static void norms(const struct model *m, const struct run_options *o, const stru
 	}
 	free(y);
 	free(u);
+	free(held);
 }
 
 /* What the hook computes each layer into. */

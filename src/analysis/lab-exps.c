@@ -510,6 +510,8 @@ static struct model *converted(struct model *src, int G, struct err *e)
 {
 	struct model_config c = src->cfg;
 	c.n_kv_head = G;
+	if (model_to_f32(src, "the lab's conversion", e))
+		return NULL;
 	struct model *m = model_new(&c, e);
 	if (!m)
 		return NULL;

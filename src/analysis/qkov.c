@@ -115,6 +115,8 @@ int qkov_ov_run(struct model *m, const struct run_options *o, int layer, int hea
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
+	if (model_to_f32(m, "qkov", e))
+		return -1;
 	if (layer < 0 || layer >= c->n_layer || head < 0 || head >= c->n_head)
 		return err_set(e, "head %d.%d is outside the model (%d layers of %d heads)", layer, head,
 			       c->n_layer, c->n_head);
@@ -334,6 +336,8 @@ int qkov_qk_run(struct model *m, const struct run_options *o, const int *tokens,
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
+	if (model_to_f32(m, "qkov", e))
+		return -1;
 	if (layer < 0 || layer >= c->n_layer || head < 0 || head >= c->n_head)
 		return err_set(e, "head %d.%d is outside the model (%d layers of %d heads)", layer, head,
 			       c->n_layer, c->n_head);

@@ -458,7 +458,7 @@ int why_run(struct model *m, const struct run_options *o, const int *tokens, int
 {
 	const struct model_config *c = &m->cfg;
 	memset(out, 0, sizeof *out);
-	if (why_refuse(m, o, layer, head, I, J, T, e))
+	if (why_refuse(m, o, layer, head, I, J, T, e) || model_to_f32(m, "why", e))
 		return -1;
 	struct run *r = run_new(c, 1, T, RUN_TRAIN);
 	if (model_forward(m, o, tokens, NULL, 1, T, r, e) != 0) {

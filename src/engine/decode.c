@@ -142,7 +142,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
-	matmul_forward(d->qkv, d->xn, w->qkvw, w->qkvb, 1, C, QKV);
+	matmul_w(d->qkv, d->xn, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, 1, C, QKV);
 	if (w->qnw)
 		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->qk_norm_whole, c->norm_eps);
 	if (c->pos == POS_ROPE) {
@@ -162,7 +162,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
 		       G, D, lo, scale, c->attn_softcap);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
-	matmul_forward(d->tmp, d->atty, w->projw, w->projb, 1, H * D, C);
+	matmul_w(d->tmp, d->atty, (struct wmat){ w->projw, w->projh }, w->projb, 1, H * D, C);
 	/* the sandwich norm of the attention's output (none without one) */
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
 }
@@ -171,7 +171,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 static void mlp(struct decoder *d, const struct model_config *c, const struct layer_weights *w,
 		const float *in)
 {
-	mlp_forward(c, d->fch, d->fch_act, d->tmp, in, w->fcw, w->fcb, w->fpw, w->fpb, 1);
+	mlp_forward(c, d->fch, d->fch_act, d->tmp, in, (struct wmat){ w->fcw, w->fch }, w->fcb,
+		    (struct wmat){ w->fpw, w->fph }, w->fpb, 1);
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
 }
 
@@ -189,7 +190,7 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, d->G, &qkvw, &qkvb);
 
-	const float *te = m->p[P_WTE] + (size_t)token * C;
+	const float *te = model_embedding(m, token, d->x);
 	float s = c->emb_scale > 0.0f ? c->emb_scale : 1.0f; /* as the full pass: embed_forward */
 	for (int j = 0; j < C; j++)
 		d->x[j] = c->pos == POS_LEARNED ? te[j] * s + m->p[P_WPE][(size_t)pos * C + j]
@@ -230,8 +231,7 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 			d->hook->fn(d->hook->ctx, HOOK_RESID, l, d->x, 1, 1, pos, C);
 	}
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
-	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
-	matmul_forward(d->logits, d->xn, wout, NULL, 1, C, c->vocab_size);
+	matmul_w(d->logits, d->xn, model_output_layer(m), NULL, 1, C, c->vocab_size);
 	softcap_forward(d->logits, c->vocab_size, c->final_softcap);
 	d->n++;
 	d->used++;

@@ -14,7 +14,25 @@
 
 /* ------------------------------------------------------------------ model */
 
-struct model *model_new(const struct model_config *c, struct err *e)
+bool model_holdable(enum param_id i)
+{
+	return i == P_WTE || i == P_LMHEAD || i == P_QKVW || i == P_ATTPROJW || i == P_FCW ||
+	       i == P_FCPROJW;
+}
+
+/* Tensor i's held matrices, (rows, cols) set from its shape. */
+static struct held_mat *held_new(const struct model_config *c, enum param_id i)
+{
+	size_t shape[3];
+	int nd, lay = param_per_layer(i) ? 1 : 0, n = lay ? c->n_layer : 1;
+	param_shape(c, i, shape, &nd);
+	struct held_mat *h = xcalloc((size_t)n, sizeof *h);
+	for (int l = 0; l < n; l++)
+		h[l] = (struct held_mat){ .rows = (int)shape[lay], .cols = (int)shape[lay + 1] };
+	return h;
+}
+
+struct model *model_new_held(const struct model_config *c, uint32_t held, struct err *e)
 {
 	if (config_validate(c, e) != 0)
 		return NULL;
@@ -24,15 +42,18 @@ struct model *model_new(const struct model_config *c, struct err *e)
 	int nd;
 	for (int i = 0; i < N_PARAMS; i++) {
 		m->psize[i] = param_shape(c, (enum param_id)i, shape, &nd);
-		total += m->psize[i];
+		m->n_params += m->psize[i];
+		if (m->psize[i] && (held >> i & 1u) && model_holdable((enum param_id)i))
+			m->held[i] = held_new(c, (enum param_id)i);
+		else
+			total += m->psize[i];
 	}
-	m->n_params = total;
-	m->params = xmalloc_aligned(total * sizeof(float));
+	m->params = xmalloc_aligned((total ? total : 1) * sizeof(float));
 	memset(m->params, 0, total * sizeof(float));
 	float *p = m->params;
 	for (int i = 0; i < N_PARAMS; i++) {
-		m->p[i] = m->psize[i] ? p : NULL;
-		p += m->psize[i];
+		m->p[i] = m->psize[i] && !m->held[i] ? p : NULL;
+		p += m->p[i] ? m->psize[i] : 0;
 	}
 	static const enum param_id scales[] = { P_LN1W, P_LN2W, P_LNFW, P_LNEW, P_HEADLNW,
 						P_QNORMW, P_KNORMW, P_ATTPOSTW, P_MLPPOSTW };
@@ -40,6 +61,113 @@ struct model *model_new(const struct model_config *c, struct err *e)
 		for (size_t j = 0; j < m->psize[scales[i]]; j++)
 			m->p[scales[i]][j] = 1.0f;
 	return m;
+}
+
+struct model *model_new(const struct model_config *c, struct err *e)
+{
+	return model_new_held(c, 0, e);
+}
+
+/* How many matrices tensor i holds (its layers, or 1). */
+static int held_count(const struct model *m, int i)
+{
+	return param_per_layer((enum param_id)i) ? m->cfg.n_layer : 1;
+}
+
+static void held_release(struct model *m)
+{
+	for (int i = 0; i < N_PARAMS; i++) {
+		for (int l = 0; m->held[i] && l < held_count(m, i); l++)
+			held_free(&m->held[i][l]);
+		free(m->held[i]);
+		m->held[i] = NULL;
+	}
+}
+
+bool model_is_held(const struct model *m)
+{
+	for (int i = 0; i < N_PARAMS; i++)
+		if (m->held[i])
+			return true;
+	return false;
+}
+
+double model_bytes(const struct model *m)
+{
+	double n = 0;
+	for (int i = 0; i < N_PARAMS; i++)
+		for (int l = 0; m->held[i] && l < held_count(m, i); l++)
+			n += (double)held_bytes(&m->held[i][l]);
+	for (int i = 0; i < N_PARAMS; i++)
+		n += m->p[i] ? 4.0 * (double)m->psize[i] : 0;
+	return n;
+}
+
+struct wmat model_output_layer(const struct model *m)
+{
+	int id = m->cfg.tied ? P_WTE : P_LMHEAD;
+	return (struct wmat){ m->p[id], model_held(m, id, 0) };
+}
+
+const float *model_embedding(const struct model *m, int tok, float *buf)
+{
+	if (!m->held[P_WTE])
+		return m->p[P_WTE] + (size_t)tok * m->cfg.d_model;
+	held_rows(&m->held[P_WTE][0], tok, 1, buf);
+	return buf;
+}
+
+void model_rows_f32(const struct model *m, enum param_id id, int l, size_t r0, size_t n,
+		    float *dst)
+{
+	const struct held_mat *h = model_held(m, id, l);
+	if (h) {
+		held_rows(h, (int)r0, (int)n, dst);
+		return;
+	}
+	size_t shape[3];
+	int nd, lay = param_per_layer(id) ? 1 : 0;
+	param_shape(&m->cfg, id, shape, &nd);
+	size_t cols = nd - lay == 2 ? shape[lay + 1] : 1;
+	size_t per = m->psize[id] / (size_t)(lay ? m->cfg.n_layer : 1);
+	memcpy(dst, m->p[id] + (size_t)l * per + r0 * cols, n * cols * sizeof(float));
+}
+
+int model_to_f32(struct model *m, const char *what, struct err *e)
+{
+	if (!model_is_held(m))
+		return 0;
+	double need = 4.0 * (double)m->n_params, avail = mem_available();
+	if (avail >= 0 && need > avail) {
+		char n[32], a[32];
+		format_bytes(need, n, sizeof n);
+		format_bytes(avail, a, sizeof a);
+		return err_set(e, "%s needs the weights as float32: %s, and %s of memory is "
+			       "available (the model is kept in its file's types)", what, n, a);
+	}
+	float *params = xmalloc_aligned(m->n_params * sizeof(float)), *p = params;
+	for (int i = 0; i < N_PARAMS; i++) {
+		if (!m->psize[i])
+			continue;
+		if (m->p[i]) {
+			memcpy(p, m->p[i], m->psize[i] * sizeof(float));
+		} else {
+			size_t per = m->psize[i] / (size_t)held_count(m, i);
+			for (int l = 0; l < held_count(m, i); l++)
+				held_rows(&m->held[i][l], 0, m->held[i][l].rows, p + (size_t)l * per);
+		}
+		p += m->psize[i];
+	}
+	held_release(m);
+	free(m->params);
+	m->params = params;
+	p = params;
+	for (int i = 0; i < N_PARAMS; i++) {
+		m->p[i] = m->psize[i] ? p : NULL;
+		p += m->psize[i];
+	}
+	model_clear_cache(m);
+	return 0;
 }
 
 void model_init_random(struct model *m, uint64_t seed)
@@ -89,6 +217,7 @@ void model_free(struct model *m)
 	if (!m)
 		return;
 	model_clear_cache(m);
+	held_release(m);
 	free(m->params);
 	tok_free(m->tok);
 	free(m->name);
@@ -110,8 +239,11 @@ static void build_conversion(const struct model *m, int G, float *w, float *b)
 	int per_new = H / G, per_nat = H / K;
 	float inv = 1.0f / (float)per_new;
 
+	float *tmp = m->p[P_QKVW] ? NULL : xmalloc_aligned((size_t)nat_rows * C * sizeof *tmp);
 	for (int l = 0; l < c->n_layer; l++) {
-		const float *nw = m->p[P_QKVW] + (size_t)l * nat_rows * C;
+		const float *nw = m->p[P_QKVW] ? m->p[P_QKVW] + (size_t)l * nat_rows * C : tmp;
+		if (tmp)
+			model_rows_f32(m, P_QKVW, l, 0, (size_t)nat_rows, tmp);
 		float *cw = w + (size_t)l * new_rows * C;
 		memcpy(cw, nw, (size_t)H * D * C * sizeof(float));
 		const float *nb = b ? m->p[P_QKVB] + (size_t)l * nat_rows : NULL;
@@ -138,6 +270,7 @@ static void build_conversion(const struct model *m, int G, float *w, float *b)
 			}
 		}
 	}
+	free(tmp);
 }
 
 void model_qkv_for(struct model *m, int G, const float **w, const float **b)
@@ -408,8 +541,12 @@ void model_layer(const struct model *m, int l, const float *qkvw, const float *q
 	w->qnw = AT(P_QNORMW, m->psize[P_QNORMW] / (size_t)c->n_layer);
 	w->knw = AT(P_KNORMW, m->psize[P_KNORMW] / (size_t)c->n_layer);
 #undef AT
-	w->qkvw = qkvw + (size_t)l * QKV * C;
+	w->qkvw = qkvw ? qkvw + (size_t)l * QKV * C : NULL;
 	w->qkvb = qkvb ? qkvb + (size_t)l * QKV : NULL;
+	w->qkvh = qkvw ? NULL : model_held(m, P_QKVW, l);
+	w->projh = model_held(m, P_ATTPROJW, l);
+	w->fch = model_held(m, P_FCW, l);
+	w->fph = model_held(m, P_FCPROJW, l);
 }
 
 int run_kv_heads(const struct model *m, const struct run_options *o)
@@ -452,8 +589,8 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 	float *sum = c->emb_norm ? tmp : x;
 	float s = c->emb_scale > 0.0f ? c->emb_scale : 1.0f; /* Gemma's, on the tokens' only */
 	for (int i = 0; i < N; i++) {
-		const float *te = m->p[P_WTE] + (size_t)tokens[i] * C;
 		float *xi = sum + (size_t)i * C;
+		const float *te = model_embedding(m, tokens[i], xi);
 		if (c->pos == POS_LEARNED) {
 			const float *pe = m->p[P_WPE] + (size_t)(i % T) * C;
 			for (int j = 0; j < C; j++)
@@ -462,7 +599,8 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 			for (int j = 0; j < C; j++)
 				xi[j] = te[j] * s;
 		} else {
-			memcpy(xi, te, (size_t)C * sizeof(float));
+			if (te != xi)
+				memcpy(xi, te, (size_t)C * sizeof(float));
 		}
 	}
 	if (c->emb_norm)
@@ -475,7 +613,6 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
-	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
 	if (c->head == HEAD_NONE) { /* the last block's output is the model's */
 		memcpy(xn, x, (size_t)n * C * sizeof *xn);
 		return;
@@ -488,7 +625,7 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, eps);
 	}
 	if (logits) {
-		matmul_forward(logits, xn, wout, m->p[P_OUTB], n, C, c->vocab_size);
+		matmul_w(logits, xn, model_output_layer(m), m->p[P_OUTB], n, C, c->vocab_size);
 		softcap_forward(logits, (long)n * c->vocab_size, c->final_softcap);
 	}
 }
@@ -591,7 +728,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
 	float scale = o->scale ? cfg_attn_scale(c) : 1.0f;
 	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
-	matmul_forward(q_rows, attn_in, w->qkvw, w->qkvb, n, C, QKV);
+	matmul_w(q_rows, attn_in, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, n, C, QKV);
 	if (o->pitfall == PITFALL_NO_TRANSPOSE) {
 		view = xmalloc((size_t)B * T * QKV * sizeof *view);
 		memcpy(view, qkv, (size_t)B * T * QKV * sizeof *view);
@@ -694,7 +831,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			for (int h = 0; h < H; h++)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
 					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
-		matmul_forward(scratch, atty + ra, w.projw, w.projb, n, A, C);
+		matmul_w(scratch, atty + ra, (struct wmat){ w.projw, w.projh }, w.projb, n, A, C);
 		sandwich_forward(r, r->attpost_in, r->attpost_rstd, l, row0, scratch, w.apw, c->norm,
 				 n, C, eps);
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
@@ -707,7 +844,8 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			if (c->d_ff) {
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
-				mlp_forward(c, fch, fch_act, scratch, ln2, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				mlp_forward(c, fch, fch_act, scratch, ln2, (struct wmat){ w.fcw, w.fch }, w.fcb,
+					    (struct wmat){ w.fpw, w.fph }, w.fpb, n);
 				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
 						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
@@ -719,7 +857,8 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			const float *end = ln1;
 			if (c->d_ff) {
-				mlp_forward(c, fch, fch_act, scratch, ln1, w.fcw, w.fcb, w.fpw, w.fpb, n);
+				mlp_forward(c, fch, fch_act, scratch, ln1, (struct wmat){ w.fcw, w.fch }, w.fcb,
+					    (struct wmat){ w.fpw, w.fph }, w.fpb, n);
 				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
 						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);

@@ -27,6 +27,15 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 	}
 }
 
+void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
+	      int OC)
+{
+	if (w.h)
+		held_matmul(out, inp, w.h, bias, N);
+	else
+		matmul_forward(out, inp, w.f, bias, N, IC, OC);
+}
+
 void dmatmul(double *out, const double *a, const double *b, int N, int K, int M, bool bt)
 {
 	cblas_dgemm(CblasRowMajor, CblasNoTrans, bt ? CblasTrans : CblasNoTrans, N, M, K, 1.0, a, K,
@@ -282,11 +291,11 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
 }
 
 void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
-		 const float *inp, const float *fcw, const float *fcb, const float *projw,
+		 const float *inp, struct wmat fcw, const float *fcb, struct wmat projw,
 		 const float *projb, int N)
 {
 	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
-	matmul_forward(fch, inp, fcw, fcb, N, C, FF);
+	matmul_w(fch, inp, fcw, fcb, N, C, FF);
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_forward(fch_act, fch, N, F);
 	else if (c->mlp == MLP_GEGLU)
@@ -295,7 +304,7 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 		gelu_exact_forward(fch_act, fch, (long)N * F);
 	else
 		gelu_forward(fch_act, fch, (long)N * F);
-	matmul_forward(out, fch_act, projw, projb, N, F, C);
+	matmul_w(out, fch_act, projw, projb, N, F, C);
 }
 
 void residual_forward(float *out, const float *a, const float *b, long n)

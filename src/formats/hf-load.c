@@ -20,6 +20,7 @@
 #include "config.h"
 #include "hf-family.h"
 #include "json-util.h"
+#include "quant.h"
 #include "loaders.h"
 #include "safetensors.h"
 
@@ -255,6 +256,79 @@ static void entry_name(struct ld_shards *s, const struct hf_ctx *x, const struct
 	}
 }
 
+/* ------------------------------------------------------------ held weights */
+
+/* The held type of a file's dtype. */
+static uint32_t held_type_of(enum dtype dt)
+{
+	return dt == DTYPE_F16 ? GGML_F16 : dt == DTYPE_BF16 ? GGML_BF16 : GGML_F32;
+}
+
+/* Reads the file's tensor name into slot g of h (the engine tensor of one
+ * layer, held): its rows in the file's type, moved through t's row
+ * transform.  A tensor stored in order goes straight into its part;
+ * one whose rows move (RoPE, fused) through one copy of it. */
+static int read_held(struct ld_shards *s, const struct model_config *c, const struct hf_tensor *t,
+		     const char *name, const struct slot *g, struct held_mat *h, struct err *e)
+{
+	struct st_file *in;
+	struct st_tensor *st = ld_shards_find(s, name, &in);
+	if (!st)
+		return err_set(e, "missing tensor \"%s\"", name);
+	struct slot whole = *g;
+	if (t->fused) {
+		struct hf_tensor all = *t;
+		all.part = HF_WHOLE;
+		slot_of(c, &all, &whole);
+	}
+	uint32_t type = held_type_of(st->dtype);
+	unsigned char *dst = held_add_part(h, (int)g->r0, (int)g->rows, type);
+	if (!dst)
+		return err_set(e, "%s: its rows cannot be held (%s values of %zu)", name,
+			       st->dtype_name, g->cols);
+	enum dtype dt;
+	if (!t->fused && t->xf == HF_COPY)
+		return ld_shards_read_stored(s, name, g->rows, g->cols, dst, &dt, e);
+	size_t rb = held_row_bytes(type, (int)g->cols), from = t->fused ? g->r0 : 0;
+	unsigned char *tmp = xmalloc_aligned(whole.rows * rb);
+	int rc = ld_shards_read_stored(s, name, whole.rows, whole.cols, tmp, &dt, e);
+	for (size_t r = 0; !rc && r < g->rows; r++)
+		memcpy(dst + dest_row(c, t->xf, r) * rb, tmp + (from + r) * rb, rb);
+	free(tmp);
+	return rc;
+}
+
+/* The engine tensors to hold as stored: every holdable one whose entries
+ * keep their rows whole (no Conv1D transpose, no 1 added) and whose
+ * layer 0 tensors the file stores in 16 bits (the output layer's too).
+ * None under o->f32, nor for a family whose finish reads the weights. */
+static uint32_t held_mask(const struct hf_family *f, struct ld_shards *s,
+			  const struct model_config *c, const struct hf_ctx *x,
+			  const struct load_opts *o)
+{
+	uint32_t hold = 0, keep = 0;
+	if (o->f32 || f->finish)
+		return 0;
+	for (const struct hf_tensor *t = f->map; t->name; t++) {
+		struct slot g;
+		if ((t->when & x->opts) != t->when || !slot_of(c, t, &g) || !model_holdable(t->p))
+			continue;
+		char name[192];
+		struct st_file *in;
+		entry_name(s, x, t, 0, name, sizeof name);
+		struct st_tensor *st = ld_shards_find(s, name, &in);
+		bool ok = st && (st->dtype == DTYPE_F16 || st->dtype == DTYPE_BF16) &&
+			  t->xf != HF_CONV1D && !t->plus_one && g.cols;
+		*(ok ? &hold : &keep) |= 1u << t->p;
+	}
+	struct st_file *in;
+	const char *head = x->head ? x->head : f->head;
+	struct st_tensor *st = head && !c->tied ? ld_shards_find(s, head, &in) : NULL;
+	if (st && (st->dtype == DTYPE_F16 || st->dtype == DTYPE_BF16))
+		hold |= 1u << P_LMHEAD;
+	return hold & ~keep;
+}
+
 /* Every entry of the family's map the config has, for every layer. */
 static int read_map(const struct hf_family *f, struct ld_shards *s, struct model *m,
 		    const struct hf_ctx *x, struct err *e)
@@ -269,7 +343,8 @@ static int read_map(const struct hf_family *f, struct ld_shards *s, struct model
 		for (int l = 0; l < (layer ? c->n_layer : 1); l++) {
 			char name[192];
 			entry_name(s, x, t, l, name, sizeof name);
-			if (read_slot(s, c, t, name, &g, m->p[t->p] + (size_t)l * per, e))
+			if (m->held[t->p] ? read_held(s, c, t, name, &g, &m->held[t->p][l], e)
+					  : read_slot(s, c, t, name, &g, m->p[t->p] + (size_t)l * per, e))
 				return -1;
 		}
 	}
@@ -288,13 +363,18 @@ static int read_head(const struct hf_family *f, struct ld_shards *s, struct mode
 	char emb[192];
 	snprintf(emb, sizeof emb, "%s%s", x->prefix, f->map[0].name);
 	if (c->tied)
-		return ld_shards_tied(s, head, emb, m->p[P_WTE], V, C,
+		return ld_shards_tied(s, head, emb, m, V, C,
 				      f->tied_default ? "tie_word_embeddings true, or absent: the "
 				      "family's default" : "tie_word_embeddings true", e);
 	if (!ld_shards_find(s, head, &in))
 		return err_set(e, "missing tensor \"%s\" (config.json: tie_word_embeddings is "
 			       "false%s)", head, f->tied_default ? "" : ", or absent: false is "
 			       "the family's default");
+	if (m->held[P_LMHEAD]) {
+		struct hf_tensor t = { .name = head, .p = P_LMHEAD };
+		struct slot g = { 0, V, C };
+		return read_held(s, c, &t, head, &g, &m->held[P_LMHEAD][0], e);
+	}
 	return ld_shards_read(s, head, V, C, m->p[P_LMHEAD], e);
 }
 
@@ -348,9 +428,10 @@ static int open_weights(const struct hf_family *f, const char *path, const char 
 
 /* Fills a new model of cfg from the open weights; NULL + e (no prefix). */
 static struct model *fill(const struct hf_family *f, struct ld_shards *s,
-			  const struct model_config *cfg, const struct hf_ctx *x, struct err *e)
+			  const struct model_config *cfg, const struct hf_ctx *x,
+			  const struct load_opts *o, struct err *e)
 {
-	struct model *m = model_new(cfg, e);
+	struct model *m = model_new_held(cfg, held_mask(f, s, cfg, x, o), e);
 	if (!m)
 		return NULL;
 	if (read_map(f, s, m, x, e) || (f->head && read_head(f, s, m, x, e))) {
@@ -383,7 +464,7 @@ struct model *ld_hf_load(const struct hf_family *f, const char *path, const stru
 	if (ld_tokenizer_fits(tok, cfg.vocab_size, e) ||
 	    open_weights(f, path, dir, &sh, &cfg, &x, e) ||
 	    ld_shards_check_size(&sh, (double)config_param_count(&cfg), layer_params(&cfg), e) ||
-	    !(m = fill(f, &sh, &cfg, &x, e)))
+	    !(m = fill(f, &sh, &cfg, &x, o, e)))
 		goto fail;
 	ld_shards_close(&sh);
 	m->tok = tok;

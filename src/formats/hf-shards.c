@@ -185,6 +185,25 @@ int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t 
 	return st_read(f, t, dst, e);
 }
 
+int ld_shards_read_stored(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,
+			  void *dst, enum dtype *dt, struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = ld_shards_find(s, name, &f);
+	if (!t)
+		return err_set(e, "missing tensor \"%s\"", name);
+	uint64_t shape[2] = { d0, d1 };
+	int nd = d1 ? 2 : 1;
+	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
+		char got[96], want[64];
+		st_shape_str(got, sizeof got, t->shape, t->ndim);
+		st_shape_str(want, sizeof want, shape, nd);
+		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
+	}
+	*dt = t->dtype;
+	return st_read_stored(f, t, dst, e);
+}
+
 int ld_shards_all_read(const struct ld_shards *s, const char *const *ignored, struct err *e)
 {
 	for (int i = 0; i < s->n; i++)
@@ -216,7 +235,7 @@ int ld_shards_check_size(const struct ld_shards *s, double need, double slack, s
 	return 0;
 }
 
-int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const float *wte,
+int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const struct model *m,
 		 uint64_t V, uint64_t C, const char *tie, struct err *e)
 {
 	char why[64] = "";
@@ -225,15 +244,16 @@ int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const 
 		memmove(why + 7, why, strlen(why) + 1);
 		memcpy(why, " shape ", 7);
 	}
-	float *row = xmalloc_aligned((size_t)C * sizeof(float));
+	float *row = xmalloc_aligned(2 * (size_t)C * sizeof(float)), *wte = row + C;
 	for (uint64_t r = 0; !why[0] && r < V; r++) { /* a row at a time: no V x C copy */
 		off_t off = (off_t)(f->data_off + t->begin + r * C * t->esize);
 		if (ld_read_floats(f->fd, off, row, (size_t)C, t->dtype, t->name, e)) {
 			free(row);
 			return -1;
 		}
+		model_rows_f32(m, P_WTE, 0, r, 1, wte);
 		for (uint64_t j = 0; j < C && !why[0]; j++)
-			if (row[j] != wte[r * C + j])
+			if (row[j] != wte[j])
 				snprintf(why, sizeof why, " at row %" PRIu64, r);
 	}
 	free(row);
@@ -244,10 +264,10 @@ int ld_tied_copy(struct st_file *f, struct st_tensor *t, const char *emb, const 
 	return 0;
 }
 
-int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const float *wte,
+int ld_shards_tied(struct ld_shards *s, const char *head, const char *emb, const struct model *m,
 		   uint64_t V, uint64_t C, const char *tie, struct err *e)
 {
 	struct st_file *f;
 	struct st_tensor *t = ld_shards_find(s, head, &f);
-	return t ? ld_tied_copy(f, t, emb, wte, V, C, tie, e) : 0;
+	return t ? ld_tied_copy(f, t, emb, m, V, C, tie, e) : 0;
 }

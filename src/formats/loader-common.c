@@ -109,6 +109,28 @@ int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const
 	return 0;
 }
 
+int ld_read_stored(int fd, off_t off, void *dst, size_t n, enum dtype dt, const char *name,
+		   struct err *e)
+{
+	size_t es = dtype_size(dt);
+	if (ld_pread(fd, dst, n * es, off, e))
+		return -1;
+	if (dt == DTYPE_F32) {
+		const float *x = dst;
+		for (size_t i = 0; i < n; i++)
+			if (!isfinite(x[i]))
+				return err_set(e, "tensor %s has a non-finite value at element %zu", name, i);
+		return 0;
+	}
+	/* a 16-bit value is NaN or Inf when its exponent bits are all set */
+	uint16_t mask = dt == DTYPE_F16 ? 0x7c00 : 0x7f80;
+	const uint16_t *h = dst;
+	for (size_t i = 0; i < n; i++)
+		if ((h[i] & mask) == mask)
+			return err_set(e, "tensor %s has a non-finite value at element %zu", name, i);
+	return 0;
+}
+
 bool ld_read_ints(const char *path, int32_t *h, int n, off_t *size)
 {
 	int fd = open_regular(path, NULL);

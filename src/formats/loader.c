@@ -231,7 +231,8 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 {
 	char path[PATH_MAX];
 	char whys[N_FORMATS][96];
-	struct load_opts o = { tokenizer };
+	const char *w = getenv("ATTNSCOPE_WEIGHTS"); /* "f32": hold nothing as stored */
+	struct load_opts o = { .tokenizer = tokenizer, .f32 = w && !strcmp(w, "f32") };
 
 	if (model_resolve(spec, path, sizeof path, e) != 0)
 		return NULL;

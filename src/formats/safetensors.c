@@ -322,6 +322,23 @@ int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e)
 	return 0;
 }
 
+int st_read_stored(struct st_file *f, struct st_tensor *t, void *dst, struct err *e)
+{
+	int rc;
+	if (t->dtype == DTYPE_OTHER)
+		rc = err_set(e, "tensor %.60s has dtype %.20s, which attnscope does not read (F32, "
+			     "F16 and BF16 only)", t->name, t->dtype_name);
+	else
+		rc = ld_read_stored(f->fd, (off_t)(f->data_off + t->begin), dst, (size_t)t->n,
+				    t->dtype, t->name, e);
+	if (rc) {
+		ld_one_line(e);
+		return -1;
+	}
+	t->read = true;
+	return 0;
+}
+
 uint64_t st_values_held(const struct st_file *f)
 {
 	uint64_t held = 0;

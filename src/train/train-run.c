@@ -313,7 +313,8 @@ static struct model *from_model(const struct train_spec *s, struct model_config 
 
 /* Copies src's weights into m, whose config is src's with n_kv_head
  * possibly changed: the K/V rows are the engine's conversion to that many
- * heads (model_qkv_for: mean-pooled within each group, or replicated). */
+ * heads (model_qkv_for: mean-pooled within each group, or replicated).
+ * Tensors src holds as stored are converted a layer at a time. */
 static void copy_weights(struct model *m, struct model *src)
 {
 	const float *qkvw, *qkvb;
@@ -322,7 +323,14 @@ static void copy_weights(struct model *m, struct model *src)
 		if (!m->psize[i])
 			continue;
 		const float *from = i == P_QKVW ? qkvw : i == P_QKVB ? qkvb : src->p[i];
-		memcpy(m->p[i], from, m->psize[i] * sizeof(float));
+		if (from) {
+			memcpy(m->p[i], from, m->psize[i] * sizeof(float));
+			continue;
+		}
+		int n = param_per_layer((enum param_id)i) ? m->cfg.n_layer : 1;
+		for (int l = 0; l < n; l++) /* held as stored (the native QKV too) */
+			model_rows_f32(src, (enum param_id)i, l, 0, (size_t)src->held[i][l].rows,
+				       m->p[i] + (size_t)l * (m->psize[i] / (size_t)n));
 	}
 	model_clear_cache(m);
 }
