@@ -151,6 +151,12 @@ struct gguf_tensor *gguf_find_tensor(const struct gguf_file *f, const char *name
 int gguf_read_tensor(const struct gguf_file *f, struct gguf_tensor *t, float *dst,
 		     struct err *e);
 
+/* gguf_read_tensor kept as stored: t's t->bytes bytes into dst (its rows
+ * whole blocks of its type), NaN and Inf refused as there (each block is
+ * dequantized once to look), and t marked read.  0, or -1 + e. */
+int gguf_read_stored(const struct gguf_file *f, struct gguf_tensor *t, void *dst,
+		     struct err *e);
+
 /* "[2, 48, 16]", ne[0] first, into buf (cut to size). */
 void gguf_shape_str(const struct gguf_tensor *t, char *buf, size_t size);
 

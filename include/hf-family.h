@@ -192,5 +192,8 @@ struct model *ld_hf_load(const struct hf_family *f, const char *path, const stru
 			 struct err *e);
 int ld_hf_describe(const struct hf_family *f, const char *path, struct model_config *c,
 		   struct err *e);
+/* The bytes of the safetensors files' tensors of path (model_format's
+ * stored_bytes): 0, or -1 when they cannot be opened. */
+int ld_hf_stored_bytes(const char *path, double *bytes, double *values);
 
 #endif

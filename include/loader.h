@@ -94,10 +94,18 @@ const char *model_format_desc(const char *format);
 int model_describe(const char *spec, struct model_config *c, const char **format,
 		   struct err *e);
 
-/* Bytes the engine needs to hold a model of config c (its weights as
- * float32), which model_open_ex() compares with the memory available
- * before reading any weight. */
+/* Bytes the engine needs to hold a model of config c with its weights as
+ * float32. */
 double model_weight_bytes(const struct model_config *c);
+
+/* The memory the weights of the model file or directory path take once
+ * loaded: held as the files store them (F16, BF16, quantized; *held true)
+ * where the format keeps them so, else as float32 (model_weight_bytes).
+ * ATTNSCOPE_WEIGHTS=f32 in the environment holds nothing.  0, or -1 + e
+ * when path is no model attnscope can describe. */
+int model_memory(const char *path, double *bytes, bool *held, struct err *e);
+/* (model_open_ex compares that with the memory available before reading
+ * any weight, and refuses with both numbers.) */
 
 /*
  * Encodes text for model m (BOS first when the vocabulary has one).

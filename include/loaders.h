@@ -42,6 +42,10 @@ struct model_format {
 	 * 0, or -1 + e; may be NULL. */
 	int (*describe)(const char *path, struct model_config *c, struct err *e);
 	const struct hf_family *hf;	/* or NULL */
+	/* Optional: the bytes and values of the files' tensors, from the
+	 * headers alone (16-bit and quantized tensors are held as stored: the
+	 * bytes a value they take loaded).  0, or -1 when the files cannot say. */
+	int (*stored_bytes)(const char *path, double *bytes, double *values);
 };
 
 extern const struct model_format format_safetensors, format_hf_gpt2, format_hf_llama,

@@ -113,6 +113,10 @@ struct model *model_new_held(const struct model_config *c, uint32_t held, struct
 bool model_is_held(const struct model *m);
 double model_bytes(const struct model *m);
 
+/* "BF16 held" or "Q4_K, Q6_K held" (the types of m's held parts, in
+ * ggml's order), or "" when nothing is held; into buf (cut to size). */
+void model_held_types(const struct model *m, char *buf, size_t size);
+
 /* Tensor id's held matrix of layer l (0 for a whole-model tensor), or
  * NULL when id is F32. */
 static inline const struct held_mat *model_held(const struct model *m, int id, int l)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "quant.h"
 #include "tokenizer.h"
 
 /* ------------------------------------------------------------------ model */
@@ -90,6 +91,24 @@ bool model_is_held(const struct model *m)
 		if (m->held[i])
 			return true;
 	return false;
+}
+
+void model_held_types(const struct model *m, char *buf, size_t size)
+{
+	bool seen[64] = { false };
+	for (int i = 0; i < N_PARAMS; i++)
+		for (int l = 0; m->held[i] && l < held_count(m, i); l++)
+			for (int k = 0; k < m->held[i][l].n_parts; k++)
+				if (m->held[i][l].part[k].type < 64)
+					seen[m->held[i][l].part[k].type] = true;
+	size_t n = 0;
+	buf[0] = '\0';
+	for (uint32_t t = 0; t < 64 && n < size; t++)
+		if (seen[t])
+			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "",
+					      ggml_type_name(t));
+	if (n && n < size)
+		snprintf(buf + n, size - n, " held");
 }
 
 double model_bytes(const struct model *m)

@@ -92,8 +92,12 @@ static void print_place(struct session *s, const struct model_place *p, int name
 		return;
 	}
 	char params[16], bytes[16];
+	double mem;
+	bool held;
+	if (model_memory(p->path, &mem, &held, &e) != 0)
+		mem = model_weight_bytes(&c);
 	format_count((double)config_param_count(&c), params, sizeof params);
-	format_size(model_weight_bytes(&c), bytes, sizeof bytes);
+	format_size(mem, bytes, sizeof bytes);
 	fprintf(s->out, "%c %-*.*s  %-11s %3d %3d %3d %5d %5d %6s %8s\n", mark, name_w, name_w,
 		name, format, c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.context, params, bytes);
 	print_gguf(s, p);
@@ -132,7 +136,8 @@ static int models_exec(struct session *s, int argc, char **argv, struct err *e)
 		fprintf(s->out, "  (none)\n");
 	else
 		fprintf(s->out, "* loaded.  L layers, H query heads, KV key/value heads, d width, "
-			"ctx context;\nmemory: the weights as float32, as attnscope holds them.\n");
+			"ctx context;\nmemory: the weights loaded, 16-bit and quantized tensors as "
+			"stored, the rest as\nfloat32 (ATTNSCOPE_WEIGHTS=f32: all as float32).\n");
 	model_places_free(p, n);
 	return 0;
 }
@@ -146,7 +151,8 @@ const struct cmd_entry cmd_models_entry = {
 		"($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub) as hf:ORG/NAME.  Each\n"
 		"is described from its header or config.json without loading it: its format,\n"
 		"layers, query and key/value heads, width, context, parameters and the memory\n"
-		"its weights take as float32.  Also listed are the GGUF files other tools keep:\n"
+		"its weights take loaded: F16, BF16 and quantized matrices are held as the\n"
+		"files store them (ATTNSCOPE_WEIGHTS=f32 converts all to float32).  Also listed are the GGUF files other tools keep:\n"
 		"Ollama's models ($OLLAMA_MODELS or ~/.ollama/models) by Ollama's names\n"
 		"(qwen2.5:0.5b), LM Studio's (~/.lmstudio/models) as lmstudio:PUB/REPO/FILE and\n"
 		"llama.cpp's cache ($LLAMA_CACHE or ~/.cache/llama.cpp) as llama.cpp:FILE, each\n"

@@ -44,6 +44,11 @@ static int load_exec(struct session *s, int argc, char **argv, struct err *e)
 			s->model->name ? s->model->name : spec, c->n_layer, c->n_head, c->n_kv_head,
 			c->d_model, c->vocab_size, c->context, norm_type_name(c->norm),
 			norm_place_name(c->placement), pos_type_name(c->pos), mlp_type_name(c->mlp));
+		char types[64], mem[32];
+		format_bytes(model_bytes(s->model), mem, sizeof mem);
+		model_held_types(s->model, types, sizeof types);
+		fprintf(s->out, "weights: %s, %s\n", mem,
+			types[0] ? types : "all float32");
 		if (session_ready(s))
 			print_summary(s);
 	}

@@ -256,8 +256,15 @@ int cmd_run(struct session *s, int argc, char **argv, struct err *e)
 		return -1;
 	int reads = in_use_new("a file this command reads");
 	in_use_record(reads, true);
+	const struct model *m = s->model;
+	bool held = m && model_is_held(m);
 	int rc = c->exec(s, argc, argv, e);
 	in_use_drop(reads);
+	if (held && s->model == m && !model_is_held(m) && !s->quiet) {
+		char mem[32];
+		format_bytes(model_bytes(m), mem, sizeof mem);
+		fprintf(s->out, "(%s reads the weights as float32: they take %s now)\n", c->name, mem);
+	}
 	return rc;
 }
 

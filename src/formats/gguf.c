@@ -698,6 +698,29 @@ int gguf_get_numbers(const struct gguf_file *f, const char *key, uint64_t max, d
 
 #define CHUNK (1u << 20) /* bytes dequantized at a time */
 
+int gguf_read_stored(const struct gguf_file *f, struct gguf_tensor *t, void *dst,
+		     struct err *e)
+{
+	size_t bv = ggml_block_values(t->type), bb = ggml_block_bytes(t->type);
+	uint64_t blocks = t->bytes / bb, per = CHUNK / bb / bv + 1;
+	if (read_at(f, dst, t->bytes, t->off, e))
+		return -1;
+	float *x = xmalloc((size_t)(per * bv) * sizeof *x);
+	int rc = 0;
+	for (uint64_t b = 0; b < blocks && rc == 0; b += per) {
+		uint64_t k = blocks - b < per ? blocks - b : per;
+		ggml_dequantize(t->type, (const unsigned char *)dst + b * bb, x, (size_t)k);
+		for (uint64_t i = 0; rc == 0 && i < k * bv; i++)
+			if (!isfinite(x[i]))
+				rc = err_set(e, "tensor %s has a non-finite value at element %" PRIu64,
+					     t->name, b * bv + i);
+	}
+	free(x);
+	if (rc == 0)
+		t->read = true;
+	return rc;
+}
+
 int gguf_read_tensor(const struct gguf_file *f, struct gguf_tensor *t, float *dst,
 		     struct err *e)
 {

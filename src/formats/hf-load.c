@@ -481,6 +481,23 @@ fail_noprefix:
 	return NULL;
 }
 
+int ld_hf_stored_bytes(const char *path, double *bytes, double *values)
+{
+	struct ld_shards s = { .n = 0 };
+	struct err e;
+	char *dir = dir_of(path);
+	int rc = ld_is_dir(path) ? ld_shards_open(dir, &s, &e) : ld_shards_open_file(path, &s, &e);
+	*bytes = *values = 0;
+	for (int i = 0; !rc && i < s.n; i++)
+		for (int j = 0; j < s.f[i].n; j++) {
+			*bytes += (double)(s.f[i].t[j].end - s.f[i].t[j].begin);
+			*values += (double)s.f[i].t[j].n;
+		}
+	ld_shards_close(&s);
+	free(dir);
+	return rc ? -1 : 0;
+}
+
 int ld_hf_describe(const struct hf_family *f, const char *path, struct model_config *c,
 		   struct err *e)
 {

@@ -478,25 +478,71 @@ static int parse_config(const struct gguf_file *f, struct model_config *c, struc
 
 /* --------------------------------------------------------------- tensors */
 
-/* Reads name, rows x cols (cols 0: a vector), into dst. */
-static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
-	      float *dst, struct err *e)
+/* The tensor name when it is rows x cols (cols 0: a vector); NULL + e. */
+static struct gguf_tensor *shaped(const struct gguf_file *f, const char *name, uint64_t rows,
+				  uint64_t cols, struct err *e)
 {
 	struct gguf_tensor *t = gguf_find_tensor(f, name);
-	if (!t)
-		return err_set(e, "missing tensor %s", name);
+	if (!t) {
+		err_set(e, "missing tensor %s", name);
+		return NULL;
+	}
 	bool ok = cols ? t->ndim == 2 && t->ne[0] == cols && t->ne[1] == rows
 		       : t->ndim == 1 && t->ne[0] == rows;
 	if (!ok) {
 		char got[96];
 		gguf_shape_str(t, got, sizeof got);
 		if (cols)
-			return err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 ", %"
-				       PRIu64 "]", name, got, cols, rows);
-		return err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 "]", name,
-			       got, rows);
+			err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 ", %" PRIu64
+				"]", name, got, cols, rows);
+		else
+			err_set(e, "tensor %s has shape %s, but the metadata needs [%" PRIu64 "]", name,
+				got, rows);
+		return NULL;
 	}
-	return gguf_read_tensor(f, t, dst, e);
+	return t;
+}
+
+/* Reads name, rows x cols (cols 0: a vector), into dst. */
+static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
+	      float *dst, struct err *e)
+{
+	struct gguf_tensor *t = shaped(f, name, rows, cols, e);
+	return t ? gguf_read_tensor(f, t, dst, e) : -1;
+}
+
+/* Where a weight matrix's rows go: F32 rows at f, or rows r0.. of the
+ * held matrix h (kept in the file's type). */
+struct wdst {
+	float *f;
+	struct held_mat *h;
+	int r0;
+};
+
+/* Rows r0.. of engine tensor id of layer l (per: its floats a layer, cols
+ * its row width), wherever m keeps it. */
+static struct wdst wd(struct model *m, enum param_id id, int l, size_t per, size_t r0,
+		      size_t cols)
+{
+	if (m->held[id])
+		return (struct wdst){ NULL, &m->held[id][l], (int)r0 };
+	return (struct wdst){ m->p[id] + (size_t)l * per + r0 * cols, NULL, 0 };
+}
+
+/* rd() into d: a held destination takes the tensor's bytes as stored. */
+static int rd_to(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
+		 struct wdst d, struct err *e)
+{
+	if (!d.h)
+		return rd(f, name, rows, cols, d.f, e);
+	struct gguf_tensor *t = shaped(f, name, rows, cols, e);
+	if (!t)
+		return -1;
+	unsigned char *dst = held_add_part(d.h, d.r0, (int)rows, t->type);
+	if (!dst)
+		return err_set(e, "tensor %s: its %s rows cannot be held", name,
+			       ggml_type_name(t->type));
+	return gguf_read_stored(f, t, dst, e);
 }
 
 /* rd() of blk.L.NAME. */
@@ -506,6 +552,15 @@ static int rdl(const struct gguf_file *f, int l, const char *name, uint64_t rows
 	char full[GGUF_MAX_NAME + 32];
 	snprintf(full, sizeof full, "blk.%d.%s", l, name);
 	return rd(f, full, rows, cols, dst, e);
+}
+
+/* rd_to() of blk.L.NAME. */
+static int rdl_to(const struct gguf_file *f, int l, const char *name, uint64_t rows,
+		  uint64_t cols, struct wdst d, struct err *e)
+{
+	char full[GGUF_MAX_NAME + 32];
+	snprintf(full, sizeof full, "blk.%d.%s", l, name);
+	return rd_to(f, full, rows, cols, d, e);
 }
 
 /* rdl() when the file has the tensor; else dst stays (zero). */
@@ -519,11 +574,11 @@ static int rdl_opt(const struct gguf_file *f, int l, const char *name, uint64_t 
 
 /* A weight .weight and, when b is not NULL, its .bias. */
 static int rd_wb(const struct gguf_file *f, int l, const char *base, uint64_t rows,
-		 uint64_t cols, float *w, float *b, struct err *e)
+		 uint64_t cols, struct wdst w, float *b, struct err *e)
 {
 	char n[GGUF_MAX_NAME + 16];
 	snprintf(n, sizeof n, "%s.weight", base);
-	if (rdl(f, l, n, rows, cols, w, e))
+	if (rdl_to(f, l, n, rows, cols, w, e))
 		return -1;
 	snprintf(n, sizeof n, "%s.bias", base);
 	return b ? rdl(f, l, n, rows, 0, b, e) : 0;
@@ -540,6 +595,28 @@ static void unrotate(const struct model_config *c, float *w, size_t cols, float 
 		size_t head0 = r < (size_t)H * D ? 0 : (size_t)H * D;
 		size_t to = head0 + (size_t)neox_rope_row((int)(r - head0), D, R);
 		memcpy(w + to * cols, tmp + r * cols, cols * sizeof(float));
+	}
+}
+
+/* unrotate() of a held [q; k; v]: each part's Q and K rows moved within
+ * it (a head's rows never leave their part: a part is Q, K, V or all). */
+static void unrotate_held(const struct model_config *c, struct held_mat *h)
+{
+	int H = c->n_head, K = c->n_kv_head, D = cfg_d_head(c), R = cfg_rotary_dims(c);
+	int qk = (H + K) * D;
+	for (int i = 0; i < h->n_parts; i++) {
+		struct held_part *p = &h->part[i];
+		size_t rb = p->row_bytes;
+		unsigned char *tmp = xmalloc((size_t)p->rows * rb);
+		memcpy(tmp, p->data, (size_t)p->rows * rb);
+		for (int r = p->r0; r < p->r0 + p->rows && r < qk; r++) {
+			int head0 = r < H * D ? 0 : H * D;
+			int to = head0 + neox_rope_row(r - head0, D, R);
+			if (to < p->r0 || to >= p->r0 + p->rows)
+				die("unrotate_held: row %d moves to %d, outside its part", r, to);
+			memcpy(p->data + (size_t)(to - p->r0) * rb, tmp + (size_t)(r - p->r0) * rb, rb);
+		}
+		free(tmp);
 	}
 }
 
@@ -576,31 +653,37 @@ static int rd_attn(const struct gguf_file *f, const struct info *in, struct mode
 	const struct model_config *c = &m->cfg;
 	uint64_t C = (uint64_t)c->d_model, D = (uint64_t)cfg_d_head(c);
 	uint64_t H = (uint64_t)c->n_head, K = (uint64_t)c->n_kv_head, QKV = (H + 2 * K) * D;
-	float *w = m->p[P_QKVW] + l * QKV * C, *b = c->bias ? m->p[P_QKVB] + l * QKV : NULL;
+	float *b = c->bias ? m->p[P_QKVB] + l * QKV : NULL;
+	struct wdst q = wd(m, P_QKVW, l, QKV * C, 0, C), k = wd(m, P_QKVW, l, QKV * C, H * D, C);
+	struct wdst v = wd(m, P_QKVW, l, QKV * C, (H + K) * D, C);
 	/* Qwen2's and GPT-2's Q/K/V biases are always there, others' may be */
 	bool always = in->a->fam == FAM_QWEN2 || in->a->fam == FAM_GPT2;
 	int (*rb)(const struct gguf_file *, int, const char *, uint64_t, uint64_t, float *,
 		  struct err *) = always ? rdl : rdl_opt;
 	if (in->fused) {
-		if (rdl(f, l, "attn_qkv.weight", QKV, C, w, e) || (b && rb(f, l, "attn_qkv.bias", QKV, 0, b, e)))
+		if (rdl_to(f, l, "attn_qkv.weight", QKV, C, q, e) ||
+		    (b && rb(f, l, "attn_qkv.bias", QKV, 0, b, e)))
 			return -1;
-	} else if (rdl(f, l, "attn_q.weight", H * D, C, w, e) ||
-		   rdl(f, l, "attn_k.weight", K * D, C, w + H * D * C, e) ||
-		   rdl(f, l, "attn_v.weight", K * D, C, w + (H + K) * D * C, e) ||
+	} else if (rdl_to(f, l, "attn_q.weight", H * D, C, q, e) ||
+		   rdl_to(f, l, "attn_k.weight", K * D, C, k, e) ||
+		   rdl_to(f, l, "attn_v.weight", K * D, C, v, e) ||
 		   (b && (rb(f, l, "attn_q.bias", H * D, 0, b, e) ||
 			  rb(f, l, "attn_k.bias", K * D, 0, b + H * D, e) ||
 			  rb(f, l, "attn_v.bias", K * D, 0, b + (H + K) * D, e)))) {
 		return -1;
 	}
 	if (in->rotate) {
-		unrotate(c, w, (size_t)C, tmp);
+		if (q.h)
+			unrotate_held(c, q.h);
+		else
+			unrotate(c, q.f, (size_t)C, tmp);
 		if (b)
 			unrotate(c, b, 1, tmp);
 	}
 	if (c->qk_norm && rd_qk_norm(f, in, m, l, tmp, e))
 		return -1;
 	float *ob = c->bias ? m->p[P_ATTPROJB] + l * C : NULL;
-	if (rdl(f, l, "attn_output.weight", C, H * D, m->p[P_ATTPROJW] + l * C * H * D, e))
+	if (rdl_to(f, l, "attn_output.weight", C, H * D, wd(m, P_ATTPROJW, l, C * H * D, 0, H * D), e))
 		return -1;
 	return ob ? (in->a->fam == FAM_GPT2 ? rdl : rdl_opt)(f, l, "attn_output.bias", C, 0, ob, e)
 		  : 0;
@@ -616,18 +699,20 @@ static int rd_layer(const struct gguf_file *f, const struct info *in, struct mod
 	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
 	bool ln = c->norm == NORM_LAYER, pre = !c->post_only;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
-	if ((pre && rd_wb(f, l, "attn_norm", C, 0, AT(P_LN1W, C), ln ? AT(P_LN1B, C) : NULL, e)) ||
+	struct wdst n1 = { AT(P_LN1W, C), NULL, 0 }, n2 = { AT(P_LN2W, C), NULL, 0 };
+	if ((pre && rd_wb(f, l, "attn_norm", C, 0, n1, ln ? AT(P_LN1B, C) : NULL, e)) ||
 	    rd_attn(f, in, m, l, tmp, e) ||
-	    (pre && rd_wb(f, l, "ffn_norm", C, 0, AT(P_LN2W, C), ln ? AT(P_LN2B, C) : NULL, e)) ||
+	    (pre && rd_wb(f, l, "ffn_norm", C, 0, n2, ln ? AT(P_LN2B, C) : NULL, e)) ||
 	    (c->sandwich && (rdl(f, l, "post_attention_norm.weight", C, 0, AT(P_ATTPOSTW, C), e) ||
 			     rdl(f, l, "post_ffw_norm.weight", C, 0, AT(P_MLPPOSTW, C), e))))
 		return -1;
+	struct wdst down = wd(m, P_FCPROJW, l, C * F, 0, F);
 	if (cfg_ff_rows(c) == 2 * c->d_ff) /* SwiGLU, GeGLU: gate rows, then up rows */
-		return rdl(f, l, "ffn_gate.weight", F, C, AT(P_FCW, 2 * F * C), e) ||
-		       rdl(f, l, "ffn_up.weight", F, C, AT(P_FCW, 2 * F * C) + F * C, e) ||
-		       rdl(f, l, "ffn_down.weight", C, F, AT(P_FCPROJW, C * F), e) ? -1 : 0;
-	return rd_wb(f, l, "ffn_up", F, C, AT(P_FCW, F * C), AT(P_FCB, F), e) ||
-	       rd_wb(f, l, "ffn_down", C, F, AT(P_FCPROJW, C * F), AT(P_FCPROJB, C), e) ? -1 : 0;
+		return rdl_to(f, l, "ffn_gate.weight", F, C, wd(m, P_FCW, l, 2 * F * C, 0, C), e) ||
+		       rdl_to(f, l, "ffn_up.weight", F, C, wd(m, P_FCW, l, 2 * F * C, F, C), e) ||
+		       rdl_to(f, l, "ffn_down.weight", C, F, down, e) ? -1 : 0;
+	return rd_wb(f, l, "ffn_up", F, C, wd(m, P_FCW, l, F * C, 0, C), AT(P_FCB, F), e) ||
+	       rd_wb(f, l, "ffn_down", C, F, down, AT(P_FCPROJB, C), e) ? -1 : 0;
 #undef AT
 }
 
@@ -638,16 +723,18 @@ static int rd_bert_layer(const struct gguf_file *f, struct model *m, int l, stru
 	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
 	float *w = m->p[P_QKVW] + l * 3 * C * C, *b = m->p[P_QKVB] + l * 3 * C;
 	static const char *const qkv[3] = { "attn_q", "attn_k", "attn_v" };
+#define W(p) ((struct wdst){ (p), NULL, 0 }) /* BERT is never held */
 	for (int i = 0; i < 3; i++)
-		if (rd_wb(f, l, qkv[i], C, C, w + i * C * C, b + i * C, e))
+		if (rd_wb(f, l, qkv[i], C, C, W(w + i * C * C), b + i * C, e))
 			return -1;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
-	return rd_wb(f, l, "attn_output", C, C, AT(P_ATTPROJW, C * C), AT(P_ATTPROJB, C), e) ||
-	       rd_wb(f, l, "attn_output_norm", C, 0, AT(P_LN1W, C), AT(P_LN1B, C), e) ||
-	       rd_wb(f, l, "ffn_up", F, C, AT(P_FCW, F * C), AT(P_FCB, F), e) ||
-	       rd_wb(f, l, "ffn_down", C, F, AT(P_FCPROJW, C * F), AT(P_FCPROJB, C), e) ||
-	       rd_wb(f, l, "layer_output_norm", C, 0, AT(P_LN2W, C), AT(P_LN2B, C), e) ? -1 : 0;
+	return rd_wb(f, l, "attn_output", C, C, W(AT(P_ATTPROJW, C * C)), AT(P_ATTPROJB, C), e) ||
+	       rd_wb(f, l, "attn_output_norm", C, 0, W(AT(P_LN1W, C)), AT(P_LN1B, C), e) ||
+	       rd_wb(f, l, "ffn_up", F, C, W(AT(P_FCW, F * C)), AT(P_FCB, F), e) ||
+	       rd_wb(f, l, "ffn_down", C, F, W(AT(P_FCPROJW, C * F)), AT(P_FCPROJB, C), e) ||
+	       rd_wb(f, l, "layer_output_norm", C, 0, W(AT(P_LN2W, C)), AT(P_LN2B, C), e) ? -1 : 0;
 #undef AT
+#undef W
 }
 
 /* BERT's embeddings: words, positions with token type 0 folded in, norm. */
@@ -687,7 +774,7 @@ static int read_weights(const struct gguf_file *f, const struct info *in, struct
 	uint64_t C = (uint64_t)c->d_model, V = (uint64_t)c->vocab_size, S = (uint64_t)c->context;
 	uint64_t big = (uint64_t)cfg_qkv_rows(c, c->n_kv_head) * C;
 	float *tmp = xmalloc_aligned((size_t)big * sizeof(float));
-	int rc = rd(f, "token_embd.weight", V, C, m->p[P_WTE], e);
+	int rc = rd_to(f, "token_embd.weight", V, C, wd(m, P_WTE, 0, 0, 0, C), e);
 	bool bert = in->a->fam == FAM_BERT;
 	if (!rc && bert)
 		rc = rd_bert_embd(f, m, e);
@@ -700,7 +787,7 @@ static int read_weights(const struct gguf_file *f, const struct info *in, struct
 		     (c->norm == NORM_LAYER && rd(f, "output_norm.bias", C, 0, m->p[P_LNFB], e));
 	struct gguf_tensor *out = bert ? NULL : gguf_find_tensor(f, "output.weight");
 	if (!rc && out && !c->tied)
-		rc = rd(f, "output.weight", V, C, m->p[P_LMHEAD], e);
+		rc = rd_to(f, "output.weight", V, C, wd(m, P_LMHEAD, 0, 0, 0, C), e);
 	else if (!rc && out)
 		out->read = true; /* the same bytes as token_embd */
 	for (int i = 0; !rc && i < f->n_t; i++)
@@ -708,6 +795,32 @@ static int read_weights(const struct gguf_file *f, const struct info *in, struct
 			rc = err_set(e, "unexpected tensor %s (not one of %s's)", f->t[i].name, in->a->name);
 	free(tmp);
 	return rc ? -1 : 0;
+}
+
+/* Whether name's type is other than F32 (absent: no). */
+static bool stored_narrow(const struct gguf_file *f, const char *name)
+{
+	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+	return t && t->type != GGML_F32;
+}
+
+/* The engine tensors to hold as stored: those a decoder's file keeps in
+ * another type than F32 (F16, BF16, quantized), by their layer 0 tensor;
+ * none under o->f32 or for BERT (its reader stacks rows as floats). */
+static uint32_t held_mask(const struct gguf_file *f, const struct info *in,
+			  const struct model_config *c, const struct load_opts *o)
+{
+	if (o->f32 || in->a->fam == FAM_BERT)
+		return 0;
+	uint32_t m = 0;
+	m |= stored_narrow(f, "token_embd.weight") ? 1u << P_WTE : 0;
+	m |= !c->tied && stored_narrow(f, "output.weight") ? 1u << P_LMHEAD : 0;
+	m |= stored_narrow(f, in->fused ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight")
+		     ? 1u << P_QKVW : 0;
+	m |= stored_narrow(f, "blk.0.attn_output.weight") ? 1u << P_ATTPROJW : 0;
+	m |= stored_narrow(f, "blk.0.ffn_up.weight") ? 1u << P_FCW : 0;
+	m |= stored_narrow(f, "blk.0.ffn_down.weight") ? 1u << P_FCPROJW : 0;
+	return m;
 }
 
 /* Refuses metadata that asks for far more weights than the tensors hold,
@@ -760,6 +873,21 @@ static int describe_gguf(const char *path, struct model_config *c, struct err *e
 	return rc ? err_prefix(e, "%s", path) : 0;
 }
 
+static int stored_gguf(const char *path, double *bytes, double *values)
+{
+	struct gguf_file f;
+	struct err e;
+	*bytes = *values = 0;
+	if (gguf_open(&f, path, &e))
+		return -1;
+	for (int i = 0; i < f.n_t; i++) {
+		*bytes += (double)f.t[i].bytes;
+		*values += (double)f.t[i].n;
+	}
+	gguf_close(&f);
+	return 0;
+}
+
 static struct model *load_gguf(const char *path, const struct load_opts *o, struct err *e)
 {
 	struct gguf_file f;
@@ -782,7 +910,7 @@ static struct model *load_gguf(const char *path, const struct load_opts *o, stru
 	}
 	if (check_size(&f, &cfg, e))
 		goto fail;
-	m = model_new(&cfg, e);
+	m = model_new_held(&cfg, held_mask(&f, &in, &cfg, o), e);
 	if (!m || read_weights(&f, &in, m, e))
 		goto fail;
 	gguf_close(&f);
@@ -801,4 +929,5 @@ fail_noprefix:
 
 const struct model_format format_gguf = {
 	"gguf", "GGUF file (llama.cpp, Ollama, LM Studio)", probe_gguf, load_gguf, describe_gguf, NULL,
+	stored_gguf,
 };

@@ -267,5 +267,5 @@ fail:
 
 const struct model_format format_llama2c = {
 	"llama2c", "llama2.c checkpoint", probe_llama2c, load_llama2c,
-	describe_llama2c, NULL,
+	describe_llama2c, NULL, NULL,
 };

@@ -178,5 +178,5 @@ fail:
 }
 
 const struct model_format format_llmc = {
-	"llmc", "llm.c GPT-2 checkpoint", probe_llmc, load_llmc, describe_llmc, NULL,
+	"llmc", "llm.c GPT-2 checkpoint", probe_llmc, load_llmc, describe_llmc, NULL, NULL,
 };

@@ -75,7 +75,7 @@ static struct model *load_safetensors(const char *path, const struct load_opts *
 
 const struct model_format format_safetensors = {
 	"safetensors", "attnscope safetensors checkpoint", probe_safetensors, load_safetensors,
-	describe_safetensors, NULL,
+	describe_safetensors, NULL, NULL,
 };
 
 /* The HF probe comes before ours: it claims a model.safetensors file only
@@ -157,21 +157,58 @@ double model_weight_bytes(const struct model_config *c)
 	return 4.0 * (double)config_param_count(c);
 }
 
+static const struct model_format *format_of(const char *path, char whys[][96]);
+
+/* Whether ATTNSCOPE_WEIGHTS=f32 asks for every weight as float32. */
+static bool weights_f32(void)
+{
+	const char *w = getenv("ATTNSCOPE_WEIGHTS");
+	return w && !strcmp(w, "f32");
+}
+
+/* The bytes a load of path takes for config c: its parameters at the
+ * files' bytes a value when the format keeps them as stored and that is
+ * under 4, else float32's.  *held says which. */
+static double load_bytes(const char *path, const struct model_format *fmt,
+			 const struct model_config *c, bool *held)
+{
+	double f32 = model_weight_bytes(c), b, v;
+	int (*stored)(const char *, double *, double *) =
+		fmt->hf ? ld_hf_stored_bytes : fmt->stored_bytes;
+	*held = !weights_f32() && stored && stored(path, &b, &v) == 0 && v > 0 && b < 4 * v;
+	return *held ? f32 / 4 * (b / v) : f32;
+}
+
 /* Refuses, before a weight is read, a model whose weights will not fit. */
 static int check_fits(const char *path, const struct model_format *fmt, struct err *e)
 {
 	struct model_config c;
 	struct err ignore;
+	bool held;
 	if (fmt_describe(fmt, path, &c, &ignore))
 		return 0; /* the load names what is wrong */
-	double need = model_weight_bytes(&c), avail = mem_available();
+	double need = load_bytes(path, fmt, &c, &held), avail = mem_available();
 	if (avail < 0 || need <= avail)
 		return 0;
 	char n[32], a[32];
 	format_bytes(need, n, sizeof n);
 	format_bytes(avail, a, sizeof a);
-	return err_set(e, "%s: its %zu parameters need %s as float32, and %s of memory is "
-		       "available; it will not fit", path, config_param_count(&c), n, a);
+	return err_set(e, "%s: its %zu parameters need %s %s, and %s of memory is available; it "
+		       "will not fit", path, config_param_count(&c), n,
+		       held ? "held as the files store them" : "as float32", a);
+}
+
+int model_memory(const char *path, double *bytes, bool *held, struct err *e)
+{
+	char whys[N_FORMATS][96];
+	struct model_config c;
+	const struct model_format *fmt = format_of(path, whys);
+	if (!fmt)
+		return err_set(e, "%s: not a model format attnscope knows", path);
+	if (fmt_describe(fmt, path, &c, e))
+		return -1;
+	*bytes = load_bytes(path, fmt, &c, held);
+	return 0;
 }
 
 static const struct model_format *format_of(const char *path, char whys[][96])
@@ -231,8 +268,7 @@ struct model *model_open_ex(const char *spec, const char *tokenizer, const char 
 {
 	char path[PATH_MAX];
 	char whys[N_FORMATS][96];
-	const char *w = getenv("ATTNSCOPE_WEIGHTS"); /* "f32": hold nothing as stored */
-	struct load_opts o = { .tokenizer = tokenizer, .f32 = w && !strcmp(w, "f32") };
+	struct load_opts o = { .tokenizer = tokenizer, .f32 = weights_f32() };
 
 	if (model_resolve(spec, path, sizeof path, e) != 0)
 		return NULL;
