@@ -79,21 +79,6 @@ for fam in "llama::" "qwen2:--qwen2:" "qwen3:--qwen3:qk_norm yes" "gptneox:--neo
 	done
 done
 
-# near A B: two --dump outputs agree but for their model and config lines:
-# the same words, numbers within 1e-4 + 1e-4 |b|
-near() {
-	awk 'NR == FNR { if ($1 != "model" && $1 != "config") a[n++] = $0; next }
-	$1 == "model" || $1 == "config" { next }
-	{
-		if (m >= n || split(a[m++], x, " ") != split($0, y, " ")) exit 1
-		for (i = 1; i in x; i++) {
-			d = x[i] - y[i]; d = d < 0 ? -d : d; t = y[i] < 0 ? -y[i] : y[i]
-			if (x[i] != y[i] && (x[i] + 0 != x[i] || d > 1e-4 + 1e-4 * t)) exit 1
-		}
-	}
-	END { exit m != n }' "$1" "$2"
-}
-
 # Llama 3.1 / 3.2 files: llama.cpp's converter writes Llama 3.1's scaling
 # as rope_freqs.weight, one divisor per pair (tool_mkgguf --from a
 # tool_mkhf --llama3 directory, over an original context of 16: pair 0

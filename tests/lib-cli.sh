@@ -138,3 +138,18 @@ sums_check() {
 			if (d > 0.00015 || d < -0.00015) bad++; c++; z = "" }
 		END { print n + 0, c + 0, bad + 0 }' "$tmp/out"
 }
+
+# near A B: two --dump outputs agree but for their model and config lines:
+# the same words, numbers within 1e-4 + 1e-4 |b|
+near() {
+	awk 'NR == FNR { if ($1 != "model" && $1 != "config") a[n++] = $0; next }
+	$1 == "model" || $1 == "config" { next }
+	{
+		if (m >= n || split(a[m++], x, " ") != split($0, y, " ")) exit 1
+		for (i = 1; i in x; i++) {
+			d = x[i] - y[i]; d = d < 0 ? -d : d; t = y[i] < 0 ? -y[i] : y[i]
+			if (x[i] != y[i] && (x[i] + 0 != x[i] || d > 1e-4 + 1e-4 * t)) exit 1
+		}
+	}
+	END { exit m != n }' "$1" "$2"
+}
