@@ -47,8 +47,8 @@ static int load_exec(struct session *s, int argc, char **argv, struct err *e)
 		char types[64], mem[32];
 		format_bytes(model_bytes(s->model), mem, sizeof mem);
 		model_held_types(s->model, types, sizeof types);
-		fprintf(s->out, "weights: %s, %s\n", mem,
-			types[0] ? types : "all float32");
+		if (types[0]) /* float32 weights are what a model's size says */
+			fprintf(s->out, "weights: %s, %s\n", mem, types);
 		if (session_ready(s))
 			print_summary(s);
 	}
