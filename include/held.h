@@ -58,7 +58,8 @@ bool held_complete(const struct held_mat *h);
 /* Rows r0 .. r0 + n - 1 of h as F32 into dst (n, cols). */
 void held_rows(const struct held_mat *h, int r0, int n, float *dst);
 
-/* out (N, rows) = in (N, cols) · h^T, plus bias (rows) when not NULL. */
+/* out (N, rows) = in (N, cols) · h^T, plus bias (rows) when not NULL; h
+ * complete (held_complete: a loader checks). */
 void held_matmul(float *out, const float *in, const struct held_mat *h, const float *bias,
 		 int N);
 

@@ -111,6 +111,10 @@ struct model *model_new_held(const struct model_config *c, uint32_t held, struct
 /* Whether any tensor of m is held; the bytes m's weights take (held ones
  * in their types, the rest as F32). */
 bool model_is_held(const struct model *m);
+
+/* Whether every held matrix of m has each of its rows (held_complete):
+ * what a loader checks once it has read the files. */
+bool model_held_complete(const struct model *m);
 double model_bytes(const struct model *m);
 
 /* "BF16 held" or "Q4_K, Q6_K held" (the types of m's held parts, in

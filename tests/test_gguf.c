@@ -428,9 +428,11 @@ static void compare_exact_edit(enum ga a, uint32_t t, int head_dim, int L,
 	free(cr);
 	free(cg);
 	assert_int_equal(r->n_params, g->n_params);
-	double dw = max_diff(r->params, g->params, r->n_params);
 	int T, T2;
-	struct run *rr = run_text(r, &T), *rg = run_text(g, &T2);
+	struct run *rr = run_text(r, &T), *rg = run_text(g, &T2); /* g held as stored, but F32 */
+	assert_int_equal(model_is_held(g), t != GGML_F32 && a != GA_BERT); /* BERT's never are */
+	assert_int_equal(model_to_f32(g, "the comparison", &e), 0);
+	double dw = max_diff(r->params, g->params, r->n_params);
 	assert_int_equal(T, T2);
 	size_t na = (size_t)r->cfg.n_layer * r->cfg.n_head * T * T;
 	double da = max_diff(rr->att, rg->att, na);
@@ -496,6 +498,11 @@ static void compare_quant(enum ga a, uint32_t t, int head_dim)
 	const char *gg = path_of("q.gguf");
 	write_gguf(m, a, t, gg);
 	struct model *g = open_ok(gg, "gguf");
+	int T;
+	struct run *rm = run_text(m, &T), *rg = run_text(g, &T); /* g's matrices held quantized */
+	struct err e;
+	assert_int_equal(model_is_held(g), a != GA_BERT);
+	assert_int_equal(model_to_f32(g, "the comparison", &e), 0);
 	static const enum param_id mats[] = { P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW,
 					      P_LMHEAD };
 	double worst = 0, err2 = 0, ref2 = 0;
@@ -516,8 +523,6 @@ static void compare_quant(enum ga a, uint32_t t, int head_dim)
 	for (int p = 0; p < N_PARAMS; p++) /* the vectors are stored as F32 */
 		if (!quant[p] && m->psize[p])
 			assert_true(max_diff(m->p[p], g->p[p], m->psize[p]) == 0);
-	int T;
-	struct run *rm = run_text(m, &T), *rg = run_text(g, &T);
 	size_t na = (size_t)m->cfg.n_layer * m->cfg.n_head * T * T;
 	double da = max_diff(rm->att, rg->att, na);
 	double dl = cfg_has_head(&m->cfg) ? fabs(rm->loss - rg->loss) : da;

@@ -16,6 +16,7 @@
 #include "util.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -85,7 +86,7 @@ void held_free(struct held_mat *h)
 
 /* --------------------------------------------------------- conversions */
 
-/* n values of part p's row r (of the part) from column 0 into dst. */
+/* The cols values of part p's row r (of the part) into dst. */
 static void part_row(const struct held_part *p, int r, int cols, float *dst)
 {
 	const unsigned char *src = p->data + (size_t)r * p->row_bytes;

@@ -111,6 +111,15 @@ void model_held_types(const struct model *m, char *buf, size_t size)
 		snprintf(buf + n, size - n, " held");
 }
 
+bool model_held_complete(const struct model *m)
+{
+	for (int i = 0; i < N_PARAMS; i++)
+		for (int l = 0; m->held[i] && l < held_count(m, i); l++)
+			if (!held_complete(&m->held[i][l]))
+				return false;
+	return true;
+}
+
 double model_bytes(const struct model *m)
 {
 	double n = 0;

@@ -444,6 +444,8 @@ static struct model *fill(const struct hf_family *f, struct ld_shards *s,
 		model_free(m);
 		return NULL;
 	}
+	if (!model_held_complete(m))
+		die("ld_hf_load: a held matrix of %s lacks rows its map should fill", f->what);
 	return m;
 }
 

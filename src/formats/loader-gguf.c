@@ -793,6 +793,8 @@ static int read_weights(const struct gguf_file *f, const struct info *in, struct
 	for (int i = 0; !rc && i < f->n_t; i++)
 		if (!f->t[i].read && !ignored(in, f->t[i].name))
 			rc = err_set(e, "unexpected tensor %s (not one of %s's)", f->t[i].name, in->a->name);
+	if (!rc && !model_held_complete(m))
+		die("read_weights: a held matrix of %s lacks rows", in->a->name);
 	free(tmp);
 	return rc ? -1 : 0;
 }
