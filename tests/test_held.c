@@ -27,7 +27,8 @@
  *     refusal leaves the matrix as it was;
  *   - 64 columns of F16 over 8209 rows (one 8192-row tile, TILE_FLOATS /
  *     cols, and part of another), alone and as a part from row 17 after
- *     an F32 part, for N = 6 against the reference;
+ *     an F32 part, and 37 Q8_0 rows of 32800 columns (tiles of 16, the
+ *     least, 16 and 5 rows), for N = 6 against the reference;
  *   - held_row_bytes, held_bytes and held_type give the layouts' numbers;
  *     held_free accepts NULL, a zeroed and a half-built matrix, and a
  *     second call.
@@ -159,25 +160,42 @@ static void add_random_part(struct held_mat *h, int r0, int n, uint32_t t, float
 
 /* ------------------------------------------------------------ the checks */
 
+/* got (n values, rows of cols) equals want bit for bit; else fails with
+ * how many differ and the one that differs most (a NaN the most). */
+static void same_bits(const float *got, const float *want, size_t n, int cols, int row0,
+		      const char *what)
+{
+	size_t bad = 0, wk = 0;
+	double worst = -1;
+	for (size_t k = 0; k < n; k++)
+		if (memcmp(&got[k], &want[k], sizeof *got) != 0) {
+			double d = fabs((double)got[k] - want[k]);
+			if (isnan(d))
+				d = INFINITY;
+			if (bad++ == 0 || d > worst)
+				worst = d, wk = k;
+		}
+	if (bad)
+		fail_msg("%s: %zu of %zu values differ; the most at row %zu column %zu: %.9g, want "
+			 "%.9g", what, bad, n, row0 + wk / cols, wk % cols, (double)got[wk],
+			 (double)want[wk]);
+}
+
 /* held_rows (all rows, then rows 5 .. 11) equals W bit for bit. */
 static void check_rows(const struct held_mat *h, const float *W, const char *what)
 {
 	size_t n = (size_t)h->rows * h->cols;
+	char part[96];
 	float *got = xmalloc(n * sizeof *got);
 	memset(got, 0xff, n * sizeof *got); /* NaN: a value never written shows */
 	held_rows(h, 0, h->rows, got);
-	for (size_t i = 0; i < n; i++)
-		if (memcmp(&got[i], &W[i], sizeof *got) != 0)
-			fail_msg("%s: held_rows row %zu column %zu is %.9g, ggml_dequantize %.9g", what,
-				 i / h->cols, i % h->cols, got[i], W[i]);
+	snprintf(part, sizeof part, "%s, held_rows(0, %d) against ggml_dequantize", what, h->rows);
+	same_bits(got, W, n, h->cols, 0, part);
 	if (h->rows > 11) {
 		memset(got, 0xff, n * sizeof *got);
 		held_rows(h, 5, 7, got);
-		for (size_t i = 0; i < 7 * (size_t)h->cols; i++)
-			if (memcmp(&got[i], &W[5 * (size_t)h->cols + i], sizeof *got) != 0)
-				fail_msg("%s: held_rows(5, 7) row %zu column %zu is %.9g, want %.9g",
-					 what, 5 + i / h->cols, i % h->cols, got[i],
-					 W[5 * (size_t)h->cols + i]);
+		snprintf(part, sizeof part, "%s, held_rows(5, 7) against ggml_dequantize", what);
+		same_bits(got, W + 5 * (size_t)h->cols, 7 * (size_t)h->cols, h->cols, 5, part);
 	}
 	free(got);
 }
@@ -241,13 +259,12 @@ static struct worst check_products(const struct held_mat *h, const float *W, con
 			held_matmul(out, in, h, bs, N);
 			check_product(out, in, W, bs, N, OC, IC, what, &w);
 			for (int i = 0; N > 1 && N <= 4 && i < N; i++) {
+				char row[96];
+				snprintf(row, sizeof row, "%s, N %d%s: out's row %d against that "
+					 "input row alone", what, N, bs ? " with bias" : "", i);
 				memset(one, 0xff, OC * sizeof *one);
 				held_matmul(one, in + (size_t)i * IC, h, bs, 1);
-				for (int j = 0; j < OC; j++)
-					if (memcmp(&one[j], &out[(size_t)i * OC + j], sizeof *one))
-						fail_msg("%s, N %d: out[%d][%d] = %.9g but %.9g with "
-							 "row %d alone", what, N, i, j,
-							 (double)out[(size_t)i * OC + j], (double)one[j], i);
+				same_bits(out + (size_t)i * OC, one, (size_t)OC, OC, 0, row);
 			}
 		}
 	free(in);
@@ -375,34 +392,43 @@ static void test_refused(void **state)
 
 /* ---------------------------------------------------------------- tiles */
 
-/* 8209 F16 rows of 64 columns: held.c's tile is 2^19 / 64 = 8192 rows, so
- * N = 6 runs a full tile and a partial one; alone, then as rows 17 .. 8225
- * added before an F32 part of rows 0 .. 16. */
+/* Products over more than one tile (held.c: 2^19 / cols rows a tile, at
+ * least 16), N = 6 with and without bias: 8209 F16 rows of 64 columns (a
+ * full 8192-row tile and a partial one), alone and as rows 17 .. 8225
+ * added before an F32 part of rows 0 .. 16; and 37 Q8_0 rows of 32800
+ * columns (15 rows a tile, raised to 16: tiles of 16, 16 and 5). */
 static void test_tiles(void **state)
 {
 	(void)state;
-	enum { C = 64, R = 8209, LEAD = 17 };
+	static const struct {
+		const char *what;
+		int cols, rows, lead; /* lead > 0: an F32 part of rows 0 .. lead - 1 */
+		uint32_t type;
+	} cases[] = {
+		{ "F16 8209 x 64", 64, 8209, 0, GGML_F16 },
+		{ "F32 0-16 + F16 17-8225", 64, 8209, 17, GGML_F16 },
+		{ "Q8_0 37 x 32800", 32800, 37, 0, GGML_Q8_0 },
+	};
 	struct rng r;
 	rng_seed(&r, 8209);
-	for (int two = 0; two < 2; two++) {
-		int rows = R + (two ? LEAD : 0);
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		int C = cases[k].cols, lead = cases[k].lead, rows = cases[k].rows + lead;
 		struct held_mat h = { .rows = rows, .cols = C };
 		float *W = xmalloc((size_t)rows * C * sizeof *W);
-		add_random_part(&h, two ? LEAD : 0, R, GGML_F16, W, &r);
-		if (two)
-			add_random_part(&h, 0, LEAD, GGML_F32, W, &r);
+		add_random_part(&h, lead, cases[k].rows, cases[k].type, W, &r);
+		if (lead)
+			add_random_part(&h, 0, lead, GGML_F32, W, &r);
 		assert_true(held_complete(&h));
-		float *in = random_floats(6 * C, &r), *bias = random_floats((size_t)rows, &r);
+		float *in = random_floats((size_t)6 * C, &r), *bias = random_floats((size_t)rows, &r);
 		float *out = xmalloc((size_t)6 * rows * sizeof *out);
-		const char *what = two ? "F32 0-16 + F16 17-8225" : "F16 8209 x 64";
 		struct worst w = { 0, 0 };
 		for (int b = 0; b < 2; b++) {
 			memset(out, 0xff, (size_t)6 * rows * sizeof *out);
 			held_matmul(out, in, &h, b ? bias : NULL, 6);
-			check_product(out, in, W, b ? bias : NULL, 6, rows, C, what, &w);
+			check_product(out, in, W, b ? bias : NULL, 6, rows, C, cases[k].what, &w);
 		}
-		printf("  %-22s N 6: products worst error %.3g, %.3f of tolerance\n", what, w.err,
-		       w.ratio);
+		printf("  %-22s N 6: products worst error %.3g, %.3f of tolerance\n", cases[k].what,
+		       w.err, w.ratio);
 		held_free(&h);
 		free(W);
 		free(in);
