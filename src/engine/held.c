@@ -25,7 +25,7 @@
 #endif
 
 #define GEMV_ROWS 4		 /* up to this many input rows: row-by-row dots */
-#define TILE_FLOATS ((size_t)1 << 19) /* 2 MiB of F32 weight rows a tile */
+#define TILE_FLOATS ((size_t)1 << 22) /* 16 MiB of F32 weight rows a tile */
 
 /* ---------------------------------------------------------------- parts */
 
