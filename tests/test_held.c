@@ -25,10 +25,14 @@
  *     overlapping rows, rows outside the matrix, a fifth part and columns
  *     that are not whole blocks (or a type it does not read), and a
  *     refusal leaves the matrix as it was;
- *   - 64 columns of F16 over 8209 rows (one 8192-row tile, TILE_FLOATS /
+ *   - 64 columns of F16 over 65553 rows (one 65536-row tile, TILE_FLOATS /
  *     cols, and part of another), alone and as a part from row 17 after
- *     an F32 part, and 37 Q8_0 rows of 32800 columns (tiles of 16, the
- *     least, 16 and 5 rows), for N = 6 against the reference;
+ *     an F32 part, and 300 Q8_0 rows of 32800 columns (tiles of 127, 127
+ *     and 46 rows), for N = 6 against the reference;
+ *   - with two BLAS threads (a helper thread converts half of each tile
+ *     and dots half of the rows) the products of 150-row F16, BF16, Q8_0
+ *     and Q4_K matrices meet the reference, and for N <= 4 equal the
+ *     one-thread products bit for bit;
  *   - held_row_bytes, held_bytes and held_type give the layouts' numbers;
  *     held_free accepts NULL, a zeroed and a half-built matrix, and a
  *     second call.
@@ -405,9 +409,9 @@ static void test_tiles(void **state)
 		int cols, rows, lead; /* lead > 0: an F32 part of rows 0 .. lead - 1 */
 		uint32_t type;
 	} cases[] = {
-		{ "F16 8209 x 64", 64, 8209, 0, GGML_F16 },
-		{ "F32 0-16 + F16 17-8225", 64, 8209, 17, GGML_F16 },
-		{ "Q8_0 37 x 32800", 32800, 37, 0, GGML_Q8_0 },
+		{ "F16 65553 x 64", 64, 65553, 0, GGML_F16 },
+		{ "F32 0-16 + F16 17-65569", 64, 65553, 17, GGML_F16 },
+		{ "Q8_0 300 x 32800", 32800, 300, 0, GGML_Q8_0 },
 	};
 	struct rng r;
 	rng_seed(&r, 8209);
@@ -434,6 +438,39 @@ static void test_tiles(void **state)
 		free(in);
 		free(bias);
 		free(out);
+	}
+}
+
+/* -------------------------------------------------------------- threads */
+
+static void test_threads(void **state)
+{
+	(void)state;
+	static const uint32_t types[] = { GGML_F16, GGML_BF16, GGML_Q8_0, GGML_Q4_K };
+	struct rng r;
+	rng_seed(&r, 150);
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+		int cols = 2 * (int)(ggml_block_values(types[k]) > 1 ? ggml_block_values(types[k]) : 40);
+		struct held_mat h = { .rows = 150, .cols = cols };
+		float *W = xmalloc((size_t)150 * cols * sizeof *W);
+		add_random_part(&h, 0, 150, types[k], W, &r);
+		float *in = random_floats((size_t)4 * cols, &r);
+		float *one = xmalloc((size_t)4 * 150 * sizeof *one);
+		held_matmul(one, in, &h, NULL, 4); /* one thread */
+		char what[64];
+		snprintf(what, sizeof what, "%s, 150 x %d, two threads", ggml_type_name(types[k]), cols);
+		engine_set_threads(2);
+		struct worst w = check_products(&h, W, what, &r);
+		float *two = xmalloc((size_t)4 * 150 * sizeof *two);
+		held_matmul(two, in, &h, NULL, 4);
+		engine_set_threads(1);
+		same_bits(two, one, (size_t)4 * 150, 150, 0, "N 4 with two threads against one");
+		printf("  %-28s products worst error %.3g, %.3f of tolerance\n", what, w.err, w.ratio);
+		held_free(&h);
+		free(W);
+		free(in);
+		free(one);
+		free(two);
 	}
 }
 
@@ -493,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_parts),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_tiles),
+		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_accounting),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -16,6 +16,8 @@
 #include "util.h"
 
 #include <cblas.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,26 +132,116 @@ void held_rows(const struct held_mat *h, int r0, int n, float *dst)
 	}
 }
 
+/* --------------------------------------------------- a second thread */
+
+/*
+ * The conversions and the row dots are the engine's own loops, outside
+ * OpenBLAS's threads: with more than one BLAS thread they split their rows
+ * with one helper thread, which sleeps between jobs.  fn(ctx, lo, hi, t)
+ * does rows lo .. hi - 1 with thread t's scratch (0 here, 1 there).
+ */
+typedef void split_fn(void *ctx, int lo, int hi, int t);
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	bool up;
+	unsigned posted, finished;
+	split_fn *fn;
+	void *ctx;
+	int lo, hi;
+} helper = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
+	     .done = PTHREAD_COND_INITIALIZER };
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&helper.mu);
+	for (;;) {
+		while (helper.finished == helper.posted)
+			pthread_cond_wait(&helper.go, &helper.mu);
+		pthread_mutex_unlock(&helper.mu);
+		helper.fn(helper.ctx, helper.lo, helper.hi, 1);
+		pthread_mutex_lock(&helper.mu);
+		helper.finished = helper.posted;
+		pthread_cond_signal(&helper.done);
+	}
+	return NULL;
+}
+
+/* A forked child has no helper thread: it starts its own when it needs one. */
+static void helper_forked(void)
+{
+	pthread_mutex_init(&helper.mu, NULL);
+	pthread_cond_init(&helper.go, NULL);
+	pthread_cond_init(&helper.done, NULL);
+	helper.up = false;
+	helper.posted = helper.finished = 0;
+}
+
+/* Whether the helper runs (started on first use; false when it cannot). */
+static bool helper_ready(void)
+{
+	static bool at_fork;
+	if (helper.up)
+		return true;
+	if (!at_fork)
+		at_fork = pthread_atfork(NULL, NULL, helper_forked) == 0;
+	pthread_t th;
+	if (!at_fork || pthread_create(&th, NULL, helper_main, NULL) != 0)
+		return false;
+	pthread_detach(th);
+	helper.up = true;
+	return true;
+}
+
+/* fn over rows 0 .. n - 1: split in two when there are BLAS threads to
+ * spare and at least `min` rows, else here alone. */
+static void split_rows(split_fn *fn, void *ctx, int n, int min)
+{
+	if (n < min || openblas_get_num_threads() < 2 || !helper_ready()) {
+		fn(ctx, 0, n, 0);
+		return;
+	}
+	int mid = n / 2;
+	pthread_mutex_lock(&helper.mu);
+	helper.fn = fn;
+	helper.ctx = ctx;
+	helper.lo = mid;
+	helper.hi = n;
+	helper.posted++;
+	pthread_cond_signal(&helper.go);
+	pthread_mutex_unlock(&helper.mu);
+	fn(ctx, 0, mid, 0);
+	pthread_mutex_lock(&helper.mu);
+	while (helper.finished != helper.posted)
+		pthread_cond_wait(&helper.done, &helper.mu);
+	pthread_mutex_unlock(&helper.mu);
+}
+
 /* ------------------------------------------------------------ products */
 
-static float *scratch;
-static size_t scratch_n;
+/* Scratch of thread t (0 or 1), grown to n floats. */
+static float *scratch[2];
+static size_t scratch_n[2];
 
-static float *scratch_get(size_t n)
+static float *scratch_get(int t, size_t n)
 {
-	if (n > scratch_n) {
-		free(scratch);
-		scratch = xmalloc_aligned(n * sizeof(float));
-		scratch_n = n;
+	if (n > scratch_n[t]) {
+		free(scratch[t]);
+		scratch[t] = xmalloc_aligned(n * sizeof(float));
+		scratch_n[t] = n;
 	}
-	return scratch;
+	return scratch[t];
 }
 
 void held_scratch_free(void)
 {
-	free(scratch);
-	scratch = NULL;
-	scratch_n = 0;
+	for (int t = 0; t < 2; t++) {
+		free(scratch[t]);
+		scratch[t] = NULL;
+		scratch_n[t] = 0;
+	}
 }
 
 static float dot(const float *a, const float *b, int n)
@@ -173,16 +265,42 @@ static float dot(const float *a, const float *b, int n)
 	return s;
 }
 
+/* What a split job reads: a part, its rows' destination, the input. */
+struct job {
+	const struct held_part *p;
+	const float *in;
+	float *out; /* part_dots: the product; part_tiles: the tile */
+	int N, IC, OC, r; /* r: the tile's first row in the part */
+};
+
+/* Rows lo .. hi - 1 of the part: each converted, dotted with every input row. */
+static void dots_rows(void *ctx, int lo, int hi, int t)
+{
+	const struct job *j = ctx;
+	float *row = scratch_get(t, (size_t)j->IC);
+	for (int r = lo; r < hi; r++) {
+		part_row(j->p, r, j->IC, row);
+		for (int i = 0; i < j->N; i++)
+			j->out[(size_t)i * j->OC + j->p->r0 + r] =
+				dot(row, j->in + (size_t)i * j->IC, j->IC);
+	}
+}
+
+/* Rows lo .. hi - 1 of the tile converted into it. */
+static void tile_rows(void *ctx, int lo, int hi, int t)
+{
+	(void)t;
+	const struct job *j = ctx;
+	for (int k = lo; k < hi; k++)
+		part_row(j->p, j->r + k, j->IC, j->out + (size_t)k * j->IC);
+}
+
 /* A few rows: each weight row converted once, dotted with every input row. */
 static void part_dots(float *out, const float *in, const struct held_part *p, int N, int IC,
 		      int OC)
 {
-	float *row = scratch_get((size_t)IC);
-	for (int r = 0; r < p->rows; r++) {
-		part_row(p, r, IC, row);
-		for (int i = 0; i < N; i++)
-			out[(size_t)i * OC + p->r0 + r] = dot(row, in + (size_t)i * IC, IC);
-	}
+	struct job j = { p, in, out, N, IC, OC, 0 };
+	split_rows(dots_rows, &j, p->rows, 64);
 }
 
 /* Many rows: a tile of weight rows converted, then one sgemm into its
@@ -195,11 +313,11 @@ static void part_tiles(float *out, const float *in, const struct held_part *p, i
 		tile = 16;
 	if (tile > p->rows)
 		tile = p->rows;
-	float *w = scratch_get((size_t)tile * IC);
+	float *w = scratch_get(0, (size_t)tile * IC);
 	for (int r = 0; r < p->rows; r += tile) {
 		int n = p->rows - r < tile ? p->rows - r : tile;
-		for (int k = 0; k < n; k++)
-			part_row(p, r + k, IC, w + (size_t)k * IC);
+		struct job j = { p, in, w, N, IC, OC, r };
+		split_rows(tile_rows, &j, n, 64);
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, n, IC, 1.0f, in, IC, w, IC,
 			    0.0f, out + p->r0 + r, OC);
 	}
