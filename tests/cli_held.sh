@@ -12,6 +12,7 @@ need_gpt2
 make_tmp cli-held
 RUN_ARGS=--no-db
 text="To be, or not to be, that is the question."
+training_text "$tmp/train.txt"
 
 # dump_pair NAME MODEL: MODEL's --dump held and as float32 into
 # $tmp/held.dump and $tmp/f32.dump; near's verdict in $close
@@ -96,6 +97,17 @@ ATTNSCOPE_WEIGHTS=f32 run "$tmp/hf" -c "text $text; attn mqa" --dump
 near "$tmp/held.dump" "$tmp/out"
 close=$?
 check "the MQA conversion of held weights is the float32 one's" sh -c "[ $close -eq 0 ]"
+
+# train --from a held model converts it a layer at a time: the trained
+# weights are those of training from the float32 load
+for w in held f32; do
+	ATTNSCOPE_WEIGHTS=$w "$A" train --from "$tmp/hf" --data "$tmp/train.txt" --steps 2 --batch 2 \
+		--seed 1 --out "$tmp/tr-$w.safetensors" >/dev/null 2>&1
+	run "$tmp/tr-$w.safetensors" -t "$text" --dump
+	grep -v '^model ' "$tmp/out" >"$tmp/tr-$w.dump"
+done
+check "train --from a held model trains what the float32 load trains" \
+	sh -c "grep -q '^loss [0-9]' '$tmp/tr-held.dump' && cmp -s '$tmp/tr-held.dump' '$tmp/tr-f32.dump'"
 
 # GGUF: every type the reader takes, from the same float32 directory
 rm -rf "$tmp/f32" && mkdir "$tmp/f32"
