@@ -208,7 +208,10 @@ static void q6_k(const unsigned char *b, float *y)
  * F16C, which gives f16_to_f32's value for every finite half (subnormals
  * included) and Inf; a NaN takes f16_to_f32, which keeps a signalling
  * NaN's bits.  tests/test_gguf.c holds each to ggml_dequantize_ref bit for
- * bit on random blocks.
+ * bit on random blocks.  (In these types every product is exact, a half's
+ * 11 significant bits times at most 8 bits of scale and 6 of q, except
+ * Q6_K's last, after which nothing is added: so a fused multiply-add would
+ * give the same floats too, and the test cannot tell them apart.)
  */
 #if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
@@ -273,21 +276,35 @@ static void q4_0_avx2(const unsigned char *b, float *y, size_t n)
 	}
 }
 
+/* d * sc[j] into dsc[j] and dmin * mn[j] into dmn[j] for the 8 sub-blocks
+ * of a Q4_K / Q5_K block (scale_min's 6-bit numbers, unpacked four bytes
+ * at a time; the same products as the scalar code's d1, dm1, ...). */
+static inline void scales_mins(const unsigned char *s, float d, float dmin, float dsc[8],
+			       float dmn[8])
+{
+	const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+	uint32_t u[3], sc[2], mn[2];
+	memcpy(u, s, 12);
+	sc[0] = u[0] & k1;
+	sc[1] = (u[2] & k2) | (u[0] >> 6 & k3) << 4;
+	mn[0] = u[1] & k1;
+	mn[1] = (u[2] >> 4 & k2) | (u[1] >> 6 & k3) << 4;
+	__m128i vs = _mm_loadl_epi64((const __m128i *)sc), vm = _mm_loadl_epi64((const __m128i *)mn);
+	_mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(d), u8_ps(vs)));
+	_mm256_storeu_ps(dmn, _mm256_mul_ps(_mm256_set1_ps(dmin), u8_ps(vm)));
+}
+
 /* Q4_K (qh NULL) and Q5_K. */
 static void q45_k_avx2(const unsigned char *b, float *y, size_t n, bool five)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
 	size_t bb = five ? 176 : 144;
 	for (size_t i = 0; i < n; i++, b += bb, y += 256) {
-		float d = half_f16c(b), dmin = half_f16c(b + 2);
-		const unsigned char *s = b + 4, *qs = b + (five ? 48 : 16);
+		float dsc[8], dmn[8];
+		scales_mins(b + 4, half_f16c(b), half_f16c(b + 2), dsc, dmn);
+		const unsigned char *qs = b + (five ? 48 : 16);
 		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
 		for (int p = 0; p < 4; p++) {
-			int sc1, m1, sc2, m2;
-			scale_min(s, 2 * p, &sc1, &m1);
-			scale_min(s, 2 * p + 1, &sc2, &m2);
-			float d1 = d * (float)sc1, dm1 = dmin * (float)m1;
-			float d2 = d * (float)sc2, dm2 = dmin * (float)m2;
 			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -299,8 +316,10 @@ static void q45_k_avx2(const unsigned char *b, float *y, size_t n, bool five)
 				hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(
 								 _mm256_and_si256(qh, b2), b2), sixteen));
 			}
-			u8x32_mul_sub(y + 64 * p, lo, _mm256_set1_ps(d1), _mm256_set1_ps(dm1));
-			u8x32_mul_sub(y + 64 * p + 32, hi, _mm256_set1_ps(d2), _mm256_set1_ps(dm2));
+			u8x32_mul_sub(y + 64 * p, lo, _mm256_set1_ps(dsc[2 * p]),
+				      _mm256_set1_ps(dmn[2 * p]));
+			u8x32_mul_sub(y + 64 * p + 32, hi, _mm256_set1_ps(dsc[2 * p + 1]),
+				      _mm256_set1_ps(dmn[2 * p + 1]));
 		}
 	}
 }
