@@ -53,4 +53,10 @@ const char *ggml_type_name(uint32_t t);
  * read is a broken invariant (die). */
 void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks);
 
+/* The same conversion by the portable scalar code alone: the reference.
+ * Where the build has AVX2 and F16C, ggml_dequantize converts Q8_0, Q4_0,
+ * Q4_K, Q5_K and Q6_K eight values at a time, and must give exactly these
+ * floats (bit for bit) for every block whose halves are finite. */
+void ggml_dequantize_ref(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks);
+
 #endif

@@ -6,6 +6,10 @@
  *   - every quantized type round-trips within the error its block predicts
  *     (gq_bound: half a step of the sub-block's stored grid, or the distance
  *     to the grid's ends), element by element;
+ *   - ggml_dequantize (AVX2 for Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) gives the
+ *     floats of ggml_dequantize_ref, the scalar reference, bit for bit on
+ *     400 random blocks of every quantized type with random finite halves
+ *     (subnormal and negative among them);
  *   - each architecture (llama, qwen2, qwen3, gpt2, gptneox, bert) in F32, F16 and
  *     BF16 loads to the config and weights of the same model's attnscope
  *     checkpoint written in the same type (BF16: a checkpoint of BF16
@@ -392,6 +396,69 @@ static void test_quant_bounds(void **state)
 	}
 	free(x);
 	free(y);
+}
+
+/* ----------------------------------------------- fast against reference */
+
+/* A random finite half: any sign and mantissa, the exponent 0 (zero or
+ * subnormal) one time in four, else 1 .. 30. */
+static uint16_t finite_half(struct rng *r)
+{
+	uint32_t u = rng_u32(r), e = u >> 16 & 3 ? 1 + (u >> 18) % 30 : 0;
+	return (uint16_t)((u & 0x83ff) | e << 10);
+}
+
+/* ggml_dequantize (AVX2 where the build has it) equals ggml_dequantize_ref
+ * bit for bit on 400 random blocks of each type (random bytes, every half
+ * random and finite), from an odd address into an odd float, writing no
+ * float past the last block's. */
+static void test_fast_equals_ref(void **state)
+{
+	(void)state;
+	enum { BLOCKS = 400 };
+	/* the halves' offsets in a block, quant.h's layouts; -1: none */
+	static const int halves[][2] = {
+		[GGML_Q8_0] = { 0, -1 }, [GGML_Q4_0] = { 0, -1 }, [GGML_Q5_0] = { 0, -1 },
+		[GGML_Q4_1] = { 0, 2 },  [GGML_Q5_1] = { 0, 2 },  [GGML_Q4_K] = { 0, 2 },
+		[GGML_Q5_K] = { 0, 2 },  [GGML_Q2_K] = { 80, 82 }, [GGML_Q3_K] = { 108, -1 },
+		[GGML_Q6_K] = { 208, -1 },
+	};
+	struct rng r;
+	rng_seed(&r, 20261205);
+	int subnormal = 0, negative = 0;
+	for (size_t k = 0; k < N_QUANT; k++) {
+		uint32_t t = quant_types[k];
+		size_t bv = ggml_block_values(t), bb = ggml_block_bytes(t), n = BLOCKS * bv;
+		unsigned char *raw = xmalloc(BLOCKS * bb + 1), *q = raw + 1;
+		float *got = xmalloc((n + 2) * sizeof *got), *want = xmalloc(n * sizeof *want);
+		for (size_t i = 0; i < BLOCKS * bb; i++)
+			q[i] = (unsigned char)rng_u32(&r);
+		for (size_t b = 0; b < BLOCKS; b++)
+			for (int j = 0; j < 2 && halves[t][j] >= 0; j++) {
+				uint16_t h = finite_half(&r);
+				subnormal += (h & 0x7c00) == 0 && (h & 0x3ff);
+				negative += h >> 15;
+				q[b * bb + halves[t][j]] = (unsigned char)h;
+				q[b * bb + halves[t][j] + 1] = (unsigned char)(h >> 8);
+			}
+		memset(got, 0xff, (n + 2) * sizeof *got); /* NaN: a float not written */
+		ggml_dequantize(t, q, got + 1, BLOCKS);
+		ggml_dequantize_ref(t, q, want, BLOCKS);
+		uint32_t g0, gn;
+		memcpy(&g0, &got[0], 4);
+		memcpy(&gn, &got[n + 1], 4);
+		if (g0 != 0xffffffffu || gn != 0xffffffffu)
+			fail_msg("%s: ggml_dequantize wrote outside its blocks", ggml_type_name(t));
+		for (size_t i = 0; i < n; i++)
+			if (memcmp(&got[i + 1], &want[i], sizeof *want))
+				fail_msg("%s: value %zu of block %zu is %.9g, the reference's %.9g",
+					 ggml_type_name(t), i % bv, i / bv, (double)got[i + 1],
+					 (double)want[i]);
+		free(raw);
+		free(got);
+		free(want);
+	}
+	assert_true(subnormal > 100 && negative > 1000);
 }
 
 /* ------------------------------------------------ F32, F16, BF16 exactly */
@@ -1420,6 +1487,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_blocks),
 		cmocka_unit_test(test_quant_bounds),
+		cmocka_unit_test(test_fast_equals_ref),
 		cmocka_unit_test(test_exact_types),
 		cmocka_unit_test(test_head_dim),
 		cmocka_unit_test(test_version2_alignment),

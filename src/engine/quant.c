@@ -196,9 +196,194 @@ static void q6_k(const unsigned char *b, float *y)
 	}
 }
 
+/* ------------------------------------------------------- AVX2 versions */
+
+/*
+ * The same floats as the scalar functions above, eight at a time: each
+ * value is the same product (and difference) of the same two floats,
+ * computed by one _mm256_mul_ps (then one _mm256_sub_ps, never a fused
+ * multiply-add: -std=c11 keeps GCC from contracting them, as it keeps it
+ * from contracting the scalar code), and the per-block scales (d * sc, dmin
+ * * mn) are the scalar code's own expressions.  The halves convert through
+ * F16C, which gives f16_to_f32's value for every finite half (subnormals
+ * included) and Inf; a NaN takes f16_to_f32, which keeps a signalling
+ * NaN's bits.  tests/test_gguf.c holds each to ggml_dequantize_ref bit for
+ * bit on random blocks.  (In these types every product is exact, a half's
+ * 11 significant bits times at most 8 bits of scale and 6 of q, except
+ * Q6_K's last, after which nothing is added: so a fused multiply-add would
+ * give the same floats too, and the test cannot tell them apart.)
+ */
+#if defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+
+#define QUANT_AVX2 1
+
+static inline float half_f16c(const unsigned char *p)
+{
+	uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+	return (h & 0x7c00) == 0x7c00 ? f16_to_f32(h) : _cvtsh_ss(h);
+}
+
+/* The low 8 bytes of x as floats: unsigned, or signed. */
+static inline __m256 u8_ps(__m128i x)
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(x));
+}
+
+static inline __m256 i8_ps(__m128i x)
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
+}
+
+/* y[0 .. 31] = (float)q[j] * d for the 32 signed bytes q. */
+static inline void i8x32_mul(float *y, __m256i q, __m256 d)
+{
+	__m128i a = _mm256_castsi256_si128(q), b = _mm256_extracti128_si256(q, 1);
+	_mm256_storeu_ps(y, _mm256_mul_ps(i8_ps(a), d));
+	_mm256_storeu_ps(y + 8, _mm256_mul_ps(i8_ps(_mm_srli_si128(a, 8)), d));
+	_mm256_storeu_ps(y + 16, _mm256_mul_ps(i8_ps(b), d));
+	_mm256_storeu_ps(y + 24, _mm256_mul_ps(i8_ps(_mm_srli_si128(b, 8)), d));
+}
+
+/* y[0 .. 31] = d * (float)q[j] - m for the 32 unsigned bytes q (Q4_K's
+ * d1 * lo - dm1). */
+static inline void u8x32_mul_sub(float *y, __m256i q, __m256 d, __m256 m)
+{
+	__m128i a = _mm256_castsi256_si128(q), b = _mm256_extracti128_si256(q, 1);
+	_mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, u8_ps(a)), m));
+	_mm256_storeu_ps(y + 8, _mm256_sub_ps(_mm256_mul_ps(d, u8_ps(_mm_srli_si128(a, 8))), m));
+	_mm256_storeu_ps(y + 16, _mm256_sub_ps(_mm256_mul_ps(d, u8_ps(b)), m));
+	_mm256_storeu_ps(y + 24, _mm256_sub_ps(_mm256_mul_ps(d, u8_ps(_mm_srli_si128(b, 8))), m));
+}
+
+static void q8_0_avx2(const unsigned char *b, float *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++, b += 34, y += 32) {
+		__m256 d = _mm256_set1_ps(half_f16c(b));
+		i8x32_mul(y, _mm256_loadu_si256((const __m256i *)(b + 2)), d);
+	}
+}
+
+static void q4_0_avx2(const unsigned char *b, float *y, size_t n)
+{
+	const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+	for (size_t i = 0; i < n; i++, b += 18, y += 32) {
+		__m256 d = _mm256_set1_ps(half_f16c(b));
+		__m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
+		__m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
+		__m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
+		i8x32_mul(y, _mm256_set_m128i(hi, lo), d);
+	}
+}
+
+/* d * sc[j] into dsc[j] and dmin * mn[j] into dmn[j] for the 8 sub-blocks
+ * of a Q4_K / Q5_K block (scale_min's 6-bit numbers, unpacked four bytes
+ * at a time; the same products as the scalar code's d1, dm1, ...). */
+static inline void scales_mins(const unsigned char *s, float d, float dmin, float dsc[8],
+			       float dmn[8])
+{
+	const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+	uint32_t u[3], sc[2], mn[2];
+	memcpy(u, s, 12);
+	sc[0] = u[0] & k1;
+	sc[1] = (u[2] & k2) | (u[0] >> 6 & k3) << 4;
+	mn[0] = u[1] & k1;
+	mn[1] = (u[2] >> 4 & k2) | (u[1] >> 6 & k3) << 4;
+	__m128i vs = _mm_loadl_epi64((const __m128i *)sc), vm = _mm_loadl_epi64((const __m128i *)mn);
+	_mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(d), u8_ps(vs)));
+	_mm256_storeu_ps(dmn, _mm256_mul_ps(_mm256_set1_ps(dmin), u8_ps(vm)));
+}
+
+/* Q4_K (qh NULL) and Q5_K. */
+static void q45_k_avx2(const unsigned char *b, float *y, size_t n, bool five)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), sixteen = _mm256_set1_epi8(16);
+	size_t bb = five ? 176 : 144;
+	for (size_t i = 0; i < n; i++, b += bb, y += 256) {
+		float dsc[8], dmn[8];
+		scales_mins(b + 4, half_f16c(b), half_f16c(b + 2), dsc, dmn);
+		const unsigned char *qs = b + (five ? 48 : 16);
+		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+		for (int p = 0; p < 4; p++) {
+			__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) { /* bit 2p of qh[l] (lo), 2p + 1 (hi): 16 */
+				__m256i b1 = _mm256_set1_epi8((char)(1 << 2 * p));
+				__m256i b2 = _mm256_set1_epi8((char)(2 << 2 * p));
+				lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(
+								 _mm256_and_si256(qh, b1), b1), sixteen));
+				hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(
+								 _mm256_and_si256(qh, b2), b2), sixteen));
+			}
+			u8x32_mul_sub(y + 64 * p, lo, _mm256_set1_ps(dsc[2 * p]),
+				      _mm256_set1_ps(dmn[2 * p]));
+			u8x32_mul_sub(y + 64 * p + 32, hi, _mm256_set1_ps(dsc[2 * p + 1]),
+				      _mm256_set1_ps(dmn[2 * p + 1]));
+		}
+	}
+}
+
+/* y[0 .. 31] = (d * sc0) * q[j] for j < 16, (d * sc1) * q[j] after: one of
+ * Q6_K's quarters, whose 32 values take two scales. */
+static inline void q6_quarter(float *y, __m256i q, float d, const signed char *sc)
+{
+	__m256 d0 = _mm256_set1_ps(d * (float)sc[0]), d1 = _mm256_set1_ps(d * (float)sc[1]);
+	__m128i a = _mm256_castsi256_si128(q), b = _mm256_extracti128_si256(q, 1);
+	_mm256_storeu_ps(y, _mm256_mul_ps(d0, i8_ps(a)));
+	_mm256_storeu_ps(y + 8, _mm256_mul_ps(d0, i8_ps(_mm_srli_si128(a, 8))));
+	_mm256_storeu_ps(y + 16, _mm256_mul_ps(d1, i8_ps(b)));
+	_mm256_storeu_ps(y + 24, _mm256_mul_ps(d1, i8_ps(_mm_srli_si128(b, 8))));
+}
+
+static void q6_k_avx2(const unsigned char *b, float *y, size_t n)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3 << 4);
+	const __m256i m32 = _mm256_set1_epi8(32);
+	for (size_t i = 0; i < n; i++, b += 210, y += 256) {
+		const signed char *sc = (const signed char *)(b + 192);
+		float d = half_f16c(b + 208);
+		for (int h = 0; h < 2; h++) {
+			__m256i l0 = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
+			__m256i l1 = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
+			__m256i qh = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+			/* quarter k: its 4 low bits, and bits 2k, 2k + 1 of qh at 4, 5 */
+			__m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
+						     _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+			__m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+						     _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+			__m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+						     _mm256_and_si256(qh, m2));
+			__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+						     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+			float *yh = y + 128 * h;
+			q6_quarter(yh, _mm256_sub_epi8(q0, m32), d, sc + 8 * h);
+			q6_quarter(yh + 32, _mm256_sub_epi8(q1, m32), d, sc + 8 * h + 2);
+			q6_quarter(yh + 64, _mm256_sub_epi8(q2, m32), d, sc + 8 * h + 4);
+			q6_quarter(yh + 96, _mm256_sub_epi8(q3, m32), d, sc + 8 * h + 6);
+		}
+	}
+}
+
+/* The types above, n_blocks at src into dst; false for another type. */
+static bool dequantize_avx2(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks)
+{
+	switch (t) {
+	case GGML_Q8_0: q8_0_avx2(src, dst, n_blocks); return true;
+	case GGML_Q4_0: q4_0_avx2(src, dst, n_blocks); return true;
+	case GGML_Q4_K: q45_k_avx2(src, dst, n_blocks, false); return true;
+	case GGML_Q5_K: q45_k_avx2(src, dst, n_blocks, true); return true;
+	case GGML_Q6_K: q6_k_avx2(src, dst, n_blocks); return true;
+	default: return false;
+	}
+}
+#endif
+
 /* ---------------------------------------------------------------- entry */
 
-void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks)
+/* fast: the AVX2 version of the type where this build has one. */
+static void dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks,
+		       bool fast)
 {
 	size_t bv = ggml_block_values(t), bb = ggml_block_bytes(t);
 	if (!bv)
@@ -208,6 +393,12 @@ void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_
 			     t == GGML_F32 ? DTYPE_F32 : t == GGML_F16 ? DTYPE_F16 : DTYPE_BF16);
 		return;
 	}
+#ifdef QUANT_AVX2
+	if (fast && dequantize_avx2(t, src, dst, n_blocks))
+		return;
+#else
+	(void)fast;
+#endif
 	for (size_t i = 0; i < n_blocks; i++, src += bb, dst += bv) {
 		switch (t) {
 		case GGML_Q8_0: q8_0(src, dst); break;
@@ -223,4 +414,14 @@ void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_
 		default: die("ggml_dequantize: type %u has no dequantizer", t);
 		}
 	}
+}
+
+void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks)
+{
+	dequantize(t, src, dst, n_blocks, true);
+}
+
+void ggml_dequantize_ref(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks)
+{
+	dequantize(t, src, dst, n_blocks, false);
 }
