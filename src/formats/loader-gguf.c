@@ -78,7 +78,10 @@
  * llama), experts, a key_length other than value_length, a BERT
  * key_length other than embedding_length / head_count, a causal BERT,
  * OLMo 3's sliding window (olmo2.attention.sliding_window).
- * Weights of every type gguf.h reads are dequantized to F32.
+ * The matrices (token_embd, attn_*, ffn_*, output) of a decoder file in
+ * another type than F32 are held as stored (model_new_held: held.h), their
+ * rotate-half rows moved whole; BERT's, and every vector, are dequantized
+ * to F32.
  *
  * The tokenizer comes from the metadata (gguf-vocab.c); --tokenizer gives
  * another: a tokenizer.bin (llama2.c), or a tokenizer.json, vocab.json +
