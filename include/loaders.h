@@ -107,6 +107,15 @@ int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t 
 int ld_shards_read_stored(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,
 			  void *dst, enum dtype *dt, struct err *e);
 
+/* Reads name, shaped {d0, d1} as ld_shards_read checks, transposed into
+ * dst (d1, d0): dst[o * d0 + i] = name[i][o] (a Conv1D weight stored
+ * [in, out] into the engine's (out, in)).  Read a block of rows at a time
+ * and transposed from the cache, never held whole beside dst.  0, or -1
+ * + e as ld_shards_read (a bad value named by its index in the file's
+ * tensor). */
+int ld_shards_read_t(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,
+		     float *dst, struct err *e);
+
 /* The values of every shard's tensors that have bytes behind them
  * (st_values_held): what a config may be checked against before a model
  * is allocated for it. */
@@ -155,6 +164,11 @@ int ld_pread(int fd, void *buf, size_t n, off_t off, struct err *e);
  * -1 + e. */
 int ld_read_floats(int fd, off_t off, float *dst, size_t n, enum dtype dt, const char *name,
 		   struct err *e);
+/* The same for elements first .. first+n-1 of a tensor read in parts
+ * (off is element first's): a bad value is named by its index in the
+ * whole tensor. */
+int ld_read_floats_from(int fd, off_t off, float *dst, size_t n, enum dtype dt,
+			const char *name, uint64_t first, struct err *e);
 
 /* ld_read_floats kept in type dt: n elements (n * dtype_size(dt) bytes)
  * at off into dst as stored, NaN/Inf rejected the same way. */

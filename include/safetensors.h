@@ -115,6 +115,14 @@ int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e);
  * dst, with st_read's checks and refusals. */
 int st_read_stored(struct st_file *f, struct st_tensor *t, void *dst, struct err *e);
 
+/* Rows row0 .. row0+rows-1 of t (along its first dimension) into dst,
+ * converted and checked as st_read() does, a bad value named by its index
+ * in the whole tensor; t is not marked read (the caller reading it in
+ * parts does that).  0, or -1 + e.  The caller keeps row0 + rows within
+ * shape[0]. */
+int st_read_rows(struct st_file *f, const struct st_tensor *t, uint64_t row0, uint64_t rows,
+		 float *dst, struct err *e);
+
 /* The values of f's tensors that have bytes behind them (every dtype but
  * DTYPE_OTHER): what a config may be checked against before a model is
  * allocated for it. */

@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "loaders.h"
 #include "safetensors.h"
 #include "util.h"
 
@@ -512,6 +513,66 @@ static void test_hooks(void **state)
 		   "(expected [2, 2])");
 }
 
+/* ------------------------------------------------- transposed, in blocks */
+
+/* ld_shards_read_t (a Conv1D weight [in, out] into the engine's (out, in))
+ * on a matrix larger than one of its blocks, with a short last block and a
+ * width that is no multiple of its 16-column tiles: every element lands at
+ * its transposed place, as a naive transpose puts it, in F32 and in BF16;
+ * st_read_rows reads a middle run of rows as they are; a NaN in the second
+ * block is named by its index in the file's tensor, not in the block. */
+static void test_read_transposed(void **state)
+{
+	enum { D0 = 700, D1 = 100 }; /* 280 KB: more than one 256 KB block */
+	float *x = xmalloc((size_t)D0 * D1 * sizeof *x), *got = xmalloc(sizeof(float) * D0 * D1);
+	uint16_t *h = xmalloc((size_t)D0 * D1 * sizeof *h);
+	for (size_t i = 0; i < (size_t)D0 * D1; i++) {
+		h[i] = (uint16_t)(0x3f80 + i % 113 + ((i % 7) << 8)); /* BF16, exact in F32 */
+		uint32_t u = (uint32_t)h[i] << 16;
+		memcpy(&x[i], &u, sizeof u);
+	}
+	char hdr[256];
+	snprintf(hdr, sizeof hdr, "{\"w\":{\"dtype\":\"F32\",\"shape\":[%d,%d],\"data_offsets\":"
+		 "[0,%zu]},\"b\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]}}",
+		 D0, D1, sizeof(float) * D0 * D1, D0, D1, sizeof(float) * D0 * D1,
+		 sizeof(float) * D0 * D1 + sizeof(uint16_t) * D0 * D1);
+	size_t nb = (sizeof(float) + sizeof(uint16_t)) * D0 * D1;
+	unsigned char *data = xmalloc(nb);
+	memcpy(data, x, sizeof(float) * D0 * D1);
+	memcpy(data + sizeof(float) * D0 * D1, h, sizeof(uint16_t) * D0 * D1);
+	const char *p = put("t.st", hdr, data, nb);
+	struct ld_shards s = { .n = 0 };
+	struct err e = { "" };
+	assert_int_equal(ld_shards_open_file(p, &s, &e), 0);
+	static const char *const names[] = { "w", "b" };
+	for (int k = 0; k < 2; k++) {
+		memset(got, 0, sizeof(float) * D0 * D1);
+		assert_int_equal(ld_shards_read_t(&s, names[k], D0, D1, got, &e), 0);
+		for (size_t i = 0; i < D0; i++)
+			for (size_t o = 0; o < D1; o++)
+				if (got[o * D0 + i] != x[i * D1 + o])
+					fail_msg("%s: (%zu, %zu) holds %g, not %g", names[k], o, i,
+						 got[o * D0 + i], x[i * D1 + o]);
+	}
+	struct st_file *f;
+	struct st_tensor *t = ld_shards_find(&s, "w", &f);
+	assert_int_equal(st_read_rows(f, t, 650, 30, got, &e), 0);
+	assert_same_floats(got, x + 650 * D1, 30 * D1);
+	ld_shards_close(&s);
+
+	x[680 * D1 + 7] = NAN;
+	memcpy(data, x, sizeof(float) * D0 * D1);
+	p = put("t-nan.st", hdr, data, nb);
+	assert_int_equal(ld_shards_open_file(p, &s, &e), 0);
+	assert_int_equal(ld_shards_read_t(&s, "w", D0, D1, got, &e), -1);
+	assert_string_equal(e.msg, "tensor w has a non-finite value at element 68007");
+	ld_shards_close(&s);
+	free(x);
+	free(h);
+	free(got);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_read_transposed),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

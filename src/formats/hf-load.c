@@ -209,16 +209,12 @@ static int read_rows(struct ld_shards *s, const struct model_config *c, const st
 	}
 	if (t->xf == HF_COPY)
 		return ld_shards_read(s, name, g->rows, g->cols, at, e);
-	bool conv = t->xf == HF_CONV1D && g->cols;
-	if (conv && conv1d_shape(s, name, g, e))
-		return -1;
+	if (t->xf == HF_CONV1D && g->cols) /* [in, out] -> (out, in) */
+		return conv1d_shape(s, name, g, e) ? -1
+						   : ld_shards_read_t(s, name, g->cols, g->rows, at, e);
 	float *tmp = xmalloc_aligned(g->rows * w * sizeof(float));
-	int rc = conv ? ld_shards_read(s, name, g->cols, g->rows, tmp, e)
-		      : ld_shards_read(s, name, g->rows, g->cols, tmp, e);
-	for (size_t r = 0; !rc && conv && r < g->cols; r++) /* [in, out] -> (out, in) */
-		for (size_t o = 0; o < g->rows; o++)
-			at[o * g->cols + r] = tmp[r * g->rows + o];
-	for (size_t r = 0; !rc && !conv && r < g->rows; r++)
+	int rc = ld_shards_read(s, name, g->rows, g->cols, tmp, e);
+	for (size_t r = 0; !rc && r < g->rows; r++)
 		memcpy(at + dest_row(c, t->xf, r) * w, tmp + r * w, w * sizeof(float));
 	free(tmp);
 	return rc;

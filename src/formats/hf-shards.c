@@ -167,22 +167,78 @@ struct st_tensor *ld_shards_find(struct ld_shards *s, const char *name, struct s
 	return NULL;
 }
 
-int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
-		   struct err *e)
+/* The tensor name shaped {d0, d1} (d1 = 0: 1-D) and its file in *in, or
+ * NULL + e: missing, or another shape ("... but config.json needs ..."). */
+static struct st_tensor *find_shaped(struct ld_shards *s, const char *name, uint64_t d0,
+				     uint64_t d1, struct st_file **in, struct err *e)
 {
-	struct st_file *f;
-	struct st_tensor *t = ld_shards_find(s, name, &f);
-	if (!t)
-		return err_set(e, "missing tensor \"%s\"", name);
+	struct st_tensor *t = ld_shards_find(s, name, in);
+	if (!t) {
+		err_set(e, "missing tensor \"%s\"", name);
+		return NULL;
+	}
 	uint64_t shape[2] = { d0, d1 };
 	int nd = d1 ? 2 : 1;
 	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
 		char got[96], want[64];
 		st_shape_str(got, sizeof got, t->shape, t->ndim);
 		st_shape_str(want, sizeof want, shape, nd);
-		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
+		err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
+		return NULL;
 	}
-	return st_read(f, t, dst, e);
+	return t;
+}
+
+int ld_shards_read(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1, float *dst,
+		   struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = find_shaped(s, name, d0, d1, &f, e);
+	return t ? st_read(f, t, dst, e) : -1;
+}
+
+/* Bytes of the file read per block by ld_shards_read_t: a block and the
+ * rows it is written to stay in the L2 cache. */
+#define T_BLOCK_BYTES (256u << 10)
+
+/* The transposed rows of one block: rows i0 .. i0+n-1 of a (d0, d1) matrix,
+ * held in buf (n, d1), into columns i0.. of dst (d1, d0).  Sixteen rows of
+ * dst at a time, so that the sixteen lines of each row of buf they read
+ * are read from L1 while they last. */
+static void transpose_block(float *dst, const float *buf, uint64_t i0, size_t n, uint64_t d0,
+			    uint64_t d1)
+{
+	for (uint64_t o0 = 0; o0 < d1; o0 += 16) {
+		uint64_t o1 = o0 + 16 < d1 ? o0 + 16 : d1;
+		for (size_t i = 0; i < n; i++) {
+			const float *row = buf + i * d1;
+			for (uint64_t o = o0; o < o1; o++)
+				dst[o * d0 + i0 + i] = row[o];
+		}
+	}
+}
+
+int ld_shards_read_t(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,
+		     float *dst, struct err *e)
+{
+	struct st_file *f;
+	struct st_tensor *t = find_shaped(s, name, d0, d1, &f, e);
+	if (!t)
+		return -1;
+	size_t rows = d1 ? T_BLOCK_BYTES / (d1 * sizeof(float)) : 1;
+	rows = rows < 1 ? 1 : rows > d0 ? (size_t)d0 : rows;
+	float *buf = xmalloc_aligned((rows ? rows : 1) * (d1 ? d1 : 1) * sizeof(float));
+	int rc = 0;
+	for (uint64_t i0 = 0; rc == 0 && i0 < d0; i0 += rows) {
+		size_t n = d0 - i0 < rows ? (size_t)(d0 - i0) : rows;
+		rc = st_read_rows(f, t, i0, n, buf, e);
+		if (rc == 0)
+			transpose_block(dst, buf, i0, n, d0, d1 ? d1 : 1);
+	}
+	free(buf);
+	if (rc == 0)
+		t->read = true;
+	return rc;
 }
 
 int ld_shards_read_stored(struct ld_shards *s, const char *name, uint64_t d0, uint64_t d1,

@@ -339,6 +339,23 @@ int st_read_stored(struct st_file *f, struct st_tensor *t, void *dst, struct err
 	return 0;
 }
 
+int st_read_rows(struct st_file *f, const struct st_tensor *t, uint64_t row0, uint64_t rows,
+		 float *dst, struct err *e)
+{
+	uint64_t w = t->ndim > 1 ? t->n / (t->shape[0] ? t->shape[0] : 1) : 1;
+	int rc;
+
+	if (t->dtype == DTYPE_OTHER)
+		rc = err_set(e, "tensor %.60s has dtype %.20s, which attnscope does not read (F32, "
+			     "F16 and BF16 only)", t->name, t->dtype_name);
+	else
+		rc = ld_read_floats_from(f->fd, (off_t)(f->data_off + t->begin + row0 * w * t->esize),
+					 dst, (size_t)(rows * w), t->dtype, t->name, row0 * w, e);
+	if (rc)
+		ld_one_line(e);
+	return rc ? -1 : 0;
+}
+
 uint64_t st_values_held(const struct st_file *f)
 {
 	uint64_t held = 0;
