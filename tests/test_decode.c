@@ -23,6 +23,10 @@
  *    HOOK_HEADS equals ablating it in the run options, bit for bit; the
  *    decoder calls the same hook at the same sites with the step's
  *    position, and gives the hooked full pass's logits.
+ *  - a run kept while stepping (decoder_keep / decoder_kept) holds what
+ *    model_forward's pass over the same tokens holds (logits, NLL,
+ *    attention, norms, residual stream, final norm), the prompt's rows
+ *    given in place or copied; mask none and tokens not stepped are refused.
  *  - sampler: temperature 0 and top_k 1 give the most likely token, ties
  *    to the smaller id; an excluded id is never drawn; a seed reproduces
  *    a sequence; with temperature 1 draws follow the softmax (70,000 draws
@@ -700,6 +704,131 @@ static void test_sampler(void **state)
 	sampler_free(&s);
 }
 
+/* The worst |kept - pass| / (1e-4 + 1e-4 |pass|) over one field of n
+ * values, its name and index kept in *where when it is the worst so far. */
+static double field_worst(const char *name, const float *a, const float *b, size_t n,
+			  double worst, char *where, size_t size)
+{
+	for (size_t i = 0; i < n; i++) {
+		double q = fabs((double)a[i] - b[i]) / (1e-4 + 1e-4 * fabs((double)b[i]));
+		if (!(q <= worst)) {
+			worst = q;
+			snprintf(where, size, "%s[%zu]: %g vs %g", name, i, (double)a[i], (double)b[i]);
+		}
+	}
+	return worst;
+}
+
+/* A run kept by the decoder (decoder_keep from a pass over the first P
+ * tokens, in place or into a run of its own, then stepped to T and
+ * decoder_kept) against model_forward's run over the T tokens: the worst
+ * ratio over the logits, NLL, attention, head and residual norms, the
+ * residual stream of every block and the final norm's output. */
+static double kept_vs_pass(struct model *m, const struct run_options *o, int P, bool in_place)
+{
+	const struct model_config *c = &m->cfg;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 5 + 2) % V;
+	struct err e;
+	unsigned fl = RUN_LOGITS | RUN_ATTN;
+	struct run *ref = run_new(c, 1, T, fl), *from = run_new(c, 1, T + 3, fl);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, T, ref, &e), 0);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, P, from, &e), 0);
+	struct decoder *d = decoder_new(m, o, T, &e);
+	assert_non_null(d);
+	assert_int_equal(decoder_prefill(d, m, tokens, P, &e), 0);
+	struct run *r = in_place ? from : run_new(c, 1, T + 5, fl);
+	if (decoder_keep(d, m, r, from, &e) != 0)
+		fail_msg("decoder_keep: %s", e.msg);
+	for (int i = P; i < T; i++)
+		assert_int_equal(decoder_step(d, m, tokens[i], &e), 0);
+	if (decoder_kept(d, tokens, T, &e) != 0)
+		fail_msg("decoder_kept: %s", e.msg);
+	assert_int_equal(r->t, T);
+	assert_int_equal(r->b, 1);
+	assert_int_equal(r->n_targets, ref->n_targets);
+	assert_true(run_options_equal(&r->opt, o));
+	size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, C = (size_t)c->d_model;
+	char where[160] = "";
+	double w = 0.0;
+	w = field_worst("logits", r->logits, ref->logits, (size_t)T * V, w, where, sizeof where);
+	w = field_worst("nll", r->nll, ref->nll, T - 1, w, where, sizeof where);
+	w = field_worst("att", r->att, ref->att, L * H * T * T, w, where, sizeof where);
+	w = field_worst("head_norm", r->head_norm, ref->head_norm, L * H * T, w, where, sizeof where);
+	w = field_worst("resid_norm", r->resid_norm, ref->resid_norm, L * T, w, where, sizeof where);
+	w = field_worst("resid", r->resid, ref->resid, (L + 1) * T * C, w, where, sizeof where);
+	w = field_worst("lnf", r->lnf, ref->lnf, (size_t)T * C, w, where, sizeof where);
+	float loss = (float)r->loss, rloss = (float)ref->loss;
+	w = field_worst("loss", &loss, &rloss, 1, w, where, sizeof where);
+	print_message("  P %2d %-8s worst %.3f of tolerance at %s\n", P, in_place ? "in place" : "copied",
+		      w, where);
+	decoder_free(d);
+	if (r != from)
+		run_free(r);
+	run_free(from);
+	run_free(ref);
+	return w;
+}
+
+/* A run kept while stepping (decoder_keep / decoder_kept) holds what
+ * model_forward's pass over the same tokens holds, within 1e-4 + 1e-4
+ * |ref|, for both model families under the options a step computes as a
+ * pass does (placement, K/V sharing down and up, a window, scaling off, an
+ * ablated head), the first rows given in place or copied, from a prompt of
+ * 1 or 5 tokens; mask none is refused (a pass sees later tokens, a step
+ * cannot) without touching the run, and tokens other than those stepped
+ * are refused. */
+static void test_kept_run_matches_forward(void **state)
+{
+	(void)state;
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 4, llama ? 2 : 4, V, 8.0f, 11 + llama);
+		struct run_options native, cases[7];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n++].kv_heads = 4;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, cases[n++].scale = false;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
+			assert_true(kept_vs_pass(m, &cases[i], 5, false) <= 1.0);
+			assert_true(kept_vs_pass(m, &cases[i], 5, true) <= 1.0);
+			assert_true(kept_vs_pass(m, &cases[i], 1, true) <= 1.0);
+		}
+		/* mask none: refused, the run untouched */
+		struct err e;
+		struct run_options none = native;
+		none.mask = MASK_NONE;
+		int tokens[4] = { 1, 2, 3, 4 };
+		struct run *from = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+		assert_int_equal(model_forward(m, &none, tokens, NULL, 1, 4, from, &e), 0);
+		float before = from->att[5];
+		struct decoder *d = decoder_new(m, &none, T, &e);
+		assert_int_equal(decoder_prefill(d, m, tokens, 4, &e), 0);
+		assert_int_equal(decoder_keep(d, m, from, from, &e), -1);
+		assert_int_equal(from->t, 4);
+		assert_true(from->att[5] == before);
+		decoder_free(d);
+		/* tokens other than the ones stepped */
+		assert_int_equal(model_forward(m, &native, tokens, NULL, 1, 4, from, &e), 0);
+		d = decoder_new(m, &native, T, &e);
+		assert_int_equal(decoder_prefill(d, m, tokens, 4, &e), 0);
+		assert_int_equal(decoder_keep(d, m, from, from, &e), 0);
+		assert_int_equal(decoder_step(d, m, 7, &e), 0);
+		int other[5] = { 1, 2, 3, 4, 8 };
+		assert_int_equal(decoder_kept(d, other, 5, &e), -1);
+		assert_non_null(strstr(e.msg, "not the 5 positions stepped"));
+		decoder_free(d);
+		run_free(from);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -713,6 +842,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),
+		cmocka_unit_test(test_kept_run_matches_forward),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),
 	};
