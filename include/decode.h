@@ -141,6 +141,10 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
  */
 int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
 		 struct err *e);
+/* decoder_keep's conditions on d, m and from alone (any r that fits then
+ * does): 0, or -1 with e set. */
+int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
+		     struct err *e);
 int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e);
 
 /* Bytes of the cache as allocated (float32 keys and values). */

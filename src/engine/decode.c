@@ -249,8 +249,8 @@ static bool run_fits(const struct run *x, const struct model_config *c)
 	       x->A == cfg_attn_width(c);
 }
 
-int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
-		 struct err *e)
+int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
+		     struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
@@ -258,11 +258,21 @@ int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const 
 		return err_set(e, "mask %s: a step sees no later token, a pass does", mask_kind_name(o->mask));
 	if (c->rope_scaling == ROPE_SCALE_LONGROPE || c->emb_norm)
 		return err_set(e, "steps and a pass may differ here (LongRoPE, an embedding norm)");
-	if (!run_fits(r, c) || r->T < d->cap || !run_fits(from, c))
-		return err_set(e, "the runs do not fit the model and the cache");
+	if (!from || !run_fits(from, c))
+		return err_set(e, "the pass to start from does not fit the model");
 	if (d->n < 1 || from->b != 1 || from->t != d->n || from->key_len || from->nonfinite.site ||
 	    !run_options_equal(&from->opt, o))
 		return err_set(e, "the pass to start from is not the %d positions cached", d->n);
+	return 0;
+}
+
+int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
+		 struct err *e)
+{
+	if (decoder_can_keep(d, m, from, e) != 0)
+		return -1;
+	if (!run_fits(r, &m->cfg) || r->T < d->cap)
+		return err_set(e, "the run does not fit the model and the cache");
 	if (from == r)
 		relayout(r, d->n, r->T);
 	else

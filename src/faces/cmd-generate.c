@@ -95,6 +95,62 @@ static bool ends_mid_char(const char *s, size_t len)
 	return need > cont;
 }
 
+/* Whether text tokenizes back into the session's tokens and then out[0..k):
+ * the ids the decoder stepped, so that its kept rows are text's pass. */
+static bool tokenizes_back(const struct session *s, const char *text, const int *out, int k)
+{
+	int *ids = NULL, n = 0;
+	struct err ignore;
+	bool same = tok_encode(s->model->tok, text, strlen(text), 1, &ids, &n, &ignore) >= 0 &&
+		    n == s->n_tokens + k &&
+		    memcmp(ids, s->tokens, (size_t)s->n_tokens * sizeof *ids) == 0 &&
+		    memcmp(ids + s->n_tokens, out, (size_t)k * sizeof *ids) == 0;
+	free(ids);
+	return same;
+}
+
+/* The run the decoder fills as it steps (decode.h, decoder_keep): the
+ * session's pass of the continued text when that text tokenizes back into
+ * the ids made, which then needs no pass of its own.  NULL when the
+ * options make steps and a pass differ (mask none). */
+static struct run *keep_rows(struct session *s, struct decoder *d, int T)
+{
+	struct err ignore;
+	const struct run *from = s->run_valid ? s->run : NULL;
+	if (decoder_can_keep(d, s->model, from, &ignore) != 0)
+		return NULL;
+	struct run *r = session_run_to_fill(s, T);
+	if (r && decoder_keep(d, s->model, r, from, &ignore) != 0) { /* a broken invariant */
+		if (r != s->run)
+			run_free(r);
+		session_update(s, &ignore);
+		return NULL;
+	}
+	return r;
+}
+
+/* The continued text's pass from the kept rows: the last token made
+ * stepped too (its attention row and the logits after it), then the run
+ * is the pass over the prompt and out[0..k).  Into *r: the run, or NULL
+ * when it cannot be (its rows are not a pass then; the text runs). */
+static void finish_kept(struct session *s, struct decoder *d, const char *text, const int *out,
+			int k, struct run **r)
+{
+	struct err ignore;
+	if (!*r)
+		return;
+	int n = s->n_tokens + k;
+	/* a generation stopped early (Ctrl-C) stepped its last token already */
+	if (k > 0 && (d->n == n || d->n == n - 1) && tokenizes_back(s, text, out, k) &&
+	    (d->n == n || decoder_step(d, s->model, out[k - 1], &ignore) == 0) &&
+	    decoder_kept(d, d->ids, n, &ignore) == 0)
+		return;
+	d->keep = NULL;
+	if (*r != s->run)
+		run_free(*r);
+	*r = NULL;
+}
+
 /* The typed text and then the first k generated tokens, decoded (a new
  * string), when it ends on a whole character; NULL otherwise.  *n: its
  * tokens when tokenized again, -1 + e when that fails. */
@@ -198,6 +254,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
 	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
 	int unk = m->tok ? m->tok->unk_id : -1;
+	struct run *keep = rc == 0 ? keep_rows(s, d, s->n_tokens + n) : NULL;
 	/* where the text is not seen growing (the visualizer captures the
 	 * output), the progress line shows it, and where each new token looked
 	 * under the selected head */
@@ -249,7 +306,11 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		else if (text && kept < made)
 			fprintf(stderr, "attnscope: warning: generate: the text keeps %d of the %d "
 				"tokens made: the last ends inside a UTF-8 character\n", kept, made);
-		rc = text ? session_set_text(s, text, e) : -1;
+		if (text)
+			finish_kept(s, d, text, out, kept, &keep);
+		int *ids = keep ? d->ids : NULL; /* the prompt's and the kept tokens */
+		rc = text ? session_set_text_run(s, text, keep, ids, keep ? d->n : 0, e) : -1;
+		keep = NULL; /* the session's */
 		if (rc == 0 && !s->quiet) {
 			char line[256];
 			session_summary(s, line, sizeof line);
@@ -259,6 +320,13 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 				want, line);
 		}
 		free(text);
+	}
+	if (keep) { /* not given to the session: its pass again, when it was that */
+		struct err ignore;
+		if (keep != s->run)
+			run_free(keep);
+		else
+			session_update(s, &ignore);
 	}
 	free(out);
 	sampler_free(&sp);
