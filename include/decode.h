@@ -147,6 +147,16 @@ int decoder_can_keep(const struct decoder *d, const struct model *m, const struc
 		     struct err *e);
 int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e);
 
+/* decoder_prefill of tokens[0..n) into an empty cache from r, a pass
+ * already made over them (one sequence, under the decoder's options, as
+ * decoder_can_keep asks of from): each layer's keys and values are
+ * computed again from the pass's block inputs (norm, QKV product, q/k
+ * norm, RoPE), and the last position's logits are the pass's; no MLP and
+ * no output layer run.  0, or -1 with e set and nothing done when r is not
+ * such a pass or the cache is in use (decoder_prefill then). */
+int decoder_prefill_from(struct decoder *d, struct model *m, const int *tokens, int n,
+			 const struct run *r, struct err *e);
+
 /* Bytes of the cache as allocated (float32 keys and values). */
 size_t decoder_cache_bytes(const struct decoder *d);
 

@@ -27,6 +27,9 @@
  *    model_forward's pass over the same tokens holds (logits, NLL,
  *    attention, norms, residual stream, final norm), the prompt's rows
  *    given in place or copied; mask none and tokens not stepped are refused.
+ *  - a prefill from a pass already made (decoder_prefill_from) caches
+ *    the keys and values and gives the logits decoder_prefill does, and
+ *    the same steps after; a pass under other options is refused.
  *  - sampler: temperature 0 and top_k 1 give the most likely token, ties
  *    to the smaller id; an excluded id is never drawn; a seed reproduces
  *    a sequence; with temperature 1 draws follow the softmax (70,000 draws
@@ -829,6 +832,91 @@ static void test_kept_run_matches_forward(void **state)
 	}
 }
 
+/* decoder_prefill_from (the keys and values computed again from a pass's
+ * block inputs, the last logits the pass's) against decoder_prefill of the
+ * same P tokens: the worst ratio over the cached keys and values, the
+ * logits after the prefill and after each step to T. */
+static double prefill_from_vs_prefill(struct model *m, const struct run_options *o, int P)
+{
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 3 + 1) % V;
+	struct err e;
+	struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, P, r, &e), 0);
+	struct decoder *a = decoder_new(m, o, T, &e), *b = decoder_new(m, o, T, &e);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(decoder_prefill(a, m, tokens, P, &e), 0);
+	if (decoder_prefill_from(b, m, tokens, P, r, &e) != 0)
+		fail_msg("decoder_prefill_from: %s", e.msg);
+	assert_int_equal(a->n, b->n);
+	assert_int_equal(a->used, b->used);
+	char where[160] = "";
+	double w = 0.0;
+	for (int l = 0; l < a->L; l++) { /* the filled slots of each layer */
+		size_t at = (size_t)l * a->slots * a->G * a->D, len = (size_t)a->used * a->G * a->D;
+		w = field_worst("k", b->k + at, a->k + at, len, w, where, sizeof where);
+		w = field_worst("v", b->v + at, a->v + at, len, w, where, sizeof where);
+	}
+	for (int i = P; i <= T; i++) {
+		w = field_worst("logits", b->logits, a->logits, V, w, where, sizeof where);
+		if (i == T)
+			break;
+		assert_int_equal(decoder_step(a, m, tokens[i], &e), 0);
+		assert_int_equal(decoder_step(b, m, tokens[i], &e), 0);
+	}
+	print_message("  P %2d worst %.3f of tolerance at %s\n", P, w, where);
+	decoder_free(a);
+	decoder_free(b);
+	run_free(r);
+	return w;
+}
+
+/* A prefill from a pass already made fills the cache and gives the
+ * logits decoder_prefill does, within 1e-4 + 1e-4 |ref|, and every step
+ * after it too, for both families under the options a step computes as a
+ * pass does (placement, K/V sharing down and up, a window shorter than the
+ * prompt, scaling off, an ablated head); a pass under other options, of
+ * other tokens' count, or a cache in use is refused. */
+static void test_prefill_from_pass(void **state)
+{
+	(void)state;
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 3, llama ? 2 : 4, V, 8.0f, 31 + llama);
+		struct run_options native, cases[7];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n++].kv_heads = 4;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, cases[n++].scale = false;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
+			assert_true(prefill_from_vs_prefill(m, &cases[i], 6) <= 1.0);
+			assert_true(prefill_from_vs_prefill(m, &cases[i], 1) <= 1.0);
+		}
+		struct err e;
+		int tokens[4] = { 1, 2, 3, 4 };
+		struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+		assert_int_equal(model_forward(m, &native, tokens, NULL, 1, 4, r, &e), 0);
+		struct decoder *d = decoder_new(m, &cases[2], T, &e); /* other options */
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 4, r, &e), -1);
+		assert_int_equal(d->n, 0);
+		decoder_free(d);
+		d = decoder_new(m, &native, T, &e);
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 3, r, &e), -1);
+		assert_int_equal(decoder_step(d, m, 1, &e), 0);
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 4, r, &e), -1);
+		decoder_free(d);
+		run_free(r);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -843,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),
 		cmocka_unit_test(test_kept_run_matches_forward),
+		cmocka_unit_test(test_prefill_from_pass),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),
 	};

@@ -249,8 +249,10 @@ static bool run_fits(const struct run *x, const struct model_config *c)
 	       x->A == cfg_attn_width(c);
 }
 
-int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
-		     struct err *e)
+/* Whether from is a pass over n positions whose rows a step would
+ * compute as it does (decoder_can_keep): 0, or -1 with e set. */
+static int pass_fits(const struct decoder *d, const struct model *m, const struct run *from,
+		     int n, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
@@ -260,10 +262,16 @@ int decoder_can_keep(const struct decoder *d, const struct model *m, const struc
 		return err_set(e, "steps and a pass may differ here (LongRoPE, an embedding norm)");
 	if (!from || !run_fits(from, c))
 		return err_set(e, "the pass to start from does not fit the model");
-	if (d->n < 1 || from->b != 1 || from->t != d->n || from->key_len || from->nonfinite.site ||
+	if (n < 1 || from->b != 1 || from->t != n || from->key_len || from->nonfinite.site ||
 	    !run_options_equal(&from->opt, o))
-		return err_set(e, "the pass to start from is not the %d positions cached", d->n);
+		return err_set(e, "the pass to start from is not one over the %d positions", n);
 	return 0;
+}
+
+int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
+		     struct err *e)
+{
+	return pass_fits(d, m, from, d->n, e);
 }
 
 int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
@@ -477,6 +485,67 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 	d->n = n;
 	d->used = keep;
 	run_free(r);
+	return 0;
+}
+
+/* Layer l's keys and values of the n positions of pass r into the cache
+ * (its last `slots`), computed again from the layer's input rows as
+ * model_forward's attention does: the norm (pre-norm), the QKV product,
+ * the q/k norm, RoPE over a pass of n.  xn (n, C), qkv (n, QKV): scratch. */
+static void kv_from_pass(struct decoder *d, struct model *m, const struct run *r, int l, int n,
+			 const float *qkvw, const float *qkvb, float *xn, float *qkv)
+{
+	const struct model_config *c = &m->cfg;
+	int C = d->C, H = d->H, G = d->G, D = d->D, QKV = cfg_qkv_rows(c, G);
+	struct layer_weights w;
+	model_layer(m, l, qkvw, qkvb, G, &w);
+	const float *in = r->resid + (size_t)l * n * C;
+	if (d->opt.placement != PLACE_POST) {
+		norm_forward(c->norm, xn, NULL, NULL, in, w.ln1w, w.ln1b, n, C, c->norm_eps);
+		in = xn;
+	}
+	matmul_forward(qkv, in, w.qkvw, w.qkvb, n, C, QKV);
+	if (w.qnw)
+		qk_norm_rows(qkv, n, QKV, H, G, D, w.qnw, w.knw, c->qk_norm_whole, c->norm_eps);
+	if (c->pos == POS_ROPE) {
+		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
+		struct model_config rc;
+		config_rope_of_layer(c, l, &rc);
+		config_rope_freqs(&rc, n, freq);
+		rope_forward(qkv, 1, n, H + G, D, cfg_rotary_dims(c), QKV, freq, cfg_rope_mscale(&rc));
+		free(freq);
+	}
+	int keep = n < d->slots ? n : d->slots, first = n - keep;
+	size_t row = (size_t)G * D;
+	float *k = d->k + (size_t)l * d->slots * row, *v = d->v + (size_t)l * d->slots * row;
+	for (int i = 0; i < keep; i++) {
+		const float *q = qkv + (size_t)(first + i) * QKV;
+		memcpy(k + (size_t)i * row, q + (size_t)H * D, row * sizeof(float));
+		memcpy(v + (size_t)i * row, q + (size_t)(H + G) * D, row * sizeof(float));
+	}
+}
+
+int decoder_prefill_from(struct decoder *d, struct model *m, const int *tokens, int n,
+			 const struct run *r, struct err *e)
+{
+	if (d->n != 0 || n < 1 || n > d->cap)
+		return err_set(e, "%d positions do not fit an empty cache of %d", n, d->cap);
+	if (pass_fits(d, m, r, n, e) != 0)
+		return -1;
+	const struct model_config *c = &m->cfg;
+	const float *qkvw, *qkvb;
+	model_qkv_for(m, d->G, &qkvw, &qkvb);
+	float *xn = xmalloc((size_t)n * d->C * sizeof *xn);
+	float *qkv = xmalloc((size_t)n * cfg_qkv_rows(c, d->G) * sizeof *qkv);
+	for (int l = 0; l < d->L; l++)
+		kv_from_pass(d, m, r, l, n, qkvw, qkvb, xn, qkv);
+	free(xn);
+	free(qkv);
+	memcpy(d->logits, r->logits + (size_t)(n - 1) * c->vocab_size,
+	       (size_t)c->vocab_size * sizeof *d->logits);
+	memcpy(d->ids, tokens, (size_t)n * sizeof *tokens);
+	d->n = n;
+	d->used = n < d->slots ? n : d->slots;
 	return 0;
 }
 

@@ -1,11 +1,13 @@
 /*
  * cmd-generate.c — generate N: continue the current text with the step
- * decoder (decode.h: the text prefilled in one pass) under the current run
- * options, choosing each token
- * with the sampler (sampler.h), printing them as they come (the status
- * line, where shown, redraws at most every PROGRESS_MS).  The text then
- * becomes the continued one and runs once, so the whole generation is one
- * measurement, not one per token; when that text tokenizes again past the
+ * decoder (decode.h: its cache filled from the text's pass, which the
+ * session holds) under the current run options, choosing each token with
+ * the sampler (sampler.h), printing them as they come (the status line,
+ * where shown, redraws at most every PROGRESS_MS).  The text then becomes
+ * the continued one and runs once, so the whole generation is one
+ * measurement, not one per token: when it tokenizes back into the tokens
+ * made, its run is the one the decoder kept as it stepped (decoder_keep),
+ * else a pass of its own.  When that text tokenizes again past the
  * context (BPE need not give back the ids it decoded), it keeps the most
  * generated tokens that fit.
  */
@@ -252,7 +254,11 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	/* only ids the tokenizer can decode: the first decoder_ids of the row */
 	sampler_init(&sp, decoder_ids(m), (float)temp, top_k, (uint64_t)seed);
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
-	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
+	/* the cache from the text's pass, which the session holds (keys and
+	 * values again from its block inputs), else from one pass, not n steps */
+	struct err ignore;
+	if (!s->run_valid || decoder_prefill_from(d, m, s->tokens, s->n_tokens, s->run, &ignore) != 0)
+		rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e);
 	int unk = m->tok ? m->tok->unk_id : -1;
 	struct run *keep = rc == 0 ? keep_rows(s, d, s->n_tokens + n) : NULL;
 	/* where the text is not seen growing (the visualizer captures the
