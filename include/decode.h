@@ -61,7 +61,9 @@ struct decoder {
 	float *atty;            /* (H * D) the heads' outputs, concatenated */
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
-	float *logits;          /* (V) next-token logits after the last step */
+	float *logits;          /* (V) next-token logits after the last step: logits_own,
+				 * or the kept run's row (decoder_keep) */
+	float *logits_own;      /* (V) */
 	float *freq;            /* (2, 2, rotary dims / 2) RoPE frequencies of a pass
 				 * within LongRoPE's original context and of a longer
 				 * one, each of the global and the local layers
@@ -131,6 +133,11 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
  * without an embedding norm: otherwise, or when r or from does not fit,
  * -1 with e set and nothing is touched.
  *
+ * While it keeps, d->logits points at r's row of the last step.
+ * decoder_keep_end(d) stops keeping (r's rows are then not a pass),
+ * d->logits again the decoder's own (the same numbers); decoder_reset and
+ * decoder_kept call it.
+ *
  * decoder_kept(d, tokens, n, e): r becomes the pass over tokens[0..n),
  * which must be the n positions stepped: its rows laid out for n, the NLL
  * of each next token and the loss (as model_forward computes them from
@@ -146,6 +153,7 @@ int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const 
 int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
 		     struct err *e);
 int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e);
+void decoder_keep_end(struct decoder *d);
 
 /* decoder_prefill of tokens[0..n) into an empty cache from r, a pass
  * already made over them (one sequence, under the decoder's options, as

@@ -80,7 +80,7 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->tmp = xmalloc((size_t)d->C * sizeof(float));
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
-	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
+	d->logits = d->logits_own = xmalloc((size_t)c->vocab_size * sizeof(float));
 	d->ids = xmalloc((size_t)cap * sizeof *d->ids);
 	if (c->pos == POS_ROPE)
 		rope_tables(d, c);
@@ -102,7 +102,7 @@ void decoder_free(struct decoder *d)
 	free(d->tmp);
 	free(d->fch);
 	free(d->fch_act);
-	free(d->logits);
+	free(d->logits_own);
 	free(d->freq);
 	free(d->ids);
 	free(d);
@@ -110,6 +110,8 @@ void decoder_free(struct decoder *d)
 
 void decoder_reset(struct decoder *d)
 {
+	if (d->keep)
+		decoder_keep_end(d);
 	d->n = d->used = 0;
 }
 
@@ -174,13 +176,22 @@ static void keep_heads(struct decoder *d, int l, int pos, int first, int lo, int
 	}
 }
 
-/* Position pos's final norm output (d->xn) and logits. */
+/* Position pos's final norm output (d->xn); its logits are made in
+ * place (d->logits points at the run's row while it is kept). */
 static void keep_out(struct decoder *d, int pos, int V)
 {
 	struct run *r = d->keep;
 	memcpy(r->lnf + (size_t)pos * d->C, d->xn, (size_t)d->C * sizeof(float));
-	memcpy(r->logits + (size_t)pos * V, d->logits, (size_t)V * sizeof(float));
 	d->keep_bad |= !finite_row(d->xn, (size_t)d->C) || !finite_row(d->logits, (size_t)V);
+}
+
+void decoder_keep_end(struct decoder *d)
+{
+	if (d->logits != d->logits_own) {
+		memcpy(d->logits_own, d->logits, (size_t)d->keep->V * sizeof(float));
+		d->logits = d->logits_own;
+	}
+	d->keep = NULL;
 }
 
 /* Moves the per-position rows of r laid out for a pass of `from` rows to
@@ -295,9 +306,9 @@ int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const 
 int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e)
 {
 	struct run *r = d->keep;
-	d->keep = NULL;
 	if (!r)
 		return err_set(e, "the decoder keeps no run");
+	decoder_keep_end(d);
 	if (n != d->n || memcmp(tokens, d->ids, (size_t)n * sizeof *tokens) != 0)
 		return err_set(e, "the tokens are not the %d positions stepped", d->n);
 	if (d->keep_bad)
@@ -423,6 +434,8 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 	}
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
 	const float *wout = c->tied ? m->p[P_WTE] : m->p[P_LMHEAD];
+	if (d->keep) /* made in the kept run's row */
+		d->logits = d->keep->logits + (size_t)pos * c->vocab_size;
 	matmul_forward(d->logits, d->xn, wout, NULL, 1, C, c->vocab_size);
 	softcap_forward(d->logits, c->vocab_size, c->final_softcap);
 	if (d->keep)

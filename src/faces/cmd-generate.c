@@ -147,7 +147,7 @@ static void finish_kept(struct session *s, struct decoder *d, const char *text, 
 	    (d->n == n || decoder_step(d, s->model, out[k - 1], &ignore) == 0) &&
 	    decoder_kept(d, d->ids, n, &ignore) == 0)
 		return;
-	d->keep = NULL;
+	decoder_keep_end(d);
 	if (*r != s->run)
 		run_free(*r);
 	*r = NULL;
