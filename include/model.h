@@ -391,9 +391,11 @@ void model_qkv_for(struct model *m, int kv_heads, const float **w, const float *
 int run_kv_heads(const struct model *m, const struct run_options *o);
 
 /* Sets the BLAS threads (0 = the number of cores present).  Matrix products
- * are the only threaded work: OpenBLAS's pool sleeps between calls, where a
- * second pool (OpenMP) spinning beside it made whole passes several times
- * slower on two cores.  The element-wise loops are vectorised instead. */
+ * of more than one row are the only threaded work (a one-row product, a
+ * decoder step's, runs on one: ops.c): OpenBLAS's pool sleeps between
+ * calls, where a second pool (OpenMP) spinning beside it made whole passes
+ * several times slower on two cores.  The element-wise loops are vectorised
+ * instead. */
 void engine_set_threads(int n);
 
 #endif

@@ -10,11 +10,32 @@
 #include <math.h>
 #include <string.h>
 
+/* One row (a decoder step) is a GEMV, bound by reading the weights once;
+ * OpenBLAS's sgemm does not switch to gemv for it, so cblas_sgemv is
+ * called, on one thread.  With two, the calling thread waits in
+ * sched_yield for the second, which beside other work on two cores may
+ * not run for a time slice: 250 steps of a stories15M-shaped model took
+ * 4.5-5.9 s on two threads and 1.8-3.2 s on one at load 9 (~30% of the
+ * samples of a loaded decode loop were in that wait); idle, two threads
+ * read its 37 MB output layer 1.7x as fast.  Setting the count around the
+ * call costs a few ns.  One thread computes each output's dot product as
+ * the threaded call does for the stories15M shapes (bit for bit); a
+ * 50257 x 768 matrix differs in rounding. */
+static void gemv_one_thread(float *out, const float *inp, const float *w, int IC, int OC)
+{
+	int threads = openblas_get_num_threads();
+	if (threads > 1)
+		openblas_set_num_threads(1);
+	cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, IC, 1.0f, w, IC, inp, 1, 0.0f, out, 1);
+	if (threads > 1)
+		openblas_set_num_threads(threads);
+}
+
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC)
 {
-	if (N == 1) /* one row (a decoder step): OpenBLAS's sgemm does not switch to gemv */
-		cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, IC, 1.0f, w, IC, inp, 1, 0.0f, out, 1);
+	if (N == 1)
+		gemv_one_thread(out, inp, w, IC, OC);
 	else
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
 			    1.0f, inp, IC, w, IC, 0.0f, out, OC);

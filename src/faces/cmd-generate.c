@@ -354,14 +354,17 @@ const struct cmd_entry cmd_generate_entry = {
 	.opts = generate_opts,
 	.help = "continue the text by N tokens with the current options, then run it",
 	.long_help =
-		"Fills a key/value cache from the text in one pass, then continues it one token\n"
+		"Fills a key/value cache from the text's pass, then continues it one token\n"
 		"at a time (the same numbers as a full pass), under the current options: a GQA\n"
 		"conversion or an ablated head generates differently.  The last line gives the\n"
 		"cache's bytes as held beside kv's arithmetic (under mask window N it keeps\n"
 		"N + 1 positions).  Each token is drawn from the softmax of\n"
 		"logits / T among the K most likely (<unk> never): T 0.8, K 40 and seed 1337\n"
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
-		"becomes the continued one and runs once: one measurement, not one per token\n"
+		"becomes the continued one and runs once: one measurement, not one per token.\n"
+		"When it tokenizes back into the tokens made, that run is the decoder's own\n"
+		"rows, kept as it stepped (the same numbers as a pass up to float rounding;\n"
+		"forward ms is then the text's pass and the steps); else a pass of its own\n"
 		"(where that text tokenizes again into more tokens than the context, it keeps\n"
 		"the most generated tokens that fit, and says so).\n"
 		"Stops at the context; Ctrl-C stops early and keeps what was made.  At the\n"
