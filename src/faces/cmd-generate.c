@@ -329,6 +329,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	}
 	if (keep) { /* not given to the session: its pass again, when it was that */
 		struct err ignore;
+		decoder_keep_end(d);
 		if (keep != s->run)
 			run_free(keep);
 		else
