@@ -291,6 +291,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 			show_progress(m, out, made, n, look);
 		}
 	}
+	d->hook = NULL; /* the glance ends with the loop (a kept run's last step comes after) */
 	free(g.w);
 	if (live)
 		cmd_progress("generate", 1, 1); /* clear it */
