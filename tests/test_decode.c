@@ -26,7 +26,9 @@
  *  - a run kept while stepping (decoder_keep / decoder_kept) holds what
  *    model_forward's pass over the same tokens holds (logits, NLL,
  *    attention, norms, residual stream, final norm), the prompt's rows
- *    given in place or copied; mask none and tokens not stepped are refused.
+ *    given in place or copied, for both families and the models of
+ *    check_usual (head widths apart from d_model, Qwen3's q/k norm, Gemma 2
+ *    and 3, OLMo-2); mask none and tokens not stepped are refused.
  *  - a prefill from a pass already made (decoder_prefill_from) caches
  *    the keys and values and gives the logits decoder_prefill does, and
  *    the same steps after; a pass under other options is refused.
@@ -154,9 +156,14 @@ static void test_decoder_lab_architectures(void **state)
 		}
 }
 
+static double kept_vs_pass(struct model *m, const struct run_options *o, int P, bool in_place);
+static double prefill_from_vs_prefill(struct model *m, const struct run_options *o, int P);
+
 /* The cases every family's decoder test runs: native, post-norm (when
  * post), K/V heads kv_a and kv_b (each when > 0), a window of 3, head 1.2
- * ablated; each decoded as the full pass computes it, within tolerance. */
+ * ablated; each decoded as the full pass computes it, within tolerance,
+ * and so are a run kept while stepping and a prefill from a pass
+ * (decoder_keep, decoder_prefill_from). */
 static void check_usual(struct model *m, bool post, int kv_a, int kv_b, const char *label)
 {
 	struct run_options native, cases[6];
@@ -175,6 +182,8 @@ static void check_usual(struct model *m, bool post, int kv_a, int kv_b, const ch
 		double w = compare(m, &cases[i], &cases[i]);
 		print_message("%s case %d: worst %.3f of tolerance\n", label, i, w);
 		assert_true(w <= 1.0);
+		assert_true(kept_vs_pass(m, &cases[i], 5, true) <= 1.0);
+		assert_true(prefill_from_vs_prefill(m, &cases[i], 6) <= 1.0);
 	}
 }
 
