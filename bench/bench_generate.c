@@ -21,7 +21,13 @@
  *      timed in pairs in one child so that their ratio shares the load;
  *   4. decode: the mean time of 64 steps after a 32- and a 128-token
  *      prefill, each step timed, the sampler timed apart;
- *   5. the KV cache: decoder_cache_bytes beside kv_cache_bytes() (model.h).
+ *   5. the KV cache: decoder_cache_bytes beside kv_cache_bytes() (model.h);
+ *   6. `generate 250` end to end through cmd_run_line against the engine's
+ *      own loop for the same generation, paired per round (--e2e: this
+ *      section alone), with llama2.c's tokenizer, whose merges give a
+ *      random model's text back as other ids (the text then runs a pass of
+ *      its own), and with a tokenizer of single characters, whose text
+ *      tokenizes back into the ids made (its run is the decoder's steps).
  * Each beside its FLOP floor: the matmul FLOPs of that work at the sgemm
  * rate of this run.  A step multiplies one row through every matrix
  * (GEMV): it reads each weight once for 2 FLOPs, so it is bound by memory
@@ -38,6 +44,7 @@
 #include <string.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "bench_common.h"
 #include "cmd.h"
@@ -79,6 +86,7 @@ struct result {
 	double fwd_ms, fwd_min_ms; /* prefill: the decoder_prefill of each pair */
 	double ratio;             /* prefill: median of (steps / decoder_prefill) over the pairs */
 	struct spread e2e;        /* end to end: loop ms / generate ms per round */
+	int e2e_prompt, e2e_tokens; /* end to end: the prompt's tokens, the text's after generate */
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -409,6 +417,7 @@ static void e2e_child(const void *arg, void *out)
 	snprintf(line, sizeof line, "generate %d", E2E_TOKENS);
 	if (session_load(&s, j->path, NULL, &e) != 0 || session_set_text(&s, E2E_PROMPT, &e) != 0)
 		goto fail;
+	res->e2e_prompt = s.n_tokens;
 	for (int i = -1; i < E2E_REPS; i++) {
 		double t0 = now_ms();
 		if (decode_loop(s.model, &s.opt, s.tokens, s.n_tokens, E2E_TOKENS, &e) != 0)
@@ -417,6 +426,7 @@ static void e2e_child(const void *arg, void *out)
 		if (cmd_run_line(&s, line, &e) != 0)
 			goto fail;
 		double t2 = now_ms();
+		res->e2e_tokens = s.n_tokens;
 		if (session_set_text(&s, E2E_PROMPT, &e) != 0)
 			goto fail;
 		if (i >= 0) {
@@ -465,9 +475,78 @@ static int write_llama2c(const char *path, const struct model_config *c)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* UTF-8 of code point cp into buf; its length. */
+static int utf8_put(unsigned cp, char *buf)
+{
+	if (cp < 0x80)
+		return buf[0] = (char)cp, 1;
+	if (cp < 0x800)
+		return buf[0] = (char)(0xC0 | cp >> 6), buf[1] = (char)(0x80 | (cp & 0x3F)), 2;
+	buf[0] = (char)(0xE0 | cp >> 12);
+	buf[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	buf[2] = (char)(0x80 | (cp & 0x3F));
+	return 3;
+}
+
+/* Writes a llama2.c tokenizer.bin of V pieces to path, each one character
+ * (<unk>, a space, the printable ASCII, then CJK ideographs and Hangul
+ * syllables from U+4E00 and U+AC00), none the concatenation of others: no
+ * merge ever applies, so any sequence of ids decodes to a text that
+ * tokenizes back into the same ids (a trained model's text mostly does;
+ * a random model's over the real vocabulary does not).  0 or -1. */
+static int write_char_tokenizer(const char *path, int V)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	int32_t max_len = 5;
+	int ok = fwrite(&max_len, sizeof max_len, 1, f) == 1;
+	unsigned cp = 0;
+	for (int i = 0; ok && i < V; i++) {
+		char buf[8];
+		int32_t len;
+		if (i == 0) {
+			memcpy(buf, "<unk>", 5), len = 5;
+		} else {
+			cp = i == 1 ? ' ' : i == 2 ? '!' : cp == '~' ? 0x4E00 : cp == 0x9FFF ? 0xAC00 : cp + 1;
+			len = utf8_put(cp, buf);
+		}
+		float score = 0.0f;
+		ok = fwrite(&score, sizeof score, 1, f) == 1 && fwrite(&len, sizeof len, 1, f) == 1 &&
+		     fwrite(buf, 1, (size_t)len, f) == (size_t)len;
+	}
+	return fclose(f) == 0 && ok && cp <= 0xD7A3 ? 0 : -1;
+}
+
+/* One end-to-end row: job j in its child, printed under label, its
+ * verdict appended as name. */
+static void e2e_row(const struct e2e_job *j, const char *label, const char *name)
+{
+	struct result r = in_child(e2e_child, j);
+	printf("  %s\n", label);
+	if (!r.ok) {
+		printf("    FAILED: %s\n", r.msg);
+		return;
+	}
+	int want = r.e2e_prompt + E2E_TOKENS;
+	printf("    the text after generate: %d tokens, %s\n", r.e2e_tokens,
+	       r.e2e_tokens == want ? "the prompt's and the ones made (its run is the decoder's steps)"
+				    : "not the ones made: tokenized again, it runs a pass of its own");
+	printf("    %-24s %9s %9s %9s\n", "", "median ms", "min ms", "tokens/s");
+	printf("    %-24s %9.1f %9.1f %9.0f\n", "engine loop", r.fwd_ms, r.fwd_min_ms,
+	       E2E_TOKENS / (r.fwd_ms / 1e3));
+	printf("    %-24s %9.1f %9.1f %9.0f\n", "generate (command)", r.median_ms, r.min_ms,
+	       E2E_TOKENS / (r.median_ms / 1e3));
+	printf("    loop ms / generate ms per round: median %.3f (%.3f..%.3f); peak %.1f MB\n",
+	       r.e2e.med, r.e2e.min, r.e2e.max, r.hwm / MB);
+	bench_summary_row(name, r.e2e, false, E2E_TARGET);
+	fflush(stdout);
+}
+
 /* The end-to-end section: a stories15M-shaped llama2.c checkpoint (context
  * 512: the continued text, tokenized again, may take more positions than
- * were generated) with llama2.c's tokenizer from SHARED. */
+ * were generated) with llama2.c's tokenizer from SHARED, then the same
+ * checkpoint with a tokenizer of single characters (write_char_tokenizer). */
 static void e2e_section(const char *shared)
 {
 	printf("\ngenerate %d end to end (prompt \"%s\"), the command through cmd_run_line against\n"
@@ -477,11 +556,11 @@ static void e2e_section(const char *shared)
 	char tok[600];
 	snprintf(tok, sizeof tok, "%s/tokenizers/llama2c/tokenizer.bin", shared);
 	const char *dir = bench_tmpdir("generate");
-	struct e2e_job j;
+	struct e2e_job j, jc;
 	struct model_config c;
 	stories15m_cfg(&c, 6);
 	c.context = 512;
-	char link[600], *abs = realpath(tok, NULL);
+	char link[600], sub[520], *abs = realpath(tok, NULL);
 	snprintf(j.path, sizeof j.path, "%s/stories15m.bin", dir ? dir : "");
 	snprintf(link, sizeof link, "%s/tokenizer.bin", dir ? dir : "");
 	if (!dir || !abs || symlink(abs, link) != 0 || write_llama2c(j.path, &c) != 0) {
@@ -490,19 +569,18 @@ static void e2e_section(const char *shared)
 		return;
 	}
 	free(abs);
-	struct result r = in_child(e2e_child, &j);
-	if (!r.ok) {
-		printf("  FAILED: %s\n", r.msg);
+	e2e_row(&j, "llama2.c's tokenizer (32,000 pieces, BPE merges):",
+		"generate 250 end to end / engine loop");
+	snprintf(sub, sizeof sub, "%s/chars", dir);
+	snprintf(jc.path, sizeof jc.path, "%s/stories15m.bin", sub);
+	snprintf(link, sizeof link, "%s/tokenizer.bin", sub);
+	if (mkdir(sub, 0700) != 0 || symlink(j.path, jc.path) != 0 ||
+	    write_char_tokenizer(link, c.vocab_size) != 0) {
+		printf("  skipped: cannot set up %s\n", jc.path);
 		return;
 	}
-	printf("  %-26s %9s %9s %9s\n", "", "median ms", "min ms", "tokens/s");
-	printf("  %-26s %9.1f %9.1f %9.0f\n", "engine loop", r.fwd_ms, r.fwd_min_ms,
-	       E2E_TOKENS / (r.fwd_ms / 1e3));
-	printf("  %-26s %9.1f %9.1f %9.0f\n", "generate (command)", r.median_ms, r.min_ms,
-	       E2E_TOKENS / (r.median_ms / 1e3));
-	printf("  loop ms / generate ms per round: median %.3f (%.3f..%.3f); peak %.1f MB\n",
-	       r.e2e.med, r.e2e.min, r.e2e.max, r.hwm / MB);
-	bench_summary_row("generate 250 end to end / engine loop", r.e2e, false, E2E_TARGET);
+	e2e_row(&jc, "a tokenizer of 32,000 single characters (no merges: the text tokenizes back):",
+		"generate 250 end to end / engine loop, text tokenizes back");
 }
 
 /* ----------------------------------------------------------------- main */

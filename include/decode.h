@@ -38,6 +38,7 @@
 #ifndef ATTNSCOPE_DECODE_H
 #define ATTNSCOPE_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "model.h"
@@ -60,12 +61,20 @@ struct decoder {
 	float *atty;            /* (H * D) the heads' outputs, concatenated */
 	float *tmp;             /* (C) */
 	float *fch, *fch_act;   /* (FF), (F) */
-	float *logits;          /* (V) next-token logits after the last step */
+	float *logits;          /* (V) next-token logits after the last step: logits_own,
+				 * or the kept run's row (decoder_keep) */
+	float *logits_own;      /* (V) */
 	float *freq;            /* (2, 2, rotary dims / 2) RoPE frequencies of a pass
 				 * within LongRoPE's original context and of a longer
 				 * one, each of the global and the local layers
 				 * (config rope_local_theta); NULL without RoPE */
 	float mscale[2];        /* cfg_rope_mscale of the global and the local layers */
+	int *ids;               /* (cap) the token at each position stepped */
+	struct run *keep;       /* the run each step writes its rows into (decoder_keep);
+				 * NULL: none.  Not owned */
+	double keep_ms;         /* the time of the steps since decoder_keep */
+	double from_ms;         /* the forward_ms of the pass that gave the first rows */
+	bool keep_bad;          /* a kept block output, final norm or logit was not finite */
 };
 
 /* A decoder for model m run with options o, holding up to cap positions
@@ -103,6 +112,58 @@ int decoder_step(struct decoder *d, struct model *m, int token, struct err *e);
  * too many positions. */
 int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
 		    struct err *e);
+
+/*
+ * Keeping a pass: the rows of a run filled as the decoder steps, so that
+ * the text it made needs no pass of its own (generate's display).
+ *
+ * decoder_keep(d, m, r, from): from then on each step writes its
+ * position's rows into r, a run of run_new(c, 1, T, RUN_LOGITS | RUN_ATTN)
+ * with T >= d->cap: the embedding and every block's output (resid) and
+ * their norms (resid_norm), each layer's attention row (att, 0 where the
+ * mask hides a key, as a pass leaves it) and each head's output norm
+ * (head_norm), the final norm's output (lnf) and the logits.  They are laid
+ * out for a pass of r->T rows until decoder_kept.  from is the pass over
+ * the d->n positions already in the cache (the prompt's, one sequence,
+ * under the decoder's options) and gives the rows before; it may be r
+ * itself, its rows then moved in place.  The per-layer scratch of a pass
+ * (ln1, qkv, atty, ... of its last layer) is not filled.  Every step
+ * computes what a pass over the same tokens computes (up to float
+ * rounding) only under a causal or windowed mask, without LongRoPE and
+ * without an embedding norm: otherwise, or when r or from does not fit,
+ * -1 with e set and nothing is touched.
+ *
+ * While it keeps, d->logits points at r's row of the last step.
+ * decoder_keep_end(d) stops keeping (r's rows are then not a pass),
+ * d->logits again the decoder's own (the same numbers); decoder_reset and
+ * decoder_kept call it.
+ *
+ * decoder_kept(d, tokens, n, e): r becomes the pass over tokens[0..n),
+ * which must be the n positions stepped: its rows laid out for n, the NLL
+ * of each next token and the loss (as model_forward computes them from
+ * the logits), b = 1, t = n, the decoder's options, and forward_ms = from's
+ * plus the time of the steps.  The decoder keeps no more.  0, or -1 with e
+ * set when the tokens are not the ones stepped or a kept value was not
+ * finite (run the pass: it says where); r's rows are then not a pass.
+ */
+int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
+		 struct err *e);
+/* decoder_keep's conditions on d, m and from alone (any r that fits then
+ * does): 0, or -1 with e set. */
+int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
+		     struct err *e);
+int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e);
+void decoder_keep_end(struct decoder *d);
+
+/* decoder_prefill of tokens[0..n) into an empty cache from r, a pass
+ * already made over them (one sequence, under the decoder's options, as
+ * decoder_can_keep asks of from): each layer's keys and values are
+ * computed again from the pass's block inputs (norm, QKV product, q/k
+ * norm, RoPE), and the last position's logits are the pass's; no MLP and
+ * no output layer run.  0, or -1 with e set and nothing done when r is not
+ * such a pass or the cache is in use (decoder_prefill then). */
+int decoder_prefill_from(struct decoder *d, struct model *m, const int *tokens, int n,
+			 const struct run *r, struct err *e);
 
 /* Bytes of the cache as allocated (float32 keys and values). */
 size_t decoder_cache_bytes(const struct decoder *d);

@@ -457,9 +457,11 @@ void model_qkv_for(struct model *m, int kv_heads, const float **w, const float *
 int run_kv_heads(const struct model *m, const struct run_options *o);
 
 /* Sets the BLAS threads (0 = the number of cores present).  Matrix products
- * are the only threaded work: OpenBLAS's pool sleeps between calls, where a
- * second pool (OpenMP) spinning beside it made whole passes several times
- * slower on two cores.  The element-wise loops are vectorised instead. */
+ * are the only threaded work (and held.h's conversions, which split their
+ * rows with one helper thread when there are two or more): OpenBLAS's pool
+ * sleeps between calls, where a second pool (OpenMP) spinning beside it
+ * made whole passes several times slower on two cores.  The element-wise
+ * loops are vectorised instead. */
 void engine_set_threads(int n);
 
 #endif

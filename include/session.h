@@ -143,6 +143,26 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
  * On failure (too long, no model) the session is unchanged. 0 or -1. */
 int session_set_text(struct session *s, const char *text, struct err *e);
 
+/* Generate's run: the session's pass made of the decoder's steps, not a
+ * pass of its own (decode.h, decoder_keep).
+ *
+ * session_run_to_fill(s, T) gives the run for a text of up to T tokens
+ * that a decoder fills, its first rows from the current pass (s->run,
+ * valid): the session's own when it holds T rows — from then on the
+ * session holds no valid pass, until session_set_text_run or
+ * session_update — else a new one, the caller's.  NULL when the session
+ * holds no valid pass (s->run_valid false).
+ *
+ * session_set_text_run(s, text, r, ids, n, e) is session_set_text with r
+ * (NULL: none) standing in for the pass when it is a pass over the text's
+ * own tokens: the text tokenizes to ids[0..n), r's pass (decoder_kept) is
+ * over them under the session's options.  Otherwise r is dropped (freed
+ * unless it is s->run) and the text runs.  The session owns r from the
+ * call on, whatever it returns.  0 or -1, as session_set_text. */
+struct run *session_run_to_fill(struct session *s, int T);
+int session_set_text_run(struct session *s, const char *text, struct run *r, const int *ids,
+			 int n, struct err *e);
+
 /* Replaces the run options (validated) and re-runs.  On failure the options
  * are unchanged.  0 or -1. */
 int session_set_options(struct session *s, const struct run_options *o, struct err *e);

@@ -2,7 +2,7 @@
 # End-to-end tests of `generate`: greedy generation is the same every time
 # and is what `top` calls most likely at each step; the text grows by the
 # tokens made and runs once (one measurement for the whole generation, not
-# one per token); generation stops at the context; bad arguments are
+# one per token), its numbers those of a fresh pass over it; generation stops at the context; bad arguments are
 # refused with the usage.  A seeded random model from tool_mkmodel.
 #
 #   ATTNSCOPE=./attnscope TOOLS=build/tests sh tests/cli_generate.sh
@@ -41,6 +41,25 @@ check one-measurement sh -c "[ $rc -eq 0 ] && [ \"\$(sqlite3 '$tmp/g.db' 'SELECT
 # the context (64) bounds it
 run --no-db --batch m -c 'text abc; generate 64' </dev/null
 check stops-at-context sh -c "[ $rc -eq 0 ] && grep -q '^generated 61 tokens' '$tmp/out' && grep -q '^64 tokens ' '$tmp/out'"
+
+# the text generate leaves shows what a pass over it shows: its run is
+# made of the decoder's steps when the text tokenizes back into the tokens
+# made (here, one character a token), and its numbers (stats, every head's
+# scores in heads, top; the forward time aside) equal a fresh pass's under
+# each option a step computes as a pass does, and under mask none, whose
+# pass sees later tokens and is run anew
+for opts in "" "attn mqa;" "mask window 3;" "norm post;" "ablate 1.2;" "mask none;"; do
+	run --no-db --batch m -c "text abc; $opts generate 12 --temperature 0; stats; heads; top 3 at 9" </dev/null
+	made=$(awk '/^generated [0-9]+ tokens/ { print prev; exit } { prev = $0 }' "$tmp/out")
+	sed -n '/^model /,$p' "$tmp/out" | sed '/^forward /d' >"$tmp/gen.txt"
+	run --no-db --batch m -c "text abc$made; $opts stats; heads; top 3 at 9" </dev/null
+	sed -n '/^model /,$p' "$tmp/out" | sed '/^forward /d' >"$tmp/pass.txt"
+	if [ "$rc" = 0 ] && [ -s "$tmp/gen.txt" ] && cmp -s "$tmp/gen.txt" "$tmp/pass.txt"; then
+		ok "generate-run-is-the-pass ${opts:-native}"
+	else
+		fail "generate-run-is-the-pass ${opts:-native}" "$(diff "$tmp/gen.txt" "$tmp/pass.txt" | head -5)"
+	fi
+done
 
 run --no-db --batch m -c 'text abc; generate 0' </dev/null
 check bad-count sh -c "[ $rc -eq 1 ] && grep -q 'the number of tokens' '$tmp/err'"

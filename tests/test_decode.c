@@ -23,6 +23,15 @@
  *    HOOK_HEADS equals ablating it in the run options, bit for bit; the
  *    decoder calls the same hook at the same sites with the step's
  *    position, and gives the hooked full pass's logits.
+ *  - a run kept while stepping (decoder_keep / decoder_kept) holds what
+ *    model_forward's pass over the same tokens holds (logits, NLL,
+ *    attention, norms, residual stream, final norm), the prompt's rows
+ *    given in place or copied, for both families and the models of
+ *    check_usual (head widths apart from d_model, Qwen3's q/k norm, Gemma 2
+ *    and 3, OLMo-2); mask none and tokens not stepped are refused.
+ *  - a prefill from a pass already made (decoder_prefill_from) caches
+ *    the keys and values and gives the logits decoder_prefill does, and
+ *    the same steps after; a pass under other options is refused.
  *  - sampler: temperature 0 and top_k 1 give the most likely token, ties
  *    to the smaller id; an excluded id is never drawn; a seed reproduces
  *    a sequence; with temperature 1 draws follow the softmax (70,000 draws
@@ -147,9 +156,14 @@ static void test_decoder_lab_architectures(void **state)
 		}
 }
 
+static double kept_vs_pass(struct model *m, const struct run_options *o, int P, bool in_place);
+static double prefill_from_vs_prefill(struct model *m, const struct run_options *o, int P);
+
 /* The cases every family's decoder test runs: native, post-norm (when
  * post), K/V heads kv_a and kv_b (each when > 0), a window of 3, head 1.2
- * ablated; each decoded as the full pass computes it, within tolerance. */
+ * ablated; each decoded as the full pass computes it, within tolerance,
+ * and so are a run kept while stepping and a prefill from a pass
+ * (decoder_keep, decoder_prefill_from). */
 static void check_usual(struct model *m, bool post, int kv_a, int kv_b, const char *label)
 {
 	struct run_options native, cases[6];
@@ -168,6 +182,8 @@ static void check_usual(struct model *m, bool post, int kv_a, int kv_b, const ch
 		double w = compare(m, &cases[i], &cases[i]);
 		print_message("%s case %d: worst %.3f of tolerance\n", label, i, w);
 		assert_true(w <= 1.0);
+		assert_true(kept_vs_pass(m, &cases[i], 5, true) <= 1.0);
+		assert_true(prefill_from_vs_prefill(m, &cases[i], 6) <= 1.0);
 	}
 }
 
@@ -700,6 +716,216 @@ static void test_sampler(void **state)
 	sampler_free(&s);
 }
 
+/* The worst |kept - pass| / (1e-4 + 1e-4 |pass|) over one field of n
+ * values, its name and index kept in *where when it is the worst so far. */
+static double field_worst(const char *name, const float *a, const float *b, size_t n,
+			  double worst, char *where, size_t size)
+{
+	for (size_t i = 0; i < n; i++) {
+		double q = fabs((double)a[i] - b[i]) / (1e-4 + 1e-4 * fabs((double)b[i]));
+		if (!(q <= worst)) {
+			worst = q;
+			snprintf(where, size, "%s[%zu]: %g vs %g", name, i, (double)a[i], (double)b[i]);
+		}
+	}
+	return worst;
+}
+
+/* A run kept by the decoder (decoder_keep from a pass over the first P
+ * tokens, in place or into a run of its own, then stepped to T and
+ * decoder_kept) against model_forward's run over the T tokens: the worst
+ * ratio over the logits, NLL, attention, head and residual norms, the
+ * residual stream of every block and the final norm's output. */
+static double kept_vs_pass(struct model *m, const struct run_options *o, int P, bool in_place)
+{
+	const struct model_config *c = &m->cfg;
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 5 + 2) % V;
+	struct err e;
+	unsigned fl = RUN_LOGITS | RUN_ATTN;
+	struct run *ref = run_new(c, 1, T, fl), *from = run_new(c, 1, T + 3, fl);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, T, ref, &e), 0);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, P, from, &e), 0);
+	struct decoder *d = decoder_new(m, o, T, &e);
+	assert_non_null(d);
+	assert_int_equal(decoder_prefill(d, m, tokens, P, &e), 0);
+	struct run *r = in_place ? from : run_new(c, 1, T + 5, fl);
+	if (decoder_keep(d, m, r, from, &e) != 0)
+		fail_msg("decoder_keep: %s", e.msg);
+	for (int i = P; i < T; i++)
+		assert_int_equal(decoder_step(d, m, tokens[i], &e), 0);
+	if (decoder_kept(d, tokens, T, &e) != 0)
+		fail_msg("decoder_kept: %s", e.msg);
+	assert_int_equal(r->t, T);
+	assert_int_equal(r->b, 1);
+	assert_int_equal(r->n_targets, ref->n_targets);
+	assert_true(run_options_equal(&r->opt, o));
+	size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, C = (size_t)c->d_model;
+	char where[160] = "";
+	double w = 0.0;
+	w = field_worst("logits", r->logits, ref->logits, (size_t)T * V, w, where, sizeof where);
+	w = field_worst("nll", r->nll, ref->nll, T - 1, w, where, sizeof where);
+	w = field_worst("att", r->att, ref->att, L * H * T * T, w, where, sizeof where);
+	w = field_worst("head_norm", r->head_norm, ref->head_norm, L * H * T, w, where, sizeof where);
+	w = field_worst("resid_norm", r->resid_norm, ref->resid_norm, L * T, w, where, sizeof where);
+	w = field_worst("resid", r->resid, ref->resid, (L + 1) * T * C, w, where, sizeof where);
+	w = field_worst("lnf", r->lnf, ref->lnf, (size_t)T * C, w, where, sizeof where);
+	float loss = (float)r->loss, rloss = (float)ref->loss;
+	w = field_worst("loss", &loss, &rloss, 1, w, where, sizeof where);
+	print_message("  P %2d %-8s worst %.3f of tolerance at %s\n", P, in_place ? "in place" : "copied",
+		      w, where);
+	decoder_free(d);
+	if (r != from)
+		run_free(r);
+	run_free(from);
+	run_free(ref);
+	return w;
+}
+
+/* A run kept while stepping (decoder_keep / decoder_kept) holds what
+ * model_forward's pass over the same tokens holds, within 1e-4 + 1e-4
+ * |ref|, for both model families under the options a step computes as a
+ * pass does (placement, K/V sharing down and up, a window, scaling off, an
+ * ablated head), the first rows given in place or copied, from a prompt of
+ * 1 or 5 tokens; mask none is refused (a pass sees later tokens, a step
+ * cannot) without touching the run, and tokens other than those stepped
+ * are refused. */
+static void test_kept_run_matches_forward(void **state)
+{
+	(void)state;
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 4, llama ? 2 : 4, V, 8.0f, 11 + llama);
+		struct run_options native, cases[7];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n++].kv_heads = 4;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, cases[n++].scale = false;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
+			assert_true(kept_vs_pass(m, &cases[i], 5, false) <= 1.0);
+			assert_true(kept_vs_pass(m, &cases[i], 5, true) <= 1.0);
+			assert_true(kept_vs_pass(m, &cases[i], 1, true) <= 1.0);
+		}
+		/* mask none: refused, the run untouched */
+		struct err e;
+		struct run_options none = native;
+		none.mask = MASK_NONE;
+		int tokens[4] = { 1, 2, 3, 4 };
+		struct run *from = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+		assert_int_equal(model_forward(m, &none, tokens, NULL, 1, 4, from, &e), 0);
+		float before = from->att[5];
+		struct decoder *d = decoder_new(m, &none, T, &e);
+		assert_int_equal(decoder_prefill(d, m, tokens, 4, &e), 0);
+		assert_int_equal(decoder_keep(d, m, from, from, &e), -1);
+		assert_int_equal(from->t, 4);
+		assert_true(from->att[5] == before);
+		decoder_free(d);
+		/* tokens other than the ones stepped */
+		assert_int_equal(model_forward(m, &native, tokens, NULL, 1, 4, from, &e), 0);
+		d = decoder_new(m, &native, T, &e);
+		assert_int_equal(decoder_prefill(d, m, tokens, 4, &e), 0);
+		assert_int_equal(decoder_keep(d, m, from, from, &e), 0);
+		assert_int_equal(decoder_step(d, m, 7, &e), 0);
+		int other[5] = { 1, 2, 3, 4, 8 };
+		assert_int_equal(decoder_kept(d, other, 5, &e), -1);
+		assert_non_null(strstr(e.msg, "not the 5 positions stepped"));
+		decoder_free(d);
+		run_free(from);
+		model_free(m);
+	}
+}
+
+/* decoder_prefill_from (the keys and values computed again from a pass's
+ * block inputs, the last logits the pass's) against decoder_prefill of the
+ * same P tokens: the worst ratio over the cached keys and values, the
+ * logits after the prefill and after each step to T. */
+static double prefill_from_vs_prefill(struct model *m, const struct run_options *o, int P)
+{
+	int tokens[T];
+	for (int i = 0; i < T; i++)
+		tokens[i] = (i * 3 + 1) % V;
+	struct err e;
+	struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+	assert_int_equal(model_forward(m, o, tokens, NULL, 1, P, r, &e), 0);
+	struct decoder *a = decoder_new(m, o, T, &e), *b = decoder_new(m, o, T, &e);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(decoder_prefill(a, m, tokens, P, &e), 0);
+	if (decoder_prefill_from(b, m, tokens, P, r, &e) != 0)
+		fail_msg("decoder_prefill_from: %s", e.msg);
+	assert_int_equal(a->n, b->n);
+	assert_int_equal(a->used, b->used);
+	char where[160] = "";
+	double w = 0.0;
+	for (int l = 0; l < a->L; l++) { /* the filled slots of each layer */
+		size_t at = (size_t)l * a->slots * a->G * a->D, len = (size_t)a->used * a->G * a->D;
+		w = field_worst("k", b->k + at, a->k + at, len, w, where, sizeof where);
+		w = field_worst("v", b->v + at, a->v + at, len, w, where, sizeof where);
+	}
+	for (int i = P; i <= T; i++) {
+		w = field_worst("logits", b->logits, a->logits, V, w, where, sizeof where);
+		if (i == T)
+			break;
+		assert_int_equal(decoder_step(a, m, tokens[i], &e), 0);
+		assert_int_equal(decoder_step(b, m, tokens[i], &e), 0);
+	}
+	print_message("  P %2d worst %.3f of tolerance at %s\n", P, w, where);
+	decoder_free(a);
+	decoder_free(b);
+	run_free(r);
+	return w;
+}
+
+/* A prefill from a pass already made fills the cache and gives the
+ * logits decoder_prefill does, within 1e-4 + 1e-4 |ref|, and every step
+ * after it too, for both families under the options a step computes as a
+ * pass does (placement, K/V sharing down and up, a window shorter than the
+ * prompt, scaling off, an ablated head); a pass under other options, of
+ * other tokens' count, or a cache in use is refused. */
+static void test_prefill_from_pass(void **state)
+{
+	(void)state;
+	for (int llama = 0; llama <= 1; llama++) {
+		struct model *m = randmodel_new(llama, 3, llama ? 2 : 4, V, 8.0f, 31 + llama);
+		struct run_options native, cases[7];
+		run_options_native(m, &native);
+		int n = 0;
+		cases[n++] = native;
+		cases[n] = native, cases[n++].placement = PLACE_POST;
+		cases[n] = native, cases[n++].kv_heads = 1;
+		cases[n] = native, cases[n++].kv_heads = 4;
+		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+		cases[n] = native, cases[n++].scale = false;
+		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		for (int i = 0; i < n; i++) {
+			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
+			assert_true(prefill_from_vs_prefill(m, &cases[i], 6) <= 1.0);
+			assert_true(prefill_from_vs_prefill(m, &cases[i], 1) <= 1.0);
+		}
+		struct err e;
+		int tokens[4] = { 1, 2, 3, 4 };
+		struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+		assert_int_equal(model_forward(m, &native, tokens, NULL, 1, 4, r, &e), 0);
+		struct decoder *d = decoder_new(m, &cases[2], T, &e); /* other options */
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 4, r, &e), -1);
+		assert_int_equal(d->n, 0);
+		decoder_free(d);
+		d = decoder_new(m, &native, T, &e);
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 3, r, &e), -1);
+		assert_int_equal(decoder_step(d, m, 1, &e), 0);
+		assert_int_equal(decoder_prefill_from(d, m, tokens, 4, r, &e), -1);
+		decoder_free(d);
+		run_free(r);
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -713,6 +939,8 @@ int main(void)
 		cmocka_unit_test(test_decoder_neo),
 		cmocka_unit_test(test_decoder_reset_and_limits),
 		cmocka_unit_test(test_prefill_matches_steps),
+		cmocka_unit_test(test_kept_run_matches_forward),
+		cmocka_unit_test(test_prefill_from_pass),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_sampler),
 	};

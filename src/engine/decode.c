@@ -80,7 +80,8 @@ struct decoder *decoder_new(struct model *m, const struct run_options *o, int ca
 	d->tmp = xmalloc((size_t)d->C * sizeof(float));
 	d->fch = xmalloc((size_t)cfg_ff_rows(c) * sizeof(float));
 	d->fch_act = xmalloc((size_t)c->d_ff * sizeof(float));
-	d->logits = xmalloc((size_t)c->vocab_size * sizeof(float));
+	d->logits = d->logits_own = xmalloc((size_t)c->vocab_size * sizeof(float));
+	d->ids = xmalloc((size_t)cap * sizeof *d->ids);
 	if (c->pos == POS_ROPE)
 		rope_tables(d, c);
 	return d;
@@ -101,13 +102,16 @@ void decoder_free(struct decoder *d)
 	free(d->tmp);
 	free(d->fch);
 	free(d->fch_act);
-	free(d->logits);
+	free(d->logits_own);
 	free(d->freq);
+	free(d->ids);
 	free(d);
 }
 
 void decoder_reset(struct decoder *d)
 {
+	if (d->keep)
+		decoder_keep_end(d);
 	d->n = d->used = 0;
 }
 
@@ -131,6 +135,199 @@ static void make_room(struct decoder *d)
 	}
 	d->used--;
 }
+
+/* ------------------------------------------------------------ kept rows */
+
+/* Whether x[0..n) holds only finite values. */
+static bool finite_row(const float *x, size_t n)
+{
+	bool ok = true;
+	for (size_t i = 0; i < n; i++)
+		ok &= isfinite(x[i]) != 0;
+	return ok;
+}
+
+/* Row pos of block l's input (l = 0: the embedding; l = L: the last
+ * block's output) from d->x, and block l - 1's output norm. */
+static void keep_resid(struct decoder *d, int l, int pos)
+{
+	struct run *r = d->keep;
+	size_t T = (size_t)r->T, C = (size_t)d->C;
+	memcpy(r->resid + ((size_t)l * T + pos) * C, d->x, C * sizeof(float));
+	if (l > 0) {
+		row_norms(r->resid_norm + (size_t)(l - 1) * T + pos, d->x, 1, d->C, d->C);
+		d->keep_bad |= !finite_row(d->x, C);
+	}
+}
+
+/* Layer l's attention rows of position pos: the weights over the n cached
+ * slots (slot s holds position first + s; those before lo are hidden), 0
+ * for every other key, and each head's output norm from d->atty. */
+static void keep_heads(struct decoder *d, int l, int pos, int first, int lo, int n)
+{
+	struct run *r = d->keep;
+	size_t T = (size_t)r->T;
+	for (int h = 0; h < d->H; h++) {
+		float *row = r->att + (((size_t)l * d->H + h) * T + pos) * T;
+		memset(row, 0, T * sizeof *row);
+		memcpy(row + first + lo, d->att + (size_t)h * n + lo, (size_t)(n - lo) * sizeof *row);
+		row_norms(r->head_norm + ((size_t)l * d->H + h) * T + pos, d->atty + (size_t)h * d->D,
+			  1, d->D, d->D);
+	}
+}
+
+/* Position pos's final norm output (d->xn); its logits are made in
+ * place (d->logits points at the run's row while it is kept). */
+static void keep_out(struct decoder *d, int pos, int V)
+{
+	struct run *r = d->keep;
+	memcpy(r->lnf + (size_t)pos * d->C, d->xn, (size_t)d->C * sizeof(float));
+	d->keep_bad |= !finite_row(d->xn, (size_t)d->C) || !finite_row(d->logits, (size_t)V);
+}
+
+void decoder_keep_end(struct decoder *d)
+{
+	if (d->logits != d->logits_own) {
+		memcpy(d->logits_own, d->logits, (size_t)d->keep->V * sizeof(float));
+		d->logits = d->logits_own;
+	}
+	d->keep = NULL;
+}
+
+/* Moves the per-position rows of r laid out for a pass of `from` rows to
+ * the layout of one of `to` rows (the first min(from, to) positions; the
+ * attention rows of a longer layout end in 0).  In place: growing moves
+ * from the end, shrinking from the start, so no row is overwritten before
+ * it has moved. */
+static void relayout(struct run *r, int from, int to)
+{
+	if (from == to)
+		return;
+	size_t C = (size_t)r->C, a = (size_t)from, b = (size_t)to, n = a < b ? a : b;
+	size_t LH = (size_t)r->L * r->H;
+	bool up = b > a;
+	for (size_t k = 0; k <= (size_t)r->L; k++) { /* resid: L + 1 blocks of (rows, C) */
+		size_t l = up ? r->L - k : k;
+		memmove(r->resid + l * b * C, r->resid + l * a * C, n * C * sizeof(float));
+	}
+	for (size_t k = 0; k < LH; k++) { /* att: (L * H) blocks of (rows, rows) */
+		size_t blk = up ? LH - 1 - k : k;
+		for (size_t j = 0; j < n; j++) {
+			size_t i = up ? n - 1 - j : j;
+			float *dst = r->att + (blk * b + i) * b;
+			memmove(dst, r->att + (blk * a + i) * a, n * sizeof(float));
+			if (up)
+				memset(dst + n, 0, (b - n) * sizeof(float));
+		}
+	}
+	for (size_t k = 0; k < LH; k++) { /* head_norm: (L * H) blocks of (rows) */
+		size_t blk = up ? LH - 1 - k : k;
+		memmove(r->head_norm + blk * b, r->head_norm + blk * a, n * sizeof(float));
+	}
+	for (size_t k = 0; k < (size_t)r->L; k++) { /* resid_norm: L blocks of (rows) */
+		size_t l = up ? r->L - 1 - k : k;
+		memmove(r->resid_norm + l * b, r->resid_norm + l * a, n * sizeof(float));
+	}
+}
+
+/* Copies the rows of from's pass (one sequence of n positions) into r,
+ * laid out for r->T rows. */
+static void copy_rows(struct run *r, const struct run *from, int n)
+{
+	size_t C = (size_t)r->C, T = (size_t)r->T, N = (size_t)n, LH = (size_t)r->L * r->H;
+	for (size_t l = 0; l <= (size_t)r->L; l++)
+		memcpy(r->resid + l * T * C, from->resid + l * N * C, N * C * sizeof(float));
+	for (size_t blk = 0; blk < LH; blk++) {
+		for (size_t i = 0; i < N; i++) {
+			float *dst = r->att + (blk * T + i) * T;
+			memcpy(dst, from->att + (blk * N + i) * N, N * sizeof(float));
+			memset(dst + N, 0, (T - N) * sizeof(float));
+		}
+		memcpy(r->head_norm + blk * T, from->head_norm + blk * N, N * sizeof(float));
+	}
+	for (size_t l = 0; l < (size_t)r->L; l++)
+		memcpy(r->resid_norm + l * T, from->resid_norm + l * N, N * sizeof(float));
+	memcpy(r->lnf, from->lnf, N * C * sizeof(float));
+	memcpy(r->logits, from->logits, N * (size_t)r->V * sizeof(float));
+}
+
+/* Whether run x was made for model config c with logits and every
+ * layer's attention. */
+static bool run_fits(const struct run *x, const struct model_config *c)
+{
+	return (x->flags & RUN_LOGITS) && (x->flags & RUN_ATTN) && x->C == c->d_model &&
+	       x->L == c->n_layer && x->H == c->n_head && x->V == c->vocab_size &&
+	       x->A == cfg_attn_width(c);
+}
+
+/* Whether from is a pass over n positions whose rows a step would
+ * compute as it does (decoder_can_keep): 0, or -1 with e set. */
+static int pass_fits(const struct decoder *d, const struct model *m, const struct run *from,
+		     int n, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	const struct run_options *o = &d->opt;
+	if (o->mask != MASK_CAUSAL && o->mask != MASK_WINDOW)
+		return err_set(e, "mask %s: a step sees no later token, a pass does", mask_kind_name(o->mask));
+	if (c->rope_scaling == ROPE_SCALE_LONGROPE || c->emb_norm)
+		return err_set(e, "steps and a pass may differ here (LongRoPE, an embedding norm)");
+	if (!from || !run_fits(from, c))
+		return err_set(e, "the pass to start from does not fit the model");
+	if (n < 1 || from->b != 1 || from->t != n || from->key_len || from->nonfinite.site ||
+	    !run_options_equal(&from->opt, o))
+		return err_set(e, "the pass to start from is not one over the %d positions", n);
+	return 0;
+}
+
+int decoder_can_keep(const struct decoder *d, const struct model *m, const struct run *from,
+		     struct err *e)
+{
+	return pass_fits(d, m, from, d->n, e);
+}
+
+int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const struct run *from,
+		 struct err *e)
+{
+	if (decoder_can_keep(d, m, from, e) != 0)
+		return -1;
+	if (!run_fits(r, &m->cfg) || r->T < d->cap)
+		return err_set(e, "the run does not fit the model and the cache");
+	if (from == r)
+		relayout(r, d->n, r->T);
+	else
+		copy_rows(r, from, d->n);
+	d->keep = r;
+	d->keep_ms = 0.0;
+	d->from_ms = from->forward_ms;
+	d->keep_bad = false;
+	return 0;
+}
+
+int decoder_kept(struct decoder *d, const int *tokens, int n, struct err *e)
+{
+	struct run *r = d->keep;
+	if (!r)
+		return err_set(e, "the decoder keeps no run");
+	decoder_keep_end(d);
+	if (n != d->n || memcmp(tokens, d->ids, (size_t)n * sizeof *tokens) != 0)
+		return err_set(e, "the tokens are not the %d positions stepped", d->n);
+	if (d->keep_bad)
+		return err_set(e, "a kept value is not finite");
+	relayout(r, r->T, n);
+	int *tg = next_token_targets(tokens, 1, n);
+	double sum = crossentropy_forward(r->nll, r->logits, tg, n, r->V, &r->n_targets);
+	free(tg);
+	r->loss = r->n_targets ? sum / r->n_targets : NAN;
+	r->b = 1;
+	r->t = n;
+	r->opt = d->opt;
+	r->key_len = NULL;
+	memset(&r->nonfinite, 0, sizeof r->nonfinite);
+	r->forward_ms = d->from_ms + d->keep_ms;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the step */
 
 /* Attention sub-block of layer l for the new position, in a call over
  * n_pos positions (decode.h: LongRoPE's table): reads d->xn (the block's
@@ -162,6 +359,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	attention_step(d->atty, d->att, d->qkv, d->k + base, d->v + base, d->used + 1, (int)row, H,
 		       G, D, lo, scale, c->attn_softcap);
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
+	if (d->keep)
+		keep_heads(d, l, pos, first, lo, d->used + 1);
 	matmul_w(d->tmp, d->atty, (struct wmat){ w->projw, w->projh }, w->projb, 1, H * D, C);
 	/* the sandwich norm of the attention's output (none without one) */
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
@@ -195,6 +394,8 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 	for (int j = 0; j < C; j++)
 		d->x[j] = c->pos == POS_LEARNED ? te[j] * s + m->p[P_WPE][(size_t)pos * C + j]
 						: te[j] * s;
+	if (d->keep)
+		keep_resid(d, 0, pos);
 
 	for (int l = 0; l < L; l++) {
 		struct layer_weights w;
@@ -229,10 +430,17 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 		}
 		if (d->hook && d->hook->fn)
 			d->hook->fn(d->hook->ctx, HOOK_RESID, l, d->x, 1, 1, pos, C);
+		if (d->keep)
+			keep_resid(d, l + 1, pos);
 	}
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
+	if (d->keep) /* made in the kept run's row */
+		d->logits = d->keep->logits + (size_t)pos * c->vocab_size;
 	matmul_w(d->logits, d->xn, model_output_layer(m), NULL, 1, C, c->vocab_size);
 	softcap_forward(d->logits, c->vocab_size, c->final_softcap);
+	if (d->keep)
+		keep_out(d, pos, c->vocab_size);
+	d->ids[pos] = token;
 	d->n++;
 	d->used++;
 	return 0;
@@ -240,7 +448,12 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 
 int decoder_step(struct decoder *d, struct model *m, int token, struct err *e)
 {
-	return step(d, m, token, d->n + 1, e);
+	if (!d->keep)
+		return step(d, m, token, d->n + 1, e);
+	double t0 = now_ms();
+	int rc = step(d, m, token, d->n + 1, e);
+	d->keep_ms += now_ms() - t0;
+	return rc;
 }
 
 int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n,
@@ -281,9 +494,71 @@ int decoder_prefill(struct decoder *d, struct model *m, const int *tokens, int n
 	}
 	const float *last = r->resid + ((size_t)c->n_layer * n + n - 1) * c->d_model;
 	model_head_forward(m, d->logits, d->xn, NULL, NULL, d->x, last, 1);
+	memcpy(d->ids, tokens, (size_t)n * sizeof *tokens);
 	d->n = n;
 	d->used = keep;
 	run_free(r);
+	return 0;
+}
+
+/* Layer l's keys and values of the n positions of pass r into the cache
+ * (its last `slots`), computed again from the layer's input rows as
+ * model_forward's attention does: the norm (pre-norm), the QKV product,
+ * the q/k norm, RoPE over a pass of n.  xn (n, C), qkv (n, QKV): scratch. */
+static void kv_from_pass(struct decoder *d, struct model *m, const struct run *r, int l, int n,
+			 const float *qkvw, const float *qkvb, float *xn, float *qkv)
+{
+	const struct model_config *c = &m->cfg;
+	int C = d->C, H = d->H, G = d->G, D = d->D, QKV = cfg_qkv_rows(c, G);
+	struct layer_weights w;
+	model_layer(m, l, qkvw, qkvb, G, &w);
+	const float *in = r->resid + (size_t)l * n * C;
+	if (d->opt.placement != PLACE_POST) {
+		norm_forward(c->norm, xn, NULL, NULL, in, w.ln1w, w.ln1b, n, C, c->norm_eps);
+		in = xn;
+	}
+	matmul_w(qkv, in, (struct wmat){ w.qkvw, w.qkvh }, w.qkvb, n, C, QKV);
+	if (w.qnw)
+		qk_norm_rows(qkv, n, QKV, H, G, D, w.qnw, w.knw, c->qk_norm_whole, c->norm_eps);
+	if (c->pos == POS_ROPE) {
+		float *freq = xmalloc((size_t)cfg_rotary_dims(c) / 2 * sizeof *freq);
+		struct model_config rc;
+		config_rope_of_layer(c, l, &rc);
+		config_rope_freqs(&rc, n, freq);
+		rope_forward(qkv, 1, n, H + G, D, cfg_rotary_dims(c), QKV, freq, cfg_rope_mscale(&rc));
+		free(freq);
+	}
+	int keep = n < d->slots ? n : d->slots, first = n - keep;
+	size_t row = (size_t)G * D;
+	float *k = d->k + (size_t)l * d->slots * row, *v = d->v + (size_t)l * d->slots * row;
+	for (int i = 0; i < keep; i++) {
+		const float *q = qkv + (size_t)(first + i) * QKV;
+		memcpy(k + (size_t)i * row, q + (size_t)H * D, row * sizeof(float));
+		memcpy(v + (size_t)i * row, q + (size_t)(H + G) * D, row * sizeof(float));
+	}
+}
+
+int decoder_prefill_from(struct decoder *d, struct model *m, const int *tokens, int n,
+			 const struct run *r, struct err *e)
+{
+	if (d->n != 0 || n < 1 || n > d->cap)
+		return err_set(e, "%d positions do not fit an empty cache of %d", n, d->cap);
+	if (pass_fits(d, m, r, n, e) != 0)
+		return -1;
+	const struct model_config *c = &m->cfg;
+	const float *qkvw, *qkvb;
+	model_qkv_for(m, d->G, &qkvw, &qkvb);
+	float *xn = xmalloc((size_t)n * d->C * sizeof *xn);
+	float *qkv = xmalloc((size_t)n * cfg_qkv_rows(c, d->G) * sizeof *qkv);
+	for (int l = 0; l < d->L; l++)
+		kv_from_pass(d, m, r, l, n, qkvw, qkvb, xn, qkv);
+	free(xn);
+	free(qkv);
+	memcpy(d->logits, r->logits + (size_t)(n - 1) * c->vocab_size,
+	       (size_t)c->vocab_size * sizeof *d->logits);
+	memcpy(d->ids, tokens, (size_t)n * sizeof *tokens);
+	d->n = n;
+	d->used = n < d->slots ? n : d->slots;
 	return 0;
 }
 

@@ -1,11 +1,13 @@
 /*
  * cmd-generate.c — generate N: continue the current text with the step
- * decoder (decode.h: the text prefilled in one pass) under the current run
- * options, choosing each token
- * with the sampler (sampler.h), printing them as they come (the status
- * line, where shown, redraws at most every PROGRESS_MS).  The text then
- * becomes the continued one and runs once, so the whole generation is one
- * measurement, not one per token; when that text tokenizes again past the
+ * decoder (decode.h: its cache filled from the text's pass, which the
+ * session holds) under the current run options, choosing each token with
+ * the sampler (sampler.h), printing them as they come (the status line,
+ * where shown, redraws at most every PROGRESS_MS).  The text then becomes
+ * the continued one and runs once, so the whole generation is one
+ * measurement, not one per token: when it tokenizes back into the tokens
+ * made, its run is the one the decoder kept as it stepped (decoder_keep),
+ * else a pass of its own.  When that text tokenizes again past the
  * context (BPE need not give back the ids it decoded), it keeps the most
  * generated tokens that fit.
  */
@@ -93,6 +95,62 @@ static bool ends_mid_char(const char *s, size_t len)
 	unsigned char c = (unsigned char)s[i - 1];
 	int need = (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 0;
 	return need > cont;
+}
+
+/* Whether text tokenizes back into the session's tokens and then out[0..k):
+ * the ids the decoder stepped, so that its kept rows are text's pass. */
+static bool tokenizes_back(const struct session *s, const char *text, const int *out, int k)
+{
+	int *ids = NULL, n = 0;
+	struct err ignore;
+	bool same = tok_encode(s->model->tok, text, strlen(text), 1, &ids, &n, &ignore) >= 0 &&
+		    n == s->n_tokens + k &&
+		    memcmp(ids, s->tokens, (size_t)s->n_tokens * sizeof *ids) == 0 &&
+		    memcmp(ids + s->n_tokens, out, (size_t)k * sizeof *ids) == 0;
+	free(ids);
+	return same;
+}
+
+/* The run the decoder fills as it steps (decode.h, decoder_keep): the
+ * session's pass of the continued text when that text tokenizes back into
+ * the ids made, which then needs no pass of its own.  NULL when the
+ * options make steps and a pass differ (mask none). */
+static struct run *keep_rows(struct session *s, struct decoder *d, int T)
+{
+	struct err ignore;
+	const struct run *from = s->run_valid ? s->run : NULL;
+	if (decoder_can_keep(d, s->model, from, &ignore) != 0)
+		return NULL;
+	struct run *r = session_run_to_fill(s, T);
+	if (r && decoder_keep(d, s->model, r, from, &ignore) != 0) { /* a broken invariant */
+		if (r != s->run)
+			run_free(r);
+		session_update(s, &ignore);
+		return NULL;
+	}
+	return r;
+}
+
+/* The continued text's pass from the kept rows: the last token made
+ * stepped too (its attention row and the logits after it), then the run
+ * is the pass over the prompt and out[0..k).  Into *r: the run, or NULL
+ * when it cannot be (its rows are not a pass then; the text runs). */
+static void finish_kept(struct session *s, struct decoder *d, const char *text, const int *out,
+			int k, struct run **r)
+{
+	struct err ignore;
+	if (!*r)
+		return;
+	int n = s->n_tokens + k;
+	/* a generation stopped early (Ctrl-C) stepped its last token already */
+	if (k > 0 && (d->n == n || d->n == n - 1) && tokenizes_back(s, text, out, k) &&
+	    (d->n == n || decoder_step(d, s->model, out[k - 1], &ignore) == 0) &&
+	    decoder_kept(d, d->ids, n, &ignore) == 0)
+		return;
+	decoder_keep_end(d);
+	if (*r != s->run)
+		run_free(*r);
+	*r = NULL;
 }
 
 /* The typed text and then the first k generated tokens, decoded (a new
@@ -196,8 +254,13 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 	/* only ids the tokenizer can decode: the first decoder_ids of the row */
 	sampler_init(&sp, decoder_ids(m), (float)temp, top_k, (uint64_t)seed);
 	int *out = xmalloc((size_t)n * sizeof *out), made = 0, rc = 0;
-	rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e); /* one pass, not n steps */
+	/* the cache from the text's pass, which the session holds (keys and
+	 * values again from its block inputs), else from one pass, not n steps */
+	struct err ignore;
+	if (!s->run_valid || decoder_prefill_from(d, m, s->tokens, s->n_tokens, s->run, &ignore) != 0)
+		rc = decoder_prefill(d, m, s->tokens, s->n_tokens, e);
 	int unk = m->tok ? m->tok->unk_id : -1;
+	struct run *keep = rc == 0 ? keep_rows(s, d, s->n_tokens + n) : NULL;
 	/* where the text is not seen growing (the visualizer captures the
 	 * output), the progress line shows it, and where each new token looked
 	 * under the selected head */
@@ -228,6 +291,7 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 			show_progress(m, out, made, n, look);
 		}
 	}
+	d->hook = NULL; /* the glance ends with the loop (a kept run's last step comes after) */
 	free(g.w);
 	if (live)
 		cmd_progress("generate", 1, 1); /* clear it */
@@ -249,7 +313,11 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 		else if (text && kept < made)
 			fprintf(stderr, "attnscope: warning: generate: the text keeps %d of the %d "
 				"tokens made: the last ends inside a UTF-8 character\n", kept, made);
-		rc = text ? session_set_text(s, text, e) : -1;
+		if (text)
+			finish_kept(s, d, text, out, kept, &keep);
+		int *ids = keep ? d->ids : NULL; /* the prompt's and the kept tokens */
+		rc = text ? session_set_text_run(s, text, keep, ids, keep ? d->n : 0, e) : -1;
+		keep = NULL; /* the session's */
 		if (rc == 0 && !s->quiet) {
 			char line[256];
 			session_summary(s, line, sizeof line);
@@ -259,6 +327,14 @@ static int generate_exec(struct session *s, int argc, char **argv, struct err *e
 				want, line);
 		}
 		free(text);
+	}
+	if (keep) { /* not given to the session: its pass again, when it was that */
+		struct err ignore;
+		decoder_keep_end(d);
+		if (keep != s->run)
+			run_free(keep);
+		else
+			session_update(s, &ignore);
 	}
 	free(out);
 	sampler_free(&sp);
@@ -280,14 +356,17 @@ const struct cmd_entry cmd_generate_entry = {
 	.opts = generate_opts,
 	.help = "continue the text by N tokens with the current options, then run it",
 	.long_help =
-		"Fills a key/value cache from the text in one pass, then continues it one token\n"
+		"Fills a key/value cache from the text's pass, then continues it one token\n"
 		"at a time (the same numbers as a full pass), under the current options: a GQA\n"
 		"conversion or an ablated head generates differently.  The last line gives the\n"
 		"cache's bytes as held beside kv's arithmetic (under mask window N it keeps\n"
 		"N + 1 positions).  Each token is drawn from the softmax of\n"
 		"logits / T among the K most likely (<unk> never): T 0.8, K 40 and seed 1337\n"
 		"unless given; --temperature 0 takes the most likely token.  The text then\n"
-		"becomes the continued one and runs once: one measurement, not one per token\n"
+		"becomes the continued one and runs once: one measurement, not one per token.\n"
+		"When it tokenizes back into the tokens made, that run is the decoder's own\n"
+		"rows, kept as it stepped (the same numbers as a pass up to float rounding;\n"
+		"forward ms is then the text's pass and the steps); else a pass of its own\n"
 		"(where that text tokenizes again into more tokens than the context, it keeps\n"
 		"the most generated tokens that fit, and says so).\n"
 		"Stops at the context; Ctrl-C stops early and keeps what was made.  At the\n"

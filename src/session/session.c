@@ -169,6 +169,36 @@ static void note_numbers(struct session *s)
 	snprintf(n->model, sizeof n->model, "%s", s->model->name ? s->model->name : "?");
 }
 
+/* What follows a new pass of s->run: the baseline (its own pass when the
+ * options differ from the native ones), the comparison, the numbers, the
+ * heat, the marks.  0 or -1. */
+static int pass_made(struct session *s, struct err *e)
+{
+	bool native = run_options_equal(&s->opt, &s->native);
+	s->base_valid = false;
+	if (!native && !s->base_own_valid) {
+		if (!s->base_own)
+			s->base_own = run_new(&s->model->cfg, 1, s->run->T, RUN_LOGITS | RUN_ATTN);
+		if (model_forward(s->model, &s->native, s->tokens, NULL, 1, s->n_tokens, s->base_own,
+				  e) != 0)
+			return -1;
+		s->base_own_valid = true;
+	}
+	s->base = native ? s->run : s->base_own;
+	s->base_valid = true;
+	s->run_valid = true;
+	s->run_gen++;
+	s->scores_valid = false;
+	compare_runs(s->base, s->run, &s->cmp);
+	note_numbers(s);
+	if (refresh_heat(s, e) != 0)
+		return -1;
+	s->dirty |= DIRTY_RUN;
+	if (s->on_run)
+		s->on_run(s);
+	return 0;
+}
+
 int session_update(struct session *s, struct err *e)
 {
 	if (session_need_model(s, e))
@@ -177,31 +207,10 @@ int session_update(struct session *s, struct err *e)
 		return 0;
 	ensure_runs(s, s->n_tokens);
 	if (!s->run_valid) {
-		/* the baseline is a pass of its own only when the options differ */
-		bool native = run_options_equal(&s->opt, &s->native);
-		s->base_valid = false;
-		if (!native && !s->base_own_valid) {
-			if (!s->base_own)
-				s->base_own = run_new(&s->model->cfg, 1, s->run->T, RUN_LOGITS | RUN_ATTN);
-			if (model_forward(s->model, &s->native, s->tokens, NULL, 1, s->n_tokens,
-					  s->base_own, e) != 0)
-				return -1;
-			s->base_own_valid = true;
-		}
 		if (model_forward(s->model, &s->opt, s->tokens, NULL, 1, s->n_tokens, s->run, e) != 0)
 			return -1;
-		s->base = native ? s->run : s->base_own;
-		s->base_valid = true;
-		s->run_valid = true;
-		s->run_gen++;
-		s->scores_valid = false;
-		compare_runs(s->base, s->run, &s->cmp);
-		note_numbers(s);
-		if (refresh_heat(s, e) != 0)
+		if (pass_made(s, e) != 0)
 			return -1;
-		s->dirty |= DIRTY_RUN;
-		if (s->on_run)
-			s->on_run(s);
 	}
 	if (s->sel_token >= s->n_tokens)
 		s->sel_token = s->n_tokens - 1;
@@ -370,14 +379,10 @@ int session_load(struct session *s, const char *spec, const char *tokenizer, str
 	return session_update(s, e);
 }
 
-int session_set_text(struct session *s, const char *text, struct err *e)
+/* Replaces the text and its tokens (ids, n; src: the sources of its
+ * <unk> tokens), both taken over; the run no longer valid. */
+static void take_text(struct session *s, const char *text, int *ids, int n, int32_t *src)
 {
-	if (session_need_model(s, e))
-		return -1;
-	int *ids = NULL, n = 0;
-	int32_t *src = NULL;
-	if (encode_text(s->model, text, &ids, &n, &src, e) != 0)
-		return -1;
 	free(s->text);
 	free(s->tokens);
 	free(s->unk_src);
@@ -388,6 +393,66 @@ int session_set_text(struct session *s, const char *text, struct err *e)
 	s->run_valid = s->base_valid = s->base_own_valid = false;
 	s->sel_token = n > 0 ? n - 1 : 0;
 	s->dirty |= DIRTY_TEXT;
+}
+
+int session_set_text(struct session *s, const char *text, struct err *e)
+{
+	if (session_need_model(s, e))
+		return -1;
+	int *ids = NULL, n = 0;
+	int32_t *src = NULL;
+	if (encode_text(s->model, text, &ids, &n, &src, e) != 0)
+		return -1;
+	take_text(s, text, ids, n, src);
+	return session_update(s, e);
+}
+
+struct run *session_run_to_fill(struct session *s, int T)
+{
+	if (!s->model || !s->run || !s->run_valid)
+		return NULL;
+	if (s->run->T < T)
+		return run_new(&s->model->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
+	s->run_valid = s->base_valid = false; /* its rows are about to move */
+	return s->run;
+}
+
+/* Whether r is a pass over the session's tokens (ids, n) under its options. */
+static bool run_is_pass(const struct session *s, const struct run *r, const int *ids, int n)
+{
+	return r && n == s->n_tokens && n > 0 && r->b == 1 && r->t == n &&
+	       memcmp(ids, s->tokens, (size_t)n * sizeof *ids) == 0 &&
+	       run_options_equal(&r->opt, &s->opt);
+}
+
+int session_set_text_run(struct session *s, const char *text, struct run *r, const int *ids,
+			 int n, struct err *e)
+{
+	int *tok = NULL, nt = 0;
+	int32_t *src = NULL;
+	if (session_need_model(s, e) || encode_text(s->model, text, &tok, &nt, &src, e) != 0) {
+		if (r != s->run)
+			run_free(r);
+		struct err ignore; /* the text stays: its pass again, when r was it */
+		session_update(s, &ignore);
+		return -1;
+	}
+	take_text(s, text, tok, nt, src);
+	if (!run_is_pass(s, r, ids, n)) {
+		if (r != s->run)
+			run_free(r);
+		return session_update(s, e);
+	}
+	if (r != s->run) { /* the session's run is r from here on */
+		run_free(s->run);
+		s->run = r;
+		if (s->base_own && s->base_own->T < n) {
+			run_free(s->base_own);
+			s->base_own = NULL;
+		}
+	}
+	if (pass_made(s, e) != 0)
+		return -1;
 	return session_update(s, e);
 }
 
