@@ -44,7 +44,8 @@
  *                  config.json beside it)
  *   "gguf"         a GGUF file (llama.cpp, Ollama, LM Studio), versions 2
  *                  and 3: Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 (text),
- *                  OLMo-2, GPT-2, GPT-NeoX or BERT, tensors in F32, F16, BF16, Q8_0, Q4_0/1, Q5_0/1 or
+ *                  OLMo-2, Phi-3, GPT-2, GPT-NeoX or BERT, tensors in F32, F16,
+ *                  BF16, Q8_0, Q4_0/1, Q5_0/1 or
  *                  Q2_K..Q6_K dequantized, the tokenizer from its metadata
  *                  (loader-gguf.c; --tokenizer gives another)
  *   "llama2c"      a llama2.c checkpoint (.bin, 7-int header), with

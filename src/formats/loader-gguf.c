@@ -64,8 +64,29 @@
  *                   attn_q_norm over all H * D query rows and attn_k_norm
  *                   over the K * D key rows (qk_norm_whole), permuted as
  *                   the rotate-half Q/K rows are
+ *   phi3            (Phi-3-mini 4k / 128k, Phi-3.5-mini, Phi-4-mini) as
+ *                   loader-hf-phi3.c runs them: RMSNorm, pre-norm, SwiGLU
+ *                   from ffn_up holding [gate; up] (2F rows; no ffn_gate),
+ *                   the fused attn_qkv [q; k; v] (or attn_q/k/v), its q and
+ *                   k rows rotate-half and permuted, RoPE over
+ *                   rope.dimension_count dims of each head (Phi-4-mini's
+ *                   partial rotary), untied unless output is absent or
+ *                   token_embd's bytes (Phi-4-mini); attention.sliding_window
+ *                   (0: none), when below the context, on every layer as
+ *                   transformers masks (llama.cpp reads the key but runs
+ *                   Phi-3 without a window today); LongRoPE (Phi-3-mini-128k,
+ *                   Phi-3.5-mini, Phi-4-mini) from the tensors
+ *                   rope_factors_long and rope_factors_short (one divisor a
+ *                   turned pair) with rope.scaling.attn_factor and
+ *                   rope.scaling.original_context_length, into config
+ *                   LONGROPE: the engine picks the table per pass as
+ *                   transformers does (long for a pass over more than the
+ *                   original context), llama.cpp once by the context window
+ *                   it is started with, so a long window and a short text
+ *                   differ between the two
  * Tensors: token_embd, position_embd, token_types, token_embd_norm,
  * output_norm, output (absent, or the same bytes as token_embd: tied),
+ * rope_factors_long, rope_factors_short (phi3),
  * blk.N.{attn_norm, attn_q, attn_k, attn_v or the fused attn_qkv,
  * attn_q_norm, attn_k_norm, attn_output, post_attention_norm,
  * attn_output_norm, ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffw_norm,
@@ -74,10 +95,13 @@
  * bias true).  Every tensor must be one of these; BERT's classifier
  * (cls.*) and a Qwen3-Reranker's cls.output are ignored.  Refused by
  * name: other architectures (qwen3moe among them), RoPE scaling
- * (rope.scaling.type other than Gemma 3's linear, rope_freqs but in
- * llama), experts, a key_length other than value_length, a BERT
- * key_length other than embedding_length / head_count, a causal BERT,
- * OLMo 3's sliding window (olmo2.attention.sliding_window).
+ * (rope.scaling.type other than Gemma 3's linear and Phi-3's longrope,
+ * rope_freqs but in llama, rope_factors_long / _short but in phi3; a
+ * LongRoPE table missing, of another length than the turned pairs, or
+ * with a factor not above 0), experts, a key_length other than
+ * value_length, a BERT key_length other than embedding_length /
+ * head_count, a causal BERT, OLMo 3's sliding window
+ * (olmo2.attention.sliding_window).
  * The matrices (token_embd, attn_*, ffn_*, output) of a decoder file in
  * another type than F32 are held as stored (model_new_held: held.h), their
  * rotate-half rows moved whole; BERT's, and every vector, are dequantized
@@ -103,7 +127,7 @@
 
 enum family {
 	FAM_LLAMA, FAM_QWEN2, FAM_QWEN3, FAM_GPT2, FAM_NEOX, FAM_BERT, FAM_GEMMA2, FAM_GEMMA3,
-	FAM_OLMO2,
+	FAM_OLMO2, FAM_PHI3,
 };
 
 static const struct arch {
@@ -116,6 +140,7 @@ static const struct arch {
 	{ "gemma2", FAM_GEMMA2 },
 	{ "gemma3", FAM_GEMMA3 },
 	{ "olmo2", FAM_OLMO2 },
+	{ "phi3", FAM_PHI3 },
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -188,7 +213,9 @@ static const struct arch *arch_of(const struct gguf_file *f, struct err *e)
 /* rope.scaling.type: none or absent; for Gemma 3 also linear, with
  * rope.scaling.factor (its global layers': the converter writes HF's
  * rope_scaling, and llama.cpp turns Gemma 3's sliding layers unscaled, as
- * rope_local_theta does).  Other kinds are refused by name. */
+ * rope_local_theta does); for Phi-3 also longrope (phi3_longrope(): the
+ * converter writes no type, its tensors say it).  Other kinds are refused
+ * by name. */
 static int rope_scaling(const struct gguf_file *f, const struct arch *a, struct model_config *c,
 			struct err *e)
 {
@@ -204,6 +231,10 @@ static int rope_scaling(const struct gguf_file *f, const struct arch *a, struct 
 		if (!(c->rope_factor >= 1.0f && c->rope_factor <= 1e6f))
 			return err_set(e, "%s.rope.scaling.factor %g is outside 1..1e6", a->name,
 				       (double)c->rope_factor);
+		return 0;
+	}
+	if (s && a->fam == FAM_PHI3 && !strcmp(s, "longrope")) {
+		free(s); /* phi3_longrope() reads the tables and says what is missing */
 		return 0;
 	}
 	if (s && strcmp(s, "none")) {
@@ -224,6 +255,11 @@ static int refuse(const struct gguf_file *f, const struct arch *a, struct err *e
 	if (a->fam != FAM_LLAMA && gguf_find_tensor(f, "rope_freqs.weight"))
 		return err_set(e, "tensor rope_freqs.weight (scaled RoPE frequencies) is supported "
 			       "for llama only, not %s", a->name);
+	static const char *const lr[2] = { "rope_factors_long.weight", "rope_factors_short.weight" };
+	for (int i = 0; i < 2; i++)
+		if (a->fam != FAM_PHI3 && gguf_find_tensor(f, lr[i]))
+			return err_set(e, "tensor %s (LongRoPE) is supported for phi3 only, not %s", lr[i],
+				       a->name);
 	if (akey_int(f, a, "expert_count", false, 0, 1 << 20, &n, e) < 0)
 		return -1;
 	if (n > 0)
@@ -372,13 +408,96 @@ static int olmo2_config(const struct gguf_file *f, const struct arch *a, struct 
 	return 0;
 }
 
+static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
+	      float *dst, struct err *e);
+
+/* Phi-3's LongRoPE (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini), as the
+ * converter writes it: the tensors rope_factors_long.weight and
+ * rope_factors_short.weight, R/2 divisors each (one a turned pair), with
+ * rope.scaling.attn_factor (the cos / sin scale; 1 when absent) and
+ * rope.scaling.original_context_length.  Any one of them, or
+ * rope.scaling.type longrope, asks for LongRoPE: a missing table or
+ * original context is then refused by name, as is a table of another
+ * length or a factor that is not above 0.  The engine's ROPE_SCALE_LONGROPE
+ * picks the table per pass as transformers does (the long one for a pass
+ * over more than the original context); llama.cpp picks it once, by the
+ * context window it was started with. */
+static int phi3_longrope(const struct gguf_file *f, const struct arch *a, int R,
+			 struct model_config *c, struct err *e)
+{
+	static const char *const name[2] = { "rope_factors_long.weight", "rope_factors_short.weight" };
+	float *table[2] = { c->rope_long, c->rope_short };
+	char k[128], *type = NULL;
+	float attn = 1.0f;
+	int orig = 0;
+	snprintf(k, sizeof k, "%s.rope.scaling.type", a->name);
+	if (gguf_get_str(f, k, 64, &type, e) < 0)
+		return -1;
+	bool typed = type != NULL; /* rope_scaling() let only longrope through */
+	free(type);
+	int rc = akey_float(f, a, "rope.scaling.attn_factor", false, &attn, e);
+	if (rc < 0)
+		return -1;
+	bool tables = gguf_find_tensor(f, name[0]) || gguf_find_tensor(f, name[1]);
+	if (!typed && rc && !tables)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (!gguf_find_tensor(f, name[i]))
+			return err_set(e, "missing tensor %s: %s%s asks for LongRoPE", name[i],
+				       tables ? "" : a->name, tables ? name[!i] : typed ? ".rope.scaling.type longrope"
+								  : ".rope.scaling.attn_factor");
+	if (R / 2 > CFG_MAX_ROPE_PAIRS)
+		return err_set(e, "tensor %s: %d pairs are more than %d", name[0], R / 2,
+			       CFG_MAX_ROPE_PAIRS);
+	if (akey_int(f, a, "rope.scaling.original_context_length", false, 1, 1 << 30, &orig, e) < 0)
+		return -1;
+	if (!orig)
+		return err_set(e, "missing key %s.rope.scaling.original_context_length: LongRoPE needs "
+			       "it", a->name);
+	for (int i = 0; i < 2; i++) {
+		if (rd(f, name[i], (uint64_t)R / 2, 0, table[i], e))
+			return -1;
+		for (int j = 0; j < R / 2; j++)
+			if (!(table[i][j] > 0.0f && table[i][j] < 1e30f))
+				return err_set(e, "tensor %s: factor %d is %g, not above 0", name[i], j,
+					       (double)table[i][j]);
+	}
+	if (!(attn > 0.0f && attn < 1e6f))
+		return err_set(e, "%s.rope.scaling.attn_factor %g is not above 0", a->name, (double)attn);
+	c->rope_scaling = ROPE_SCALE_LONGROPE;
+	c->rope_orig_context = orig;
+	c->rope_attn_factor = attn;
+	return 0;
+}
+
+/* Phi-3 (Phi-3-mini 4k / 128k, Phi-3.5-mini, Phi-4-mini) as
+ * loader-hf-phi3.c runs it: RMSNorm, SwiGLU from ffn_up's [gate; up], no
+ * biases; attention.sliding_window (the converter writes 0 for none),
+ * when above 0 and below the context, makes every layer local over that
+ * many keys, as transformers masks (llama.cpp reads the key but runs Phi-3
+ * without a window today); LongRoPE as phi3_longrope() reads it. */
+static int phi3_config(const struct gguf_file *f, const struct arch *a, int R,
+		       struct model_config *c, struct err *e)
+{
+	int window = 0;
+	if (akey_int(f, a, "attention.sliding_window", false, 0, 1 << 30, &window, e) < 0 ||
+	    phi3_longrope(f, a, R, c, e))
+		return -1;
+	if (window > 0 && window < c->context) {
+		c->local_window = window;
+		for (int l = 0; l < c->n_layer; l++)
+			cfg_set_local(c, l, true);
+	}
+	c->norm = NORM_RMS;
+	c->mlp = MLP_SWIGLU;
+	c->bias = false;
+	return 0;
+}
+
 /* llama.cpp's rope_freqs (Llama 3.1 / 3.2 files: its converter computes
  * Llama 3.1's rule into one divisor per pair), when the file has it: the
  * engine's FACTORS scaling over the R/2 pairs.  Read here, with the
  * config, since it decides the config. */
-static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64_t cols,
-	      float *dst, struct err *e);
-
 static int rope_freqs(const struct gguf_file *f, int R, struct model_config *c, struct err *e)
 {
 	struct gguf_tensor *t = gguf_find_tensor(f, "rope_freqs.weight");
@@ -466,6 +585,8 @@ static int family_config(const struct gguf_file *f, const struct arch *a, struct
 		c->norm = NORM_RMS;
 		c->bias = false;
 		return a->fam == FAM_OLMO2 ? olmo2_config(f, a, c, e) : gemma_config(f, a, c, e);
+	case FAM_PHI3:
+		return phi3_config(f, a, R, c, e);
 	}
 	return 0;
 }
@@ -710,6 +831,9 @@ static int rd_layer(const struct gguf_file *f, const struct info *in, struct mod
 			     rdl(f, l, "post_ffw_norm.weight", C, 0, AT(P_MLPPOSTW, C), e))))
 		return -1;
 	struct wdst down = wd(m, P_FCPROJW, l, C * F, 0, F);
+	if (in->a->fam == FAM_PHI3) /* ffn_up holds [gate; up], the engine's order */
+		return rdl_to(f, l, "ffn_up.weight", 2 * F, C, wd(m, P_FCW, l, 2 * F * C, 0, C), e) ||
+		       rdl_to(f, l, "ffn_down.weight", C, F, down, e) ? -1 : 0;
 	if (cfg_ff_rows(c) == 2 * c->d_ff) /* SwiGLU, GeGLU: gate rows, then up rows */
 		return rdl_to(f, l, "ffn_gate.weight", F, C, wd(m, P_FCW, l, 2 * F * C, 0, C), e) ||
 		       rdl_to(f, l, "ffn_up.weight", F, C, wd(m, P_FCW, l, 2 * F * C, F, C), e) ||
