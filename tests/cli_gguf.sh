@@ -15,7 +15,10 @@
 # (query_pre_attn_scalar the head width; Gemma 3's sliding_window_pattern
 # llama.cpp's 6, every layer of two sliding, or 1, none); quantized files
 # load and run; Llama 3.1's scaling as llama.cpp's rope_freqs meets the
-# llama3 directory within 1e-4; every fuzz seed that should load does;
+# llama3 directory within 1e-4; Phi-3: tool_mkgguf --convert a tool_mkhf
+# --phi3 directory (a sliding window, partial RoPE, LongRoPE) meets it
+# within 1e-4 in F32 and by the loss in Q8_0, and damaged LongRoPE tables
+# are refused by name; every fuzz seed that should load does;
 # damaged files fail
 # with one line naming the file.  Needs GPT-2's vocabulary from
 # ../shared/tokenizers (or $ATTNSCOPE_SHARED/tokenizers).
@@ -103,6 +106,88 @@ if "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --llama3 >/dev/nu
 	check "the scaled llama file generates and its scores split" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/err' ]"
 else
 	fail "llama3 setup (tool_mkhf --llama3, tool_mkgguf --from)"
+fi
+
+# Phi-3 (phi3): tool_mkgguf --convert a tool_mkhf --phi3 directory as
+# Phi3MiniModel does (the fused qkv_proj and gate_up_proj copied whole as
+# attn_qkv and ffn_up, rows as they are; rope.dimension_count;
+# sliding_window; the LongRoPE tables as rope_factors_long / _short.weight
+# with the attention factor it derives), so that the loader's permutation
+# of the rotate-half rows, its [gate; up] and its tables meet the HF
+# loader's on an independent file: plain (every layer sliding over 6
+# keys), --partial (RoPE over 4 of 8 dims, tied, as Phi-4-mini), --longrope
+# and --longrope --partial (an original context of 4: the long text takes
+# the long table, "To be" the short one); --dump within 1e-4 in F32, the
+# loss in Q8_0 within 0.017 (test_gguf's tolerance, 3 eps + 1e-3, at the
+# relative weight error eps 0.0053 it measures for Q8_0)
+loss_of() { sed -n 's/^loss \([0-9.]*\).*/\1/p' "$1"; }
+for opt in "" "--partial" "--longrope" "--longrope --partial"; do
+	label="phi3${opt:+ $opt}"
+	rm -rf "$tmp/hf" && mkdir "$tmp/hf"
+	if ! "$TOOLS/tool_mkhf" "$tmp/hf" "$tmp/ref.safetensors" "$gpt2" --phi3 $opt >/dev/null 2>&1 ||
+		! "$TOOLS/tool_mkgguf" "$tmp/m.gguf" --convert "$tmp/hf" --arch phi3 --tokdir "$gpt2" \
+			>/dev/null 2>&1 ||
+		! "$TOOLS/tool_mkgguf" "$tmp/q.gguf" --convert "$tmp/hf" --arch phi3 --tokdir "$gpt2" \
+			--type q8_0 >/dev/null 2>&1; then
+		fail "$label setup (tool_mkhf --phi3 $opt, tool_mkgguf --convert)"
+		continue
+	fi
+	case $opt in
+	*longrope*) shows='rope_scaling longrope original_context 4 attn_factor 1.73205' ;;
+	*) shows='local_window 6 local_layers 0,1 ' ;;
+	esac
+	case $opt in *partial*) shows="rotary 4 .*$shows" ;; esac
+	for t in "$text" "To be"; do
+		run "$tmp/hf" -t "$t" --dump
+		cp "$tmp/out" "$tmp/hf.dump"
+		run "$tmp/m.gguf" -t "$t" --dump
+		cp "$tmp/out" "$tmp/gguf.dump"
+		frc=$rc
+		near "$tmp/hf.dump" "$tmp/gguf.dump"
+		close=$?
+		n=$(grep -c '^token ' "$tmp/hf.dump")
+		[ "$t" = "$text" ] && nlong=$n || nshort=$n
+		check "$label, $n tokens: the GGUF file gives the directory's --dump within 1e-4" \
+			sh -c "[ $frc -eq 0 ] && [ $close -eq 0 ] && grep -q '^loss [0-9]' '$tmp/gguf.dump' &&
+				grep '^config' '$tmp/hf.dump' | tr '\n' ' ' | grep -q '$shows'"
+		run "$tmp/q.gguf" -t "$t" --dump
+		check "$label, $n tokens: in Q8_0 its loss is the directory's within 0.017" \
+			awk -v a="$(loss_of "$tmp/hf.dump")" -v b="$(loss_of "$tmp/out")" \
+				'BEGIN { d = a - b; exit !(b != "" && d <= 0.017 && -d <= 0.017) }'
+	done
+done
+# the long text is longer than the original context, "To be" within it
+check "setup: the texts fall on both sides of LongRoPE's original context (4)" \
+	sh -c "[ '${nlong:-0}' -gt 4 ] && [ '${nshort:-9}' -le 4 ]"
+
+# damaged Phi-3 files (the --longrope --partial one) are refused on one
+# line naming what is wrong: rope_factors_short renamed in place, both
+# tables renamed (rope.scaling.attn_factor still asks for LongRoPE), the
+# long table 3 factors long where the 4 turned dims have 2 pairs
+at() { grep -obUa "$1" "$tmp/m.gguf" | head -1 | cut -d: -f1; }
+poke() { # OFFSET BYTES: $tmp/m.gguf with bytes at OFFSET into $tmp/bad.gguf
+	cp "$tmp/m.gguf" "$tmp/bad.gguf"
+	printf "$2" | dd of="$tmp/bad.gguf" bs=1 seek="$1" conv=notrunc 2>/dev/null
+}
+refused_phi3() { # NAME WORDS
+	run "$tmp/bad.gguf" -t hi
+	check "$1" sh -c "[ $rc -eq 1 ] && [ \$(wc -l <'$tmp/err') -eq 1 ] &&
+		grep -q \"^attnscope: $tmp/bad.gguf: .*$2\" '$tmp/err'"
+}
+short=$(at rope_factors_short.weight) long=$(at rope_factors_long.weight)
+if [ -n "$short" ] && [ -n "$long" ]; then
+	poke $((short + 17)) x
+	refused_phi3 "phi3: a missing rope_factors_short.weight is refused by name" \
+		"missing tensor rope_factors_short.weight: rope_factors_long.weight asks for LongRoPE"
+	poke $((short + 17)) x
+	printf x | dd of="$tmp/bad.gguf" bs=1 seek=$((long + 16)) conv=notrunc 2>/dev/null
+	refused_phi3 "phi3: no table where rope.scaling.attn_factor asks for LongRoPE is refused" \
+		"missing tensor rope_factors_long.weight: phi3.rope.scaling.attn_factor asks for LongRoPE"
+	poke $((long + 28)) '\003' # ne[0] after the name and its dimension count
+	refused_phi3 "phi3: a table of the wrong length is refused by name" \
+		"tensor rope_factors_long.weight has shape \\[3\\], but the metadata needs \\[2\\]"
+else
+	fail "phi3 damage setup (no rope_factors tensors in the --longrope --partial file)"
 fi
 
 # a directory llama.cpp would run otherwise is not converted: tool_mkhf's

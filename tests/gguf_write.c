@@ -548,7 +548,7 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 /* ---------------------------------------------------------------- models */
 
 const char *const ga_name[GA_N] = { "llama", "qwen2", "qwen3", "gpt2", "gptneox", "bert",
-				    "gemma2", "gemma3", "olmo2" };
+				    "gemma2", "gemma3", "olmo2", "phi3" };
 
 bool ga_gqa(enum ga a)
 {
@@ -571,9 +571,23 @@ bool ga_gemma_sliding(enum ga a, int l)
  * the 27B models' layer counts (46, 62), caps 4 and 2 (Gemma 2) so that they act,
  * sliding layers over 4 keys by llama.cpp's pattern (2; Gemma 3: 6), tied;
  * Gemma 3's global layers on base 1000000 scaled linearly by 8, its
- * sliding ones on 10000; OLMo-2's base 500000, untied. */
+ * sliding ones on 10000; OLMo-2's base 500000, untied; Phi-3's LongRoPE
+ * (Phi-3.5-mini's, over the first half of each head as Phi-4-mini turns
+ * part of it) with an original context of 4, so that a longer pass takes
+ * the long table, untied. */
 static void ga_family(struct model_config *c, enum ga a)
 {
+	if (a == GA_PHI3) {
+		c->rotary_dims = cfg_d_head(c) / 2;
+		c->rope_scaling = ROPE_SCALE_LONGROPE;
+		c->rope_orig_context = 4;
+		c->rope_attn_factor = (float)sqrt(1.0 + log(c->context / 4.0) / log(4.0));
+		for (int i = 0; i < c->rotary_dims / 2; i++) {
+			c->rope_short[i] = 1.0f + 0.25f * (float)i;
+			c->rope_long[i] = 1.5f + 6.0f * (float)(i * i);
+		}
+		return;
+	}
 	if (a == GA_OLMO2) {
 		c->sandwich = c->post_only = c->qk_norm = c->qk_norm_whole = true;
 		c->rope_theta = 500000.0f;
@@ -630,7 +644,7 @@ struct model *ga_model_hd(enum ga a, int V, int L, int C, int F, int H, int K, i
 		c.mlp = MLP_SWIGLU;
 		c.bias = a == GA_QWEN2;
 		c.qk_norm = a == GA_QWEN3;
-		if (a == GA_GEMMA2 || a == GA_GEMMA3 || a == GA_OLMO2)
+		if (a == GA_GEMMA2 || a == GA_GEMMA3 || a == GA_OLMO2 || a == GA_PHI3)
 			ga_family(&c, a);
 	} else if (a == GA_NEOX) {
 		c.pos = POS_ROPE;
@@ -689,7 +703,8 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 		gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
 		if (a != GA_GEMMA2) /* Gemma 2's converter writes no RoPE key (10000 by default) */
 			gw_f32(w, KEY("rope.freq_base"), c->rope_theta);
-		if (a == GA_LLAMA || a == GA_QWEN2) /* Qwen3's, Gemma's, OLMo-2's write none */
+		/* Qwen3's, Gemma's, OLMo-2's write none */
+		if (a == GA_LLAMA || a == GA_QWEN2 || a == GA_PHI3)
 			gw_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg_rotary_dims(c));
 	} else {
 		gw_f32(w, KEY("attention.layer_norm_epsilon"), c->norm_eps);
@@ -717,6 +732,14 @@ static void ga_meta(struct gw *w, const struct model_config *c, enum ga a)
 			gw_f32(w, KEY("rope.scaling.factor"), c->rope_factor);
 		}
 	}
+	if (a == GA_PHI3) { /* Phi3MiniModel's: the window 0 for none, the original context always */
+		gw_u32(w, KEY("attention.sliding_window"), (uint32_t)c->local_window);
+		gw_u32(w, KEY("rope.scaling.original_context_length"),
+		       (uint32_t)(c->rope_scaling == ROPE_SCALE_LONGROPE ? c->rope_orig_context
+									  : c->context));
+		if (c->rope_scaling == ROPE_SCALE_LONGROPE)
+			gw_f32(w, KEY("rope.scaling.attn_factor"), c->rope_attn_factor);
+	}
 #undef KEY
 }
 
@@ -729,6 +752,16 @@ const char *ga_unheld(const struct model_config *c, enum ga a)
 	if (c->sandwich != (g || whole) || c->post_only != whole)
 		return "its norms around the sub-blocks are not the architecture's (Gemma's sandwich, "
 		       "OLMo-2's after only)";
+	if (a == GA_PHI3) {
+		for (int l = 1; l < c->n_layer; l++)
+			if (cfg_layer_local(c, l) != cfg_layer_local(c, 0))
+				return "some of its layers slide and some do not (Phi-3's window is on every "
+				       "layer or none)";
+		if (c->bias || c->mlp != MLP_SWIGLU ||
+		    (c->rope_scaling != ROPE_SCALE_NONE && c->rope_scaling != ROPE_SCALE_LONGROPE))
+			return "it has biases, an MLP other than SwiGLU, or RoPE scaling other than "
+			       "LongRoPE (Phi-3's are none, SwiGLU and LongRoPE)";
+	}
 	if (!g)
 		return NULL;
 	int D = cfg_d_head(c);
@@ -825,9 +858,10 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 		blk(w, l, "post_attention_norm.weight", 0, 0, C, AT(P_ATTPOSTW, C));
 		blk(w, l, "post_ffw_norm.weight", 0, 0, C, AT(P_MLPPOSTW, C));
 	}
-	if (a == GA_GPT2 || a == GA_NEOX) {
+	if (a == GA_GPT2 || a == GA_NEOX || a == GA_PHI3) {
 		blk(w, l, "attn_qkv.weight", ty, QKV, C, wq);
-		blk(w, l, "attn_qkv.bias", 0, 0, QKV, bq);
+		if (bq)
+			blk(w, l, "attn_qkv.bias", 0, 0, QKV, bq);
 	} else {
 		blk(w, l, "attn_q.weight", ty, H * D, C, wq);
 		blk(w, l, "attn_k.weight", ty, K * D, C, wq + H * D * C);
@@ -843,7 +877,9 @@ static void ga_layer(struct gw *w, const struct model *m, enum ga a, int l, uint
 	blk(w, l, "attn_output.weight", ty, C, H * D, AT(P_ATTPROJW, C * H * D));
 	if (c->bias && a != GA_QWEN2)
 		blk(w, l, "attn_output.bias", 0, 0, C, AT(P_ATTPROJB, C));
-	if (gated) {
+	if (a == GA_PHI3) { /* gate_up_proj: [gate; up] in one tensor */
+		blk(w, l, "ffn_up.weight", ty, 2 * F, C, AT(P_FCW, 2 * F * C));
+	} else if (gated) {
 		blk(w, l, "ffn_gate.weight", ty, F, C, AT(P_FCW, 2 * F * C));
 		blk(w, l, "ffn_up.weight", ty, F, C, AT(P_FCW, 2 * F * C) + F * C);
 	} else {
@@ -914,6 +950,11 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
 		gw_tensor(w, "output.weight", type, V, C, m->p[P_LMHEAD]);
 	if (a == GA_LLAMA && c->rope_scaling == ROPE_SCALE_LLAMA3)
 		llama3_rope_freqs(w, c);
+	if (a == GA_PHI3 && c->rope_scaling == ROPE_SCALE_LONGROPE) {
+		size_t n = (size_t)cfg_rotary_dims(c) / 2;
+		gw_tensor(w, "rope_factors_long.weight", GGML_F32, 0, n, c->rope_long);
+		gw_tensor(w, "rope_factors_short.weight", GGML_F32, 0, n, c->rope_short);
+	}
 }
 
 /* ------------------------------------------------------------ tokenizers */

@@ -69,7 +69,7 @@ void gq_bound(uint32_t t, const unsigned char *block, const float *x, float *bou
 /* The architectures of loader-gguf.c. */
 enum ga {
 	GA_LLAMA, GA_QWEN2, GA_QWEN3, GA_GPT2, GA_NEOX, GA_BERT, GA_GEMMA2, GA_GEMMA3, GA_OLMO2,
-	GA_N
+	GA_PHI3, GA_N
 };
 extern const char *const ga_name[GA_N];
 
@@ -82,8 +82,9 @@ bool ga_gqa(enum ga a);
  * zero), L layers, d_model C, d_ff F, H heads (K K/V heads where ga_gqa),
  * context S (above 4), V tokens; tied for GPT-2 and Gemma, untied
  * otherwise; NeoX turns half of each head; Qwen3 has the q/k norm and no
- * biases; Gemma 2 and 3 and OLMo-2 their switches as gguf_write.c's
- * ga_family() sets them (Gemma's sliding layers over 4 keys). */
+ * biases; Gemma 2 and 3, OLMo-2 and Phi-3 their switches as gguf_write.c's
+ * ga_family() sets them (Gemma's sliding layers over 4 keys; Phi-3's
+ * LongRoPE over half of each head). */
 struct model *ga_model(enum ga a, int V, int L, int C, int F, int H, int K, int S,
 		       uint64_t seed);
 
@@ -106,14 +107,18 @@ bool ga_gemma_sliding(enum ga a, int l);
  * hidden / heads at the 27B layer counts), its sliding layers llama.cpp's
  * fixed pattern, its output tied, and its RoPE and caps the ones the
  * converter writes (Gemma 2: base 10000; Gemma 3: no score cap, local
- * base 10000). */
+ * base 10000); Phi-3's sliding window must be on every layer or none,
+ * its RoPE unscaled or LongRoPE. */
 const char *ga_unheld(const struct model_config *c, enum ga a);
 
 /* The metadata and tensors of model m as llama.cpp's converter writes them
  * for architecture a, the 2-D weights in type `type`, the vectors F32
  * (Gemma's norm scales as the engine holds them: the converter stores
  * 1 + HF's weight; a llama model's Llama 3.1 scaling as the tensor
- * rope_freqs.weight, one divisor per pair, as the converter computes it).
+ * rope_freqs.weight, one divisor per pair, as the converter computes it;
+ * Phi-3's LongRoPE as rope_factors_long / rope_factors_short.weight with
+ * rope.scaling.attn_factor; its q and k rows in rotate-half order in the
+ * fused attn_qkv, its ffn_up [gate; up]).
  * A model ga_unheld() refuses is a broken fixture. */
 void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t type);
 

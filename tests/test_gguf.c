@@ -1482,6 +1482,117 @@ static void test_fams_refused(void **state)
 	refused_as(GA_GEMMA3, unscaled, gemma3_linear, true, "missing key gemma3.rope.scaling.factor");
 }
 
+/* Phi-3's tensors and keys as Phi3MiniModel writes them: the fused
+ * attn_qkv [q; k; v] with each q and k head's first R rows in HF's
+ * rotate-half order (row d < R/2 of a head is the engine's row 2d, row
+ * R/2 + d its 2d + 1, rows from R on as they are: no permutation, llama.cpp
+ * turns Phi-3 with NeoX RoPE), ffn_up holding [gate; up] and no ffn_gate,
+ * rope.dimension_count R (partial, as Phi-4-mini), the window 0 for none,
+ * the original context and attention factor, and the LongRoPE tables. */
+static void test_phi3_layout(void **state)
+{
+	(void)state;
+	struct model *m = tiny(GA_PHI3, 32, 48, 1, 19);
+	const char *p = path_of("layout.gguf");
+	write_gguf(m, GA_PHI3, GGML_F32, p);
+	const struct model_config *c = &m->cfg;
+	size_t D = (size_t)cfg_d_head(c), R = (size_t)cfg_rotary_dims(c), H = 4, K = 2, C = 32;
+	size_t F = 48, QKV = (H + 2 * K) * D;
+	assert_true(R == D / 2 && c->rope_scaling == ROPE_SCALE_LONGROPE);
+	struct gguf_file f;
+	struct err e = { "" };
+	assert_int_equal(gguf_open(&f, p, &e), 0);
+	float *x = xmalloc(2 * F * C * sizeof *x);
+	struct gguf_tensor *t = gguf_find_tensor(&f, "blk.0.attn_qkv.weight");
+	assert_non_null(t);
+	assert_int_equal(t->n, QKV * C);
+	assert_int_equal(gguf_read_tensor(&f, t, x, &e), 0);
+	for (size_t r = 0; r < QKV; r++) {
+		size_t d = r % D, er = r;
+		if (r < (H + K) * D && d < R)
+			er = r - d + (d < R / 2 ? 2 * d : 2 * (d - R / 2) + 1);
+		if (memcmp(x + r * C, m->p[P_QKVW] + er * C, C * sizeof *x))
+			fail_msg("attn_qkv row %zu is not the engine's row %zu", r, er);
+	}
+	t = gguf_find_tensor(&f, "blk.0.ffn_up.weight");
+	assert_non_null(t);
+	assert_true(t->ndim == 2 && t->ne[0] == C && t->ne[1] == 2 * F);
+	assert_int_equal(gguf_read_tensor(&f, t, x, &e), 0);
+	assert_memory_equal(x, m->p[P_FCW], 2 * F * C * sizeof *x);
+	assert_null(gguf_find_tensor(&f, "blk.0.ffn_gate.weight"));
+	assert_non_null(gguf_find_tensor(&f, "output.weight"));
+	static const char *const tab[2] = { "rope_factors_long.weight", "rope_factors_short.weight" };
+	const float *want[2] = { c->rope_long, c->rope_short };
+	for (int i = 0; i < 2; i++) {
+		t = gguf_find_tensor(&f, tab[i]);
+		assert_non_null(t);
+		assert_true(t->ndim == 1 && t->ne[0] == R / 2);
+		assert_int_equal(gguf_read_tensor(&f, t, x, &e), 0);
+		assert_memory_equal(x, want[i], R / 2 * sizeof *x);
+	}
+	assert_true(key_num(&f, "phi3.rope.dimension_count") == (double)R &&
+		    key_num(&f, "phi3.attention.sliding_window") == 0 &&
+		    key_num(&f, "phi3.rope.scaling.original_context_length") == 4 &&
+		    key_num(&f, "phi3.rope.scaling.attn_factor") == (double)c->rope_attn_factor &&
+		    isnan(key_num(&f, "phi3.rope.scaling.factor")));
+	free(x);
+	gguf_close(&f);
+	model_free(m);
+}
+
+static void phi3_unscaled(struct model_config *c) { c->rope_scaling = ROPE_SCALE_NONE; }
+static void phi3_attn_only(struct gw *w) { gw_f32(w, "phi3.rope.scaling.attn_factor", 1.2f); }
+static void phi3_tables(struct gw *w, size_t n, float first)
+{
+	float t[3] = { first, 2.0f, 3.0f };
+	gw_f32(w, "phi3.rope.scaling.attn_factor", 1.2f);
+	gw_tensor(w, "rope_factors_long.weight", GGML_F32, 0, n, t);
+	gw_tensor(w, "rope_factors_short.weight", GGML_F32, 0, n, t);
+}
+static void phi3_three(struct gw *w) { phi3_tables(w, 3, 1.0f); }
+static void phi3_zero(struct gw *w) { phi3_tables(w, 2, 0.0f); }
+static void phi3_yarn(struct gw *w) { gw_str(w, "phi3.rope.scaling.type", "yarn"); }
+static void llama_longrope(struct gw *w)
+{
+	float t[4] = { 1, 1, 1, 1 };
+	gw_tensor(w, "rope_factors_long.weight", GGML_F32, 0, 4, t);
+}
+
+/* Damaged Phi-3 LongRoPE is refused on one line naming what is wrong: a
+ * table missing beside the other (renamed in place), both missing when
+ * rope.scaling.attn_factor asks for LongRoPE, a table of 3 factors where
+ * the 4 turned dims have 2 pairs, a factor of 0; yarn scaling; LongRoPE's
+ * tables in a llama file. */
+static void test_phi3_refused(void **state)
+{
+	(void)state;
+	static const char *const tab[2] = { "rope_factors_long.weight", "rope_factors_short.weight" };
+	for (int i = 0; i < 2; i++) {
+		struct model *m = tiny(GA_PHI3, 32, 48, 1, 13);
+		struct gw *w = gw_new();
+		ga_write_model(w, m, GA_PHI3, GGML_F32);
+		assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+		size_t len;
+		unsigned char *b = gw_bytes(w, 3, 0, &len);
+		gw_free(w);
+		model_free(m);
+		after(b, len, tab[i])[-8] = 'x'; /* ..._long -> ..._lonx, ..._short -> ..._shorx */
+		char word[128];
+		snprintf(word, sizeof word, "missing tensor %s: %s asks for LongRoPE", tab[i], tab[!i]);
+		damaged(b, len, word);
+		free(b);
+	}
+	refused_as(GA_PHI3, phi3_unscaled, phi3_attn_only, true, "missing tensor "
+		   "rope_factors_long.weight: phi3.rope.scaling.attn_factor asks for LongRoPE");
+	refused_as(GA_PHI3, phi3_unscaled, phi3_three, true, "tensor rope_factors_long.weight has "
+		   "shape [3], but the metadata needs [2]");
+	refused_as(GA_PHI3, phi3_unscaled, phi3_zero, true, "tensor rope_factors_long.weight: "
+		   "factor 0 is 0, not above 0");
+	refused_as(GA_PHI3, NULL, phi3_yarn, true, "phi3.rope.scaling.type \"yarn\" is not supported");
+	refused_as(GA_LLAMA, NULL, llama_longrope, true, "tensor rope_factors_long.weight (LongRoPE) "
+		   "is supported for phi3 only, not llama");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1503,6 +1614,8 @@ int main(void)
 		cmocka_unit_test(test_qwen3_refused),
 		cmocka_unit_test(test_qwen3_reranker),
 		cmocka_unit_test(test_fams_refused),
+		cmocka_unit_test(test_phi3_layout),
+		cmocka_unit_test(test_phi3_refused),
 		cmocka_unit_test(test_damaged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -2,15 +2,17 @@
  * tool_mkgguf — writes a GGUF file (tests/gguf_write.h) of an attnscope
  * checkpoint, or of a tiny seeded model, as llama.cpp's converter lays it
  * out for one architecture, with its 2-D weights in one tensor type and the
- * tokenizer metadata of a tokenizer's own files; or of a Gemma 2, Gemma 3
- * or OLMo-2 Hugging Face directory (--convert), read as the converter reads
- * it; for tests/cli_gguf.sh and the fuzz seeds in fuzz/seeds/gguf.
+ * tokenizer metadata of a tokenizer's own files; or of a Gemma 2, Gemma 3,
+ * OLMo-2 or Phi-3 Hugging Face directory (--convert), read as the
+ * converter reads it; for tests/cli_gguf.sh and the fuzz seeds in
+ * fuzz/seeds/gguf.
  *
  * usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR)
  *        --arch ARCH [--type TYPE] [--version 2|3] [--alignment N]
  *        [--tokdir DIR | --tokjson FILE --pre PRE [--bos NAME] |
  *         --tokbin FILE | --wordpiece FILE | --spmjson FILE]
- *   ARCH  llama, qwen2, qwen3, gpt2, gptneox, bert, gemma2, gemma3 or olmo2
+ *   ARCH  llama, qwen2, qwen3, gpt2, gptneox, bert, gemma2, gemma3, olmo2 or
+ *         phi3
  *         (--from refuses a model the architecture's file cannot hold as
  *         the converter writes it, ga_unheld: qwen3, gemma3 and olmo2 need
  *         the q/k norm, as tool_mkhf --qwen3, --gemma3 and --olmo2 write
@@ -20,11 +22,15 @@
  *   --convert HFDIR  config.json and model.safetensors as
  *         convert_hf_to_gguf.py turns them: the keys of its model class,
  *         every tensor renamed, Gemma's 1 added to each *norm.weight, no
- *         row permutation, Gemma's lm_head left out; without the engine's
- *         loaders, so that the file and the directory are two paths to one
- *         model.  A directory llama.cpp would run differently (a
- *         query_pre_attn_scalar or Gemma 3 sliding_window_pattern other than
- *         its fixed rules, OLMo 3's sliding_window) is refused
+ *         row permutation (Phi-3's fused qkv_proj and gate_up_proj copied
+ *         whole as attn_qkv and ffn_up), Gemma's lm_head left out, Phi-3's
+ *         LongRoPE tables as rope_factors_long / rope_factors_short.weight
+ *         with the attention factor Phi3MiniModel derives; without the
+ *         engine's loaders, so that the file and the directory are two
+ *         paths to one model.  A directory llama.cpp would run differently
+ *         (a query_pre_attn_scalar or Gemma 3 sliding_window_pattern other
+ *         than its fixed rules, OLMo 3's sliding_window, a Phi-3
+ *         rope_scaling attention_factor or factor) is refused
  *   TYPE  f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  *         q3_k, q4_k, q5_k, q6_k (rows that are not whole blocks stay F32)
  *   the tokenizer: GPT-2's vocab.json + merges.txt in DIR; a BPE
@@ -51,6 +57,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <math.h>
 
 #include "gguf.h"
 #include "gguf_write.h"
@@ -182,10 +189,24 @@ static const char *const layer_names[][2] = {
 	{ "post_feedforward_layernorm", "post_ffw_norm" },
 };
 
-/* llama.cpp's name of HF's tensor hf into out; 0, or -1 for a name the
- * converter does not map. */
-static int gguf_name(const char *hf, char *out, size_t n)
+/* The same for Phi-3: its fused projections, and post_attention_layernorm
+ * as the norm before the MLP (Llama's ffn_norm). */
+static const char *const phi3_names[][2] = {
+	{ "input_layernorm", "attn_norm" },
+	{ "self_attn.qkv_proj", "attn_qkv" },
+	{ "self_attn.o_proj", "attn_output" },
+	{ "post_attention_layernorm", "ffn_norm" },
+	{ "mlp.gate_up_proj", "ffn_up" },
+	{ "mlp.down_proj", "ffn_down" },
+};
+
+/* llama.cpp's name of HF's tensor hf of architecture a into out; 0, or -1
+ * for a name the converter does not map. */
+static int gguf_name(const char *hf, enum ga a, char *out, size_t n)
 {
+	const char *const(*names)[2] = a == GA_PHI3 ? phi3_names : layer_names;
+	size_t nn = a == GA_PHI3 ? sizeof phi3_names / sizeof phi3_names[0]
+				 : sizeof layer_names / sizeof layer_names[0];
 	static const char *const whole[][2] = {
 		{ "model.embed_tokens.weight", "token_embd.weight" },
 		{ "model.norm.weight", "output_norm.weight" },
@@ -198,10 +219,10 @@ static int gguf_name(const char *hf, char *out, size_t n)
 	if (sscanf(hf, "model.layers.%d.%n", &l, &at) != 1 || !at)
 		return -1;
 	const char *rest = hf + at, *dot = strrchr(rest, '.');
-	for (size_t i = 0; dot && i < sizeof layer_names / sizeof layer_names[0]; i++)
-		if (strlen(layer_names[i][0]) == (size_t)(dot - rest) &&
-		    !strncmp(rest, layer_names[i][0], (size_t)(dot - rest)))
-			return snprintf(out, n, "blk.%d.%s%s", l, layer_names[i][1], dot) < 0 ? -1 : 0;
+	for (size_t i = 0; dot && i < nn; i++)
+		if (strlen(names[i][0]) == (size_t)(dot - rest) &&
+		    !strncmp(rest, names[i][0], (size_t)(dot - rest)))
+			return snprintf(out, n, "blk.%d.%s%s", l, names[i][1], dot) < 0 ? -1 : 0;
 	return -1;
 }
 
@@ -212,11 +233,40 @@ static double cfg_num(json_t *o, const char *key, double def)
 	return json_is_number(v) ? json_number_value(v) : def;
 }
 
+/* Phi-3's LongRoPE as Phi3MiniModel reads it: rope_scaling's type
+ * ("longrope", or "su"), long_factor and short_factor; the attention
+ * factor it derives from max_position_embeddings over
+ * original_max_position_embeddings (which it requires), so a config that
+ * says another (rope_scaling's attention_factor or factor) is not
+ * converted.  Why not, or NULL. */
+static const char *phi3_not_held(json_t *o)
+{
+	if (!json_is_number(json_object_get(o, "original_max_position_embeddings")))
+		return "original_max_position_embeddings is missing (Phi3MiniModel needs it)";
+	json_t *rs = json_object_get(o, "rope_scaling");
+	if (!json_is_object(rs))
+		return NULL;
+	const char *t = json_string_value(json_object_get(rs, "type"));
+	if (!t)
+		t = json_string_value(json_object_get(rs, "rope_type"));
+	if (!t || (strcmp(t, "longrope") && strcmp(t, "su")))
+		return "rope_scaling is not longrope (or su): not converted here";
+	if (json_object_get(rs, "attention_factor") || json_object_get(rs, "factor"))
+		return "rope_scaling's attention_factor or factor: the converter derives the attention "
+		       "factor from max_position_embeddings / original_max_position_embeddings";
+	if (!json_is_array(json_object_get(rs, "long_factor")) ||
+	    !json_is_array(json_object_get(rs, "short_factor")))
+		return "rope_scaling lacks long_factor or short_factor";
+	return NULL;
+}
+
 /* Why llama.cpp cannot hold the directory's model as transformers runs it
  * (the converter would write it anyway, and llama.cpp run another model),
  * or NULL.  D is the heads' width. */
 static const char *not_held(json_t *o, enum ga a, int L, int C, int H, int D)
 {
+	if (a == GA_PHI3)
+		return phi3_not_held(o);
 	if (a == GA_OLMO2)
 		return json_is_number(json_object_get(o, "sliding_window"))
 		       ? "sliding_window (OLMo 3's) is not converted here" : NULL;
@@ -282,6 +332,51 @@ static void convert_keys(struct gw *w, json_t *o, enum ga a, int L, int C, int F
 #undef KEY
 }
 
+/* Phi3MiniModel's keys (set_gguf_parameters) and, for LongRoPE, its extra
+ * tensors (generate_extra_tensors): rope.dimension_count
+ * int(partial_rotary_factor * hidden) // heads, the original context
+ * always, sliding_window (0 for none), and with long_factor the attention
+ * factor sqrt(1 + ln s / ln original) (1 when s = max_position_embeddings /
+ * original is not above 1) beside rope_factors_long.weight and
+ * rope_factors_short.weight, R/2 factors each.  0, or -1 with a message. */
+static int phi3_keys(struct gw *w, json_t *o, int L, int C, int F, int H)
+{
+	double rot = cfg_num(o, "partial_rotary_factor", 1.0);
+	int R = (int)(rot * C) / H, max_pos = (int)cfg_num(o, "max_position_embeddings", 4096);
+	int orig = (int)cfg_num(o, "original_max_position_embeddings", 0);
+	gw_str(w, "general.architecture", "phi3");
+	gw_u32(w, "phi3.context_length", (uint32_t)max_pos);
+	gw_u32(w, "phi3.rope.scaling.original_context_length", (uint32_t)orig);
+	gw_u32(w, "phi3.embedding_length", (uint32_t)C);
+	gw_u32(w, "phi3.feed_forward_length", (uint32_t)F);
+	gw_u32(w, "phi3.block_count", (uint32_t)L);
+	gw_u32(w, "phi3.attention.head_count", (uint32_t)H);
+	gw_u32(w, "phi3.attention.head_count_kv", (uint32_t)cfg_num(o, "num_key_value_heads", H));
+	gw_f32(w, "phi3.attention.layer_norm_rms_epsilon", (float)cfg_num(o, "rms_norm_eps", 1e-5));
+	gw_u32(w, "phi3.rope.dimension_count", (uint32_t)R);
+	gw_f32(w, "phi3.rope.freq_base", (float)cfg_num(o, "rope_theta", 10000));
+	gw_u32(w, "phi3.attention.sliding_window", (uint32_t)cfg_num(o, "sliding_window", 0));
+	json_t *rs = json_object_get(o, "rope_scaling");
+	json_t *lf = json_object_get(rs, "long_factor"), *sf = json_object_get(rs, "short_factor");
+	if (!json_is_array(lf) || !json_array_size(lf))
+		return 0;
+	if ((int)json_array_size(lf) != R / 2 || (int)json_array_size(sf) != R / 2 || R / 2 > 512) {
+		fprintf(stderr, "tool_mkgguf: long_factor and short_factor must hold %d factors\n", R / 2);
+		return -1;
+	}
+	double scale = (double)max_pos / orig;
+	double attn = scale > 1.0 ? sqrt(1.0 + log(scale) / log((double)orig)) : 1.0;
+	gw_f32(w, "phi3.rope.scaling.attn_factor", (float)attn);
+	float t[2][512];
+	for (int i = 0; i < R / 2 && i < 512; i++) {
+		t[0][i] = (float)json_number_value(json_array_get(lf, (size_t)i));
+		t[1][i] = (float)json_number_value(json_array_get(sf, (size_t)i));
+	}
+	gw_tensor(w, "rope_factors_long.weight", GGML_F32, 0, (size_t)R / 2, t[0]);
+	gw_tensor(w, "rope_factors_short.weight", GGML_F32, 0, (size_t)R / 2, t[1]);
+	return 0;
+}
+
 /* Every tensor of dir/model.safetensors under llama.cpp's name, its values
  * as they are (no row permutation: llama.cpp turns these families with NeoX
  * RoPE) but Gemma's *norm.weight, to which the converter adds 1; Gemma's
@@ -298,10 +393,12 @@ static int convert_tensors(struct gw *w, const char *dir, enum ga a, uint32_t ty
 	for (int i = 0; !rc && i < f.n; i++) {
 		struct st_tensor *t = &f.t[i];
 		size_t nl = strlen(t->name);
-		bool gemma = a != GA_OLMO2, norm = nl > 11 && !strcmp(t->name + nl - 11, "norm.weight");
-		if (gemma && !strcmp(t->name, "lm_head.weight"))
+		bool gemma = a != GA_OLMO2 && a != GA_PHI3;
+		bool norm = nl > 11 && !strcmp(t->name + nl - 11, "norm.weight");
+		if ((gemma && !strcmp(t->name, "lm_head.weight")) ||
+		    (nl > 21 && !strcmp(t->name + nl - 21, ".rotary_emb.inv_freq")))
 			continue;
-		if (gguf_name(t->name, name, sizeof name) || t->ndim < 1 || t->ndim > 2) {
+		if (gguf_name(t->name, a, name, sizeof name) || t->ndim < 1 || t->ndim > 2) {
 			fprintf(stderr, "tool_mkgguf: %s: tensor %s is not converted here\n", path, t->name);
 			rc = -1;
 			break;
@@ -328,22 +425,26 @@ static int convert(struct gw *w, const char *dir, enum ga a, uint32_t type)
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
 	json_t *o = json_load_file(path, 0, NULL);
-	if (!json_is_object(o) || (a != GA_GEMMA2 && a != GA_GEMMA3 && a != GA_OLMO2)) {
-		fprintf(stderr, "tool_mkgguf: --convert takes a Gemma 2, Gemma 3 or OLMo-2 "
+	if (!json_is_object(o) ||
+	    (a != GA_GEMMA2 && a != GA_GEMMA3 && a != GA_OLMO2 && a != GA_PHI3)) {
+		fprintf(stderr, "tool_mkgguf: --convert takes a Gemma 2, Gemma 3, OLMo-2 or Phi-3 "
 			"directory (%s)\n", path);
 		json_decref(o);
 		return -1;
 	}
 	int L = (int)cfg_num(o, "num_hidden_layers", 0), C = (int)cfg_num(o, "hidden_size", 0);
 	int F = (int)cfg_num(o, "intermediate_size", 0), H = (int)cfg_num(o, "num_attention_heads", 1);
-	int D = (int)cfg_num(o, "head_dim", a == GA_OLMO2 ? C / H : 256);
+	int D = (int)cfg_num(o, "head_dim", a == GA_OLMO2 || a == GA_PHI3 ? C / H : 256);
 	const char *why = not_held(o, a, L, C, H, D);
 	if (why) {
 		fprintf(stderr, "tool_mkgguf: %s: %s\n", path, why);
 		json_decref(o);
 		return -1;
 	}
-	convert_keys(w, o, a, L, C, F, H, D);
+	if (a == GA_PHI3 ? phi3_keys(w, o, L, C, F, H) : (convert_keys(w, o, a, L, C, F, H, D), 0)) {
+		json_decref(o);
+		return -1;
+	}
 	json_decref(o);
 	return convert_tensors(w, dir, a, type);
 }
