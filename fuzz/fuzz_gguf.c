@@ -28,7 +28,8 @@
  * norm and linear RoPE scaling), qwen2 in Q4_0, qwen3 in Q8_0 (heads 32
  * wide, key_length apart from embedding_length / head_count, with the q/k
  * norm), olmo2 in Q5_0 (norms after the sub-blocks, whole-width q/k
- * norms), gpt2 in F16 and gptneox in BF16 with a byte-level BPE (model
+ * norms), phi3 in Q8_0 (the fused attn_qkv and ffn_up, RoPE over half of
+ * each head, LongRoPE's rope_factors_long / _short), gpt2 in F16 and gptneox in BF16 with a byte-level BPE (model
  * gpt2, pre gpt-2: 256 bytes and 8 merges), bert in Q5_1 with a small
  * WordPiece vocabulary; gemma3 in Q8_0 with a Gemma-style vocabulary (17
  * tokens, add_space_prefix false, control and user-defined tokens matched

@@ -49,8 +49,9 @@
  *         and gemma3.)
  * --tiny: 1 layer, d_model 32, 2 heads of 16 (the ga_gqa families: 1 K/V
  * head; qwen3's heads 32 wide, twice d_model / heads as Qwen3-0.6B's 128
- * over 1024 / 16, with the q/k norm; Gemma's and OLMo-2's switches as
- * ga_model's), d_ff 32, context 8, the vocabulary's size.
+ * over 1024 / 16, with the q/k norm; Gemma's, OLMo-2's and Phi-3's switches
+ * as ga_model's: Phi-3's LongRoPE over an original context of 4), d_ff 32,
+ * context 8, the vocabulary's size.
  */
 #include <stdio.h>
 #include <stdlib.h>

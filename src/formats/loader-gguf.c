@@ -413,7 +413,7 @@ static int rd(const struct gguf_file *f, const char *name, uint64_t rows, uint64
 
 /* Phi-3's LongRoPE (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini), as the
  * converter writes it: the tensors rope_factors_long.weight and
- * rope_factors_short.weight, R/2 divisors each (one a turned pair), with
+ * rope_factors_short.weight, R/2 divisors each (one per turned pair), with
  * rope.scaling.attn_factor (the cos / sin scale; 1 when absent) and
  * rope.scaling.original_context_length.  Any one of them, or
  * rope.scaling.type longrope, asks for LongRoPE: a missing table or
@@ -441,11 +441,14 @@ static int phi3_longrope(const struct gguf_file *f, const struct arch *a, int R,
 	bool tables = gguf_find_tensor(f, name[0]) || gguf_find_tensor(f, name[1]);
 	if (!typed && rc && !tables)
 		return 0;
-	for (int i = 0; i < 2; i++)
-		if (!gguf_find_tensor(f, name[i]))
-			return err_set(e, "missing tensor %s: %s%s asks for LongRoPE", name[i],
-				       tables ? "" : a->name, tables ? name[!i] : typed ? ".rope.scaling.type longrope"
-								  : ".rope.scaling.attn_factor");
+	for (int i = 0; i < 2; i++) {
+		if (gguf_find_tensor(f, name[i]))
+			continue;
+		if (tables)
+			return err_set(e, "missing tensor %s: %s asks for LongRoPE", name[i], name[!i]);
+		return err_set(e, "missing tensor %s: %s.rope.scaling.%s asks for LongRoPE", name[i],
+			       a->name, typed ? "type longrope" : "attn_factor");
+	}
 	if (R / 2 > CFG_MAX_ROPE_PAIRS)
 		return err_set(e, "tensor %s: %d pairs are more than %d", name[0], R / 2,
 			       CFG_MAX_ROPE_PAIRS);
