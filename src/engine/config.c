@@ -289,14 +289,17 @@ int config_validate(const struct model_config *c, struct err *e)
 		return err_set(e, "config: rope_theta %g must be in (1, 1e9)", (double)c->rope_theta);
 	if (validate_rope_scaling(c, e) || validate_gemma(c, e))
 		return -1;
-	/* keep the whole parameter block addressable with 32-bit-safe margins */
+	/* a bound the build is checked at: an 8B model (8.0e9, held as stored:
+	 * bench_hf's Llama-3-8B shape) opens; whether its weights fit is the
+	 * loader's memory check */
 	double total = 0;
 	size_t shape[3];
 	int nd;
 	for (int i = 0; i < N_PARAMS; i++)
 		total += (double)param_shape(c, (enum param_id)i, shape, &nd);
-	if (total > 4e9)
-		return err_set(e, "config: %.0f parameters is more than this build handles (4e9)", total);
+	if (total > 16e9)
+		return err_set(e, "config: %.0f parameters is more than this build handles (16e9)",
+			       total);
 	return 0;
 }
 
