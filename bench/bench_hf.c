@@ -61,7 +61,9 @@
  *   5. summary rows (bench_summary_row, bench_summary_text): per mode the
  *      paired forward ratio and peak / file bytes against 1.2 + capture /
  *      file; held against f32 load time and forward (paired ratios); a
- *      load the loader refuses (its memory check) as "refused";
+ *      load model_open_ex refuses (the memory check, the config's limits:
+ *      config_validate takes at most 4e9 parameters, so Llama-3-8B is
+ *      refused until it takes more) as "refused";
  *   6. the load average at the end and the total bench time.
  * The parent only writes the files and prints; every measurement runs in a
  * forked child (its own VmHWM).  Threads: the default (the cores present).
@@ -936,8 +938,9 @@ static void report_peak(const char *name, double peak, double file_bytes, double
 /* Loads and runs load_path with the weights as the loader holds them and,
  * when f32_too, as F32: the load, forward and memory rows, summary rows
  * named from `what` ("hf Llama-3.2-1B BF16").  0, or -1 after a load or a
- * pass that failed (printed; a load the memory check refuses is a
- * "refused" row). */
+ * pass that failed (printed; a load model_open_ex refuses, for its memory
+ * check or the config's limits, is a "refused" row, a child that died a
+ * "failed" one). */
 static int measure(const char *what, double file_bytes, bool f32_too, int nv, double gflops)
 {
 	int reps = sh->big ? 1 : LOAD_REPS;
@@ -949,7 +952,7 @@ static int measure(const char *what, double file_bytes, bool f32_too, int nv, do
 		if (report_load(f32, reps, file_bytes, &ls[mode]) != 0) {
 			snprintf(name, sizeof name, "%s %s load", what, f32 ? "f32" : "default");
 			bench_summary_text(name, (struct spread){ 0 }, "-",
-					   strstr(ls[mode].msg, "will not fit") ? "refused" : "failed");
+					   strncmp(ls[mode].msg, "model_open_ex", 13) ? "failed" : "refused");
 			return -1;
 		}
 		if (report_forward(f32, f32 ? 1 : nv, gflops, &fs[mode]) != 0)
