@@ -28,9 +28,9 @@
  *      Llama-3-8B, whose 32 GB as F32 do not fit a 24 GB machine): best and
  *      median time, and each child's extra memory (VmHWM after the load
  *      minus VmRSS before it) against the file bytes and the F32 parameter
- *      bytes, with what the model holds (model_bytes, model_held_types).  The page cache is warm for the small
- *      shapes; 16 GB of files beside 16 GB of held weights are not all
- *      cached on a 24 GB machine;
+ *      bytes, with what the model holds (model_bytes, model_held_types).
+ *      The page cache is warm for the small shapes; 16 GB of files beside
+ *      16 GB of held weights are not all cached on a 24 GB machine;
  *   3. model_forward with RUN_LOGITS | RUN_ATTN at T = 256 (B = 1, tokens
  *      below the tokenizer's vocabulary), in one more child per mode that
  *      loads the model: median (min) ms of up to MAX_REPS passes after one
