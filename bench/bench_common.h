@@ -422,13 +422,20 @@ static inline const char *verdict(double value, bool le, double target)
 }
 
 /* Appends one row of the make bench summary to $BENCH_SUMMARY (nothing
- * when unset): name, the median of the paired ratios with its min and
- * max, the target ("<= 1.25x"), the verdict and the load average now.
- * Tab-separated, one line; bench/summary.sh prints them as a table. */
-static inline void bench_summary_row(const char *name, struct spread r, bool le, double target)
+ * when unset): name, the median of r with its min and max over r.n
+ * rounds (r.n 0: no value, printed "-"), the target as text ("<= 1.25",
+ * or "-" for none), the verdict as text ("meets", "misses", or "info"
+ * for a figure with no target, "refused" for a load refused) and the
+ * load average now.  Tab-separated, one line; bench/summary.sh prints
+ * them as a table. */
+static inline void bench_summary_text(const char *name, struct spread r, const char *target,
+				      const char *verdict_text)
 {
-	printf("summary: %s: %.3fx (%.3f..%.3f over %d paired rounds), target %s %.2fx: %s\n", name,
-	       r.med, r.min, r.max, r.n, le ? "<=" : ">=", target, verdict(r.med, le, target));
+	if (r.n > 0)
+		printf("summary: %s: %.3fx (%.3f..%.3f over %d rounds), target %s%s: %s\n", name, r.med,
+		       r.min, r.max, r.n, target, strcmp(target, "-") ? "x" : "", verdict_text);
+	else
+		printf("summary: %s: -, %s\n", name, verdict_text);
 	const char *path = getenv("BENCH_SUMMARY");
 	if (!path || !*path)
 		return;
@@ -437,9 +444,18 @@ static inline void bench_summary_row(const char *name, struct spread r, bool le,
 		fprintf(stderr, "bench: cannot append to %s: %s\n", path, strerror(errno));
 		return;
 	}
-	fprintf(f, "%s\t%.3f\t%.3f..%.3f\t%d\t%s %.2f\t%s\t%.2f\n", name, r.med, r.min, r.max, r.n,
-		le ? "<=" : ">=", target, verdict(r.med, le, target), load_avg());
+	fprintf(f, "%s\t%.3f\t%.3f..%.3f\t%d\t%s\t%s\t%.2f\n", name, r.med, r.min, r.max, r.n,
+		target, verdict_text, load_avg());
 	fclose(f);
+}
+
+/* bench_summary_text of the median of paired ratios r against target,
+ * lower (le) or higher better: "meets" or "misses". */
+static inline void bench_summary_row(const char *name, struct spread r, bool le, double target)
+{
+	char t[32];
+	snprintf(t, sizeof t, "%s %.2f", le ? "<=" : ">=", target);
+	bench_summary_text(name, r, t, verdict(r.med, le, target));
 }
 
 /* ------------------------------------------------------- fork a measurement */
