@@ -183,14 +183,26 @@ static inline struct model *fuzz_open_model(const char *path, const char *tokeni
 }
 
 /* What every model that loads must be: a config that validates and finite
- * weights. */
+ * weights, those held as stored (held.h) whole and finite once converted. */
 static inline void fuzz_check_weights(const struct model *m)
 {
 	struct err e = { "" };
 
 	CHECK(config_validate(&m->cfg, &e) == 0);
-	for (size_t i = 0; i < m->n_params; i++)
-		CHECK(isfinite(m->params[i]));
+	CHECK(model_held_complete(m));
+	for (int i = 0; i < N_PARAMS; i++) {
+		for (size_t j = 0; m->p[i] && j < m->psize[i]; j++)
+			CHECK(isfinite(m->p[i][j]));
+		int n = param_per_layer((enum param_id)i) ? m->cfg.n_layer : 1;
+		for (int l = 0; m->held[i] && l < n; l++) {
+			const struct held_mat *h = &m->held[i][l];
+			float *x = xmalloc((size_t)h->rows * h->cols * sizeof *x);
+			held_rows(h, 0, h->rows, x);
+			for (size_t j = 0; j < (size_t)h->rows * h->cols; j++)
+				CHECK(isfinite(x[j]));
+			free(x);
+		}
+	}
 }
 
 /* Encodes text[0 .. len) with t (BOS first when t has one): every id is in
