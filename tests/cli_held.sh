@@ -64,7 +64,6 @@ sed -e 's/"hidden_size": [0-9]*/"hidden_size": 4096/' \
 	-e 's/"num_attention_heads": [0-9]*/"num_attention_heads": 32/' \
 	-e 's/"num_key_value_heads": [0-9]*/"num_key_value_heads": 8/' \
 	"$tmp/hf/config.json" >"$tmp/huge/config.json"
-limited() { (ulimit -v 2097152 && run "$@"); rc=$?; }
 limited "$tmp/hf" -t hi
 if [ "$rc" -eq 0 ]; then
 	limited "$tmp/huge" -t hi

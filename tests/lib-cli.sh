@@ -153,3 +153,6 @@ near() {
 	}
 	END { exit m != n }' "$1" "$2"
 }
+
+# limited ARGS: run ARGS with 2 GiB of address space (ulimit -v), $rc set
+limited() { (ulimit -v 2097152 && run "$@"); rc=$?; }

@@ -245,17 +245,9 @@ int ld_shards_read_stored(struct ld_shards *s, const char *name, uint64_t d0, ui
 			  void *dst, enum dtype *dt, struct err *e)
 {
 	struct st_file *f;
-	struct st_tensor *t = ld_shards_find(s, name, &f);
+	struct st_tensor *t = find_shaped(s, name, d0, d1, &f, e);
 	if (!t)
-		return err_set(e, "missing tensor \"%s\"", name);
-	uint64_t shape[2] = { d0, d1 };
-	int nd = d1 ? 2 : 1;
-	if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
-		char got[96], want[64];
-		st_shape_str(got, sizeof got, t->shape, t->ndim);
-		st_shape_str(want, sizeof want, shape, nd);
-		return err_set(e, "%s has shape %s, but config.json needs %s", name, got, want);
-	}
+		return -1;
 	*dt = t->dtype;
 	return st_read_stored(f, t, dst, e);
 }

@@ -304,16 +304,19 @@ struct st_tensor *st_find(const struct st_file *f, const char *name)
 	return NULL;
 }
 
-int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e)
+/* st_read's work: t's values into dst as floats, or as stored. */
+static int read_tensor(struct st_file *f, struct st_tensor *t, void *dst, bool stored,
+		       struct err *e)
 {
 	int rc;
-
+	off_t off = (off_t)(f->data_off + t->begin);
 	if (t->dtype == DTYPE_OTHER)
 		rc = err_set(e, "tensor %.60s has dtype %.20s, which attnscope does not read (F32, "
 			     "F16 and BF16 only)", t->name, t->dtype_name);
+	else if (stored)
+		rc = ld_read_stored(f->fd, off, dst, (size_t)t->n, t->dtype, t->name, e);
 	else
-		rc = ld_read_floats(f->fd, (off_t)(f->data_off + t->begin), dst, (size_t)t->n,
-				    t->dtype, t->name, e);
+		rc = ld_read_floats(f->fd, off, dst, (size_t)t->n, t->dtype, t->name, e);
 	if (rc) {
 		ld_one_line(e);
 		return -1;
@@ -322,21 +325,14 @@ int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e)
 	return 0;
 }
 
+int st_read(struct st_file *f, struct st_tensor *t, float *dst, struct err *e)
+{
+	return read_tensor(f, t, dst, false, e);
+}
+
 int st_read_stored(struct st_file *f, struct st_tensor *t, void *dst, struct err *e)
 {
-	int rc;
-	if (t->dtype == DTYPE_OTHER)
-		rc = err_set(e, "tensor %.60s has dtype %.20s, which attnscope does not read (F32, "
-			     "F16 and BF16 only)", t->name, t->dtype_name);
-	else
-		rc = ld_read_stored(f->fd, (off_t)(f->data_off + t->begin), dst, (size_t)t->n,
-				    t->dtype, t->name, e);
-	if (rc) {
-		ld_one_line(e);
-		return -1;
-	}
-	t->read = true;
-	return 0;
+	return read_tensor(f, t, dst, true, e);
 }
 
 int st_read_rows(struct st_file *f, const struct st_tensor *t, uint64_t row0, uint64_t rows,
