@@ -826,7 +826,8 @@ static int rd_layer(const struct gguf_file *f, const struct info *in, struct mod
 	uint64_t C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff;
 	bool ln = c->norm == NORM_LAYER, pre = !c->post_only;
 #define AT(id, n) (m->p[id] + (size_t)l * (n))
-	struct wdst n1 = { AT(P_LN1W, C), NULL, 0 }, n2 = { AT(P_LN2W, C), NULL, 0 };
+	struct wdst n1 = { pre ? AT(P_LN1W, C) : NULL, NULL, 0 }; /* OLMo-2 has none */
+	struct wdst n2 = { pre ? AT(P_LN2W, C) : NULL, NULL, 0 };
 	if ((pre && rd_wb(f, l, "attn_norm", C, 0, n1, ln ? AT(P_LN1B, C) : NULL, e)) ||
 	    rd_attn(f, in, m, l, tmp, e) ||
 	    (pre && rd_wb(f, l, "ffn_norm", C, 0, n2, ln ? AT(P_LN2B, C) : NULL, e)) ||
