@@ -783,6 +783,24 @@ static double kept_vs_pass(struct model *m, const struct run_options *o, int P, 
 	return w;
 }
 
+/* The options a step computes as a pass does, on a model of 4 heads:
+ * native, post-norm, K/V sharing down to 1 and up to 4, a window of 3,
+ * scaling off, head 1.2 ablated.  Returns how many (7) are in cases. */
+static int step_cases(const struct model *m, struct run_options cases[7])
+{
+	struct run_options native;
+	run_options_native(m, &native);
+	int n = 0;
+	cases[n++] = native;
+	cases[n] = native, cases[n++].placement = PLACE_POST;
+	cases[n] = native, cases[n++].kv_heads = 1;
+	cases[n] = native, cases[n++].kv_heads = 4;
+	cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
+	cases[n] = native, cases[n++].scale = false;
+	cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+	return n;
+}
+
 /* A run kept while stepping (decoder_keep / decoder_kept) holds what
  * model_forward's pass over the same tokens holds, within 1e-4 + 1e-4
  * |ref|, for both model families under the options a step computes as a
@@ -796,16 +814,9 @@ static void test_kept_run_matches_forward(void **state)
 	(void)state;
 	for (int llama = 0; llama <= 1; llama++) {
 		struct model *m = randmodel_new(llama, 4, llama ? 2 : 4, V, 8.0f, 11 + llama);
-		struct run_options native, cases[7];
-		run_options_native(m, &native);
-		int n = 0;
-		cases[n++] = native;
-		cases[n] = native, cases[n++].placement = PLACE_POST;
-		cases[n] = native, cases[n++].kv_heads = 1;
-		cases[n] = native, cases[n++].kv_heads = 4;
-		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
-		cases[n] = native, cases[n++].scale = false;
-		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		struct run_options cases[7];
+		int n = step_cases(m, cases);
+		struct run_options native = cases[0];
 		for (int i = 0; i < n; i++) {
 			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
 			assert_true(kept_vs_pass(m, &cases[i], 5, false) <= 1.0);
@@ -893,16 +904,9 @@ static void test_prefill_from_pass(void **state)
 	(void)state;
 	for (int llama = 0; llama <= 1; llama++) {
 		struct model *m = randmodel_new(llama, 3, llama ? 2 : 4, V, 8.0f, 31 + llama);
-		struct run_options native, cases[7];
-		run_options_native(m, &native);
-		int n = 0;
-		cases[n++] = native;
-		cases[n] = native, cases[n++].placement = PLACE_POST;
-		cases[n] = native, cases[n++].kv_heads = 1;
-		cases[n] = native, cases[n++].kv_heads = 4;
-		cases[n] = native, cases[n].mask = MASK_WINDOW, cases[n++].window = 3;
-		cases[n] = native, cases[n++].scale = false;
-		cases[n] = native, opt_set_ablated(&cases[n++], 1 * 4 + 2, true);
+		struct run_options cases[7];
+		int n = step_cases(m, cases);
+		struct run_options native = cases[0];
 		for (int i = 0; i < n; i++) {
 			print_message("%s case %d\n", llama ? "llama" : "gpt2", i);
 			assert_true(prefill_from_vs_prefill(m, &cases[i], 6) <= 1.0);
