@@ -109,9 +109,11 @@ test-asan: deps
 		OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
 
 # every bench appends its verdicts (paired medians) to BENCHSUM; the table
-# of them all is printed at the end
+# of them all is printed at the end.  LLAMA_BENCH=/path/to/llama-bench (a
+# llama.cpp build of a person's own) adds the rows measured beside it, on
+# GGUF files tool_mkgguf writes (bench/bench_llama.h).
 BENCHSUM := $(BUILD)/bench/summary.tsv
-bench: deps $(BENCHBINS)
+bench: deps $(BENCHBINS) $(BUILD)/tests/tool_mkgguf
 	@rm -f $(BENCHSUM)
 	@for b in $(BENCHBINS); do BENCH_SUMMARY=$(BENCHSUM) $$b || exit 1; done
 	@sh bench/summary.sh $(BENCHSUM)

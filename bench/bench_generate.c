@@ -23,11 +23,16 @@
  *      prefill, each step timed, the sampler timed apart;
  *   5. the KV cache: decoder_cache_bytes beside kv_cache_bytes() (model.h);
  *   6. `generate 250` end to end through cmd_run_line against the engine's
- *      own loop for the same generation, paired per round (--e2e: this
- *      section alone), with llama2.c's tokenizer, whose merges give a
- *      random model's text back as other ids (the text then runs a pass of
- *      its own), and with a tokenizer of single characters, whose text
- *      tokenizes back into the ids made (its run is the decoder's steps).
+ *      own loop for the same generation, paired per round, the two in
+ *      alternating order (--e2e: this section alone), with llama2.c's
+ *      tokenizer, whose merges give a random model's text back as other ids
+ *      (the text then runs a pass of its own), and with a tokenizer of
+ *      single characters, whose text tokenizes back into the ids made (its
+ *      run is the decoder's steps);
+ *   7. where LLAMA_BENCH names a llama-bench binary (bench_llama.h), in the
+ *      same rounds as 6 with llama2.c's tokenizer: llama.cpp's tg250 and
+ *      pp128 on the same weights written as GGUF, against generate's
+ *      tokens/s and decoder_prefill of 128 tokens.
  * Each beside its FLOP floor: the matmul FLOPs of that work at the sgemm
  * rate of this run.  A step multiplies one row through every matrix
  * (GEMV): it reads each weight once for 2 FLOPs, so it is bound by memory
@@ -47,6 +52,7 @@
 #include <sys/stat.h>
 
 #include "bench_common.h"
+#include "bench_llama.h"
 #include "cmd.h"
 #include "config.h"
 #include "decode.h"
@@ -66,6 +72,7 @@
 #define GEN_TOP_K 40
 #define GEN_SEED 1337u
 
+static const char *self; /* argv[0]: tools are found beside it */
 static int threads; /* --threads; 0 = the default */
 static int e2e_only; /* --e2e: only the end-to-end section */
 
@@ -87,6 +94,11 @@ struct result {
 	double ratio;             /* prefill: median of (steps / decoder_prefill) over the pairs */
 	struct spread e2e;        /* end to end: loop ms / generate ms per round */
 	int e2e_prompt, e2e_tokens; /* end to end: the prompt's tokens, the text's after generate */
+	/* end to end beside llama.cpp (LLAMA_BENCH): its tg and pp ms, our
+	 * prefill of LLAMA_PP tokens, the paired ratios (n: rounds it ran) */
+	double ll_tg_ms, ll_pp_ms, pre_ms;
+	struct spread vs_tg, vs_pp;
+	int ll_rounds;
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -367,8 +379,11 @@ static void gen_child(const void *arg, void *out)
 #define E2E_PROMPT "Once upon a time"
 #define E2E_TARGET 1.0
 
+#define LLAMA_PP 128 /* the prompt llama-bench and decoder_prefill are timed on */
+
 struct e2e_job {
 	char path[600]; /* a llama2.c checkpoint with tokenizer.bin beside it */
+	char gguf[600]; /* the same weights as GGUF for llama-bench, or "" */
 };
 
 /* The engine's own loop for the same generation as `generate N` with its
@@ -393,6 +408,34 @@ static int decode_loop(struct model *m, const struct run_options *o, const int *
 	return rc;
 }
 
+/* One round beside llama.cpp: llama-bench on j->gguf (a prompt of
+ * LLAMA_PP tokens, a generation of E2E_TOKENS) into *ll_tg / *ll_pp (ms),
+ * then decoder_prefill of LLAMA_PP tokens (random ids, tok) on the
+ * session's model, after one warm-up as llama-bench has, into *pre (ms).
+ * Whether both ran. */
+static bool llama_round(const struct e2e_job *j, struct session *s, int *tok, double *ll_tg,
+			double *ll_pp, double *pre)
+{
+	struct model *m = s->model;
+	int cores = threads ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (llama_bench_once(llama_bench_path(), j->gguf, LLAMA_PP, E2E_TOKENS, cores, ll_pp,
+			     ll_tg) != 0)
+		return false;
+	struct err e;
+	random_tokens(tok, LLAMA_PP, m->cfg.vocab_size, 11);
+	int rc = 0;
+	for (int k = 0; k < 2 && rc == 0; k++) { /* a warm-up first, as llama-bench's */
+		struct decoder *d = decoder_new(m, &s->opt, LLAMA_PP, &e);
+		if (!d)
+			return false;
+		double t0 = now_ms();
+		rc = decoder_prefill(d, m, tok, LLAMA_PP, &e);
+		*pre = now_ms() - t0;
+		decoder_free(d);
+	}
+	return rc == 0;
+}
+
 /* E2E_REPS rounds after one warm-up, each: the decode loop, then the
  * command `generate E2E_TOKENS` through cmd_run_line on a session that
  * loaded the checkpoint (its output to /dev/null, standard error too, so
@@ -413,27 +456,51 @@ static void e2e_child(const void *arg, void *out)
 	struct session s;
 	session_init(&s, null);
 	double tl[E2E_REPS], tg[E2E_REPS], ratio[E2E_REPS];
+	double ltg[E2E_REPS], lpp[E2E_REPS], pre[E2E_REPS], vtg[E2E_REPS], vpp[E2E_REPS];
+	const char *llama = j->gguf[0] ? llama_bench_path() : NULL;
+	int nll = 0, pp_tok[LLAMA_PP];
 	char line[32];
 	snprintf(line, sizeof line, "generate %d", E2E_TOKENS);
 	if (session_load(&s, j->path, NULL, &e) != 0 || session_set_text(&s, E2E_PROMPT, &e) != 0)
 		goto fail;
 	res->e2e_prompt = s.n_tokens;
 	for (int i = -1; i < E2E_REPS; i++) {
-		double t0 = now_ms();
-		if (decode_loop(s.model, &s.opt, s.tokens, s.n_tokens, E2E_TOKENS, &e) != 0)
-			goto fail;
-		double t1 = now_ms();
-		if (cmd_run_line(&s, line, &e) != 0)
-			goto fail;
-		double t2 = now_ms();
-		res->e2e_tokens = s.n_tokens;
-		if (session_set_text(&s, E2E_PROMPT, &e) != 0)
-			goto fail;
+		double loop = 0, gen = 0;
+		/* each round runs the two in the other order than the last:
+		 * neither always follows the other's caches and threads */
+		for (int k = 0; k < 2; k++) {
+			double t0 = now_ms();
+			if ((k == 0) == (i % 2 == 0)) {
+				if (decode_loop(s.model, &s.opt, s.tokens, s.n_tokens, E2E_TOKENS, &e))
+					goto fail;
+				loop = now_ms() - t0;
+				continue;
+			}
+			if (cmd_run_line(&s, line, &e) != 0)
+				goto fail;
+			gen = now_ms() - t0;
+			res->e2e_tokens = s.n_tokens;
+			if (session_set_text(&s, E2E_PROMPT, &e) != 0)
+				goto fail;
+		}
 		if (i >= 0) {
-			tl[i] = t1 - t0;
-			tg[i] = t2 - t1;
+			tl[i] = loop;
+			tg[i] = gen;
 			ratio[i] = tl[i] / tg[i];
 		}
+		if (llama && i >= 0 && llama_round(j, &s, pp_tok, &ltg[nll], &lpp[nll], &pre[nll])) {
+			vtg[nll] = ltg[nll] / gen; /* our tokens/s over llama.cpp's */
+			vpp[nll] = pre[nll] / lpp[nll];
+			nll++;
+		}
+	}
+	if (nll) {
+		res->ll_tg_ms = median(ltg, nll);
+		res->ll_pp_ms = median(lpp, nll);
+		res->pre_ms = median(pre, nll);
+		res->vs_tg = spread_of(vtg, nll);
+		res->vs_pp = spread_of(vpp, nll);
+		res->ll_rounds = nll;
 	}
 	res->median_ms = median(tg, E2E_REPS);
 	res->min_ms = minimum(tg, E2E_REPS);
@@ -540,6 +607,20 @@ static void e2e_row(const struct e2e_job *j, const char *label, const char *name
 	printf("    loop ms / generate ms per round: median %.3f (%.3f..%.3f); peak %.1f MB\n",
 	       r.e2e.med, r.e2e.min, r.e2e.max, r.hwm / MB);
 	bench_summary_row(name, r.e2e, false, E2E_TARGET);
+	if (r.ll_rounds) {
+		printf("    beside llama.cpp (llama-bench on the same weights as GGUF, F32, its KV cache F16),\n"
+		       "    paired per round over %d rounds:\n"
+		       "      tg%d  llama.cpp %.1f ms = %.0f tokens/s; generate above %.0f tokens/s:\n"
+		       "            ours / llama.cpp's tokens/s %.3f (%.3f..%.3f)\n"
+		       "      pp%d  llama.cpp %.2f ms = %.0f tokens/s; decoder_prefill %.2f ms = %.0f tokens/s:\n"
+		       "            ours / llama.cpp's time %.3f (%.3f..%.3f)\n",
+		       r.ll_rounds, E2E_TOKENS, r.ll_tg_ms, E2E_TOKENS / (r.ll_tg_ms / 1e3),
+		       E2E_TOKENS / (r.median_ms / 1e3), r.vs_tg.med, r.vs_tg.min, r.vs_tg.max, LLAMA_PP,
+		       r.ll_pp_ms, LLAMA_PP / (r.ll_pp_ms / 1e3), r.pre_ms, LLAMA_PP / (r.pre_ms / 1e3),
+		       r.vs_pp.med, r.vs_pp.min, r.vs_pp.max);
+		bench_summary_row("generate 250 e2e tokens/s / llama.cpp tg250", r.vs_tg, false, 1.0);
+		bench_summary_row("prefill 128 / llama.cpp pp128 (time)", r.vs_pp, true, 1.2);
+	}
 	fflush(stdout);
 }
 
@@ -569,6 +650,18 @@ static void e2e_section(const char *shared)
 		return;
 	}
 	free(abs);
+	j.gguf[0] = jc.gguf[0] = '\0';
+	if (llama_bench_path()) {
+		char g[600];
+		snprintf(g, sizeof g, "%s/stories15m.gguf", dir);
+		const char *args[] = { "--from", j.path, "--arch", "llama", "--tokbin", link, NULL };
+		if (llama_write_gguf(self, g, args) == 0)
+			snprintf(j.gguf, sizeof j.gguf, "%s", g);
+		else
+			printf("  llama.cpp: cannot write %s with tests/tool_mkgguf (make test builds it)\n", g);
+	} else {
+		printf("  llama.cpp: not measured (LLAMA_BENCH does not name a llama-bench binary)\n");
+	}
 	e2e_row(&j, "llama2.c's tokenizer (32,000 pieces, BPE merges):",
 		"generate 250 end to end / engine loop");
 	snprintf(sub, sizeof sub, "%s/chars", dir);
@@ -599,6 +692,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	self = argv[0];
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			threads = atoi(argv[++i]);

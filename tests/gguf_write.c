@@ -1011,6 +1011,11 @@ static void put_merges(struct gw *w, json_t *list)
 
 int gt_gpt2_dir(struct gw *w, const char *dir)
 {
+	return gt_gpt2_dir_padded(w, dir, 0);
+}
+
+int gt_gpt2_dir_padded(struct gw *w, const char *dir, size_t pad_to)
+{
 	char p[4096];
 	struct err e;
 	size_t len;
@@ -1029,15 +1034,25 @@ int gt_gpt2_dir(struct gw *w, const char *dir)
 		if (strncmp(l, "#version", 8))
 			json_array_append_new(merges, json_string(l));
 	free(text);
-	size_t n = json_object_size(vocab);
-	char **tok = tokens_of(vocab, n);
+	size_t nv = json_object_size(vocab), n = pad_to > nv ? pad_to : nv;
+	char **tok = tokens_of(vocab, nv), **pad = NULL;
 	int32_t *type = xmalloc(n * sizeof *type);
 	int eot = -1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nv; i++) {
 		if (!tok[i])
 			fixture("gt_gpt2_dir: a gap in vocab.json's ids");
 		type[i] = strcmp(tok[i], "<|endoftext|>") ? 1 : 3;
 		eot = type[i] == 3 ? (int)i : eot;
+	}
+	if (n > nv) { /* the converter's [PADi] rows past the tokenizer, unused (5) */
+		tok = xrealloc(tok, n * sizeof *tok);
+		pad = xmalloc((n - nv) * sizeof *pad);
+		for (size_t i = nv; i < n; i++) {
+			char name[32];
+			snprintf(name, sizeof name, "[PAD%zu]", i);
+			tok[i] = pad[i - nv] = xstrdup(name);
+			type[i] = 5;
+		}
 	}
 	gw_str(w, "tokenizer.ggml.model", "gpt2");
 	gw_str(w, "tokenizer.ggml.pre", "gpt-2");
@@ -1048,6 +1063,9 @@ int gt_gpt2_dir(struct gw *w, const char *dir)
 		gw_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
 		gw_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
 	}
+	for (size_t i = 0; pad && i < n - nv; i++)
+		free(pad[i]);
+	free(pad);
 	free(tok);
 	free(type);
 	json_decref(vocab);

@@ -145,6 +145,10 @@ void ga_write_model(struct gw *w, const struct model *m, enum ga a, uint32_t typ
  * 0 (gt_spm_json: the number of tokens), or -1 with a message on stderr.
  */
 int gt_gpt2_dir(struct gw *w, const char *dir);
+/* The same, its token list padded to pad_to entries with [PADi] tokens of
+ * type unused, as llama.cpp's converter pads a vocabulary smaller than
+ * the embedding (nothing added when pad_to is not larger). */
+int gt_gpt2_dir_padded(struct gw *w, const char *dir, size_t pad_to);
 int gt_hf_json(struct gw *w, const char *json, size_t len, const char *pre, const char *bos);
 int gt_llama2c(struct gw *w, const char *path);
 int gt_spm_json(struct gw *w, const char *json, size_t len);

@@ -9,7 +9,7 @@
  *
  * usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR)
  *        --arch ARCH [--type TYPE] [--version 2|3] [--alignment N]
- *        [--tokdir DIR | --tokjson FILE --pre PRE [--bos NAME] |
+ *        [--tokdir DIR [--pad-vocab N] | --tokjson FILE --pre PRE [--bos NAME] |
  *         --tokbin FILE | --wordpiece FILE | --spmjson FILE]
  *   ARCH  llama, qwen2, qwen3, gpt2, gptneox, bert, gemma2, gemma3, olmo2 or
  *         phi3
@@ -19,6 +19,9 @@
  *         it, the others none; gemma's scale and sliding layers must be
  *         llama.cpp's)
  *   --from MODEL  any model attnscope opens (a checkpoint, an HF directory)
+ *   --pad-vocab N  GPT-2's tokens then [PADi] ones of type unused up to N,
+ *         as the converter pads a vocabulary smaller than the embedding
+ *         (llama.cpp wants one token a row)
  *   --convert HFDIR  config.json and model.safetensors as
  *         convert_hf_to_gguf.py turns them: the keys of its model class,
  *         every tensor renamed, Gemma's 1 added to each *norm.weight, no
@@ -453,20 +456,20 @@ static int convert(struct gw *w, const char *dir, enum ga a, uint32_t type)
 static int usage(void)
 {
 	fprintf(stderr, "usage: tool_mkgguf OUT.gguf (--from MODEL | --tiny | --convert HFDIR) --arch "
-		"ARCH [--type TYPE] [--version 2|3] [--alignment N] [--tokdir DIR | --tokjson FILE "
+		"ARCH [--type TYPE] [--version 2|3] [--alignment N] [--tokdir DIR [--pad-vocab N] | --tokjson FILE "
 		"--pre PRE [--bos NAME] | --tokbin FILE | --wordpiece FILE | --spmjson FILE]\n");
 	return 2;
 }
 
 /* The tokenizer metadata the options name; 0 (--spmjson: the number of
  * tokens) or -1. */
-static int tokenizer(struct gw *w, const char *const *opt)
+static int tokenizer(struct gw *w, const char *const *opt, size_t pad_to)
 {
 	/* opt: tokdir, tokjson, pre, bos, tokbin, wordpiece, spmjson */
 	size_t len;
 	struct err e;
 	if (opt[0])
-		return gt_gpt2_dir(w, opt[0]);
+		return gt_gpt2_dir_padded(w, opt[0], pad_to);
 	if (opt[4])
 		return gt_llama2c(w, opt[4]);
 	const char *json = opt[1] ? opt[1] : opt[5] ? opt[5] : opt[6];
@@ -490,6 +493,7 @@ int main(int argc, char **argv)
 	static const char *const tokflags[] = { "--tokdir", "--tokjson", "--pre", "--bos",
 						"--tokbin", "--wordpiece", "--spmjson" };
 	uint32_t type = GGML_F32, version = 3, align = 0;
+	size_t pad_to = 0;
 	bool tiny = false;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -511,6 +515,8 @@ int main(int argc, char **argv)
 			version = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--alignment"))
 			align = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--pad-vocab"))
+			pad_to = (size_t)atol(v);
 		else if (!strcmp(a, "--type")) {
 			for (k = 0; k < (int)(sizeof types / sizeof types[0]) && strcmp(types[k].name, v); k++)
 				;
@@ -538,7 +544,7 @@ int main(int argc, char **argv)
 	bool spm = ga == GA_LLAMA || ga == GA_GEMMA2 || ga == GA_GEMMA3;
 	if (tiny && own)
 		V = spm ? tiny_spm(w) : ga == GA_BERT ? tiny_wordpiece(w) : tiny_bpe(w);
-	else if ((V = tokenizer(w, opt)) < 0) /* 0 but for --spmjson */
+	else if ((V = tokenizer(w, opt, pad_to)) < 0) /* 0 but for --spmjson */
 		return 1;
 	if (hfdir) {
 		int bad = convert(w, hfdir, (enum ga)ga, type);
@@ -555,6 +561,11 @@ int main(int argc, char **argv)
 		m = ga_model_hd((enum ga)ga, V, 1, 32, 32, 2, 1, ga == GA_QWEN3 ? 32 : 0, 8, 11);
 	} else {
 		m = model_open(from, &e);
+		/* the writer reads every weight as F32 (a 16-bit directory loads held) */
+		if (m && model_to_f32(m, "the GGUF writer", &e) != 0) {
+			model_free(m);
+			m = NULL;
+		}
 		if (!m) {
 			fprintf(stderr, "tool_mkgguf: %s\n", e.msg);
 			return 1;
