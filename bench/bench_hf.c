@@ -64,7 +64,12 @@
  *      load model_open_ex refuses (the memory check, the config's limits:
  *      config_validate takes at most 4e9 parameters, so Llama-3-8B is
  *      refused until it takes more) as "refused";
- *   6. the load average at the end and the total bench time.
+ *   6. for Qwen2.5-0.5B, where LLAMA_BENCH names a llama-bench binary
+ *      (bench_llama.h): the directory written again as an F16 GGUF file
+ *      (tests/tool_mkgguf), held as F16 here, and llama.cpp's pp256 on the
+ *      same file beside decoder_prefill of 256 tokens (the same work: keys
+ *      and values kept, the last position's logits), paired per round;
+ *   7. the load average at the end and the total bench time.
  * The parent only writes the files and prints; every measurement runs in a
  * forked child (its own VmHWM).  Threads: the default (the cores present).
  */
@@ -80,7 +85,9 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_llama.h"
 #include "config.h"
+#include "decode.h"
 #include "loader.h"
 #include "model.h"
 #include "quant.h"
@@ -664,6 +671,11 @@ struct result {
 	struct variant v[N_VARIANTS];
 	double native_hwm; /* VmHWM after the native passes: the load and a run with capture */
 	double fwd_hwm;	   /* after every variant */
+	/* beside llama.cpp: its pp ms and our decoder_prefill ms (medians), and
+	 * the paired ratio ours / its time over ll_rounds rounds */
+	double ll_pp_ms, pre_ms;
+	struct spread vs_pp;
+	int ll_rounds;
 };
 
 static struct result in_child(child_fn fn, const void *arg)
@@ -978,6 +990,105 @@ static int measure(const char *what, double file_bytes, bool f32_too, int nv, do
 	return 0;
 }
 
+/* ------------------------------------------------------ beside llama.cpp */
+
+#define LL_ROUNDS 5
+static char ll_gguf[600]; /* the shape as an F16 GGUF file, for both programs */
+
+/* In a child: load_path (the F16 GGUF file, held as F16) and, LL_ROUNDS
+ * times, llama-bench's prompt of T_RUN tokens on the same file, then
+ * decoder_prefill of T_RUN tokens (after one warm-up, as llama-bench has):
+ * the same work, the keys and values kept and the last position's logits. */
+static void llama_child(const void *arg, void *out)
+{
+	(void)arg;
+	struct result *res = out;
+	struct model *m = load(res, false);
+	if (!m)
+		return;
+	struct run_options o;
+	run_options_native(m, &o);
+	int tok[T_RUN], cores = (int)sysconf(_SC_NPROCESSORS_ONLN), n = 0;
+	random_tokens(tok, T_RUN, m->cfg.vocab_size, 3);
+	double ll[LL_ROUNDS], pre[LL_ROUNDS], ratio[LL_ROUNDS], tg;
+	struct err e;
+	for (int i = 0; i < LL_ROUNDS; i++) {
+		if (llama_bench_once(llama_bench_path(), ll_gguf, T_RUN, 0, cores, &ll[n], &tg) != 0)
+			continue;
+		int rc = 0;
+		for (int k = 0; k < 2 && rc == 0; k++) {
+			struct decoder *d = decoder_new(m, &o, T_RUN, &e);
+			if (!d) {
+				rc = -1;
+				break;
+			}
+			double t0 = now_ms();
+			rc = decoder_prefill(d, m, tok, T_RUN, &e);
+			pre[n] = now_ms() - t0;
+			decoder_free(d);
+		}
+		if (rc == 0) {
+			ratio[n] = pre[n] / ll[n];
+			n++;
+		}
+	}
+	model_free(m);
+	if (!n) {
+		snprintf(res->msg, sizeof res->msg, "llama-bench or decoder_prefill failed every round");
+		return;
+	}
+	res->ll_pp_ms = median(ll, n);
+	res->pre_ms = median(pre, n);
+	res->vs_pp = spread_of(ratio, n);
+	res->ll_rounds = n;
+	res->ok = 1;
+}
+
+/* Shape sh's directory as an F16 GGUF file (tests/tool_mkgguf, GPT-2's
+ * tokenizer padded to the vocabulary as llama.cpp wants), then the
+ * prompt of T_RUN tokens by llama-bench and by decoder_prefill on it
+ * (llama_child), paired.  Where LLAMA_BENCH names no llama-bench, says
+ * so.  The file is removed after. */
+static void llama_shape(const char *root, const char *shared, const char *self)
+{
+	if (!llama_bench_path()) {
+		printf("\nllama.cpp: not measured (LLAMA_BENCH does not name a llama-bench binary)\n");
+		return;
+	}
+	char tok[600], vocab[32];
+	snprintf(ll_gguf, sizeof ll_gguf, "%s/%s-F16.gguf", root, sh->name);
+	snprintf(tok, sizeof tok, "%s/tokenizers/gpt2", shared);
+	snprintf(vocab, sizeof vocab, "%d", sh->V);
+	const char *args[] = { "--from", dir, "--arch", "qwen2", "--type", "f16", "--tokdir", tok,
+			       "--pad-vocab", vocab, NULL };
+	printf("\n== %s, F16 GGUF, beside llama.cpp ==\n", sh->name);
+	if (llama_write_gguf(self, ll_gguf, args) != 0) {
+		printf("  cannot write %s with tests/tool_mkgguf (make test builds it)\n", ll_gguf);
+		return;
+	}
+	load_path = ll_gguf;
+	load_tok = NULL;
+	struct result r = in_child(llama_child, NULL);
+	load_path = dir;
+	remove(ll_gguf);
+	if (!r.ok) {
+		printf("  FAILED: %s\n", r.msg);
+		return;
+	}
+	printf("  %s, weights %s; llama-bench -p %d (its own warm-up, one timed run a round) and\n"
+	       "  decoder_prefill of %d tokens (one warm-up, then timed), %d rounds:\n"
+	       "    llama.cpp pp%d      %8.1f ms = %6.1f tokens/s\n"
+	       "    decoder_prefill    %8.1f ms = %6.1f tokens/s\n"
+	       "    ours / llama.cpp's time, paired: %.3f (%.3f..%.3f)\n",
+	       sh->name, r.types[0] ? r.types : "as F32", T_RUN, T_RUN, r.ll_rounds, T_RUN, r.ll_pp_ms,
+	       T_RUN / (r.ll_pp_ms / 1e3), r.pre_ms, T_RUN / (r.pre_ms / 1e3), r.vs_pp.med,
+	       r.vs_pp.min, r.vs_pp.max);
+	char name[96];
+	snprintf(name, sizeof name, "%s F16 held prefill %d / llama.cpp pp%d", sh->name, T_RUN,
+		 T_RUN);
+	bench_summary_row(name, r.vs_pp, true, 1.0);
+}
+
 /* ----------------------------------------------------------------- main */
 
 static void remove_tree(const char *path)
@@ -1111,6 +1222,8 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof what, "hf %s BF16", sh->name);
 		/* the big shape: no F32 mode (it does not fit), the native pass alone */
 		int rc = measure(what, file_bytes, !sh->big, sh->big ? 1 : N_VARIANTS, gflops);
+		if (!rc && sh->fam == FAM_QWEN2)
+			llama_shape(root, shared, argv[0]);
 		remove_tree(dir);
 		if (rc && !sh->big)
 			return 1;
