@@ -33,6 +33,10 @@
  *     and dots half of the rows) the products of 150-row F16, BF16, Q8_0
  *     and Q4_K matrices meet the reference, and for N <= 4 equal the
  *     one-thread products bit for bit;
+ *   - for N <= 4, F16 and BF16 rows (7, 16, 40, 43 and 901 columns: tails
+ *     of every length class) give the product of the same values held as
+ *     F32 bit for bit (the 16-bit rows are converted in registers, the F32
+ *     ones through a scratch row: one order of the sums);
  *   - held_row_bytes, held_bytes and held_type give the layouts' numbers;
  *     held_free accepts NULL, a zeroed and a half-built matrix, and a
  *     second call.
@@ -53,7 +57,7 @@
 #include "quant.h"
 #include "util.h"
 
-enum { ROWS = 37 };
+enum { ROWS = 37, GEMV_N = 4 /* held.c's GEMV_ROWS: up to it, row dots */ };
 
 static const int ns[] = { 1, 2, 4, 5, 33 }; /* <= 4: row dots; more: tiles */
 #define N_NS (int)(sizeof ns / sizeof ns[0])
@@ -474,6 +478,45 @@ static void test_threads(void **state)
 	}
 }
 
+/* ------------------------------------------------- 16-bit rows in registers */
+
+/* A decoder step's product of F16 and BF16 rows (converted in registers,
+ * held.c's dots16) equals, bit for bit, the product of the same values
+ * held as F32 (converted into a scratch row and dotted there): the sums
+ * are added in one order, whatever the width's tail. */
+static void test_16bit_dots(void **state)
+{
+	(void)state;
+	static const uint32_t types[] = { GGML_F16, GGML_BF16 };
+	static const int widths[] = { 7, 16, 40, 43, 901 };
+	struct rng r;
+	rng_seed(&r, 16);
+	for (size_t k = 0; k < 2; k++)
+		for (size_t c = 0; c < sizeof widths / sizeof widths[0]; c++) {
+			int cols = widths[c];
+			struct held_mat h = { .rows = ROWS, .cols = cols }, f = h;
+			float *W = xmalloc((size_t)ROWS * cols * sizeof *W);
+			add_random_part(&h, 0, ROWS, types[k], W, &r);
+			unsigned char *b = held_add_part(&f, 0, ROWS, GGML_F32);
+			assert_non_null(b);
+			memcpy(b, W, (size_t)ROWS * cols * sizeof *W);
+			float *in = random_floats((size_t)GEMV_N * cols, &r);
+			float got[GEMV_N * ROWS], want[GEMV_N * ROWS];
+			for (int n = 1; n <= GEMV_N; n++) {
+				char what[64];
+				snprintf(what, sizeof what, "%s, %d columns, N %d, against F32 rows",
+					 ggml_type_name(types[k]), cols, n);
+				held_matmul(got, in, &h, NULL, n);
+				held_matmul(want, in, &f, NULL, n);
+				same_bits(got, want, (size_t)n * ROWS, ROWS, 0, what);
+			}
+			held_free(&h);
+			held_free(&f);
+			free(W);
+			free(in);
+		}
+}
+
 /* ------------------------------------------------------------ accounting */
 
 static void test_accounting(void **state)
@@ -531,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_tiles),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_16bit_dots),
 		cmocka_unit_test(test_accounting),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

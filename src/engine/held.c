@@ -2,13 +2,13 @@
  * held.c — products with weights held in their stored type (held.h).
  *
  * Many rows of input (a pass over a text): the weight's rows are converted
- * to F32 a tile at a time (about 2 MiB, so a tile stays in cache while
- * OpenBLAS packs it) and each tile's columns of the output come from one
- * sgemm.  Converting costs one read of the weight per pass against 2 N
- * flops per weight: small beside the product from a few dozen rows on.
- * A few rows (a decoder step): each weight row is converted into a
- * scratch row and dotted with every input row, so the weight is streamed
- * once in its own width.
+ * to F32 a tile at a time (16 MiB: fewer, larger sgemm calls) and each
+ * tile's columns of the output come from one sgemm.  Converting costs one
+ * read of the weight per pass against 2 N flops per weight: small beside
+ * the product from a few dozen rows on.  A few rows (a decoder step): each
+ * weight row is dotted with every input row, converted in registers (F16,
+ * BF16) or into a scratch row (the block types), so the weight is
+ * streamed once in its own width.
  */
 #include "held.h"
 
@@ -265,6 +265,69 @@ static float dot(const float *a, const float *b, int n)
 	return s;
 }
 
+#ifdef HELD_AVX2
+/* Eight values of a 16-bit row at src as F32 (both conversions exact). */
+static inline __m256 load8_16(const unsigned char *src, uint32_t type)
+{
+	__m128i h = _mm_loadu_si128((const __m128i *)src);
+	if (type == GGML_F16)
+		return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float hsum8(__m256 acc)
+{
+	__m128 q = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+	q = _mm_add_ss(q, _mm_movehdup_ps(q));
+	return _mm_cvtss_f32(q);
+}
+
+/* A 16-bit row (F16 or BF16, IC values at src) dotted with N input rows
+ * (in, IC apart) into out[0], out[OC], ...: converted in registers, never
+ * stored, each sum added in dot()'s order, so the results are its bit for
+ * bit.  N is a constant where it is inlined (dots16). */
+static inline __attribute__((always_inline)) void dots16_n(const unsigned char *src,
+							   uint32_t type, const float *in,
+							   int IC, float *out, int OC, const int N)
+{
+	__m256 a0[GEMV_ROWS], a1[GEMV_ROWS];
+	for (int i = 0; i < N; i++)
+		a0[i] = a1[i] = _mm256_setzero_ps();
+	int j = 0;
+	for (; j + 16 <= IC; j += 16) {
+		__m256 w0 = load8_16(src + 2 * (size_t)j, type);
+		__m256 w1 = load8_16(src + 2 * (size_t)(j + 8), type);
+		for (int i = 0; i < N; i++) {
+			const float *x = in + (size_t)i * IC + j;
+			a0[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x), a0[i]);
+			a1[i] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 8), a1[i]);
+		}
+	}
+	float tail[16];
+	if (j < IC)
+		ggml_dequantize(type, src + 2 * (size_t)j, tail, (size_t)(IC - j));
+	for (int i = 0; i < N; i++) {
+		float s = hsum8(_mm256_add_ps(a0[i], a1[i]));
+		const float *x = in + (size_t)i * IC;
+		for (int k = j; k < IC; k++)
+			s += tail[k - j] * x[k];
+		out[(size_t)i * OC] = s;
+	}
+}
+
+static void dots16(const unsigned char *src, uint32_t type, const float *in, int N, int IC,
+		   float *out, int OC)
+{
+	switch (N) {
+	case 1: dots16_n(src, type, in, IC, out, OC, 1); break;
+	case 2: dots16_n(src, type, in, IC, out, OC, 2); break;
+	case 3: dots16_n(src, type, in, IC, out, OC, 3); break;
+	default: dots16_n(src, type, in, IC, out, OC, 4); break;
+	}
+}
+#endif
+
 /* What a split job reads: a part, its rows' destination, the input. */
 struct job {
 	const struct held_part *p;
@@ -277,6 +340,15 @@ struct job {
 static void dots_rows(void *ctx, int lo, int hi, int t)
 {
 	const struct job *j = ctx;
+#ifdef HELD_AVX2
+	if (j->p->type == GGML_F16 || j->p->type == GGML_BF16) {
+		size_t rb = j->p->row_bytes;
+		for (int r = lo; r < hi; r++)
+			dots16(j->p->data + (size_t)r * rb, j->p->type, j->in, j->N, j->IC,
+			       j->out + j->p->r0 + r, j->OC);
+		return;
+	}
+#endif
 	float *row = scratch_get(t, (size_t)j->IC);
 	for (int r = lo; r < hi; r++) {
 		part_row(j->p, r, j->IC, row);
