@@ -152,8 +152,9 @@ int gguf_read_tensor(const struct gguf_file *f, struct gguf_tensor *t, float *ds
 		     struct err *e);
 
 /* gguf_read_tensor kept as stored: t's t->bytes bytes into dst (its rows
- * whole blocks of its type), NaN and Inf refused as there (each block is
- * dequantized once to look), and t marked read.  0, or -1 + e. */
+ * whole blocks of its type), NaN and Inf refused as there, by the same
+ * element (read off the blocks' bits, ggml_first_nonfinite: nothing is
+ * converted), and t marked read.  0, or -1 + e. */
 int gguf_read_stored(const struct gguf_file *f, struct gguf_tensor *t, void *dst,
 		     struct err *e);
 

@@ -53,6 +53,16 @@ const char *ggml_type_name(uint32_t t);
  * read is a broken invariant (die). */
 void ggml_dequantize(uint32_t t, const unsigned char *src, float *dst, size_t n_blocks);
 
+/* The index of the first of n_blocks blocks of type t at src that holds a
+ * value that is not finite, or n_blocks: read off the bits, nothing
+ * converted.  For the block types, the block's halves (d, m, dmin) decide:
+ * its quants are small integers, so every value of a block is finite when
+ * its halves are (at most 65504 x 127 x 32 in magnitude), and none is when
+ * one is not (Inf times 0 is NaN), so that block's first value is the
+ * first one that is not finite.  A type attnscope does not read is a
+ * broken invariant (die). */
+size_t ggml_first_nonfinite(uint32_t t, const unsigned char *src, size_t n_blocks);
+
 /* The same conversion by the portable scalar code alone: the reference.
  * Where the build has AVX2 and F16C, ggml_dequantize converts Q8_0, Q4_0,
  * Q4_K, Q5_K and Q6_K eight values at a time, and must give exactly these

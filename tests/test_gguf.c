@@ -41,6 +41,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1038,6 +1039,53 @@ static void damaged(const unsigned char *b, size_t n, const char *word)
 	open_fails(p, word);
 }
 
+/* A held tensor with one value that is not finite is refused in one line
+ * naming the tensor and the element: for the block types, the first of
+ * the block whose d half is Inf (every value of that block is then not
+ * finite, and none before it); for F16 and BF16, the value itself. */
+static void test_held_nonfinite(void **state)
+{
+	(void)state;
+	static const struct { uint32_t type; size_t at; uint64_t want; } cases[] = {
+		{ GGML_Q8_0, 3 * 34, 96 },    /* block 3's d */
+		{ GGML_Q4_K, 1 * 144 + 2, 256 }, /* block 1's dmin */
+		{ GGML_Q6_K, 2 * 210 + 208, 512 },
+		{ GGML_F16, 2 * 97, 97 },
+		{ GGML_BF16, 2 * 97, 97 },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct model *m = tiny(GA_LLAMA, 256, 256, 1, 40 + k);
+		const char *p = path_of("nonfinite.gguf");
+		write_gguf(m, GA_LLAMA, cases[k].type, p);
+		model_free(m);
+		struct gguf_file f;
+		struct err e = { "" };
+		assert_int_equal(gguf_open(&f, p, &e), 0);
+		const struct gguf_tensor *t = gguf_find_tensor(&f, "blk.0.ffn_down.weight");
+		assert_non_null(t);
+		assert_int_equal(t->type, cases[k].type);
+		uint64_t off = t->off + cases[k].at;
+		gguf_close(&f);
+		/* Inf in the value's layout: F16 and the halves 0x7C00, BF16 0x7F80 */
+		unsigned char inf[2] = { 0x00, cases[k].type == GGML_BF16 ? 0x7F : 0x7C };
+		if (cases[k].type == GGML_BF16)
+			inf[0] = 0x80;
+		FILE *fp = fopen(p, "r+b");
+		assert_non_null(fp);
+		assert_int_equal(fseek(fp, (long)off, SEEK_SET), 0);
+		assert_int_equal(fwrite(inf, 1, 2, fp), 2);
+		assert_int_equal(fclose(fp), 0);
+		char want[128];
+		snprintf(want, sizeof want,
+			 "tensor blk.0.ffn_down.weight has a non-finite value at element %" PRIu64,
+			 cases[k].want);
+		assert_null(model_open_ex(p, NULL, NULL, &e));
+		if (!strstr(e.msg, want))
+			fail_msg("%s: \"%s\", want \"%s\"", ggml_type_name(cases[k].type), e.msg, want);
+		assert_null(strchr(e.msg, '\n'));
+	}
+}
+
 static void test_damaged(void **state)
 {
 	(void)state;
@@ -1617,6 +1665,7 @@ int main(void)
 		cmocka_unit_test(test_phi3_layout),
 		cmocka_unit_test(test_phi3_refused),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_held_nonfinite),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

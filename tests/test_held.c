@@ -37,6 +37,10 @@
  *     of every length class) give the product of the same values held as
  *     F32 bit for bit (the 16-bit rows are converted in registers, the F32
  *     ones through a scratch row: one order of the sums);
+ *   - ggml_first_nonfinite names the block whose values the reference
+ *     dequantization first makes Inf or NaN, for every type: none in
+ *     valid blocks (halves up to +-65504), else the block given an Inf or
+ *     NaN half (or value), every value of which is then not finite;
  *   - held_row_bytes, held_bytes and held_type give the layouts' numbers;
  *     held_free accepts NULL, a zeroed and a half-built matrix, and a
  *     second call.
@@ -517,6 +521,71 @@ static void test_16bit_dots(void **state)
 		}
 }
 
+/* ---------------------------------------------------- finite by the bits */
+
+/* Sets the 16-bit value at p to Inf or a NaN (exponent all ones under
+ * mask, a random sign and mantissa, not 0 for a NaN). */
+static void not_finite_at(unsigned char *p, uint16_t mask, struct rng *r)
+{
+	uint16_t v = (uint16_t)(rng_u32(r) | mask);
+	if (rng_u32(r) % 2)
+		v &= (uint16_t)(mask | 0x8000); /* Inf */
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+/* ggml_first_nonfinite (the loaders' check of held weights, read off the
+ * bits) names the block whose first value is the first that the
+ * reference dequantization makes NaN or Inf: none for random valid
+ * blocks, halves at +-65504 among them (the largest values a block
+ * makes), and, with one half (or the value of a one-value type) made Inf
+ * or NaN in a random block, that block, whose every value is then not
+ * finite while those before it are. */
+static void test_nonfinite_bits(void **state)
+{
+	(void)state;
+	enum { BLOCKS = 48, TRIALS = 40 };
+	struct rng r;
+	rng_seed(&r, 77);
+	for (size_t k = 0; k < sizeof all_types / sizeof all_types[0]; k++) {
+		uint32_t t = all_types[k];
+		size_t bb = ggml_block_bytes(t), bv = ggml_block_values(t);
+		unsigned char *b = xmalloc(BLOCKS * bb);
+		float *x = xmalloc(BLOCKS * bv * sizeof *x);
+		int off[2], nh = half_offsets(t, off);
+		for (int trial = 0; trial <= TRIALS; trial++) {
+			random_bytes(t, b, BLOCKS * bb, &r);
+			for (size_t q = 0; q < BLOCKS; q++) /* the largest halves, now and then */
+				for (int j = 0; j < nh; j++)
+					if (rng_u32(&r) % 4 == 0)
+						half_at(b + q * bb + off[j], rng_u32(&r) % 2 ? 65504.0f : -65504.0f);
+			size_t bad = BLOCKS;
+			if (trial) { /* trial 0: all valid */
+				bad = rng_u32(&r) % BLOCKS;
+				unsigned char *p = b + bad * bb;
+				if (nh)
+					not_finite_at(p + off[rng_u32(&r) % nh], 0x7C00, &r);
+				else
+					not_finite_at(t == GGML_F32 ? p + 2 : p, t == GGML_F16 ? 0x7C00 : 0x7F80, &r);
+			}
+			ggml_dequantize_ref(t, b, x, BLOCKS);
+			size_t first = BLOCKS * bv;
+			for (size_t i = 0; i < BLOCKS * bv && first == BLOCKS * bv; i++)
+				first = isfinite(x[i]) ? first : i;
+			size_t got = ggml_first_nonfinite(t, b, BLOCKS);
+			if (got != bad || first != (bad < BLOCKS ? bad * bv : BLOCKS * bv))
+				fail_msg("%s, trial %d: ggml_first_nonfinite %zu, made %zu, first value "
+					 "not finite %zu", ggml_type_name(t), trial, got, bad, first);
+			for (size_t i = 0; bad < BLOCKS && i < bv; i++)
+				if (isfinite(x[bad * bv + i]))
+					fail_msg("%s, trial %d: value %zu of the block made bad is finite",
+						 ggml_type_name(t), trial, i);
+		}
+		free(b);
+		free(x);
+	}
+}
+
 /* ------------------------------------------------------------ accounting */
 
 static void test_accounting(void **state)
@@ -575,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_tiles),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_16bit_dots),
+		cmocka_unit_test(test_nonfinite_bits),
 		cmocka_unit_test(test_accounting),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -26,20 +26,25 @@
 #include "quant.h"
 #include "util.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 struct type_info {
 	const char *name;
 	size_t values, bytes; /* 0: not read here */
+	/* the block's IEEE halves (d, and m or dmin): how many, byte offsets */
+	int halves, half_at[2];
 };
 
 /* ggml's types by number; NULL names are numbers ggml has retired. */
 static const struct type_info types[] = {
-	[0] = { "F32", 1, 4 },        [1] = { "F16", 1, 2 },        [2] = { "Q4_0", 32, 18 },
-	[3] = { "Q4_1", 32, 20 },     [6] = { "Q5_0", 32, 22 },     [7] = { "Q5_1", 32, 24 },
-	[8] = { "Q8_0", 32, 34 },     [9] = { "Q8_1", 0, 0 },       [10] = { "Q2_K", 256, 84 },
-	[11] = { "Q3_K", 256, 110 },  [12] = { "Q4_K", 256, 144 },  [13] = { "Q5_K", 256, 176 },
-	[14] = { "Q6_K", 256, 210 },  [15] = { "Q8_K", 0, 0 },      [16] = { "IQ2_XXS", 0, 0 },
+	[0] = { "F32", 1, 4 },        [1] = { "F16", 1, 2 },
+	[2] = { "Q4_0", 32, 18, 1, { 0 } },          [3] = { "Q4_1", 32, 20, 2, { 0, 2 } },
+	[6] = { "Q5_0", 32, 22, 1, { 0 } },          [7] = { "Q5_1", 32, 24, 2, { 0, 2 } },
+	[8] = { "Q8_0", 32, 34, 1, { 0 } },          [9] = { "Q8_1", 0, 0 },
+	[10] = { "Q2_K", 256, 84, 2, { 80, 82 } },   [11] = { "Q3_K", 256, 110, 1, { 108 } },
+	[12] = { "Q4_K", 256, 144, 2, { 0, 2 } },    [13] = { "Q5_K", 256, 176, 2, { 0, 2 } },
+	[14] = { "Q6_K", 256, 210, 1, { 208 } },     [15] = { "Q8_K", 0, 0 },      [16] = { "IQ2_XXS", 0, 0 },
 	[17] = { "IQ2_XS", 0, 0 },    [18] = { "IQ3_XXS", 0, 0 },   [19] = { "IQ1_S", 0, 0 },
 	[20] = { "IQ4_NL", 0, 0 },    [21] = { "IQ3_S", 0, 0 },     [22] = { "IQ2_S", 0, 0 },
 	[23] = { "IQ4_XS", 0, 0 },    [24] = { "I8", 0, 0 },        [25] = { "I16", 0, 0 },
@@ -62,6 +67,57 @@ size_t ggml_block_bytes(uint32_t t)
 const char *ggml_type_name(uint32_t t)
 {
 	return t < N_TYPES ? types[t].name : NULL;
+}
+
+/* Whether the 16-bit value at p (little-endian) has every exponent bit of
+ * mask set: Inf or NaN. */
+static bool all_ones(const unsigned char *p, uint16_t mask)
+{
+	return ((uint16_t)(p[0] | p[1] << 8) & mask) == mask;
+}
+
+/* The first of n 16-bit values at src, `stride` bytes apart, whose bits
+ * under mask are all set (Inf or NaN in that layout), or n: a run of
+ * them or-ed together first (the compiler vectorises it), looked through
+ * only when one is. */
+static size_t first_all_ones(const unsigned char *src, size_t n, size_t stride, uint16_t mask)
+{
+	enum { RUN = 1024 };
+	for (size_t b0 = 0; b0 < n; b0 += RUN) {
+		size_t k = n - b0 < RUN ? n - b0 : RUN;
+		const unsigned char *p = src + b0 * stride;
+		unsigned any = 0;
+		if (stride == 2) {
+			for (size_t i = 0; i < k; i++) {
+				uint16_t v;
+				memcpy(&v, p + 2 * i, 2);
+				any |= (v & mask) == mask;
+			}
+		} else {
+			for (size_t i = 0; i < k; i++)
+				any |= all_ones(p + i * stride, mask);
+		}
+		for (size_t i = 0; any && i < k; i++)
+			if (all_ones(p + i * stride, mask))
+				return b0 + i;
+	}
+	return n;
+}
+
+size_t ggml_first_nonfinite(uint32_t t, const unsigned char *src, size_t n_blocks)
+{
+	size_t bb = ggml_block_bytes(t);
+	if (!bb)
+		die("ggml_first_nonfinite: type %u is not one attnscope reads", t);
+	if (t == GGML_F32) /* the values themselves: F32 by its upper half */
+		return first_all_ones(src + 2, n_blocks, 4, 0x7F80);
+	if (t == GGML_F16 || t == GGML_BF16)
+		return first_all_ones(src, n_blocks, 2, t == GGML_F16 ? 0x7C00 : 0x7F80);
+	for (size_t b = 0; b < n_blocks; b++)
+		for (int h = 0; h < types[t].halves; h++)
+			if (all_ones(src + b * bb + types[t].half_at[h], 0x7C00))
+				return b;
+	return n_blocks;
 }
 
 static float half(const unsigned char *p)

@@ -702,23 +702,17 @@ int gguf_read_stored(const struct gguf_file *f, struct gguf_tensor *t, void *dst
 		     struct err *e)
 {
 	size_t bv = ggml_block_values(t->type), bb = ggml_block_bytes(t->type);
-	uint64_t blocks = t->bytes / bb, per = CHUNK / bb / bv + 1;
+	uint64_t blocks = t->bytes / bb;
 	if (read_at(f, dst, t->bytes, t->off, e))
 		return -1;
-	float *x = xmalloc((size_t)(per * bv) * sizeof *x);
-	int rc = 0;
-	for (uint64_t b = 0; b < blocks && rc == 0; b += per) {
-		uint64_t k = blocks - b < per ? blocks - b : per;
-		ggml_dequantize(t->type, (const unsigned char *)dst + b * bb, x, (size_t)k);
-		for (uint64_t i = 0; rc == 0 && i < k * bv; i++)
-			if (!isfinite(x[i]))
-				rc = err_set(e, "tensor %s has a non-finite value at element %" PRIu64,
-					     t->name, b * bv + i);
-	}
-	free(x);
-	if (rc == 0)
-		t->read = true;
-	return rc;
+	/* read off the bits (quant.h): the first block holding a value that
+	 * is not finite holds it first */
+	size_t bad = ggml_first_nonfinite(t->type, dst, (size_t)blocks);
+	if (bad < blocks)
+		return err_set(e, "tensor %s has a non-finite value at element %" PRIu64, t->name,
+			       (uint64_t)bad * bv);
+	t->read = true;
+	return 0;
 }
 
 int gguf_read_tensor(const struct gguf_file *f, struct gguf_tensor *t, float *dst,
