@@ -12,11 +12,11 @@ cores=$(getconf _NPROCESSORS_ONLN)
 echo
 echo "make bench summary — $cpu, $cores cores, load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -F '\t' '
-	BEGIN { printf "  %-52s %8s %15s %6s %9s %-7s %5s\n", "row", "median", "min..max", "rounds", "target", "verdict", "load" }
+	BEGIN { printf "  %-62s %8s %15s %6s %9s %-7s %5s\n", "row", "median", "min..max", "rounds", "target", "verdict", "load" }
 	{
 		v = $4 > 0 ? sprintf("%7.3fx", $2) : "-"
 		r = $4 > 0 ? $3 : "-"
 		t = $5 == "-" ? "-" : $5 "x"
-		printf "  %-52s %8s %15s %6d %9s %-7s %5.2f\n", $1, v, r, $4, t, $6, $7
+		printf "  %-62s %8s %15s %6d %9s %-7s %5.2f\n", $1, v, r, $4, t, $6, $7
 	}
 ' "$f"
