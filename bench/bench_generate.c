@@ -424,19 +424,8 @@ static bool llama_round(const struct e2e_job *j, struct session *s, int *tok, do
 	if (llama_bench_once(llama_bench_path(), j->gguf, LLAMA_PP, E2E_TOKENS, cores, ll_pp,
 			     ll_tg) != 0)
 		return false;
-	struct err e;
 	random_tokens(tok, LLAMA_PP, m->cfg.vocab_size, 11);
-	int rc = 0;
-	for (int k = 0; k < 2 && rc == 0; k++) { /* a warm-up first, as llama-bench's */
-		struct decoder *d = decoder_new(m, &s->opt, LLAMA_PP, &e);
-		if (!d)
-			return false;
-		double t0 = now_ms();
-		rc = decoder_prefill(d, m, tok, LLAMA_PP, &e);
-		*pre = now_ms() - t0;
-		decoder_free(d);
-	}
-	return rc == 0;
+	return llama_prefill_ms(m, &s->opt, tok, LLAMA_PP, pre) == 0;
 }
 
 /* E2E_REPS rounds after one warm-up, each: the decode loop, then the

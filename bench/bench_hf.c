@@ -87,7 +87,6 @@
 #include "bench_common.h"
 #include "bench_llama.h"
 #include "config.h"
-#include "decode.h"
 #include "loader.h"
 #include "model.h"
 #include "quant.h"
@@ -1011,27 +1010,12 @@ static void llama_child(const void *arg, void *out)
 	int tok[T_RUN], cores = (int)sysconf(_SC_NPROCESSORS_ONLN), n = 0;
 	random_tokens(tok, T_RUN, m->cfg.vocab_size, 3);
 	double ll[LL_ROUNDS], pre[LL_ROUNDS], ratio[LL_ROUNDS], tg;
-	struct err e;
-	for (int i = 0; i < LL_ROUNDS; i++) {
-		if (llama_bench_once(llama_bench_path(), ll_gguf, T_RUN, 0, cores, &ll[n], &tg) != 0)
-			continue;
-		int rc = 0;
-		for (int k = 0; k < 2 && rc == 0; k++) {
-			struct decoder *d = decoder_new(m, &o, T_RUN, &e);
-			if (!d) {
-				rc = -1;
-				break;
-			}
-			double t0 = now_ms();
-			rc = decoder_prefill(d, m, tok, T_RUN, &e);
-			pre[n] = now_ms() - t0;
-			decoder_free(d);
-		}
-		if (rc == 0) {
+	for (int i = 0; i < LL_ROUNDS; i++)
+		if (llama_bench_once(llama_bench_path(), ll_gguf, T_RUN, 0, cores, &ll[n], &tg) == 0 &&
+		    llama_prefill_ms(m, &o, tok, T_RUN, &pre[n]) == 0) {
 			ratio[n] = pre[n] / ll[n];
 			n++;
 		}
-	}
 	model_free(m);
 	if (!n) {
 		snprintf(res->msg, sizeof res->msg, "llama-bench or decoder_prefill failed every round");

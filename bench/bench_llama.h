@@ -29,6 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "decode.h"
+#include "model.h"
+#include "util.h"
+
 /* The llama-bench binary LLAMA_BENCH names when it can be run, else NULL. */
 static inline const char *llama_bench_path(void)
 {
@@ -149,6 +153,28 @@ static inline int llama_bench_once(const char *bin, const char *gguf, int pp, in
 			*tg_ms = ns / 1e6;
 	}
 	return (pp && isnan(*pp_ms)) || (tg && isnan(*tg_ms)) ? -1 : 0;
+}
+
+/* attnscope's side of a prompt test: decoder_prefill of tokens tok[0..n)
+ * on m under o (the keys and values kept, the last position's logits),
+ * after one warm-up as llama-bench has; the second's ms into *ms.  0, or
+ * -1 when a decoder cannot be made or the prefill fails. */
+static inline int llama_prefill_ms(struct model *m, const struct run_options *o, const int *tok,
+				   int n, double *ms)
+{
+	struct err e;
+	for (int k = 0; k < 2; k++) {
+		struct decoder *d = decoder_new(m, o, n, &e);
+		if (!d)
+			return -1;
+		double t0 = now_ms();
+		int rc = decoder_prefill(d, m, tok, n, &e);
+		*ms = now_ms() - t0;
+		decoder_free(d);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
 }
 
 #endif
