@@ -66,16 +66,13 @@ static inline int llama_run_capture(char *const argv[], char *out, size_t size)
 	}
 	close(fd[1]);
 	size_t got = 0;
-	ssize_t n;
-	while ((n = read(fd[0], out + got, size - 1 - got)) > 0 && got + (size_t)n < size - 1)
-		got += (size_t)n;
-	if (n > 0)
+	ssize_t n = 1;
+	while (got < size - 1 && (n = read(fd[0], out + got, size - 1 - got)) > 0)
 		got += (size_t)n;
 	out[got] = '\0';
-	while (n > 0) { /* drain what did not fit, so that the child ends */
-		char sink[4096];
+	char sink[4096]; /* what did not fit is drained, so that the child ends */
+	while (n > 0)
 		n = read(fd[0], sink, sizeof sink);
-	}
 	close(fd[0]);
 	int st = 0;
 	waitpid(pid, &st, 0);
