@@ -274,8 +274,12 @@ static inline bool cfg_layer_local(const struct model_config *c, int l)
 	return c->local_window > 0 && l >= 0 && l < CFG_MAX_LAYERS &&
 	       ((c->local[l / 64] >> (l % 64)) & 1u);
 }
+/* Layers outside 0..CFG_MAX_LAYERS-1 have no bit and are left alone: a
+ * loader may mark layers before config_validate refuses their count. */
 static inline void cfg_set_local(struct model_config *c, int l, bool on)
 {
+	if (l < 0 || l >= CFG_MAX_LAYERS)
+		return;
 	if (on)
 		c->local[l / 64] |= (uint64_t)1 << (l % 64);
 	else

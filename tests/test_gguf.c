@@ -1530,6 +1530,35 @@ static void test_fams_refused(void **state)
 	refused_as(GA_GEMMA3, unscaled, gemma3_linear, true, "missing key gemma3.rope.scaling.factor");
 }
 
+/* A block_count past the engine's CFG_MAX_LAYERS is refused by its key
+ * before anything reads layers: Gemma 2 and Phi-3 mark their sliding
+ * layers from it (a count of 300 once wrote past the layer bitmap). */
+static void test_block_count(void **state)
+{
+	(void)state;
+	static const enum ga fam[] = { GA_GEMMA2, GA_PHI3, GA_LLAMA };
+	static const uint32_t count[] = { CFG_MAX_LAYERS + 1, 300, 0x7fffffff };
+	for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
+		for (size_t j = 0; j < sizeof count / sizeof count[0]; j++) {
+			struct model *m = tiny(fam[i], 32, 48, 2, 13);
+			struct gw *w = gw_new();
+			ga_write_model(w, m, fam[i], GGML_F32);
+			assert_int_equal(gt_gpt2_dir(w, tmp), 0);
+			size_t len;
+			unsigned char *b = gw_bytes(w, 3, 0, &len);
+			gw_free(w);
+			char key[64], word[128];
+			snprintf(key, sizeof key, "%s.block_count", ga_name[fam[i]]);
+			unsigned char *v = after(b, len, key) + 4; /* past its type */
+			memcpy(v, &count[j], 4);
+			snprintf(word, sizeof word, "%s is %u, outside 1..%d", key,
+				 (unsigned)count[j], CFG_MAX_LAYERS);
+			damaged(b, len, word);
+			free(b);
+			model_free(m);
+		}
+}
+
 /* Phi-3's tensors and keys as Phi3MiniModel writes them: the fused
  * attn_qkv [q; k; v] with each q and k head's first R rows in HF's
  * rotate-half order (row d < R/2 of a head is the engine's row 2d, row
@@ -1662,6 +1691,7 @@ int main(void)
 		cmocka_unit_test(test_qwen3_refused),
 		cmocka_unit_test(test_qwen3_reranker),
 		cmocka_unit_test(test_fams_refused),
+		cmocka_unit_test(test_block_count),
 		cmocka_unit_test(test_phi3_layout),
 		cmocka_unit_test(test_phi3_refused),
 		cmocka_unit_test(test_damaged),

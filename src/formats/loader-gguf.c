@@ -301,7 +301,7 @@ static int shape(const struct gguf_file *f, const struct arch *a, struct model_c
 		 struct err *e)
 {
 	config_default(c);
-	if (akey_int(f, a, "block_count", true, 1, 1 << 30, &c->n_layer, e) ||
+	if (akey_int(f, a, "block_count", true, 1, CFG_MAX_LAYERS, &c->n_layer, e) ||
 	    akey_int(f, a, "embedding_length", true, 1, 1 << 30, &c->d_model, e) ||
 	    akey_int(f, a, "feed_forward_length", true, 1, 1 << 30, &c->d_ff, e) ||
 	    akey_int(f, a, "attention.head_count", true, 1, 1 << 30, &c->n_head, e) ||
