@@ -35,7 +35,8 @@
  * tokens, add_space_prefix false, control and user-defined tokens matched
  * whole: tool_mkgguf --spmjson);
  * llama in version 2 with alignment 64; and damaged copies (a cut header,
- * a huge array count, an offset past the end, an unknown type).
+ * a huge array count, an offset past the end, an unknown type, a gemma2
+ * block_count of 300, past the layers the engine takes).
  * tests/cli_gguf.sh checks that the valid ones load and the damaged ones
  * fail on one line.
  *
