@@ -63,6 +63,11 @@ void held_rows(const struct held_mat *h, int r0, int n, float *dst);
 void held_matmul(float *out, const float *in, const struct held_mat *h, const float *bias,
 		 int N);
 
+/* Whether held_matmul reads many rows of F16 / BF16 parts with gemm16.h
+ * (the default where it is built) or through F32 tiles and sgemm: for
+ * benchmarks and tests that compare the two. */
+void held_use_gemm16(bool on);
+
 /* Bytes of h's parts. */
 size_t held_bytes(const struct held_mat *h);
 

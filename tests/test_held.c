@@ -32,7 +32,12 @@
  *   - with two BLAS threads (a helper thread converts half of each tile
  *     and dots half of the rows) the products of 150-row F16, BF16, Q8_0
  *     and Q4_K matrices meet the reference, and for N <= 4 equal the
- *     one-thread products bit for bit;
+ *     one-thread products bit for bit, as do F16 and BF16 ones for N = 33
+ *     where gemm16.h is built;
+ *   - gemm16.h's product of F16 and BF16 rows (7, 16, 43 and 901 columns;
+ *     1, 4, 5 and 13 rows; N from 5 to 33) meets the reference, each
+ *     element equals the same element made alone bit for bit, and the
+ *     F32-tile path it replaces meets the reference too;
  *   - for N <= 4, F16 and BF16 rows (7, 16, 40, 43 and 901 columns: tails
  *     of every length class) give the product of the same values held as
  *     F32 bit for bit (the 16-bit rows are converted in registers, the F32
@@ -56,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm16.h"
 #include "held.h"
 #include "model.h"
 #include "quant.h"
@@ -451,6 +457,27 @@ static void test_tiles(void **state)
 
 /* -------------------------------------------------------------- threads */
 
+/* The 16-bit product of 33 input rows (gemm16 where built, else tiles and
+ * sgemm) with two threads equals the one-thread product bit for bit: the
+ * threads split the weight rows, and each element is summed alone. */
+static void many_rows_split(const struct held_mat *h, int cols, struct rng *r)
+{
+	enum { N = 33 };
+	float *in = random_floats((size_t)N * cols, r);
+	float *one = xmalloc((size_t)N * h->rows * sizeof *one);
+	float *two = xmalloc((size_t)N * h->rows * sizeof *two);
+	held_matmul(one, in, h, NULL, N);
+	engine_set_threads(2);
+	held_matmul(two, in, h, NULL, N);
+	engine_set_threads(1);
+	if (gemm16_available())
+		same_bits(two, one, (size_t)N * h->rows, h->rows, 0,
+			  "N 33 with two threads against one");
+	free(in);
+	free(one);
+	free(two);
+}
+
 static void test_threads(void **state)
 {
 	(void)state;
@@ -473,6 +500,8 @@ static void test_threads(void **state)
 		held_matmul(two, in, &h, NULL, 4);
 		engine_set_threads(1);
 		same_bits(two, one, (size_t)4 * 150, 150, 0, "N 4 with two threads against one");
+		if (types[k] == GGML_F16 || types[k] == GGML_BF16) /* gemm16: many rows too */
+			many_rows_split(&h, cols, &r);
 		printf("  %-28s products worst error %.3g, %.3f of tolerance\n", what, w.err, w.ratio);
 		held_free(&h);
 		free(W);
@@ -519,6 +548,68 @@ static void test_16bit_dots(void **state)
 			free(W);
 			free(in);
 		}
+}
+
+/* --------------------------------------------- many rows, 16-bit tiles */
+
+/* gemm16.h's product (held_matmul's for N > 4 on F16 and BF16 parts where
+ * it is built): for widths with no 16-column step (7), exactly one (16),
+ * a tail (43, 901) and row counts around its 5 x 5 tiles, every element
+ * meets the double reference; each element equals, bit for bit, the same
+ * element made alone (one weight row by one input row: gemm16_rows on a
+ * 1 x 1 tile), so no tile shape or thread split changes a number; the
+ * F32-tile path (held_use_gemm16 false) meets the reference too. */
+static void test_gemm16(void **state)
+{
+	(void)state;
+	if (!gemm16_available()) {
+		printf("  skipped: gemm16 is not built on this machine (no AVX-512F)\n");
+		return;
+	}
+	static const uint32_t types[] = { GGML_F16, GGML_BF16 };
+	static const int widths[] = { 7, 16, 43, 901 }, row_counts[] = { 1, 4, 5, 13 };
+	static const int ns16[] = { 5, 6, 11, 33 };
+	struct rng r;
+	rng_seed(&r, 1616);
+	for (size_t k = 0; k < 2; k++)
+		for (size_t c = 0; c < sizeof widths / sizeof widths[0]; c++)
+			for (size_t q = 0; q < sizeof row_counts / sizeof row_counts[0]; q++) {
+				int cols = widths[c], rows = row_counts[q], N = ns16[(c + q) % 4];
+				struct held_mat h = { .rows = rows, .cols = cols };
+				float *W = xmalloc((size_t)rows * cols * sizeof *W);
+				add_random_part(&h, 0, rows, types[k], W, &r);
+				float *in = random_floats((size_t)N * cols, &r);
+				float *out = xmalloc((size_t)N * rows * sizeof *out);
+				char what[96];
+				snprintf(what, sizeof what, "%s, %d x %d, gemm16", ggml_type_name(types[k]),
+					 rows, cols);
+				struct worst w = { 0 };
+				held_matmul(out, in, &h, NULL, N);
+				check_product(out, in, W, NULL, N, rows, cols, what, &w);
+				const struct held_part *p = &h.part[0];
+				for (int i = 0; i < N; i++)
+					for (int j = 0; j < rows; j++) {
+						float one;
+						gemm16_rows(&one, 1, in + (size_t)i * cols, 1, cols,
+							    p->data + (size_t)j * p->row_bytes, p->row_bytes,
+							    p->type, 0, 1);
+						if (memcmp(&one, &out[(size_t)i * rows + j], sizeof one))
+							fail_msg("%s, N %d: out[%d][%d] = %.9g in the product, "
+								 "%.9g alone", what, N, i, j,
+								 (double)out[(size_t)i * rows + j],
+								 (double)one);
+					}
+				held_use_gemm16(false);
+				held_matmul(out, in, &h, NULL, N);
+				held_use_gemm16(true);
+				snprintf(what, sizeof what, "%s, %d x %d, F32 tiles",
+					 ggml_type_name(types[k]), rows, cols);
+				check_product(out, in, W, NULL, N, rows, cols, what, &w);
+				held_free(&h);
+				free(W);
+				free(in);
+				free(out);
+			}
 }
 
 /* ---------------------------------------------------- finite by the bits */
@@ -644,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_tiles),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_16bit_dots),
+		cmocka_unit_test(test_gemm16),
 		cmocka_unit_test(test_nonfinite_bits),
 		cmocka_unit_test(test_accounting),
 	};

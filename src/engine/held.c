@@ -1,9 +1,11 @@
 /*
  * held.c — products with weights held in their stored type (held.h).
  *
- * Many rows of input (a pass over a text): the weight's rows are converted
- * to F32 a tile at a time (16 MiB: fewer, larger sgemm calls) and each
- * tile's columns of the output come from one sgemm.  Converting costs one
+ * Many rows of input (a pass over a text): F16 and BF16 rows are read in
+ * their width by gemm16.h's tiles where it is built; other types' rows
+ * (and 16-bit ones elsewhere) are converted to F32 a tile at a time
+ * (16 MiB: fewer, larger sgemm calls) and each tile's columns of the
+ * output come from one sgemm.  Converting costs one
  * read of the weight per pass against 2 N flops per weight: small beside
  * the product from a few dozen rows on.  A few rows (a decoder step): each
  * weight row is dotted with every input row, converted in registers (F16,
@@ -12,11 +14,12 @@
  */
 #include "held.h"
 
+#include "gemm16.h"
 #include "quant.h"
+#include "split.h"
 #include "util.h"
 
 #include <cblas.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,93 +133,6 @@ void held_rows(const struct held_mat *h, int r0, int n, float *dst)
 			die("held_rows: row %d of a %d-row matrix is in no part", r, h->rows);
 		part_row(p, r - p->r0, h->cols, dst + (size_t)(r - r0) * h->cols);
 	}
-}
-
-/* --------------------------------------------------- a second thread */
-
-/*
- * The conversions and the row dots are the engine's own loops, outside
- * OpenBLAS's threads: with more than one BLAS thread they split their rows
- * with one helper thread, which sleeps between jobs.  fn(ctx, lo, hi, t)
- * does rows lo .. hi - 1 with thread t's scratch (0 here, 1 there).
- */
-typedef void split_fn(void *ctx, int lo, int hi, int t);
-
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t go, done;
-	bool up;
-	unsigned posted, finished;
-	split_fn *fn;
-	void *ctx;
-	int lo, hi;
-} helper = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
-	     .done = PTHREAD_COND_INITIALIZER };
-
-static void *helper_main(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&helper.mu);
-	for (;;) {
-		while (helper.finished == helper.posted)
-			pthread_cond_wait(&helper.go, &helper.mu);
-		pthread_mutex_unlock(&helper.mu);
-		helper.fn(helper.ctx, helper.lo, helper.hi, 1);
-		pthread_mutex_lock(&helper.mu);
-		helper.finished = helper.posted;
-		pthread_cond_signal(&helper.done);
-	}
-	return NULL;
-}
-
-/* A forked child has no helper thread: it starts its own when it needs one. */
-static void helper_forked(void)
-{
-	pthread_mutex_init(&helper.mu, NULL);
-	pthread_cond_init(&helper.go, NULL);
-	pthread_cond_init(&helper.done, NULL);
-	helper.up = false;
-	helper.posted = helper.finished = 0;
-}
-
-/* Whether the helper runs (started on first use; false when it cannot). */
-static bool helper_ready(void)
-{
-	static bool at_fork;
-	if (helper.up)
-		return true;
-	if (!at_fork)
-		at_fork = pthread_atfork(NULL, NULL, helper_forked) == 0;
-	pthread_t th;
-	if (!at_fork || pthread_create(&th, NULL, helper_main, NULL) != 0)
-		return false;
-	pthread_detach(th);
-	helper.up = true;
-	return true;
-}
-
-/* fn over rows 0 .. n - 1: split in two when there are BLAS threads to
- * spare and at least `min` rows, else here alone. */
-static void split_rows(split_fn *fn, void *ctx, int n, int min)
-{
-	if (n < min || openblas_get_num_threads() < 2 || !helper_ready()) {
-		fn(ctx, 0, n, 0);
-		return;
-	}
-	int mid = n / 2;
-	pthread_mutex_lock(&helper.mu);
-	helper.fn = fn;
-	helper.ctx = ctx;
-	helper.lo = mid;
-	helper.hi = n;
-	helper.posted++;
-	pthread_cond_signal(&helper.go);
-	pthread_mutex_unlock(&helper.mu);
-	fn(ctx, 0, mid, 0);
-	pthread_mutex_lock(&helper.mu);
-	while (helper.finished != helper.posted)
-		pthread_cond_wait(&helper.done, &helper.mu);
-	pthread_mutex_unlock(&helper.mu);
 }
 
 /* ------------------------------------------------------------ products */
@@ -395,6 +311,34 @@ static void part_tiles(float *out, const float *in, const struct held_part *p, i
 	}
 }
 
+/* Rows lo .. hi - 1 of a 16-bit part by every input row (gemm16.h). */
+static void gemm16_job(void *ctx, int lo, int hi, int t)
+{
+	(void)t;
+	const struct job *j = ctx;
+	gemm16_rows(j->out + j->p->r0, j->OC, j->in, j->N, j->IC, j->p->data, j->p->row_bytes,
+		    j->p->type, lo, hi);
+}
+
+static bool use_gemm16 = true;
+
+void held_use_gemm16(bool on)
+{
+	use_gemm16 = on;
+}
+
+/* Many rows of a 16-bit part: its rows read in their width (gemm16.h). */
+static bool part_gemm16(float *out, const float *in, const struct held_part *p, int N, int IC,
+			int OC)
+{
+	if (!use_gemm16 || !gemm16_available() ||
+	    (p->type != GGML_F16 && p->type != GGML_BF16))
+		return false;
+	struct job j = { p, in, out, N, IC, OC, 0 };
+	split_rows(gemm16_job, &j, p->rows, 16);
+	return true;
+}
+
 void held_matmul(float *out, const float *in, const struct held_mat *h, const float *bias,
 		 int N)
 {
@@ -402,7 +346,7 @@ void held_matmul(float *out, const float *in, const struct held_mat *h, const fl
 	for (int i = 0; i < h->n_parts; i++) {
 		if (N <= GEMV_ROWS)
 			part_dots(out, in, &h->part[i], N, IC, OC);
-		else
+		else if (!part_gemm16(out, in, &h->part[i], N, IC, OC))
 			part_tiles(out, in, &h->part[i], N, IC, OC);
 	}
 	if (bias) /* after the product, as matmul_forward adds it */
