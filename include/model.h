@@ -112,6 +112,11 @@ struct model *model_new_held(const struct model_config *c, uint32_t held, struct
  * in their types, the rest as F32). */
 bool model_is_held(const struct model *m);
 
+/* Whether a pass's products run on the engine's own two threads: every
+ * block matrix held as F16 or BF16 where gemm16.h is built.  Its attention
+ * then runs there too (ops.h: attention_forward_masked's own). */
+bool model_own_threads(const struct model *m);
+
 /* Whether every held matrix of m has each of its rows (held_complete):
  * what a loader checks once it has read the files. */
 bool model_held_complete(const struct model *m);

@@ -107,16 +107,21 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 /* attention_forward with the mask on heads 0 .. n_masked-1 only, and the
  * scores soft-capped at cap (softcap_forward, after the scale) first: heads
  * n_masked .. H-1 see every key (MASK_NONE; key_len still hides padding),
- * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall). */
+ * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall).
+ * own: the heads are split over the engine's two threads (split.h) with
+ * OpenBLAS on one thread meanwhile, for a pass whose products run on the
+ * engine's threads (gemm16.h) and should not wake OpenBLAS's; the same
+ * numbers either way. */
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
 			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
-			      const int *key_len, int n_masked);
+			      const int *key_len, int n_masked, bool own);
 
 /* attention_forward of one sequence (B = 1, no padding mask) for queries
  * q0 .. T-1 only: rows q0 .. T-1 of out and of each head's att are
- * written, over all T keys of qkv; the rows before q0 are not touched. */
+ * written, over all T keys of qkv; the rows before q0 are not touched.
+ * own as attention_forward_masked's. */
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale, float cap);
+		    enum mask_kind mask, int window, float scale, float cap, bool own);
 
 /*
  * Attention of one query over n cached positions (the step decoder's):

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm16.h"
 #include "ops.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -91,6 +92,24 @@ bool model_is_held(const struct model *m)
 		if (m->held[i])
 			return true;
 	return false;
+}
+
+bool model_own_threads(const struct model *m)
+{
+	static const enum param_id blocks[] = { P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW };
+	if (!gemm16_available())
+		return false;
+	for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+		enum param_id i = blocks[k];
+		if (!m->psize[i])
+			continue;
+		for (int l = 0; l < held_count(m, i); l++) {
+			uint32_t t = m->held[i] ? held_type(&m->held[i][l]) : GGML_F32;
+			if (t != GGML_F16 && t != GGML_BF16)
+				return false;
+		}
+	}
+	return true;
 }
 
 void model_held_types(const struct model *m, char *buf, size_t size)
@@ -783,12 +802,14 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
 	int window;
 	enum mask_kind mask = layer_mask(c, o, l, &window);
+	bool own = model_own_threads(m);
 	if (row0 > 0)
-		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale, c->attn_softcap);
+		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale, c->attn_softcap,
+			       own);
 	else
 		attention_forward_masked(out, att, qkv, B, T, H, G, D, mask, window, scale,
-					 c->attn_softcap,
-					 r->key_len, o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H);
+					 c->attn_softcap, r->key_len,
+					 o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H, own);
 	if (view) {
 		view_heads(atty, view, B, T, H, D, H * D, 0, true);
 		free(view);

@@ -5,6 +5,7 @@
 #include "ops.h"
 
 #include "fastmath.h"
+#include "split.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -204,63 +205,92 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 		row[j] = 0.0f;
 }
 
-/* attention_forward's work for queries q0 .. T-1 of every sequence (rows
- * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
- * MASK_NONE instead of mask. */
-static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
-			   int G, int D, enum mask_kind mask_all, int window, float scale, float cap,
-			   const int *key_len, int n_masked)
+/* What one attention job reads (attention_from's arguments). */
+struct attend {
+	float *out, *att;
+	const float *qkv;
+	int B, T, q0, H, G, D, n_masked, window;
+	enum mask_kind mask;
+	float scale, cap;
+	const int *key_len;
+};
+
+/* Head h of sequence b: its scores, mask and softmax into att, its output
+ * into out. */
+static void attend_head(const struct attend *x, int b, int h)
 {
-	int ld = (H + 2 * G) * D, C = H * D, group = H / G, M = T - q0;
-	for (int b = 0; b < B; b++) {
-		const float *base = qkv + (size_t)b * T * ld;
-		int last = key_len && key_len[b] < T ? key_len[b] - 1 : T - 1; /* last real key */
-		for (int h = 0; h < H; h++) {
-			int g = h / group;
-			enum mask_kind mask = h < n_masked ? mask_all : MASK_NONE;
-			const float *q = base + (size_t)q0 * ld + (size_t)h * D;
-			const float *k = base + (size_t)(H + g) * D;
-			const float *v = base + (size_t)(H + G + g) * D;
-			float *a = att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D,
-				    scale, q, ld, k, ld, 0.0f, a, T);
-			softcap_forward(a, (long)M * T, cap);
-			for (int i = q0; i < T; i++) {
-				float *row = a + (size_t)(i - q0) * T;
-				int lo, hi;
-				mask_range(mask, window, i, T, &lo, &hi);
-				hi = hi < last ? hi : last;
-				lo = lo < hi ? lo : hi;
-				if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
-					masked_softmax_row(row, T, 0, last);
-					memset(row + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
-				} else {
-					masked_softmax_row(row, T, lo, hi);
-				}
-			}
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, a, T, v, ld,
-				    0.0f, out + ((size_t)b * T + q0) * C + (size_t)h * D, C);
+	int T = x->T, H = x->H, G = x->G, D = x->D, q0 = x->q0;
+	int ld = (H + 2 * G) * D, C = H * D, M = T - q0, g = h / (H / G);
+	const float *base = x->qkv + (size_t)b * T * ld;
+	int last = x->key_len && x->key_len[b] < T ? x->key_len[b] - 1 : T - 1; /* last real key */
+	enum mask_kind mask = h < x->n_masked ? x->mask : MASK_NONE;
+	const float *q = base + (size_t)q0 * ld + (size_t)h * D;
+	const float *k = base + (size_t)(H + g) * D;
+	const float *v = base + (size_t)(H + G + g) * D;
+	float *a = x->att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, x->scale, q, ld, k, ld, 0.0f,
+		    a, T);
+	softcap_forward(a, (long)M * T, x->cap);
+	for (int i = q0; i < T; i++) {
+		float *row = a + (size_t)(i - q0) * T;
+		int lo, hi;
+		mask_range(mask, x->window, i, T, &lo, &hi);
+		hi = hi < last ? hi : last;
+		lo = lo < hi ? lo : hi;
+		if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
+			masked_softmax_row(row, T, 0, last);
+			memset(row + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
+		} else {
+			masked_softmax_row(row, T, lo, hi);
 		}
 	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, a, T, v, ld, 0.0f,
+		    x->out + ((size_t)b * T + q0) * C + (size_t)h * D, C);
+}
+
+/* Jobs lo .. hi - 1 of B * H, job u being sequence u / H's head u % H. */
+static void attend_heads(void *ctx, int lo, int hi, int t)
+{
+	(void)t;
+	const struct attend *x = ctx;
+	for (int u = lo; u < hi; u++)
+		attend_head(x, u / x->H, u % x->H);
+}
+
+/* attention_forward's work for queries q0 .. T-1 of every sequence (rows
+ * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
+ * MASK_NONE instead of mask.  With own set the heads are split over the
+ * engine's two threads (split.h), OpenBLAS on one thread meanwhile. */
+static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
+			   int G, int D, enum mask_kind mask, int window, float scale, float cap,
+			   const int *key_len, int n_masked, bool own)
+{
+	struct attend x = { out, att, qkv, B, T, q0, H, G, D, n_masked, window, mask, scale, cap,
+			    key_len };
+	if (own)
+		split_rows_blas1(attend_heads, &x, B * H, 2);
+	else
+		attend_heads(&x, 0, B * H, 0);
 }
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, 0.0f, key_len, H);
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, 0.0f, key_len, H, false);
 }
 
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
 			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
-			      const int *key_len, int n_masked)
+			      const int *key_len, int n_masked, bool own)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked);
+	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked,
+		       own);
 }
 
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale, float cap)
+		    enum mask_kind mask, int window, float scale, float cap, bool own)
 {
-	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H);
+	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H, own);
 }
 
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
