@@ -38,14 +38,25 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
-/* Aligned allocation for float blocks; free with free().  Blocks of at
- * least XMALLOC_HUGE bytes are aligned to and rounded up to 2 MiB and marked
- * MADV_HUGEPAGE, so that where transparent huge pages are in "madvise" mode
+/* Aligned allocation for float blocks; free with free() or xfree_aligned.
+ * Blocks of at least XMALLOC_HUGE bytes are aligned to and rounded up to
+ * 2 MiB and marked MADV_HUGEPAGE, so that where transparent huge pages are in "madvise" mode
  * (or "always") the first touch faults once per 2 MiB instead of once per
  * 4 KiB page; smaller blocks are 64-byte aligned.  Where the kernel has no
  * huge pages the advice is ignored and the block is an ordinary one. */
 #define XMALLOC_HUGE ((size_t)2 << 20)
 void *xmalloc_aligned(size_t n);
+/* Frees a block of xmalloc_aligned (or NULL); one it made huge (above,
+ * with the advice on) is kept for a later xmalloc_aligned it fits (up to
+ * an eighth larger), whose pages are then faulted in already: a run freed and made
+ * again at the same size costs no page faults.  A request no kept block
+ * fits frees them all first, so kept blocks never add to the peak; until
+ * then they stay in the process (xmalloc_release frees them).  A reused
+ * block is not cleared: it holds what it held (under ASan, 0xff bytes). */
+void xfree_aligned(void *p);
+void xmalloc_release(void);
+/* Bytes of the blocks xfree_aligned keeps now (for tests and benchmarks). */
+size_t xmalloc_kept_bytes(void);
 /* Turns the huge-page advice above on (the default) or off for the blocks
  * allocated after the call: for benchmarks that measure both. */
 void xmalloc_huge_pages(bool on);

@@ -4,6 +4,11 @@
  * 2 MiB (the only alignment at which the kernel can back them with huge
  * pages), and with xmalloc_huge_pages(false) large blocks fall back to
  * 64 bytes; every block can be written to its last requested byte.
+ * xfree_aligned keeps a large block (never a small one) and the next
+ * xmalloc_aligned it fits (the same size, or up to an eighth smaller)
+ * gets it back; a request it does not fit frees every kept block first,
+ * so nothing kept survives beside a new allocation; xmalloc_release frees
+ * them; under ASan a reused block reads as 0xff bytes, never as zeros.
  * Whether the kernel actually grants huge pages depends on the machine's
  * transparent-huge-page mode, so it is measured by bench/bench_firstpass,
  * not asserted here.
@@ -71,12 +76,50 @@ static void test_huge_pages_off_falls_back(void **state)
 	assert_true(aligned_2mib < 8);
 }
 
+static void test_kept_blocks(void **state)
+{
+	(void)state;
+	enum { MB = 1 << 20 };
+	xmalloc_release();
+	xfree_aligned(NULL);
+	unsigned char *small = xmalloc_aligned(XMALLOC_HUGE - 1);
+	xfree_aligned(small);
+	assert_int_equal(xmalloc_kept_bytes(), 0); /* small blocks are freed */
+
+	unsigned char *p = xmalloc_aligned(8 * MB);
+	write_all(p, 8 * MB);
+	xfree_aligned(p);
+	assert_true(xmalloc_kept_bytes() >= 8 * MB);
+	unsigned char *q = xmalloc_aligned(8 * MB); /* the same size: the same block */
+	assert_ptr_equal(q, p);
+	assert_int_equal(xmalloc_kept_bytes(), 0);
+#ifdef __SANITIZE_ADDRESS__
+	assert_int_equal(q[0], 0xff);
+	assert_int_equal(q[8 * MB - 1], 0xff);
+#endif
+	xfree_aligned(q);
+	unsigned char *r = xmalloc_aligned(7 * MB + MB / 2); /* an eighth smaller: fits */
+	assert_ptr_equal(r, p);
+	write_all(r, 7 * MB + MB / 2);
+	xfree_aligned(r);
+	unsigned char *s = xmalloc_aligned(4 * MB); /* half: does not fit, frees it */
+	assert_int_equal(xmalloc_kept_bytes(), 0);
+	write_all(s, 4 * MB);
+	unsigned char *t = xmalloc_aligned(32 * MB);
+	xfree_aligned(s);
+	xfree_aligned(t);
+	assert_true(xmalloc_kept_bytes() >= 36 * MB);
+	xmalloc_release();
+	assert_int_equal(xmalloc_kept_bytes(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_blocks_64_byte_aligned),
 		cmocka_unit_test(test_large_blocks_2mib_aligned),
 		cmocka_unit_test(test_huge_pages_off_falls_back),
+		cmocka_unit_test(test_kept_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +23,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 /* ------------------------------------------------------------------ errors */
 
@@ -114,6 +119,53 @@ void xmalloc_huge_pages(bool on)
 	huge_pages = on;
 }
 
+/* Huge blocks (2 MiB aligned, XMALLOC_HUGE bytes or more) given back with
+ * xfree_aligned, kept for the next xmalloc_aligned they fit (up to an eighth larger):
+ * their pages are already faulted in.  A request none fits frees them all
+ * first, so that what is kept never adds to the peak. */
+#define KEPT_MAX 64
+static struct kept { void *p; size_t size; } kept[KEPT_MAX];
+static int n_kept;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#ifdef __SANITIZE_ADDRESS__
+/* a kept block is poisoned: a use after xfree_aligned is still caught */
+#define KEPT_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define KEPT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define KEPT_POISON(p, n) ((void)(p), (void)(n))
+#define KEPT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+static void kept_free(int i)
+{
+	KEPT_UNPOISON(kept[i].p, kept[i].size);
+	free(kept[i].p);
+}
+
+static void *kept_take(size_t size)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&kept_mu);
+	for (int i = 0; i < n_kept && !p; i++)
+		if (kept[i].size >= size && kept[i].size - size <= size / 8 + XMALLOC_HUGE) {
+			p = kept[i].p;
+			KEPT_UNPOISON(p, kept[i].size);
+			kept[i] = kept[--n_kept];
+		}
+	if (!p) {
+		for (int i = 0; i < n_kept; i++)
+			kept_free(i);
+		n_kept = 0;
+	}
+	pthread_mutex_unlock(&kept_mu);
+#ifdef __SANITIZE_ADDRESS__
+	if (p) /* tests under ASan see a reused block as garbage, never as zeros */
+		memset(p, 0xff, size);
+#endif
+	return p;
+}
+
 void *xmalloc_aligned(size_t n)
 {
 	void *p = NULL;
@@ -123,6 +175,8 @@ void *xmalloc_aligned(size_t n)
 		align = XMALLOC_HUGE;
 		size = (n + XMALLOC_HUGE - 1) / XMALLOC_HUGE * XMALLOC_HUGE;
 	}
+	if (n >= XMALLOC_HUGE && (p = kept_take(size)) != NULL)
+		return p;
 	if (posix_memalign(&p, align, size) != 0)
 		die("out of memory (%zu bytes)", n);
 #ifdef MADV_HUGEPAGE
@@ -131,6 +185,44 @@ void *xmalloc_aligned(size_t n)
 		(void)madvise(p, size, MADV_HUGEPAGE);
 #endif
 	return p;
+}
+
+void xfree_aligned(void *p)
+{
+	/* the blocks xmalloc_aligned made huge: 2 MiB aligned, 2 MiB or more */
+	size_t size = p && (uintptr_t)p % XMALLOC_HUGE == 0 ? malloc_usable_size(p) : 0;
+	if (size < XMALLOC_HUGE) {
+		free(p);
+		return;
+	}
+	pthread_mutex_lock(&kept_mu);
+	bool room = n_kept < KEPT_MAX;
+	if (room) {
+		KEPT_POISON(p, size);
+		kept[n_kept++] = (struct kept){ p, size };
+	}
+	pthread_mutex_unlock(&kept_mu);
+	if (!room)
+		free(p);
+}
+
+size_t xmalloc_kept_bytes(void)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&kept_mu);
+	for (int i = 0; i < n_kept; i++)
+		n += kept[i].size;
+	pthread_mutex_unlock(&kept_mu);
+	return n;
+}
+
+void xmalloc_release(void)
+{
+	pthread_mutex_lock(&kept_mu);
+	for (int i = 0; i < n_kept; i++)
+		kept_free(i);
+	n_kept = 0;
+	pthread_mutex_unlock(&kept_mu);
 }
 
 bool size_mul(size_t a, size_t b, size_t *out)

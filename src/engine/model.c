@@ -511,7 +511,7 @@ void run_free(struct run *r)
 			  r->attpost_in, r->attpost_rstd, r->mlppost_in, r->mlppost_rstd,
 			  r->lnf, r->lnf_mean, r->lnf_rstd, r->scratch };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		free(bufs[i]);
+		xfree_aligned(bufs[i]); /* kept for the next run of this size */
 	free(r);
 }
 
