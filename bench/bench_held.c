@@ -3,7 +3,9 @@
  * the same product with F32 weights, on the matrices of published shapes.
  *
  * For each matrix (OC x IC) and each kind (F32 through matmul_forward; F16,
- * BF16, Q8_0 and Q4_K through held_matmul), in paired rounds:
+ * BF16, Q8_0 and Q4_K through held_matmul: 16-bit rows by gemm16.h where it
+ * is built, and BF16 once more through F32 tiles and sgemm, "BF16 tiles",
+ * held_use_gemm16 off), in paired rounds:
  *   prefill  N = 256 rows: the time against the F32 product's in the same
  *            round (the paired ratio), and GFLOP/s;
  *   decode   N = 1 row: the time against the F32 product's, and the
@@ -14,8 +16,8 @@
  * without BUILD_BFLOAT16, so it is not measured there).
  *
  * Summary rows: the held BF16 prefill product of the Llama-3-8B MLP
- * matrix against F32's (target <= 1.1x: converting a tile costs one read
- * of the weights per pass), and the held BF16 decode product against
+ * matrix against F32's (target <= 1.1x: at worst a tile's conversion, one
+ * read of the weights per pass), and the held BF16 decode product against
  * F32's (target <= 1.0x: half the bytes to stream).
  *
  *   bench_held [ROUNDS]
@@ -43,11 +45,11 @@ static const struct shape shapes[] = {
 	{ "Llama-3-8B gate (14336 x 4096)", 14336, 4096 },
 };
 
-enum kind { K_F32, K_F16, K_BF16, K_Q8_0, K_Q4_K, N_KINDS };
+enum kind { K_F32, K_F16, K_BF16, K_BF16_TILES, K_Q8_0, K_Q4_K, N_KINDS };
 static const char *const kind_name[N_KINDS] = { "F32 sgemm", "F16 held", "BF16 held",
-						"Q8_0 held", "Q4_K held" };
-static const uint32_t kind_type[N_KINDS] = { GGML_F32, GGML_F16, GGML_BF16, GGML_Q8_0,
-					     GGML_Q4_K };
+						"BF16 tiles", "Q8_0 held", "Q4_K held" };
+static const uint32_t kind_type[N_KINDS] = { GGML_F32, GGML_F16, GGML_BF16, GGML_BF16,
+					     GGML_Q8_0, GGML_Q4_K };
 
 /* Fills a held part of type t with seeded values near w's (16-bit types:
  * w rounded; block types: random blocks with small finite scales). */
@@ -120,8 +122,10 @@ static void product(struct operands *o, enum kind k, int N)
 	int OC = o->s->oc, IC = o->s->ic;
 	if (k == K_F32)
 		matmul_forward(o->out, o->in, o->w, NULL, N, IC, OC);
-	else
+	held_use_gemm16(k != K_BF16_TILES);
+	if (k != K_F32)
 		held_matmul(o->out, o->in, &o->h[k], NULL, N);
+	held_use_gemm16(true);
 }
 
 static double timed(struct operands *o, enum kind k, int N, int reps)
