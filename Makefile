@@ -101,12 +101,14 @@ check: $(BIN) $(TESTBINS) $(TOOLBINS)
 check-layers: $(LIB)
 	@sh tests/check-layers.sh $(BUILD)
 
-# The whole suite again under AddressSanitizer + UBSan, in its own tree;
-# tests/lsan.supp leaves out fontconfig's process-wide caches (PNG export).
+# The whole suite again under AddressSanitizer + UBSan, in its own tree,
+# for this CPU as the normal build is (-march=native: the AVX2 and AVX-512
+# products run under the sanitizers too); tests/lsan.supp leaves out
+# fontconfig's process-wide caches (PNG export).
 test-asan: deps
 	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 		$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/attnscope \
-		OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
+		OPT="-O1 -march=native -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" check
 
 # every bench appends its verdicts (paired medians) to BENCHSUM; the table
 # of them all is printed at the end.  LLAMA_BENCH=/path/to/llama-bench (a

@@ -15,6 +15,7 @@
 #include "gemm16.h"
 
 #include "quant.h"
+#include "util.h"
 
 #include <math.h>
 
