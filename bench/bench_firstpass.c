@@ -22,7 +22,9 @@
  * Minor faults (getrusage ru_minflt) are counted around steps 1 and 2.
  * The verdict is the median over rounds of each child's first/warm ratio:
  * a ratio of two times taken in the same child under the same load.  The
- * load average is printed beside it.
+ * load average is printed beside it.  Memory: the child's peak (VmHWM) less
+ * what it held before the model (VmRSS: the program, its libraries and
+ * stacks) against the weights and the run's buffers (run_bytes).
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +43,7 @@ struct result {
 	char msg[ERR_MAX + 32];
 	double build_ms, first_ms, warm_ms;
 	double build_faults, first_faults, warm_faults; /* warm: per pass */
-	double hwm;
+	double hwm, start; /* VmHWM at the end, VmRSS before the model */
 	double params_bytes, run_bytes;
 };
 
@@ -60,6 +62,7 @@ static void pass_child(const void *arg, void *out)
 	struct model_config c;
 	gpt2_cfg(&c);
 	struct err e = { 0 };
+	res->start = proc_status_bytes("VmRSS");
 	double f0 = minor_faults(), t0 = now_ms();
 	struct model *m = model_new(&c, &e);
 	if (!m) {
@@ -166,6 +169,18 @@ int main(void)
 		gain[i] = (off[i].first_ms + off[i].build_ms) / (on[i].first_ms + on[i].build_ms);
 	printf("build + first pass, 4 KiB over huge pages (median of per-round ratios): %.2fx\n",
 	       median(gain, n));
+	double first[ROUNDS], mem[ROUNDS];
+	for (int i = 0; i < n; i++) {
+		first[i] = on[i].first_ms / on[i].warm_ms;
+		mem[i] = (on[i].hwm - on[i].start) / (on[i].params_bytes + on[i].run_bytes);
+	}
+	printf("peak over the child's start (its code, libraries and stacks: %.0f MB) = %.0f MB "
+	       "against weights + run %.0f MB\n", on[0].start / MB, (on[0].hwm - on[0].start) / MB,
+	       (on[0].params_bytes + on[0].run_bytes) / MB);
+	bench_summary_row("first pass / warm, T = 1024, huge pages", spread_of(first, n), true,
+			  1.2);
+	bench_summary_row("peak over start / (weights + one captured pass)", spread_of(mem, n), true,
+			  1.0);
 	printf("  build = model_new + model_init_random (each weight written once); first = run_new +\n"
 	       "  the first model_forward; warm = median of %d more passes on the same run; flt = minor\n"
 	       "  faults (ru_minflt); peak = VmHWM\n", WARM_REPS);

@@ -260,7 +260,8 @@ enum {
 	RUN_QKV    = 1u << 3,
 };
 
-/* Activations of one forward pass over B sequences of T tokens.
+/* Activations of one forward pass over B sequences of T tokens, every
+ * buffer in one block (huge pages round one size up, not each).
  * Per-layer buffers hold L layers with RUN_TRAIN (qkv also with RUN_QKV)
  * and one reused layer otherwise (`lstride` is their per-layer step in
  * floats: 0 when reused).
@@ -320,6 +321,7 @@ struct run {
 	float *lnf_mean;    /* (B, T) */
 	float *lnf_rstd;    /* (B, T) */
 	float *scratch;     /* (B, T, C) */
+	void *block;        /* every buffer above, one allocation (run_new); owned */
 };
 
 /* The default targets of B sequences of T tokens: each token's next one,

@@ -5,6 +5,7 @@
 #include "model.h"
 
 #include <cblas.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,17 @@ double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int byt
 
 /* -------------------------------------------------------------------- run */
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define RUN_GAP 64 /* bytes between two buffers of a run's block */
+#define RUN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define RUN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define RUN_GAP 0
+#define RUN_POISON(p, n) ((void)(p), (void)(n))
+#define RUN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 {
 	if (flags & RUN_TRAIN)
@@ -496,8 +508,20 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->lnf_rstd, bt },
 		{ &r->scratch, bt * C },
 	};
-	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		*bufs[i].p = bufs[i].n ? xmalloc_aligned(bufs[i].n * sizeof(float)) : NULL;
+	enum { N_BUFS = sizeof bufs / sizeof bufs[0] };
+	size_t off[N_BUFS], total = 0;
+	for (size_t i = 0; i < N_BUFS; i++) { /* 64-byte aligned, a gap between */
+		off[i] = total;
+		total += (bufs[i].n * sizeof(float) + 63) / 64 * 64 + (bufs[i].n ? RUN_GAP : 0);
+	}
+	char *block = r->block = xmalloc_aligned(total);
+	for (size_t i = 0; i < N_BUFS; i++) {
+		*bufs[i].p = bufs[i].n ? (float *)(block + off[i]) : NULL;
+		if (bufs[i].n) /* under ASan a write past a buffer stops in the gap */
+			RUN_POISON(block + off[i] + bufs[i].n * sizeof(float),
+				   (bufs[i].n * sizeof(float) + 63) / 64 * 64 - bufs[i].n * sizeof(float) +
+					   RUN_GAP);
+	}
 	return r;
 }
 
@@ -505,13 +529,8 @@ void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	float *bufs[] = { r->logits, r->nll, r->att, r->head_norm, r->resid_norm, r->resid,
-			  r->ln1, r->ln1_mean, r->ln1_rstd, r->qkv, r->atty, r->att_res,
-			  r->ln2, r->ln2_mean, r->ln2_rstd, r->fch, r->fch_act, r->mlp_res,
-			  r->attpost_in, r->attpost_rstd, r->mlppost_in, r->mlppost_rstd,
-			  r->lnf, r->lnf_mean, r->lnf_rstd, r->scratch };
-	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		xfree_aligned(bufs[i]); /* kept for the next run of this size */
+	RUN_UNPOISON(r->block, malloc_usable_size(r->block));
+	xfree_aligned(r->block); /* kept for the next run of this size */
 	free(r);
 }
 
