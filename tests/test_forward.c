@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "config.h"
 #include "decode.h"
 #include "model.h"
+#include "ops.h"
 #include "util.h"
 #include "ref_forward.h"
 
@@ -1177,6 +1179,54 @@ static void test_attention_rows_sum_to_one(void **s)
 	model_free(m);
 }
 
+/* Attention with its heads split over the engine's two threads (ops.h:
+ * attention_forward_masked's own, what a model of 16-bit block matrices
+ * runs) gives every head's weights and output as the one-thread loop does
+ * (within 1e-6: OpenBLAS runs single-threaded inside the split), with
+ * padding, a masked-heads count below H, and queries from row q0 on
+ * (attention_rows); OpenBLAS's thread count is restored after. */
+static void test_attention_own_threads(void **s)
+{
+	(void)s;
+	enum { B = 2, T = 37, H = 6, G = 2, D = 16, LD = (H + 2 * G) * D };
+	static const int key_len[B] = { T, 20 };
+	float *qkv = xmalloc(sizeof(float) * B * T * LD);
+	float *out[2], *att[2];
+	struct rng r;
+	rng_seed(&r, 37);
+	for (int i = 0; i < B * T * LD; i++)
+		qkv[i] = rng_uniform(&r) - 0.5f;
+	for (int q0 = 0; q0 <= 5; q0 += 5) {
+		for (int k = 0; k < 2; k++) {
+			out[k] = xcalloc((size_t)B * T * H * D, sizeof(float));
+			att[k] = xcalloc((size_t)B * H * T * T, sizeof(float));
+			engine_set_threads(k ? 2 : 1);
+			if (q0)
+				attention_rows(out[k], att[k], qkv, T, q0, H, G, D, MASK_CAUSAL, 0, 0.25f,
+					       0.0f, k == 1);
+			else
+				attention_forward_masked(out[k], att[k], qkv, B, T, H, G, D, MASK_CAUSAL,
+							 0, 0.25f, 0.0f, key_len, 4, k == 1);
+			if (k)
+				assert_int_equal(openblas_get_num_threads(), 2);
+		}
+		engine_set_threads(0);
+		for (int i = 0; i < B * T * H * D; i++)
+			if (fabsf(out[0][i] - out[1][i]) > 1e-6f)
+				fail_msg("q0 %d: out[%d] %.9g on one thread, %.9g split", q0, i,
+					 (double)out[0][i], (double)out[1][i]);
+		for (int i = 0; i < B * H * T * T; i++)
+			if (fabsf(att[0][i] - att[1][i]) > 1e-6f)
+				fail_msg("q0 %d: att[%d] %.9g on one thread, %.9g split", q0, i,
+					 (double)att[0][i], (double)att[1][i]);
+		for (int k = 0; k < 2; k++) {
+			free(out[k]);
+			free(att[k]);
+		}
+	}
+	free(qkv);
+}
+
 static void test_causal_zero_above_diagonal(void **s)
 {
 	(void)s;
@@ -1709,6 +1759,7 @@ int main(void)
 		cmocka_unit_test(test_bert_architectures),
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),
+		cmocka_unit_test(test_attention_own_threads),
 		cmocka_unit_test(test_causal_zero_above_diagonal),
 		cmocka_unit_test(test_window_zero_outside),
 		cmocka_unit_test(test_gqa_full_equals_mha),
