@@ -40,16 +40,16 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Aligned allocation for float blocks; free with free() or xfree_aligned.
  * Blocks of at least XMALLOC_HUGE bytes are aligned to and rounded up to
- * 2 MiB and marked MADV_HUGEPAGE, so that where transparent huge pages are in "madvise" mode
- * (or "always") the first touch faults once per 2 MiB instead of once per
- * 4 KiB page; smaller blocks are 64-byte aligned.  Where the kernel has no
+ * 2 MiB and marked MADV_HUGEPAGE, so that where transparent huge pages are
+ * in "madvise" mode (or "always") the first touch faults once per 2 MiB
+ * instead of once per 4 KiB page; smaller blocks are 64-byte aligned.  Where the kernel has no
  * huge pages the advice is ignored and the block is an ordinary one. */
 #define XMALLOC_HUGE ((size_t)2 << 20)
 void *xmalloc_aligned(size_t n);
 /* Frees a block of xmalloc_aligned (or NULL); one it made huge (above,
  * with the advice on) is kept for a later xmalloc_aligned it fits (up to
- * an eighth larger), whose pages are then faulted in already: a run freed and made
- * again at the same size costs no page faults.  A request no kept block
+ * an eighth larger), whose pages are then faulted in already: a run freed
+ * and made again at the same size costs no page faults.  A request no kept block
  * fits frees them all first, so kept blocks never add to the peak; until
  * then they stay in the process (xmalloc_release frees them).  A reused
  * block is not cleared: it holds what it held (under ASan, 0xff bytes). */
@@ -57,6 +57,19 @@ void xfree_aligned(void *p);
 void xmalloc_release(void);
 /* Bytes of the blocks xfree_aligned keeps now (for tests and benchmarks). */
 size_t xmalloc_kept_bytes(void);
+
+/* Marks n bytes at p unusable (mem_poison) or usable again under
+ * AddressSanitizer, so that a read or write of them is reported; nothing
+ * elsewhere.  For memory the program keeps but must not touch: a kept
+ * block, the gap between two buffers of one allocation. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define mem_poison(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define mem_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define mem_poison(p, n) ((void)(p), (void)(n))
+#define mem_unpoison(p, n) ((void)(p), (void)(n))
+#endif
 /* Turns the huge-page advice above on (the default) or off for the blocks
  * allocated after the call: for benchmarks that measure both. */
 void xmalloc_huge_pages(bool on);

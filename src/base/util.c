@@ -23,9 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/asan_interface.h>
-#endif
 
 /* ------------------------------------------------------------------ errors */
 
@@ -120,26 +117,18 @@ void xmalloc_huge_pages(bool on)
 }
 
 /* Huge blocks (2 MiB aligned, XMALLOC_HUGE bytes or more) given back with
- * xfree_aligned, kept for the next xmalloc_aligned they fit (up to an eighth larger):
- * their pages are already faulted in.  A request none fits frees them all
- * first, so that what is kept never adds to the peak. */
+ * xfree_aligned, kept for the next xmalloc_aligned they fit (up to an
+ * eighth larger): their pages are already faulted in.  A request none fits
+ * frees them all first, so that what is kept never adds to the peak.  A
+ * kept block is poisoned under ASan: a use after xfree_aligned is caught. */
 #define KEPT_MAX 64
 static struct kept { void *p; size_t size; } kept[KEPT_MAX];
 static int n_kept;
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 
-#ifdef __SANITIZE_ADDRESS__
-/* a kept block is poisoned: a use after xfree_aligned is still caught */
-#define KEPT_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define KEPT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define KEPT_POISON(p, n) ((void)(p), (void)(n))
-#define KEPT_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
 static void kept_free(int i)
 {
-	KEPT_UNPOISON(kept[i].p, kept[i].size);
+	mem_unpoison(kept[i].p, kept[i].size);
 	free(kept[i].p);
 }
 
@@ -150,7 +139,7 @@ static void *kept_take(size_t size)
 	for (int i = 0; i < n_kept && !p; i++)
 		if (kept[i].size >= size && kept[i].size - size <= size / 8 + XMALLOC_HUGE) {
 			p = kept[i].p;
-			KEPT_UNPOISON(p, kept[i].size);
+			mem_unpoison(p, kept[i].size);
 			kept[i] = kept[--n_kept];
 		}
 	if (!p) {
@@ -198,7 +187,7 @@ void xfree_aligned(void *p)
 	pthread_mutex_lock(&kept_mu);
 	bool room = n_kept < KEPT_MAX;
 	if (room) {
-		KEPT_POISON(p, size);
+		mem_poison(p, size);
 		kept[n_kept++] = (struct kept){ p, size };
 	}
 	pthread_mutex_unlock(&kept_mu);

@@ -438,14 +438,9 @@ double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int byt
 /* -------------------------------------------------------------------- run */
 
 #ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/asan_interface.h>
-#define RUN_GAP 64 /* bytes between two buffers of a run's block */
-#define RUN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define RUN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#define RUN_GAP 64 /* bytes between two buffers of a run's block, poisoned */
 #else
 #define RUN_GAP 0
-#define RUN_POISON(p, n) ((void)(p), (void)(n))
-#define RUN_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
@@ -509,18 +504,17 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->scratch, bt * C },
 	};
 	enum { N_BUFS = sizeof bufs / sizeof bufs[0] };
-	size_t off[N_BUFS], total = 0;
-	for (size_t i = 0; i < N_BUFS; i++) { /* 64-byte aligned, a gap between */
+	size_t off[N_BUFS], end[N_BUFS], total = 0; /* each 64-byte aligned, a gap after */
+	for (size_t i = 0; i < N_BUFS; i++) {
 		off[i] = total;
-		total += (bufs[i].n * sizeof(float) + 63) / 64 * 64 + (bufs[i].n ? RUN_GAP : 0);
+		end[i] = total + bufs[i].n * sizeof(float);
+		total = bufs[i].n ? (end[i] + 63) / 64 * 64 + RUN_GAP : total;
 	}
 	char *block = r->block = xmalloc_aligned(total);
 	for (size_t i = 0; i < N_BUFS; i++) {
 		*bufs[i].p = bufs[i].n ? (float *)(block + off[i]) : NULL;
 		if (bufs[i].n) /* under ASan a write past a buffer stops in the gap */
-			RUN_POISON(block + off[i] + bufs[i].n * sizeof(float),
-				   (bufs[i].n * sizeof(float) + 63) / 64 * 64 - bufs[i].n * sizeof(float) +
-					   RUN_GAP);
+			mem_poison(block + end[i], (i + 1 < N_BUFS ? off[i + 1] : total) - end[i]);
 	}
 	return r;
 }
@@ -529,7 +523,7 @@ void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	RUN_UNPOISON(r->block, malloc_usable_size(r->block));
+	mem_unpoison(r->block, malloc_usable_size(r->block));
 	xfree_aligned(r->block); /* kept for the next run of this size */
 	free(r);
 }

@@ -79,22 +79,28 @@ static void split_two(split_fn *fn, void *ctx, int n)
 	pthread_mutex_unlock(&helper.mu);
 }
 
-void split_rows(split_fn *fn, void *ctx, int n, int min)
-{
-	if (n < min || openblas_get_num_threads() < 2 || !helper_ready())
-		fn(ctx, 0, n, 0);
-	else
-		split_two(fn, ctx, n);
-}
-
-void split_rows_blas1(split_fn *fn, void *ctx, int n, int min)
+/* fn over rows 0 .. n - 1, split when n >= min and there are two BLAS
+ * threads (OpenBLAS on one meanwhile with blas1), else all here. */
+static void split(split_fn *fn, void *ctx, int n, int min, bool blas1)
 {
 	int threads = openblas_get_num_threads();
 	if (n < min || threads < 2 || !helper_ready()) {
 		fn(ctx, 0, n, 0);
 		return;
 	}
-	openblas_set_num_threads(1);
+	if (blas1)
+		openblas_set_num_threads(1);
 	split_two(fn, ctx, n);
-	openblas_set_num_threads(threads);
+	if (blas1)
+		openblas_set_num_threads(threads);
+}
+
+void split_rows(split_fn *fn, void *ctx, int n, int min)
+{
+	split(fn, ctx, n, min, false);
+}
+
+void split_rows_blas1(split_fn *fn, void *ctx, int n, int min)
+{
+	split(fn, ctx, n, min, true);
 }
