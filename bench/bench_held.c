@@ -3,9 +3,9 @@
  * the same product with F32 weights, on the matrices of published shapes.
  *
  * For each matrix (OC x IC) and each kind (F32 through matmul_forward; F16,
- * BF16, Q8_0 and Q4_K through held_matmul: 16-bit rows by gemm16.h where it
+ * BF16, Q8_0 and Q4_K through held_matmul: 16-bit rows by gemmw.h where it
  * is built, and BF16 once more through F32 tiles and sgemm, "BF16 tiles",
- * held_use_gemm16 off), in paired rounds:
+ * held_use_gemmw off), in paired rounds:
  *   prefill  N = 256 rows: the time against the F32 product's in the same
  *            round (the paired ratio), and GFLOP/s;
  *   decode   N = 1 row: the time against the F32 product's, and the
@@ -122,10 +122,10 @@ static void product(struct operands *o, enum kind k, int N)
 	int OC = o->s->oc, IC = o->s->ic;
 	if (k == K_F32)
 		matmul_forward(o->out, o->in, o->w, NULL, N, IC, OC);
-	held_use_gemm16(k != K_BF16_TILES);
+	held_use_gemmw(k != K_BF16_TILES);
 	if (k != K_F32)
 		held_matmul(o->out, o->in, &o->h[k], NULL, N);
-	held_use_gemm16(true);
+	held_use_gemmw(true);
 }
 
 static double timed(struct operands *o, enum kind k, int N, int reps)

@@ -3,9 +3,10 @@
  *
  * Each kernel writes its outputs first and takes its dimensions last
  * (llm.c's convention).  Matrices are row-major; a weight w of shape
- * (OC, IC) maps a row x of IC inputs to x w^T.  Every matrix product goes
- * through cblas_sgemm (held weights: held.h's tiles, or its dots for a few
- * rows).  Outputs never alias inputs unless a kernel says so.
+ * (OC, IC) maps a row x of IC inputs to x w^T.  Matrix products go
+ * through cblas_sgemm or, in a pass on the engine's own threads, through
+ * gemmw.h (held weights: held.h's products).  Outputs never alias inputs
+ * unless a kernel says so.
  */
 #ifndef ATTNSCOPE_OPS_H
 #define ATTNSCOPE_OPS_H
@@ -19,9 +20,13 @@
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC);
 
-/* matmul_forward with w in either form. */
+/* matmul_forward with w in either form.  own (model_own_threads): an F32
+ * w of more than one row is multiplied by gemmw.h's kernel on the engine's
+ * two threads (split.h), OpenBLAS on one thread meanwhile, so that a pass
+ * gives OpenBLAS's workers no work; else by matmul_forward.  The numbers
+ * differ between the two only by the order of the sums. */
 void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
-	      int OC);
+	      int OC, bool own);
 
 /* out (N, M) = a (N, K) b, b being (K, M), or with bt b^T, b being (M, K);
  * in double, through cblas_dgemm (the analyses' weight products). */
@@ -110,8 +115,8 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
  * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall).
  * own: the heads are split over the engine's two threads (split.h) with
  * OpenBLAS on one thread meanwhile, for a pass whose products run on the
- * engine's threads (gemm16.h) and should not wake OpenBLAS's; the same
- * numbers either way. */
+ * engine's threads (matmul_w's own) and should not wake OpenBLAS's; the
+ * same numbers either way. */
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
 			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			      const int *key_len, int n_masked, bool own);
@@ -136,10 +141,10 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
 
 /* The MLP of one block on N rows of d_model: out (N, C) = proj(act(fc(inp)))
  * with GELU (tanh or exact), or SwiGLU over the gate | up halves of fc; fch (N, FF) and
- * fch_act (N, F) are kept for the backward pass. */
+ * fch_act (N, F) are kept for the backward pass; own as matmul_w's. */
 void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
 		 const float *inp, struct wmat fcw, const float *fcb, struct wmat projw,
-		 const float *projb, int N);
+		 const float *projb, int N, bool own);
 
 /* out[i] = a[i] + b[i], or b[i] when a is NULL (a block without its
  * residual connection); out may alias a or b. */

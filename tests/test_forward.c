@@ -16,8 +16,10 @@
 
 #include "config.h"
 #include "decode.h"
+#include "gemmw.h"
 #include "model.h"
 #include "ops.h"
+#include "quant.h"
 #include "util.h"
 #include "ref_forward.h"
 
@@ -1227,6 +1229,79 @@ static void test_attention_own_threads(void **s)
 	free(qkv);
 }
 
+/* An F32 product on the engine's own threads (ops.h: matmul_w's own, what
+ * every pass but a training one runs where gemmw.h is built): for widths
+ * with no 16-column step (7), one (16) and a tail (43, 901), and row
+ * counts around its 5 x 5 tiles and the split's minimum of 16, each
+ * element meets a double-precision product within 1e-5 relative to the
+ * row's absolute sum, and equals bit for bit the same element made on one
+ * thread and made alone (gemmw_rows of one weight row by one input row);
+ * the bias is added; OpenBLAS's product (own false) meets the reference
+ * too, and OpenBLAS's thread count is restored after.  A model's passes
+ * take the path except training ones (model_own_threads). */
+static void test_matmul_own(void **s)
+{
+	(void)s;
+	if (!gemmw_available()) {
+		printf("  skipped: gemmw is not built on this machine (no AVX-512F)\n");
+		return;
+	}
+	static const int widths[] = { 7, 16, 43, 901 }, rows_of[] = { 3, 16, 37 }, ns[] = { 2, 5, 33 };
+	struct rng r;
+	rng_seed(&r, 901);
+	for (int c = 0; c < 4; c++)
+		for (int q = 0; q < 3; q++) {
+			int IC = widths[c], OC = rows_of[q], N = ns[(c + q) % 3];
+			float *w = xmalloc((size_t)OC * IC * sizeof *w), *b = xmalloc((size_t)OC * sizeof *b);
+			float *in = xmalloc((size_t)N * IC * sizeof *in), *out[3];
+			for (int i = 0; i < OC * IC; i++)
+				w[i] = rng_uniform(&r) - 0.5f;
+			for (int i = 0; i < OC; i++)
+				b[i] = rng_uniform(&r) - 0.5f;
+			for (int i = 0; i < N * IC; i++)
+				in[i] = rng_uniform(&r) - 0.5f;
+			for (int k = 0; k < 3; k++) { /* own on two threads, on one; OpenBLAS's */
+				out[k] = xmalloc((size_t)N * OC * sizeof(float));
+				engine_set_threads(k == 1 ? 1 : 2);
+				matmul_w(out[k], in, (struct wmat){ w, NULL }, b, N, IC, OC, k < 2);
+				assert_int_equal(openblas_get_num_threads(), k == 1 ? 1 : 2);
+			}
+			engine_set_threads(0);
+			for (int i = 0; i < N; i++)
+				for (int j = 0; j < OC; j++) {
+					double want = b[j], mag = fabs(b[j]);
+					for (int k = 0; k < IC; k++) {
+						want += (double)in[i * IC + k] * w[j * IC + k];
+						mag += fabs((double)in[i * IC + k] * w[j * IC + k]);
+					}
+					float one;
+					gemmw_rows(&one, 1, in + (size_t)i * IC, 1, IC,
+						   (const unsigned char *)(w + (size_t)j * IC), (size_t)IC * 4,
+						   GGML_F32, 0, 1);
+					size_t at = (size_t)i * OC + j;
+					for (int k = 0; k < 3; k++)
+						if (fabs(out[k][at] - want) > 1e-5 * mag)
+							fail_msg("%d x %d, N %d, %s: out[%d][%d] %.9g, want %.9g", OC,
+								 IC, N, k == 2 ? "OpenBLAS" : "own", i, j,
+								 (double)out[k][at], want);
+					if (out[0][at] != out[1][at] || out[0][at] != one + b[j])
+						fail_msg("%d x %d, N %d: out[%d][%d] %.9g split, %.9g on one "
+							 "thread, %.9g alone", OC, IC, N, i, j, (double)out[0][at],
+							 (double)out[1][at], (double)(one + b[j]));
+				}
+			for (int k = 0; k < 3; k++)
+				free(out[k]);
+			free(w);
+			free(b);
+			free(in);
+		}
+	struct variant v = default_variant();
+	struct model *m = make_model(&v, 3);
+	assert_true(model_own_threads(m, RUN_LOGITS | RUN_ATTN));
+	assert_false(model_own_threads(m, RUN_LOGITS | RUN_TRAIN));
+	model_free(m);
+}
+
 static void test_causal_zero_above_diagonal(void **s)
 {
 	(void)s;
@@ -1760,6 +1835,7 @@ int main(void)
 		cmocka_unit_test(test_batch_and_reuse),
 		cmocka_unit_test(test_attention_rows_sum_to_one),
 		cmocka_unit_test(test_attention_own_threads),
+		cmocka_unit_test(test_matmul_own),
 		cmocka_unit_test(test_causal_zero_above_diagonal),
 		cmocka_unit_test(test_window_zero_outside),
 		cmocka_unit_test(test_gqa_full_equals_mha),

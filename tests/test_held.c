@@ -33,8 +33,8 @@
  *     and dots half of the rows) the products of 150-row F16, BF16, Q8_0
  *     and Q4_K matrices meet the reference, and for N <= 4 equal the
  *     one-thread products bit for bit, as do F16 and BF16 ones for N = 33
- *     where gemm16.h is built;
- *   - gemm16.h's product of F16 and BF16 rows (7, 16, 43 and 901 columns;
+ *     where gemmw.h is built;
+ *   - gemmw.h's product of F16 and BF16 rows (7, 16, 43 and 901 columns;
  *     1, 4, 5 and 13 rows; N from 5 to 33) meets the reference, each
  *     element equals the same element made alone bit for bit, and the
  *     F32-tile path it replaces meets the reference too;
@@ -61,7 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm16.h"
+#include "gemmw.h"
 #include "held.h"
 #include "model.h"
 #include "quant.h"
@@ -457,7 +457,7 @@ static void test_tiles(void **state)
 
 /* -------------------------------------------------------------- threads */
 
-/* The 16-bit product of 33 input rows (gemm16 where built, else tiles and
+/* The 16-bit product of 33 input rows (gemmw where built, else tiles and
  * sgemm) with two threads equals the one-thread product bit for bit: the
  * threads split the weight rows, and each element is summed alone. */
 static void many_rows_split(const struct held_mat *h, int cols, struct rng *r)
@@ -470,7 +470,7 @@ static void many_rows_split(const struct held_mat *h, int cols, struct rng *r)
 	engine_set_threads(2);
 	held_matmul(two, in, h, NULL, N);
 	engine_set_threads(1);
-	if (gemm16_available())
+	if (gemmw_available())
 		same_bits(two, one, (size_t)N * h->rows, h->rows, 0,
 			  "N 33 with two threads against one");
 	free(in);
@@ -500,7 +500,7 @@ static void test_threads(void **state)
 		held_matmul(two, in, &h, NULL, 4);
 		engine_set_threads(1);
 		same_bits(two, one, (size_t)4 * 150, 150, 0, "N 4 with two threads against one");
-		if (types[k] == GGML_F16 || types[k] == GGML_BF16) /* gemm16: many rows too */
+		if (types[k] == GGML_F16 || types[k] == GGML_BF16) /* gemmw: many rows too */
 			many_rows_split(&h, cols, &r);
 		printf("  %-28s products worst error %.3g, %.3f of tolerance\n", what, w.err, w.ratio);
 		held_free(&h);
@@ -552,18 +552,18 @@ static void test_16bit_dots(void **state)
 
 /* --------------------------------------------- many rows, 16-bit tiles */
 
-/* gemm16.h's product (held_matmul's for N > 4 on F16 and BF16 parts where
+/* gemmw.h's product (held_matmul's for N > 4 on F16 and BF16 parts where
  * it is built): for widths with no 16-column step (7), exactly one (16),
  * a tail (43, 901) and row counts around its 5 x 5 tiles, every element
  * meets the double reference; each element equals, bit for bit, the same
- * element made alone (one weight row by one input row: gemm16_rows on a
+ * element made alone (one weight row by one input row: gemmw_rows on a
  * 1 x 1 tile), so no tile shape or thread split changes a number; the
- * F32-tile path (held_use_gemm16 false) meets the reference too. */
-static void test_gemm16(void **state)
+ * F32-tile path (held_use_gemmw false) meets the reference too. */
+static void test_gemmw(void **state)
 {
 	(void)state;
-	if (!gemm16_available()) {
-		printf("  skipped: gemm16 is not built on this machine (no AVX-512F)\n");
+	if (!gemmw_available()) {
+		printf("  skipped: gemmw is not built on this machine (no AVX-512F)\n");
 		return;
 	}
 	static const uint32_t types[] = { GGML_F16, GGML_BF16 };
@@ -581,7 +581,7 @@ static void test_gemm16(void **state)
 				float *in = random_floats((size_t)N * cols, &r);
 				float *out = xmalloc((size_t)N * rows * sizeof *out);
 				char what[96];
-				snprintf(what, sizeof what, "%s, %d x %d, gemm16", ggml_type_name(types[k]),
+				snprintf(what, sizeof what, "%s, %d x %d, gemmw", ggml_type_name(types[k]),
 					 rows, cols);
 				struct worst w = { 0 };
 				held_matmul(out, in, &h, NULL, N);
@@ -590,7 +590,7 @@ static void test_gemm16(void **state)
 				for (int i = 0; i < N; i++)
 					for (int j = 0; j < rows; j++) {
 						float one;
-						gemm16_rows(&one, 1, in + (size_t)i * cols, 1, cols,
+						gemmw_rows(&one, 1, in + (size_t)i * cols, 1, cols,
 							    p->data + (size_t)j * p->row_bytes, p->row_bytes,
 							    p->type, 0, 1);
 						if (memcmp(&one, &out[(size_t)i * rows + j], sizeof one))
@@ -599,9 +599,9 @@ static void test_gemm16(void **state)
 								 (double)out[(size_t)i * rows + j],
 								 (double)one);
 					}
-				held_use_gemm16(false);
+				held_use_gemmw(false);
 				held_matmul(out, in, &h, NULL, N);
-				held_use_gemm16(true);
+				held_use_gemmw(true);
 				snprintf(what, sizeof what, "%s, %d x %d, F32 tiles",
 					 ggml_type_name(types[k]), rows, cols);
 				check_product(out, in, W, NULL, N, rows, cols, what, &w);
@@ -735,7 +735,7 @@ int main(void)
 		cmocka_unit_test(test_tiles),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_16bit_dots),
-		cmocka_unit_test(test_gemm16),
+		cmocka_unit_test(test_gemmw),
 		cmocka_unit_test(test_nonfinite_bits),
 		cmocka_unit_test(test_accounting),
 	};

@@ -339,7 +339,7 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &d->opt;
 	int H = d->H, G = d->G, D = d->D, C = d->C, QKV = cfg_qkv_rows(c, G), pos = d->n;
-	matmul_w(d->qkv, d->xn, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, 1, C, QKV);
+	matmul_w(d->qkv, d->xn, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, 1, C, QKV, false);
 	if (w->qnw)
 		qk_norm_rows(d->qkv, 1, QKV, H, G, D, w->qnw, w->knw, c->qk_norm_whole, c->norm_eps);
 	if (c->pos == POS_ROPE) {
@@ -361,7 +361,8 @@ static void attend(struct decoder *d, struct model *m, int l, const struct layer
 	model_heads_site(d->hook, o, l, d->atty, 1, 1, pos, H, D);
 	if (d->keep)
 		keep_heads(d, l, pos, first, lo, d->used + 1);
-	matmul_w(d->tmp, d->atty, (struct wmat){ w->projw, w->projh }, w->projb, 1, H * D, C);
+	matmul_w(d->tmp, d->atty, (struct wmat){ w->projw, w->projh }, w->projb, 1, H * D, C,
+		 false);
 	/* the sandwich norm of the attention's output (none without one) */
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->apw, NULL, 1, C, c->norm_eps);
 }
@@ -371,7 +372,7 @@ static void mlp(struct decoder *d, const struct model_config *c, const struct la
 		const float *in)
 {
 	mlp_forward(c, d->fch, d->fch_act, d->tmp, in, (struct wmat){ w->fcw, w->fch }, w->fcb,
-		    (struct wmat){ w->fpw, w->fph }, w->fpb, 1);
+		    (struct wmat){ w->fpw, w->fph }, w->fpb, 1, false);
 	norm_forward(c->norm, d->tmp, NULL, NULL, d->tmp, w->mpw, NULL, 1, d->C, c->norm_eps);
 }
 
@@ -436,7 +437,7 @@ static int step(struct decoder *d, struct model *m, int token, int n_pos, struct
 	norm_forward(c->norm, d->xn, NULL, NULL, d->x, m->p[P_LNFW], m->p[P_LNFB], 1, C, c->norm_eps);
 	if (d->keep) /* made in the kept run's row */
 		d->logits = d->keep->logits + (size_t)pos * c->vocab_size;
-	matmul_w(d->logits, d->xn, model_output_layer(m), NULL, 1, C, c->vocab_size);
+	matmul_w(d->logits, d->xn, model_output_layer(m), NULL, 1, C, c->vocab_size, false);
 	softcap_forward(d->logits, c->vocab_size, c->final_softcap);
 	if (d->keep)
 		keep_out(d, pos, c->vocab_size);
@@ -517,7 +518,8 @@ static void kv_from_pass(struct decoder *d, struct model *m, const struct run *r
 		norm_forward(c->norm, xn, NULL, NULL, in, w.ln1w, w.ln1b, n, C, c->norm_eps);
 		in = xn;
 	}
-	matmul_w(qkv, in, (struct wmat){ w.qkvw, w.qkvh }, w.qkvb, n, C, QKV);
+	matmul_w(qkv, in, (struct wmat){ w.qkvw, w.qkvh }, w.qkvb, n, C, QKV,
+		 model_own_threads(m, r->flags)); /* as the pass made them */
 	if (w.qnw)
 		qk_norm_rows(qkv, n, QKV, H, G, D, w.qnw, w.knw, c->qk_norm_whole, c->norm_eps);
 	if (c->pos == POS_ROPE) {

@@ -2,7 +2,7 @@
  * held.c — products with weights held in their stored type (held.h).
  *
  * Many rows of input (a pass over a text): F16 and BF16 rows are read in
- * their width by gemm16.h's tiles where it is built; other types' rows
+ * their width by gemmw.h's tiles where it is built; other types' rows
  * (and 16-bit ones elsewhere) are converted to F32 a tile at a time
  * (16 MiB: fewer, larger sgemm calls) and each tile's columns of the
  * output come from one sgemm.  Converting costs one
@@ -14,7 +14,7 @@
  */
 #include "held.h"
 
-#include "gemm16.h"
+#include "gemmw.h"
 #include "quant.h"
 #include "split.h"
 #include "util.h"
@@ -311,31 +311,31 @@ static void part_tiles(float *out, const float *in, const struct held_part *p, i
 	}
 }
 
-/* Rows lo .. hi - 1 of a 16-bit part by every input row (gemm16.h). */
-static void gemm16_job(void *ctx, int lo, int hi, int t)
+/* Rows lo .. hi - 1 of a 16-bit part by every input row (gemmw.h). */
+static void gemmw_job(void *ctx, int lo, int hi, int t)
 {
 	(void)t;
 	const struct job *j = ctx;
-	gemm16_rows(j->out + j->p->r0, j->OC, j->in, j->N, j->IC, j->p->data, j->p->row_bytes,
+	gemmw_rows(j->out + j->p->r0, j->OC, j->in, j->N, j->IC, j->p->data, j->p->row_bytes,
 		    j->p->type, lo, hi);
 }
 
-static bool use_gemm16 = true;
+static bool use_gemmw = true;
 
-void held_use_gemm16(bool on)
+void held_use_gemmw(bool on)
 {
-	use_gemm16 = on;
+	use_gemmw = on;
 }
 
-/* Many rows of a 16-bit part: its rows read in their width (gemm16.h). */
-static bool part_gemm16(float *out, const float *in, const struct held_part *p, int N, int IC,
+/* Many rows of a 16-bit part: its rows read in their width (gemmw.h). */
+static bool part_gemmw(float *out, const float *in, const struct held_part *p, int N, int IC,
 			int OC)
 {
-	if (!use_gemm16 || !gemm16_available() ||
+	if (!use_gemmw || !gemmw_available() ||
 	    (p->type != GGML_F16 && p->type != GGML_BF16))
 		return false;
 	struct job j = { p, in, out, N, IC, OC, 0 };
-	split_rows(gemm16_job, &j, p->rows, 16);
+	split_rows(gemmw_job, &j, p->rows, 16);
 	return true;
 }
 
@@ -346,7 +346,7 @@ void held_matmul(float *out, const float *in, const struct held_mat *h, const fl
 	for (int i = 0; i < h->n_parts; i++) {
 		if (N <= GEMV_ROWS)
 			part_dots(out, in, &h->part[i], N, IC, OC);
-		else if (!part_gemm16(out, in, &h->part[i], N, IC, OC))
+		else if (!part_gemmw(out, in, &h->part[i], N, IC, OC))
 			part_tiles(out, in, &h->part[i], N, IC, OC);
 	}
 	if (bias) /* after the product, as matmul_forward adds it */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm16.h"
+#include "gemmw.h"
 #include "ops.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -95,10 +95,10 @@ bool model_is_held(const struct model *m)
 	return false;
 }
 
-bool model_own_threads(const struct model *m)
+bool model_own_threads(const struct model *m, unsigned flags)
 {
 	static const enum param_id blocks[] = { P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW };
-	if (!gemm16_available())
+	if (!gemmw_available() || (flags & RUN_TRAIN))
 		return false;
 	for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
 		enum param_id i = blocks[k];
@@ -106,7 +106,7 @@ bool model_own_threads(const struct model *m)
 			continue;
 		for (int l = 0; l < held_count(m, i); l++) {
 			uint32_t t = m->held[i] ? held_type(&m->held[i][l]) : GGML_F32;
-			if (t != GGML_F16 && t != GGML_BF16)
+			if (t != GGML_F32 && t != GGML_F16 && t != GGML_BF16)
 				return false;
 		}
 	}
@@ -669,7 +669,7 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 
 /* model_head_forward with its norm's epsilon eps. */
 static void head_forward(const struct model *m, float *logits, float *xn, float *mean,
-			 float *rstd, float *tmp, const float *x, int n, float eps)
+			 float *rstd, float *tmp, const float *x, int n, float eps, bool own)
 {
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model;
@@ -685,7 +685,7 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, eps);
 	}
 	if (logits) {
-		matmul_w(logits, xn, model_output_layer(m), m->p[P_OUTB], n, C, c->vocab_size);
+		matmul_w(logits, xn, model_output_layer(m), m->p[P_OUTB], n, C, c->vocab_size, own);
 		softcap_forward(logits, (long)n * c->vocab_size, c->final_softcap);
 	}
 }
@@ -693,7 +693,7 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			float *rstd, float *tmp, const float *x, int n)
 {
-	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps);
+	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps, model_own_threads(m, 0));
 }
 
 /* The epsilon of every norm of a pass under o: 0 under the eps0 pitfall. */
@@ -732,7 +732,8 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 	const struct model_config *c = &m->cfg;
 	int C = c->d_model, L = c->n_layer, N = B * T;
 	head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
-		     r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt));
+		     r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt),
+		     model_own_threads(m, r->flags));
 	if (c->head != HEAD_NONE)
 		note_nonfinite(r, "final norm", L, r->lnf, 0, N, C);
 	if (r->flags & RUN_LOGITS)
@@ -778,7 +779,7 @@ static void view_heads(float *dst, const float *src, int B, int T, int n, int D,
  * pitfall (row0 = 0: model_rows_resumable) the qkv rows are viewed before
  * RoPE and the outputs put back after, through one scratch block. */
 static void attend(struct model *m, struct run *r, int l, const float *attn_in,
-		   const struct layer_weights *w, int G, int row0)
+		   const struct layer_weights *w, int G, int row0, bool own)
 {
 	const struct model_config *c = &m->cfg;
 	const struct run_options *o = &r->opt;
@@ -788,7 +789,7 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
 	float scale = o->scale ? cfg_attn_scale(c) : 1.0f;
 	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
-	matmul_w(q_rows, attn_in, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, n, C, QKV);
+	matmul_w(q_rows, attn_in, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, n, C, QKV, own);
 	if (o->pitfall == PITFALL_NO_TRANSPOSE) {
 		view = xmalloc((size_t)B * T * QKV * sizeof *view);
 		memcpy(view, qkv, (size_t)B * T * QKV * sizeof *view);
@@ -815,7 +816,6 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
 	int window;
 	enum mask_kind mask = layer_mask(c, o, l, &window);
-	bool own = model_own_threads(m);
 	if (row0 > 0)
 		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale, c->attn_softcap,
 			       own);
@@ -859,6 +859,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	bool post = o->placement == PLACE_POST;
 	bool skip = c->residual, parallel = c->parallel && !post;
 	float eps = pass_eps(m, o);
+	bool own = model_own_threads(m, r->flags);
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
 	size_t rc = (size_t)row0 * C; /* offset of row row0 in a (N, C) buffer */
@@ -887,13 +888,13 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			note_nonfinite(r, "norm1", l, ln1, row0, n, C);
 			attn_in = ln1;
 		}
-		attend(m, r, l, attn_in, &w, G, row0);
+		attend(m, r, l, attn_in, &w, G, row0, own);
 		model_heads_site(r->hook, o, l, atty + ra, row0 ? 1 : B, row0 ? n : T, row0, H, D);
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < H; h++)
 				row_norms(r->head_norm + (((size_t)l * B + b) * H + h) * T + row0,
 					  atty + (size_t)b * T * A + ra + (size_t)h * D, T - row0, D, A);
-		matmul_w(scratch, atty + ra, (struct wmat){ w.projw, w.projh }, w.projb, n, A, C);
+		matmul_w(scratch, atty + ra, (struct wmat){ w.projw, w.projh }, w.projb, n, A, C, own);
 		sandwich_forward(r, r->attpost_in, r->attpost_rstd, l, row0, scratch, w.apw, c->norm,
 				 n, C, eps);
 		residual_forward(att_res, skip ? in : NULL, scratch, (long)n * C);
@@ -907,7 +908,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 				norm_forward(c->norm, ln2, ln2_mean, ln2_rstd, mlp_in, w.ln2w, w.ln2b, n, C, eps);
 				note_nonfinite(r, "norm2", l, ln2, row0, n, C);
 				mlp_forward(c, fch, fch_act, scratch, ln2, (struct wmat){ w.fcw, w.fch }, w.fcb,
-					    (struct wmat){ w.fpw, w.fph }, w.fpb, n);
+					    (struct wmat){ w.fpw, w.fph }, w.fpb, n, own);
 				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
 						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip || parallel ? att_res : NULL, scratch, (long)n * C);
@@ -920,7 +921,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 			const float *end = ln1;
 			if (c->d_ff) {
 				mlp_forward(c, fch, fch_act, scratch, ln1, (struct wmat){ w.fcw, w.fch }, w.fcb,
-					    (struct wmat){ w.fpw, w.fph }, w.fpb, n);
+					    (struct wmat){ w.fpw, w.fph }, w.fpb, n, own);
 				sandwich_forward(r, r->mlppost_in, r->mlppost_rstd, l, row0, scratch,
 						 w.mpw, c->norm, n, C, eps);
 				residual_forward(mlp_res, skip ? ln1 : NULL, scratch, (long)n * C);

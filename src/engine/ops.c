@@ -1,15 +1,30 @@
 /*
- * ops.c — forward kernels: matrix products through OpenBLAS, and the
- * element-wise and row-wise kernels around them, written to vectorise.
+ * ops.c — forward kernels: matrix products through OpenBLAS or gemmw.h,
+ * and the element-wise and row-wise kernels around them, written to
+ * vectorise.
  */
 #include "ops.h"
 
 #include "fastmath.h"
+#include "gemmw.h"
+#include "quant.h"
 #include "split.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+
+/* bias (OC, or NULL) added to each of the N rows of out (N, OC). */
+static void add_bias(float *out, const float *bias, int N, int OC)
+{
+	if (!bias)
+		return;
+	for (int i = 0; i < N; i++) {
+		float *o = out + (size_t)i * OC;
+		for (int j = 0; j < OC; j++)
+			o[j] += bias[j];
+	}
+}
 
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC)
@@ -19,22 +34,36 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 	else
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC,
 			    1.0f, inp, IC, w, IC, 0.0f, out, OC);
-	if (bias) {
-		for (int i = 0; i < N; i++) {
-			float *o = out + (size_t)i * OC;
-			for (int j = 0; j < OC; j++)
-				o[j] += bias[j];
-		}
-	}
+	add_bias(out, bias, N, OC);
+}
+
+/* An F32 product on the engine's threads: weight rows lo .. hi - 1. */
+struct own_product {
+	float *out;
+	const float *in, *w;
+	int N, IC, OC;
+};
+
+static void own_rows(void *ctx, int lo, int hi, int t)
+{
+	(void)t;
+	const struct own_product *j = ctx;
+	gemmw_rows(j->out, j->OC, j->in, j->N, j->IC, (const unsigned char *)j->w,
+		   (size_t)j->IC * sizeof(float), GGML_F32, lo, hi);
 }
 
 void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
-	      int OC)
+	      int OC, bool own)
 {
-	if (w.h)
+	if (w.h) {
 		held_matmul(out, inp, w.h, bias, N);
-	else
+	} else if (own && N > 1 && gemmw_available()) {
+		struct own_product j = { out, inp, w.f, N, IC, OC };
+		split_rows_blas1(own_rows, &j, OC, 16);
+		add_bias(out, bias, N, OC);
+	} else {
 		matmul_forward(out, inp, w.f, bias, N, IC, OC);
+	}
 }
 
 void dmatmul(double *out, const double *a, const double *b, int N, int K, int M, bool bt)
@@ -322,10 +351,10 @@ void attention_step(float *out, float *att, const float *q, const float *k, cons
 
 void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float *out,
 		 const float *inp, struct wmat fcw, const float *fcb, struct wmat projw,
-		 const float *projb, int N)
+		 const float *projb, int N, bool own)
 {
 	int C = c->d_model, F = c->d_ff, FF = cfg_ff_rows(c);
-	matmul_w(fch, inp, fcw, fcb, N, C, FF);
+	matmul_w(fch, inp, fcw, fcb, N, C, FF, own);
 	if (c->mlp == MLP_SWIGLU)
 		swiglu_forward(fch_act, fch, N, F);
 	else if (c->mlp == MLP_GEGLU)
@@ -334,7 +363,7 @@ void mlp_forward(const struct model_config *c, float *fch, float *fch_act, float
 		gelu_exact_forward(fch_act, fch, (long)N * F);
 	else
 		gelu_forward(fch_act, fch, (long)N * F);
-	matmul_w(out, fch_act, projw, projb, N, F, C);
+	matmul_w(out, fch_act, projw, projb, N, F, C, own);
 }
 
 void residual_forward(float *out, const float *a, const float *b, long n)

@@ -1,30 +1,33 @@
 /*
- * gemm16.c — many input rows times 16-bit weight rows (gemm16.h).
+ * gemmw.c — many input rows times weight rows in their stored width
+ * (gemmw.h).
  *
  * The output is made in tiles of RM weight rows by RN input rows: RM * RN
  * sixteen-lane accumulators, and per sixteen columns RM weight loads
- * (converted to F32 in registers: F16 by vcvtph2ps, BF16 by a shift) and
- * RN input loads for RM * RN multiply-adds; 5 x 5 uses 31 of the 32
- * registers.  On this project's 2-core AMD EPYC it ran the Qwen2.5-0.5B
- * shapes at 164-184 GFLOP/s a core against OpenBLAS's sgemm's 96-103 (its
- * Haswell kernel, 256 bits wide); 4 x 6 and 3 x 8 tiles at 94-145.  Input
- * rows are taken a block at a time (about BLOCK_BYTES of them, which stay
- * in the core's L2) while every weight row of the range streams past; each
- * weight row is then read N / block times, in its own 16-bit width.  Input
- * rows 64-byte aligned (the engine's buffers are, rows a multiple of 16
- * wide) load a cache line at a time: 16-byte aligned ones ran at about
- * 60% of the rate (68 against 100-118 GFLOP/s on one core).
+ * (16-bit ones converted to F32 in registers: F16 by vcvtph2ps, BF16 by a
+ * shift) and RN input loads for RM * RN multiply-adds; 5 x 5 uses 31 of
+ * the 32 registers.  On this project's 2-core AMD EPYC it ran the
+ * Qwen2.5-0.5B shapes with 16-bit rows at 164-184 GFLOP/s a core, and
+ * GPT-2-small's with F32 rows at 126-181, against OpenBLAS's sgemm's
+ * 96-103 (its Haswell kernel is 256 bits wide); 4 x 6 and 3 x 8 tiles ran
+ * at 94-145.  Input rows are taken a block at a time (about BLOCK_BYTES of
+ * them, which stay in the core's L2) while every weight row of the range
+ * streams past; each weight row is then read N / block times, in its own
+ * width.  Input rows 64-byte aligned (the engine's buffers are, rows a
+ * multiple of 16 wide) load a cache line at a time: 16-byte aligned ones
+ * ran at about 60% of the rate (68 against 100-118 GFLOP/s on one core).
  */
-#include "gemm16.h"
+#include "gemmw.h"
 
 #include "quant.h"
 #include "util.h"
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
-#define GEMM16 1
+#define GEMMW 1
 #endif
 
 #define RM 5			/* weight rows a tile */
@@ -33,36 +36,51 @@
 /* the tile's loops unrolled whole, so that its accumulators stay in registers */
 #define UNROLL _Pragma("GCC unroll 8")
 
-#ifdef GEMM16
+#ifdef GEMMW
 
-bool gemm16_available(void)
+bool gemmw_available(void)
 {
 	return true;
 }
 
-/* Sixteen values of a 16-bit row at p as F32 (both conversions exact). */
-static inline __m512 load16(const unsigned char *p, const int f16)
+enum width { BF16, F16, F32 }; /* a weight row's type, a constant where inlined */
+
+/* Bytes of one weight value. */
+static inline size_t bytes_of(const enum width f)
 {
+	return f == F32 ? 4 : 2;
+}
+
+/* Sixteen values of a weight row at p as F32 (the conversions are exact). */
+static inline __m512 load_w(const unsigned char *p, const enum width f)
+{
+	if (f == F32)
+		return _mm512_loadu_ps((const float *)p);
 	__m256i h = _mm256_loadu_si256((const __m256i *)p);
-	if (f16)
+	if (f == F16)
 		return _mm512_cvtph_ps(h);
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Value k of a 16-bit row at p as F32. */
-static inline float value16(const unsigned char *p, int k, const int f16)
+/* Value k of a weight row at p as F32. */
+static inline float value_w(const unsigned char *p, int k, const enum width f)
 {
+	if (f == F32) {
+		float x;
+		memcpy(&x, p + 4 * (size_t)k, sizeof x);
+		return x;
+	}
 	uint16_t v = (uint16_t)(p[2 * k] | p[2 * k + 1] << 8);
-	if (f16)
+	if (f == F16)
 		return _cvtsh_ss(v);
 	union { uint32_t u; float f; } b = { (uint32_t)v << 16 };
 	return b.f;
 }
 
 /* One tile: rm weight rows at w (rb bytes apart) by rn input rows at in
- * (IC apart) into out[n * ldo + m].  rm, rn and f16 are constants where
+ * (IC apart) into out[n * ldo + m].  rm, rn and the width wd are constants where
  * it is inlined, so the accumulators live in registers. */
-static inline __attribute__((always_inline)) void tile(const int rm, const int rn, const int f16,
+static inline __attribute__((always_inline)) void tile(const int rm, const int rn, const enum width wd,
 						       float *out, int ldo, const float *in, int IC,
 						       const unsigned char *w, size_t rb)
 {
@@ -74,7 +92,7 @@ static inline __attribute__((always_inline)) void tile(const int rm, const int r
 	for (int k = 0; k < K16; k += 16) {
 		__m512 a[RM];
 		UNROLL for (int m = 0; m < rm; m++)
-			a[m] = load16(w + (size_t)m * rb + 2 * (size_t)k, f16);
+			a[m] = load_w(w + (size_t)m * rb + bytes_of(wd) * (size_t)k, wd);
 		UNROLL for (int n = 0; n < rn; n++) {
 			__m512 x = _mm512_loadu_ps(in + (size_t)n * IC + k);
 			UNROLL for (int m = 0; m < rm; m++)
@@ -86,7 +104,7 @@ static inline __attribute__((always_inline)) void tile(const int rm, const int r
 			float s = _mm512_reduce_add_ps(acc[m][n]);
 			const float *x = in + (size_t)n * IC;
 			for (int k = K16; k < IC; k++)
-				s = fmaf(value16(w + (size_t)m * rb, k, f16), x[k], s);
+				s = fmaf(value_w(w + (size_t)m * rb, k, wd), x[k], s);
 			out[(size_t)n * ldo + m] = s;
 		}
 }
@@ -108,14 +126,15 @@ static inline __attribute__((always_inline)) void tile(const int rm, const int r
 		}                                                                         \
 	}
 
-TILE_FN(tile_f16, 1)
-TILE_FN(tile_bf16, 0)
+TILE_FN(tile_f16, F16)
+TILE_FN(tile_bf16, BF16)
+TILE_FN(tile_f32, F32)
 
-void gemm16_rows(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
+void gemmw_rows(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
 		 size_t rb, uint32_t type, int lo, int hi)
 {
 	void (*fn)(int, int, float *, int, const float *, int, const unsigned char *, size_t) =
-		type == GGML_F16 ? tile_f16 : tile_bf16;
+		type == GGML_F16 ? tile_f16 : type == GGML_F32 ? tile_f32 : tile_bf16;
 	int nb = BLOCK_BYTES / (IC * (int)sizeof(float)) / RN * RN;
 	if (nb < RN)
 		nb = RN;
@@ -132,17 +151,17 @@ void gemm16_rows(float *out, int ldo, const float *in, int N, int IC, const unsi
 
 #else
 
-bool gemm16_available(void)
+bool gemmw_available(void)
 {
 	return false;
 }
 
-void gemm16_rows(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
+void gemmw_rows(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
 		 size_t rb, uint32_t type, int lo, int hi)
 {
 	(void)out, (void)ldo, (void)in, (void)N, (void)IC, (void)w, (void)rb, (void)type;
 	(void)lo, (void)hi;
-	die("gemm16_rows: not built on this machine (gemm16_available is false)");
+	die("gemmw_rows: not built on this machine (gemmw_available is false)");
 }
 
 #endif
