@@ -40,10 +40,12 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Aligned allocation for float blocks; free with free() or xfree_aligned.
  * Blocks of at least XMALLOC_HUGE bytes are aligned to and rounded up to
- * 2 MiB and marked MADV_HUGEPAGE, so that where transparent huge pages are
- * in "madvise" mode (or "always") the first touch faults once per 2 MiB
- * instead of once per 4 KiB page; smaller blocks are 64-byte aligned.  Where the kernel has no
- * huge pages the advice is ignored and the block is an ordinary one. */
+ * 2 MiB, their whole 2 MiB pages marked MADV_HUGEPAGE, so that where
+ * transparent huge pages are in "madvise" mode (or "always") the first
+ * touch faults once per 2 MiB instead of once per 4 KiB page (the last
+ * part-page stays in 4 KiB pages: no memory beyond n is touched); smaller
+ * blocks are 64-byte aligned.  Where the kernel has no huge pages the
+ * advice is ignored and the block is an ordinary one. */
 #define XMALLOC_HUGE ((size_t)2 << 20)
 void *xmalloc_aligned(size_t n);
 /* Frees a block of xmalloc_aligned (or NULL); one it made huge (above,

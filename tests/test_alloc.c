@@ -9,9 +9,12 @@
  * gets it back; a request it does not fit frees every kept block first,
  * so nothing kept survives beside a new allocation; xmalloc_release frees
  * them; under ASan a reused block reads as 0xff bytes, never as zeros.
- * Whether the kernel actually grants huge pages depends on the machine's
- * transparent-huge-page mode, so it is measured by bench/bench_firstpass,
- * not asserted here.
+ * Where the kernel has transparent huge pages, the part of a large block
+ * past the last whole 2 MiB page of the bytes asked for is not a huge
+ * page: writing every byte asked for leaves the rest of the rounded-up
+ * block out of memory (mincore).  Whether the kernel grants the huge
+ * pages themselves depends on the machine, so it is measured by
+ * bench/bench_firstpass, not asserted here.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +22,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -29,6 +35,45 @@ static void write_all(unsigned char *p, size_t n)
 	memset(p, 0xab, n);
 	assert_int_equal(p[0], 0xab);
 	assert_int_equal(p[n - 1], 0xab);
+}
+
+/* Whether the kernel has transparent huge pages ("always" or "madvise"). */
+static bool thp_on(void)
+{
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (!f)
+		return false;
+	bool ok = fgets(mode, sizeof mode, f) != NULL;
+	fclose(f);
+	return ok && !strstr(mode, "[never]");
+}
+
+/* A block of seventeen huge pages and 64 KiB, every byte written: the
+ * pages of its last 2 MiB past those 64 KiB are not in memory.  (Over 32
+ * MiB, so that glibc maps it afresh: a smaller block may come from memory
+ * the process has touched before.) */
+static void test_tail_not_huge(void **state)
+{
+	(void)state;
+	if (!thp_on()) {
+		printf("  skipped: no transparent huge pages on this machine\n");
+		return;
+	}
+	xmalloc_release();
+	size_t n = 17 * XMALLOC_HUGE + 64 * 1024, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t from = (n + page - 1) / page * page, to = 18 * XMALLOC_HUGE;
+	unsigned char *p = xmalloc_aligned(n), vec[XMALLOC_HUGE / 4096];
+	write_all(p, n);
+	assert_true((to - from) / page <= sizeof vec);
+	assert_int_equal(mincore(p + from, to - from, vec), 0);
+	size_t resident = 0;
+	for (size_t i = 0; i < (to - from) / page; i++)
+		resident += vec[i] & 1;
+	if (resident)
+		fail_msg("%zu of the %zu pages past the bytes asked for are in memory", resident,
+			 (to - from) / page);
+	free(p);
 }
 
 static void test_small_blocks_64_byte_aligned(void **state)
@@ -120,6 +165,7 @@ int main(void)
 		cmocka_unit_test(test_large_blocks_2mib_aligned),
 		cmocka_unit_test(test_huge_pages_off_falls_back),
 		cmocka_unit_test(test_kept_blocks),
+		cmocka_unit_test(test_tail_not_huge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

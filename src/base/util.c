@@ -169,9 +169,17 @@ void *xmalloc_aligned(size_t n)
 	if (posix_memalign(&p, align, size) != 0)
 		die("out of memory (%zu bytes)", n);
 #ifdef MADV_HUGEPAGE
-	/* advice only: EINVAL where the kernel has no transparent huge pages */
-	if (huge)
-		(void)madvise(p, size, MADV_HUGEPAGE);
+	/* advice only: EINVAL where the kernel has no transparent huge pages.
+	 * Huge pages for the whole 2 MiB pages of the n bytes asked for; the
+	 * last part-page in 4 KiB pages (also in "always" mode), touched only
+	 * as far as it is used: a huge one there would hold up to 2 MiB the
+	 * caller never asked for. */
+	if (huge) {
+		size_t whole = n / XMALLOC_HUGE * XMALLOC_HUGE;
+		(void)madvise(p, whole, MADV_HUGEPAGE);
+		if (whole < size)
+			(void)madvise((char *)p + whole, size - whole, MADV_NOHUGEPAGE);
+	}
 #endif
 	return p;
 }
