@@ -32,4 +32,9 @@ bool gemmw_available(void);
 void gemmw_rows(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
 		 size_t rb, uint32_t type, int lo, int hi);
 
+/* gemmw_rows over weight rows 0 .. rows - 1, split over the engine's two
+ * threads (split.h) by weight rows: the same numbers as on one. */
+void gemmw_split(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
+		 size_t rb, uint32_t type, int rows);
+
 #endif

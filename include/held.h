@@ -63,9 +63,10 @@ void held_rows(const struct held_mat *h, int r0, int n, float *dst);
 void held_matmul(float *out, const float *in, const struct held_mat *h, const float *bias,
 		 int N);
 
-/* Whether held_matmul reads many rows of F16 / BF16 parts with gemmw.h
- * (the default where it is built) or through F32 tiles and sgemm: for
- * benchmarks and tests that compare the two. */
+/* Whether held_matmul's products of many rows use gemmw.h (the default
+ * where it is built: F16 / BF16 parts read in their width, the other
+ * types' F32 tiles multiplied there too) or F32 tiles for every type and
+ * OpenBLAS's sgemm: for benchmarks and tests that compare the two. */
 void held_use_gemmw(bool on);
 
 /* Bytes of h's parts. */

@@ -112,11 +112,11 @@ struct model *model_new_held(const struct model_config *c, uint32_t held, struct
  * in their types, the rest as F32). */
 bool model_is_held(const struct model *m);
 
-/* Whether a pass with run flags `flags` runs its products on the engine's
- * own two threads (ops.h: matmul_w's own): where gemmw.h is built, for
- * every pass but a training one (RUN_TRAIN: its backward's products are
- * OpenBLAS's, whose idle workers would spin beside the engine's), when
- * every block matrix is F32, F16 or BF16.  Its attention then runs there
+/* Whether a pass of m with run flags `flags` runs its products on the
+ * engine's own two threads (ops.h: matmul_w's own; held weights of every
+ * type, held.h): where gemmw.h is built, for every pass but a training
+ * one (RUN_TRAIN: its backward's products are OpenBLAS's, whose idle
+ * workers would spin beside the engine's).  Its attention then runs there
  * too (attention_forward_masked's own). */
 bool model_own_threads(const struct model *m, unsigned flags);
 

@@ -22,9 +22,9 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 
 /* matmul_forward with w in either form.  own (model_own_threads): an F32
  * w of more than one row is multiplied by gemmw.h's kernel on the engine's
- * two threads (split.h), OpenBLAS on one thread meanwhile, so that a pass
- * gives OpenBLAS's workers no work; else by matmul_forward.  The numbers
- * differ between the two only by the order of the sums. */
+ * two threads (gemmw_split), so that a pass gives OpenBLAS's workers no
+ * work; else by matmul_forward.  The numbers differ between the two only
+ * by the order of the sums.  Held weights: held_matmul either way. */
 void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
 	      int OC, bool own);
 

@@ -32,8 +32,8 @@
  *   - with two BLAS threads (a helper thread converts half of each tile
  *     and dots half of the rows) the products of 150-row F16, BF16, Q8_0
  *     and Q4_K matrices meet the reference, and for N <= 4 equal the
- *     one-thread products bit for bit, as do F16 and BF16 ones for N = 33
- *     where gemmw.h is built;
+ *     one-thread products bit for bit, as do those for N = 33 where
+ *     gemmw.h is built;
  *   - gemmw.h's product of F16 and BF16 rows (7, 16, 43 and 901 columns;
  *     1, 4, 5 and 13 rows; N from 5 to 33) meets the reference, each
  *     element equals the same element made alone bit for bit, and the
@@ -457,9 +457,10 @@ static void test_tiles(void **state)
 
 /* -------------------------------------------------------------- threads */
 
-/* The 16-bit product of 33 input rows (gemmw where built, else tiles and
- * sgemm) with two threads equals the one-thread product bit for bit: the
- * threads split the weight rows, and each element is summed alone. */
+/* The product of 33 input rows (gemmw where built: 16-bit rows read in
+ * their width, the other types' F32 tiles; else tiles and sgemm) with two
+ * threads equals the one-thread product bit for bit: the threads split the
+ * weight rows, and each element is summed alone. */
 static void many_rows_split(const struct held_mat *h, int cols, struct rng *r)
 {
 	enum { N = 33 };
@@ -500,8 +501,7 @@ static void test_threads(void **state)
 		held_matmul(two, in, &h, NULL, 4);
 		engine_set_threads(1);
 		same_bits(two, one, (size_t)4 * 150, 150, 0, "N 4 with two threads against one");
-		if (types[k] == GGML_F16 || types[k] == GGML_BF16) /* gemmw: many rows too */
-			many_rows_split(&h, cols, &r);
+		many_rows_split(&h, cols, &r);
 		printf("  %-28s products worst error %.3g, %.3f of tolerance\n", what, w.err, w.ratio);
 		held_free(&h);
 		free(W);

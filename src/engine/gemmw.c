@@ -20,6 +20,7 @@
 #include "gemmw.h"
 
 #include "quant.h"
+#include "split.h"
 #include "util.h"
 
 #include <math.h>
@@ -149,6 +150,30 @@ void gemmw_rows(float *out, int ldo, const float *in, int N, int IC, const unsig
 	}
 }
 
+/* One product for split_rows: its weight rows lo .. hi - 1. */
+struct product {
+	float *out;
+	const float *in;
+	const unsigned char *w;
+	size_t rb;
+	uint32_t type;
+	int ldo, N, IC;
+};
+
+static void product_rows(void *ctx, int lo, int hi, int t)
+{
+	(void)t;
+	const struct product *j = ctx;
+	gemmw_rows(j->out, j->ldo, j->in, j->N, j->IC, j->w, j->rb, j->type, lo, hi);
+}
+
+void gemmw_split(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
+		 size_t rb, uint32_t type, int rows)
+{
+	struct product j = { out, in, w, rb, type, ldo, N, IC };
+	split_rows(product_rows, &j, rows, 16);
+}
+
 #else
 
 bool gemmw_available(void)
@@ -162,6 +187,12 @@ void gemmw_rows(float *out, int ldo, const float *in, int N, int IC, const unsig
 	(void)out, (void)ldo, (void)in, (void)N, (void)IC, (void)w, (void)rb, (void)type;
 	(void)lo, (void)hi;
 	die("gemmw_rows: not built on this machine (gemmw_available is false)");
+}
+
+void gemmw_split(float *out, int ldo, const float *in, int N, int IC, const unsigned char *w,
+		 size_t rb, uint32_t type, int rows)
+{
+	gemmw_rows(out, ldo, in, N, IC, w, rb, type, 0, rows);
 }
 
 #endif

@@ -4,8 +4,8 @@
  * Many rows of input (a pass over a text): F16 and BF16 rows are read in
  * their width by gemmw.h's tiles where it is built; other types' rows
  * (and 16-bit ones elsewhere) are converted to F32 a tile at a time
- * (16 MiB: fewer, larger sgemm calls) and each tile's columns of the
- * output come from one sgemm.  Converting costs one
+ * (16 MiB) and each tile's columns of the output come from one product,
+ * gemmw.h's F32 rows where it is built, else OpenBLAS's sgemm.  Converting costs one
  * read of the weight per pass against 2 N flops per weight: small beside
  * the product from a few dozen rows on.  A few rows (a decoder step): each
  * weight row is dotted with every input row, converted in registers (F16,
@@ -31,6 +31,13 @@
 
 #define GEMV_ROWS 4		 /* up to this many input rows: row-by-row dots */
 #define TILE_FLOATS ((size_t)1 << 22) /* 16 MiB of F32 weight rows a tile */
+
+static bool use_gemmw = true;
+
+void held_use_gemmw(bool on)
+{
+	use_gemmw = on;
+}
 
 /* ---------------------------------------------------------------- parts */
 
@@ -291,8 +298,9 @@ static void part_dots(float *out, const float *in, const struct held_part *p, in
 	split_rows(dots_rows, &j, p->rows, 64);
 }
 
-/* Many rows: a tile of weight rows converted, then one sgemm into its
- * columns of out. */
+/* Many rows: a tile of weight rows converted, then one product into its
+ * columns of out: gemmw.h's F32 rows where it is built and wanted, else
+ * OpenBLAS's sgemm. */
 static void part_tiles(float *out, const float *in, const struct held_part *p, int N, int IC,
 		       int OC)
 {
@@ -306,25 +314,13 @@ static void part_tiles(float *out, const float *in, const struct held_part *p, i
 		int n = p->rows - r < tile ? p->rows - r : tile;
 		struct job j = { p, in, w, N, IC, OC, r };
 		split_rows(tile_rows, &j, n, 64);
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, n, IC, 1.0f, in, IC, w, IC,
-			    0.0f, out + p->r0 + r, OC);
+		if (use_gemmw && gemmw_available())
+			gemmw_split(out + p->r0 + r, OC, in, N, IC, (const unsigned char *)w,
+				    (size_t)IC * sizeof(float), GGML_F32, n);
+		else
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, n, IC, 1.0f, in, IC,
+				    w, IC, 0.0f, out + p->r0 + r, OC);
 	}
-}
-
-/* Rows lo .. hi - 1 of a 16-bit part by every input row (gemmw.h). */
-static void gemmw_job(void *ctx, int lo, int hi, int t)
-{
-	(void)t;
-	const struct job *j = ctx;
-	gemmw_rows(j->out + j->p->r0, j->OC, j->in, j->N, j->IC, j->p->data, j->p->row_bytes,
-		    j->p->type, lo, hi);
-}
-
-static bool use_gemmw = true;
-
-void held_use_gemmw(bool on)
-{
-	use_gemmw = on;
 }
 
 /* Many rows of a 16-bit part: its rows read in their width (gemmw.h). */
@@ -334,8 +330,7 @@ static bool part_gemmw(float *out, const float *in, const struct held_part *p, i
 	if (!use_gemmw || !gemmw_available() ||
 	    (p->type != GGML_F16 && p->type != GGML_BF16))
 		return false;
-	struct job j = { p, in, out, N, IC, OC, 0 };
-	split_rows(gemmw_job, &j, p->rows, 16);
+	gemmw_split(out + p->r0, OC, in, N, IC, p->data, p->row_bytes, p->type, p->rows);
 	return true;
 }
 

@@ -37,29 +37,14 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 	add_bias(out, bias, N, OC);
 }
 
-/* An F32 product on the engine's threads: weight rows lo .. hi - 1. */
-struct own_product {
-	float *out;
-	const float *in, *w;
-	int N, IC, OC;
-};
-
-static void own_rows(void *ctx, int lo, int hi, int t)
-{
-	(void)t;
-	const struct own_product *j = ctx;
-	gemmw_rows(j->out, j->OC, j->in, j->N, j->IC, (const unsigned char *)j->w,
-		   (size_t)j->IC * sizeof(float), GGML_F32, lo, hi);
-}
-
 void matmul_w(float *out, const float *inp, struct wmat w, const float *bias, int N, int IC,
 	      int OC, bool own)
 {
 	if (w.h) {
 		held_matmul(out, inp, w.h, bias, N);
 	} else if (own && N > 1 && gemmw_available()) {
-		struct own_product j = { out, inp, w.f, N, IC, OC };
-		split_rows_blas1(own_rows, &j, OC, 16);
+		gemmw_split(out, OC, inp, N, IC, (const unsigned char *)w.f, (size_t)IC * sizeof(float),
+			    GGML_F32, OC);
 		add_bias(out, bias, N, OC);
 	} else {
 		matmul_forward(out, inp, w.f, bias, N, IC, OC);
