@@ -42,9 +42,9 @@ static struct heat compute(struct model *m, const struct run_options *o, enum he
 	return h;
 }
 
-/* A pass keeping every layer's weights and q, k, v, made as heat_compute's is (not
- * RUN_TRAIN: a training pass's products are OpenBLAS's, whose sums are in
- * another order, ops.h matmul_w). */
+/* A pass keeping every layer's weights and q, k, v, made as heat_compute's
+ * is (not RUN_TRAIN: a training pass's products are OpenBLAS's, whose
+ * sums are in another order, ops.h matmul_w). */
 static struct run *attention(struct model *m, const struct run_options *o)
 {
 	struct run *r = run_new(&m->cfg, 1, T, RUN_ATTN | RUN_QKV);

@@ -79,10 +79,11 @@ static inline float value_w(const unsigned char *p, int k, const enum width f)
 }
 
 /* One tile: rm weight rows at w (rb bytes apart) by rn input rows at in
- * (IC apart) into out[n * ldo + m].  rm, rn and the width wd are constants where
- * it is inlined, so the accumulators live in registers. */
-static inline __attribute__((always_inline)) void tile(const int rm, const int rn, const enum width wd,
-						       float *out, int ldo, const float *in, int IC,
+ * (IC apart) into out[n * ldo + m].  rm, rn and the width wd are
+ * constants where it is inlined, so the accumulators live in registers. */
+static inline __attribute__((always_inline)) void tile(const int rm, const int rn,
+						       const enum width wd, float *out, int ldo,
+						       const float *in, int IC,
 						       const unsigned char *w, size_t rb)
 {
 	__m512 acc[RM][RN];

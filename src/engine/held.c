@@ -5,9 +5,9 @@
  * their width by gemmw.h's tiles where it is built; other types' rows
  * (and 16-bit ones elsewhere) are converted to F32 a tile at a time
  * (16 MiB) and each tile's columns of the output come from one product,
- * gemmw.h's F32 rows where it is built, else OpenBLAS's sgemm.  Converting costs one
- * read of the weight per pass against 2 N flops per weight: small beside
- * the product from a few dozen rows on.  A few rows (a decoder step): each
+ * gemmw.h's F32 rows where it is built, else OpenBLAS's sgemm.
+ * Converting costs one read of the weight per pass against 2 N flops per
+ * weight: small beside the product from a few dozen rows on.  A few rows (a decoder step): each
  * weight row is dotted with every input row, converted in registers (F16,
  * BF16) or into a scratch row (the block types), so the weight is
  * streamed once in its own width.

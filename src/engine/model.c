@@ -681,7 +681,8 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			float *rstd, float *tmp, const float *x, int n)
 {
-	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps, model_own_threads(m, 0));
+	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps,
+		     model_own_threads(m, 0));
 }
 
 /* The epsilon of every norm of a pass under o: 0 under the eps0 pitfall. */
