@@ -11,12 +11,12 @@
  * apart; out (N, ldo) F32: out[i * ldo + r] for r in lo .. hi - 1.
  * Nothing is allocated; the caller owns every buffer.
  *
- * Each output element is one sum in a fixed order (sixteen lanes over the
- * columns a multiple of 16, the lanes added in a fixed tree, then the
- * remaining columns in order), whatever the tile it falls in and whatever
- * N, so a product split over threads by weight rows equals the one-thread
- * product bit for bit, and a row's product does not depend on the rows
- * beside it.
+ * Each output element is one sum in a fixed order (for each chunk of 1024
+ * columns of the multiple of 16, sixteen lanes added in a fixed tree, the
+ * chunks' sums added in order, then the remaining columns in order),
+ * whatever the tile it falls in and whatever N, so a product split over
+ * threads by weight rows equals the one-thread product bit for bit, and a
+ * row's product does not depend on the rows beside it.
  */
 #ifndef ATTNSCOPE_GEMMW_H
 #define ATTNSCOPE_GEMMW_H

@@ -1231,7 +1231,8 @@ static void test_attention_own_threads(void **s)
 
 /* An F32 product on the engine's own threads (ops.h: matmul_w's own, what
  * every pass but a training one runs where gemmw.h is built): for widths
- * with no 16-column step (7), one (16) and a tail (43, 901), and row
+ * with no 16-column step (7), one (16), a tail (43, 901) and three
+ * 1024-column chunks with a tail (2053), and row
  * counts around its 5 x 5 tiles and the split's minimum of 16, each
  * element meets a double-precision product within 1e-5 relative to the
  * row's absolute sum, and equals bit for bit the same element made on one
@@ -1246,10 +1247,11 @@ static void test_matmul_own(void **s)
 		printf("  skipped: gemmw is not built on this machine (no AVX-512F)\n");
 		return;
 	}
-	static const int widths[] = { 7, 16, 43, 901 }, rows_of[] = { 3, 16, 37 }, ns[] = { 2, 5, 33 };
+	static const int widths[] = { 7, 16, 43, 901, 2053 }, rows_of[] = { 3, 16, 37 };
+	static const int ns[] = { 2, 5, 33 };
 	struct rng r;
 	rng_seed(&r, 901);
-	for (int c = 0; c < 4; c++)
+	for (int c = 0; c < 5; c++)
 		for (int q = 0; q < 3; q++) {
 			int IC = widths[c], OC = rows_of[q], N = ns[(c + q) % 3];
 			float *w = xmalloc((size_t)OC * IC * sizeof *w), *b = xmalloc((size_t)OC * sizeof *b);

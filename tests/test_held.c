@@ -34,7 +34,7 @@
  *     and Q4_K matrices meet the reference, and for N <= 4 equal the
  *     one-thread products bit for bit, as do those for N = 33 where
  *     gemmw.h is built;
- *   - gemmw.h's product of F16 and BF16 rows (7, 16, 43 and 901 columns;
+ *   - gemmw.h's product of F16 and BF16 rows (7, 16, 43, 901 and 2053 columns;
  *     1, 4, 5 and 13 rows; N from 5 to 33) meets the reference, each
  *     element equals the same element made alone bit for bit, and the
  *     F32-tile path it replaces meets the reference too;
@@ -554,7 +554,8 @@ static void test_16bit_dots(void **state)
 
 /* gemmw.h's product (held_matmul's for N > 4 on F16 and BF16 parts where
  * it is built): for widths with no 16-column step (7), exactly one (16),
- * a tail (43, 901) and row counts around its 5 x 5 tiles, every element
+ * a tail (43, 901), three chunks of columns and a tail (2053) and row
+ * counts around its 5 x 5 tiles, every element
  * meets the double reference; each element equals, bit for bit, the same
  * element made alone (one weight row by one input row: gemmw_rows on a
  * 1 x 1 tile), so no tile shape or thread split changes a number; the
@@ -567,7 +568,7 @@ static void test_gemmw(void **state)
 		return;
 	}
 	static const uint32_t types[] = { GGML_F16, GGML_BF16 };
-	static const int widths[] = { 7, 16, 43, 901 }, row_counts[] = { 1, 4, 5, 13 };
+	static const int widths[] = { 7, 16, 43, 901, 2053 }, row_counts[] = { 1, 4, 5, 13 };
 	static const int ns16[] = { 5, 6, 11, 33 };
 	struct rng r;
 	rng_seed(&r, 1616);
