@@ -112,14 +112,6 @@ struct model *model_new_held(const struct model_config *c, uint32_t held, struct
  * in their types, the rest as F32). */
 bool model_is_held(const struct model *m);
 
-/* Whether a pass of m with run flags `flags` runs its products on the
- * engine's own two threads (ops.h: matmul_w's own; held weights of every
- * type, held.h): where gemmw.h is built, for every pass but a training
- * one (RUN_TRAIN: its backward's products are OpenBLAS's, whose idle
- * workers would spin beside the engine's).  Its attention then runs there
- * too (attention_forward_masked's own). */
-bool model_own_threads(const struct model *m, unsigned flags);
-
 /* Whether every held matrix of m has each of its rows (held_complete):
  * what a loader checks once it has read the files. */
 bool model_held_complete(const struct model *m);
@@ -352,6 +344,14 @@ void model_head_forward(const struct model *m, float *logits, float *xn, float *
  * memory is fatal). */
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags);
 void run_free(struct run *r);
+
+/* Whether a pass with run flags `flags` runs its products on the engine's
+ * own two threads (ops.h: matmul_w's own; held weights of every type,
+ * held.h): where gemmw.h is built, for every pass but a training one
+ * (RUN_TRAIN: its backward's products are OpenBLAS's, whose idle workers
+ * would spin beside the engine's).  Its attention then runs there too
+ * (attention_forward_masked's own). */
+bool run_own_threads(unsigned flags);
 
 /* Bytes held by a run (for benchmarks and the memory budget). */
 size_t run_bytes(const struct run *r);

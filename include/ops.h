@@ -20,7 +20,7 @@
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
 		    int N, int IC, int OC);
 
-/* matmul_forward with w in either form.  own (model_own_threads): an F32
+/* matmul_forward with w in either form.  own (run_own_threads): an F32
  * w of more than one row is multiplied by gemmw.h's kernel on the engine's
  * two threads (gemmw_split), so that a pass gives OpenBLAS's workers no
  * work; else by matmul_forward.  The numbers differ between the two only

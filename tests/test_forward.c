@@ -1238,8 +1238,8 @@ static void test_attention_own_threads(void **s)
  * row's absolute sum, and equals bit for bit the same element made on one
  * thread and made alone (gemmw_rows of one weight row by one input row);
  * the bias is added; OpenBLAS's product (own false) meets the reference
- * too, and OpenBLAS's thread count is restored after.  A model's passes
- * take the path except training ones (model_own_threads). */
+ * too, and the product leaves OpenBLAS's thread count as it was.  Passes
+ * take the path, training ones not (run_own_threads). */
 static void test_matmul_own(void **s)
 {
 	(void)s;
@@ -1297,11 +1297,8 @@ static void test_matmul_own(void **s)
 			free(b);
 			free(in);
 		}
-	struct variant v = default_variant();
-	struct model *m = make_model(&v, 3);
-	assert_true(model_own_threads(m, RUN_LOGITS | RUN_ATTN));
-	assert_false(model_own_threads(m, RUN_LOGITS | RUN_TRAIN));
-	model_free(m);
+	assert_true(run_own_threads(RUN_LOGITS | RUN_ATTN));
+	assert_false(run_own_threads(RUN_LOGITS | RUN_TRAIN));
 }
 
 static void test_causal_zero_above_diagonal(void **s)

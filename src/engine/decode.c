@@ -519,7 +519,7 @@ static void kv_from_pass(struct decoder *d, struct model *m, const struct run *r
 		in = xn;
 	}
 	matmul_w(qkv, in, (struct wmat){ w.qkvw, w.qkvh }, w.qkvb, n, C, QKV,
-		 model_own_threads(m, r->flags)); /* as the pass made them */
+		 run_own_threads(r->flags)); /* as the pass made them */
 	if (w.qnw)
 		qk_norm_rows(qkv, n, QKV, H, G, D, w.qnw, w.knw, c->qk_norm_whole, c->norm_eps);
 	if (c->pos == POS_ROPE) {

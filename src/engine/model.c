@@ -95,12 +95,6 @@ bool model_is_held(const struct model *m)
 	return false;
 }
 
-bool model_own_threads(const struct model *m, unsigned flags)
-{
-	(void)m;
-	return gemmw_available() && !(flags & RUN_TRAIN);
-}
-
 void model_held_types(const struct model *m, char *buf, size_t size)
 {
 	bool seen[64] = { false };
@@ -431,6 +425,11 @@ double kv_cache_bytes(int n_layer, int kv_heads, int tokens, int d_head, int byt
 #define RUN_GAP 0
 #endif
 
+bool run_own_threads(unsigned flags)
+{
+	return gemmw_available() && !(flags & RUN_TRAIN);
+}
+
 struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 {
 	if (flags & RUN_TRAIN)
@@ -682,7 +681,7 @@ void model_head_forward(const struct model *m, float *logits, float *xn, float *
 			float *rstd, float *tmp, const float *x, int n)
 {
 	head_forward(m, logits, xn, mean, rstd, tmp, x, n, m->cfg.norm_eps,
-		     model_own_threads(m, 0));
+		     run_own_threads(0));
 }
 
 /* The epsilon of every norm of a pass under o: 0 under the eps0 pitfall. */
@@ -722,7 +721,7 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 	int C = c->d_model, L = c->n_layer, N = B * T;
 	head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
 		     r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt),
-		     model_own_threads(m, r->flags));
+		     run_own_threads(r->flags));
 	if (c->head != HEAD_NONE)
 		note_nonfinite(r, "final norm", L, r->lnf, 0, N, C);
 	if (r->flags & RUN_LOGITS)
@@ -848,7 +847,7 @@ static void blocks_forward(struct model *m, struct run *r, int l0, int row0)
 	bool post = o->placement == PLACE_POST;
 	bool skip = c->residual, parallel = c->parallel && !post;
 	float eps = pass_eps(m, o);
-	bool own = model_own_threads(m, r->flags);
+	bool own = run_own_threads(r->flags);
 	const float *qkvw, *qkvb;
 	model_qkv_for(m, G, &qkvw, &qkvb);
 	size_t rc = (size_t)row0 * C; /* offset of row row0 in a (N, C) buffer */
