@@ -1182,11 +1182,11 @@ static void test_attention_rows_sum_to_one(void **s)
 }
 
 /* Attention with its heads split over the engine's two threads (ops.h:
- * attention_forward_masked's own, what a model of 16-bit block matrices
- * runs) gives every head's weights and output as the one-thread loop does
- * (within 1e-6: OpenBLAS runs single-threaded inside the split), with
- * padding, a masked-heads count below H, and queries from row q0 on
- * (attention_rows); OpenBLAS's thread count is restored after. */
+ * attention_forward_masked's own, what every pass but a training one
+ * runs; attnmm.h's products where they are built) gives every head's
+ * weights and output within 1e-6 of the one-thread loop's through
+ * OpenBLAS, with padding, a masked-heads count below H, and queries from
+ * row q0 on (attention_rows); OpenBLAS's thread count is as it was after. */
 static void test_attention_own_threads(void **s)
 {
 	(void)s;

@@ -5,6 +5,7 @@
  */
 #include "ops.h"
 
+#include "attnmm.h"
 #include "fastmath.h"
 #include "gemmw.h"
 #include "quant.h"
@@ -219,7 +220,8 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 		row[j] = 0.0f;
 }
 
-/* What one attention job reads (attention_from's arguments). */
+/* What one attention job reads (attention_from's arguments); mm: the
+ * products by attnmm.h (on the engine's threads), else OpenBLAS's. */
 struct attend {
 	float *out, *att;
 	const float *qkv;
@@ -227,7 +229,29 @@ struct attend {
 	enum mask_kind mask;
 	float scale, cap;
 	const int *key_len;
+	bool mm;
 };
+
+/* The keys one head's query rows read, as attnmm_span: row i is query
+ * q0 + i; last is the last real key.  Under MASK_AFTER_SOFTMAX every real
+ * key is normalised over (the mask hides the later ones after). */
+struct keys {
+	enum mask_kind mask;
+	int window, T, q0, last;
+};
+
+static void keys_of_row(const void *ctx, int i, int *lo, int *hi)
+{
+	const struct keys *s = ctx;
+	if (s->mask == MASK_AFTER_SOFTMAX) {
+		*lo = 0;
+		*hi = s->last;
+		return;
+	}
+	mask_range(s->mask, s->window, s->q0 + i, s->T, lo, hi);
+	*hi = *hi < s->last ? *hi : s->last;
+	*lo = *lo < *hi ? *lo : *hi;
+}
 
 /* Head h of sequence b: its scores, mask and softmax into att, its output
  * into out. */
@@ -238,28 +262,35 @@ static void attend_head(const struct attend *x, int b, int h)
 	const float *base = x->qkv + (size_t)b * T * ld;
 	int last = x->key_len && x->key_len[b] < T ? x->key_len[b] - 1 : T - 1; /* last real key */
 	enum mask_kind mask = h < x->n_masked ? x->mask : MASK_NONE;
+	struct keys keys = { mask, x->window, T, q0, last };
 	const float *q = base + (size_t)q0 * ld + (size_t)h * D;
 	const float *k = base + (size_t)(H + g) * D;
 	const float *v = base + (size_t)(H + G + g) * D;
 	float *a = x->att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, x->scale, q, ld, k, ld, 0.0f,
-		    a, T);
-	softcap_forward(a, (long)M * T, x->cap);
+	float *o = x->out + ((size_t)b * T + q0) * C + (size_t)h * D;
+	if (x->mm)
+		attnmm_scores(a, T, q, ld, k, ld, M, T, D, x->scale, keys_of_row, &keys);
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, x->scale, q, ld, k,
+			    ld, 0.0f, a, T);
 	for (int i = q0; i < T; i++) {
 		float *row = a + (size_t)(i - q0) * T;
 		int lo, hi;
-		mask_range(mask, x->window, i, T, &lo, &hi);
-		hi = hi < last ? hi : last;
-		lo = lo < hi ? lo : hi;
+		keys_of_row(&keys, i - q0, &lo, &hi);
+		softcap_forward(row + lo, hi - lo + 1, x->cap);
 		if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
 			masked_softmax_row(row, T, 0, last);
+			hi = i < last ? i : last;
 			memset(row + hi + 1, 0, (size_t)(T - 1 - hi) * sizeof(float));
 		} else {
 			masked_softmax_row(row, T, lo, hi);
 		}
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, a, T, v, ld, 0.0f,
-		    x->out + ((size_t)b * T + q0) * C + (size_t)h * D, C);
+	if (x->mm)
+		attnmm_values(o, C, a, T, v, ld, M, D, keys_of_row, &keys);
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, D, T, 1.0f, a, T, v, ld,
+			    0.0f, o, C);
 }
 
 /* Jobs lo .. hi - 1 of B * H, job u being sequence u / H's head u % H. */
@@ -280,8 +311,10 @@ static void attention_from(float *out, float *att, const float *qkv, int B, int 
 			   const int *key_len, int n_masked, bool own)
 {
 	struct attend x = { out, att, qkv, B, T, q0, H, G, D, n_masked, window, mask, scale, cap,
-			    key_len };
-	if (own)
+			    key_len, own && attnmm_available() && D <= ATTNMM_MAX_D };
+	if (x.mm)
+		split_rows(attend_heads, &x, B * H, 2);
+	else if (own)
 		split_rows_blas1(attend_heads, &x, B * H, 2);
 	else
 		attend_heads(&x, 0, B * H, 0);
