@@ -5,8 +5,8 @@
  * (llm.c's convention).  Matrices are row-major; a weight w of shape
  * (OC, IC) maps a row x of IC inputs to x w^T.  Matrix products go
  * through cblas_sgemm or, in a pass on the engine's own threads, through
- * gemmw.h (held weights: held.h's products).  Outputs never alias inputs
- * unless a kernel says so.
+ * gemmw.h and attnmm.h (held weights: held.h's products).  Outputs never
+ * alias inputs unless a kernel says so.
  */
 #ifndef ATTNSCOPE_OPS_H
 #define ATTNSCOPE_OPS_H
@@ -113,10 +113,12 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
  * scores soft-capped at cap (softcap_forward, after the scale) first: heads
  * n_masked .. H-1 see every key (MASK_NONE; key_len still hides padding),
  * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall).
- * own: the heads are split over the engine's two threads (split.h) with
- * OpenBLAS on one thread meanwhile, for a pass whose products run on the
- * engine's threads (matmul_w's own) and should not wake OpenBLAS's; the
- * same numbers either way. */
+ * own: the heads are split over the engine's two threads (split.h), for a
+ * pass whose products run on the engine's threads (matmul_w's own) and
+ * should not wake OpenBLAS's: each head's products are attnmm.h's where
+ * they are built (a head size up to ATTNMM_MAX_D), else OpenBLAS's on one
+ * thread meanwhile.  The two products sum in different orders: the
+ * numbers agree within float rounding, not bit for bit. */
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
 			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			      const int *key_len, int n_masked, bool own);

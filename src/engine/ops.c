@@ -1,7 +1,7 @@
 /*
- * ops.c — forward kernels: matrix products through OpenBLAS or gemmw.h,
- * and the element-wise and row-wise kernels around them, written to
- * vectorise.
+ * ops.c — forward kernels: matrix products through OpenBLAS, gemmw.h or
+ * (attention's) attnmm.h, and the element-wise and row-wise kernels around
+ * them, written to vectorise.
  */
 #include "ops.h"
 
