@@ -26,15 +26,15 @@
  * what it held before the model (VmRSS: the program, its libraries and
  * stacks) against the weights and the run's buffers (run_bytes).  The
  * program's own pages are paged in on first use too (the code of the
- * pass, libm's tables, the helper thread's stack: 0.6 MB), so before its
- * VmRSS is read the child runs one pass of a small model of the same
- * shape (SMALL_T tokens, its every buffer under 2 MiB and freed, malloc
- * trimmed after): the verdict is the peak over that start, and the peak
- * over the bare start is printed beside it.  The verdict allows BOOKKEEPING
- * bytes beyond the buffers: each 2 MiB-aligned block's allocation header
- * dirties a page before it (8 kB each in smaps for the weights and the
- * run) and the model's and run's structs live on the heap; measured here
- * at 26-34 kB in all.
+ * pass, libm's tables, the helper thread's stack: 0.8-1.0 MB), so before
+ * its VmRSS is read the child runs one pass of a small model of the same
+ * shape (SMALL_T tokens; all freed, none of it kept by xfree_aligned,
+ * which is checked, and malloc trimmed after): the verdict is the peak
+ * over that start, and the peak over the bare start is printed beside
+ * it.  The verdict allows BOOKKEEPING bytes beyond the buffers: each
+ * 2 MiB-aligned block's allocation header dirties a page before it (8 kB
+ * each in smaps for the weights and the run) and the model's and run's
+ * structs live on the heap; measured here at 26-34 kB in all.
  */
 #include <malloc.h>
 #include <stdio.h>

@@ -305,7 +305,8 @@ static void attend_heads(void *ctx, int lo, int hi, int t)
 /* attention_forward's work for queries q0 .. T-1 of every sequence (rows
  * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
  * MASK_NONE instead of mask.  With own set the heads are split over the
- * engine's two threads (split.h), OpenBLAS on one thread meanwhile. */
+ * engine's two threads (split.h), each head's products attnmm.h's where
+ * they are built, else OpenBLAS's on one thread meanwhile. */
 static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
 			   int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			   const int *key_len, int n_masked, bool own)
