@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,122 +76,135 @@ static float *random_floats(struct rng *r, size_t n)
 	return x;
 }
 
-/* Scores of every case against the chain and the double reference. */
-static void test_scores(void **state)
+/* One case: head size D, T keys, queries from q0 (M = T - q0 rows), the
+ * span sp (case c). */
+struct shape {
+	int D, T, q0, M, c;
+	struct span sp;
+};
+
+typedef void check_fn(const struct shape *x, struct rng *r);
+
+/* check over every head size, key count, span and first query. */
+static void for_each_shape(check_fn *check, uint64_t seed)
 {
-	(void)state;
-	if (!attnmm_available()) {
-		printf("  skipped: attnmm is not built on this machine (no AVX-512F)\n");
-		return;
-	}
 	struct rng r;
-	rng_seed(&r, 64);
+	rng_seed(&r, seed);
 	for (size_t hd = 0; hd < sizeof heads / sizeof *heads; hd++)
 		for (size_t kt = 0; kt < sizeof keys / sizeof *keys; kt++)
 			for (int c = 0; c < N_SPANS; c++)
 				for (int q0 = 0; q0 <= 5; q0 += 5) {
-					int D = heads[hd], T = keys[kt], M = T - q0, ld = D + 3, lda = T + 2;
-					if (M < 1)
-						continue;
-					struct span sp = span_case(c, T, q0);
-					float *q = random_floats(&r, (size_t)M * ld);
-					float *k = random_floats(&r, (size_t)T * ld);
-					float *a = xmalloc((size_t)(M + 1) * lda * sizeof *a);
-					for (int i = 0; i < (M + 1) * lda; i++)
-						a[i] = SENTINEL;
-					attnmm_scores(a, lda, q, ld, k, ld, M, T, D, 0.125f, span_of, &sp);
-					for (int i = 0; i < M; i++) {
-						int lo, hi;
-						span_of(&sp, i, &lo, &hi);
-						for (int j = lo; j <= hi; j++) {
-							float chain = 0.0f;
-							double ref = 0.0, mag = 0.0;
-							for (int d = 0; d < D; d++) {
-								float x = q[i * ld + d], y = k[j * ld + d];
-								chain = fmaf(x, y, chain);
-								ref += (double)x * y;
-								mag += fabs((double)x * y);
-							}
-							float got = a[i * lda + j];
-							if (got != chain * 0.125f ||
-							    fabs(got - 0.125 * ref) > 1e-5 * 0.125 * mag + 1e-30)
-								fail_msg("D %d T %d span %d q0 %d: a[%d][%d] %.9g, chain %.9g, double %.9g",
-									 D, T, c, q0, i, j, (double)got,
-									 (double)(chain * 0.125f), 0.125 * ref);
-						}
-						for (int j = T; j < lda; j++)
-							if (a[i * lda + j] != SENTINEL)
-								fail_msg("D %d T %d: a[%d][%d] written past the keys", D, T,
-									 i, j);
-					}
-					for (int j = 0; j < lda; j++)
-						if (a[M * lda + j] != SENTINEL)
-							fail_msg("D %d T %d: row %d past M written", D, T, M);
-					free(q);
-					free(k);
-					free(a);
+					struct shape x = { heads[hd], keys[kt], q0, keys[kt] - q0, c,
+							   span_case(c, keys[kt], q0) };
+					if (x.M >= 1)
+						check(&x, &r);
 				}
 }
 
-/* Output of every case against the chain and the double reference. */
+/* Scores of one case against the chain and the double reference. */
+static void check_scores(const struct shape *x, struct rng *r)
+{
+	int D = x->D, T = x->T, M = x->M, ld = D + 3, lda = T + 2;
+	float *q = random_floats(r, (size_t)M * ld);
+	float *k = random_floats(r, (size_t)T * ld);
+	float *a = xmalloc((size_t)(M + 1) * lda * sizeof *a);
+	for (int i = 0; i < (M + 1) * lda; i++)
+		a[i] = SENTINEL;
+	attnmm_scores(a, lda, q, ld, k, ld, M, T, D, 0.125f, span_of, &x->sp);
+	for (int i = 0; i < M; i++) {
+		int lo, hi;
+		span_of(&x->sp, i, &lo, &hi);
+		for (int j = lo; j <= hi; j++) {
+			float chain = 0.0f;
+			double ref = 0.0, mag = 0.0;
+			for (int d = 0; d < D; d++) {
+				float u = q[i * ld + d], w = k[j * ld + d];
+				chain = fmaf(u, w, chain);
+				ref += (double)u * w;
+				mag += fabs((double)u * w);
+			}
+			float got = a[i * lda + j];
+			if (got != chain * 0.125f || fabs(got - 0.125 * ref) > 1e-5 * 0.125 * mag + 1e-30)
+				fail_msg("D %d T %d span %d q0 %d: a[%d][%d] %.9g, chain %.9g, double %.9g",
+					 D, T, x->c, x->q0, i, j, (double)got, (double)(chain * 0.125f),
+					 0.125 * ref);
+		}
+		for (int j = T; j < lda; j++)
+			if (a[i * lda + j] != SENTINEL)
+				fail_msg("D %d T %d: a[%d][%d] written past the keys", D, T, i, j);
+	}
+	for (int j = 0; j < lda; j++)
+		if (a[M * lda + j] != SENTINEL)
+			fail_msg("D %d T %d: row %d past M written", D, T, M);
+	free(q);
+	free(k);
+	free(a);
+}
+
+/* Output of one case against the chain and the double reference. */
+static void check_values(const struct shape *x, struct rng *r)
+{
+	int D = x->D, T = x->T, M = x->M, ld = D + 3, ldo = D + 2;
+	float *v = random_floats(r, (size_t)T * ld);
+	float *a = xcalloc((size_t)M * T, sizeof *a);
+	float *out = xmalloc((size_t)(M + 1) * ldo * sizeof *out);
+	for (int i = 0; i < M; i++) {
+		int lo, hi;
+		span_of(&x->sp, i, &lo, &hi);
+		for (int j = lo; j <= hi; j++)
+			a[i * T + j] = rng_uniform(r);
+	}
+	for (int i = 0; i < (M + 1) * ldo; i++)
+		out[i] = SENTINEL;
+	attnmm_values(out, ldo, a, T, v, ld, M, D, span_of, &x->sp);
+	for (int i = 0; i < M; i++) {
+		int lo, hi;
+		span_of(&x->sp, i, &lo, &hi);
+		for (int d = 0; d < D; d++) {
+			float chain = 0.0f;
+			double ref = 0.0, mag = 0.0;
+			for (int j = lo; j <= hi; j++) {
+				float u = a[i * T + j], w = v[j * ld + d];
+				chain = fmaf(u, w, chain);
+				ref += (double)u * w;
+				mag += fabs((double)u * w);
+			}
+			float got = out[i * ldo + d];
+			if (got != chain || fabs(got - ref) > 1e-5 * mag + 1e-30)
+				fail_msg("D %d T %d span %d q0 %d: out[%d][%d] %.9g, chain %.9g, double %.9g",
+					 D, T, x->c, x->q0, i, d, (double)got, (double)chain, ref);
+		}
+		for (int d = D; d < ldo; d++)
+			if (out[i * ldo + d] != SENTINEL)
+				fail_msg("D %d T %d: out[%d][%d] written past D", D, T, i, d);
+	}
+	for (int d = 0; d < ldo; d++)
+		if (out[M * ldo + d] != SENTINEL)
+			fail_msg("D %d T %d: row %d past M written", D, T, M);
+	free(v);
+	free(a);
+	free(out);
+}
+
+static bool built(void)
+{
+	if (!attnmm_available())
+		printf("  skipped: attnmm is not built on this machine (no AVX-512F)\n");
+	return attnmm_available();
+}
+
+static void test_scores(void **state)
+{
+	(void)state;
+	if (built())
+		for_each_shape(check_scores, 64);
+}
+
 static void test_values(void **state)
 {
 	(void)state;
-	if (!attnmm_available()) {
-		printf("  skipped: attnmm is not built on this machine (no AVX-512F)\n");
-		return;
-	}
-	struct rng r;
-	rng_seed(&r, 65);
-	for (size_t hd = 0; hd < sizeof heads / sizeof *heads; hd++)
-		for (size_t kt = 0; kt < sizeof keys / sizeof *keys; kt++)
-			for (int c = 0; c < N_SPANS; c++)
-				for (int q0 = 0; q0 <= 5; q0 += 5) {
-					int D = heads[hd], T = keys[kt], M = T - q0, ld = D + 3, ldo = D + 2;
-					if (M < 1)
-						continue;
-					struct span sp = span_case(c, T, q0);
-					float *v = random_floats(&r, (size_t)T * ld);
-					float *a = xcalloc((size_t)M * T, sizeof *a);
-					float *out = xmalloc((size_t)(M + 1) * ldo * sizeof *out);
-					for (int i = 0; i < M; i++) {
-						int lo, hi;
-						span_of(&sp, i, &lo, &hi);
-						for (int j = lo; j <= hi; j++)
-							a[i * T + j] = rng_uniform(&r);
-					}
-					for (int i = 0; i < (M + 1) * ldo; i++)
-						out[i] = SENTINEL;
-					attnmm_values(out, ldo, a, T, v, ld, M, D, span_of, &sp);
-					for (int i = 0; i < M; i++) {
-						int lo, hi;
-						span_of(&sp, i, &lo, &hi);
-						for (int d = 0; d < D; d++) {
-							float chain = 0.0f;
-							double ref = 0.0, mag = 0.0;
-							for (int j = lo; j <= hi; j++) {
-								float x = a[i * T + j], y = v[j * ld + d];
-								chain = fmaf(x, y, chain);
-								ref += (double)x * y;
-								mag += fabs((double)x * y);
-							}
-							float got = out[i * ldo + d];
-							if (got != chain || fabs(got - ref) > 1e-5 * mag + 1e-30)
-								fail_msg("D %d T %d span %d q0 %d: out[%d][%d] %.9g, chain %.9g, double %.9g",
-									 D, T, c, q0, i, d, (double)got, (double)chain,
-									 ref);
-						}
-						for (int d = D; d < ldo; d++)
-							if (out[i * ldo + d] != SENTINEL)
-								fail_msg("D %d T %d: out[%d][%d] written past D", D, T, i, d);
-					}
-					for (int d = 0; d < ldo; d++)
-						if (out[M * ldo + d] != SENTINEL)
-							fail_msg("D %d T %d: row %d past M written", D, T, M);
-					free(v);
-					free(a);
-					free(out);
-				}
+	if (built())
+		for_each_shape(check_values, 65);
 }
 
 int main(void)
