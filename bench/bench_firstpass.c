@@ -11,10 +11,13 @@
  * (MADV_HUGEPAGE); xmalloc_huge_pages(false) turns that off, so both are
  * measured here in one run.
  *
- * Each round forks one child per mode (huge pages on, then off, the order
- * alternating between rounds so that neither always runs first), and each
- * child, on the GPT-2-small shape (bench_common.h gpt2_cfg) at T = 1024
- * with attention capture (RUN_LOGITS | RUN_ATTN, as a session's run):
+ * Each round forks one child per mode (huge pages on, off, and on without
+ * the capture, the order turning between rounds so that none always runs
+ * first: a child often gets pages the one before it freed, which cost the
+ * host nothing to back again), and each child, on the GPT-2-small shape
+ * (bench_common.h gpt2_cfg) at T = 1024 with attention capture
+ * (RUN_LOGITS | RUN_ATTN, as a session's run; RUN_LOGITS alone in the
+ * third mode, to show what the capture's bytes cost the first pass):
  *   1. builds the model (model_new + model_init_random: every weight
  *      written once, as a loader does);
  *   2. allocates the run and times the first model_forward;
@@ -100,11 +103,17 @@ static double small_pass(char *msg, size_t n)
 	return bytes;
 }
 
+/* What a child runs: huge pages or not, the run's flags. */
+struct mode {
+	bool huge;
+	unsigned flags;
+};
+
 static void pass_child(const void *arg, void *out)
 {
-	bool huge = *(const bool *)arg;
+	const struct mode *md = arg;
 	struct result *res = out;
-	xmalloc_huge_pages(huge);
+	xmalloc_huge_pages(md->huge);
 	res->bare = proc_status_bytes("VmRSS");
 	res->small_bytes = small_pass(res->msg, sizeof res->msg);
 	if (res->small_bytes == 0)
@@ -135,7 +144,7 @@ static void pass_child(const void *arg, void *out)
 	run_options_native(m, &o);
 	f0 = minor_faults();
 	t0 = now_ms();
-	struct run *r = run_new(&c, 1, T_PASS, RUN_LOGITS | RUN_ATTN);
+	struct run *r = run_new(&c, 1, T_PASS, md->flags);
 	int rc = model_forward(m, &o, tokens, tokens, 1, T_PASS, r, &e);
 	res->first_ms = now_ms() - t0;
 	res->run_bytes = (double)run_bytes(r);
@@ -160,10 +169,10 @@ static void pass_child(const void *arg, void *out)
 	model_free(m);
 }
 
-static struct result in_child(bool huge)
+static struct result in_child(struct mode md)
 {
 	struct result res;
-	run_in_child(pass_child, &huge, 0, &res, sizeof res, res.msg, sizeof res.msg);
+	run_in_child(pass_child, &md, 0, &res, sizeof res, res.msg, sizeof res.msg);
 	return res;
 }
 
@@ -201,32 +210,37 @@ int main(void)
 	}
 	printf("transparent huge pages: %s\n", mode);
 
-	struct result on[ROUNDS], off[ROUNDS];
+	static const struct mode modes[3] = { { true, RUN_LOGITS | RUN_ATTN },
+					      { false, RUN_LOGITS | RUN_ATTN },
+					      { true, RUN_LOGITS } };
+	struct result res[3][ROUNDS], *on = res[0], *off = res[1], *nocap = res[2];
 	int n = 0;
-	for (int i = 0; i < ROUNDS; i++, n++) {
-		bool first_on = i % 2 == 0;
-		struct result a = in_child(first_on), b = in_child(!first_on);
-		on[i] = first_on ? a : b;
-		off[i] = first_on ? b : a;
-		if (!on[i].ok || !off[i].ok) {
-			printf("failed: %s\n", on[i].ok ? off[i].msg : on[i].msg);
-			return 1;
+	for (int i = 0; i < ROUNDS; i++, n++)
+		for (int k = 0; k < 3; k++) { /* round i starts with mode i % 3 */
+			int md = (i + k) % 3;
+			res[md][i] = in_child(modes[md]);
+			if (!res[md][i].ok) {
+				printf("failed: %s\n", res[md][i].msg);
+				return 1;
+			}
 		}
-	}
-	printf("weights %.0f MB, run buffers %.0f MB; %d rounds, medians; faults from round 1\n",
-	       on[0].params_bytes / MB, on[0].run_bytes / MB, n);
+	printf("weights %.0f MB, run buffers %.0f MB (%.0f MB without the capture); %d rounds, "
+	       "medians; faults from round 1\n", on[0].params_bytes / MB, on[0].run_bytes / MB,
+	       nocap[0].run_bytes / MB, n);
 	printf("%-9s %9s %9s %9s %8s  %-12s %9s %9s %7s %8s\n", "pages", "build ms", "first ms",
 	       "warm ms", "1st/warm", "[min..max]", "build flt", "first flt", "warm", "peak MB");
 	print_row("huge", on, n);
 	print_row("4 KiB", off, n);
+	print_row("no capt", nocap, n);
 	double gain[ROUNDS];
 	for (int i = 0; i < n; i++)
 		gain[i] = (off[i].first_ms + off[i].build_ms) / (on[i].first_ms + on[i].build_ms);
 	printf("build + first pass, 4 KiB over huge pages (median of per-round ratios): %.2fx\n",
 	       median(gain, n));
-	double first[ROUNDS], mem[ROUNDS];
+	double first[ROUNDS], mem[ROUNDS], first_nocap[ROUNDS];
 	for (int i = 0; i < n; i++) {
 		first[i] = on[i].first_ms / on[i].warm_ms;
+		first_nocap[i] = nocap[i].first_ms / nocap[i].warm_ms;
 		mem[i] = (on[i].hwm - on[i].start) /
 			 (on[i].params_bytes + on[i].run_bytes + BOOKKEEPING);
 	}
@@ -241,6 +255,8 @@ int main(void)
 			  1.2);
 	bench_summary_row("peak over start / (weights + one captured pass + 64 kB)",
 			  spread_of(mem, n), true, 1.0);
+	bench_summary_text("first pass / warm, T = 1024, no capture", spread_of(first_nocap, n),
+			   "-", "info");
 	printf("  build = model_new + model_init_random (each weight written once); first = run_new +\n"
 	       "  the first model_forward; warm = median of %d more passes on the same run; flt = minor\n"
 	       "  faults (ru_minflt); peak = VmHWM\n", WARM_REPS);
