@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnmm.h"
 #include "config.h"
 #include "decode.h"
 #include "gemmw.h"
@@ -1183,14 +1184,17 @@ static void test_attention_rows_sum_to_one(void **s)
 
 /* Attention with its heads split over the engine's two threads (ops.h:
  * attention_forward_masked's own, what every pass but a training one
- * runs; attnmm.h's products where they are built) gives every head's
- * weights and output within 1e-6 of the one-thread loop's through
- * OpenBLAS, with padding, a masked-heads count below H, and queries from
- * row q0 on (attention_rows); OpenBLAS's thread count is as it was after. */
-static void test_attention_own_threads(void **s)
+ * runs; attnmm.h's products where they are built, OpenBLAS's for a head
+ * size past ATTNMM_MAX_D) gives every head's weights and output within
+ * 1e-6 of the one-thread loop's through OpenBLAS, for head sizes 16 and
+ * ATTNMM_MAX_D + 8, with padding, a masked-heads count below H, and
+ * queries from row q0 on (attention_rows); OpenBLAS's thread count is as
+ * it was after. */
+static void check_attention_own(int D)
 {
-	(void)s;
-	enum { B = 2, T = 37, H = 6, G = 2, D = 16, LD = (H + 2 * G) * D };
+	enum { B = 2, T = 37, H = 6, G = 2 };
+	int LD = (H + 2 * G) * D;
+	float scale = 1.0f / sqrtf((float)D);
 	static const int key_len[B] = { T, 20 };
 	float *qkv = xmalloc(sizeof(float) * B * T * LD);
 	float *out[2], *att[2];
@@ -1204,22 +1208,22 @@ static void test_attention_own_threads(void **s)
 			att[k] = xcalloc((size_t)B * H * T * T, sizeof(float));
 			engine_set_threads(k ? 2 : 1);
 			if (q0)
-				attention_rows(out[k], att[k], qkv, T, q0, H, G, D, MASK_CAUSAL, 0, 0.25f,
+				attention_rows(out[k], att[k], qkv, T, q0, H, G, D, MASK_CAUSAL, 0, scale,
 					       0.0f, k == 1);
 			else
 				attention_forward_masked(out[k], att[k], qkv, B, T, H, G, D, MASK_CAUSAL,
-							 0, 0.25f, 0.0f, key_len, 4, k == 1);
+							 0, scale, 0.0f, key_len, 4, k == 1);
 			if (k)
 				assert_int_equal(openblas_get_num_threads(), 2);
 		}
 		engine_set_threads(0);
 		for (int i = 0; i < B * T * H * D; i++)
 			if (fabsf(out[0][i] - out[1][i]) > 1e-6f)
-				fail_msg("q0 %d: out[%d] %.9g on one thread, %.9g split", q0, i,
+				fail_msg("D %d q0 %d: out[%d] %.9g on one thread, %.9g split", D, q0, i,
 					 (double)out[0][i], (double)out[1][i]);
 		for (int i = 0; i < B * H * T * T; i++)
 			if (fabsf(att[0][i] - att[1][i]) > 1e-6f)
-				fail_msg("q0 %d: att[%d] %.9g on one thread, %.9g split", q0, i,
+				fail_msg("D %d q0 %d: att[%d] %.9g on one thread, %.9g split", D, q0, i,
 					 (double)att[0][i], (double)att[1][i]);
 		for (int k = 0; k < 2; k++) {
 			free(out[k]);
@@ -1227,6 +1231,13 @@ static void test_attention_own_threads(void **s)
 		}
 	}
 	free(qkv);
+}
+
+static void test_attention_own_threads(void **s)
+{
+	(void)s;
+	check_attention_own(16);
+	check_attention_own(ATTNMM_MAX_D + 8);
 }
 
 /* An F32 product on the engine's own threads (ops.h: matmul_w's own, what

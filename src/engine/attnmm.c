@@ -91,9 +91,9 @@ static void score_rows(int rn, float *a, int lda, const float *q, int ldq, const
 static void pack_panel(float *panel, const float *k, int ldk, int jp, int nj, int D)
 {
 	for (int j = 0; j < SP; j++) {
-		const float *kj = k + (size_t)(jp + j) * ldk;
+		const float *kj = j < nj ? k + (size_t)(jp + j) * ldk : NULL;
 		for (int d = 0; d < D; d++)
-			panel[(size_t)d * SP + j] = j < nj ? kj[d] : 0.0f;
+			panel[(size_t)d * SP + j] = kj ? kj[d] : 0.0f;
 	}
 }
 
