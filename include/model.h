@@ -245,9 +245,10 @@ void model_heads_site(const struct run_hook *hook, const struct run_options *o, 
 /* -------------------------------------------------------------------- run */
 
 /* What a run keeps.  Logits and NLL are always computed when RUN_LOGITS is
- * set; RUN_ATTN keeps every layer's attention; RUN_QKV every layer's
- * queries, keys and values (qkv); RUN_TRAIN every activation the backward
- * pass needs (and implies RUN_LOGITS, RUN_ATTN and qkv). */
+ * set; RUN_ATTN keeps every layer's attention (made on first read: see
+ * run.att_lazy); RUN_QKV every layer's queries, keys and values (qkv);
+ * RUN_TRAIN every activation the backward pass needs (and implies
+ * RUN_LOGITS, RUN_ATTN and qkv). */
 enum {
 	RUN_LOGITS = 1u << 0,
 	RUN_ATTN   = 1u << 1,
@@ -271,7 +272,8 @@ struct run {
 	/* outputs */
 	float *logits;      /* (B, T, V)  RUN_LOGITS */
 	float *nll;         /* (B, T)     -log p(target); NAN where no target */
-	float *att;         /* (L, B, H, T, T) with RUN_ATTN, else (B, H, T, T) */
+	float *att;         /* (L, B, H, T, T) with RUN_ATTN, else (B, H, T, T); read
+			     * through run_att (or after run_att_fill) */
 	float *head_norm;   /* (L, B, H, T) L2 norm of each head's output (pre-projection) */
 	float *resid_norm;  /* (L, B, T)   L2 norm of the residual stream after each block */
 	double loss;        /* mean NLL over positions with a target */
@@ -317,6 +319,21 @@ struct run {
 	float *lnf_rstd;    /* (B, T) */
 	float *scratch;     /* (B, T, C) */
 	void *block;        /* every buffer above, one allocation (run_new); owned */
+
+	/* The capture made on first read.  With att_lazy (set by run_new for
+	 * RUN_ATTN without RUN_TRAIN) a pass keeps every layer's qkv and makes
+	 * each head's weights in att_scratch, one head per thread at a time;
+	 * run_att makes a layer's weights into att when it is first read, by
+	 * the pass's own attention call (att_plan) on the kept q and k: the
+	 * same bits the pass used where its products are attnmm.h's (ops.h,
+	 * struct attn_spec).  A caller may clear att_lazy before a pass to have
+	 * the pass write every layer's weights as it goes (the tests compare
+	 * the two).  Owned; NULL when the run is not lazy. */
+	bool att_lazy;
+	float *att_scratch;          /* (2, T, T) in block */
+	struct attn_spec *att_plan;  /* (L) layer l's call (q0 = 0); T = 0: not filled */
+	unsigned char *att_made;     /* (L) layer l's weights are in att */
+	int *kept_len;               /* (B) the pass's key_len, which att_plan points at */
 };
 
 /* The default targets of B sequences of T tokens: each token's next one,
@@ -357,8 +374,27 @@ bool run_own_threads(unsigned flags);
 size_t run_bytes(const struct run *r);
 
 /* Pointer to the (T, T) attention of layer l, batch b, head h of the last
- * pass (RUN_ATTN), row i = query i, column j = key j. */
+ * pass (RUN_ATTN), row i = query i, column j = key j; made on the first
+ * read of layer l after a pass (run.att_lazy), on the engine's threads:
+ * not to be called from inside a split (split.h).  A layer a pass did not
+ * fill (model_forward_from's before l0) reads as zeros. */
 float *run_att(const struct run *r, int l, int b, int h);
+
+/* Makes every layer's attention of r's last pass (run_att), for readers
+ * of r->att as one block. */
+void run_att_fill(const struct run *r);
+
+/* Gives fn(ctx, b, h, att) every head's (T, T) attention of layer l (as
+ * run_att's): a layer not yet made is made a head at a time in
+ * att_scratch on the engine's two threads and not kept (fn then runs on
+ * either thread and must write nothing another head's call writes), so
+ * that a reader of every head once need not make the capture. */
+void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
+		  void *ctx);
+
+/* Marks every layer's attention as written by the caller (the decoder's
+ * rows): no read remakes it until the next pass. */
+void run_att_written(struct run *r);
 
 /* Layer l's fused q, k (after RoPE) and v rows (b * t, (H + 2G) * D) of
  * the last pass (RUN_TRAIN).  Without RUN_TRAIN (and RUN_ATTN for

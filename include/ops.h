@@ -130,6 +130,42 @@ void attention_forward_masked(float *out, float *att, const float *qkv, int B, i
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
 		    enum mask_kind mask, int window, float scale, float cap, bool own);
 
+/* One attention call: B sequences of T tokens, queries q0 .. T-1 (rows
+ * q0 .. T-1 of out and of each head's att are written; the rows before
+ * q0 are not touched), H query heads and G key/value heads of D, the mask
+ * on heads 0 .. n_masked-1 (the rest see every key), the scores times
+ * scale and soft-capped at cap (0: none), key_len (B, or NULL) a padding
+ * mask, own as attention_forward_masked's.  Each head's weights are the
+ * same bits whatever the split of heads over threads and, with attnmm.h's
+ * products, whatever q0 (attnmm.h: one fixed chain per element). */
+struct attn_spec {
+	int B, T, q0, H, G, D;
+	enum mask_kind mask;
+	int window;
+	float scale, cap;
+	const int *key_len;
+	int n_masked;
+	bool own;
+};
+
+/* The attention s describes on qkv (B, T, (H + 2G) * D).  out (B, T, H*D)
+ * NULL: the weights only.  att (B, H, T, T) NULL: the weights are not
+ * kept; each thread makes one head's at a time in its block of scratch
+ * (2 * T * T floats).  attention_forward_masked and attention_rows are
+ * this with out and att given. */
+void attention_run(const struct attn_spec *s, float *out, float *att, float *scratch,
+		   const float *qkv);
+
+/* What attention_each gives each head's weights to: sequence b's head h,
+ * rows q0 .. T-1 of (T, T) from att (T apart), on the thread that made
+ * them (split.h): fn must write nothing another head's call writes. */
+typedef void attn_head_fn(void *ctx, int b, int h, const float *att);
+
+/* The weights of attention_run(s, NULL, NULL, scratch, qkv), each head's
+ * given to fn as it is made and not kept. */
+void attention_each(const struct attn_spec *s, float *scratch, const float *qkv,
+		    attn_head_fn *fn, void *ctx);
+
 /*
  * Attention of one query over n cached positions (the step decoder's):
  *   out (H*D)     heads' outputs, concatenated

@@ -209,6 +209,7 @@ static struct run *run_text(struct model *m, int *T)
 	run_options_native(m, &o);
 	struct run *r = run_new(&m->cfg, 1, n, RUN_LOGITS | RUN_ATTN);
 	assert_int_equal(model_forward(m, &o, ids, NULL, 1, n, r, &e), 0);
+	run_att_fill(r); /* read below as one block */
 	free(ids);
 	*T = n;
 	return r;

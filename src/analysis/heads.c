@@ -494,6 +494,19 @@ int heads_induction_tokens(const struct model *m, uint64_t seed, int *tokens, in
 	return s + 2 * half;
 }
 
+/* One layer's induction scores as run_att_each gives its heads. */
+struct induction_layer {
+	double *out;
+	int T, start, n, H, l;
+};
+
+static void induction_head(void *ctx, int b, int h, const float *att)
+{
+	const struct induction_layer *x = ctx;
+	(void)b; /* one sequence */
+	x->out[x->l * x->H + h] = heads_induction_pattern(att, x->T, x->start, x->n);
+}
+
 int heads_induction(struct model *m, const struct run_options *o, uint64_t seed, double *out,
 		    struct err *e)
 {
@@ -509,15 +522,34 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 	}
 	struct run *r = run_new(c, 1, T, RUN_LOGITS | RUN_ATTN);
 	int rc = model_forward(m, o, tokens, NULL, 1, T, r, e);
+	struct induction_layer x = { out, T, start, n, c->n_head, 0 };
 	if (rc == 0)
-		for (int l = 0; l < c->n_layer; l++)
-			for (int h = 0; h < c->n_head; h++)
-				out[l * c->n_head + h] = heads_induction_pattern(run_att(r, l, 0, h), T, start, n);
+		for (x.l = 0; x.l < c->n_layer; x.l++)
+			run_att_each(r, x.l, induction_head, &x);
 	else
 		err_prefix(e, "induction sequence");
 	run_free(r);
 	free(tokens);
 	return rc;
+}
+
+/* One layer's heads scored as run_att_each gives them (sequence 0's). */
+struct score_layer {
+	struct heads_keys keys;
+	struct head_scores *out;
+	const double *induction;
+	int T, H, l;
+};
+
+static void score_head(void *ctx, int b, int h, const float *att)
+{
+	const struct score_layer *x = ctx;
+	if (b != 0)
+		return;
+	struct head_scores *sc = &x->out[x->l * x->H + h];
+	heads_score_pattern(att, x->T, &x->keys, sc);
+	sc->induction = x->induction ? x->induction[x->l * x->H + h] : NAN;
+	sc->role = heads_classify(sc);
 }
 
 void heads_score_run(const struct model_config *c, const struct run *r, const bool *delim,
@@ -531,17 +563,15 @@ void heads_score_run_keys(const struct model_config *c, const struct run *r,
 			  const struct heads_keys *k, const double *induction,
 			  struct head_scores *out)
 {
-	struct heads_keys keys = { .delim = k->delim, .cls = k->cls, .sep = k->sep,
-				   .mask = r->opt.mask, .window = r->opt.window };
-	for (int l = 0; l < r->L; l++)
-		for (int h = 0; h < r->H; h++) {
-			if (c) /* a local layer's own window */
-				keys.mask = layer_mask(c, &r->opt, l, &keys.window);
-			struct head_scores *sc = &out[l * r->H + h];
-			heads_score_pattern(run_att(r, l, 0, h), r->t, &keys, sc);
-			sc->induction = induction ? induction[l * r->H + h] : NAN;
-			sc->role = heads_classify(sc);
-		}
+	struct score_layer x = { { .delim = k->delim, .cls = k->cls, .sep = k->sep,
+				   .mask = r->opt.mask, .window = r->opt.window },
+				 out, induction, r->t, r->H, 0 };
+	for (int l = 0; l < r->L; l++) {
+		if (c) /* a local layer's own window */
+			x.keys.mask = layer_mask(c, &r->opt, l, &x.keys.window);
+		x.l = l;
+		run_att_each(r, l, score_head, &x);
+	}
 }
 
 int heads_analyze(struct model *m, const struct run_options *o, const struct run *r,

@@ -292,10 +292,12 @@ int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const 
 		return -1;
 	if (!run_fits(r, &m->cfg) || r->T < d->cap)
 		return err_set(e, "the run does not fit the model and the cache");
+	run_att_fill(from); /* its rows are moved or copied as one block */
 	if (from == r)
 		relayout(r, d->n, r->T);
 	else
 		copy_rows(r, from, d->n);
+	run_att_written(r);
 	d->keep = r;
 	d->keep_ms = 0.0;
 	d->from_ms = from->forward_ms;

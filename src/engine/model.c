@@ -451,12 +451,13 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 
 	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
-	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
+	bool lazy = (flags & RUN_ATTN) && !(flags & RUN_TRAIN);
+	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) || lazy ? L : 1;
 	size_t sandwich = (flags & RUN_TRAIN) && c->sandwich ? L : 0; /* kept for backward */
 	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
 	r->lstride_c = (flags & RUN_TRAIN) ? bt * C : 0;
 	r->lstride_a = (flags & RUN_TRAIN) ? bt * r->A : 0;
-	r->lstride_qkv = (flags & (RUN_TRAIN | RUN_QKV)) ? bt * r->QKVmax : 0;
+	r->lstride_qkv = per_qkv > 1 ? bt * r->QKVmax : 0;
 	r->lstride_ff = (flags & RUN_TRAIN) ? bt * r->FF : 0;
 	r->lstride_f = (flags & RUN_TRAIN) ? bt * r->F : 0;
 	r->lstride_bt = (flags & RUN_TRAIN) ? bt : 0;
@@ -465,6 +466,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->logits, (flags & RUN_LOGITS) ? bt * r->V : 0 },
 		{ &r->nll, bt },
 		{ &r->att, (all_att ? L : 1) * B * r->H * (size_t)T * T },
+		{ &r->att_scratch, lazy ? 2 * (size_t)T * T : 0 },
 		{ &r->head_norm, L * bt * r->H },
 		{ &r->resid_norm, L * bt },
 		{ &r->resid, (L + 1) * bt * C },
@@ -503,6 +505,12 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		if (bufs[i].n) /* under ASan a write past a buffer stops in the gap */
 			mem_poison(block + end[i], (i + 1 < N_BUFS ? off[i + 1] : total) - end[i]);
 	}
+	if (lazy) {
+		r->att_lazy = true;
+		r->att_plan = xcalloc((size_t)r->L, sizeof *r->att_plan);
+		r->att_made = xcalloc((size_t)r->L, 1);
+		r->kept_len = xcalloc((size_t)B, sizeof *r->kept_len);
+	}
 	return r;
 }
 
@@ -512,6 +520,9 @@ void run_free(struct run *r)
 		return;
 	mem_unpoison(r->block, malloc_usable_size(r->block));
 	xfree_aligned(r->block); /* kept for the next run of this size */
+	free(r->att_plan);
+	free(r->att_made);
+	free(r->kept_len);
 	free(r);
 }
 
@@ -519,7 +530,7 @@ size_t run_bytes(const struct run *r)
 {
 	size_t bt = (size_t)r->B * r->T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (r->flags & RUN_TRAIN) ? L : 1;
-	size_t per_qkv = (r->flags & (RUN_TRAIN | RUN_QKV)) ? L : 1;
+	size_t per_qkv = r->lstride_qkv ? L : 1;
 	bool all_att = r->flags & (RUN_ATTN | RUN_TRAIN);
 	size_t sandwich = ((r->attpost_in ? 1 : 0) + (r->mlppost_in ? 1 : 0)) * L * bt * (C + 1);
 	size_t n = sandwich + ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
@@ -527,14 +538,55 @@ size_t run_bytes(const struct run *r)
 		   L * bt * r->H + L * bt + (L + 1) * bt * C +
 		   per * (bt * C * 4 + bt * r->A + bt * 4 + bt * r->FF + bt * r->F) +
 		   per_qkv * bt * r->QKVmax +
-		   bt * C * 2 + bt * 2;
-	return n * sizeof(float) + sizeof *r;
+		   bt * C * 2 + bt * 2 + (r->att_scratch ? 2 * (size_t)r->T * r->T : 0);
+	size_t lazy = r->att_plan ? L * (sizeof *r->att_plan + 1) + r->B * sizeof(int) : 0;
+	return n * sizeof(float) + sizeof *r + lazy;
+}
+
+/* Layer l's attention into att, from its kept q and k by its pass's call,
+ * unless it is there already. */
+static void att_make(const struct run *r, int l)
+{
+	if (!r->att_made || r->att_made[l])
+		return;
+	const struct attn_spec *s = &r->att_plan[l];
+	float *att = r->att + (size_t)l * r->b * r->H * r->t * r->t;
+	if (s->T)
+		attention_run(s, NULL, att, NULL, run_qkv(r, l));
+	else
+		memset(att, 0, (size_t)r->b * r->H * r->t * r->t * sizeof *att);
+	r->att_made[l] = 1;
+}
+
+void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
+		  void *ctx)
+{
+	if (r->att_made && !r->att_made[l] && r->att_plan[l].T) {
+		attention_each(&r->att_plan[l], r->att_scratch, run_qkv(r, l), fn, ctx);
+		return;
+	}
+	for (int b = 0; b < r->b; b++)
+		for (int h = 0; h < r->H; h++)
+			fn(ctx, b, h, run_att(r, l, b, h));
+}
+
+void run_att_fill(const struct run *r)
+{
+	for (int l = 0; l < r->L; l++)
+		att_make(r, l);
+}
+
+void run_att_written(struct run *r)
+{
+	if (r->att_made)
+		memset(r->att_made, 1, (size_t)r->L);
 }
 
 float *run_att(const struct run *r, int l, int b, int h)
 {
 	size_t tt = (size_t)r->t * r->t;
 	size_t layer = (r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l : 0;
+	att_make(r, l);
 	return r->att + ((layer * r->b + b) * r->H + h) * tt;
 }
 
@@ -762,10 +814,12 @@ static void view_heads(float *dst, const float *src, int B, int T, int n, int D,
 }
 
 /* Layer l's attention under r->opt from its input rows attn_in (rows row0
- * on): q, k, v into the layer's qkv rows, the q/k norm, RoPE, the mask and the softmax
- * into its att, the heads' outputs into its atty.  Under the no-transpose
+ * on): q, k, v into the layer's qkv rows, the q/k norm, RoPE, the mask and
+ * the softmax into its att (a lazy run: into att_scratch, the call kept in
+ * att_plan), the heads' outputs into its atty.  Under the no-transpose
  * pitfall (row0 = 0: model_rows_resumable) the qkv rows are viewed before
- * RoPE and the outputs put back after, through one scratch block. */
+ * RoPE (and kept so) and the outputs put back after, through one scratch
+ * block. */
 static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		   const struct layer_weights *w, int G, int row0, bool own)
 {
@@ -775,7 +829,9 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 	int C = c->d_model, H = c->n_head, D = cfg_d_head(c), QKV = cfg_qkv_rows(c, G);
 	float *qkv = r->qkv + l * r->lstride_qkv, *atty = r->atty + l * r->lstride_a;
 	float *att = r->att + ((r->flags & (RUN_ATTN | RUN_TRAIN)) ? (size_t)l * B * T * H * T : 0);
-	float scale = o->scale ? cfg_attn_scale(c) : 1.0f;
+	bool lazy = r->att_lazy && r->att_scratch;
+	if (row0 > 0 && !lazy)
+		att_make(r, l); /* the rows kept before row0, from the q and k still there */
 	float *q_rows = qkv + (size_t)row0 * QKV, *view = NULL;
 	matmul_w(q_rows, attn_in, (struct wmat){ w->qkvw, w->qkvh }, w->qkvb, n, C, QKV, own);
 	if (o->pitfall == PITFALL_NO_TRANSPOSE) {
@@ -802,15 +858,20 @@ static void attend(struct model *m, struct run *r, int l, const float *attn_in,
 		free(freq);
 	}
 	float *out = view ? view : atty; /* the viewed heads' outputs, (B, T, H*D) */
-	int window;
-	enum mask_kind mask = layer_mask(c, o, l, &window);
-	if (row0 > 0)
-		attention_rows(atty, att, qkv, T, row0, H, G, D, mask, window, scale, c->attn_softcap,
-			       own);
-	else
-		attention_forward_masked(out, att, qkv, B, T, H, G, D, mask, window, scale,
-					 c->attn_softcap, r->key_len,
-					 o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H, own);
+	struct attn_spec s = { B, T, row0, H, G, D, MASK_CAUSAL, 0,
+			       o->scale ? cfg_attn_scale(c) : 1.0f, c->attn_softcap, r->key_len,
+			       o->pitfall == PITFALL_MASK_ONE_HEAD ? 1 : H, own };
+	s.mask = layer_mask(c, o, l, &s.window);
+	attention_run(&s, out, lazy ? NULL : att, r->att_scratch, qkv);
+	if (r->att_made) { /* the call, to make the weights again from qkv */
+		if (r->key_len) {
+			memcpy(r->kept_len, r->key_len, (size_t)B * sizeof *r->kept_len);
+			s.key_len = r->kept_len;
+		}
+		s.q0 = 0;
+		r->att_plan[l] = s;
+		r->att_made[l] = !lazy;
+	}
 	if (view) {
 		view_heads(atty, view, B, T, H, D, H * D, 0, true);
 		free(view);
@@ -964,6 +1025,10 @@ int model_forward_from(struct model *m, const struct run_options *o, const int *
 	memcpy(r->resid, from->resid, (size_t)(l0 + 1) * N * C * sizeof(float));
 	r->nonfinite = from->nonfinite.site && from->nonfinite.layer < l0 ? from->nonfinite
 		       : (struct run_nonfinite){ 0, 0, 0, NULL };
+	for (int l = 0; r->att_made && l < l0; l++) { /* not filled: read as zeros */
+		r->att_plan[l].T = 0;
+		r->att_made[l] = 0;
+	}
 	blocks_forward(m, r, l0, 0);
 	if (output_forward(m, tokens, targets, B, T, r, e) != 0)
 		return -1;

@@ -220,16 +220,15 @@ static void masked_softmax_row(float *row, int T, int lo, int hi)
 		row[j] = 0.0f;
 }
 
-/* What one attention job reads (attention_from's arguments); mm: the
+/* What one attention job reads: the call's spec, its buffers and mm, the
  * products by attnmm.h (on the engine's threads), else OpenBLAS's. */
 struct attend {
-	float *out, *att;
+	const struct attn_spec *s;
+	float *out, *att, *scratch;
 	const float *qkv;
-	int B, T, q0, H, G, D, n_masked, window;
-	enum mask_kind mask;
-	float scale, cap;
-	const int *key_len;
 	bool mm;
+	attn_head_fn *each; /* given each head's weights (attention_each) */
+	void *ctx;
 };
 
 /* The keys one head's query rows read, as attnmm_span: row i is query
@@ -253,31 +252,33 @@ static void keys_of_row(const void *ctx, int i, int *lo, int *hi)
 	*lo = *lo < *hi ? *lo : *hi;
 }
 
-/* Head h of sequence b: its scores, mask and softmax into att, its output
- * into out. */
-static void attend_head(const struct attend *x, int b, int h)
+/* Head h of sequence b on thread t: its scores, mask and softmax into
+ * att (thread t's block of scratch when att is NULL), its output into out
+ * (none when out is NULL). */
+static void attend_head(const struct attend *x, int b, int h, int t)
 {
-	int T = x->T, H = x->H, G = x->G, D = x->D, q0 = x->q0;
+	const struct attn_spec *s = x->s;
+	int T = s->T, H = s->H, G = s->G, D = s->D, q0 = s->q0;
 	int ld = (H + 2 * G) * D, C = H * D, M = T - q0, g = h / (H / G);
 	const float *base = x->qkv + (size_t)b * T * ld;
-	int last = x->key_len && x->key_len[b] < T ? x->key_len[b] - 1 : T - 1; /* last real key */
-	enum mask_kind mask = h < x->n_masked ? x->mask : MASK_NONE;
-	struct keys keys = { mask, x->window, T, q0, last };
+	int last = s->key_len && s->key_len[b] < T ? s->key_len[b] - 1 : T - 1; /* last real key */
+	enum mask_kind mask = h < s->n_masked ? s->mask : MASK_NONE;
+	struct keys keys = { mask, s->window, T, q0, last };
 	const float *q = base + (size_t)q0 * ld + (size_t)h * D;
 	const float *k = base + (size_t)(H + g) * D;
 	const float *v = base + (size_t)(H + G + g) * D;
-	float *a = x->att + ((size_t)b * H + h) * T * T + (size_t)q0 * T;
-	float *o = x->out + ((size_t)b * T + q0) * C + (size_t)h * D;
+	float *a = x->att ? x->att + ((size_t)b * H + h) * T * T + (size_t)q0 * T
+			  : x->scratch + (size_t)t * T * T;
 	if (x->mm)
-		attnmm_scores(a, T, q, ld, k, ld, M, T, D, x->scale, keys_of_row, &keys);
+		attnmm_scores(a, T, q, ld, k, ld, M, T, D, s->scale, keys_of_row, &keys);
 	else
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, x->scale, q, ld, k,
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, T, D, s->scale, q, ld, k,
 			    ld, 0.0f, a, T);
 	for (int i = q0; i < T; i++) {
 		float *row = a + (size_t)(i - q0) * T;
 		int lo, hi;
 		keys_of_row(&keys, i - q0, &lo, &hi);
-		softcap_forward(row + lo, hi - lo + 1, x->cap);
+		softcap_forward(row + lo, hi - lo + 1, s->cap);
 		if (mask == MASK_AFTER_SOFTMAX) { /* normalise over all, then hide */
 			masked_softmax_row(row, T, 0, last);
 			hi = i < last ? i : last;
@@ -286,6 +287,11 @@ static void attend_head(const struct attend *x, int b, int h)
 			masked_softmax_row(row, T, lo, hi);
 		}
 	}
+	if (x->each)
+		x->each(x->ctx, b, h, a);
+	if (!x->out)
+		return;
+	float *o = x->out + ((size_t)b * T + q0) * C + (size_t)h * D;
 	if (x->mm)
 		attnmm_values(o, C, a, T, v, ld, M, D, keys_of_row, &keys);
 	else
@@ -296,49 +302,59 @@ static void attend_head(const struct attend *x, int b, int h)
 /* Jobs lo .. hi - 1 of B * H, job u being sequence u / H's head u % H. */
 static void attend_heads(void *ctx, int lo, int hi, int t)
 {
-	(void)t;
 	const struct attend *x = ctx;
 	for (int u = lo; u < hi; u++)
-		attend_head(x, u / x->H, u % x->H);
+		attend_head(x, u / x->s->H, u % x->s->H, t);
 }
 
-/* attention_forward's work for queries q0 .. T-1 of every sequence (rows
- * q0 .. T-1 of out and of each head's att); heads n_masked .. H-1 use
- * MASK_NONE instead of mask.  With own set the heads are split over the
- * engine's two threads (split.h), each head's products attnmm.h's where
- * they are built, else OpenBLAS's on one thread meanwhile. */
-static void attention_from(float *out, float *att, const float *qkv, int B, int T, int q0, int H,
-			   int G, int D, enum mask_kind mask, int window, float scale, float cap,
-			   const int *key_len, int n_masked, bool own)
+/* attention_run and attention_each: x's heads on the engine's threads
+ * or the caller's. */
+static void attend_all(struct attend *x)
 {
-	struct attend x = { out, att, qkv, B, T, q0, H, G, D, n_masked, window, mask, scale, cap,
-			    key_len, own && attnmm_available() && D <= ATTNMM_MAX_D };
-	if (x.mm)
-		split_rows(attend_heads, &x, B * H, 2);
-	else if (own)
-		split_rows_blas1(attend_heads, &x, B * H, 2);
+	const struct attn_spec *s = x->s;
+	x->mm = s->own && attnmm_available() && s->D <= ATTNMM_MAX_D;
+	if (x->mm)
+		split_rows(attend_heads, x, s->B * s->H, 2);
+	else if (s->own)
+		split_rows_blas1(attend_heads, x, s->B * s->H, 2);
 	else
-		attend_heads(&x, 0, B * H, 0);
+		attend_heads(x, 0, s->B * s->H, 0);
+}
+
+void attention_run(const struct attn_spec *s, float *out, float *att, float *scratch,
+		   const float *qkv)
+{
+	struct attend x = { s, out, att, scratch, qkv, false, NULL, NULL };
+	attend_all(&x);
+}
+
+void attention_each(const struct attn_spec *s, float *scratch, const float *qkv,
+		    attn_head_fn *fn, void *ctx)
+{
+	struct attend x = { s, NULL, NULL, scratch, qkv, false, fn, ctx };
+	attend_all(&x);
 }
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, 0.0f, key_len, H, false);
+	struct attn_spec s = { B, T, 0, H, G, D, mask, window, scale, 0.0f, key_len, H, false };
+	attention_run(&s, out, att, NULL, qkv);
 }
 
 void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
 			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
 			      const int *key_len, int n_masked, bool own)
 {
-	attention_from(out, att, qkv, B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked,
-		       own);
+	struct attn_spec s = { B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked, own };
+	attention_run(&s, out, att, NULL, qkv);
 }
 
 void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
 		    enum mask_kind mask, int window, float scale, float cap, bool own)
 {
-	attention_from(out, att, qkv, 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H, own);
+	struct attn_spec s = { 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H, own };
+	attention_run(&s, out, att, NULL, qkv);
 }
 
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
