@@ -245,7 +245,8 @@ void model_heads_site(const struct run_hook *hook, const struct run_options *o, 
 /* -------------------------------------------------------------------- run */
 
 /* What a run keeps.  Logits and NLL are always computed when RUN_LOGITS is
- * set; RUN_ATTN keeps every layer's attention (made on first read: see
+ * set (the logits kept made again on first read: see run.logits_lazy);
+ * RUN_ATTN keeps every layer's attention (made on first read: see
  * run.att_lazy); RUN_QKV every layer's queries, keys and values (qkv);
  * RUN_TRAIN every activation the backward pass needs (and implies
  * RUN_LOGITS, RUN_ATTN and qkv). */
@@ -270,7 +271,7 @@ struct run {
 	int A;              /* attention width H * D (cfg_attn_width) */
 
 	/* outputs */
-	float *logits;      /* (B, T, V)  RUN_LOGITS */
+	float *logits;      /* (B, T, V)  RUN_LOGITS; read through run_logits */
 	float *nll;         /* (B, T)     -log p(target); NAN where no target */
 	float *att;         /* (L, B, H, T, T) with RUN_ATTN, else (B, H, T, T); read
 			     * through run_att (or after run_att_fill) */
@@ -334,7 +335,24 @@ struct run {
 	struct attn_spec *att_plan;  /* (L) layer l's call (q0 = 0); T = 0: not filled */
 	unsigned char *att_made;     /* (L) layer l's weights are in att */
 	int *kept_len;               /* (B) the pass's key_len, which att_plan points at */
+
+	/* The logits made on first read.  With logits_lazy (set by run_new for
+	 * RUN_LOGITS without RUN_TRAIN) a pass whose output layer is gemmw.h's
+	 * (F32, F16 or BF16 on the engine's threads: model_logits_by_rows) makes
+	 * the logits LOGIT_ROWS rows at a time in logits_chunk, keeps each
+	 * chunk's NLL and drops its logits; run_logits makes a chunk again from
+	 * the kept final norm rows (lnf) by the same product when it is first
+	 * read: the same bits.  Any other pass writes them all as it goes.
+	 * logits_of is the model of the pass (not owned: it must outlive the
+	 * reads, and its output layer stay as it was); NULL once every chunk
+	 * is made. */
+	bool logits_lazy;
+	float *logits_chunk;             /* (LOGIT_ROWS, V) in block */
+	const struct model *logits_of;
+	unsigned char *logits_made;      /* (B * T / LOGIT_ROWS rounded up) */
 };
+
+#define LOGIT_ROWS 64 /* rows of logits a lazy pass makes at a time */
 
 /* The default targets of B sequences of T tokens: each token's next one,
  * -1 at the last position of each sequence.  malloc'd (B * T ints). */
@@ -392,9 +410,17 @@ void run_att_fill(const struct run *r);
 void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
 		  void *ctx);
 
-/* Marks every layer's attention as written by the caller (the decoder's
- * rows): no read remakes it until the next pass. */
-void run_att_written(struct run *r);
+/* Marks every layer's attention and every row's logits as written by the
+ * caller (the decoder's rows): no read remakes them until the next pass. */
+void run_written(struct run *r);
+
+/* The (b * t, V) logits of r's last pass, NULL without RUN_LOGITS; those
+ * not yet made are made (run.logits_lazy), on the engine's threads. */
+const float *run_logits(const struct run *r);
+
+/* Row i (of b * t) of run_logits, making only the LOGIT_ROWS rows around
+ * it. */
+const float *run_logits_row(const struct run *r, int i);
 
 /* Layer l's fused q, k (after RoPE) and v rows (b * t, (H + 2G) * D) of
  * the last pass (RUN_TRAIN).  Without RUN_TRAIN (and RUN_ATTN for

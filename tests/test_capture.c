@@ -1,16 +1,19 @@
 /*
- * test_capture.c — the attention a run makes on first read (model.h,
- * run.att_lazy) against the one a pass writes as it goes.
+ * test_capture.c — the attention and the logits a run makes on first read
+ * (model.h, run.att_lazy and run.logits_lazy) against the ones a pass
+ * writes as it goes.
  *   - every layer's weights are the same bits either way, read in any
  *     order, under each rule a pass's attention takes: learned positions
  *     and RoPE, GQA and the kv_heads option, causal / window / no mask /
  *     mask after softmax, unscaled scores, a soft-cap, q/k norms, a local
  *     layer, both pitfalls that change the attention (no-transpose,
- *     mask-one-head), and a batch of two with a padding mask; the logits
- *     are the same bits too (the pass's output does not depend on where
- *     its weights went);
+ *     mask-one-head), and a batch of two with a padding mask; so are the
+ *     logits, the NLL and the loss (the logits made LOGIT_ROWS rows at a
+ *     time where the output layer is gemmw.h's, all at once elsewhere);
  *   - a lazy pass writes nothing into the capture: a sentinel there
  *     survives the pass, and reading one layer makes that layer only;
+ *     nor into the logits (where gemmw.h is built): reading one row makes
+ *     its LOGIT_ROWS rows only;
  *   - a pass resumed from a row (model_blocks_from) makes the weights of
  *     the rows it changed anew, equal to the eager run's (bit for bit with
  *     attnmm.h's products, whose elements do not depend on the first row);
@@ -29,6 +32,7 @@
 #include <string.h>
 
 #include "attnmm.h"
+#include "gemmw.h"
 #include "model.h"
 #include "randmodel.h"
 #include "util.h"
@@ -53,7 +57,7 @@ static struct run *pass(struct model *m, const struct run_options *o, int B, int
 	tokens_of(ids, B * T, 5);
 	struct run *r = run_new(&m->cfg, B, T, flags);
 	assert_true(r->att_lazy); /* RUN_ATTN without RUN_TRAIN */
-	r->att_lazy = !eager;
+	r->att_lazy = r->logits_lazy = !eager;
 	r->key_len = key_len;
 	struct err e = { "" };
 	if (model_forward(m, o, ids, NULL, B, T, r, &e) != 0)
@@ -72,8 +76,14 @@ static void same_capture(const char *what, const struct run *a, const struct run
 				if (memcmp(run_att(b, l, s, h), run_att(a, l, s, h), tt * sizeof(float)))
 					fail_msg("%s: layer %d sequence %d head %d made on read differs "
 						 "from the pass's", what, l, s, h);
-	if (a->logits && memcmp(a->logits, b->logits, (size_t)a->b * a->t * a->V * sizeof(float)))
+	size_t N = (size_t)a->b * a->t;
+	if (a->logits && memcmp(run_logits(a), run_logits(b), N * a->V * sizeof(float)))
 		fail_msg("%s: the logits differ", what);
+	for (size_t i = 0; i < N; i++)
+		if (memcmp(&a->nll[i], &b->nll[i], sizeof(float)))
+			fail_msg("%s: the NLL of row %zu differs", what, i);
+	if (memcmp(&a->loss, &b->loss, sizeof a->loss) || a->n_targets != b->n_targets)
+		fail_msg("%s: the loss differs", what);
 }
 
 struct rule {
@@ -214,6 +224,49 @@ static void test_pass_writes_no_capture(void **state)
 	model_free(m);
 }
 
+static void test_logits_made_by_rows(void **state)
+{
+	(void)state;
+	enum { N = 2 * LOGIT_ROWS + 9 }; /* three chunks, the last short */
+	const float sentinel = -3.5f;
+	struct model *m = randmodel_new(true, 2, 2, VOCAB, 3.0f, 111);
+	m->cfg.context = N;
+	struct run_options o;
+	run_options_native(m, &o);
+	int ids[N];
+	tokens_of(ids, N, 4);
+	struct run *e = run_new(&m->cfg, 1, N, RUN_LOGITS);
+	e->logits_lazy = false;
+	struct run *r = run_new(&m->cfg, 1, N, RUN_LOGITS);
+	for (size_t i = 0; i < (size_t)N * VOCAB; i++)
+		r->logits[i] = sentinel;
+	struct err er = { "" };
+	assert_int_equal(model_forward(m, &o, ids, NULL, 1, N, e, &er), 0);
+	assert_int_equal(model_forward(m, &o, ids, NULL, 1, N, r, &er), 0);
+	assert_null(e->logits_of);
+	if (!gemmw_available()) {
+		print_message("gemmw.h is not built here: the logits are written by the pass\n");
+		assert_null(r->logits_of);
+	} else {
+		assert_non_null(r->logits_of);
+		for (size_t i = 0; i < (size_t)N * VOCAB; i++)
+			if (r->logits[i] != sentinel)
+				fail_msg("the pass wrote logit %zu, which nothing has read", i);
+		const float *z = run_logits_row(r, LOGIT_ROWS + 3);
+		assert_memory_equal(z, run_logits(e) + (size_t)(LOGIT_ROWS + 3) * VOCAB,
+				    VOCAB * sizeof(float));
+		assert_true(r->logits[0] == sentinel && r->logits[(size_t)(N - 1) * VOCAB] == sentinel);
+		assert_true(r->logits[(size_t)LOGIT_ROWS * VOCAB] != sentinel);
+		assert_true(r->logits[(size_t)(2 * LOGIT_ROWS - 1) * VOCAB] != sentinel);
+	}
+	assert_memory_equal(run_logits(r), run_logits(e), (size_t)N * VOCAB * sizeof(float));
+	assert_memory_equal(r->nll, e->nll, (N - 1) * sizeof(float));
+	assert_true(r->loss == e->loss);
+	run_free(e);
+	run_free(r);
+	model_free(m);
+}
+
 static void test_resumed_rows(void **state)
 {
 	(void)state;
@@ -329,6 +382,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_made_on_read_equals_written),
 		cmocka_unit_test(test_pass_writes_no_capture),
+		cmocka_unit_test(test_logits_made_by_rows),
 		cmocka_unit_test(test_resumed_rows),
 		cmocka_unit_test(test_each_head),
 		cmocka_unit_test(test_unfilled_layers_read_zero),

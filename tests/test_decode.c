@@ -77,7 +77,7 @@ static double compare(struct model *m, const struct run_options *o, const struct
 		if (decoder_step(d, m, tokens[i], &e) != 0)
 			fail_msg("decoder_step: %s", e.msg);
 		for (int j = 0; j < V; j++) {
-			double a = d->logits[j], b = r->logits[(size_t)i * V + j];
+			double a = d->logits[j], b = run_logits(r)[(size_t)i * V + j];
 			double q = fabs(a - b) / (1e-4 + 1e-4 * fabs(b));
 			worst = q > worst ? q : worst;
 		}
@@ -374,7 +374,7 @@ static void test_decoder_neo(void **state)
 			for (int i = 0; i < T; i++) {
 				assert_int_equal(decoder_step(d, m, tokens[i], &e), 0);
 				for (int j = 0; j < V; j++) {
-					double q = fabs(d->logits[j] - r->logits[(size_t)i * V + j]);
+					double q = fabs(d->logits[j] - run_logits(r)[(size_t)i * V + j]);
 					apart = q > apart ? q : apart;
 				}
 			}
@@ -470,7 +470,7 @@ static double step_vs_pass(struct model *m, const struct run_options *o, const i
 		assert_int_equal(decoder_step(d, m, tokens[k], &e), 0);
 	double worst = 0.0;
 	for (int j = 0; j < V; j++) {
-		double b = r->logits[(size_t)(n - 1) * V + j];
+		double b = run_logits(r)[(size_t)(n - 1) * V + j];
 		worst = fmax(worst, fabs(d->logits[j] - b) / (1e-4 + 1e-4 * fabs(b)));
 	}
 	decoder_free(d);
@@ -632,7 +632,7 @@ static void test_hooks(void **state)
 	rb->hook = &hook;
 	assert_int_equal(model_forward(m, &o, bad, NULL, 1, Tn, rb, &e), 0);
 	assert_int_equal(p.calls, 1);
-	assert_memory_equal(rb->logits, rc->logits, (size_t)Tn * V * sizeof(float));
+	assert_memory_equal(run_logits(rb), run_logits(rc), (size_t)Tn * V * sizeof(float));
 
 	/* the decoder: the same hook, one row per step, the same logits */
 	struct decoder *d = decoder_new(m, &o, 0, &e);
@@ -641,8 +641,8 @@ static void test_hooks(void **state)
 	for (int i = 0; i < Tn; i++) {
 		assert_int_equal(decoder_step(d, m, bad[i], &e), 0);
 		for (int j = 0; j < V; j++)
-			assert_true(fabs(d->logits[j] - rc->logits[(size_t)i * V + j]) <
-				    1e-4 + 1e-4 * fabs(rc->logits[(size_t)i * V + j]));
+			assert_true(fabs(d->logits[j] - run_logits(rc)[(size_t)i * V + j]) <
+				    1e-4 + 1e-4 * fabs(run_logits(rc)[(size_t)i * V + j]));
 	}
 	assert_int_equal(p.calls, Tn);
 	decoder_free(d);
@@ -657,7 +657,7 @@ static void test_hooks(void **state)
 	opt_set_ablated(&ab, 1 * 4 + 3, true);
 	rc->hook = NULL;
 	assert_int_equal(model_forward(m, &ab, clean, NULL, 1, Tn, rc, &e), 0);
-	assert_memory_equal(rb->logits, rc->logits, (size_t)Tn * V * sizeof(float));
+	assert_memory_equal(run_logits(rb), run_logits(rc), (size_t)Tn * V * sizeof(float));
 	run_free(rc);
 	run_free(rb);
 	model_free(m);
@@ -765,7 +765,7 @@ static double kept_vs_pass(struct model *m, const struct run_options *o, int P, 
 	size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, C = (size_t)c->d_model;
 	char where[160] = "";
 	double w = 0.0;
-	w = field_worst("logits", r->logits, ref->logits, (size_t)T * V, w, where, sizeof where);
+	w = field_worst("logits", run_logits(r), run_logits(ref), (size_t)T * V, w, where, sizeof where);
 	w = field_worst("nll", r->nll, ref->nll, T - 1, w, where, sizeof where);
 	w = field_worst("att", r->att, ref->att, L * H * T * T, w, where, sizeof where);
 	w = field_worst("head_norm", r->head_norm, ref->head_norm, L * H * T, w, where, sizeof where);

@@ -222,7 +222,7 @@ static void check_options(struct model *m, const struct run_options *o, const in
 				fail_msg("capped %g at %d, the reference's logit %g", d.capped, pos,
 					 logits[pos * V + v]);
 			bent = fabs(d.capped - d.logit) > bent ? fabs(d.capped - d.logit) : bent;
-			const float *fl = full->logits + (size_t)pos * V;
+			const float *fl = run_logits(full) + (size_t)pos * V;
 			int best = 0;
 			for (int k = 1; k < V; k++)
 				best = fl[k] > fl[best] ? k : best;

@@ -346,7 +346,7 @@ static bool check_against_ref(struct model *m, const struct variant *v,
 		goto out;
 	}
 	int ls[2] = { T, V };
-	ok &= compare("logits (t,v)", combo, r->logits, rl, (size_t)T * V, ls, 2, &g_max_err_logits);
+	ok &= compare("logits (t,v)", combo, run_logits(r), rl, (size_t)T * V, ls, 2, &g_max_err_logits);
 	float *ea = malloc(sizeof(float) * L * H * T * T);
 	for (int l = 0; l < L; l++)
 		for (int h = 0; h < H; h++)
@@ -770,7 +770,7 @@ static double ratio_vs_config(struct model *m, const struct model_config *rc, in
 	m->cfg = saved;
 	double worst = 0.0;
 	for (int i = 0; i < T * TV; i++)
-		worst = fmax(worst, fabs(r->logits[i] - rl[i]) / (ABS_TOL + REL_TOL * fabs(rl[i])));
+		worst = fmax(worst, fabs(run_logits(r)[i] - rl[i]) / (ABS_TOL + REL_TOL * fabs(rl[i])));
 	for (int l = 0; l < TL; l++)
 		for (int h = 0; h < TH; h++)
 			for (int i = 0; i < T * T; i++) {
@@ -1112,7 +1112,7 @@ static void test_batch_and_reuse(void **s)
 			char combo[128];
 			snprintf(combo, sizeof combo, "batch/reuse pass B=%d T=%d, entry b=%d", B, T, b);
 			int ls[2] = { T, TV };
-			failures += !compare("logits (t,v)", combo, r->logits + (size_t)b * T * TV, rl,
+			failures += !compare("logits (t,v)", combo, run_logits(r) + (size_t)b * T * TV, rl,
 					     (size_t)T * TV, ls, 2, &g_max_err_logits);
 			for (int l = 0; l < TL; l++)
 				for (int h = 0; h < TH; h++) {
@@ -1398,8 +1398,8 @@ static void test_gqa_full_equals_mha(void **s)
 	o.kv_heads = TH;
 	struct run *r2 = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
 	size_t nl = sizeof(float) * TT * TV;
-	assert_memory_equal(r0->logits, r1->logits, nl);
-	assert_memory_equal(r0->logits, r2->logits, nl);
+	assert_memory_equal(run_logits(r0), run_logits(r1), nl);
+	assert_memory_equal(run_logits(r0), run_logits(r2), nl);
 	for (int l = 0; l < TL; l++)
 		for (int h = 0; h < TH; h++) {
 			assert_memory_equal(run_att(r0, l, 0, h), run_att(r1, l, 0, h), sizeof(float) * TT * TT);
@@ -1440,7 +1440,7 @@ static void test_mqa_identical_heads_equals_mha(void **s)
 		struct run *rb = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
 		double worst_l = 0.0, worst_a = 0.0;
 		for (int i = 0; i < TT * TV; i++) {
-			double d = fabs((double)ra->logits[i] - rb->logits[i]);
+			double d = fabs((double)run_logits(ra)[i] - run_logits(rb)[i]);
 			worst_l = d > worst_l ? d : worst_l;
 		}
 		for (int l = 0; l < TL; l++)
@@ -1508,7 +1508,7 @@ static void test_ablation_contribution(void **s)
 						}
 					}
 				/* the ablation had an effect on the logits (sanity of the check) */
-				assert_memory_not_equal(rf->logits, ra->logits, sizeof(float) * TT * TV);
+				assert_memory_not_equal(run_logits(rf), run_logits(ra), sizeof(float) * TT * TV);
 				run_free(rf);
 				run_free(ra);
 				model_free(m);
@@ -1525,7 +1525,7 @@ static void check_nll(const struct run *r, const int *targets, int T)
 			assert_true(isnan(r->nll[t]));
 			continue;
 		}
-		const float *lg = r->logits + (size_t)t * TV;
+		const float *lg = run_logits(r) + (size_t)t * TV;
 		double mx = -INFINITY;
 		for (int k = 0; k < TV; k++)
 			mx = lg[k] > mx ? lg[k] : mx;
@@ -1571,7 +1571,7 @@ static void test_forward_from(void **s)
 				opt_set_ablated(&ab, l * TH + h, true);
 				struct run *want = forward_ok(m, &ab, RUN_LOGITS, test_tokens, TT);
 				assert_int_equal(model_forward_from(m, &ab, test_tokens, NULL, base, l, r, &e), 0);
-				assert_memory_equal(r->logits, want->logits, sizeof(float) * TT * TV);
+				assert_memory_equal(run_logits(r), run_logits(want), sizeof(float) * TT * TV);
 				assert_memory_equal(r->resid, want->resid, sizeof(float) * (TL + 1) * TT * TC);
 				assert_true(r->loss == want->loss);
 				run_free(want);
@@ -1735,10 +1735,10 @@ static void test_replication_exact(void **s)
 			struct run *rn = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
 			o.kv_heads = cases[ci][1];
 			struct run *ru = forward_ok(m, &o, RUN_LOGITS | RUN_ATTN, test_tokens, TT);
-			if (memcmp(rn->logits, ru->logits, sizeof(float) * TT * TV) != 0) {
+			if (memcmp(run_logits(rn), run_logits(ru), sizeof(float) * TT * TV) != 0) {
 				double worst = 0.0;
 				for (int i = 0; i < TT * TV; i++)
-					worst = fmax(worst, fabs((double)rn->logits[i] - ru->logits[i]));
+					worst = fmax(worst, fabs((double)run_logits(rn)[i] - run_logits(ru)[i]));
 				print_error("K=%d -> G=%d (%s): logits differ, max |d| = %.3g\n",
 					    cases[ci][0], cases[ci][1], pos_type_name(v.pos), worst);
 				fail();

@@ -98,7 +98,7 @@ static void test_lens_matches_reference(void **state)
 			}
 		/* the last depth is the model's output */
 		for (int i = 0; i < T; i++) {
-			const float *lg = r->logits + (size_t)i * V;
+			const float *lg = run_logits(r) + (size_t)i * V;
 			int best = 0;
 			double sum = 0;
 			for (int v = 0; v < V; v++)

@@ -435,7 +435,7 @@ static void check_reference(struct model *m, const int *tokens, int T)
 	run_options_native(m, &o);
 	assert_int_equal(ref_forward(m, &o, tokens, T, lg, att, NULL), 0);
 	struct run *r = forward(m, tokens, T);
-	check_close("logits", r->logits, lg, (size_t)T * c->vocab_size);
+	check_close("logits", run_logits(r), lg, (size_t)T * c->vocab_size);
 	check_close("attention", r->att, att, (size_t)c->n_layer * c->n_head * T * T);
 	run_free(r);
 	free(lg);
@@ -496,8 +496,8 @@ static void test_gpt2_three_formats(void **state)
 		tokens[i] = (i * 37 + 5) % TINY_V;
 	struct run *ra = forward(a, tokens, T), *rb = forward(b, tokens, T), *rc = forward(c, tokens, T);
 	size_t nl = (size_t)T * TINY_V, nat = (size_t)L_ * H_ * T * T;
-	assert_memory_equal(ra->logits, rb->logits, nl * sizeof(float));
-	assert_memory_equal(ra->logits, rc->logits, nl * sizeof(float));
+	assert_memory_equal(run_logits(ra), run_logits(rb), nl * sizeof(float));
+	assert_memory_equal(run_logits(ra), run_logits(rc), nl * sizeof(float));
 	assert_memory_equal(ra->att, rb->att, nat * sizeof(float));
 	assert_memory_equal(ra->att, rc->att, nat * sizeof(float));
 	run_free(ra);
@@ -922,7 +922,7 @@ static void test_llama2c(void **state)
 		double *ref = xmalloc((size_t)T * LV * sizeof *ref);
 		runc_forward(&w, tokens, T, ref);
 		struct run *r = forward(m, tokens, T);
-		check_close("logits vs run.c", r->logits, ref, (size_t)T * LV);
+		check_close("logits vs run.c", run_logits(r), ref, (size_t)T * LV);
 		run_free(r);
 		free(ref);
 		free(ids);

@@ -50,7 +50,7 @@ static void find_texts(struct model *m, const struct run_options *o, int *clean,
 		int a[2];
 		for (int k = 0; k < 2; k++) {
 			assert_int_equal(model_forward(m, o, k ? corrupt : clean, NULL, 1, T, r, &e), 0);
-			const float *z = r->logits + (size_t)(T - 1) * V;
+			const float *z = run_logits(r) + (size_t)(T - 1) * V;
 			a[k] = 0;
 			for (int j = 1; j < V; j++)
 				a[k] = z[j] > z[a[k]] ? j : a[k];
@@ -136,7 +136,7 @@ static void plain_hook(void *ctx, enum hook_site site, int layer, float *x, int 
 
 static double plain_ld(const struct run *r, int a, int b)
 {
-	const float *z = r->logits + (size_t)(r->t - 1) * r->V;
+	const float *z = run_logits(r) + (size_t)(r->t - 1) * r->V;
 	return (double)z[a] - (double)z[b];
 }
 

@@ -64,9 +64,9 @@ static bool matches_ref(struct model *m, const struct run_options *o, const char
 	struct run *r = run_ok(m, o, toks, 1, T);
 	bool ok = true;
 	for (int i = 0; i < T * V && ok; i++)
-		if (!close_to(r->logits[i], rl[i], &g_max_logits)) {
+		if (!close_to(run_logits(r)[i], rl[i], &g_max_logits)) {
 			print_error("%s: logit [%d,%d] engine %.9g ref %.9g\n", what, i / V, i % V,
-				    (double)r->logits[i], rl[i]);
+				    (double)run_logits(r)[i], rl[i]);
 			ok = false;
 		}
 	for (int l = 0; l < L && ok; l++)
@@ -169,7 +169,7 @@ static void test_no_transpose_identity(void **s)
 	p = o;
 	p.pitfall = PITFALL_NO_TRANSPOSE;
 	struct run *a = run_ok(m, &o, toks, 1, T), *b = run_ok(m, &p, toks, 1, T);
-	assert_true(max_diff(a->logits, b->logits, (size_t)T * V) == 0.0);
+	assert_true(max_diff(run_logits(a), run_logits(b), (size_t)T * V) == 0.0);
 	run_free(a), run_free(b), model_free(m);
 
 	m = randmodel_new(false, L, 4, V, 4.0f, 8);
@@ -177,7 +177,7 @@ static void test_no_transpose_identity(void **s)
 	p = o;
 	p.pitfall = PITFALL_NO_TRANSPOSE;
 	a = run_ok(m, &o, toks, 1, T), b = run_ok(m, &p, toks, 1, T);
-	double d = max_diff(a->logits, b->logits, (size_t)T * V);
+	double d = max_diff(run_logits(a), run_logits(b), (size_t)T * V);
 	print_message("no-transpose, 4 heads: max |logit change| %.3g\n", d);
 	assert_true(d > 1e-3);
 	run_free(a), run_free(b), model_free(m);
@@ -199,7 +199,7 @@ static void test_batch_per_sequence(void **s)
 		struct run *both = run_ok(m, &o, two, 2, T);
 		for (int b = 0; b < 2; b++) {
 			struct run *one = run_ok(m, &o, two + b * T, 1, T);
-			double d = max_diff(both->logits + (size_t)b * T * V, one->logits, (size_t)T * V);
+			double d = max_diff(run_logits(both) + (size_t)b * T * V, run_logits(one), (size_t)T * V);
 			assert_true(d < 1e-4);
 			run_free(one);
 		}

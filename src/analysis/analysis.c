@@ -68,14 +68,14 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
 {
 	int T = run->b * run->t, V = run->V; /* every position of every sequence */
 	out->drift = output_drift(base, run);
-	if (!base->logits || !run->logits) {
+	if (!base->logits || !run->logits) { /* no RUN_LOGITS */
 		out->kl = out->top1_agree = out->delta_loss = NAN;
 		return;
 	}
 	/* a run beside itself (the baseline is the run under native options):
 	 * with finite logits every term below is exactly 0 and every argmax
 	 * agrees, so skip the T x V exponentials */
-	if (base == run && all_finite(run->logits, (size_t)T * V)) {
+	if (base == run && (!run->nonfinite.site || all_finite(run_logits(run), (size_t)T * V))) {
 		out->kl = 0.0;
 		out->top1_agree = 1.0;
 		out->delta_loss = run->loss - base->loss;
@@ -83,8 +83,9 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
 	}
 	double kl = 0.0;
 	int agree = 0;
+	const float *zp = run_logits(base), *zq = run_logits(run);
 	for (int i = 0; i < T; i++) {
-		const float *p = base->logits + (size_t)i * V, *q = run->logits + (size_t)i * V;
+		const float *p = zp + (size_t)i * V, *q = zq + (size_t)i * V;
 		double lp = log_norm(p, V), lq = log_norm(q, V), s = 0.0;
 		for (int j = 0; j < V; j++) {
 			double a = (double)p[j] - lp, b = (double)q[j] - lq;
@@ -102,7 +103,7 @@ void compare_runs(const struct run *base, const struct run *run, struct comparis
 
 int top_tokens(const struct run *r, int pos, int k, int *ids, double *prob)
 {
-	return logits_top(r->logits + (size_t)pos * r->V, r->V, k, ids, prob);
+	return logits_top(run_logits_row(r, pos), r->V, k, ids, prob);
 }
 
 int logits_top(const float *z, int V, int k, int *ids, double *prob)
@@ -129,7 +130,7 @@ int logits_top(const float *z, int V, int k, int *ids, double *prob)
 
 double token_prob(const struct run *r, int pos, int id)
 {
-	const float *z = r->logits + (size_t)pos * r->V;
+	const float *z = run_logits_row(r, pos);
 	return exp((double)z[id] - log_norm(z, r->V));
 }
 

@@ -48,7 +48,7 @@ void lens_run(const struct model *m, const struct run *r, struct lens *out)
 		 * are the run's own logits when it kept them */
 		const float *z = buf;
 		if (d == L && r->logits)
-			z = r->logits;
+			z = run_logits(r);
 		else
 			read_out(m, stream(r, d, 0), T, buf);
 		for (int i = 0; i < T; i++) {

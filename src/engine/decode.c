@@ -248,7 +248,7 @@ static void copy_rows(struct run *r, const struct run *from, int n)
 	for (size_t l = 0; l < (size_t)r->L; l++)
 		memcpy(r->resid_norm + l * T, from->resid_norm + l * N, N * sizeof(float));
 	memcpy(r->lnf, from->lnf, N * C * sizeof(float));
-	memcpy(r->logits, from->logits, N * (size_t)r->V * sizeof(float));
+	memcpy(r->logits, run_logits(from), N * (size_t)r->V * sizeof(float));
 }
 
 /* Whether run x was made for model config c with logits and every
@@ -293,11 +293,12 @@ int decoder_keep(struct decoder *d, const struct model *m, struct run *r, const 
 	if (!run_fits(r, &m->cfg) || r->T < d->cap)
 		return err_set(e, "the run does not fit the model and the cache");
 	run_att_fill(from); /* its rows are moved or copied as one block */
+	(void)run_logits(from);
 	if (from == r)
 		relayout(r, d->n, r->T);
 	else
 		copy_rows(r, from, d->n);
-	run_att_written(r);
+	run_written(r);
 	d->keep = r;
 	d->keep_ms = 0.0;
 	d->from_ms = from->forward_ms;
@@ -558,7 +559,7 @@ int decoder_prefill_from(struct decoder *d, struct model *m, const int *tokens, 
 		kv_from_pass(d, m, r, l, n, qkvw, qkvb, xn, qkv);
 	free(xn);
 	free(qkv);
-	memcpy(d->logits, r->logits + (size_t)(n - 1) * c->vocab_size,
+	memcpy(d->logits, run_logits_row(r, n - 1),
 	       (size_t)c->vocab_size * sizeof *d->logits);
 	memcpy(d->ids, tokens, (size_t)n * sizeof *tokens);
 	d->n = n;

@@ -452,6 +452,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 	size_t bt = (size_t)B * T, L = (size_t)r->L, C = (size_t)r->C;
 	size_t per = (flags & RUN_TRAIN) ? L : 1; /* copies of per-layer buffers */
 	bool lazy = (flags & RUN_ATTN) && !(flags & RUN_TRAIN);
+	bool lazy_logits = (flags & RUN_LOGITS) && !(flags & RUN_TRAIN);
 	size_t per_qkv = (flags & (RUN_TRAIN | RUN_QKV)) || lazy ? L : 1;
 	size_t sandwich = (flags & RUN_TRAIN) && c->sandwich ? L : 0; /* kept for backward */
 	bool all_att = flags & (RUN_ATTN | RUN_TRAIN);
@@ -467,6 +468,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		{ &r->nll, bt },
 		{ &r->att, (all_att ? L : 1) * B * r->H * (size_t)T * T },
 		{ &r->att_scratch, lazy ? 2 * (size_t)T * T : 0 },
+		{ &r->logits_chunk, lazy_logits ? (size_t)LOGIT_ROWS * r->V : 0 },
 		{ &r->head_norm, L * bt * r->H },
 		{ &r->resid_norm, L * bt },
 		{ &r->resid, (L + 1) * bt * C },
@@ -511,6 +513,10 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		r->att_made = xcalloc((size_t)r->L, 1);
 		r->kept_len = xcalloc((size_t)B, sizeof *r->kept_len);
 	}
+	if (lazy_logits) {
+		r->logits_lazy = true;
+		r->logits_made = xcalloc((bt + LOGIT_ROWS - 1) / LOGIT_ROWS, 1);
+	}
 	return r;
 }
 
@@ -523,6 +529,7 @@ void run_free(struct run *r)
 	free(r->att_plan);
 	free(r->att_made);
 	free(r->kept_len);
+	free(r->logits_made);
 	free(r);
 }
 
@@ -538,8 +545,10 @@ size_t run_bytes(const struct run *r)
 		   L * bt * r->H + L * bt + (L + 1) * bt * C +
 		   per * (bt * C * 4 + bt * r->A + bt * 4 + bt * r->FF + bt * r->F) +
 		   per_qkv * bt * r->QKVmax +
-		   bt * C * 2 + bt * 2 + (r->att_scratch ? 2 * (size_t)r->T * r->T : 0);
-	size_t lazy = r->att_plan ? L * (sizeof *r->att_plan + 1) + r->B * sizeof(int) : 0;
+		   bt * C * 2 + bt * 2 + (r->att_scratch ? 2 * (size_t)r->T * r->T : 0) +
+		   (r->logits_chunk ? (size_t)LOGIT_ROWS * r->V : 0);
+	size_t lazy = (r->att_plan ? L * (sizeof *r->att_plan + 1) + r->B * sizeof(int) : 0) +
+		      (r->logits_made ? (bt + LOGIT_ROWS - 1) / LOGIT_ROWS : 0);
 	return n * sizeof(float) + sizeof *r + lazy;
 }
 
@@ -556,6 +565,34 @@ static void att_make(const struct run *r, int l)
 	else
 		memset(att, 0, (size_t)r->b * r->H * r->t * r->t * sizeof *att);
 	r->att_made[l] = 1;
+}
+
+static void head_logits(const struct model *m, float *logits, const float *xn, int n, bool own);
+
+/* Chunk k (rows k * LOGIT_ROWS on) of r's logits, unless it is made. */
+static void logits_make(const struct run *r, int k)
+{
+	if (!r->logits_of || r->logits_made[k])
+		return;
+	int N = r->b * r->t, i0 = k * LOGIT_ROWS, n = N - i0 < LOGIT_ROWS ? N - i0 : LOGIT_ROWS;
+	head_logits(r->logits_of, r->logits + (size_t)i0 * r->V, r->lnf + (size_t)i0 * r->C, n,
+		    run_own_threads(r->flags));
+	r->logits_made[k] = 1;
+}
+
+const float *run_logits(const struct run *r)
+{
+	for (int k = 0; r->logits_of && k * LOGIT_ROWS < r->b * r->t; k++)
+		logits_make(r, k);
+	return r->logits;
+}
+
+const float *run_logits_row(const struct run *r, int i)
+{
+	if (!r->logits)
+		return NULL;
+	logits_make(r, i / LOGIT_ROWS);
+	return r->logits + (size_t)i * r->V;
 }
 
 void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
@@ -576,10 +613,11 @@ void run_att_fill(const struct run *r)
 		att_make(r, l);
 }
 
-void run_att_written(struct run *r)
+void run_written(struct run *r)
 {
 	if (r->att_made)
 		memset(r->att_made, 1, (size_t)r->L);
+	r->logits_of = NULL;
 }
 
 float *run_att(const struct run *r, int l, int b, int h)
@@ -706,6 +744,31 @@ static void embed_forward(const struct model *m, const int *tokens, int B, int T
 		norm_forward(c->norm, x, NULL, NULL, sum, m->p[P_LNEW], m->p[P_LNEB], N, C, eps);
 }
 
+/* The output layer on n rows xn of the final norm's output: logits (n, V),
+ * soft-capped. */
+static void head_logits(const struct model *m, float *logits, const float *xn, int n, bool own)
+{
+	const struct model_config *c = &m->cfg;
+	matmul_w(logits, xn, model_output_layer(m), m->p[P_OUTB], n, c->d_model, c->vocab_size, own);
+	softcap_forward(logits, (long)n * c->vocab_size, c->final_softcap);
+}
+
+/* Whether m's output layer on the engine's threads (own) is gemmw.h's
+ * product, whose rows cost no more LOGIT_ROWS at a time (it streams the
+ * weights once per 85 rows of GPT-2 small's width anyway); quantized
+ * weights are made F32 a tile at a time for each product, so they are
+ * multiplied all at once. */
+static bool logits_by_rows(const struct model *m, bool own)
+{
+	struct wmat w = model_output_layer(m);
+	if (!own || !gemmw_available())
+		return false;
+	for (int i = 0; w.h && i < w.h->n_parts; i++)
+		if (w.h->part[i].type != GGML_F16 && w.h->part[i].type != GGML_BF16)
+			return false;
+	return true;
+}
+
 /* model_head_forward with its norm's epsilon eps. */
 static void head_forward(const struct model *m, float *logits, float *xn, float *mean,
 			 float *rstd, float *tmp, const float *x, int n, float eps, bool own)
@@ -723,10 +786,8 @@ static void head_forward(const struct model *m, float *logits, float *xn, float 
 	} else {
 		norm_forward(c->norm, xn, mean, rstd, x, m->p[P_LNFW], m->p[P_LNFB], n, C, eps);
 	}
-	if (logits) {
-		matmul_w(logits, xn, model_output_layer(m), m->p[P_OUTB], n, C, c->vocab_size, own);
-		softcap_forward(logits, (long)n * c->vocab_size, c->final_softcap);
-	}
+	if (logits)
+		head_logits(m, logits, xn, n, own);
 }
 
 void model_head_forward(const struct model *m, float *logits, float *xn, float *mean,
@@ -770,29 +831,46 @@ static int output_forward(const struct model *m, const int *tokens, const int *t
 			  int T, struct run *r, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
-	int C = c->d_model, L = c->n_layer, N = B * T;
-	head_forward(m, (r->flags & RUN_LOGITS) ? r->logits : NULL, r->lnf, r->lnf_mean,
-		     r->lnf_rstd, r->scratch, r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt),
-		     run_own_threads(r->flags));
+	int C = c->d_model, L = c->n_layer, N = B * T, V = c->vocab_size;
+	bool own = run_own_threads(r->flags);
+	head_forward(m, NULL, r->lnf, r->lnf_mean, r->lnf_rstd, r->scratch,
+		     r->resid + (size_t)L * N * C, N, pass_eps(m, &r->opt), own);
 	if (c->head != HEAD_NONE)
 		note_nonfinite(r, "final norm", L, r->lnf, 0, N, C);
-	if (r->flags & RUN_LOGITS)
-		note_nonfinite(r, "logits", L, r->logits, 0, N, c->vocab_size);
 	r->loss = NAN;
 	r->n_targets = 0;
-	if (r->flags & RUN_LOGITS) {
-		int *tg = targets ? NULL : model_targets(c, tokens, B, T);
-		if (tg)
-			targets = tg;
-		for (int i = 0; i < N; i++)
-			if (targets[i] >= c->vocab_size) {
-				free(tg);
-				return err_set(e, "target %d at position %d is outside the vocabulary", targets[i], i);
-			}
-		double sum = crossentropy_forward(r->nll, r->logits, targets, N, c->vocab_size, &r->n_targets);
-		r->loss = r->n_targets ? sum / r->n_targets : NAN;
-		free(tg);
+	r->logits_of = NULL;
+	if (!(r->flags & RUN_LOGITS))
+		return 0;
+	int *tg = targets ? NULL : model_targets(c, tokens, B, T);
+	if (tg)
+		targets = tg;
+	for (int i = 0; i < N; i++)
+		if (targets[i] >= V) {
+			free(tg);
+			return err_set(e, "target %d at position %d is outside the vocabulary", targets[i], i);
+		}
+	/* lazy: LOGIT_ROWS rows at a time in the chunk, made again on read */
+	bool lazy = r->logits_lazy && logits_by_rows(m, own);
+	int rows = lazy ? LOGIT_ROWS : N, count;
+	for (int i0 = 0; i0 < N; i0 += rows) {
+		int n = N - i0 < rows ? N - i0 : rows;
+		float *z = lazy ? r->logits_chunk : r->logits + (size_t)i0 * V;
+		head_logits(m, z, r->lnf + (size_t)i0 * C, n, own);
+		note_nonfinite(r, "logits", L, z, i0, n, V);
+		crossentropy_forward(r->nll + i0, z, targets + i0, n, V, &count);
+		r->n_targets += count;
 	}
+	double sum = 0.0; /* in crossentropy_forward's order */
+	for (int i = 0; i < N; i++)
+		if (targets[i] >= 0)
+			sum += r->nll[i];
+	r->loss = r->n_targets ? sum / r->n_targets : NAN;
+	if (lazy) {
+		r->logits_of = m;
+		memset(r->logits_made, 0, ((size_t)N + LOGIT_ROWS - 1) / LOGIT_ROWS);
+	}
+	free(tg);
 	return 0;
 }
 

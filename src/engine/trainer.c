@@ -198,7 +198,7 @@ int trainer_validate(struct trainer *t, double *loss, struct err *e)
 		sum += t->run->loss * t->run->n_targets;
 		count += t->run->n_targets;
 		if (mlm)
-			right += count_right(t->run->logits, t->batch_targets, B * T, t->m->cfg.vocab_size);
+			right += count_right(run_logits(t->run), t->batch_targets, B * T, t->m->cfg.vocab_size);
 	}
 	*loss = count ? sum / (double)count : NAN;
 	if (mlm)

@@ -436,7 +436,7 @@ static int q_prob(struct ex *x, const char *q, double *v)
 		*v = note(x, token_prob(r, pos, id), "p %d %s", pos, w);
 		return 0;
 	}
-	const float *z = r->logits + (size_t)pos * r->V;
+	const float *z = run_logits_row(r, pos);
 	int rank = 1;
 	for (int t = 0; t < r->V; t++)
 		rank += z[t] > z[id];
