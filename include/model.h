@@ -338,14 +338,14 @@ struct run {
 
 	/* The logits made on first read.  With logits_lazy (set by run_new for
 	 * RUN_LOGITS without RUN_TRAIN) a pass whose output layer is gemmw.h's
-	 * (F32, F16 or BF16 on the engine's threads: model_logits_by_rows) makes
-	 * the logits LOGIT_ROWS rows at a time in logits_chunk, keeps each
-	 * chunk's NLL and drops its logits; run_logits makes a chunk again from
-	 * the kept final norm rows (lnf) by the same product when it is first
-	 * read: the same bits.  Any other pass writes them all as it goes.
-	 * logits_of is the model of the pass (not owned: it must outlive the
-	 * reads, and its output layer stay as it was); NULL once every chunk
-	 * is made. */
+	 * (F32, F16 or BF16 on the engine's threads) makes the logits
+	 * LOGIT_ROWS rows at a time in logits_chunk, keeps each chunk's NLL and
+	 * drops its logits; run_logits makes a chunk again from the kept final
+	 * norm rows (lnf) by the same product when it is first read: the same
+	 * bits.  Any other pass (quantized output weights, OpenBLAS's products)
+	 * writes them all as it goes.  logits_of is the model of a lazy pass
+	 * (not owned: it must outlive the reads, and its output layer stay as
+	 * it was), NULL when the pass wrote every row (or run_written). */
 	bool logits_lazy;
 	float *logits_chunk;             /* (LOGIT_ROWS, V) in block */
 	const struct model *logits_of;
@@ -423,8 +423,8 @@ const float *run_logits(const struct run *r);
 const float *run_logits_row(const struct run *r, int i);
 
 /* Layer l's fused q, k (after RoPE) and v rows (b * t, (H + 2G) * D) of
- * the last pass (RUN_TRAIN).  Without RUN_TRAIN (and RUN_ATTN for
- * run_att) the run keeps one layer: during model_forward or
+ * the last pass (RUN_TRAIN, RUN_QKV, or RUN_ATTN: run.att_lazy's).
+ * Otherwise the run keeps one layer: during model_forward or
  * model_blocks_from, a HOOK_HEADS hook of layer l reads layer l's here. */
 float *run_qkv(const struct run *r, int l);
 
