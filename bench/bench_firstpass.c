@@ -5,8 +5,13 @@
  *
  * A person who types `attnscope MODEL -c "text …"` waits for a pass in a
  * process whose buffers have never been touched: every 4 KiB page of the
- * weights and of the run (the captured attention alone is L*H*T*T floats,
- * 604 MB for GPT-2 small at T = 1024) costs a minor fault on first use.
+ * weights and of the run costs a minor fault on first use, and on a VM the
+ * host's work of backing it (1.4-2.4 s per GiB here).  The run's capture
+ * (L*H*T*T floats, 604 MB for GPT-2 small at T = 1024) and its logits
+ * (206 MB) are made when first read (model.h, run.att_lazy and
+ * logits_lazy), so the pass touches what it keeps instead: every layer's
+ * q, k and v, the residual stream, one layer's activations and the
+ * chunks it makes attention and logits in.
  * xmalloc_aligned (util.h) asks for 2 MiB pages on large blocks
  * (MADV_HUGEPAGE); xmalloc_huge_pages(false) turns that off, so both are
  * measured here in one run.
@@ -17,7 +22,7 @@
  * host nothing to back again), and each child, on the GPT-2-small shape
  * (bench_common.h gpt2_cfg) at T = 1024 with attention capture
  * (RUN_LOGITS | RUN_ATTN, as a session's run; RUN_LOGITS alone in the
- * third mode, to show what the capture's bytes cost the first pass):
+ * third mode, a run that keeps one layer's q, k and v and attention):
  *   1. builds the model (model_new + model_init_random: every weight
  *      written once, as a loader does);
  *   2. allocates the run and times the first model_forward;
@@ -251,6 +256,10 @@ int main(void)
 	printf("peak over the start %.0f kB, over the bare start %.0f kB, against weights + run "
 	       "%.0f kB: %+.0f kB, %+.0f kB\n", (h->hwm - h->start) / 1024, (h->hwm - h->bare) / 1024,
 	       need / 1024, (h->hwm - h->start - need) / 1024, (h->hwm - h->bare - need) / 1024);
+	printf("the pass touched %.0f MB of its %.0f MB of run buffers (peak - start - weights; "
+	       "without the capture %.0f MB of %.0f)\n", (h->hwm - h->start - h->params_bytes) / MB,
+	       h->run_bytes / MB, (nocap[0].hwm - nocap[0].start - nocap[0].params_bytes) / MB,
+	       nocap[0].run_bytes / MB);
 	bench_summary_row("first pass / warm, T = 1024, huge pages", spread_of(first, n), true,
 			  1.2);
 	bench_summary_row("peak over start / (weights + one captured pass + 64 kB)",
