@@ -16,15 +16,27 @@
  * (MADV_HUGEPAGE); xmalloc_huge_pages(false) turns that off, so both are
  * measured here in one run.
  *
- * Each round forks one child per mode (huge pages on, off, and on without
- * the capture, the order turning between rounds so that none always runs
- * first: a child often gets pages the one before it freed, which cost the
- * host nothing to back again), and each child, on the GPT-2-small shape
- * (bench_common.h gpt2_cfg) at T = 1024 with attention capture
- * (RUN_LOGITS | RUN_ATTN, as a session's run; RUN_LOGITS alone in the
- * third mode, a run that keeps one layer's q, k and v and attention):
- *   1. builds the model (model_new + model_init_random: every weight
- *      written once, as a loader does);
+ * Each round forks one child per mode, the order turning between rounds so
+ * that none always runs first (a child often gets pages the one before it
+ * freed, which cost the host nothing to back again):
+ *   huge     the model loaded, huge pages, capture: the verdict;
+ *   4 KiB    the same with 4 KiB pages;
+ *   no capt  loaded, huge pages, RUN_LOGITS alone (a run that keeps one
+ *            layer's q, k, v and attention);
+ *   built    the model built in the child instead (model_new +
+ *            model_init_random, every weight written once), huge pages,
+ *            capture: no loader's freed buffers for the run to reuse.
+ * "Loaded" is what the CLI does: the GPT-2-small-shaped Hugging Face
+ * directory of bench_gpt2dir.h (548 MB, written once by the parent to a
+ * scratch directory, read from the page cache) opened by model_open_ex.
+ * Its loader transposes each Conv1D matrix through a temporary block it
+ * frees (about 340 MB in all), so the kernel has pages it freed moments
+ * before to give the run: the built mode shows the pass without them.
+ * Without GPT-2's tokenizer (ATTNSCOPE_SHARED, else ../shared) only the
+ * built modes run and the verdict is the built one's.  Each child, at
+ * T = 1024 with attention capture (RUN_LOGITS | RUN_ATTN, as a session's
+ * run):
+ *   1. loads or builds the model;
  *   2. allocates the run and times the first model_forward;
  *   3. times WARM_REPS more passes on the same run (the median is "warm").
  * Minor faults (getrusage ru_minflt) are counted around steps 1 and 2.
@@ -45,15 +57,19 @@
  * structs live on the heap; measured here at 26-34 kB in all.
  */
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bench_common.h"
+#include "bench_gpt2dir.h"
 #include "config.h"
+#include "loader.h"
 #include "model.h"
 #include "util.h"
 
 #define ROUNDS 3
+#define MODES 4
 #define WARM_REPS 3
 #define T_PASS 1024
 #define SMALL_T 64
@@ -108,11 +124,36 @@ static double small_pass(char *msg, size_t n)
 	return bytes;
 }
 
-/* What a child runs: huge pages or not, the run's flags. */
+/* What a child runs: huge pages or not, the run's flags, the model loaded
+ * from dir (else built). */
 struct mode {
 	bool huge;
 	unsigned flags;
+	bool load;
 };
+
+static const char *dir; /* the GPT-2-small directory; NULL: not written */
+
+/* The child's model: loaded from dir or built from gpt2_cfg; NULL with
+ * msg set on a failure. */
+static struct model *child_model(const struct mode *md, char *msg, size_t n)
+{
+	struct err e = { 0 };
+	struct model *m;
+	if (md->load) {
+		const char *fmt = NULL;
+		m = model_open_ex(dir, NULL, &fmt, &e);
+	} else {
+		struct model_config c;
+		gpt2_cfg(&c);
+		m = model_new(&c, &e);
+		if (m)
+			model_init_random(m, 1);
+	}
+	if (!m)
+		snprintf(msg, n, "%s: %s", md->load ? "model_open_ex" : "model_new", e.msg);
+	return m;
+}
 
 static void pass_child(const void *arg, void *out)
 {
@@ -128,17 +169,13 @@ static void pass_child(const void *arg, void *out)
 			 xmalloc_kept_bytes());
 		return;
 	}
-	struct model_config c;
-	gpt2_cfg(&c);
 	struct err e = { 0 };
 	res->start = proc_status_bytes("VmRSS");
 	double f0 = minor_faults(), t0 = now_ms();
-	struct model *m = model_new(&c, &e);
-	if (!m) {
-		snprintf(res->msg, sizeof res->msg, "model_new: %s", e.msg);
+	struct model *m = child_model(md, res->msg, sizeof res->msg);
+	if (!m)
 		return;
-	}
-	model_init_random(m, 1);
+	const struct model_config c = m->cfg;
 	res->build_ms = now_ms() - t0;
 	res->build_faults = minor_faults() - f0;
 	res->params_bytes = (double)m->n_params * sizeof(float);
@@ -199,6 +236,83 @@ static void print_row(const char *mode, const struct result *r, int n)
 	       r[0].hwm / MB);
 }
 
+/* The table and the summary rows of n rounds of nm modes (res[mode][round]). */
+static void report(struct result res[MODES][ROUNDS], int n, int nm)
+{
+	const struct result *on = res[0], *off = res[1], *nocap = res[2], *built = res[3];
+	printf("weights %.0f MB, run buffers %.0f MB (%.0f MB without the capture); %d rounds, "
+	       "medians; faults from round 1\n", on[0].params_bytes / MB, on[0].run_bytes / MB,
+	       nocap[0].run_bytes / MB, n);
+	printf("%-9s %9s %9s %9s %8s  %-12s %9s %9s %7s %8s\n", "mode", "model ms", "first ms",
+	       "warm ms", "1st/warm", "[min..max]", "model flt", "first flt", "warm", "peak MB");
+	print_row("huge", on, n);
+	print_row("4 KiB", off, n);
+	print_row("no capt", nocap, n);
+	if (nm == MODES)
+		print_row("built", built, n);
+	double gain[ROUNDS];
+	for (int i = 0; i < n; i++)
+		gain[i] = (off[i].first_ms + off[i].build_ms) / (on[i].first_ms + on[i].build_ms);
+	printf("model + first pass, 4 KiB over huge pages (median of per-round ratios): %.2fx\n",
+	       median(gain, n));
+	double first[ROUNDS], mem[ROUNDS], first_nocap[ROUNDS], first_built[ROUNDS];
+	for (int i = 0; i < n; i++) {
+		first[i] = on[i].first_ms / on[i].warm_ms;
+		first_nocap[i] = nocap[i].first_ms / nocap[i].warm_ms;
+		first_built[i] = nm == MODES ? built[i].first_ms / built[i].warm_ms : NAN;
+		mem[i] = (on[i].hwm - on[i].start) /
+			 (on[i].params_bytes + on[i].run_bytes + BOOKKEEPING);
+	}
+	const struct result *h = &on[0];
+	double need = h->params_bytes + h->run_bytes;
+	printf("the child's start: %.0f kB bare, %.0f kB after a pass of a small model (%.0f kB of "
+	       "weights + run, all freed)\n", h->bare / 1024, h->start / 1024, h->small_bytes / 1024);
+	printf("peak over the start %.0f kB, over the bare start %.0f kB, against weights + run "
+	       "%.0f kB: %+.0f kB, %+.0f kB\n", (h->hwm - h->start) / 1024, (h->hwm - h->bare) / 1024,
+	       need / 1024, (h->hwm - h->start - need) / 1024, (h->hwm - h->bare - need) / 1024);
+	printf("the pass touched %.0f MB of its %.0f MB of run buffers (peak - start - weights; "
+	       "without the capture %.0f MB of %.0f)\n", (h->hwm - h->start - h->params_bytes) / MB,
+	       h->run_bytes / MB, (nocap[0].hwm - nocap[0].start - nocap[0].params_bytes) / MB,
+	       nocap[0].run_bytes / MB);
+	bench_summary_row(nm == MODES ? "first pass / warm, T = 1024, loaded, huge pages"
+				      : "first pass / warm, T = 1024, built, huge pages",
+			  spread_of(first, n), true, 1.2);
+	bench_summary_row("peak over start / (weights + one captured pass + 64 kB)",
+			  spread_of(mem, n), true, 1.0);
+	bench_summary_text("first pass / warm, T = 1024, no capture", spread_of(first_nocap, n),
+			   "-", "info");
+	if (nm == MODES)
+		bench_summary_text("first pass / warm, T = 1024, built, not loaded",
+				   spread_of(first_built, n), "-", "info");
+	printf("  model = model_open_ex of the directory (built: model_new + model_init_random, each\n"
+	       "  weight written once); first = run_new + the first model_forward; warm = median of %d\n"
+	       "  more passes on the same run; flt = minor faults (ru_minflt); peak = VmHWM\n",
+	       WARM_REPS);
+}
+
+/* Writes the GPT-2-small directory the loaded modes open into a scratch
+ * directory (dir); leaves dir NULL, saying why, where it cannot. */
+static void write_dir(void)
+{
+	const char *shared = getenv("ATTNSCOPE_SHARED");
+	char vocab[600], path[600];
+	shared = shared && *shared ? shared : "../shared";
+	snprintf(vocab, sizeof vocab, "%s/tokenizers/gpt2/vocab.json", shared);
+	if (access(vocab, R_OK) != 0) {
+		printf("no GPT-2 tokenizer at %s: the model is built in each child, not loaded\n",
+		       vocab);
+		return;
+	}
+	const char *d = bench_tmpdir("firstpass");
+	double t0 = now_ms();
+	if (!d || gpt2dir_write(d, shared, path, sizeof path) != 0) {
+		printf("cannot write the GPT-2-small directory: the model is built, not loaded\n");
+		return;
+	}
+	dir = d;
+	printf("wrote the GPT-2-small directory (%s) in %.0f ms\n", dir, now_ms() - t0);
+}
+
 int main(void)
 {
 	double t_start = now_ms();
@@ -214,61 +328,26 @@ int main(void)
 		fclose(thp);
 	}
 	printf("transparent huge pages: %s\n", mode);
+	write_dir();
 
-	static const struct mode modes[3] = { { true, RUN_LOGITS | RUN_ATTN },
-					      { false, RUN_LOGITS | RUN_ATTN },
-					      { true, RUN_LOGITS } };
-	struct result res[3][ROUNDS], *on = res[0], *off = res[1], *nocap = res[2];
+	bool ld = dir != NULL;
+	const struct mode modes[MODES] = { { true, RUN_LOGITS | RUN_ATTN, ld },
+					   { false, RUN_LOGITS | RUN_ATTN, ld },
+					   { true, RUN_LOGITS, ld },
+					   { true, RUN_LOGITS | RUN_ATTN, false } };
+	int nm = ld ? MODES : MODES - 1; /* built is mode 0 when nothing loads */
+	struct result res[MODES][ROUNDS];
 	int n = 0;
 	for (int i = 0; i < ROUNDS; i++, n++)
-		for (int k = 0; k < 3; k++) { /* round i starts with mode i % 3 */
-			int md = (i + k) % 3;
+		for (int k = 0; k < nm; k++) { /* round i starts with mode i % nm */
+			int md = (i + k) % nm;
 			res[md][i] = in_child(modes[md]);
 			if (!res[md][i].ok) {
 				printf("failed: %s\n", res[md][i].msg);
 				return 1;
 			}
 		}
-	printf("weights %.0f MB, run buffers %.0f MB (%.0f MB without the capture); %d rounds, "
-	       "medians; faults from round 1\n", on[0].params_bytes / MB, on[0].run_bytes / MB,
-	       nocap[0].run_bytes / MB, n);
-	printf("%-9s %9s %9s %9s %8s  %-12s %9s %9s %7s %8s\n", "pages", "build ms", "first ms",
-	       "warm ms", "1st/warm", "[min..max]", "build flt", "first flt", "warm", "peak MB");
-	print_row("huge", on, n);
-	print_row("4 KiB", off, n);
-	print_row("no capt", nocap, n);
-	double gain[ROUNDS];
-	for (int i = 0; i < n; i++)
-		gain[i] = (off[i].first_ms + off[i].build_ms) / (on[i].first_ms + on[i].build_ms);
-	printf("build + first pass, 4 KiB over huge pages (median of per-round ratios): %.2fx\n",
-	       median(gain, n));
-	double first[ROUNDS], mem[ROUNDS], first_nocap[ROUNDS];
-	for (int i = 0; i < n; i++) {
-		first[i] = on[i].first_ms / on[i].warm_ms;
-		first_nocap[i] = nocap[i].first_ms / nocap[i].warm_ms;
-		mem[i] = (on[i].hwm - on[i].start) /
-			 (on[i].params_bytes + on[i].run_bytes + BOOKKEEPING);
-	}
-	const struct result *h = &on[0];
-	double need = h->params_bytes + h->run_bytes;
-	printf("the child's start: %.0f kB bare, %.0f kB after a pass of a small model (%.0f kB of "
-	       "weights + run, all freed)\n", h->bare / 1024, h->start / 1024, h->small_bytes / 1024);
-	printf("peak over the start %.0f kB, over the bare start %.0f kB, against weights + run "
-	       "%.0f kB: %+.0f kB, %+.0f kB\n", (h->hwm - h->start) / 1024, (h->hwm - h->bare) / 1024,
-	       need / 1024, (h->hwm - h->start - need) / 1024, (h->hwm - h->bare - need) / 1024);
-	printf("the pass touched %.0f MB of its %.0f MB of run buffers (peak - start - weights; "
-	       "without the capture %.0f MB of %.0f)\n", (h->hwm - h->start - h->params_bytes) / MB,
-	       h->run_bytes / MB, (nocap[0].hwm - nocap[0].start - nocap[0].params_bytes) / MB,
-	       nocap[0].run_bytes / MB);
-	bench_summary_row("first pass / warm, T = 1024, huge pages", spread_of(first, n), true,
-			  1.2);
-	bench_summary_row("peak over start / (weights + one captured pass + 64 kB)",
-			  spread_of(mem, n), true, 1.0);
-	bench_summary_text("first pass / warm, T = 1024, no capture", spread_of(first_nocap, n),
-			   "-", "info");
-	printf("  build = model_new + model_init_random (each weight written once); first = run_new +\n"
-	       "  the first model_forward; warm = median of %d more passes on the same run; flt = minor\n"
-	       "  faults (ru_minflt); peak = VmHWM\n", WARM_REPS);
+	report(res, n, nm);
 	print_end(t_start);
 	return 0;
 }
