@@ -320,6 +320,7 @@ struct run {
 	float *lnf_rstd;    /* (B, T) */
 	float *scratch;     /* (B, T, C) */
 	void *block;        /* every buffer above, one allocation (run_new); owned */
+	size_t block_bytes; /* its size, the buffers 64-byte aligned */
 
 	/* The capture made on first read.  With att_lazy (set by run_new for
 	 * RUN_ATTN without RUN_TRAIN) a pass keeps every layer's qkv and makes
@@ -388,7 +389,8 @@ void run_free(struct run *r);
  * (attention_forward_masked's own). */
 bool run_own_threads(unsigned flags);
 
-/* Bytes held by a run (for benchmarks and the memory budget). */
+/* Bytes held by a run (for benchmarks and the memory budget): its block
+ * (whether or not a pass has touched it), the struct and its bookkeeping. */
 size_t run_bytes(const struct run *r);
 
 /* Pointer to the (T, T) attention of layer l, batch b, head h of the last

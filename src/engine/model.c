@@ -502,6 +502,7 @@ struct run *run_new(const struct model_config *c, int B, int T, unsigned flags)
 		total = bufs[i].n ? (end[i] + 63) / 64 * 64 + RUN_GAP : total;
 	}
 	char *block = r->block = xmalloc_aligned(total);
+	r->block_bytes = total;
 	for (size_t i = 0; i < N_BUFS; i++) {
 		*bufs[i].p = bufs[i].n ? (float *)(block + off[i]) : NULL;
 		if (bufs[i].n) /* under ASan a write past a buffer stops in the gap */
@@ -535,21 +536,10 @@ void run_free(struct run *r)
 
 size_t run_bytes(const struct run *r)
 {
-	size_t bt = (size_t)r->B * r->T, L = (size_t)r->L, C = (size_t)r->C;
-	size_t per = (r->flags & RUN_TRAIN) ? L : 1;
-	size_t per_qkv = r->lstride_qkv ? L : 1;
-	bool all_att = r->flags & (RUN_ATTN | RUN_TRAIN);
-	size_t sandwich = ((r->attpost_in ? 1 : 0) + (r->mlppost_in ? 1 : 0)) * L * bt * (C + 1);
-	size_t n = sandwich + ((r->flags & RUN_LOGITS) ? bt * r->V : 0) + bt +
-		   (all_att ? L : 1) * r->B * r->H * (size_t)r->T * r->T +
-		   L * bt * r->H + L * bt + (L + 1) * bt * C +
-		   per * (bt * C * 4 + bt * r->A + bt * 4 + bt * r->FF + bt * r->F) +
-		   per_qkv * bt * r->QKVmax +
-		   bt * C * 2 + bt * 2 + (r->att_scratch ? 2 * (size_t)r->T * r->T : 0) +
-		   (r->logits_chunk ? (size_t)LOGIT_ROWS * r->V : 0);
+	size_t L = (size_t)r->L, bt = (size_t)r->B * r->T;
 	size_t lazy = (r->att_plan ? L * (sizeof *r->att_plan + 1) + r->B * sizeof(int) : 0) +
 		      (r->logits_made ? (bt + LOGIT_ROWS - 1) / LOGIT_ROWS : 0);
-	return n * sizeof(float) + sizeof *r + lazy;
+	return r->block_bytes + sizeof *r + lazy;
 }
 
 /* Layer l's attention into att, from its kept q and k by its pass's call,
