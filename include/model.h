@@ -386,7 +386,7 @@ void run_free(struct run *r);
  * held.h): where gemmw.h is built, for every pass but a training one
  * (RUN_TRAIN: its backward's products are OpenBLAS's, whose idle workers
  * would spin beside the engine's).  Its attention then runs there too
- * (attention_forward_masked's own). */
+ * (struct attn_spec's own). */
 bool run_own_threads(unsigned flags);
 
 /* Bytes held by a run (for benchmarks and the memory budget): its block
@@ -404,13 +404,16 @@ float *run_att(const struct run *r, int l, int b, int h);
  * of r->att as one block. */
 void run_att_fill(const struct run *r);
 
-/* Gives fn(ctx, b, h, att) every head's (T, T) attention of layer l (as
- * run_att's): a layer not yet made is made a head at a time in
- * att_scratch on the engine's two threads and not kept (fn then runs on
- * either thread and must write nothing another head's call writes), so
- * that a reader of every head once need not make the capture. */
-void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
-		  void *ctx);
+/* What is given one head's weights at a time: sequence b's head h, rows
+ * q0 .. T-1 of (T, T) from att (T apart), possibly on a thread of the
+ * engine's (split.h): it must write nothing another head's call writes. */
+typedef void attn_head_fn(void *ctx, int b, int h, const float *att);
+
+/* Gives fn every head's (T, T) attention of layer l (as run_att's): a
+ * layer not yet made is made a head at a time in att_scratch on the
+ * engine's two threads and not kept, so that a reader of every head once
+ * need not make the capture. */
+void run_att_each(const struct run *r, int l, attn_head_fn *fn, void *ctx);
 
 /* Marks every layer's attention and every row's logits as written by the
  * caller (the decoder's rows): no read remakes them until the next pass. */

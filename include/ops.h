@@ -109,35 +109,22 @@ static inline void mask_range(enum mask_kind mask, int window, int i, int T, int
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int H, int G,
 		       int D, enum mask_kind mask, int window, float scale, const int *key_len);
 
-/* attention_forward with the mask on heads 0 .. n_masked-1 only, and the
- * scores soft-capped at cap (softcap_forward, after the scale) first: heads
- * n_masked .. H-1 see every key (MASK_NONE; key_len still hides padding),
- * the mask-one-head pitfall with n_masked = 1 (model.h, enum pitfall).
- * own: the heads are split over the engine's two threads (split.h), for a
- * pass whose products run on the engine's threads (matmul_w's own) and
+/* One attention call (attention_forward's, in general): B sequences of T
+ * tokens, queries q0 .. T-1 (rows q0 .. T-1 of out and of each head's att
+ * are written, over all T keys; the rows before q0 are not touched), H
+ * query heads and G key/value heads of D.  The mask applies to heads
+ * 0 .. n_masked-1; heads n_masked .. H-1 see every key (MASK_NONE;
+ * key_len still hides padding): the mask-one-head pitfall with n_masked =
+ * 1 (model.h, enum pitfall).  The scores are multiplied by scale, then
+ * soft-capped at cap (softcap_forward; 0: none).  key_len (B, or NULL): a
+ * padding mask.  own: the heads are split over the engine's two threads
+ * (split.h), for a pass whose products run there (matmul_w's own) and
  * should not wake OpenBLAS's: each head's products are attnmm.h's where
  * they are built (a head size up to ATTNMM_MAX_D), else OpenBLAS's on one
- * thread meanwhile.  The two products sum in different orders: the
- * numbers agree within float rounding, not bit for bit. */
-void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
-			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
-			      const int *key_len, int n_masked, bool own);
-
-/* attention_forward of one sequence (B = 1, no padding mask) for queries
- * q0 .. T-1 only: rows q0 .. T-1 of out and of each head's att are
- * written, over all T keys of qkv; the rows before q0 are not touched.
- * own as attention_forward_masked's. */
-void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale, float cap, bool own);
-
-/* One attention call: B sequences of T tokens, queries q0 .. T-1 (rows
- * q0 .. T-1 of out and of each head's att are written; the rows before
- * q0 are not touched), H query heads and G key/value heads of D, the mask
- * on heads 0 .. n_masked-1 (the rest see every key), the scores times
- * scale and soft-capped at cap (0: none), key_len (B, or NULL) a padding
- * mask, own as attention_forward_masked's.  Each head's weights are the
- * same bits whatever the split of heads over threads and, with attnmm.h's
- * products, whatever q0 (attnmm.h: one fixed chain per element). */
+ * thread meanwhile; the two sum in different orders, so their numbers
+ * agree within float rounding, not bit for bit.  Each head's weights are
+ * the same bits whatever the split of heads over threads and, with
+ * attnmm.h's products, whatever q0 (one fixed chain per element). */
 struct attn_spec {
 	int B, T, q0, H, G, D;
 	enum mask_kind mask;
@@ -151,18 +138,12 @@ struct attn_spec {
 /* The attention s describes on qkv (B, T, (H + 2G) * D).  out (B, T, H*D)
  * NULL: the weights only.  att (B, H, T, T) NULL: the weights are not
  * kept; each thread makes one head's at a time in its block of scratch
- * (2 * T * T floats).  attention_forward_masked and attention_rows are
- * this with out and att given. */
+ * (2 * T * T floats). */
 void attention_run(const struct attn_spec *s, float *out, float *att, float *scratch,
 		   const float *qkv);
 
-/* What attention_each gives each head's weights to: sequence b's head h,
- * rows q0 .. T-1 of (T, T) from att (T apart), on the thread that made
- * them (split.h): fn must write nothing another head's call writes. */
-typedef void attn_head_fn(void *ctx, int b, int h, const float *att);
-
 /* The weights of attention_run(s, NULL, NULL, scratch, qkv), each head's
- * given to fn as it is made and not kept. */
+ * given to fn (model.h, attn_head_fn) as it is made and not kept. */
 void attention_each(const struct attn_spec *s, float *scratch, const float *qkv,
 		    attn_head_fn *fn, void *ctx);
 

@@ -1183,13 +1183,13 @@ static void test_attention_rows_sum_to_one(void **s)
 }
 
 /* Attention with its heads split over the engine's two threads (ops.h:
- * attention_forward_masked's own, what every pass but a training one
- * runs; attnmm.h's products where they are built, OpenBLAS's for a head
- * size past ATTNMM_MAX_D) gives every head's weights and output within
- * 1e-6 of the one-thread loop's through OpenBLAS, for head sizes 16 and
- * ATTNMM_MAX_D + 8, with padding, a masked-heads count below H, and
- * queries from row q0 on (attention_rows); OpenBLAS's thread count is as
- * it was after. */
+ * struct attn_spec's own, what every pass but a training one runs;
+ * attnmm.h's products where they are built, OpenBLAS's for a head size
+ * past ATTNMM_MAX_D) gives every head's weights and output within 1e-6 of
+ * the one-thread loop's through OpenBLAS, for head sizes 16 and
+ * ATTNMM_MAX_D + 8, with padding and a masked-heads count below H, and
+ * for one sequence's queries from row q0 on; OpenBLAS's thread count is
+ * as it was after. */
 static void check_attention_own(int D)
 {
 	enum { B = 2, T = 37, H = 6, G = 2 };
@@ -1207,12 +1207,9 @@ static void check_attention_own(int D)
 			out[k] = xcalloc((size_t)B * T * H * D, sizeof(float));
 			att[k] = xcalloc((size_t)B * H * T * T, sizeof(float));
 			engine_set_threads(k ? 2 : 1);
-			if (q0)
-				attention_rows(out[k], att[k], qkv, T, q0, H, G, D, MASK_CAUSAL, 0, scale,
-					       0.0f, k == 1);
-			else
-				attention_forward_masked(out[k], att[k], qkv, B, T, H, G, D, MASK_CAUSAL,
-							 0, scale, 0.0f, key_len, 4, k == 1);
+			struct attn_spec s = { q0 ? 1 : B, T, q0, H, G, D, MASK_CAUSAL, 0, scale, 0.0f,
+					       q0 ? NULL : key_len, q0 ? H : 4, k == 1 };
+			attention_run(&s, out[k], att[k], NULL, qkv);
 			if (k)
 				assert_int_equal(openblas_get_num_threads(), 2);
 		}

@@ -520,7 +520,7 @@ int heads_induction(struct model *m, const struct run_options *o, uint64_t seed,
 		free(tokens);
 		return 0;
 	}
-	struct run *r = run_new(c, 1, T, RUN_LOGITS | RUN_ATTN);
+	struct run *r = run_new(c, 1, T, RUN_ATTN); /* no logits: only the weights are read */
 	int rc = model_forward(m, o, tokens, NULL, 1, T, r, e);
 	struct induction_layer x = { out, T, start, n, c->n_head, 0 };
 	if (rc == 0)

@@ -585,8 +585,7 @@ const float *run_logits_row(const struct run *r, int i)
 	return r->logits + (size_t)i * r->V;
 }
 
-void run_att_each(const struct run *r, int l, void (*fn)(void *ctx, int b, int h, const float *att),
-		  void *ctx)
+void run_att_each(const struct run *r, int l, attn_head_fn *fn, void *ctx)
 {
 	if (r->att_made && !r->att_made[l] && r->att_plan[l].T) {
 		attention_each(&r->att_plan[l], r->att_scratch, run_qkv(r, l), fn, ctx);

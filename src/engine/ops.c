@@ -342,21 +342,6 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 	attention_run(&s, out, att, NULL, qkv);
 }
 
-void attention_forward_masked(float *out, float *att, const float *qkv, int B, int T, int H,
-			      int G, int D, enum mask_kind mask, int window, float scale, float cap,
-			      const int *key_len, int n_masked, bool own)
-{
-	struct attn_spec s = { B, T, 0, H, G, D, mask, window, scale, cap, key_len, n_masked, own };
-	attention_run(&s, out, att, NULL, qkv);
-}
-
-void attention_rows(float *out, float *att, const float *qkv, int T, int q0, int H, int G, int D,
-		    enum mask_kind mask, int window, float scale, float cap, bool own)
-{
-	struct attn_spec s = { 1, T, q0, H, G, D, mask, window, scale, cap, NULL, H, own };
-	attention_run(&s, out, att, NULL, qkv);
-}
-
 void attention_step(float *out, float *att, const float *q, const float *k, const float *v,
 		    int n, int ld, int H, int G, int D, int lo, float scale, float cap)
 {
