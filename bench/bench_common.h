@@ -550,6 +550,17 @@ static inline const char *bench_tmpdir(const char *name)
 	return d;
 }
 
+/* The directory holding tokenizers/gpt2 ($ATTNSCOPE_SHARED, else
+ * ../shared), or NULL when its vocab.json cannot be read; the path
+ * looked at is left in vocab (n bytes) for the message. */
+static inline const char *bench_gpt2_shared(char *vocab, size_t n)
+{
+	const char *shared = getenv("ATTNSCOPE_SHARED");
+	shared = shared && *shared ? shared : "../shared";
+	snprintf(vocab, n, "%s/tokenizers/gpt2/vocab.json", shared);
+	return access(vocab, R_OK) == 0 ? shared : NULL;
+}
+
 /* Links GPT-2's vocab.json and merges.txt from SHARED/tokenizers/gpt2 into
  * dir (a model directory's tokenizer).  0, or -1 with errno set. */
 static inline int bench_link_gpt2_tokenizer(const char *shared, const char *dir)

@@ -294,11 +294,9 @@ static void report(struct result res[MODES][ROUNDS], int n, int nm)
  * directory (dir); leaves dir NULL, saying why, where it cannot. */
 static void write_dir(void)
 {
-	const char *shared = getenv("ATTNSCOPE_SHARED");
 	char vocab[600], path[600];
-	shared = shared && *shared ? shared : "../shared";
-	snprintf(vocab, sizeof vocab, "%s/tokenizers/gpt2/vocab.json", shared);
-	if (access(vocab, R_OK) != 0) {
+	const char *shared = bench_gpt2_shared(vocab, sizeof vocab);
+	if (!shared) {
 		printf("no GPT-2 tokenizer at %s: the model is built in each child, not loaded\n",
 		       vocab);
 		return;

@@ -1163,11 +1163,9 @@ int main(int argc, char **argv)
 	bool on[N_SHAPES];
 	if (pick_shapes(argc, argv, on))
 		return 2;
-	const char *shared = getenv("ATTNSCOPE_SHARED");
 	char vocab[600];
-	shared = shared && *shared ? shared : "../shared";
-	snprintf(vocab, sizeof vocab, "%s/tokenizers/gpt2/vocab.json", shared);
-	if (access(vocab, R_OK) != 0) {
+	const char *shared = bench_gpt2_shared(vocab, sizeof vocab);
+	if (!shared) {
 		printf("bench_hf: skipped (no GPT-2 tokenizer at %s)\n", vocab);
 		return 0;
 	}

@@ -35,11 +35,9 @@ static const char *dir; /* the scratch directory (bench_tmpdir) */
 
 int main(void)
 {
-	const char *shared = getenv("ATTNSCOPE_SHARED");
 	char path[600], vocab[600];
-	shared = shared && *shared ? shared : "../shared";
-	snprintf(vocab, sizeof vocab, "%s/tokenizers/gpt2/vocab.json", shared);
-	if (access(vocab, R_OK) != 0) {
+	const char *shared = bench_gpt2_shared(vocab, sizeof vocab);
+	if (!shared) {
 		printf("bench_load: skipped (no GPT-2 tokenizer at %s)\n", vocab);
 		return 0;
 	}
