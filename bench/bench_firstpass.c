@@ -25,13 +25,12 @@
  *            layer's q, k, v and attention);
  *   built    the model built in the child instead (model_new +
  *            model_init_random, every weight written once), huge pages,
- *            capture: no loader's freed buffers for the run to reuse.
+ *            capture: the construction before the loaded one, an info
+ *            row (its first pass is slower; why is not known: see
+ *            docs/testing.md).
  * "Loaded" is what the CLI does: the GPT-2-small-shaped Hugging Face
  * directory of bench_gpt2dir.h (548 MB, written once by the parent to a
  * scratch directory, read from the page cache) opened by model_open_ex.
- * Its loader transposes each Conv1D matrix through a temporary block it
- * frees (about 340 MB in all), so the kernel has pages it freed moments
- * before to give the run: the built mode shows the pass without them.
  * Without GPT-2's tokenizer (ATTNSCOPE_SHARED, else ../shared) only the
  * built modes run and the verdict is the built one's.  Each child, at
  * T = 1024 with attention capture (RUN_LOGITS | RUN_ATTN, as a session's
