@@ -15,12 +15,7 @@
 #include "bench_common.h"
 #include "util.h"
 
-#define GPT2DIR_V 50257
-#define GPT2DIR_C 768
-#define GPT2DIR_L 12
-#define GPT2DIR_H 12
-#define GPT2DIR_S 1024
-#define GPT2DIR_F (4 * GPT2DIR_C)
+#define GPT2DIR_MAX_TENSORS (13 * 12 + 4) /* GPT-2 small's: 13 a layer, 4 more */
 
 struct gpt2dir_tensor {
 	char name[64];
@@ -30,12 +25,14 @@ struct gpt2dir_tensor {
 	float scale, offset;
 };
 
-static struct gpt2dir_tensor gpt2dir_ts[16 * GPT2DIR_L + 8];
+static struct gpt2dir_tensor gpt2dir_ts[GPT2DIR_MAX_TENSORS];
 static int gpt2dir_nt;
 
 static void gpt2dir_add(const char *name, int nd, size_t d0, size_t d1, size_t d2, size_t d3,
 			float scale, float offset)
 {
+	if (gpt2dir_nt == GPT2DIR_MAX_TENSORS)
+		die("bench_gpt2dir.h: more tensors than GPT-2 small has");
 	struct gpt2dir_tensor *t = &gpt2dir_ts[gpt2dir_nt++];
 	snprintf(t->name, sizeof t->name, "%s", name);
 	t->nd = nd;
@@ -56,32 +53,34 @@ static size_t gpt2dir_count(const struct gpt2dir_tensor *t)
 	return n;
 }
 
-/* Writes model.safetensors, streaming random data tensor by tensor. */
-static int gpt2dir_weights(const char *path)
+/* Writes model.safetensors of shape c, streaming random data tensor by
+ * tensor. */
+static int gpt2dir_weights(const char *path, const struct model_config *c)
 {
+	size_t V = c->vocab_size, C = c->d_model, S = c->context, F = c->d_ff;
 	char name[64];
 	gpt2dir_nt = 0;
-	gpt2dir_add("wte.weight", 2, GPT2DIR_V, GPT2DIR_C, 0, 0, 0.02f, 0);
-	gpt2dir_add("wpe.weight", 2, GPT2DIR_S, GPT2DIR_C, 0, 0, 0.01f, 0);
-	for (int l = 0; l < GPT2DIR_L; l++) {
+	gpt2dir_add("wte.weight", 2, V, C, 0, 0, 0.02f, 0);
+	gpt2dir_add("wpe.weight", 2, S, C, 0, 0, 0.01f, 0);
+	for (int l = 0; l < c->n_layer; l++) {
 #define N(s) (snprintf(name, sizeof name, "h.%d.%s", l, s), name)
-		gpt2dir_add(N("ln_1.weight"), 1, GPT2DIR_C, 0, 0, 0, 0.05f, 1);
-		gpt2dir_add(N("ln_1.bias"), 1, GPT2DIR_C, 0, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("attn.bias"), 4, 1, 1, GPT2DIR_S, GPT2DIR_S, 0, 1);
-		gpt2dir_add(N("attn.c_attn.weight"), 2, GPT2DIR_C, 3 * GPT2DIR_C, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("attn.c_attn.bias"), 1, 3 * GPT2DIR_C, 0, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("attn.c_proj.weight"), 2, GPT2DIR_C, GPT2DIR_C, 0, 0, 0.004f, 0);
-		gpt2dir_add(N("attn.c_proj.bias"), 1, GPT2DIR_C, 0, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("ln_2.weight"), 1, GPT2DIR_C, 0, 0, 0, 0.05f, 1);
-		gpt2dir_add(N("ln_2.bias"), 1, GPT2DIR_C, 0, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("mlp.c_fc.weight"), 2, GPT2DIR_C, GPT2DIR_F, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("mlp.c_fc.bias"), 1, GPT2DIR_F, 0, 0, 0, 0.02f, 0);
-		gpt2dir_add(N("mlp.c_proj.weight"), 2, GPT2DIR_F, GPT2DIR_C, 0, 0, 0.004f, 0);
-		gpt2dir_add(N("mlp.c_proj.bias"), 1, GPT2DIR_C, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("ln_1.weight"), 1, C, 0, 0, 0, 0.05f, 1);
+		gpt2dir_add(N("ln_1.bias"), 1, C, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("attn.bias"), 4, 1, 1, S, S, 0, 1);
+		gpt2dir_add(N("attn.c_attn.weight"), 2, C, 3 * C, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("attn.c_attn.bias"), 1, 3 * C, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("attn.c_proj.weight"), 2, C, C, 0, 0, 0.004f, 0);
+		gpt2dir_add(N("attn.c_proj.bias"), 1, C, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("ln_2.weight"), 1, C, 0, 0, 0, 0.05f, 1);
+		gpt2dir_add(N("ln_2.bias"), 1, C, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("mlp.c_fc.weight"), 2, C, F, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("mlp.c_fc.bias"), 1, F, 0, 0, 0, 0.02f, 0);
+		gpt2dir_add(N("mlp.c_proj.weight"), 2, F, C, 0, 0, 0.004f, 0);
+		gpt2dir_add(N("mlp.c_proj.bias"), 1, C, 0, 0, 0, 0.02f, 0);
 #undef N
 	}
-	gpt2dir_add("ln_f.weight", 1, GPT2DIR_C, 0, 0, 0, 0.05f, 1);
-	gpt2dir_add("ln_f.bias", 1, GPT2DIR_C, 0, 0, 0, 0.02f, 0);
+	gpt2dir_add("ln_f.weight", 1, C, 0, 0, 0, 0.05f, 1);
+	gpt2dir_add("ln_f.bias", 1, C, 0, 0, 0, 0.02f, 0);
 
 	size_t cap = 64 + (size_t)gpt2dir_nt * 160, len = 0, off = 0;
 	char *hdr = xmalloc(cap);
@@ -129,11 +128,14 @@ static int gpt2dir_weights(const char *path)
 	return fclose(f);
 }
 
-/* Writes config.json, model.safetensors (streamed, seed 42) and links the
- * tokenizer from shared into dir; the weights' path into path (n bytes).
- * 0, or -1 when a file cannot be written. */
+/* Writes config.json and model.safetensors of GPT-2 small's shape
+ * (bench_common.h gpt2_cfg; d_ff 4 * d_model, as config.json implies)
+ * into dir and links the tokenizer from shared; the weights' path into
+ * path (n bytes).  0, or -1 when a file cannot be written. */
 static int gpt2dir_write(const char *dir, const char *shared, char *path, size_t n)
 {
+	struct model_config c;
+	gpt2_cfg(&c);
 	snprintf(path, n, "%s/config.json", dir);
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -141,12 +143,14 @@ static int gpt2dir_write(const char *dir, const char *shared, char *path, size_t
 	fprintf(f, "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], "
 		   "\"activation_function\": \"gelu_new\", \"n_layer\": %d, \"n_head\": %d, "
 		   "\"n_embd\": %d, \"n_positions\": %d, \"n_ctx\": %d, \"vocab_size\": %d, "
-		   "\"layer_norm_epsilon\": 1e-05}\n", GPT2DIR_L, GPT2DIR_H, GPT2DIR_C, GPT2DIR_S,
-		GPT2DIR_S, GPT2DIR_V);
+		   "\"layer_norm_epsilon\": 1e-05}\n", c.n_layer, c.n_head, c.d_model, c.context,
+		c.context, c.vocab_size);
 	if (fclose(f) != 0)
 		return -1;
 	snprintf(path, n, "%s/model.safetensors", dir);
-	return gpt2dir_weights(path) != 0 || bench_link_gpt2_tokenizer(shared, dir) != 0 ? -1 : 0;
+	if (gpt2dir_weights(path, &c) != 0)
+		return -1;
+	return bench_link_gpt2_tokenizer(shared, dir);
 }
 
 #endif

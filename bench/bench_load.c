@@ -36,6 +36,8 @@ static const char *dir; /* the scratch directory (bench_tmpdir) */
 int main(void)
 {
 	char path[600], vocab[600];
+	struct model_config g; /* the shape bench_gpt2dir.h writes */
+	gpt2_cfg(&g);
 	const char *shared = bench_gpt2_shared(vocab, sizeof vocab);
 	if (!shared) {
 		printf("bench_load: skipped (no GPT-2 tokenizer at %s)\n", vocab);
@@ -48,7 +50,7 @@ int main(void)
 	}
 
 	printf("bench_load: GPT-2-small-shaped HF directory (L %d, H %d, C %d, S %d, V %d), "
-	       "%d cores\n", GPT2DIR_L, GPT2DIR_H, GPT2DIR_C, GPT2DIR_S, GPT2DIR_V, cpu_count());
+	       "%d cores\n", g.n_layer, g.n_head, g.d_model, g.context, g.vocab_size, cpu_count());
 	double gf = measure_sgemm().best_gflops;
 	printf("  sgemm 1024x768x768           %8.1f GFLOP/s\n", gf);
 
@@ -89,7 +91,7 @@ int main(void)
 		int T = Ts[k];
 		int *tokens = xmalloc((size_t)T * sizeof *tokens);
 		for (int i = 0; i < T; i++)
-			tokens[i] = (i * 7919 + 13) % GPT2DIR_V;
+			tokens[i] = (i * 7919 + 13) % g.vocab_size;
 		struct run *r = run_new(&m->cfg, 1, T, RUN_LOGITS | RUN_ATTN);
 		struct run_options o;
 		run_options_native(m, &o);
@@ -103,9 +105,9 @@ int main(void)
 			times[rep] = now_ms() - t0;
 		}
 		double med = median(times, 3);
-		double C = GPT2DIR_C, L = GPT2DIR_L;
-		double flops = 2.0 * T * (L * (3.0 * C * C + C * C + 2.0 * GPT2DIR_F * C) +
-					  (double)GPT2DIR_V * C) + 4.0 * L * (double)T * T * C;
+		double C = g.d_model, L = g.n_layer;
+		double flops = 2.0 * T * (L * (3.0 * C * C + C * C + 2.0 * g.d_ff * C) +
+					  (double)g.vocab_size * C) + 4.0 * L * (double)T * T * C;
 		printf("  forward T=%-4d + attention   %8.0f ms  (%.1f GFLOP/s; %.2fx the sgemm time; "
 		       "run %.0f MB)\n", T, med, flops / (med * 1e6), med / (flops / (gf * 1e6)),
 		       run_bytes(r) / 1048576.0);
